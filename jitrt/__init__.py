@@ -1,0 +1,48 @@
+"""jitrt: a JIT kernel runtime for Python built on llvmlite.
+
+    import jitrt as jr
+    jr.init(arch=jr.cpu)
+    x = jr.field(jr.f32, shape=(16,))
+
+    @jr.kernel
+    def fill(k: jr.f32):
+        for i in x:
+            x[i] = i * k
+
+The pipeline: frontend (AST -> IR) -> passes (pipeline.py) -> codegen (LLVM IR) -> backends
+(native code) -> runtime (LaunchHandle, launches). See docs/ for usage and architecture.
+"""
+from __future__ import annotations
+
+from . import debug, types
+from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from .errors import (AdStackOverflowError, BackendUnavailableError, JitrtError, KernelArgError,
+                     KernelCompileError, KernelRuntimeError, OfflineCacheError)
+from .frontend.builtins import (MATH, atomic_add, atomic_max, atomic_min, atomic_sub, cast,
+                                loop_config, ndrange, pow_ as pow, static)
+from .frontend.decorators import func, kernel
+from .runtime.data import Field, Ndarray, field, ndarray
+from .runtime.program import init, reset, sync
+from .types import template
+
+__version__ = "0.1.0"
+
+
+class _Arch(str):
+    @property
+    def name(self) -> str:
+        return str(self)
+
+
+cpu, cuda, amdgpu, gpu = _Arch("cpu"), _Arch("cuda"), _Arch("amdgpu"), _Arch("gpu")
+
+sin, cos, tan, exp, log = MATH["sin"], MATH["cos"], MATH["tan"], MATH["exp"], MATH["log"]
+sqrt, tanh, floor, ceil = MATH["sqrt"], MATH["tanh"], MATH["floor"], MATH["ceil"]
+
+__all__ = ["AdStackOverflowError", "BackendUnavailableError", "Field", "JitrtError",
+           "KernelArgError", "KernelCompileError", "KernelRuntimeError", "Ndarray",
+           "OfflineCacheError", "amdgpu", "atomic_add", "atomic_max", "atomic_min", "atomic_sub",
+           "cast", "ceil", "cos", "cpu", "cuda", "debug", "exp", "f32", "f64", "field", "floor",
+           "func", "gpu", "i16", "i32", "i64", "i8", "init", "kernel", "log", "loop_config", "ndarray",
+           "ndrange", "pow", "reset", "sin", "sqrt", "static", "sync", "tan", "tanh", "template",
+           "types", "u16", "u32", "u64", "u8"]

@@ -1,0 +1,121 @@
+"""CPU backend: LLVM IR -> object code -> loaded native functions, and the worker pool.
+
+Stage: backend. `compile_object(module)` optimises and emits relocatable object code (what the
+offline cache stores); `CpuEngine.load(obj, names)` links it into the process's MCJIT engine
+and returns function addresses (an object already loaded is not loaded twice). `WorkerPool`
+owns the pool state of `codegen/threadpool.py` and the Python threads that run
+`jitrt_worker` in native code with the GIL released; they stop at interpreter exit.
+Caches: loaded objects by symbol prefix (process-wide).
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import threading
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from ..codegen import threadpool
+from .llvm_setup import host_target_machine, init_llvm, optimize
+
+
+def compile_object(module: ir.Module | str) -> bytes:
+    init_llvm()
+    tm = host_target_machine()
+    mod = llvm.parse_assembly(str(module))
+    mod.verify()
+    optimize(mod, tm)
+    return tm.emit_object(mod)
+
+
+class CpuEngine:
+    """The process's MCJIT engine. Objects are added once; addresses are looked up by name."""
+
+    def __init__(self) -> None:
+        init_llvm()
+        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), host_target_machine())
+        self._loaded: dict[str, dict[str, int]] = {}
+        self._lock = threading.Lock()
+
+    def load(self, key: str, obj: bytes, names: list[str]) -> dict[str, int]:
+        with self._lock:
+            found = self._loaded.get(key)
+            if found is not None:
+                return found
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            self._engine.finalize_object()
+            addrs = {name: self._engine.get_function_address(name) for name in names}
+            missing = [k for k, v in addrs.items() if not v]
+            if missing:
+                raise RuntimeError(f"symbols missing after loading object {key}: {missing}")
+            self._loaded[key] = addrs
+            return addrs
+
+
+_engine: CpuEngine | None = None
+
+
+def engine() -> CpuEngine:
+    global _engine
+    if _engine is None:
+        _engine = CpuEngine()
+    return _engine
+
+
+WORKER_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
+
+
+class WorkerPool:
+    """Spinning worker threads running native code; `num_threads` counts the caller too."""
+
+    def __init__(self, num_threads: int, grain: int, spin_limit: int = 100_000) -> None:
+        tm = host_target_machine()
+        module = threadpool.build_runtime_module(llvm.get_process_triple(), str(tm.target_data))
+        names = ["jitrt_parallel_for", "jitrt_worker"]
+        addrs = engine().load("jitrt_runtime", compile_object(module), names)
+        self.parallel_for_addr = addrs["jitrt_parallel_for"]
+        self._state = (ctypes.c_int64 * threadpool.POOL_SLOTS)()
+        self.address = ctypes.addressof(self._state)
+        self.num_threads = max(1, num_threads)
+        self._state[threadpool.POOL_NWORKERS] = 0
+        self._state[threadpool.POOL_GRAIN] = max(1, grain)
+        self._state[threadpool.POOL_SPIN] = spin_limit
+        self._worker = WORKER_FN(addrs["jitrt_worker"])
+        self._threads: list[threading.Thread] = []
+        for tid in range(1, self.num_threads):
+            t = threading.Thread(target=self._worker, args=(self.address, tid),
+                                 name=f"jitrt-worker-{tid}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        self._state[threadpool.POOL_NWORKERS] = len(self._threads)
+        atexit.register(self.shutdown)
+
+    def set_grain(self, grain: int) -> None:
+        self._state[threadpool.POOL_GRAIN] = max(1, grain)
+
+    def shutdown(self) -> None:
+        self._state[threadpool.POOL_NWORKERS] = 0
+        self._state[threadpool.POOL_SHUTDOWN] = 1
+        for t in self._threads:
+            t.join(timeout=2.0)
+        self._threads.clear()
+
+
+_pools: dict[int, WorkerPool] = {}
+_retired: list[WorkerPool] = []  # kept alive: old launch contexts may still point at them
+
+
+def worker_pool(num_threads: int | None, grain: int) -> WorkerPool:
+    """The process's pool for this thread count (pools are kept: threads are not recreated)."""
+    count = num_threads or os.cpu_count() or 1
+    pool = _pools.get(count)
+    if pool is None:
+        for other in _pools.values():
+            other.shutdown()
+            _retired.append(other)
+        _pools.clear()
+        pool = _pools[count] = WorkerPool(count, grain)
+    pool.set_grain(grain)
+    return pool

@@ -1,0 +1,44 @@
+"""Which GPU runtimes this process can use; import-guarded so `import jitrt` never needs them.
+
+Stage: backend selection. `require(arch)` returns the arch name if its runtime imports and a
+device answers, else raises `BackendUnavailableError` saying what is missing.
+"""
+from __future__ import annotations
+
+from ..errors import BackendUnavailableError
+
+
+def cuda_available() -> tuple[bool, str]:
+    try:
+        from cuda.bindings import driver  # type: ignore[import-not-found]
+    except ImportError:
+        return False, "the CUDA runtime needs cuda-bindings (pip install 'jitrt[cuda]')"
+    err, = driver.cuInit(0)
+    if int(err) != 0:
+        return False, f"cuInit failed ({err}); no usable NVIDIA driver or device"
+    err, count = driver.cuDeviceGetCount()
+    if int(err) != 0 or count == 0:
+        return False, "no NVIDIA GPU found"
+    return True, ""
+
+
+def hip_available() -> tuple[bool, str]:
+    try:
+        from hip import hip  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        return False, "the AMDGPU runtime needs hip-python and ROCm (pip install 'jitrt[hip]')"
+    return False, "hip-python imported but no ROCm device runtime is usable here"
+
+
+def require(arch: str) -> str:
+    checks = {"cuda": [("cuda", cuda_available)], "amdgpu": [("amdgpu", hip_available)],
+              "gpu": [("cuda", cuda_available), ("amdgpu", hip_available)]}[arch]
+    reasons = []
+    for name, probe in checks:
+        ok, why = probe()
+        if ok:
+            raise BackendUnavailableError(
+                f"arch={name}: the {name} runtime is present, but launching kernels on it is not "
+                "implemented in this version of jitrt yet (code generation only); use arch=cpu")
+        reasons.append(f"{name}: {why}")
+    raise BackendUnavailableError(f"arch={arch} is not available: " + "; ".join(reasons))

@@ -1,0 +1,35 @@
+"""One-time LLVM set-up and the host target machine.
+
+Stage: backend. Initialises llvmlite's targets once per process and builds the host
+`TargetMachine` (cached) used to emit object code for the CPU.
+"""
+from __future__ import annotations
+
+import functools
+
+import llvmlite.binding as llvm
+
+
+@functools.lru_cache(maxsize=None)
+def init_llvm() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    llvm.initialize_native_asmparser()
+
+
+@functools.lru_cache(maxsize=None)
+def host_target_machine() -> llvm.TargetMachine:
+    init_llvm()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                        features=llvm.get_host_cpu_features().flatten(),
+                                        opt=3, reloc="pic", codemodel="jitdefault")
+
+
+def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3) -> None:
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(tm, pto)
+    mpm = pb.getModulePassManager()
+    mpm.run(module, pb)

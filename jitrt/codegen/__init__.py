@@ -1,0 +1,1 @@
+"""Codegen: kernel IR -> LLVM IR through llvmlite, with target hooks for CPU, NVPTX and AMDGPU."""

@@ -1,0 +1,60 @@
+"""The launch-context layout shared by codegen and the launcher.
+
+Stage: codegen/runtime seam. A launch passes one pointer, `ctx`, to an array of 64-bit slots:
+a fixed header (error record, thread-pool and runtime pointers, return value), then a data
+pointer per field (and its gradient), then per kernel parameter its slots (a scalar: one slot,
+floats stored as double, ints sign/zero-extended; an ndarray: data pointer, gradient pointer and
+one slot per axis for the shape). Compiled code reads every address from here, never embeds one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import nodes as n
+
+SLOT_ERROR = 0          # 0, or 1 + the id of the access site that failed (first one wins)
+SLOT_ERROR_AXIS = 1
+SLOT_ERROR_INDEX = 2
+SLOT_POOL = 3           # thread pool state
+SLOT_PARALLEL_FOR = 4   # address of the runtime's parallel_for
+SLOT_RUNTIME = 5        # runtime state (adstack heaps, overflow slot)
+SLOT_RETURN = 6
+SLOT_NUM_THREADS = 7
+HEADER_SLOTS = 8
+
+
+@dataclass(frozen=True)
+class ContextLayout:
+    field_slots: tuple[int, ...]        # per field table entry: data pointer slot
+    field_grad_slots: tuple[int, ...]   # per field: gradient pointer slot
+    param_slots: tuple[int, ...]        # per parameter: first slot (-1 for templates)
+    size: int
+
+    def field_slot(self, ref: n.FieldRef) -> int:
+        return (self.field_grad_slots if ref.grad else self.field_slots)[ref.slot]
+
+    def array_ptr_slot(self, ref: n.ArrayRef) -> int:
+        return self.param_slots[ref.arg] + (1 if ref.grad else 0)
+
+    def array_shape_slot(self, ref: n.ArrayRef, axis: int) -> int:
+        return self.param_slots[ref.arg] + 2 + axis
+
+
+def layout_for(params: tuple[n.Param, ...], fields: tuple[n.FieldRef, ...]) -> ContextLayout:
+    slot = HEADER_SLOTS
+    field_slots, grad_slots = [], []
+    for _ in fields:
+        field_slots.append(slot)
+        grad_slots.append(slot + 1)
+        slot += 2
+    param_slots = []
+    for p in params:
+        if p.kind == "scalar":
+            param_slots.append(slot)
+            slot += 1
+        elif p.kind == "ndarray":
+            param_slots.append(slot)
+            slot += 2 + p.ndim
+        else:
+            param_slots.append(-1)
+    return ContextLayout(tuple(field_slots), tuple(grad_slots), tuple(param_slots), slot)

@@ -1,0 +1,297 @@
+"""IR expressions -> LLVM IR (the expression family of the function emitter).
+
+Stage: codegen. Python semantics are kept where C's differ: `//` and `%` floor, integer division
+by zero gives 0 instead of trapping, float->int casts saturate, shifts are masked. Every global
+access is bounds-checked in every build: an out-of-range access is skipped (a load gives 0) and
+the first failing site is recorded in the context's error record for the host to report.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import dtypes
+from ..dtypes import DataType
+from ..ir import nodes as n
+from . import abi
+
+I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+
+
+def ll_type(dt: DataType) -> ir.Type:
+    if dt.is_float:
+        return ir.FloatType() if dt.bits == 32 else ir.DoubleType()
+    return ir.IntType(dt.bits)
+
+
+def const(dt: DataType, value: int | float) -> ir.Constant:
+    if dt.is_float:
+        return ir.Constant(ll_type(dt), float(value))
+    return ir.Constant(ll_type(dt), int(value) & ((1 << dt.bits) - 1))
+
+
+ICMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
+
+
+class ExprEmitter:
+    builder: ir.IRBuilder
+
+    # ---- context slots --------------------------------------------------------------------
+    def slot_ptr(self, slot: int | ir.Value) -> ir.Value:
+        idx = ir.Constant(I64, slot) if isinstance(slot, int) else slot
+        return self.builder.gep(self.ctx_ptr, [idx])
+
+    def load_slot(self, slot: int) -> ir.Value:
+        return self.builder.load(self.slot_ptr(slot))
+
+    def from_slot(self, raw: ir.Value, dt: DataType) -> ir.Value:
+        """Decode a 64-bit slot: floats are stored as double, ints extended to 64 bits."""
+        if dt.is_float:
+            d = self.builder.bitcast(raw, ir.DoubleType())
+            return d if dt.bits == 64 else self.builder.fptrunc(d, ll_type(dt))
+        return raw if dt.bits == 64 else self.builder.trunc(raw, ll_type(dt))
+
+    def to_slot(self, v: ir.Value, dt: DataType) -> ir.Value:
+        if dt.is_float:
+            d = v if dt.bits == 64 else self.builder.fpext(v, ir.DoubleType())
+            return self.builder.bitcast(d, I64)
+        if dt.bits == 64:
+            return v
+        return self.builder.sext(v, I64) if dt.is_signed else self.builder.zext(v, I64)
+
+    # ---- dispatch -------------------------------------------------------------------------
+    def expr(self, e: n.Expr) -> ir.Value:
+        return getattr(self, "expr_" + type(e).__name__)(e)
+
+    def expr_Const(self, e: n.Const) -> ir.Value:
+        return const(e.dtype, e.value)
+
+    def expr_Arg(self, e: n.Arg) -> ir.Value:
+        return self.from_slot(self.load_slot(self.layout.param_slots[e.index]), e.dtype)
+
+    def expr_Local(self, e: n.Local) -> ir.Value:
+        return self.builder.load(self.local_ptr(e.name, e.dtype))
+
+    def expr_Shape(self, e: n.Shape) -> ir.Value:
+        return self.builder.trunc(self.load_slot(self.layout.array_shape_slot(e.ref, e.axis)), I32)
+
+    def expr_Cast(self, e: n.Cast) -> ir.Value:
+        return self.convert(self.expr(e.x), e.x.dtype, e.dtype)
+
+    def convert(self, v: ir.Value, src: DataType, dst: DataType) -> ir.Value:
+        b = self.builder
+        if src == dst:
+            return v
+        if src.is_float and dst.is_float:
+            return b.fpext(v, ll_type(dst)) if dst.bits > src.bits else b.fptrunc(v, ll_type(dst))
+        if src.is_float:  # saturating, NaN -> 0: never undefined behaviour
+            kind = "fptosi" if dst.is_signed else "fptoui"
+            fn = self.intrinsic(f"llvm.{kind}.sat.i{dst.bits}.{'f32' if src.bits == 32 else 'f64'}",
+                                ll_type(dst), [ll_type(src)])
+            return b.call(fn, [v])
+        if dst.is_float:
+            return b.sitofp(v, ll_type(dst)) if src.is_signed else b.uitofp(v, ll_type(dst))
+        if dst.bits < src.bits:
+            return b.trunc(v, ll_type(dst))
+        if dst.bits > src.bits:
+            return b.sext(v, ll_type(dst)) if src.is_signed else b.zext(v, ll_type(dst))
+        return v
+
+    def intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name)
+        return fn  # type: ignore[return-value]
+
+    def truth(self, v: ir.Value, dt: DataType) -> ir.Value:
+        if dt.is_float:
+            return self.builder.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
+        return self.builder.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+
+    def expr_Unary(self, e: n.Unary) -> ir.Value:
+        v = self.expr(e.x)
+        b = self.builder
+        if e.op == "neg":
+            return b.fneg(v) if e.dtype.is_float else b.neg(v)
+        if e.op == "not":
+            return b.zext(b.not_(self.truth(v, e.x.dtype)), I32)
+        return b.not_(v)
+
+    def expr_Select(self, e: n.Select) -> ir.Value:
+        c = self.truth(self.expr(e.cond), e.cond.dtype)
+        return self.builder.select(c, self.expr(e.a), self.expr(e.b))
+
+    def expr_Binary(self, e: n.Binary) -> ir.Value:
+        a, b_ = self.expr(e.a), self.expr(e.b)
+        return self.binary(e.op, a, b_, e.a.dtype, e.dtype)
+
+    def binary(self, op: str, a: ir.Value, c: ir.Value, operand: DataType,
+               result: DataType) -> ir.Value:
+        b = self.builder
+        if op in n.COMPARE_OPS:
+            if operand.is_float:
+                flag = b.fcmp_unordered(op, a, c) if op == "!=" else b.fcmp_ordered(op, a, c)
+            elif operand.is_signed:
+                flag = b.icmp_signed(op, a, c)
+            else:
+                flag = b.icmp_unsigned(op, a, c)
+            return b.zext(flag, I32)
+        if op in ("and", "or"):
+            return b.and_(a, c) if op == "and" else b.or_(a, c)
+        if operand.is_float:
+            return self.float_binary(op, a, c, operand)
+        return self.int_binary(op, a, c, operand)
+
+    def float_binary(self, op: str, a: ir.Value, c: ir.Value, dt: DataType) -> ir.Value:
+        b = self.builder
+        simple = {"+": b.fadd, "-": b.fsub, "*": b.fmul, "/": b.fdiv}
+        if op in simple:
+            return simple[op](a, c)
+        if op in ("min", "max"):
+            pick_c = b.fcmp_ordered("<" if op == "min" else ">", c, a)
+            return b.select(pick_c, c, a)
+        floor = self.target.math_function(self.module, "floor", a.type, 1)
+        q = b.call(floor, [b.fdiv(a, c)])
+        if op == "//":
+            return q
+        if op == "%":
+            return b.fsub(a, b.fmul(q, c))
+        raise NotImplementedError(op)
+
+    def int_binary(self, op: str, a: ir.Value, c: ir.Value, dt: DataType) -> ir.Value:
+        b = self.builder
+        simple = {"+": b.add, "-": b.sub, "*": b.mul, "&": b.and_, "|": b.or_, "^": b.xor}
+        if op in simple:
+            return simple[op](a, c)
+        if op in ("<<", ">>"):
+            amount = b.and_(c, ir.Constant(c.type, dt.bits - 1))
+            if op == "<<":
+                return b.shl(a, amount)
+            return b.ashr(a, amount) if dt.is_signed else b.lshr(a, amount)
+        if op in ("min", "max"):
+            cmp = b.icmp_signed if dt.is_signed else b.icmp_unsigned
+            return b.select(cmp("<" if op == "min" else ">", c, a), c, a)
+        if op in ("//", "%"):
+            return self.int_divmod(op, a, c, dt)
+        raise NotImplementedError(op)
+
+    def int_divmod(self, op: str, a: ir.Value, c: ir.Value, dt: DataType) -> ir.Value:
+        """Python floor division / modulo; x // 0 and x % 0 give 0 (no trap)."""
+        b = self.builder
+        ty = a.type
+        zero, one = ir.Constant(ty, 0), ir.Constant(ty, 1)
+        is_zero = b.icmp_unsigned("==", c, zero)
+        if not dt.is_signed:
+            safe = b.select(is_zero, one, c)
+            r = b.udiv(a, safe) if op == "//" else b.urem(a, safe)
+            return b.select(is_zero, zero, r)
+        minus_one = ir.Constant(ty, -1)
+        is_m1 = b.icmp_signed("==", c, minus_one)  # INT_MIN / -1 traps on x86: avoid it
+        safe = b.select(b.or_(is_zero, is_m1), one, c)
+        q = b.sdiv(a, safe)
+        r = b.srem(a, safe)
+        # floor adjustment: if r != 0 and sign(r) != sign(c): q -= 1, r += c
+        adjust = b.and_(b.icmp_signed("!=", r, zero),
+                        b.icmp_signed("<", b.xor(r, safe), zero))
+        if op == "//":
+            q = b.select(adjust, b.sub(q, one), q)
+            q = b.select(is_m1, b.neg(a), q)
+            return b.select(is_zero, zero, q)
+        r = b.select(adjust, b.add(r, safe), r)
+        return b.select(b.or_(is_zero, is_m1), zero, r)
+
+    def expr_Math(self, e: n.Math) -> ir.Value:
+        args = [self.expr(a) for a in e.args]
+        if e.fn == "abs" and not e.dtype.is_float:
+            v = args[0]
+            if not e.dtype.is_signed:
+                return v
+            return self.builder.select(self.builder.icmp_signed("<", v, ir.Constant(v.type, 0)),
+                                       self.builder.neg(v), v)
+        fn = self.target.math_function(self.module, e.fn, ll_type(e.dtype), len(args))
+        return self.builder.call(fn, args)
+
+    # ---- global memory ------------------------------------------------------------------
+    def expr_Load(self, e: n.Load) -> ir.Value:
+        ok, ptr = self.element_ptr(e.ref, e.indices, e.loc, "read")
+        ty = ll_type(e.dtype)
+        return self.guarded(ok, lambda: self.builder.load(ptr), ir.Constant(ty, 0) if
+                            not e.dtype.is_float else ir.Constant(ty, 0.0))
+
+    def expr_Atomic(self, e: n.Atomic) -> ir.Value:
+        value = self.expr(e.value)
+        ok, ptr = self.element_ptr(e.ref, e.indices, e.loc, f"atomic_{e.op}")
+        dt = e.dtype
+        if dt.is_float:
+            op = {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax"}[e.op]
+        elif dt.is_signed:
+            op = {"add": "add", "sub": "sub", "min": "min", "max": "max"}[e.op]
+        else:
+            op = {"add": "add", "sub": "sub", "min": "umin", "max": "umax"}[e.op]
+        zero = ir.Constant(ll_type(dt), 0.0 if dt.is_float else 0)
+        return self.guarded(ok, lambda: self.builder.atomic_rmw(op, ptr, value, "monotonic"),
+                            zero)
+
+    def data_ptr(self, ref: n.Ref) -> ir.Value:
+        slot = (self.layout.field_slot(ref) if isinstance(ref, n.FieldRef)
+                else self.layout.array_ptr_slot(ref))
+        raw = self.load_slot(slot)
+        return self.builder.inttoptr(raw, ll_type(ref.dtype).as_pointer())
+
+    def extents(self, ref: n.Ref) -> list[ir.Value]:
+        if isinstance(ref, n.FieldRef):
+            return [ir.Constant(I64, s) for s in ref.shape]
+        return [self.load_slot(self.layout.array_shape_slot(ref, k)) for k in range(ref.ndim)]
+
+    def element_ptr(self, ref: n.Ref, indices: tuple[n.Expr, ...], loc: n.Loc,
+                    kind: str) -> tuple[ir.Value, ir.Value]:
+        b = self.builder
+        idx = [self.expr(i) for i in indices]
+        idx = [v if v.type == I64 else b.sext(v, I64) for v in idx]
+        extents = self.extents(ref)
+        ok: ir.Value = ir.Constant(I1, 1)
+        offset: ir.Value = ir.Constant(I64, 0)
+        axis_fail: list[tuple[ir.Value, ir.Value]] = []
+        for k, (v, ext) in enumerate(zip(idx, extents)):
+            inside = b.icmp_unsigned("<", v, ext)
+            ok = b.and_(ok, inside)
+            axis_fail.append((inside, v))
+            offset = b.add(b.mul(offset, ext), v)
+        site = self.add_site(ref, loc, kind)
+        self.pending_fail = (site, axis_fail)
+        return ok, b.gep(self.data_ptr(ref), [offset])
+
+    def guarded(self, ok: ir.Value, access, fallback: ir.Value | None) -> ir.Value | None:
+        """Run `access()` only if `ok`; otherwise record the pending site as failed."""
+        b = self.builder
+        site, axis_fail = self.pending_fail
+        if isinstance(ok, ir.Constant):
+            return access()
+        with b.if_else(ok, likely=True) as (then, otherwise):
+            with then:
+                value = access()
+                then_block = b.block
+            with otherwise:
+                self.record_fault(site, axis_fail)
+                else_block = b.block
+        if fallback is None or value is None or isinstance(value.type, ir.VoidType):
+            return None
+        phi = b.phi(value.type)
+        phi.add_incoming(value, then_block)
+        phi.add_incoming(fallback, else_block)
+        return phi
+
+    def record_fault(self, site: int, axis_fail: list[tuple[ir.Value, ir.Value]]) -> None:
+        b = self.builder
+        first = b.cmpxchg(self.slot_ptr(abi.SLOT_ERROR), ir.Constant(I64, 0),
+                          ir.Constant(I64, site + 1), "monotonic", "monotonic")
+        with b.if_then(b.extract_value(first, 1)):
+            axis: ir.Value = ir.Constant(I64, 0)
+            index: ir.Value = ir.Constant(I64, 0)
+            for k, (inside, v) in reversed(list(enumerate(axis_fail))):
+                axis = b.select(inside, axis, ir.Constant(I64, k))
+                index = b.select(inside, index, v)
+            b.store(axis, self.slot_ptr(abi.SLOT_ERROR_AXIS))
+            b.store(index, self.slot_ptr(abi.SLOT_ERROR_INDEX))
+
+
+__all__ = ["ExprEmitter", "ll_type", "const", "dtypes"]

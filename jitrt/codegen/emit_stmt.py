@@ -1,0 +1,113 @@
+"""IR statements -> LLVM IR (the statement family of the function emitter).
+
+Stage: codegen. Structured control flow through llvmlite's builder context managers; locals
+are allocas (zero-initialised in a dedicated first block, promoted to registers by LLVM).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..dtypes import DataType
+from ..ir import nodes as n
+from . import abi
+from .emit_expr import I64, ll_type
+
+
+class StmtEmitter:
+    # ---- locals -------------------------------------------------------------------------
+    def local_ptr(self, name: str, dt: DataType) -> ir.Value:
+        ptr = self.locals.get(name)
+        if ptr is None:
+            with self.builder.goto_block(self.alloca_block):
+                ptr = self.builder.alloca(ll_type(dt), name=name)
+                self.builder.store(ir.Constant(ll_type(dt), 0.0 if dt.is_float else 0), ptr)
+            self.locals[name] = ptr
+        return ptr
+
+    def body(self, stmts: n.Body) -> None:
+        for s in stmts:
+            getattr(self, "stmt_" + type(s).__name__)(s)
+
+    def dead_block(self) -> None:
+        """Continue emitting into an unreachable block after a jump."""
+        self.builder.position_at_end(self.fn.append_basic_block("after_jump"))
+
+    # ---- statements ---------------------------------------------------------------------
+    def stmt_Assign(self, s: n.Assign) -> None:
+        self.builder.store(self.expr(s.value), self.local_ptr(s.name, s.value.dtype))
+
+    def stmt_Eval(self, s: n.Eval) -> None:
+        self.expr(s.expr)
+
+    def stmt_Store(self, s: n.Store) -> None:
+        value = self.expr(s.value)
+        ok, ptr = self.element_ptr(s.ref, s.indices, s.loc, "write")
+        self.guarded(ok, lambda: self.builder.store(value, ptr), None)
+
+    def stmt_Return(self, s: n.Return) -> None:
+        v = self.to_slot(self.expr(s.value), s.value.dtype)
+        self.builder.store(v, self.slot_ptr(abi.SLOT_RETURN))
+
+    def stmt_If(self, s: n.If) -> None:
+        cond = self.truth(self.expr(s.cond), s.cond.dtype)
+        if not s.orelse:
+            with self.builder.if_then(cond):
+                self.body(s.body)
+            return
+        with self.builder.if_else(cond) as (then, otherwise):
+            with then:
+                self.body(s.body)
+            with otherwise:
+                self.body(s.orelse)
+
+    def stmt_For(self, s: n.For) -> None:
+        b = self.builder
+        dt = s.begin.dtype
+        begin, end = self.expr(s.begin), self.expr(s.end)
+        counter = self.local_ptr(f"{s.var}$counter{self.next_id()}", dt)
+        b.store(begin, counter)
+        cond_bb = self.fn.append_basic_block(f"for_{s.var}_cond")
+        body_bb = self.fn.append_basic_block(f"for_{s.var}_body")
+        step_bb = self.fn.append_basic_block(f"for_{s.var}_step")
+        exit_bb = self.fn.append_basic_block(f"for_{s.var}_exit")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        i = b.load(counter)
+        cmp = b.icmp_signed if dt.is_signed else b.icmp_unsigned
+        b.cbranch(cmp("<", i, end), body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        b.store(i, self.local_ptr(s.var, dt))
+        self.loop_targets.append((step_bb, exit_bb))
+        self.body(s.body)
+        self.loop_targets.pop()
+        b.branch(step_bb)
+        b.position_at_end(step_bb)
+        b.store(b.add(b.load(counter), ir.Constant(ll_type(dt), 1)), counter)
+        b.branch(cond_bb)
+        b.position_at_end(exit_bb)
+
+    def stmt_While(self, s: n.While) -> None:
+        b = self.builder
+        cond_bb = self.fn.append_basic_block("while_cond")
+        body_bb = self.fn.append_basic_block("while_body")
+        exit_bb = self.fn.append_basic_block("while_exit")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        b.cbranch(self.truth(self.expr(s.cond), s.cond.dtype), body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        self.loop_targets.append((cond_bb, exit_bb))
+        self.body(s.body)
+        self.loop_targets.pop()
+        b.branch(cond_bb)
+        b.position_at_end(exit_bb)
+
+    def stmt_Break(self, s: n.Break) -> None:
+        self.builder.branch(self.loop_targets[-1][1])
+        self.dead_block()
+
+    def stmt_Continue(self, s: n.Continue) -> None:
+        self.builder.branch(self.loop_targets[-1][0])
+        self.dead_block()
+
+
+__all__ = ["StmtEmitter", "I64"]

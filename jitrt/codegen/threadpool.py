@@ -1,0 +1,190 @@
+"""The CPU runtime module: a spinning thread pool written in LLVM IR.
+
+Stage: codegen (built once per process by `backends/cpu.py`). Functions:
+- `jitrt_parallel_for(pool, task, ctx, caps, n)`: runs `task` over [0, n). Small n (<= grain),
+  no workers, or a pool already busy with another launch: inline on the calling thread.
+  Otherwise it publishes a job and works on it too; workers claim chunks with compare-and-swap
+  on a ticket that holds (epoch << 32 | next chunk), so a late worker can never run a chunk of
+  a job it did not read.
+- `jitrt_worker(pool, tid)`: a worker's loop. It spins (x86 `pause`) for `spin_limit` polls
+  after its last job, then polls every 200 us with `usleep`: no per-launch wake-up through the
+  OS, and an idle process uses almost no CPU.
+Pool layout (i64 slots, one cache line per group): see the POOL_* constants.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .kernel_module import I8P, I64P, TASK_TYPE
+
+I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+POOL_TICKET, POOL_DONE = 0, 8
+POOL_FN, POOL_CTX, POOL_CAPS, POOL_N, POOL_CHUNK, POOL_NCHUNKS = 16, 17, 18, 19, 20, 21
+POOL_SHUTDOWN, POOL_NWORKERS, POOL_GRAIN, POOL_BUSY, POOL_SPIN = 24, 25, 26, 27, 28
+POOL_SLOTS = 32
+
+
+def c64(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+class _Pool:
+    def __init__(self, b: ir.IRBuilder, pool: ir.Value) -> None:
+        self.b, self.pool = b, pool
+
+    def ptr(self, slot: int) -> ir.Value:
+        return self.b.gep(self.pool, [c64(slot)])
+
+    def load(self, slot: int, order: str = "monotonic") -> ir.Value:
+        return self.b.load_atomic(self.ptr(slot), order, 8)
+
+    def store(self, slot: int, value: ir.Value, order: str = "monotonic") -> None:
+        self.b.store_atomic(value, self.ptr(slot), order, 8)
+
+
+def _pause(module: ir.Module, b: ir.IRBuilder, triple: str) -> None:
+    if triple.startswith(("x86_64", "i686", "i386")):
+        b.asm(ir.FunctionType(ir.VoidType(), []), "pause", "~{memory}", [], True)
+    elif triple.startswith(("aarch64", "arm")):
+        b.asm(ir.FunctionType(ir.VoidType(), []), "yield", "~{memory}", [], True)
+
+
+def _run_chunks(module: ir.Module) -> ir.Function:
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64P, I64, I64]),
+                     "jitrt_run_chunks")
+    pool_arg, epoch, tid = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    p = _Pool(b, pool_arg)
+    task = b.inttoptr(p.load(POOL_FN), TASK_TYPE.as_pointer())
+    ctx = b.inttoptr(p.load(POOL_CTX), I64P)
+    caps = b.inttoptr(p.load(POOL_CAPS), I64P)
+    n, chunk, nchunks = p.load(POOL_N), p.load(POOL_CHUNK), p.load(POOL_NCHUNKS)
+    loop = fn.append_basic_block("claim")
+    done = fn.append_basic_block("done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    t = p.load(POOL_TICKET, "acquire")
+    same_epoch = b.icmp_unsigned("==", b.lshr(t, c64(32)), epoch)
+    c = b.and_(t, c64(0xFFFFFFFF))
+    claimable = b.and_(same_epoch, b.icmp_signed("<", c, nchunks))
+    try_bb = fn.append_basic_block("try")
+    b.cbranch(claimable, try_bb, done)
+    b.position_at_end(try_bb)
+    res = b.cmpxchg(p.ptr(POOL_TICKET), t, b.add(t, c64(1)), "acq_rel", "acquire")
+    run_bb = fn.append_basic_block("run")
+    b.cbranch(b.extract_value(res, 1), run_bb, loop)
+    b.position_at_end(run_bb)
+    lo = b.mul(c, chunk)
+    hi = b.add(lo, chunk)
+    hi = b.select(b.icmp_signed("<", hi, n), hi, n)
+    b.call(task, [ctx, caps, lo, hi, tid])
+    b.atomic_rmw("add", p.ptr(POOL_DONE), c64(1), "release")
+    b.branch(loop)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def _parallel_for(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir.Function:
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P, TASK_TYPE.as_pointer(), I64P,
+                                                             I64P, I64]), "jitrt_parallel_for")
+    pool_raw, task, ctx, caps, n = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    pool = b.bitcast(pool_raw, I64P)
+    p = _Pool(b, pool)
+    inline_bb, try_bb, par_bb, exit_bb = (fn.append_basic_block(x) for x in
+                                          ("inline", "try_lock", "parallel", "exit"))
+    nworkers, grain = p.load(POOL_NWORKERS), p.load(POOL_GRAIN)
+    small = b.or_(b.icmp_signed("<=", n, grain), b.icmp_signed("<=", nworkers, c64(0)))
+    b.cbranch(b.icmp_signed("<=", n, c64(0)), exit_bb, try_bb)
+    b.position_at_end(try_bb)
+    lock_bb = fn.append_basic_block("lock")
+    b.cbranch(small, inline_bb, lock_bb)
+    b.position_at_end(lock_bb)
+    got = b.cmpxchg(p.ptr(POOL_BUSY), c64(0), c64(1), "acquire", "monotonic")
+    b.cbranch(b.extract_value(got, 1), par_bb, inline_bb)
+
+    b.position_at_end(inline_bb)
+    b.call(task, [ctx, caps, c64(0), n, c64(0)])
+    b.branch(exit_bb)
+
+    b.position_at_end(par_bb)
+    nthreads = b.add(nworkers, c64(1))
+    by_grain = b.sdiv(b.add(n, b.sub(grain, c64(1))), grain)
+    cap = b.mul(nthreads, c64(4))
+    nchunks0 = b.select(b.icmp_signed("<", by_grain, cap), by_grain, cap)
+    chunk = b.sdiv(b.add(n, b.sub(nchunks0, c64(1))), nchunks0)
+    nchunks = b.sdiv(b.add(n, b.sub(chunk, c64(1))), chunk)
+    p.store(POOL_FN, b.ptrtoint(task, I64))
+    p.store(POOL_CTX, b.ptrtoint(ctx, I64))
+    p.store(POOL_CAPS, b.ptrtoint(caps, I64))
+    p.store(POOL_N, n)
+    p.store(POOL_CHUNK, chunk)
+    p.store(POOL_NCHUNKS, nchunks)
+    p.store(POOL_DONE, c64(0))
+    epoch = b.add(b.lshr(p.load(POOL_TICKET), c64(32)), c64(1))
+    epoch = b.and_(epoch, c64(0xFFFFFFFF))
+    p.store(POOL_TICKET, b.shl(epoch, c64(32)), "release")
+    b.call(run_chunks, [pool, epoch, c64(0)])
+    wait_bb, spin_bb, unlock_bb = (fn.append_basic_block(x) for x in ("wait", "spin", "unlock"))
+    b.branch(wait_bb)
+    b.position_at_end(wait_bb)
+    finished = b.icmp_signed(">=", p.load(POOL_DONE, "acquire"), nchunks)
+    b.cbranch(finished, unlock_bb, spin_bb)
+    b.position_at_end(spin_bb)
+    _pause(module, b, triple)
+    b.branch(wait_bb)
+    b.position_at_end(unlock_bb)
+    p.store(POOL_BUSY, c64(0), "release")
+    b.branch(exit_bb)
+    b.position_at_end(exit_bb)
+    b.ret_void()
+    return fn
+
+
+def _worker(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir.Function:
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64P, I64]), "jitrt_worker")
+    pool, tid = fn.args
+    usleep = ir.Function(module, ir.FunctionType(I32, [I32]), "usleep")
+    entry = fn.append_basic_block("entry")
+    b = ir.IRBuilder(entry)
+    p = _Pool(b, pool)
+    seen = b.alloca(I64)
+    spins = b.alloca(I64)
+    b.store(b.lshr(p.load(POOL_TICKET, "acquire"), c64(32)), seen)
+    b.store(c64(0), spins)
+    loop, check, work, idle, spin, sleep, exit_bb = (fn.append_basic_block(x) for x in (
+        "loop", "check", "work", "idle", "spin", "sleep", "exit"))
+    b.branch(loop)
+    b.position_at_end(loop)
+    b.cbranch(b.icmp_signed("!=", p.load(POOL_SHUTDOWN, "acquire"), c64(0)), exit_bb, check)
+    b.position_at_end(check)
+    epoch = b.lshr(p.load(POOL_TICKET, "acquire"), c64(32))
+    b.cbranch(b.icmp_unsigned("!=", epoch, b.load(seen)), work, idle)
+    b.position_at_end(work)
+    b.store(epoch, seen)
+    b.call(run_chunks, [pool, epoch, tid])
+    b.store(c64(0), spins)
+    b.branch(loop)
+    b.position_at_end(idle)
+    count = b.add(b.load(spins), c64(1))
+    b.store(count, spins)
+    b.cbranch(b.icmp_signed("<", count, p.load(POOL_SPIN)), spin, sleep)
+    b.position_at_end(spin)
+    _pause(module, b, triple)
+    b.branch(loop)
+    b.position_at_end(sleep)
+    b.call(usleep, [ir.Constant(I32, 200)])
+    b.branch(loop)
+    b.position_at_end(exit_bb)
+    b.ret_void()
+    return fn
+
+
+def build_runtime_module(triple: str, data_layout: str) -> ir.Module:
+    module = ir.Module(name="jitrt_runtime")
+    module.triple, module.data_layout = triple, data_layout
+    run_chunks = _run_chunks(module)
+    _parallel_for(module, run_chunks, triple)
+    _worker(module, run_chunks, triple)
+    return module

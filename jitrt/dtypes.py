@@ -1,0 +1,95 @@
+"""Scalar data types of jitrt kernels.
+
+Stage: shared by every stage. A `DataType` is a frozen value naming a scalar type; it knows its
+numpy dtype, its size and whether it is a float, signed or unsigned integer. The LLVM type of a
+`DataType` lives in `codegen/llvm_types.py` so that this module needs no llvmlite.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DataType:
+    name: str
+    bits: int
+    kind: str  # "int", "uint" or "float"
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind != "uint"
+
+    @property
+    def nbytes(self) -> int:
+        return self.bits // 8
+
+    @property
+    def np(self) -> np.dtype:
+        prefix = {"int": "int", "uint": "uint", "float": "float"}[self.kind]
+        return np.dtype(f"{prefix}{self.bits}")
+
+    def __repr__(self) -> str:
+        return f"jr.{self.name}"
+
+
+i8 = DataType("i8", 8, "int")
+i16 = DataType("i16", 16, "int")
+i32 = DataType("i32", 32, "int")
+i64 = DataType("i64", 64, "int")
+u8 = DataType("u8", 8, "uint")
+u16 = DataType("u16", 16, "uint")
+u32 = DataType("u32", 32, "uint")
+u64 = DataType("u64", 64, "uint")
+f32 = DataType("f32", 32, "float")
+f64 = DataType("f64", 64, "float")
+
+ALL = (i8, i16, i32, i64, u8, u16, u32, u64, f32, f64)
+BY_NAME = {t.name: t for t in ALL}
+_BY_NP = {t.np: t for t in ALL}
+
+
+def from_numpy(dtype: np.dtype) -> DataType | None:
+    """The jitrt type of a numpy dtype, or None when jitrt has none (bool, complex, ...)."""
+    return _BY_NP.get(np.dtype(dtype))
+
+
+def coerce(value: object) -> DataType:
+    """Accept a DataType, a dtype name, a numpy dtype or the Python types int/float."""
+    if isinstance(value, DataType):
+        return value
+    if value is int:
+        return i32
+    if value is float:
+        return f32
+    if isinstance(value, str) and value in BY_NAME:
+        return BY_NAME[value]
+    try:
+        found = from_numpy(np.dtype(value))  # type: ignore[call-overload]
+    except TypeError:
+        found = None
+    if found is None:
+        raise TypeError(f"not a jitrt dtype: {value!r}; use one of {', '.join(BY_NAME)}")
+    return found
+
+
+def promote(a: DataType, b: DataType) -> DataType:
+    """Binary-operation result type: float beats int, wider beats narrower, signed on a tie."""
+    if a == b:
+        return a
+    if a.is_float or b.is_float:
+        if a.is_float and b.is_float:
+            return a if a.bits >= b.bits else b
+        return a if a.is_float else b
+    if a.bits != b.bits:
+        return a if a.bits > b.bits else b
+    return a if a.is_signed else b

@@ -1,0 +1,50 @@
+"""The exceptions jitrt raises. Every one is a `JitrtError`."""
+from __future__ import annotations
+
+
+class JitrtError(Exception):
+    """Base class of every jitrt error."""
+
+
+class KernelCompileError(JitrtError):
+    """Unsupported Python in a kernel, a type error, or a bound outside the sizing grammar.
+
+    The message names the file, line and column and shows the source line with a caret.
+    """
+
+    def __init__(self, message: str, filename: str = "<unknown>", line: int = 0, col: int = 0,
+                 source_line: str = "") -> None:
+        self.filename, self.line, self.col, self.source_line = filename, line, col, source_line
+        self.reason = message
+        text = f"{filename}:{line}:{col + 1}: {message}"
+        if source_line:
+            stripped = source_line.rstrip("\n")
+            indent = len(stripped) - len(stripped.lstrip())
+            text += f"\n    {stripped.strip()}\n    {' ' * max(col - indent, 0)}^"
+        super().__init__(text)
+
+
+class KernelArgError(JitrtError, TypeError):
+    """Wrong number, type, dtype or ndim of launch arguments."""
+
+
+class KernelRuntimeError(JitrtError):
+    """A kernel detected a fault while running (an index out of bounds); the faulty access was
+    skipped, so memory is intact."""
+
+
+class AdStackOverflowError(JitrtError):
+    """A push past an adstack's capacity (skipped; the launch raises)."""
+
+    def __init__(self, message: str, kernel_name: str = "", task_id: int = -1,
+                 registry_id: int = 0) -> None:
+        super().__init__(message)
+        self.kernel_name, self.task_id, self.registry_id = kernel_name, task_id, registry_id
+
+
+class OfflineCacheError(JitrtError):
+    """Raised only by explicit cache tooling."""
+
+
+class BackendUnavailableError(JitrtError):
+    """The chosen arch has no usable runtime on this machine."""

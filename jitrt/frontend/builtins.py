@@ -1,0 +1,69 @@
+"""The functions a kernel may call: `jr.sin`, `jr.static`, `jr.ndrange`, `jr.atomic_add`, ...
+
+Stage: frontend. Each is a `Builtin` object: the AST lowering recognises it by identity and
+emits IR. Called from ordinary Python (outside a kernel) the math functions compute with numpy,
+so that host code and tests can use them too.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class Builtin:
+    name: str
+    host: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self.host is None:
+            raise RuntimeError(f"jr.{self.name}() can only be used inside a jitrt kernel or func")
+        return self.host(*args)
+
+    def __repr__(self) -> str:
+        return f"<jitrt builtin {self.name}>"
+
+
+def _np1(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda x: f(x)
+
+
+MATH = {name: Builtin(name, _np1(getattr(np, name))) for name in
+        ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil")}
+pow_ = Builtin("pow", lambda a, b: a ** b)
+static = Builtin("static", lambda x: x)
+cast = Builtin("cast", None)
+loop_config = Builtin("loop_config", None)
+atomic_add = Builtin("atomic_add", None)
+atomic_sub = Builtin("atomic_sub", None)
+atomic_min = Builtin("atomic_min", None)
+atomic_max = Builtin("atomic_max", None)
+ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}
+
+
+class ndrange:
+    """`for i, j in jr.ndrange(n, (b, e))`: a box of loop indices (parallel at the outermost
+    level). Outside kernels it iterates like nested ranges."""
+
+    def __init__(self, *extents: Any) -> None:
+        self.extents = extents
+
+    def __iter__(self):
+        import itertools
+        ranges = [range(*e) if isinstance(e, tuple) else range(e) for e in self.extents]
+        return itertools.product(*ranges)
+
+
+# Python's own callables that kernels understand, mapped to our builtin of the same meaning.
+PYTHON_EQUIVALENTS: dict[Any, Builtin] = {
+    math.sin: MATH["sin"], math.cos: MATH["cos"], math.tan: MATH["tan"], math.exp: MATH["exp"],
+    math.log: MATH["log"], math.sqrt: MATH["sqrt"], math.tanh: MATH["tanh"],
+    math.floor: MATH["floor"], math.ceil: MATH["ceil"], math.pow: pow_,
+}
+PY_ABS, PY_MIN, PY_MAX, PY_INT, PY_FLOAT, PY_RANGE, PY_LEN = (
+    builtins.abs, builtins.min, builtins.max, builtins.int, builtins.float, builtins.range,
+    builtins.len)

@@ -1,0 +1,93 @@
+"""Compile context and name scopes for AST -> IR lowering.
+
+Stage: frontend. A `CompileContext` is created per kernel specialization and passed explicitly
+(no ambient globals): it owns the field table (fields get slots in order of first use), the
+kernel parameters, the dtype defaults and a counter for renaming the locals of inlined funcs.
+A `Scope` maps Python names of one function body to what they denote.
+"""
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import dtypes
+from ..dtypes import DataType
+from ..ir import nodes as n
+
+
+@dataclass(frozen=True)
+class PyValue:
+    """A compile-time Python object: a constant, a module, a field, a builtin, a func..."""
+    obj: Any
+
+
+@dataclass(frozen=True)
+class LocalVar:
+    ir_name: str
+    dtype: DataType
+
+
+@dataclass
+class CompileContext:
+    kernel_name: str
+    default_fp: DataType
+    default_ip: DataType
+    params: tuple[n.Param, ...] = ()
+    field_objs: list[Any] = field(default_factory=list)
+    field_refs: dict[int, n.FieldRef] = field(default_factory=dict)
+    local_types: dict[str, DataType] = field(default_factory=dict)
+    inline_counter: int = 0
+    inline_depth: int = 0
+
+    def field_ref(self, fld: Any, name: str) -> n.FieldRef:
+        ref = self.field_refs.get(id(fld))
+        if ref is None:
+            ref = n.FieldRef(len(self.field_objs), name, fld.dtype, tuple(fld.shape))
+            self.field_objs.append(fld)
+            self.field_refs[id(fld)] = ref
+        return ref
+
+    def fresh_prefix(self, func_name: str) -> str:
+        self.inline_counter += 1
+        return f"{func_name}${self.inline_counter}."
+
+
+@dataclass
+class Scope:
+    """Names visible in one function body: its own bindings, then its globals and closure."""
+    bindings: dict[str, LocalVar | PyValue | n.ArrayRef | n.Arg]
+    globals: dict[str, Any]
+    prefix: str = ""
+    params: frozenset[str] = frozenset()
+
+    def lookup(self, name: str) -> LocalVar | PyValue | n.ArrayRef | n.Arg | None:
+        if name in self.bindings:
+            return self.bindings[name]
+        if name in self.globals:
+            return PyValue(self.globals[name])
+        if hasattr(builtins, name):
+            return PyValue(getattr(builtins, name))
+        return None
+
+
+def function_globals(fn: Any) -> dict[str, Any]:
+    """The globals of `fn` overlaid with its closure cells (closure wins, as in Python)."""
+    names = dict(fn.__globals__)
+    if fn.__closure__:
+        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                names[var] = cell.cell_contents
+            except ValueError:  # an empty cell: the variable is not bound yet
+                pass
+    return names
+
+
+def literal_dtype(value: Any, ctx: CompileContext) -> DataType | None:
+    if isinstance(value, bool):
+        return dtypes.i32
+    if isinstance(value, int):
+        return ctx.default_ip
+    if isinstance(value, float):
+        return ctx.default_fp
+    return None

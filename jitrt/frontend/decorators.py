@@ -1,0 +1,154 @@
+"""`@jr.kernel` and `@jr.func`.
+
+Stage: frontend entry. `Kernel` reads its parameters from the annotations once (scalars,
+`jr.types.ndarray`, `jr.template()`), and launches through a per-kernel class whose `__call__`
+is the fast launcher of the most recently used LaunchHandle (see `runtime/launcher.py`); a call
+that does not match it goes to `dispatch`, which validates the arguments, finds or builds the
+handle for the specialization, and makes it the fast path. `Func` is inlined where called.
+"""
+from __future__ import annotations
+
+import inspect
+import weakref
+from typing import Any, Callable
+
+from .. import dtypes
+from ..errors import KernelCompileError
+from ..ir import nodes as n
+from ..types import NdarrayType, Template
+from .source import SourceInfo, capture
+
+
+def _resolve_annotation(fn: Callable, ann: Any) -> Any:
+    if isinstance(ann, str):
+        try:
+            return eval(ann, fn.__globals__)  # noqa: S307 - the user's own annotation text
+        except Exception as exc:  # noqa: BLE001
+            raise KernelCompileError(f"cannot evaluate annotation {ann!r} of "
+                                     f"{fn.__qualname__}: {exc}") from None
+    return ann
+
+
+class Func:
+    """A function inlined into kernels. Parameters annotated `jr.template()` are by reference."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self._source: SourceInfo | None = None
+        anns = getattr(fn, "__annotations__", {})
+        self.template_params = frozenset(
+            k for k, v in anns.items() if isinstance(_resolve_annotation(fn, v), Template))
+
+    def source(self) -> SourceInfo:
+        if self._source is None:
+            self._source = capture(self.fn)
+        return self._source
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)  # outside kernels: plain Python
+
+    def __repr__(self) -> str:
+        return f"<jitrt func {self.fn.__qualname__}>"
+
+
+def parse_params(fn: Callable) -> tuple[n.Param, ...]:
+    sig = inspect.signature(fn)
+    params = []
+    for p in sig.parameters.values():
+        where = f"parameter '{p.name}' of kernel {fn.__qualname__}"
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            raise KernelCompileError(f"{where}: *args, **kwargs and keyword-only parameters are "
+                                     "not supported", inspect.getsourcefile(fn) or "?",
+                                     fn.__code__.co_firstlineno)
+        ann = _resolve_annotation(fn, p.annotation)
+        if ann is inspect.Parameter.empty:
+            raise KernelCompileError(f"{where} needs an annotation (jr.f32, jr.i32, "
+                                     "jr.types.ndarray(...), jr.template())",
+                                     inspect.getsourcefile(fn) or "?", fn.__code__.co_firstlineno)
+        if isinstance(ann, Template):
+            params.append(n.Param(p.name, "template"))
+        elif isinstance(ann, NdarrayType):
+            params.append(n.Param(p.name, "ndarray", ann.dtype, ann.ndim if ann.ndim is not None
+                                  else -1))
+        elif ann is int or ann is float or isinstance(ann, dtypes.DataType):
+            params.append(n.Param(p.name, "scalar", ann if isinstance(ann, dtypes.DataType)
+                                  else None, 0))
+        else:
+            raise KernelCompileError(f"{where}: unsupported annotation {ann!r}",
+                                     inspect.getsourcefile(fn) or "?", fn.__code__.co_firstlineno)
+    return tuple(params)
+
+
+_all_kernels: "weakref.WeakSet[Kernel]" = weakref.WeakSet()
+
+
+class Kernel:
+    """A compiled-on-first-use kernel. Calling it launches; `.grad(...)` launches its adjoint."""
+
+    def __new__(cls, fn: Callable, adjoint: bool = False) -> "Kernel":
+        # One class per kernel, so that the fast launcher can be installed as `__call__`.
+        sub = type(f"Kernel[{fn.__qualname__}]", (cls,), {"__call__": cls._dispatch_call})
+        return super().__new__(sub)
+
+    def __init__(self, fn: Callable, adjoint: bool = False) -> None:
+        self.fn = fn
+        self.adjoint = adjoint
+        self.name = fn.__name__
+        self.qualname = f"{fn.__module__}.{fn.__qualname__}"
+        self.params = parse_params(fn)
+        ret = _resolve_annotation(fn, fn.__annotations__.get("return"))
+        if ret is int:
+            ret = dtypes.i32
+        elif ret is float:
+            ret = dtypes.f32
+        if ret is not None and not isinstance(ret, dtypes.DataType):
+            raise KernelCompileError(f"kernel {fn.__qualname__}: return annotation must be a "
+                                     f"jitrt dtype, got {ret!r}")
+        self.ret: dtypes.DataType | None = ret
+        self._source: SourceInfo | None = None
+        self.handles: dict[Any, Any] = {}
+        self._grad_kernel: Kernel | None = None
+        _all_kernels.add(self)
+
+    def source(self) -> SourceInfo:
+        if self._source is None:
+            self._source = capture(self.fn)
+        return self._source
+
+    def _dispatch_call(self, *args: Any, **kwargs: Any) -> Any:
+        from ..runtime.launcher import dispatch
+        return dispatch(self, args, kwargs)
+
+    def reset_fast_path(self) -> None:
+        type(self).__call__ = Kernel._dispatch_call  # type: ignore[method-assign]
+        self.handles.clear()
+
+    def bind(self, *args: Any, **kwargs: Any) -> Any:
+        """A launch with its arguments packed once: call it with no arguments to run."""
+        from ..runtime.launcher import bind
+        return bind(self, args, kwargs)
+
+    @property
+    def grad(self) -> "Kernel":
+        if self.adjoint:
+            raise AttributeError("the adjoint kernel has no .grad")
+        if self._grad_kernel is None:
+            self._grad_kernel = Kernel(self.fn, adjoint=True)
+            self._grad_kernel._source = self._source
+        return self._grad_kernel
+
+    def __repr__(self) -> str:
+        return f"<jitrt kernel {self.qualname}{' (grad)' if self.adjoint else ''}>"
+
+
+def kernel(fn: Callable) -> Kernel:
+    return Kernel(fn)
+
+
+def func(fn: Callable) -> Func:
+    return Func(fn)
+
+
+def all_kernels() -> list[Kernel]:
+    return list(_all_kernels)

@@ -1,0 +1,75 @@
+"""AST -> kernel IR: the lowering visitor and the kernel entry point.
+
+Stage: frontend. `lower_kernel(source, fn, params, template_values, ctx)` turns one kernel
+specialization into a `KernelIR`. The visitor is split by node family: `lower_expr`
+(expressions), `lower_call` (builtins and func inlining), `lower_stmt` (statements).
+Nothing here is cached; the caller caches by specialization.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ..ir import nodes as n
+from .context import CompileContext, PyValue, Scope, function_globals
+from .lower_call import CallLowering
+from .lower_expr import ExprLowering, is_number
+from .lower_stmt import StmtLowering
+from .source import SourceInfo
+
+
+class FunctionLowerer(ExprLowering, CallLowering, StmtLowering):
+    def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
+                 is_kernel_body: bool = False, depth: int = 0,
+                 loops: list[str] | None = None) -> None:
+        self.src, self.ctx, self.scope = src, ctx, scope
+        self.block: list[n.Stmt] = []
+        self.is_kernel_body = is_kernel_body
+        self.depth = depth
+        self.loops: list[str] = loops if loops is not None else []
+        self.serialize_next = False
+
+    def sub_lowerer(self, src: SourceInfo, scope: Scope) -> "FunctionLowerer":
+        """A lowerer for an inlined func body that emits into this lowerer's current block."""
+        sub = FunctionLowerer(src, self.ctx, scope, False, self.depth + 1, self.loops)
+        sub.block = self.block
+        return sub
+
+
+def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
+                 template_values: dict[str, Any], ctx: CompileContext,
+                 ret: Any) -> n.KernelIR:
+    bindings: dict[str, Any] = {}
+    arg_index = 0
+    for i, p in enumerate(params):
+        if p.kind == "scalar":
+            bindings[p.name] = n.Arg(i, p.name, p.dtype)  # type: ignore[arg-type]
+        elif p.kind == "ndarray":
+            bindings[p.name] = n.ArrayRef(i, p.name, p.dtype, p.ndim)  # type: ignore[arg-type]
+        else:
+            bindings[p.name] = PyValue(template_values[p.name])
+        arg_index += 1
+    scope = Scope(bindings, function_globals(fn), "", frozenset(p.name for p in params))
+    lowerer = FunctionLowerer(src, ctx, scope, is_kernel_body=True)
+    body = list(src.tree.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    ret_stmt = body.pop() if body and isinstance(body[-1], ast.Return) else None
+    for stmt in body:
+        lowerer.stmt(stmt)
+    if ret_stmt is not None:
+        if ret_stmt.value is None:
+            pass
+        elif ret is None:
+            raise src.error(ret_stmt, "kernel returns a value but has no return annotation "
+                            "(add -> jr.f32 or similar)")
+        else:
+            v = lowerer.expr(ret_stmt.value)
+            e = lowerer.const(v.obj, ret_stmt, ret) if is_number(v) else lowerer.value(
+                ret_stmt.value, v)
+            lowerer.emit(n.Return(lowerer.cast(e, ret), src.loc(ret_stmt)))
+    elif ret is not None:
+        raise src.error(src.tree, f"kernel is annotated to return {ret!r} but has no final "
+                        "return statement")
+    return n.KernelIR(ctx.kernel_name, params, tuple(ctx.field_refs.values()),
+                      tuple(lowerer.block), ret)

@@ -1,0 +1,179 @@
+"""AST -> IR for calls: builtins (math, casts, min/max, atomics, static) and `@jr.func` inlining.
+
+Stage: frontend (the call family of the lowering visitor). A `@jr.func` is inlined: its locals
+are renamed with a per-call-site prefix, parameters annotated `jr.template()` are bound by
+reference and the others copied into fresh locals, and the expression of its final `return`
+becomes the value of the call (so bounds stay traceable through it).
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+from typing import Any
+
+from .. import dtypes
+from ..dtypes import DataType
+from ..ir import nodes as n
+from . import builtins as bi
+from .context import LocalVar, PyValue, Scope, function_globals
+from .lower_expr import Value, describe, is_number
+
+MAX_INLINE_DEPTH = 24
+
+
+class CallLowering:
+    def expr_Call(self, node: ast.Call) -> Value:
+        callee = self.expr(node.func)
+        if not isinstance(callee, PyValue):
+            raise self.err(node.func, "only functions known at compile time can be called")
+        obj = callee.obj
+        try:
+            obj = bi.PYTHON_EQUIVALENTS.get(obj, obj)
+        except TypeError:  # unhashable
+            pass
+        from .decorators import Func, Kernel
+        if isinstance(obj, Func):
+            return self.inline(obj, node)
+        if isinstance(obj, Kernel):
+            raise self.err(node, f"kernel '{obj.name}' cannot be called from a kernel; "
+                           "make it a @jr.func")
+        if node.keywords and obj is not bi.cast:
+            raise self.err(node, f"keyword arguments are not supported for {describe(obj)}")
+        if isinstance(obj, dtypes.DataType):
+            return self.cast(self.one_value(node), obj)
+        if obj is bi.static:
+            return self.static_value(node)
+        if isinstance(obj, bi.Builtin):
+            return self.call_builtin(obj, node)
+        if obj is bi.PY_INT:
+            return self.cast(self.one_value(node), self.ctx.default_ip)
+        if obj is bi.PY_FLOAT:
+            return self.cast(self.one_value(node), self.ctx.default_fp)
+        if obj is bi.PY_ABS:
+            e = self.one_value(node)
+            return n.Math("abs", (e,), e.dtype, self.loc(node))
+        if obj is bi.PY_MIN or obj is bi.PY_MAX:
+            return self.min_max("min" if obj is bi.PY_MIN else "max", node)
+        if obj is bi.PY_RANGE or obj is bi.ndrange:
+            raise self.err(node, f"{describe(obj)}() can only be the iterable of a for loop")
+        raise self.err(node, f"calling {describe(obj)} is not supported in kernels")
+
+    def one_value(self, node: ast.Call) -> n.Expr:
+        if len(node.args) != 1:
+            raise self.err(node, f"expected 1 argument, got {len(node.args)}")
+        return self.value(node.args[0])
+
+    def static_value(self, node: ast.Call) -> Value:
+        if len(node.args) != 1:
+            raise self.err(node, "jr.static() takes exactly one argument")
+        v = self.expr(node.args[0])
+        if not isinstance(v, PyValue):
+            raise self.err(node.args[0], "jr.static() needs a value known at compile time")
+        return v
+
+    def min_max(self, op: str, node: ast.Call) -> Value:
+        if len(node.args) < 2:
+            raise self.err(node, f"{op}() in a kernel needs at least 2 arguments")
+        result: Value = self.expr(node.args[0])
+        for arg in node.args[1:]:
+            other = self.expr(arg)
+            if is_number(result) and is_number(other):
+                result = PyValue((min if op == "min" else max)(result.obj, other.obj))  # type: ignore
+                continue
+            a, b, dt = self.operands(result, other, node)
+            result = n.Binary(op, a, b, dt, self.loc(node))
+        return result
+
+    def call_builtin(self, fn: bi.Builtin, node: ast.Call) -> Value:
+        loc = self.loc(node)
+        if fn.name in bi.MATH:
+            e = self.one_value(node)
+            if not e.dtype.is_float:
+                e = self.cast(e, self.ctx.default_fp)
+            return n.Math(fn.name, (e,), e.dtype, loc)
+        if fn is bi.pow_:
+            if len(node.args) != 2:
+                raise self.err(node, "jr.pow() takes 2 arguments")
+            return self.power(self.expr(node.args[0]), self.expr(node.args[1]), node)
+        if fn is bi.cast:
+            return self.cast_call(node)
+        if fn in bi.ATOMICS:
+            return self.atomic(bi.ATOMICS[fn], node)
+        raise self.err(node, f"jr.{fn.name}() is not supported here")
+
+    def cast_call(self, node: ast.Call) -> Value:
+        args = list(node.args) + [k.value for k in node.keywords if k.arg == "dtype"]
+        if len(args) != 2:
+            raise self.err(node, "jr.cast(value, dtype) takes 2 arguments")
+        target = self.expr(args[1])
+        if not (isinstance(target, PyValue) and isinstance(target.obj, DataType)):
+            raise self.err(args[1], "jr.cast() needs a jitrt dtype such as jr.f32")
+        return self.cast(self.value(args[0]), target.obj)
+
+    def atomic(self, op: str, node: ast.Call) -> Value:
+        if len(node.args) != 2 or not isinstance(node.args[0], ast.Subscript):
+            raise self.err(node, f"jr.atomic_{op}(x[i], value) needs a field or ndarray "
+                           "element and a value")
+        ref, indices = self.global_access(node.args[0])
+        value = self.literal_or_value(node.args[1], ref.dtype)
+        return n.Atomic(op, ref, indices, self.cast(value, ref.dtype), ref.dtype, self.loc(node))
+
+    def literal_or_value(self, node: ast.AST, dt: DataType) -> n.Expr:
+        v = self.expr(node)
+        if is_number(v):
+            return self.const(v.obj, node, dt)  # type: ignore[union-attr]
+        return self.value(node, v)
+
+    # ---- @jr.func inlining --------------------------------------------------------------
+    def inline(self, func: Any, node: ast.Call) -> Value:
+        if self.ctx.inline_depth >= MAX_INLINE_DEPTH:
+            raise self.err(node, f"@jr.func '{func.name}' nests deeper than "
+                           f"{MAX_INLINE_DEPTH} calls (recursion is not supported)")
+        sig = inspect.signature(func.fn)
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise self.err(node, f"calling @jr.func '{func.name}': {exc}") from None
+        bound.apply_defaults()
+        prefix = self.ctx.fresh_prefix(func.name)
+        bindings: dict[str, Any] = {}
+        for name, v in bound.arguments.items():
+            if not isinstance(v, (PyValue, n.ArrayRef, n.Expr)):
+                v = PyValue(v)  # a default value
+            bindings[name] = self.bind_func_param(func, name, v, prefix, node)
+        sub = self.sub_lowerer(func.source(), Scope(bindings, function_globals(func.fn), prefix))
+        body = func.source().tree.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # docstring
+        ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
+        for stmt in body[:-1] if ret else body:
+            for sub_node in ast.walk(stmt):
+                if isinstance(sub_node, ast.Return):
+                    raise sub.err(sub_node, "a @jr.func may return only in its last statement")
+        self.ctx.inline_depth += 1
+        try:
+            for stmt in body[:-1] if ret else body:
+                sub.stmt(stmt)
+            if ret is None or ret.value is None:
+                return PyValue(None)
+            return sub.expr(ret.value)
+        finally:
+            self.ctx.inline_depth -= 1
+
+    def bind_func_param(self, func: Any, name: str, v: Value, prefix: str, node: ast.AST) -> Any:
+        if name in func.template_params or isinstance(v, (n.ArrayRef,)) or (
+                isinstance(v, PyValue) and not is_number(v)):
+            if isinstance(v, n.Local) and name in func.template_params:
+                return LocalVar(v.name, v.dtype)  # by reference: writes reach the caller
+            if isinstance(v, n.Expr) and name in func.template_params:
+                raise self.err(node, f"template parameter '{name}' of '{func.name}' needs a "
+                               "field, ndarray, local variable or constant")
+            if isinstance(v, (PyValue, n.ArrayRef)):
+                return v
+        e = self.value(node, v)
+        var = LocalVar(prefix + name, e.dtype)
+        self.ctx.local_types[var.ir_name] = e.dtype
+        self.emit(n.Assign(var.ir_name, e, self.loc(node)))
+        return var

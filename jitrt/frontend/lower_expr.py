@@ -1,0 +1,324 @@
+"""AST -> IR for expressions (the expression family of the lowering visitor).
+
+Stage: frontend. `ExprLowering.expr(node)` returns an IR expression or, for values known at
+compile time (constants, modules, fields, builtins, funcs), a `PyValue`. Types are resolved
+here: Python literals adapt to the other operand, ints promote to floats, `/` is true division,
+comparisons and logic give i32 0/1. Operations on two compile-time numbers fold in Python.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+from .. import dtypes
+from ..dtypes import DataType
+from ..ir import nodes as n
+from . import builtins as bi
+from .context import CompileContext, LocalVar, PyValue, Scope, literal_dtype
+from .source import SourceInfo
+
+BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+          ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
+          ast.LShift: "<<", ast.RShift: ">>"}
+CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+PY_BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+             "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "&": operator.and_,
+             "|": operator.or_, "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift,
+             "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+             "==": operator.eq, "!=": operator.ne}
+INT_ONLY_OPS = ("&", "|", "^", "<<", ">>")
+
+
+@dataclass(frozen=True)
+class ShapeOf:
+    """`a.shape` of an ndarray argument, waiting for its `[axis]`."""
+    ref: n.ArrayRef
+
+
+Value = n.Expr | PyValue | n.ArrayRef | ShapeOf
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, PyValue) and isinstance(v.obj, (int, float)) and not isinstance(
+        v.obj, type)
+
+
+class ExprLowering:
+    src: SourceInfo
+    ctx: CompileContext
+    scope: Scope
+
+    # ---- helpers ------------------------------------------------------------------------
+    def err(self, node: ast.AST | None, message: str) -> Exception:
+        return self.src.error(node, message)
+
+    def loc(self, node: ast.AST) -> n.Loc:
+        return self.src.loc(node)
+
+    def const(self, value: Any, node: ast.AST, dtype: DataType | None = None) -> n.Const:
+        dt = dtype or literal_dtype(value, self.ctx)
+        if dt is None:
+            raise self.err(node, f"{type(value).__name__} value {value!r} cannot be used in a kernel")
+        value = float(value) if dt.is_float else int(value)
+        return n.Const(value, dt, self.loc(node))
+
+    def value(self, node: ast.AST, v: Value | None = None) -> n.Expr:
+        """Lower `node` (or take `v`) as a run-time value."""
+        v = self.expr(node) if v is None else v
+        if isinstance(v, n.Expr):
+            return v
+        if is_number(v):
+            return self.const(v.obj, node)  # type: ignore[union-attr]
+        what = v.obj if isinstance(v, PyValue) else v
+        raise self.err(node, f"expected a number, got {describe(what)}")
+
+    def cast(self, e: n.Expr, dt: DataType) -> n.Expr:
+        if e.dtype == dt:
+            return e
+        if isinstance(e, n.Const):
+            return n.Const(float(e.value) if dt.is_float else int(e.value), dt, e.loc)
+        return n.Cast(e, dt, e.loc)
+
+    def truth(self, e: n.Expr) -> n.Expr:
+        """0/1 i32 for any number (Python truthiness)."""
+        if isinstance(e, n.Binary) and e.op in n.COMPARE_OPS + ("and", "or"):
+            return e
+        zero = n.Const(0.0 if e.dtype.is_float else 0, e.dtype, e.loc)
+        return n.Binary("!=", e, zero, dtypes.i32, e.loc)
+
+    def operands(self, a: Value, b: Value, node: ast.AST) -> tuple[n.Expr, n.Expr, DataType]:
+        """Bring two operands to one type; a Python literal adapts to the other side."""
+        if is_number(a) and not is_number(b):
+            eb = self.value(node, b)
+            ea = self.const(a.obj, node, adapt(a.obj, eb.dtype, self.ctx))  # type: ignore
+        elif is_number(b) and not is_number(a):
+            ea = self.value(node, a)
+            eb = self.const(b.obj, node, adapt(b.obj, ea.dtype, self.ctx))  # type: ignore
+        else:
+            ea, eb = self.value(node, a), self.value(node, b)
+        dt = dtypes.promote(ea.dtype, eb.dtype)
+        return self.cast(ea, dt), self.cast(eb, dt), dt
+
+    # ---- dispatch -----------------------------------------------------------------------
+    def expr(self, node: ast.AST) -> Value:
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.err(node, f"{type(node).__name__} expressions are not supported in kernels")
+        return method(node)
+
+    def expr_Constant(self, node: ast.Constant) -> Value:
+        if node.value is None or isinstance(node.value, (bool, int, float, str)):
+            return PyValue(node.value)
+        raise self.err(node, f"constant {node.value!r} is not supported in kernels")
+
+    def expr_Name(self, node: ast.Name) -> Value:
+        found = self.scope.lookup(node.id)
+        if found is None:
+            raise self.err(node, f"name '{node.id}' is not defined")
+        if isinstance(found, LocalVar):
+            return n.Local(found.ir_name, found.dtype, self.loc(node))
+        return found
+
+    def expr_Tuple(self, node: ast.Tuple) -> Value:
+        items = [self.expr(e) for e in node.elts]
+        if all(isinstance(i, PyValue) for i in items):
+            return PyValue(tuple(i.obj for i in items))  # type: ignore[union-attr]
+        raise self.err(node, "tuples of run-time values are not supported in kernels")
+
+    expr_List = expr_Tuple
+
+    def expr_Attribute(self, node: ast.Attribute) -> Value:
+        base = self.expr(node.value)
+        if isinstance(base, PyValue):
+            obj = base.obj
+            if is_field(obj) and node.attr == "grad" and obj.grad is None:
+                raise self.err(node, f"field {obj.name!r} has no gradient (needs_grad=False)")
+            try:
+                return PyValue(getattr(obj, node.attr))
+            except AttributeError:
+                raise self.err(node, f"{describe(obj)} has no attribute '{node.attr}'") from None
+        if isinstance(base, n.ArrayRef):
+            if node.attr == "shape":
+                return ShapeOf(base)
+            if node.attr == "grad":
+                if base.grad:
+                    raise self.err(node, "a gradient has no gradient")
+                return base.adjoint()
+            raise self.err(node, f"ndarray argument '{base.name}' has no attribute '{node.attr}'")
+        raise self.err(node, f"run-time values have no attribute '{node.attr}'")
+
+    def expr_Subscript(self, node: ast.Subscript) -> Value:
+        base = self.expr(node.value)
+        if isinstance(base, ShapeOf):
+            axis = self.expr(node.slice)
+            if not (is_number(axis) and isinstance(axis.obj, int)):  # type: ignore[union-attr]
+                raise self.err(node.slice, "shape index must be a constant integer")
+            if not 0 <= axis.obj < base.ref.ndim:  # type: ignore[union-attr]
+                raise self.err(node.slice, f"axis {axis.obj} out of range for a "  # type: ignore
+                               f"{base.ref.ndim}-d ndarray '{base.ref.name}'")
+            return n.Shape(base.ref, axis.obj, dtypes.i32, self.loc(node))  # type: ignore
+        if isinstance(base, PyValue) and isinstance(base.obj, (tuple, list)):
+            idx = self.expr(node.slice)
+            if not (is_number(idx) and isinstance(idx.obj, int)):  # type: ignore[union-attr]
+                raise self.err(node.slice, "a compile-time tuple needs a constant index")
+            try:
+                return PyValue(base.obj[idx.obj])  # type: ignore[union-attr]
+            except IndexError:
+                raise self.err(node.slice, f"index {idx.obj} out of range") from None  # type: ignore
+        ref, indices = self.global_access(node, base)
+        return n.Load(ref, indices, ref.dtype, self.loc(node))
+
+    def global_access(self, node: ast.Subscript, base: Value | None = None
+                      ) -> tuple[n.Ref, tuple[n.Expr, ...]]:
+        """The ref and index expressions of `x[i, j]` where x is a field or an ndarray."""
+        base = self.expr(node.value) if base is None else base
+        if isinstance(base, PyValue) and is_field(base.obj):
+            ref: n.Ref = self.ctx.field_ref(base.obj, base.obj.name)
+        elif isinstance(base, n.ArrayRef):
+            ref = base
+        else:
+            what = base.obj if isinstance(base, PyValue) else base
+            raise self.err(node.value, f"cannot index {describe(what)}")
+        ndim = ref.ndim
+        sl = node.slice
+        if isinstance(sl, ast.Constant) and sl.value is None:
+            items: list[ast.AST] = []
+        elif isinstance(sl, ast.Tuple):
+            items = list(sl.elts)
+        else:
+            items = [sl]
+        if len(items) != ndim:
+            hint = " (use x[None] for a 0-d field)" if ndim == 0 else ""
+            raise self.err(node, f"'{ref.name}' has {ndim} dimension(s) but {len(items)} "
+                           f"index(es) were given{hint}")
+        indices = []
+        for item in items:
+            e = self.value(item)
+            if not e.dtype.is_int:
+                raise self.err(item, f"index must be an integer, got {e.dtype.name}")
+            indices.append(self.cast(e, dtypes.i64) if e.dtype.bits == 64 else
+                           self.cast(e, dtypes.i32))
+        return ref, tuple(indices)
+
+    def expr_BinOp(self, node: ast.BinOp) -> Value:
+        op = BINOPS.get(type(node.op))
+        if op is None:
+            raise self.err(node, f"operator {type(node.op).__name__} is not supported")
+        return self.binary(op, self.expr(node.left), self.expr(node.right), node)
+
+    def binary(self, op: str, a: Value, b: Value, node: ast.AST) -> Value:
+        if is_number(a) and is_number(b):
+            try:
+                return PyValue(PY_BINOPS[op](a.obj, b.obj))  # type: ignore[union-attr]
+            except ArithmeticError as exc:
+                raise self.err(node, f"constant expression fails: {exc}") from None
+        if op == "**":
+            return self.power(a, b, node)
+        ea, eb, dt = self.operands(a, b, node)
+        loc = self.loc(node)
+        if op in INT_ONLY_OPS and dt.is_float:
+            raise self.err(node, f"operator {op} needs integers, got {dt.name}")
+        if op in n.COMPARE_OPS:
+            return n.Binary(op, ea, eb, dtypes.i32, loc)
+        if op == "/" and not dt.is_float:
+            dt = self.ctx.default_fp
+            ea, eb = self.cast(ea, dt), self.cast(eb, dt)
+        return n.Binary(op, ea, eb, dt, loc)
+
+    def power(self, a: Value, b: Value, node: ast.AST) -> Value:
+        if is_number(b) and isinstance(b.obj, int) and -8 <= b.obj <= 16:  # type: ignore
+            base = self.value(node, a)
+            k = abs(b.obj)  # type: ignore[union-attr]
+            result: n.Expr = self.const(1, node, base.dtype)
+            for _ in range(k):
+                result = base if isinstance(result, n.Const) and result.value == 1 else \
+                    n.Binary("*", result, base, base.dtype, self.loc(node))
+            if b.obj < 0:  # type: ignore[union-attr]
+                dt = base.dtype if base.dtype.is_float else self.ctx.default_fp
+                return n.Binary("/", self.const(1.0, node, dt), self.cast(result, dt), dt,
+                                self.loc(node))
+            return result
+        ea, eb, dt = self.operands(a, b, node)
+        fdt = dt if dt.is_float else dtypes.f64
+        out = n.Math("pow", (self.cast(ea, fdt), self.cast(eb, fdt)), fdt, self.loc(node))
+        return self.cast(out, dt)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
+        v = self.expr(node.operand)
+        if is_number(v):
+            fold = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+                    ast.Invert: operator.invert}[type(node.op)]
+            return PyValue(fold(v.obj))  # type: ignore[union-attr]
+        e = self.value(node.operand, v)
+        loc = self.loc(node)
+        if isinstance(node.op, ast.UAdd):
+            return e
+        if isinstance(node.op, ast.USub):
+            return n.Unary("neg", e, e.dtype, loc)
+        if isinstance(node.op, ast.Not):
+            return n.Unary("not", self.truth(e), dtypes.i32, loc)
+        if e.dtype.is_float:
+            raise self.err(node, "operator ~ needs an integer")
+        return n.Unary("invert", e, e.dtype, loc)
+
+    def expr_Compare(self, node: ast.Compare) -> Value:
+        left = self.expr(node.left)
+        result: Value | None = None
+        for op_node, right_node in zip(node.ops, node.comparators):
+            op = CMPOPS.get(type(op_node))
+            if op is None:
+                raise self.err(node, f"comparison {type(op_node).__name__} is not supported")
+            right = self.expr(right_node)
+            part = self.binary(op, left, right, node)
+            result = part if result is None else self.logic("and", result, part, node)
+            left = right
+        assert result is not None
+        return result
+
+    def logic(self, op: str, a: Value, b: Value, node: ast.AST) -> Value:
+        if is_number(a) and is_number(b):
+            return PyValue(int(bool(a.obj) and bool(b.obj)) if op == "and"  # type: ignore
+                           else int(bool(a.obj) or bool(b.obj)))  # type: ignore[union-attr]
+        ea, eb = self.truth(self.value(node, a)), self.truth(self.value(node, b))
+        return n.Binary(op, ea, eb, dtypes.i32, self.loc(node))
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Value:
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        result = self.expr(node.values[0])
+        for item in node.values[1:]:
+            result = self.logic(op, result, self.expr(item), node)
+        return result
+
+    def expr_IfExp(self, node: ast.IfExp) -> Value:
+        cond = self.expr(node.test)
+        if isinstance(cond, PyValue):
+            return self.expr(node.body if cond.obj else node.orelse)
+        a, b, dt = self.operands(self.expr(node.body), self.expr(node.orelse), node)
+        return n.Select(self.truth(cond), a, b, dt, self.loc(node))  # type: ignore[arg-type]
+
+
+def adapt(value: int | float, other: DataType, ctx: CompileContext) -> DataType:
+    """The type a Python literal takes next to a typed operand."""
+    if isinstance(value, float) or other.is_float:
+        if isinstance(value, float) and not other.is_float:
+            return ctx.default_fp
+        return other
+    if isinstance(value, bool):
+        return other
+    return other
+
+
+def is_field(obj: Any) -> bool:
+    from ..runtime.data import Field
+    return isinstance(obj, Field)
+
+
+def describe(obj: Any) -> str:
+    if isinstance(obj, n.ArrayRef):
+        return f"ndarray '{obj.name}'"
+    if isinstance(obj, type):
+        return f"type {obj.__name__}"
+    name = getattr(obj, "__name__", None)
+    return f"{type(obj).__name__} {name}" if name else f"{type(obj).__name__} {obj!r}"[:80]

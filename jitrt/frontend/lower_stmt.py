@@ -1,0 +1,340 @@
+"""AST -> IR for statements (the statement family of the lowering visitor).
+
+Stage: frontend. Assignments to locals (first assignment fixes the type), stores and `+=` on
+globals (atomic add/sub), if/else (folded when the condition is known at compile time), loops
+(`range`, `jr.ndrange`, iterating a field, `jr.static(...)` unrolling; the outermost loops of a
+kernel become `ParFor`), while, break/continue and the kernel's final `return`.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from .. import dtypes
+from ..ir import nodes as n
+from . import builtins as bi
+from .context import LocalVar, PyValue
+from .lower_expr import BINOPS, Value, is_field, is_number
+
+
+class StmtLowering:
+    # ---- blocks -------------------------------------------------------------------------
+    def emit(self, stmt: n.Stmt) -> None:
+        self.block.append(stmt)
+
+    def lower_block(self, body: list[ast.stmt]) -> n.Body:
+        saved, self.block = self.block, []
+        try:
+            for stmt in body:
+                self.stmt(stmt)
+            return tuple(self.block)
+        finally:
+            self.block = saved
+
+    def stmt(self, node: ast.stmt) -> None:
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            raise self.err(node, f"{type(node).__name__} statements are not supported in kernels")
+        method(node)
+
+    # ---- simple statements --------------------------------------------------------------
+    def stmt_Pass(self, node: ast.Pass) -> None:
+        pass
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring or comment string
+        if isinstance(node.value, ast.Call) and self.is_loop_config(node.value):
+            return
+        v = self.expr(node.value)
+        if isinstance(v, n.Expr) and has_side_effect(v):
+            self.emit(n.Eval(v, self.loc(node)))
+
+    def is_loop_config(self, call: ast.Call) -> bool:
+        """`jr.loop_config(serialize=True)`: the next loop runs serially on one thread."""
+        callee = self.expr(call.func)
+        if not (isinstance(callee, PyValue) and callee.obj is bi.loop_config):
+            return False
+        for kw in call.keywords:
+            if kw.arg != "serialize":
+                raise self.err(kw, f"jr.loop_config() has no option '{kw.arg}'")
+            value = self.expr(kw.value)
+            if not isinstance(value, PyValue):
+                raise self.err(kw.value, "jr.loop_config() options must be constants")
+            self.serialize_next = bool(value.obj)
+        return True
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) != 1:
+            raise self.err(node, "chained assignment (a = b = c) is not supported in kernels")
+        target = node.targets[0]
+        if isinstance(target, ast.Tuple):
+            if not isinstance(node.value, ast.Tuple) or len(node.value.elts) != len(target.elts):
+                raise self.err(node, "tuple assignment needs a tuple of the same length")
+            values = [self.expr(v) for v in node.value.elts]
+            temps = []
+            for v, src in zip(values, node.value.elts):  # evaluate every right side first
+                if isinstance(v, n.Expr):
+                    tmp = self.ctx.fresh_prefix("tmp") + "v"
+                    self.ctx.local_types[tmp] = v.dtype
+                    self.emit(n.Assign(tmp, v, self.loc(src)))
+                    v = n.Local(tmp, v.dtype, self.loc(src))
+                temps.append(v)
+            for t, v in zip(target.elts, temps):
+                self.assign_target(t, v, node)
+            return
+        self.assign_target(target, self.expr(node.value), node)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if not isinstance(node.target, ast.Name) or node.value is None:
+            raise self.err(node, "annotated assignment needs a name and a value")
+        ann = self.expr(node.annotation)
+        dt = ann.obj if isinstance(ann, PyValue) else None
+        if dt is int:
+            dt = self.ctx.default_ip
+        elif dt is float:
+            dt = self.ctx.default_fp
+        if not isinstance(dt, dtypes.DataType):
+            raise self.err(node.annotation, "annotation must be a jitrt dtype such as jr.f32")
+        self.assign_local(node.target, self.expr(node.value), node, dt)
+
+    def assign_target(self, target: ast.AST, v: Value, node: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            self.assign_local(target, v, node)
+        elif isinstance(target, ast.Subscript):
+            ref, indices = self.global_access(target)
+            value = self.typed(v, ref.dtype, target)
+            self.emit(n.Store(ref, indices, value, self.loc(node)))
+        else:
+            raise self.err(target, f"cannot assign to {type(target).__name__}")
+
+    def typed(self, v: Value, dt: dtypes.DataType, node: ast.AST) -> n.Expr:
+        if is_number(v):
+            return self.const(v.obj, node, dt)  # type: ignore[union-attr]
+        e = self.value(node, v)
+        if e.dtype.is_float and not dt.is_float:
+            raise self.err(node, f"cannot store a {e.dtype.name} value into {dt.name} without "
+                           "an explicit int() or jr.cast()")
+        return self.cast(e, dt)
+
+    def assign_local(self, target: ast.Name, v: Value, node: ast.AST,
+                     declared: dtypes.DataType | None = None) -> None:
+        name = target.id
+        binding = self.scope.bindings.get(name)
+        if isinstance(binding, (n.Arg, n.ArrayRef)) or (
+                isinstance(binding, PyValue) and name in self.scope.params):
+            raise self.err(target, f"cannot assign to parameter '{name}'; copy it into a local")
+        if isinstance(v, (PyValue, n.ArrayRef)) and not is_number(v) and not isinstance(
+                binding, LocalVar):
+            self.scope.bindings[name] = v  # a compile-time alias (a field, a constant tuple...)
+            return
+        if isinstance(binding, LocalVar):
+            if declared is not None and declared != binding.dtype:
+                raise self.err(target, f"'{name}' is already a {binding.dtype.name} local")
+            e = self.typed(v, binding.dtype, node)
+            self.emit(n.Assign(binding.ir_name, e, self.loc(node)))
+            return
+        e = self.typed(v, declared, node) if declared else self.value(node, v)
+        var = LocalVar(self.scope.prefix + name, e.dtype)
+        self.ctx.local_types[var.ir_name] = e.dtype
+        self.scope.bindings[name] = var
+        self.emit(n.Assign(var.ir_name, e, self.loc(node)))
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        op = BINOPS.get(type(node.op))
+        if op is None:
+            raise self.err(node, f"operator {type(node.op).__name__} is not supported")
+        if isinstance(node.target, ast.Subscript):
+            ref, indices = self.global_access(node.target)
+            rhs = self.expr(node.value)
+            if op in ("+", "-"):
+                value = self.typed(rhs, ref.dtype, node.value)
+                atomic = n.Atomic("add" if op == "+" else "sub", ref, indices, value, ref.dtype,
+                                  self.loc(node))
+                self.emit(n.Eval(atomic, self.loc(node)))
+                return
+            old = n.Load(ref, indices, ref.dtype, self.loc(node.target))
+            new = self.binary(op, old, rhs, node)
+            self.emit(n.Store(ref, indices, self.typed(new, ref.dtype, node), self.loc(node)))
+            return
+        if not isinstance(node.target, ast.Name):
+            raise self.err(node.target, "augmented assignment needs a name or an element")
+        current = self.expr(node.target)
+        self.assign_local(node.target, self.binary(op, current, self.expr(node.value), node), node)
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        raise self.err(node, "return is only allowed as the last statement of a kernel or func")
+
+    def stmt_Break(self, node: ast.Break) -> None:
+        self.check_in_loop(node, "break")
+        self.emit(n.Break(self.loc(node)))
+
+    def stmt_Continue(self, node: ast.Continue) -> None:
+        self.check_in_loop(node, "continue")
+        self.emit(n.Continue(self.loc(node)))
+
+    def check_in_loop(self, node: ast.AST, word: str) -> None:
+        if not self.loops or self.loops[-1] == "static":
+            raise self.err(node, f"'{word}' outside a loop (or in a jr.static loop)")
+        if self.loops[-1] == "parallel":
+            raise self.err(node, f"'{word}' in the outermost (parallel) loop is not supported; "
+                           "only serial inner loops may break or continue")
+
+    # ---- control flow -------------------------------------------------------------------
+    def stmt_If(self, node: ast.If) -> None:
+        cond = self.expr(node.test)
+        if isinstance(cond, PyValue):
+            for stmt in (node.body if cond.obj else node.orelse):
+                self.stmt(stmt)
+            return
+        c = self.truth(self.value(node.test, cond))
+        self.depth += 1
+        try:
+            body, orelse = self.lower_block(node.body), self.lower_block(node.orelse)
+        finally:
+            self.depth -= 1
+        self.emit(n.If(c, body, orelse, self.loc(node)))
+
+    def stmt_While(self, node: ast.While) -> None:
+        if node.orelse:
+            raise self.err(node, "while/else is not supported in kernels")
+        saved, self.block = self.block, []
+        cond = self.truth(self.value(node.test))
+        pre, self.block = tuple(self.block), saved
+        self.loops.append("serial")
+        self.depth += 1
+        try:
+            body = self.lower_block(node.body)
+        finally:
+            self.loops.pop()
+            self.depth -= 1
+        loc = self.loc(node)
+        if pre:  # the condition needed statements: test inside the loop
+            stop = n.If(cond, (), (n.Break(loc),), loc)
+            self.emit(n.While(n.Const(1, dtypes.i32, loc), pre + (stop,) + body, loc))
+        else:
+            self.emit(n.While(cond, body, loc))
+
+    def stmt_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.err(node, "for/else is not supported in kernels")
+        it = node.iter
+        if isinstance(it, ast.Call):
+            callee = self.expr(it.func)
+            if isinstance(callee, PyValue) and callee.obj is bi.static:
+                return self.static_for(node, self.static_value(it))
+            if isinstance(callee, PyValue) and callee.obj is bi.PY_RANGE:
+                return self.range_for(node, [self.range_bounds(it)])
+            if isinstance(callee, PyValue) and callee.obj is bi.ndrange:
+                return self.range_for(node, [self.extent(a) for a in it.args], it)
+        source = self.expr(it)
+        if isinstance(source, PyValue) and is_field(source.obj):
+            zero = n.Const(0, dtypes.i32, self.loc(it))
+            extents = [(zero, n.Const(s, dtypes.i32, self.loc(it))) for s in source.obj.shape]
+            return self.range_for(node, extents, it)
+        raise self.err(it, "a kernel for loop iterates over range(), jr.ndrange(), a field "
+                       "or jr.static(...)")
+
+    def range_bounds(self, call: ast.Call) -> tuple[n.Expr, n.Expr]:
+        args = call.args
+        if call.keywords or not 1 <= len(args) <= 3:
+            raise self.err(call, "range() takes 1 to 3 positional arguments")
+        if len(args) == 3:
+            step = self.expr(args[2])
+            if not (is_number(step) and step.obj == 1):  # type: ignore[union-attr]
+                raise self.err(args[2], "range() with a step other than 1 is not supported; "
+                               "loop over range(n) and compute the index")
+        if len(args) == 1:
+            return n.Const(0, dtypes.i32, self.loc(call)), self.index_value(args[0])
+        return self.index_value(args[0]), self.index_value(args[1])
+
+    def extent(self, node: ast.AST) -> tuple[n.Expr, n.Expr]:
+        if isinstance(node, ast.Tuple):
+            if len(node.elts) != 2:
+                raise self.err(node, "an ndrange extent is n or (begin, end)")
+            return self.index_value(node.elts[0]), self.index_value(node.elts[1])
+        return n.Const(0, dtypes.i32, self.loc(node)), self.index_value(node)
+
+    def index_value(self, node: ast.AST) -> n.Expr:
+        e = self.value(node)
+        if not e.dtype.is_int:
+            raise self.err(node, f"loop bound must be an integer, got {e.dtype.name}")
+        return self.cast(e, dtypes.i64 if e.dtype.bits == 64 else dtypes.i32)
+
+    def loop_targets(self, node: ast.For, count: int) -> list[ast.Name]:
+        t = node.target
+        names = t.elts if isinstance(t, ast.Tuple) else [t]
+        if len(names) != count or not all(isinstance(x, ast.Name) for x in names):
+            raise self.err(t, f"this loop needs {count} loop variable name(s)")
+        return names  # type: ignore[return-value]
+
+    def range_for(self, node: ast.For, extents: list[tuple[n.Expr, n.Expr]],
+                  it: ast.AST | None = None) -> None:
+        names = self.loop_targets(node, len(extents))
+        loc = self.loc(node)
+        vars_: list[str] = []
+        for name, (b, e) in zip(names, extents):
+            dt = dtypes.i64 if dtypes.i64 in (b.dtype, e.dtype) else dtypes.i32
+            var = LocalVar(self.scope.prefix + name.id, dt)
+            old = self.ctx.local_types.get(var.ir_name)
+            if old is not None and old != dt:
+                var = LocalVar(self.ctx.fresh_prefix(name.id) + name.id, dt)
+            self.ctx.local_types[var.ir_name] = dt
+            self.scope.bindings[name.id] = var
+            vars_.append(var.ir_name)
+        parallel = self.depth == 0 and self.is_kernel_body and not self.serialize_next
+        self.serialize_next = False
+        self.loops.append("parallel" if parallel else "serial")
+        self.depth += 1
+        try:
+            body = self.lower_block(node.body)
+        finally:
+            self.loops.pop()
+            self.depth -= 1
+        if parallel:
+            self.emit(n.ParFor(tuple(vars_), tuple(self.cast(b, self.ctx.local_types[v]) for
+                                                   (b, _), v in zip(extents, vars_)),
+                               tuple(self.cast(e, self.ctx.local_types[v]) for
+                                     (_, e), v in zip(extents, vars_)), body, loc))
+            return
+        for var, (b, e) in reversed(list(zip(vars_, extents))):
+            dt = self.ctx.local_types[var]
+            body = (n.For(var, self.cast(b, dt), self.cast(e, dt), body, loc),)
+        for stmt in body:
+            self.emit(stmt)
+
+    def static_for(self, node: ast.For, iterable: PyValue) -> None:
+        try:
+            items = list(iterable.obj)
+        except TypeError:
+            raise self.err(node.iter, "jr.static() loop needs an iterable known at compile "
+                           "time") from None
+        t = node.target
+        self.loops.append("static")
+        try:
+            for item in items:
+                if isinstance(t, ast.Tuple):
+                    if len(t.elts) != len(item):
+                        raise self.err(t, "loop targets do not match the items")
+                    for name, val in zip(t.elts, item):
+                        self.scope.bindings[name.id] = PyValue(val)  # type: ignore[attr-defined]
+                elif isinstance(t, ast.Name):
+                    self.scope.bindings[t.id] = PyValue(item)
+                else:
+                    raise self.err(t, "unsupported loop target")
+                for stmt in node.body:
+                    self.stmt(stmt)
+        finally:
+            self.loops.pop()
+
+
+def has_side_effect(e: Any) -> bool:
+    if isinstance(e, n.Atomic):
+        return True
+    for value in vars(e).values():
+        if isinstance(value, n.Expr) and has_side_effect(value):
+            return True
+        if isinstance(value, tuple) and any(isinstance(x, n.Expr) and has_side_effect(x)
+                                            for x in value):
+            return True
+    return False

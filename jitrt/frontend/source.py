@@ -1,0 +1,70 @@
+"""Source capture and error locations.
+
+Stage: frontend entry. `capture(fn)` reads a function's source once, dedents and parses it into
+an AST (never mutated afterwards) and records where it sits in its file, so that every IR node
+and every error can name the user's file, line and column.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass
+
+from ..errors import KernelCompileError
+from ..ir.nodes import Loc
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    filename: str
+    first_line: int       # line number of the `def` (after decorators) in the file
+    indent: int           # columns removed by dedenting
+    text: str             # dedented source
+    file_lines: tuple[str, ...]
+    tree: ast.FunctionDef
+
+    def loc(self, node: ast.AST) -> Loc:
+        line = getattr(node, "lineno", 1) + self.first_line - 1
+        return Loc(self.filename, line, getattr(node, "col_offset", 0) + self.indent)
+
+    def error(self, node: ast.AST | None, message: str) -> KernelCompileError:
+        if node is None:
+            return KernelCompileError(message, self.filename, self.first_line, 0)
+        loc = self.loc(node)
+        return error_at(loc, message, self.file_lines)
+
+
+def error_at(loc: Loc, message: str, file_lines: tuple[str, ...] = ()) -> KernelCompileError:
+    if not file_lines:
+        try:
+            import linecache
+            file_lines = tuple(linecache.getlines(loc.file))
+        except Exception:  # noqa: BLE001 - a missing file only loses the source line
+            file_lines = ()
+    source_line = file_lines[loc.line - 1] if 0 < loc.line <= len(file_lines) else ""
+    return KernelCompileError(message, loc.file, loc.line, loc.col, source_line)
+
+
+def capture(fn) -> SourceInfo:
+    """Read and parse `fn`'s source. Raises KernelCompileError if the source is unavailable."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or inspect.getfile(fn)
+    except (OSError, TypeError) as exc:
+        raise KernelCompileError(f"cannot read the source of {fn.__qualname__}: {exc}") from None
+    raw = "".join(lines)
+    text = textwrap.dedent(raw)
+    first = lines[0]
+    indent = len(first) - len(first.lstrip()) if text != raw else 0
+    module = ast.parse(text)
+    tree = module.body[0]
+    if not isinstance(tree, ast.FunctionDef):
+        raise KernelCompileError(f"{fn.__qualname__} is not a plain function definition",
+                                 filename, start, 0)
+    try:
+        import linecache
+        file_lines = tuple(linecache.getlines(filename))
+    except Exception:  # noqa: BLE001
+        file_lines = ()
+    return SourceInfo(filename, start, indent, text, file_lines, tree)

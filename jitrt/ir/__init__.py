@@ -1,0 +1,1 @@
+"""Kernel IR: immutable nodes (`nodes`), a stable printer (`printer`) and a verifier (`verify`)."""

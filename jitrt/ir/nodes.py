@@ -1,0 +1,297 @@
+"""Immutable IR nodes.
+
+Stage: produced by the frontend, rewritten by passes, consumed by codegen. Every node is a frozen
+dataclass; every expression carries its `dtype` (types are resolved while the frontend builds the
+IR, and `verify` checks them); every node carries a `loc` that does not take part in equality.
+Global memory is named by refs: `FieldRef` (a slot in the kernel's field table) and `ArrayRef`
+(an ndarray argument); `grad=True` names the gradient buffer of the same data.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..dtypes import DataType, i32
+
+
+@dataclass(frozen=True)
+class Loc:
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col + 1}"
+
+
+NOLOC = Loc("<jitrt>", 0, 0)
+
+
+def _loc() -> Loc:
+    return field(default=NOLOC, compare=False, repr=False)  # type: ignore[return-value]
+
+
+# ---- global memory references -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FieldRef:
+    slot: int
+    name: str
+    dtype: DataType
+    shape: tuple[int, ...]
+    grad: bool = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def adjoint(self) -> "FieldRef":
+        return replace(self, grad=True)
+
+
+@dataclass(frozen=True)
+class ArrayRef:
+    arg: int
+    name: str
+    dtype: DataType
+    ndim: int
+    grad: bool = False
+
+    def adjoint(self) -> "ArrayRef":
+        return replace(self, grad=True)
+
+
+Ref = FieldRef | ArrayRef
+
+
+# ---- expressions --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Expr:
+    pass
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: int | float
+    dtype: DataType
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Arg(Expr):
+    """A scalar kernel argument."""
+    index: int
+    name: str
+    dtype: DataType
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Local(Expr):
+    name: str
+    dtype: DataType
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Unary(Expr):
+    op: str  # neg | not | invert
+    x: Expr
+    dtype: DataType
+    loc: Loc = _loc()
+
+
+COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
+
+
+@dataclass(frozen=True)
+class Binary(Expr):
+    """`op` in + - * / // % ** & | ^ << >> min max and or, or a comparison (result i32)."""
+    op: str
+    a: Expr
+    b: Expr
+    dtype: DataType
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Select(Expr):
+    cond: Expr
+    a: Expr
+    b: Expr
+    dtype: DataType
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    x: Expr
+    dtype: DataType
+    loc: Loc = _loc()
+
+
+MATH_FUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil", "abs", "pow")
+
+
+@dataclass(frozen=True)
+class Math(Expr):
+    fn: str
+    args: tuple[Expr, ...]
+    dtype: DataType
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Load(Expr):
+    ref: Ref
+    indices: tuple[Expr, ...]
+    dtype: DataType
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Shape(Expr):
+    """`a.shape[axis]` of an ndarray argument (field shapes fold to constants in the frontend)."""
+    ref: ArrayRef
+    axis: int
+    dtype: DataType = i32
+    loc: Loc = _loc()
+
+
+ATOMIC_OPS = ("add", "sub", "min", "max")
+
+
+@dataclass(frozen=True)
+class Atomic(Expr):
+    """Atomic read-modify-write of global memory; its value is the old content."""
+    op: str
+    ref: Ref
+    indices: tuple[Expr, ...]
+    value: Expr
+    dtype: DataType
+    loc: Loc = _loc()
+
+
+# ---- statements ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Stmt:
+    pass
+
+
+Body = tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class Assign(Stmt):
+    name: str
+    value: Expr
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Store(Stmt):
+    ref: Ref
+    indices: tuple[Expr, ...]
+    value: Expr
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Eval(Stmt):
+    expr: Expr
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class If(Stmt):
+    cond: Expr
+    body: Body
+    orelse: Body
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class For(Stmt):
+    """A serial `for var in range(begin, end)` (step 1)."""
+    var: str
+    begin: Expr
+    end: Expr
+    body: Body
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class While(Stmt):
+    cond: Expr
+    body: Body
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Break(Stmt):
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Continue(Stmt):
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Return(Stmt):
+    value: Expr
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class ParFor(Stmt):
+    """An outermost loop: `vars` range over the box `begins[k] <= vars[k] < ends[k]`."""
+    vars: tuple[str, ...]
+    begins: tuple[Expr, ...]
+    ends: tuple[Expr, ...]
+    body: Body
+    loc: Loc = _loc()
+
+
+# ---- kernels and tasks --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # scalar | ndarray | template
+    dtype: DataType | None = None
+    ndim: int = 0
+    needs_grad: bool = False
+
+
+@dataclass(frozen=True)
+class KernelIR:
+    name: str
+    params: tuple[Param, ...]
+    fields: tuple[FieldRef, ...]
+    body: Body
+    ret: DataType | None
+
+
+@dataclass(frozen=True)
+class Task:
+    """A unit of execution: `serial` runs `body` once; `parallel` runs it for every point of the
+    box given by `begins`/`ends` (evaluated in the enclosing serial code). `captures` are the
+    kernel-scope locals the body reads, passed by value."""
+    kind: str
+    body: Body
+    vars: tuple[str, ...] = ()
+    begins: tuple[Expr, ...] = ()
+    ends: tuple[Expr, ...] = ()
+    captures: tuple[tuple[str, DataType], ...] = ()
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class TaskedKernel:
+    name: str
+    params: tuple[Param, ...]
+    fields: tuple[FieldRef, ...]
+    tasks: tuple[Task, ...]
+    ret: DataType | None

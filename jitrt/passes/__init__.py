@@ -1,0 +1,1 @@
+"""Passes over kernel IR; `pipeline.py` lists them in order."""

@@ -1,0 +1,1 @@
+"""Runtime: data containers, the Program, launch handles, the registry and adstack services."""

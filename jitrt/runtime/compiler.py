@@ -1,0 +1,72 @@
+"""Compile one kernel specialization end to end: frontend -> passes -> codegen -> native code.
+
+Stage: runtime (the driver of the pipeline). Input: a kernel, its concrete parameters and
+template values, and the program. Output: a `CompiledKernel` (entry address, context layout,
+access sites, write set, field table). The caller (the launcher) caches it in the LaunchHandle.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from ..backends import cpu
+from ..codegen import abi
+from ..codegen.kernel_module import AccessSite, build_module
+from ..codegen.targets import cpu_target
+from ..frontend.context import CompileContext
+from ..frontend.lower import lower_kernel
+from ..ir import nodes as n
+from ..ir.printer import kernel_text
+from ..passes.pipeline import LoweredKernel, run_pipeline
+from ..passes.walk import all_exprs, walk_stmts
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    name: str
+    params: tuple[n.Param, ...]
+    lowered: LoweredKernel
+    layout: abi.ContextLayout
+    sites: tuple[AccessSite, ...]
+    entry_addr: int
+    field_objs: tuple[Any, ...]
+    grad_params: frozenset[int]     # ndarray parameters whose .grad the kernel touches
+    ir_text: str
+
+
+def used_refs(kernel: n.TaskedKernel) -> list[n.Ref]:
+    refs: list[n.Ref] = []
+    for task in kernel.tasks:
+        for e in all_exprs(task.body):
+            if isinstance(e, (n.Load, n.Atomic, n.Shape)):
+                refs.append(e.ref)
+        for s in walk_stmts(task.body):
+            if isinstance(s, n.Store):
+                refs.append(s.ref)
+    return refs
+
+
+def compile_kernel(kernel: Any, params: tuple[n.Param, ...], template_values: dict[str, Any],
+                   name: str, program: Any) -> CompiledKernel:
+    cfg = program.config
+    src = kernel.source()
+    ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params)
+    kir = lower_kernel(src, kernel.fn, params, template_values, ctx, kernel.ret)
+    lowered = run_pipeline(kir, ctx.local_types)
+    text = kernel_text(lowered.tasked)
+    layout = abi.layout_for(params, lowered.tasked.fields)
+    prefix = "jk_" + hashlib.sha1((text + repr(cfg.codegen_items())).encode()).hexdigest()[:16]
+    module, sites = build_module(lowered.tasked, cpu_target(), layout, prefix, ctx.local_types)
+    obj = cpu.compile_object(module)
+    program.count("compiles")
+    entry = f"{prefix}_entry"
+    addr = cpu.engine().load(prefix, obj, [entry])[entry]
+    refs = used_refs(lowered.tasked)
+    grad_params = frozenset(r.arg for r in refs if isinstance(r, n.ArrayRef) and r.grad)
+    for r in refs:
+        if isinstance(r, n.FieldRef) and r.grad and ctx.field_objs[r.slot].grad is None:
+            raise src.error(None, f"kernel {name} uses the gradient of field "
+                            f"'{r.name}', which was created without needs_grad=True")
+    return CompiledKernel(name, params, lowered, layout, tuple(sites), addr,
+                          tuple(ctx.field_objs), grad_params, text)

@@ -1,0 +1,299 @@
+"""Launch path: argument validation, LaunchHandles, generated fast launchers, bound launches.
+
+Stage: runtime. `dispatch(kernel, args, kwargs)` is the slow path: it validates every argument
+(raising `KernelArgError` naming kernel, parameter, expected and got), derives the
+specialization, finds or builds the `LaunchHandle` and installs the handle's fast launcher as
+the kernel's `__call__`. A handle is built once per (kernel, specialization): it compiles the
+kernel, allocates the context buffer, fills the constant slots (pool, field pointers) and
+generates a launcher whose steady state packs arguments in place (an ndarray argument identical
+to the last one is not repacked), bumps the generations of the write set, calls the native
+entry with the GIL released and checks the fault slot. Anything unexpected falls back here.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..codegen import abi
+from ..errors import KernelArgError, KernelRuntimeError
+from ..ir import nodes as n
+from . import program as program_mod
+from .compiler import CompiledKernel, compile_kernel
+from .data import Field, Ndarray
+
+MISSING = object()
+ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
+INT_RANGE = {t: ((-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.is_signed else
+                 (0, (1 << t.bits) - 1)) for t in dtypes.ALL if t.is_int}
+
+
+# ---- argument validation ----------------------------------------------------------------
+
+def _fail(kernel: Any, param: n.Param, expected: str, got: str) -> KernelArgError:
+    return KernelArgError(f"kernel {kernel.qualname}: argument '{param.name}': expected "
+                          f"{expected}, got {got}")
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"numpy array dtype={v.dtype} ndim={v.ndim}" + (
+            "" if v.flags.c_contiguous else " (not C-contiguous)")
+    if isinstance(v, (Ndarray, Field)):
+        return f"{type(v).__name__} dtype={v.dtype.name} ndim={len(v.shape)}"
+    return f"{type(v).__name__} {v!r}"[:120]
+
+
+def bind_args(kernel: Any, args: tuple, kwargs: dict) -> list[Any]:
+    params = kernel.params
+    if len(args) > len(params):
+        raise KernelArgError(f"kernel {kernel.qualname} takes {len(params)} argument(s), got "
+                             f"{len(args) + len(kwargs)}")
+    values = list(args) + [MISSING] * (len(params) - len(args))
+    names = [p.name for p in params]
+    for key, v in kwargs.items():
+        if key not in names:
+            raise KernelArgError(f"kernel {kernel.qualname} has no parameter '{key}'")
+        if values[names.index(key)] is not MISSING:
+            raise KernelArgError(f"kernel {kernel.qualname}: '{key}' given twice")
+        values[names.index(key)] = v
+    for p, v in zip(params, values):
+        if v is MISSING:
+            raise KernelArgError(f"kernel {kernel.qualname}: missing argument '{p.name}'")
+    return values
+
+
+def check_scalar(kernel: Any, p: n.Param, dt: dtypes.DataType, v: Any) -> None:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                              np.floating)):
+        if not isinstance(v, (bool, np.bool_)):
+            raise _fail(kernel, p, f"a {dt.name} scalar", _describe(v))
+    if dt.is_int:
+        if isinstance(v, (float, np.floating)):
+            raise _fail(kernel, p, f"an integer ({dt.name})", _describe(v))
+        lo, hi = INT_RANGE[dt]
+        if not lo <= int(v) <= hi:
+            raise _fail(kernel, p, f"a {dt.name} in [{lo}, {hi}]", repr(int(v)))
+
+
+def array_info(v: Any) -> tuple[dtypes.DataType | None, int, bool] | None:
+    if isinstance(v, Ndarray):
+        return v.dtype, len(v.shape), v.grad is not None
+    if isinstance(v, np.ndarray):
+        return dtypes.from_numpy(v.dtype), v.ndim, False
+    return None
+
+
+def specialize(kernel: Any, values: list[Any], cfg: Any) -> tuple[tuple[n.Param, ...], tuple,
+                                                                    dict[str, Any], str]:
+    """Concrete params, the handle key, template values and the content-stable kernel name."""
+    params, key, templates, name_parts = [], [], {}, []
+    for p, v in zip(kernel.params, values):
+        if p.kind == "scalar":
+            dt = p.dtype or _default_scalar(kernel, p, cfg)
+            check_scalar(kernel, p, dt, v)
+            params.append(n.Param(p.name, "scalar", dt))
+            key.append(None)
+            name_parts.append(dt.name)
+        elif p.kind == "ndarray":
+            info = array_info(v)
+            want = f"an ndarray{'' if p.dtype is None else ' of ' + p.dtype.name}" + (
+                "" if p.ndim < 0 else f" with ndim={p.ndim}")
+            if info is None:
+                raise _fail(kernel, p, want, _describe(v))
+            dt, ndim, has_grad = info
+            if dt is None or (p.dtype is not None and dt != p.dtype) or (
+                    p.ndim >= 0 and ndim != p.ndim):
+                raise _fail(kernel, p, want, _describe(v))
+            if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
+                raise _fail(kernel, p, want + " (C-contiguous)", _describe(v))
+            params.append(n.Param(p.name, "ndarray", dt, ndim, has_grad))
+            key.append((dt, ndim, has_grad))
+            name_parts.append(f"nd({dt.name},{ndim})")
+        else:
+            tkey, text = template_key(kernel, p, v)
+            params.append(n.Param(p.name, "template"))
+            templates[p.name] = v
+            key.append(tkey)
+            name_parts.append(text)
+    grad = ".grad" if kernel.adjoint else ""
+    name = f"{kernel.qualname}{grad}[{','.join(name_parts)}]"
+    return tuple(params), tuple(key), templates, name
+
+
+def _default_scalar(kernel: Any, p: n.Param, cfg: Any) -> dtypes.DataType:
+    ann = kernel.fn.__annotations__.get(p.name)
+    return cfg.default_ip if ann is int or ann == "int" else cfg.default_fp
+
+
+def template_key(kernel: Any, p: n.Param, v: Any) -> tuple[Any, str]:
+    if isinstance(v, Field):
+        return ("field", id(v)), f"field({v.dtype.name},{v.shape})"
+    if isinstance(v, (bool, int, float, str, dtypes.DataType)) or v is None:
+        return (type(v), v), repr(v)
+    if isinstance(v, tuple) and all(isinstance(x, (bool, int, float)) for x in v):
+        return (tuple, v), repr(v)
+    raise _fail(kernel, p, "a field or a Python constant (jr.template())", _describe(v))
+
+
+# ---- dispatch (slow path) -----------------------------------------------------------------
+
+def dispatch(kernel: Any, args: tuple, kwargs: dict) -> Any:
+    program = program_mod.current()
+    values = bind_args(kernel, args, kwargs)
+    params, key, templates, name = specialize(kernel, values, program.config)
+    handle = kernel.handles.get(key)
+    if handle is None or handle.program is not program:
+        compiled = compile_kernel(kernel, params, templates, name, program)
+        handle = LaunchHandle(kernel, compiled, program,
+                              {i: values[i] for i, p in enumerate(params) if p.kind == "template"})
+        kernel.handles[key] = handle
+        program.handles.append(handle)
+    for i, p in enumerate(params):
+        if i in handle.compiled.grad_params and not p.needs_grad:
+            raise _fail(kernel, p, "an ndarray with needs_grad=True (the kernel uses its .grad)",
+                        _describe(values[i]))
+    type(kernel).__call__ = handle.launcher
+    return handle.run_checked(kernel, values)
+
+
+# ---- the handle ---------------------------------------------------------------------------
+
+class LaunchHandle:
+    def __init__(self, kernel: Any, compiled: CompiledKernel, program: Any,
+                 template_values: dict[int, Any]) -> None:
+        self.kernel, self.compiled, self.program = kernel, compiled, program
+        self.template_values = template_values
+        layout = compiled.layout
+        self.buf = (ctypes.c_int64 * max(layout.size, abi.HEADER_SLOTS))()
+        self.dbuf = (ctypes.c_double * len(self.buf)).from_buffer(self.buf)
+        self.addr = ctypes.addressof(self.buf)
+        self.entry = ENTRY_TYPE(compiled.entry_addr)
+        self.launch_count = [0]
+        fill_header(self.buf, program, compiled)
+        self.last_arrays: list[list[Any]] = [[MISSING] for _ in compiled.params]
+        self.launcher = make_launcher(self)
+
+    def fault(self) -> None:
+        raise_fault(self.buf, self.compiled)
+
+    def run_checked(self, kernel: Any, values: list[Any]) -> Any:
+        return self.launcher(kernel, *values)
+
+
+def fill_header(buf: Any, program: Any, compiled: CompiledKernel) -> None:
+    buf[abi.SLOT_POOL] = program.pool.address
+    buf[abi.SLOT_PARALLEL_FOR] = program.pool.parallel_for_addr
+    buf[abi.SLOT_NUM_THREADS] = program.pool.num_threads
+    for k, fld in enumerate(compiled.field_objs):
+        buf[compiled.layout.field_slots[k]] = fld.ptr
+        buf[compiled.layout.field_grad_slots[k]] = fld.grad.ptr if fld.grad is not None else 0
+
+
+def pack_array(buf: Any, slot: int, v: Any, dt: dtypes.DataType, ndim: int,
+               need_grad: bool) -> bool:
+    """Write an ndarray argument's slots; False if `v` does not fit the specialization."""
+    if type(v) is Ndarray:
+        if v.dtype is not dt or len(v.shape) != ndim or (need_grad and v.grad is None):
+            return False
+        buf[slot] = v.ptr
+        buf[slot + 1] = v.grad.ptr if v.grad is not None else 0
+        shape = v.shape
+    elif type(v) is np.ndarray and not need_grad:
+        if v.dtype != dt.np or v.ndim != ndim or not v.flags.c_contiguous:
+            return False
+        buf[slot] = v.ctypes.data
+        buf[slot + 1] = 0
+        shape = v.shape
+    else:
+        return False
+    for k in range(ndim):
+        buf[slot + 2 + k] = shape[k]
+    return True
+
+
+def raise_fault(buf: Any, compiled: CompiledKernel) -> None:
+    site_id, axis, index = buf[abi.SLOT_ERROR] - 1, buf[abi.SLOT_ERROR_AXIS], \
+        buf[abi.SLOT_ERROR_INDEX]
+    buf[abi.SLOT_ERROR] = buf[abi.SLOT_ERROR_AXIS] = buf[abi.SLOT_ERROR_INDEX] = 0
+    site = compiled.sites[site_id]
+    from ..frontend.source import error_at
+    where = error_at(site.loc, "")
+    line = str(where).split("\n", 1)[1] if "\n" in str(where) else ""
+    raise KernelRuntimeError(
+        f"kernel {compiled.name}: index {index} out of bounds on axis {axis} of '{site.name}' "
+        f"({site.kind}) at {site.loc}; the access was skipped\n{line}".rstrip())
+
+
+def make_launcher(handle: LaunchHandle) -> Any:
+    """Generate the handle's fast launcher: straight-line Python specialised to its params."""
+    c = handle.compiled
+    params = c.params
+    argnames = [f"a{i}" for i in range(len(params))]
+    env: dict[str, Any] = {"buf": handle.buf, "dbuf": handle.dbuf, "addr": handle.addr,
+                           "entry": handle.entry, "cnt": handle.launch_count, "MISSING": MISSING,
+                           "handle": handle, "dispatch": dispatch, "pack_array": pack_array}
+    all_args = "(" + "".join(a + ", " for a in argnames) + ")"
+    slow = f"return dispatch(self, {all_args} + extra, {{}})"
+    sig = ", ".join(f"{a}=MISSING" for a in argnames)
+    lines = [f"def launch(self, {sig}{', ' if sig else ''}*extra):",
+             f"    if extra: {slow}"]
+    scalars = [i for i, p in enumerate(params) if p.kind == "scalar"]
+    if scalars:
+        lines.append("    try:")
+        for i in scalars:
+            p, slot = params[i], c.layout.param_slots[i]
+            if p.dtype.is_float:
+                lines.append(f"        dbuf[{slot}] = a{i}")
+            else:
+                lo, hi = INT_RANGE[p.dtype]
+                lines.append(f"        buf[{slot}] = a{i}")
+                if p.dtype.bits < 64:
+                    lines.append(f"        if not {lo} <= a{i} <= {hi}: raise TypeError")
+        lines += ["    except (TypeError, OverflowError):", f"        {slow}"]
+    for i, p in enumerate(params):
+        if p.kind == "ndarray":
+            env[f"last{i}"] = handle.last_arrays[i]
+            env[f"dt{i}"] = p.dtype
+            slot = c.layout.param_slots[i]
+            need_grad = i in c.grad_params
+            lines += [f"    if a{i} is not last{i}[0]:",
+                      f"        if not pack_array(buf, {slot}, a{i}, dt{i}, {p.ndim}, {need_grad}):"
+                      f" {slow}",
+                      f"        last{i}[0] = a{i}"]
+    for i, p in enumerate(params):
+        if p.kind == "template":
+            value = handle_template_value(handle, i)
+            env[f"t{i}"], env[f"tt{i}"] = value, type(value)
+            lines.append(f"    if a{i} is not t{i} and (type(a{i}) is not tt{i} or a{i} != t{i}):"
+                         f" {slow}")
+    lines.append("    cnt[0] += 1")
+    writes = c.lowered.writes
+    for slot, grad in writes.fields:
+        fld = c.field_objs[slot]
+        env[f"wf{slot}{int(grad)}"] = fld.grad if grad else fld
+        lines.append(f"    wf{slot}{int(grad)}.gen += 1")
+    for arg, grad in writes.arrays:
+        target = f"a{arg}.grad" if grad else f"a{arg}"
+        lines.append(f"    if type(a{arg}) is Ndarray: {target}.gen += 1")
+        env["Ndarray"] = Ndarray
+    lines += ["    entry(addr)", "    if buf[0]: handle.fault()"]
+    ret = c.lowered.tasked.ret
+    if ret is not None:
+        if ret.is_float:
+            lines.append(f"    return dbuf[{abi.SLOT_RETURN}]")
+        elif ret.is_signed:
+            lines.append(f"    return buf[{abi.SLOT_RETURN}]")
+        else:
+            lines.append(f"    return buf[{abi.SLOT_RETURN}] & {(1 << ret.bits) - 1}")
+    source = "\n".join(lines)
+    exec(compile(source, f"<jitrt launcher {c.name}>", "exec"), env)  # noqa: S102
+    launch = env["launch"]
+    launch.source = source
+    return launch
+
+
+def handle_template_value(handle: LaunchHandle, index: int) -> Any:
+    return handle.template_values[index]

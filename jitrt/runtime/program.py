@@ -1,0 +1,95 @@
+"""The Program: one per `jr.init`, owning the configuration, the worker pool and the counters.
+
+Stage: runtime. `init()` replaces the current program (fresh in-memory caches: every kernel's
+launch handles are dropped; the disk cache stays). `current()` returns the program, creating a
+default one on first use. Counters behind `jr.debug.stats()` live here; per-launch counters
+live in the launch handles (a list cell each) and are summed on demand.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from .. import config as config_mod
+from ..errors import BackendUnavailableError
+
+
+ARCHES = ("cpu", "cuda", "amdgpu", "gpu")
+
+
+class Program:
+    def __init__(self, cfg: config_mod.Config) -> None:
+        self.config = cfg
+        self.arch = self._choose_arch(cfg.arch)
+        from ..backends.cpu import worker_pool
+        self.pool = worker_pool(cfg.num_threads, cfg.parallel_grain)
+        self.counters: Counter[str] = Counter()
+        self.handles: list[Any] = []   # every LaunchHandle built by this program
+
+    @staticmethod
+    def _choose_arch(arch: Any) -> str:
+        name = getattr(arch, "name", arch)
+        if name not in ARCHES:
+            raise ValueError(f"unknown arch {arch!r}; use one of {', '.join(ARCHES)}")
+        if name == "cpu":
+            return "cpu"
+        from ..backends import gpu_probe
+        return gpu_probe.require(name)
+
+    def count(self, name: str, amount: int = 1) -> None:
+        self.counters[name] += amount
+
+    def stats(self) -> dict[str, int]:
+        out = {k: 0 for k in STAT_NAMES}
+        out.update(self.counters)
+        out["launches"] += sum(h.launch_count[0] for h in self.handles)
+        return out
+
+    def reset_stats(self) -> None:
+        self.counters.clear()
+        for h in self.handles:
+            h.launch_count[0] = 0
+
+
+STAT_NAMES = ("compiles", "offline_cache_hits", "offline_cache_misses", "launches",
+              "launch_cache_hits", "launch_cache_misses", "spec_cache_hits", "spec_cache_misses",
+              "max_reducer_dispatches", "h2d_skipped")
+
+_current: Program | None = None
+
+
+def init(arch: Any = None, **options: Any) -> Program:
+    global _current
+    from ..frontend.decorators import all_kernels
+    if arch is not None:
+        options["arch"] = getattr(arch, "name", arch)
+    cfg = config_mod.resolve(**options)
+    program = Program(cfg)
+    for k in all_kernels():
+        k.reset_fast_path()
+        if k._grad_kernel is not None:
+            k._grad_kernel.reset_fast_path()
+    _current = program
+    return program
+
+
+def current() -> Program:
+    if _current is None:
+        return init()
+    return _current
+
+
+def reset() -> None:
+    global _current
+    from ..frontend.decorators import all_kernels
+    for k in all_kernels():
+        k.reset_fast_path()
+    _current = None
+
+
+def sync() -> None:
+    """Wait for outstanding work. CPU launches are synchronous, so this only checks state."""
+    current()
+
+
+__all__ = ["Program", "init", "current", "reset", "sync", "BackendUnavailableError"]
