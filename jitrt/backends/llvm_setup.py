@@ -23,7 +23,7 @@ def host_target_machine() -> llvm.TargetMachine:
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                         features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, reloc="pic", codemodel="jitdefault")
+                                        opt=3, reloc="static", codemodel="large")
 
 
 def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3) -> None:

@@ -19,7 +19,7 @@ class StmtEmitter:
         ptr = self.locals.get(name)
         if ptr is None:
             with self.builder.goto_block(self.alloca_block):
-                ptr = self.builder.alloca(ll_type(dt), name=name)
+                ptr = self.target.alloca(self.builder, ll_type(dt), name)
                 self.builder.store(ir.Constant(ll_type(dt), 0.0 if dt.is_float else 0), ptr)
             self.locals[name] = ptr
         return ptr

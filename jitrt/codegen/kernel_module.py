@@ -115,7 +115,7 @@ def emit_entry(module: ir.Module, target: Target, layout: abi.ContextLayout,
     b = em.builder
     ncaps = max([task_signature_caps(t) for t in kernel.tasks] + [1])
     with b.goto_block(em.alloca_block):
-        caps_arr = b.alloca(ir.ArrayType(I64, ncaps), name="caps")
+        caps_arr = target.alloca(b, ir.ArrayType(I64, ncaps), "caps")
     caps = b.bitcast(caps_arr, I64P)
     for k, task in enumerate(kernel.tasks):
         if task.kind == "serial":

@@ -16,12 +16,26 @@ MATH_INTRINSIC = {"sin": "llvm.sin", "cos": "llvm.cos", "tan": "llvm.tan", "exp"
                   "pow": "llvm.pow"}
 
 
+class _PrivateAlloca(ir.instructions.AllocaInstr):
+    """An alloca in AMDGPU's private address space (5), as that target requires."""
+
+    def __init__(self, parent: ir.Block, typ: ir.Type, name: str) -> None:
+        super().__init__(parent, typ, None, name)
+        self.type = typ.as_pointer(5)
+
+    def descr(self, buf: list[str]) -> None:
+        buf.append(f"alloca {self.allocated_type}, addrspace(5)")
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
     triple: str
     data_layout: str
     is_gpu: bool
+
+    def alloca(self, builder: ir.IRBuilder, ty: ir.Type, name: str) -> ir.Value:
+        return builder.alloca(ty, name=name)
 
     def math_function(self, module: ir.Module, fn: str, ty: ir.Type, nargs: int) -> ir.Function:
         name = self.math_symbol(fn, ty)
@@ -46,6 +60,11 @@ class NvptxTarget(Target):
 
 @dataclass(frozen=True)
 class AmdgpuTarget(Target):
+    def alloca(self, builder: ir.IRBuilder, ty: ir.Type, name: str) -> ir.Value:
+        instr = _PrivateAlloca(builder.block, ty, name)
+        builder._insert(instr)
+        return builder.addrspacecast(instr, ty.as_pointer())
+
     def math_symbol(self, fn: str, ty: ir.Type) -> str:
         if fn in ("sqrt", "floor", "ceil", "abs"):
             return super().math_symbol(fn, ty)

@@ -70,3 +70,29 @@ def compile_kernel(kernel: Any, params: tuple[n.Param, ...], template_values: di
                             f"'{r.name}', which was created without needs_grad=True")
     return CompiledKernel(name, params, lowered, layout, tuple(sites), addr,
                           tuple(ctx.field_objs), grad_params, text)
+
+
+GPU_CPUS = {"cuda": ("nvptx64-nvidia-cuda", "sm_80"), "amdgpu": ("amdgcn-amd-amdhsa", "gfx90a")}
+
+
+def lower_for_target(kernel: Any, params: tuple[n.Param, ...], template_values: dict[str, Any],
+                     name: str, program: Any, arch: str) -> str:
+    """GPU assembly (PTX or AMDGCN) of a kernel specialization: the same frontend, passes and
+    lowering as the CPU, with the GPU target hooks. No GPU or GPU runtime is needed."""
+    import llvmlite.binding as llvm
+
+    from ..backends.llvm_setup import init_llvm
+    from ..codegen.targets import AMDGPU, NVPTX
+    init_llvm()
+    cfg = program.config
+    ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params)
+    kir = lower_kernel(kernel.source(), kernel.fn, params, template_values, ctx, kernel.ret)
+    lowered = run_pipeline(kir, ctx.local_types)
+    layout = abi.layout_for(params, lowered.tasked.fields)
+    target = NVPTX if arch == "cuda" else AMDGPU
+    module, _ = build_module(lowered.tasked, target, layout, "jk", ctx.local_types)
+    triple, cpu_name = GPU_CPUS[arch]
+    mod = llvm.parse_assembly(str(module))
+    mod.verify()
+    tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu_name, opt=3)
+    return tm.emit_assembly(mod)

@@ -297,3 +297,104 @@ def make_launcher(handle: LaunchHandle) -> Any:
 
 def handle_template_value(handle: LaunchHandle, index: int) -> Any:
     return handle.template_values[index]
+
+
+# ---- bound launches -----------------------------------------------------------------------
+
+def bind(kernel: Any, args: tuple, kwargs: dict) -> "BoundLaunch":
+    program = program_mod.current()
+    values = bind_args(kernel, args, kwargs)
+    dispatch_key = specialize(kernel, values, program.config)[1]
+    handle = kernel.handles.get(dispatch_key)
+    if handle is None or handle.program is not program:
+        dispatch(kernel, tuple(values), {})  # builds the handle (and runs once: a real launch)
+        handle = kernel.handles[dispatch_key]
+    return BoundLaunch(handle, values)
+
+
+class _Gen:
+    """Stands in for data without a generation counter (a plain numpy array)."""
+    __slots__ = ("gen",)
+
+    def __init__(self) -> None:
+        self.gen = 0
+
+
+class BoundLaunch:
+    """A launch with every argument packed into its own context buffer.
+
+    `launch()` runs it with no per-call argument work; `launch.set_arg(name_or_index, value)`
+    rebinds one argument (validated against the same specialization). Each bound launch gets
+    its own small class whose `__call__` is generated straight-line code."""
+
+    def __init__(self, handle: LaunchHandle, values: list[Any]) -> None:
+        self.handle = handle
+        self.values = list(values)
+        c = handle.compiled
+        self.buf = (ctypes.c_int64 * len(handle.buf))()
+        self.dbuf = (ctypes.c_double * len(self.buf)).from_buffer(self.buf)
+        self.addr = ctypes.addressof(self.buf)
+        fill_header(self.buf, handle.program, c)
+        for i in range(len(values)):
+            self._pack(i)
+        writes = c.lowered.writes
+        self.array_bumps = [[_Gen()] for _ in writes.arrays]
+        self._update_bumps()
+        type(self).__call__ = self._make_call()
+
+    def __new__(cls, handle: LaunchHandle, values: list[Any]) -> "BoundLaunch":
+        return super().__new__(type(f"BoundLaunch[{handle.compiled.name}]", (cls,), {}))
+
+    def _make_call(self) -> Any:
+        c = self.handle.compiled
+        env: dict[str, Any] = {"cnt": self.handle.launch_count, "entry": self.handle.entry,
+                               "buf": self.buf, "dbuf": self.dbuf, "addr": self.addr,
+                               "raise_fault": raise_fault, "c": c}
+        lines = ["def __call__(self):", "    cnt[0] += 1"]
+        for k, (slot, grad) in enumerate(c.lowered.writes.fields):
+            env[f"f{k}"] = c.field_objs[slot].grad if grad else c.field_objs[slot]
+            lines.append(f"    f{k}.gen += 1")
+        for k, cell in enumerate(self.array_bumps):
+            env[f"w{k}"] = cell
+            lines.append(f"    w{k}[0].gen += 1")
+        lines += ["    entry(addr)", "    if buf[0]: raise_fault(buf, c)"]
+        ret = c.lowered.tasked.ret
+        if ret is not None:
+            lines.append(f"    return {'dbuf' if ret.is_float else 'buf'}[{abi.SLOT_RETURN}]")
+        exec(compile("\n".join(lines), f"<jitrt bound launch {c.name}>", "exec"), env)  # noqa: S102
+        return env["__call__"]
+
+    def _pack(self, i: int) -> None:
+        c = self.handle.compiled
+        p, v, slot = c.params[i], self.values[i], c.layout.param_slots[i]
+        if p.kind == "scalar":
+            if p.dtype.is_float:
+                self.dbuf[slot] = float(v)
+            else:
+                self.buf[slot] = int(v)
+        elif p.kind == "ndarray":
+            if not pack_array(self.buf, slot, v, p.dtype, p.ndim, i in c.grad_params):
+                raise _fail(self.handle.kernel, p, f"an ndarray of {p.dtype.name}, ndim={p.ndim}",
+                            _describe(v))
+
+    def _update_bumps(self) -> None:
+        writes = self.handle.compiled.lowered.writes
+        for cell, (arg, grad) in zip(self.array_bumps, writes.arrays):
+            v = self.values[arg]
+            cell[0] = (v.grad if grad else v) if isinstance(v, Ndarray) else _Gen()
+
+    def set_arg(self, key: int | str, value: Any) -> None:
+        kernel = self.handle.kernel
+        names = [p.name for p in kernel.params]
+        if isinstance(key, str) and key not in names:
+            raise KernelArgError(f"kernel {kernel.qualname} has no parameter '{key}'")
+        index = key if isinstance(key, int) else names.index(key)
+        values = list(self.values)
+        values[index] = value
+        key_now = specialize(kernel, values, self.handle.program.config)[1]
+        if kernel.handles.get(key_now) is not self.handle:
+            raise KernelArgError(f"kernel {kernel.qualname}: rebinding '{names[index]}' would "
+                                 "change the specialization; bind a new launch instead")
+        self.values = values
+        self._pack(index)
+        self._update_bumps()
