@@ -14,7 +14,7 @@ The pipeline: frontend (AST -> IR) -> passes (pipeline.py) -> codegen (LLVM IR) 
 """
 from __future__ import annotations
 
-from . import debug, types
+from . import ad, debug, types
 from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .errors import (AdStackOverflowError, BackendUnavailableError, JitrtError, KernelArgError,
                      KernelCompileError, KernelRuntimeError, OfflineCacheError)
@@ -39,7 +39,7 @@ cpu, cuda, amdgpu, gpu = _Arch("cpu"), _Arch("cuda"), _Arch("amdgpu"), _Arch("gp
 sin, cos, tan, exp, log = MATH["sin"], MATH["cos"], MATH["tan"], MATH["exp"], MATH["log"]
 sqrt, tanh, floor, ceil = MATH["sqrt"], MATH["tanh"], MATH["floor"], MATH["ceil"]
 
-__all__ = ["AdStackOverflowError", "BackendUnavailableError", "Field", "JitrtError",
+__all__ = ["ad", "AdStackOverflowError", "BackendUnavailableError", "Field", "JitrtError",
            "KernelArgError", "KernelCompileError", "KernelRuntimeError", "Ndarray",
            "OfflineCacheError", "amdgpu", "atomic_add", "atomic_max", "atomic_min", "atomic_sub",
            "cast", "ceil", "cos", "cpu", "cuda", "debug", "exp", "f32", "f64", "field", "floor",

@@ -24,3 +24,33 @@ def gpu_asm(kernel, *args, arch: str = "cuda", **kwargs) -> str:
     values = bind_args(kernel, args, kwargs)
     params, _, templates, name = specialize(kernel, values, program.config)
     return lower_for_target(kernel, params, templates, name, program, arch)
+
+
+def max_reducer_dispatch_count() -> int:
+    """Max-reducer runs not served from a cache since the last reset."""
+    return _program.current().counters["max_reducer_dispatches"]
+
+
+def reset_max_reducer_dispatch_count() -> None:
+    _program.current().counters["max_reducer_dispatches"] = 0
+
+
+def sizing_infos(kernel, grad: bool = True) -> tuple:
+    """The AdStackSizingInfo records of the compiled instance(s) of `kernel` (its adjoint when
+    `grad`): registry_id, kernel_name, task_id_in_kernel, size_exprs, max_reducer_specs."""
+    target = kernel.grad if grad and not kernel.adjoint else kernel
+    program = _program.current()
+    out = []
+    for handle in target.handles.values():
+        if handle.program is program:
+            out.extend(handle.sizing_infos)
+    return tuple(out)
+
+
+def registry_id(kernel_name: str, task_id: int) -> int:
+    """The registry id of (kernel_name, task_id): the one registered in this program (after
+    collision probing), else the content hash of DESIGN.md section 3."""
+    from .runtime.registry import fnv1a64_fold32
+    registry = _program.current().registry
+    found = registry._by_key.get((kernel_name, task_id))
+    return found if found is not None else fnv1a64_fold32(kernel_name, task_id)

@@ -20,7 +20,9 @@ SLOT_PARALLEL_FOR = 4   # address of the runtime's parallel_for
 SLOT_RUNTIME = 5        # runtime state (adstack heaps, overflow slot)
 SLOT_RETURN = 6
 SLOT_NUM_THREADS = 7
-HEADER_SLOTS = 8
+SLOT_OVERFLOW = 8       # 0, or the registry id of the first task whose adstack overflowed
+SLOT_ADSTACK_HEAP = 9   # base address of the per-thread adstack heap
+HEADER_SLOTS = 12
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,20 @@ class ContextLayout:
     field_grad_slots: tuple[int, ...]   # per field: gradient pointer slot
     param_slots: tuple[int, ...]        # per parameter: first slot (-1 for templates)
     size: int
+    task_slots: tuple[tuple[int, int, int], ...] = ()   # (task index, stride slot, registry slot)
+    stack_slots: tuple[tuple[int, int, int, int], ...] = ()  # (task, stack id, cap, offset slot)
+
+    def task_slot(self, task: int) -> tuple[int, int]:
+        for t, stride, reg in self.task_slots:
+            if t == task:
+                return stride, reg
+        raise KeyError(task)
+
+    def stack_slot(self, task: int, stack: int) -> tuple[int, int]:
+        for t, s, cap, off in self.stack_slots:
+            if t == task and s == stack:
+                return cap, off
+        raise KeyError((task, stack))
 
     def field_slot(self, ref: n.FieldRef) -> int:
         return (self.field_grad_slots if ref.grad else self.field_slots)[ref.slot]
@@ -40,7 +56,8 @@ class ContextLayout:
         return self.param_slots[ref.arg] + 2 + axis
 
 
-def layout_for(params: tuple[n.Param, ...], fields: tuple[n.FieldRef, ...]) -> ContextLayout:
+def layout_for(params: tuple[n.Param, ...], fields: tuple[n.FieldRef, ...],
+               tasks: tuple[n.Task, ...] = ()) -> ContextLayout:
     slot = HEADER_SLOTS
     field_slots, grad_slots = [], []
     for _ in fields:
@@ -57,4 +74,14 @@ def layout_for(params: tuple[n.Param, ...], fields: tuple[n.FieldRef, ...]) -> C
             slot += 2 + p.ndim
         else:
             param_slots.append(-1)
-    return ContextLayout(tuple(field_slots), tuple(grad_slots), tuple(param_slots), slot)
+    task_slots, stack_slots = [], []
+    for t, task in enumerate(tasks):
+        if not task.stacks:
+            continue
+        task_slots.append((t, slot, slot + 1))
+        slot += 2
+        for stack in task.stacks:
+            stack_slots.append((t, stack.id, slot, slot + 1))
+            slot += 2
+    return ContextLayout(tuple(field_slots), tuple(grad_slots), tuple(param_slots), slot,
+                         tuple(task_slots), tuple(stack_slots))

@@ -17,6 +17,7 @@ from .. import dtypes
 from ..ir import nodes as n
 from . import abi
 from .emit_expr import I32, I64, ExprEmitter
+from .emit_adstack import AdStackEmitter
 from .emit_stmt import StmtEmitter
 from .targets import Target
 
@@ -33,7 +34,7 @@ class AccessSite:
     kind: str
 
 
-class FunctionEmitter(ExprEmitter, StmtEmitter):
+class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
     def __init__(self, module: ir.Module, target: Target, layout: abi.ContextLayout,
                  fn: ir.Function, ctx_ptr: ir.Value, sites: list[AccessSite]) -> None:
         self.module, self.target, self.layout, self.fn = module, target, layout, fn
@@ -45,6 +46,9 @@ class FunctionEmitter(ExprEmitter, StmtEmitter):
         self.locals: dict[str, ir.Value] = {}
         self.loop_targets: list[tuple[ir.Block, ir.Block]] = []
         self._ids = 0
+        self.stacks: dict[tuple[int, int], tuple[ir.Value, ir.Value, ir.Value]] = {}
+        self.task_index = 0
+        self.tid: ir.Value = ir.Constant(I64, 0)
 
     def next_id(self) -> int:
         self._ids += 1
@@ -67,11 +71,12 @@ def task_signature_caps(task: n.Task) -> int:
 
 
 def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task: n.Task,
-              name: str, local_types: dict[str, dtypes.DataType],
+              index: int, name: str, local_types: dict[str, dtypes.DataType],
               sites: list[AccessSite]) -> ir.Function:
     fn = ir.Function(module, TASK_TYPE, name)
-    ctx, caps, lo, hi, _tid = fn.args
+    ctx, caps, lo, hi, tid = fn.args
     em = FunctionEmitter(module, target, layout, fn, ctx, sites)
+    em.task_index, em.tid = index, tid
     b = em.builder
     d = len(task.vars)
     begins = [b.load(b.gep(caps, [ir.Constant(I64, k)])) for k in range(d)]
@@ -118,6 +123,7 @@ def emit_entry(module: ir.Module, target: Target, layout: abi.ContextLayout,
         caps_arr = target.alloca(b, ir.ArrayType(I64, ncaps), "caps")
     caps = b.bitcast(caps_arr, I64P)
     for k, task in enumerate(kernel.tasks):
+        em.task_index = k
         if task.kind == "serial":
             em.body(task.body)
             continue
@@ -178,7 +184,7 @@ def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayo
     task_fns: dict[int, ir.Function] = {}
     for k, task in enumerate(kernel.tasks):
         if task.kind == "parallel":
-            task_fns[k] = emit_task(module, target, layout, task, f"{prefix}_task{k}",
+            task_fns[k] = emit_task(module, target, layout, task, k, f"{prefix}_task{k}",
                                     local_types, sites)
             if target.is_gpu:
                 emit_gpu_wrapper(module, target, task_fns[k], f"{prefix}_task{k}_kernel")

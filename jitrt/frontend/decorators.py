@@ -120,6 +120,10 @@ class Kernel:
         from ..runtime.launcher import dispatch
         return dispatch(self, args, kwargs)
 
+    def disable_fast_path(self) -> None:
+        """Route the next launches through `dispatch` (a Tape records them there)."""
+        type(self).__call__ = Kernel._dispatch_call  # type: ignore[method-assign]
+
     def reset_fast_path(self) -> None:
         type(self).__call__ = Kernel._dispatch_call  # type: ignore[method-assign]
         self.handles.clear()

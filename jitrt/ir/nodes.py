@@ -286,6 +286,7 @@ class Task:
     ends: tuple[Expr, ...] = ()
     captures: tuple[tuple[str, DataType], ...] = ()
     loc: Loc = _loc()
+    stacks: tuple["AdStack", ...] = ()
 
 
 @dataclass(frozen=True)
@@ -295,3 +296,67 @@ class TaskedKernel:
     fields: tuple[FieldRef, ...]
     tasks: tuple[Task, ...]
     ret: DataType | None
+
+
+# ---- autodiff: adstacks -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AdStack:
+    """A per-thread stack of (primal, adjoint) pairs for one loop-carried local of one task."""
+    id: int
+    name: str
+    dtype: DataType
+
+
+@dataclass(frozen=True)
+class StackInit(Stmt):
+    """Empty the stack and push one (value, 0) pair: the local's value before the task body,
+    so a read before any push sees what the primal kernel would see."""
+    stack: AdStack
+    value: Expr
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class StackPush(Stmt):
+    stack: AdStack
+    value: Expr
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class StackPop(Stmt):
+    stack: AdStack
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class StackAccAdj(Stmt):
+    """Add `value` to the adjoint of the top entry."""
+    stack: AdStack
+    value: Expr
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class StackTop(Expr):
+    stack: AdStack
+    dtype: DataType
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class StackTopAdj(Expr):
+    stack: AdStack
+    dtype: DataType
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class ReverseFor(Stmt):
+    """`for var in reversed(range(begin, end))`: the adjoint of a serial `For`."""
+    var: str
+    begin: Expr
+    end: Expr
+    body: Body
+    loc: Loc = _loc()

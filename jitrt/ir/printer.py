@@ -37,6 +37,10 @@ def expr_text(e: n.Expr) -> str:
     if isinstance(e, n.Atomic):
         idx = ", ".join(expr_text(i) for i in e.indices)
         return f"atomic_{e.op}({ref_text(e.ref)}[{idx}], {expr_text(e.value)})"
+    if isinstance(e, n.StackTop):
+        return f"top(stack{e.stack.id}:{e.stack.name})"
+    if isinstance(e, n.StackTopAdj):
+        return f"top_adj(stack{e.stack.id}:{e.stack.name})"
     raise TypeError(f"unknown expression {e!r}")
 
 
@@ -73,8 +77,18 @@ def body_lines(body: n.Body, depth: int = 0) -> list[str]:
             out.append(f"{pad}continue")
         elif isinstance(s, n.Return):
             out.append(f"{pad}return {expr_text(s.value)}")
+        elif isinstance(s, n.ReverseFor):
+            out.append(f"{pad}for {s.var} in reversed(range({expr_text(s.begin)}, "
+                       f"{expr_text(s.end)})):")
+            out += body_lines(s.body, depth + 1)
+        elif isinstance(s, (n.StackInit, n.StackPush, n.StackAccAdj)):
+            verb = {n.StackInit: "init", n.StackPush: "push", n.StackAccAdj: "acc_adj"}[type(s)]
+            out.append(f"{pad}{verb}(stack{s.stack.id}:{s.stack.name}:{s.stack.dtype.name}, "
+                       f"{expr_text(s.value)})")
+        elif isinstance(s, n.StackPop):
+            out.append(f"{pad}pop(stack{s.stack.id}:{s.stack.name})")
         else:
-            out.append(f"{pad}{type(s).__name__}")
+            raise TypeError(f"unknown statement {s!r}")
     return out
 
 

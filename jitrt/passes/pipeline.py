@@ -1,18 +1,31 @@
 """The pass pipeline, in order. Read this file to know what happens between frontend and codegen.
 
 Input: the `KernelIR` the frontend built for one specialization, and the types of its locals.
-Output: a `LoweredKernel`: the tasks codegen turns into functions and the kernel's write set.
+Output: a `LoweredKernel`: the tasks codegen turns into functions, the kernel's write set and,
+for grad kernels, the sizing plan of every adstack.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 from ..dtypes import DataType
+from ..errors import KernelCompileError
 from ..ir import nodes as n
 from ..ir.verify import verify
+from . import sizeexpr as se
+from .adstack_sizing import task_capacities
 from .analysis import WriteSet, write_set
+from .autodiff import AdjointTask, differentiate
 from .offload import offload
 from .simplify import simplify
+
+
+@dataclass(frozen=True)
+class StackSizing:
+    task: int                      # index of the grad task owning the stack
+    stack: n.AdStack
+    capacity: se.SizeExpr | None   # None: outside the grammar (allowed with ad_stack_size=N)
 
 
 @dataclass(frozen=True)
@@ -20,11 +33,37 @@ class LoweredKernel:
     tasked: n.TaskedKernel
     writes: WriteSet
     local_types: dict[str, DataType]
+    stacks: tuple[StackSizing, ...] = field(default=())
 
 
-def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType]) -> LoweredKernel:
+def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: bool = False,
+                 has_grad: Callable[[n.Ref], bool] | None = None,
+                 ad_stack_size: int = 0) -> LoweredKernel:
     verify(kernel, local_types)              # 1. the frontend's output is well typed
     kernel = simplify(kernel)                # 2. fold constants (bounds become constants)
     tasked = offload(kernel, local_types)    # 3. outermost loops -> parallel tasks
-    writes = write_set(tasked)               # 4. what a launch may modify (generations)
-    return LoweredKernel(tasked, writes, dict(local_types))
+    stacks: tuple[StackSizing, ...] = ()
+    if grad:                                 # 4. reverse mode: adjoint tasks with adstacks
+        primal = tasked
+        tasked, adjoints = differentiate(primal, local_types, has_grad or (lambda r: False))
+        stacks = size_stacks(primal, adjoints, ad_stack_size)  # 5. a SizeExpr per adstack
+    writes = write_set(tasked)               # 6. what a launch may modify (generations)
+    return LoweredKernel(tasked, writes, dict(local_types), stacks)
+
+
+def size_stacks(primal: n.TaskedKernel, adjoints: list[AdjointTask | None],
+                ad_stack_size: int) -> tuple[StackSizing, ...]:
+    out: list[StackSizing] = []
+    for t, adj in enumerate(adjoints):
+        if adj is None or not adj.stack_vars:
+            continue
+        prefix = [task.body for task in primal.tasks[:adj.primal_index] if task.kind == "serial"]
+        try:
+            caps = task_capacities(adj.task, adj.normalized, adj.stack_vars, prefix)
+        except KernelCompileError:
+            if ad_stack_size <= 0:
+                raise
+            caps = {}
+        for name, stack in adj.stack_vars.items():
+            out.append(StackSizing(t, stack, caps.get(name)))
+    return tuple(out)

@@ -9,6 +9,7 @@ changes, and a generation counter `gen` bumped by every host write (`x[i] = v`, 
 from __future__ import annotations
 
 import itertools
+import weakref
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,12 @@ from .. import dtypes
 from ..dtypes import DataType
 
 _alloc_ids = itertools.count(1)
+_grad_fields: "weakref.WeakSet[Field]" = weakref.WeakSet()
+
+
+def live_grad_fields() -> list["Field"]:
+    """Every field alive now that has a gradient (a Tape clears them on entry)."""
+    return list(_grad_fields)
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
@@ -37,7 +44,8 @@ def _host_index(key: Any) -> Any:
 class _Buffer:
     """What Field and Ndarray share: the numpy buffer, host access and the generation."""
 
-    __slots__ = ("_data", "dtype", "shape", "gen", "ptr", "alloc_id", "grad", "name")
+    __slots__ = ("_data", "dtype", "shape", "gen", "ptr", "alloc_id", "grad", "name",
+                 "__weakref__")
 
     def __init__(self, dtype: Any, shape: Any, needs_grad: bool, name: str | None,
                  kind: str) -> None:
@@ -53,6 +61,8 @@ class _Buffer:
             if not self.dtype.is_float:
                 raise TypeError(f"needs_grad=True needs a float dtype, got {self.dtype!r}")
             self.grad = type(self)(self.dtype, self.shape, False, self.name + ".grad", kind)
+            if kind == "field":
+                _grad_fields.add(self)
 
     @property
     def ndim(self) -> int:

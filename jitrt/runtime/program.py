@@ -25,6 +25,11 @@ class Program:
         self.pool = worker_pool(cfg.num_threads, cfg.parallel_grain)
         self.counters: Counter[str] = Counter()
         self.handles: list[Any] = []   # every LaunchHandle built by this program
+        from .adstack import AdStackHeap
+        from .registry import Registry
+        self.registry = Registry()
+        self.heap = AdStackHeap()
+        self.tape: Any = None          # the active jr.ad.Tape, if any
 
     @staticmethod
     def _choose_arch(arch: Any) -> str:

@@ -1,0 +1,112 @@
+"""Adstack operations and reversed loops -> LLVM IR (a family of the function emitter).
+
+Stage: codegen. A stack lives in the per-thread adstack heap: its entries are (primal,
+adjoint) pairs at `heap + tid * stride + offset`; capacity, offset and stride are context
+slots written at launch by the sizing service; the stack pointer is a local (a register after
+optimisation). Every push checks the capacity in every build: an overflowing push is skipped
+and the task's registry id is stored into the overflow slot by compare-and-swap from 0, so the
+first overflow wins and memory stays intact. Pops never go below the initial entry.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..ir import nodes as n
+from . import abi
+from .emit_expr import I64, ll_type
+
+ONE = ir.Constant(I64, 1)
+
+
+class AdStackEmitter:
+    def stack_state(self, stack: n.AdStack) -> tuple[ir.Value, ir.Value, ir.Value]:
+        """(entries pointer, capacity, stack-pointer alloca) of `stack` in the current task."""
+        key = (self.task_index, stack.id)
+        found = self.stacks.get(key)
+        if found is not None:
+            return found
+        b = self.builder
+        cap_slot, off_slot = self.layout.stack_slot(self.task_index, stack.id)
+        stride_slot, _ = self.layout.task_slot(self.task_index)
+        pair = ir.ArrayType(ll_type(stack.dtype), 2)
+        with b.goto_block(self.alloca_block):
+            heap = b.inttoptr(self.load_slot(abi.SLOT_ADSTACK_HEAP), ir.IntType(8).as_pointer())
+            offset = b.add(b.mul(self.tid, self.load_slot(stride_slot)), self.load_slot(off_slot))
+            base = b.bitcast(b.gep(heap, [offset]), pair.as_pointer())
+            cap = self.load_slot(cap_slot)
+            sp = self.target.alloca(b, I64, f"sp{stack.id}")
+            b.store(ONE, sp)
+        found = (base, cap, sp)
+        self.stacks[key] = found
+        return found
+
+    def entry_ptr(self, stack: n.AdStack, which: int) -> ir.Value:
+        base, _, sp = self.stack_state(stack)
+        top = self.builder.sub(self.builder.load(sp), ONE)
+        return self.builder.gep(base, [top, ir.Constant(ir.IntType(32), which)])
+
+    def stmt_StackInit(self, s: n.StackInit) -> None:
+        base, _, sp = self.stack_state(s.stack)
+        value = self.expr(s.value)
+        b = self.builder
+        b.store(ONE, sp)
+        b.store(value, b.gep(base, [ir.Constant(I64, 0), ir.Constant(ir.IntType(32), 0)]))
+        b.store(self.zero(s.stack), b.gep(base, [ir.Constant(I64, 0),
+                                                 ir.Constant(ir.IntType(32), 1)]))
+
+    def zero(self, stack: n.AdStack) -> ir.Constant:
+        return ir.Constant(ll_type(stack.dtype), 0.0 if stack.dtype.is_float else 0)
+
+    def stmt_StackPush(self, s: n.StackPush) -> None:
+        value = self.expr(s.value)
+        base, cap, sp = self.stack_state(s.stack)
+        b = self.builder
+        count = b.load(sp)
+        with b.if_else(b.icmp_signed("<", count, cap), likely=True) as (then, otherwise):
+            with then:
+                b.store(value, b.gep(base, [count, ir.Constant(ir.IntType(32), 0)]))
+                b.store(self.zero(s.stack), b.gep(base, [count, ir.Constant(ir.IntType(32), 1)]))
+                b.store(b.add(count, ONE), sp)
+            with otherwise:
+                _, reg_slot = self.layout.task_slot(self.task_index)
+                b.cmpxchg(self.slot_ptr(abi.SLOT_OVERFLOW), ir.Constant(I64, 0),
+                          self.load_slot(reg_slot), "monotonic", "monotonic")
+
+    def stmt_StackPop(self, s: n.StackPop) -> None:
+        _, _, sp = self.stack_state(s.stack)
+        b = self.builder
+        count = b.load(sp)
+        b.store(b.select(b.icmp_signed(">", count, ONE), b.sub(count, ONE), count), sp)
+
+    def expr_StackTop(self, e: n.StackTop) -> ir.Value:
+        return self.builder.load(self.entry_ptr(e.stack, 0))
+
+    def expr_StackTopAdj(self, e: n.StackTopAdj) -> ir.Value:
+        return self.builder.load(self.entry_ptr(e.stack, 1))
+
+    def stmt_StackAccAdj(self, s: n.StackAccAdj) -> None:
+        value = self.expr(s.value)
+        ptr = self.entry_ptr(s.stack, 1)
+        self.builder.store(self.builder.fadd(self.builder.load(ptr), value), ptr)
+
+    def stmt_ReverseFor(self, s: n.ReverseFor) -> None:
+        b = self.builder
+        dt = s.begin.dtype
+        begin, end = self.expr(s.begin), self.expr(s.end)
+        counter = self.local_ptr(f"{s.var}$rcounter{self.next_id()}", dt)
+        b.store(end, counter)
+        cond_bb = self.fn.append_basic_block(f"rfor_{s.var}_cond")
+        body_bb = self.fn.append_basic_block(f"rfor_{s.var}_body")
+        exit_bb = self.fn.append_basic_block(f"rfor_{s.var}_exit")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        i = b.load(counter)
+        cmp = b.icmp_signed if dt.is_signed else b.icmp_unsigned
+        b.cbranch(cmp(">", i, begin), body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        i = b.sub(i, ir.Constant(ll_type(dt), 1))
+        b.store(i, counter)
+        b.store(i, self.local_ptr(s.var, dt))
+        self.body(s.body)
+        b.branch(cond_bb)
+        b.position_at_end(exit_bb)

@@ -1,0 +1,104 @@
+"""Adjoint rules: for each differentiable operation, the adjoints of its operands.
+
+Stage: used by `autodiff.py`. `RULES[op](node, g, b)` returns a list of (operand, adjoint
+expression) pairs for an expression node whose output adjoint is `g`; `b` is a small builder
+with typed helpers (constants, arithmetic, math calls, selects). Keyed by the IR op: Binary
+ops by their operator, Unary by its op, Math by its function name, plus Select and Cast.
+Operations absent from the table have zero derivative (comparisons, integer ops, floor/ceil).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..dtypes import DataType, i32
+from ..ir import nodes as n
+
+
+class Build:
+    """Typed expression helpers for writing rules."""
+
+    def __init__(self, loc: n.Loc) -> None:
+        self.loc = loc
+
+    def c(self, value: float, dt: DataType) -> n.Expr:
+        return n.Const(float(value), dt, self.loc)
+
+    def bin(self, op: str, a: n.Expr, b: n.Expr) -> n.Expr:
+        return n.Binary(op, a, b, a.dtype, self.loc)
+
+    def mul(self, a: n.Expr, b: n.Expr) -> n.Expr:
+        return self.bin("*", a, b)
+
+    def div(self, a: n.Expr, b: n.Expr) -> n.Expr:
+        return self.bin("/", a, b)
+
+    def neg(self, a: n.Expr) -> n.Expr:
+        return n.Unary("neg", a, a.dtype, self.loc)
+
+    def math(self, fn: str, *args: n.Expr) -> n.Expr:
+        return n.Math(fn, tuple(args), args[0].dtype, self.loc)
+
+    def less(self, a: n.Expr, b: n.Expr) -> n.Expr:
+        return n.Binary("<", a, b, i32, self.loc)
+
+    def select(self, cond: n.Expr, a: n.Expr, b: n.Expr) -> n.Expr:
+        return n.Select(cond, a, b, a.dtype, self.loc)
+
+    def zero(self, dt: DataType) -> n.Expr:
+        return self.c(0.0, dt)
+
+
+Pairs = list[tuple[n.Expr, n.Expr]]
+Rule = Callable[[n.Expr, n.Expr, Build], Pairs]
+
+
+def _min_max(e: n.Binary, g: n.Expr, b: Build) -> Pairs:
+    # min(a, c) picks c when c < a (else a); max picks c when c > a: the pick gets g.
+    picks_c = b.less(e.b, e.a) if e.op == "min" else b.less(e.a, e.b)
+    zero = b.zero(g.dtype)
+    return [(e.a, b.select(picks_c, zero, g)), (e.b, b.select(picks_c, g, zero))]
+
+
+BINARY_RULES: dict[str, Rule] = {
+    "+": lambda e, g, b: [(e.a, g), (e.b, g)],
+    "-": lambda e, g, b: [(e.a, g), (e.b, b.neg(g))],
+    "*": lambda e, g, b: [(e.a, b.mul(g, e.b)), (e.b, b.mul(g, e.a))],
+    "/": lambda e, g, b: [(e.a, b.div(g, e.b)),
+                          (e.b, b.neg(b.div(b.mul(g, e.a), b.mul(e.b, e.b))))],
+    "%": lambda e, g, b: [(e.a, g), (e.b, b.neg(b.mul(g, b.math("floor", b.div(e.a, e.b)))))],
+    "min": _min_max,
+    "max": _min_max,
+}
+
+MATH_RULES: dict[str, Rule] = {
+    "sin": lambda e, g, b: [(e.args[0], b.mul(g, b.math("cos", e.args[0])))],
+    "cos": lambda e, g, b: [(e.args[0], b.neg(b.mul(g, b.math("sin", e.args[0]))))],
+    "tan": lambda e, g, b: [(e.args[0], b.mul(g, b.bin("+", b.c(1, e.dtype),
+                                                         b.mul(e, e))))],
+    "exp": lambda e, g, b: [(e.args[0], b.mul(g, e))],
+    "log": lambda e, g, b: [(e.args[0], b.div(g, e.args[0]))],
+    "sqrt": lambda e, g, b: [(e.args[0], b.div(g, b.mul(b.c(2, e.dtype), e)))],
+    "tanh": lambda e, g, b: [(e.args[0], b.mul(g, b.bin("-", b.c(1, e.dtype), b.mul(e, e))))],
+    "abs": lambda e, g, b: [(e.args[0], b.select(b.less(e.args[0], b.zero(e.dtype)),
+                                                 b.neg(g), g))],
+    "pow": lambda e, g, b: [
+        (e.args[0], b.mul(g, b.mul(e.args[1], b.math("pow", e.args[0], b.bin(
+            "-", e.args[1], b.c(1, e.dtype)))))),
+        (e.args[1], b.mul(g, b.mul(e, b.math("log", e.args[0]))))],
+}
+
+
+def rule_for(e: n.Expr) -> Rule | None:
+    if isinstance(e, n.Binary):
+        return BINARY_RULES.get(e.op)
+    if isinstance(e, n.Math):
+        return MATH_RULES.get(e.fn)
+    if isinstance(e, n.Unary) and e.op == "neg":
+        return lambda e, g, b: [(e.x, b.neg(g))]
+    if isinstance(e, n.Select):
+        return lambda e, g, b: [(e.a, b.select(e.cond, g, b.zero(g.dtype))),
+                                (e.b, b.select(e.cond, b.zero(g.dtype), g))]
+    if isinstance(e, n.Cast) and e.x.dtype.is_float:
+        return lambda e, g, b: [(e.x, n.Cast(g, e.x.dtype, b.loc) if g.dtype != e.x.dtype
+                                 else g)]
+    return None

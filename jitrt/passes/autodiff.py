@@ -1,0 +1,294 @@
+"""Reverse-mode autodiff: the adjoint of a kernel, with loop-carried locals on adstacks.
+
+Stage: pass (grad kernels only). Input: the primal `TaskedKernel`. Output: the grad
+`TaskedKernel` whose tasks, for each primal task in reverse order, replay the serial code that
+defines the kernel-scope locals it reads, then run its adjoint: a forward sweep without global
+writes that pushes every loop-carried local onto an adstack, then the reverse sweep.
+
+Within a task body (after `normalize`, which stores every if-condition in a flag local and
+every loop bound in a bound local):
+- a local assigned once outside loops is a plain value; its adjoint is a local `adj$<name>`;
+- every other local is an adstack: assignments push, reads see the top, and in reverse an
+  assignment reads its adjoint from the top, pops, and propagates into its right-hand side;
+- flags and bounds assigned inside loops are integer adstacks, so the reverse sweep follows the
+  forward path exactly (branch flags, reversed loops with the recorded bounds);
+- global stores and `+=` propagate the adjoint of their target into their value; loads add
+  into the gradient of their source (atomically).
+Adjoint rules are the table in `adjoint_rules.py`. while/break/continue cannot be
+differentiated and raise `KernelCompileError` at their location.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from .. import dtypes
+from ..dtypes import DataType
+from ..frontend.source import error_at
+from ..ir import nodes as n
+from .adjoint_rules import Build, rule_for
+from .offload import assigned_names
+from .walk import all_exprs, walk_expr
+
+
+@dataclass
+class TaskAd:
+    """Per-task state of the transformation."""
+    local_types: dict[str, DataType]
+    has_grad: Callable[[n.Ref], bool]
+    stack_vars: dict[str, n.AdStack] = field(default_factory=dict)
+    plain_vars: set[str] = field(default_factory=set)
+    counter: int = 0
+
+    def fresh(self, base: str, dt: DataType) -> str:
+        self.counter += 1
+        name = f"${base}{self.counter}"
+        self.local_types[name] = dt
+        return name
+
+
+# ---- normalisation --------------------------------------------------------------------------
+
+def normalize(body: n.Body, st: TaskAd) -> n.Body:
+    out: list[n.Stmt] = []
+    for s in body:
+        if isinstance(s, n.If):
+            flag = st.fresh("flag", dtypes.i32)
+            out.append(n.Assign(flag, s.cond, s.loc))
+            out.append(n.If(n.Local(flag, dtypes.i32, s.loc), normalize(s.body, st),
+                            normalize(s.orelse, st), s.loc))
+        elif isinstance(s, n.For):
+            dt = s.begin.dtype
+            b, e = st.fresh("begin", dt), st.fresh("end", dt)
+            out += [n.Assign(b, s.begin, s.loc), n.Assign(e, s.end, s.loc)]
+            out.append(n.For(s.var, n.Local(b, dt, s.loc), n.Local(e, dt, s.loc),
+                             normalize(s.body, st), s.loc))
+        elif isinstance(s, (n.While, n.Break, n.Continue)):
+            what = {n.While: "a while loop", n.Break: "break", n.Continue: "continue"}[type(s)]
+            raise error_at(s.loc, f"{what} cannot be differentiated; use a for loop over "
+                           "range(...) with the trip count as its bound")
+        elif isinstance(s, n.Return):
+            continue
+        else:
+            out.append(s)
+    return tuple(out)
+
+
+def classify(body: n.Body, st: TaskAd) -> None:
+    counts: dict[str, int] = {}
+    in_loop: set[str] = set()
+
+    def visit(b: n.Body, looped: bool) -> None:
+        for s in b:
+            if isinstance(s, n.Assign):
+                counts[s.name] = counts.get(s.name, 0) + 1
+                if looped:
+                    in_loop.add(s.name)
+            elif isinstance(s, n.If):
+                visit(s.body, looped)
+                visit(s.orelse, looped)
+            elif isinstance(s, n.For):
+                visit(s.body, True)
+
+    visit(body, False)
+    for name in sorted(counts):
+        if counts[name] > 1 or name in in_loop:
+            st.stack_vars[name] = n.AdStack(len(st.stack_vars), name, st.local_types[name])
+        else:
+            st.plain_vars.add(name)
+
+
+# ---- substitution of reads ------------------------------------------------------------------
+
+def sub(e: n.Expr, st: TaskAd) -> n.Expr:
+    """Reads of stack locals become stack-top reads; atomics used as values become loads."""
+    if isinstance(e, n.Local) and e.name in st.stack_vars:
+        return n.StackTop(st.stack_vars[e.name], e.dtype, e.loc)
+    if isinstance(e, n.Atomic):
+        return n.Load(e.ref, tuple(sub(i, st) for i in e.indices), e.dtype, e.loc)
+    changes = {}
+    for name, v in vars(e).items():
+        if isinstance(v, n.Expr):
+            changes[name] = sub(v, st)
+        elif isinstance(v, tuple) and v and isinstance(v[0], n.Expr):
+            changes[name] = tuple(sub(x, st) for x in v)
+    return replace(e, **changes) if changes else e
+
+
+# ---- forward sweep --------------------------------------------------------------------------
+
+def forward(body: n.Body, st: TaskAd) -> n.Body:
+    out: list[n.Stmt] = []
+    for s in body:
+        if isinstance(s, n.Assign):
+            value = sub(s.value, st)
+            if s.name in st.stack_vars:
+                out.append(n.StackPush(st.stack_vars[s.name], value, s.loc))
+            else:
+                out.append(n.Assign(s.name, value, s.loc))
+        elif isinstance(s, n.If):
+            out.append(n.If(sub(s.cond, st), forward(s.body, st), forward(s.orelse, st), s.loc))
+        elif isinstance(s, n.For):
+            out.append(n.For(s.var, sub(s.begin, st), sub(s.end, st), forward(s.body, st), s.loc))
+        # stores, atomics and other side effects belong to the primal kernel: not replayed
+    return tuple(out)
+
+
+# ---- reverse sweep --------------------------------------------------------------------------
+
+def backprop(e: n.Expr, g: n.Expr, st: TaskAd, out: list[n.Stmt]) -> None:
+    """Emit statements adding adjoint `g` into everything `e` (already substituted) reads."""
+    if not e.dtype.is_float:
+        return
+    if isinstance(e, n.StackTop):
+        out.append(n.StackAccAdj(e.stack, g, e.loc))
+        return
+    if isinstance(e, n.Local):
+        if e.name in st.plain_vars:
+            adj = "adj$" + e.name
+            st.local_types[adj] = e.dtype
+            acc = n.Local(adj, e.dtype, e.loc)
+            out.append(n.Assign(adj, n.Binary("+", acc, g, e.dtype, e.loc), e.loc))
+        return
+    if isinstance(e, n.Load):
+        if st.has_grad(e.ref):
+            out.append(n.Eval(n.Atomic("add", e.ref.adjoint(), e.indices, g, e.dtype, e.loc),
+                              e.loc))
+        return
+    rule = rule_for(e)
+    if rule is None:
+        return
+    if not isinstance(g, (n.Local, n.Const)):
+        tmp = st.fresh("g", g.dtype)
+        out.append(n.Assign(tmp, g, e.loc))
+        g = n.Local(tmp, g.dtype, e.loc)
+    for operand, adj in rule(e, g, Build(e.loc)):
+        backprop(operand, adj, st, out)
+
+
+def reverse(body: n.Body, st: TaskAd) -> n.Body:
+    out: list[n.Stmt] = []
+    for s in reversed(body):
+        if isinstance(s, n.Assign):
+            if s.name in st.stack_vars:
+                stack = st.stack_vars[s.name]
+                if stack.dtype.is_float:
+                    g = st.fresh("g", stack.dtype)
+                    out.append(n.Assign(g, n.StackTopAdj(stack, stack.dtype, s.loc), s.loc))
+                    out.append(n.StackPop(stack, s.loc))
+                    backprop(sub(s.value, st), n.Local(g, stack.dtype, s.loc), st, out)
+                else:
+                    out.append(n.StackPop(stack, s.loc))
+            elif s.value.dtype.is_float:
+                st.local_types["adj$" + s.name] = s.value.dtype
+                backprop(sub(s.value, st), n.Local("adj$" + s.name, s.value.dtype, s.loc), st,
+                         out)
+        elif isinstance(s, n.Store):
+            target_adjoint(s.ref, s.indices, s.value, False, s.loc, st, out)
+        elif isinstance(s, n.Eval) and isinstance(s.expr, n.Atomic) and \
+                s.expr.op in ("add", "sub"):
+            a = s.expr
+            target_adjoint(a.ref, a.indices, a.value, a.op == "sub", s.loc, st, out)
+        elif isinstance(s, n.If):
+            out.append(n.If(sub(s.cond, st), reverse(s.body, st), reverse(s.orelse, st), s.loc))
+        elif isinstance(s, n.For):
+            out.append(n.ReverseFor(s.var, sub(s.begin, st), sub(s.end, st),
+                                    reverse(s.body, st), s.loc))
+    return tuple(out)
+
+
+def target_adjoint(ref: n.Ref, indices: tuple[n.Expr, ...], value: n.Expr, negate: bool,
+                   loc: n.Loc, st: TaskAd, out: list[n.Stmt]) -> None:
+    if not (ref.dtype.is_float and st.has_grad(ref)):
+        return
+    g = st.fresh("g", ref.dtype)
+    idx = tuple(sub(i, st) for i in indices)
+    out.append(n.Assign(g, n.Load(ref.adjoint(), idx, ref.dtype, loc), loc))
+    adj: n.Expr = n.Local(g, ref.dtype, loc)
+    if negate:
+        adj = n.Unary("neg", adj, ref.dtype, loc)
+    backprop(sub(value, st), adj, st, out)
+
+
+# ---- whole tasks and kernels ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AdjointTask:
+    task: n.Task               # the grad task (forward sweep + reverse sweep)
+    normalized: n.Body         # the normalized primal body (for sizing)
+    stack_vars: dict           # name -> AdStack
+    primal_index: int = -1     # index of the primal task it differentiates
+
+
+def adjoint_task(task: n.Task, local_types: dict[str, DataType],
+                 has_grad: Callable[[n.Ref], bool]) -> AdjointTask:
+    st = TaskAd(local_types, has_grad)
+    body = normalize(task.body, st)
+    classify(body, st)
+    inits = tuple(n.StackInit(stack, n.Local(name, stack.dtype, task.loc), task.loc)
+                  for name, stack in st.stack_vars.items())
+    fwd = forward(body, st)
+    rev = reverse(body, st)
+    adj_init = tuple(n.Assign("adj$" + name, n.Const(0.0, local_types[name], task.loc), task.loc)
+                     for name in sorted(st.plain_vars) if local_types[name].is_float and
+                     "adj$" + name in local_types)
+    new_body = inits + fwd + adj_init + rev
+    stacks = tuple(st.stack_vars.values())
+    return AdjointTask(replace(task, body=new_body, stacks=stacks), body, dict(st.stack_vars))
+
+
+def strip_writes(body: n.Body) -> n.Body:
+    """A serial body without global side effects (replayed to recompute kernel-scope locals)."""
+    out: list[n.Stmt] = []
+    for s in body:
+        if isinstance(s, (n.Store, n.Eval, n.Return)):
+            continue
+        if isinstance(s, n.If):
+            s = replace(s, body=strip_writes(s.body), orelse=strip_writes(s.orelse))
+        elif isinstance(s, (n.For, n.While)):
+            s = replace(s, body=strip_writes(s.body))
+        elif isinstance(s, n.Assign) and any(isinstance(e, n.Atomic) for e in all_exprs((s,))):
+            s = n.Assign(s.name, strip_atomic(s.value), s.loc)
+        out.append(s)
+    return tuple(out)
+
+
+def strip_atomic(e: n.Expr) -> n.Expr:
+    if isinstance(e, n.Atomic):
+        return n.Load(e.ref, e.indices, e.dtype, e.loc)
+    changes = {k: strip_atomic(v) for k, v in vars(e).items() if isinstance(v, n.Expr)}
+    return replace(e, **changes) if changes else e
+
+
+def reads_kernel_scope(task: n.Task, kernel_scope: set[str]) -> bool:
+    """Whether a task (its body or its bounds) reads a local assigned by an earlier task."""
+    own = assigned_names(task.body)
+    exprs = list(all_exprs(task.body))
+    for e in task.begins + task.ends:
+        exprs += list(walk_expr(e))
+    return any(isinstance(e, n.Local) and e.name in kernel_scope and e.name not in own
+               for e in exprs)
+
+
+def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
+                  has_grad: Callable[[n.Ref], bool]) -> tuple[n.TaskedKernel, list[AdjointTask]]:
+    """The grad kernel. Returns it with, per grad task index, its AdjointTask (or None)."""
+    tasks: list[n.Task] = []
+    infos: list[AdjointTask | None] = []
+    for k in reversed(range(len(kernel.tasks))):
+        task = kernel.tasks[k]
+        prefix = kernel.tasks[:k]
+        scope = set().union(*(assigned_names(t.body) for t in prefix if t.kind == "serial")) \
+            if prefix else set()
+        if scope and reads_kernel_scope(task, scope):
+            for t in prefix:
+                if t.kind == "serial":
+                    replay = strip_writes(t.body)
+                    if replay:
+                        tasks.append(n.Task("serial", replay, loc=t.loc))
+                        infos.append(None)
+        adj = replace(adjoint_task(task, local_types, has_grad), primal_index=k)
+        tasks.append(adj.task)
+        infos.append(adj)
+    grad = n.TaskedKernel(kernel.name, kernel.params, kernel.fields, tuple(tasks), None)
+    return grad, infos
