@@ -46,7 +46,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("default_fp", dtypes.f32, dtypes.coerce, True, "type of float literals"),
     Option("default_ip", dtypes.i32, dtypes.coerce, True, "type of int literals"),
     Option("num_threads", None, _parse_optional_int, False, "CPU worker threads (None: all cores)"),
-    Option("parallel_grain", 2048, int, False, "loops shorter than this run on the calling thread"),
+    Option("parallel_grain", 8192, int, False,
+           "estimated work (~simple ops) below which a parallel loop runs on the calling thread"),
 )
 OPTION_BY_NAME = {opt.name: opt for opt in OPTIONS}
 

@@ -37,7 +37,21 @@ class StmtEmitter:
         self.builder.store(self.expr(s.value), self.local_ptr(s.name, s.value.dtype))
 
     def stmt_Eval(self, s: n.Eval) -> None:
+        acc = self.reduction_accumulator(s.expr)
+        if acc is not None:  # a private partial sum, flushed once per chunk
+            value = self.expr(s.expr.value)
+            b = self.builder
+            add = b.fadd if s.expr.dtype.is_float else b.add
+            sub = b.fsub if s.expr.dtype.is_float else b.sub
+            b.store((add if s.expr.op == "add" else sub)(b.load(acc), value), acc)
+            return
         self.expr(s.expr)
+
+    def reduction_accumulator(self, e: n.Expr) -> ir.Value | None:
+        if not isinstance(e, n.Atomic) or not self.reductions:
+            return None
+        from ..passes.reductions import reduction_key
+        return self.reductions.get(reduction_key(e))
 
     def stmt_Store(self, s: n.Store) -> None:
         value = self.expr(s.value)

@@ -19,12 +19,15 @@ from . import abi
 from .emit_expr import I32, I64, ExprEmitter
 from .emit_adstack import AdStackEmitter
 from .emit_stmt import StmtEmitter
+from ..passes.cost import iteration_cost
+from ..passes.reductions import reducible_atomics
 from .targets import Target
 
 I8P = ir.IntType(8).as_pointer()
 I64P = I64.as_pointer()
 TASK_TYPE = ir.FunctionType(ir.VoidType(), [I64P, I64P, I64, I64, I64])
-PARALLEL_FOR_TYPE = ir.FunctionType(ir.VoidType(), [I8P, TASK_TYPE.as_pointer(), I64P, I64P, I64])
+PARALLEL_FOR_TYPE = ir.FunctionType(ir.VoidType(), [I8P, TASK_TYPE.as_pointer(), I64P, I64P, I64,
+                                                    I64])
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.stacks: dict[tuple[int, int], tuple[ir.Value, ir.Value, ir.Value]] = {}
         self.task_index = 0
         self.tid: ir.Value = ir.Constant(I64, 0)
+        self.reductions: dict = {}   # reduction key -> accumulator alloca (parallel tasks)
 
     def next_id(self) -> int:
         self._ids += 1
@@ -84,6 +88,10 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     for k, (cname, cdt) in enumerate(task.captures):
         raw = b.load(b.gep(caps, [ir.Constant(I64, 2 * d + k)]))
         b.store(em.from_slot(raw, cdt), em.local_ptr(cname, cdt))
+    keys = reducible_atomics(task.body)
+    for k, key in enumerate(keys):
+        acc = em.local_ptr(f"$partial{k}", key[0].dtype)
+        em.reductions[key] = acc
     counter = em.local_ptr("$index", dtypes.i64)
     b.store(lo, counter)
     cond_bb, body_bb, exit_bb = (fn.append_basic_block(x) for x in ("cond", "body", "exit"))
@@ -108,6 +116,12 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     b.store(b.add(b.load(counter), ir.Constant(I64, 1)), counter)
     b.branch(cond_bb)
     b.position_at_end(exit_bb)
+    flush = em.reductions
+    em.reductions = {}
+    for k, (ref, idx) in enumerate(flush):
+        consts = tuple(n.Const(i, dtypes.i64) for i in idx)
+        em.stmt_Eval(n.Eval(n.Atomic("add", ref, consts, n.Local(f"$partial{k}", ref.dtype),
+                                     ref.dtype, task.loc), task.loc))
     em.finish()
     return fn
 
@@ -142,7 +156,8 @@ def emit_entry(module: ir.Module, target: Target, layout: abi.ContextLayout,
             b.store(em.to_slot(v, cdt), b.gep(caps, [ir.Constant(I64, 2 * d + c)]))
         pf = b.inttoptr(em.load_slot(abi.SLOT_PARALLEL_FOR), PARALLEL_FOR_TYPE.as_pointer())
         pool = b.inttoptr(em.load_slot(abi.SLOT_POOL), I8P)
-        b.call(pf, [pool, task_fns[k], em.ctx_ptr, caps, total])
+        b.call(pf, [pool, task_fns[k], em.ctx_ptr, caps, total,
+                    ir.Constant(I64, iteration_cost(task.body))])
     em.finish()
     return fn
 

@@ -121,6 +121,12 @@ class SizeEmitter:
         return b.load(acc)
 
 
+def spec_cost(e: se.SizeExpr) -> int:
+    """Rough work of one evaluation of a spec body (for the parallel split)."""
+    inner = sum(spec_cost(c) for c in se.children(e))
+    return (8 if isinstance(e, se.MaxOverRange) else 1) * max(inner, 1)
+
+
 def emit_reducer(module: ir.Module, prefix: str, k: int, spec: se.MaxOverRange,
                  layout: abi.ContextLayout, params: tuple, fields: tuple) -> None:
     task = ir.Function(module, TASK_TYPE, f"{prefix}_red{k}_task")
@@ -159,7 +165,7 @@ def emit_reducer(module: ir.Module, prefix: str, k: int, spec: se.MaxOverRange,
     count = b.select(b.icmp_signed("<", count, ZERO), ZERO, count)
     pf = b.inttoptr(em.slot(abi.SLOT_PARALLEL_FOR), PARALLEL_FOR_TYPE.as_pointer())
     pool = b.inttoptr(em.slot(abi.SLOT_POOL), I8P)
-    b.call(pf, [pool, task, dctx, caps_ptr, count])
+    b.call(pf, [pool, task, dctx, caps_ptr, count, ir.Constant(I64, 4 * spec_cost(spec.body))])
     b.ret(b.load(b.gep(caps_ptr, [ONE])))
 
 

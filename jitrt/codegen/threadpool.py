@@ -1,8 +1,9 @@
 """The CPU runtime module: a spinning thread pool written in LLVM IR.
 
 Stage: codegen (built once per process by `backends/cpu.py`). Functions:
-- `jitrt_parallel_for(pool, task, ctx, caps, n)`: runs `task` over [0, n). Small n (<= grain),
-  no workers, or a pool already busy with another launch: inline on the calling thread.
+- `jitrt_parallel_for(pool, task, ctx, caps, n, cost)`: runs `task` over [0, n), where `cost`
+  is the compile-time estimate of one iteration's work. Little work (n * cost <= grain), no
+  workers, or a pool already busy with another launch: inline on the calling thread.
   Otherwise it publishes a job and works on it too; workers claim chunks with compare-and-swap
   on a ticket that holds (epoch << 32 | next chunk), so a late worker can never run a chunk of
   a job it did not read.
@@ -87,15 +88,16 @@ def _run_chunks(module: ir.Module) -> ir.Function:
 
 def _parallel_for(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir.Function:
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P, TASK_TYPE.as_pointer(), I64P,
-                                                             I64P, I64]), "jitrt_parallel_for")
-    pool_raw, task, ctx, caps, n = fn.args
+                                                             I64P, I64, I64]), "jitrt_parallel_for")
+    pool_raw, task, ctx, caps, n, cost = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     pool = b.bitcast(pool_raw, I64P)
     p = _Pool(b, pool)
     inline_bb, try_bb, par_bb, exit_bb = (fn.append_basic_block(x) for x in
                                           ("inline", "try_lock", "parallel", "exit"))
     nworkers, grain = p.load(POOL_NWORKERS), p.load(POOL_GRAIN)
-    small = b.or_(b.icmp_signed("<=", n, grain), b.icmp_signed("<=", nworkers, c64(0)))
+    work = b.mul(n, cost)
+    small = b.or_(b.icmp_signed("<=", work, grain), b.icmp_signed("<=", nworkers, c64(0)))
     b.cbranch(b.icmp_signed("<=", n, c64(0)), exit_bb, try_bb)
     b.position_at_end(try_bb)
     lock_bb = fn.append_basic_block("lock")
@@ -110,8 +112,9 @@ def _parallel_for(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir
 
     b.position_at_end(par_bb)
     nthreads = b.add(nworkers, c64(1))
-    by_grain = b.sdiv(b.add(n, b.sub(grain, c64(1))), grain)
+    by_grain = b.sdiv(b.add(work, b.sub(grain, c64(1))), grain)
     cap = b.mul(nthreads, c64(4))
+    cap = b.select(b.icmp_signed("<", n, cap), n, cap)
     nchunks0 = b.select(b.icmp_signed("<", by_grain, cap), by_grain, cap)
     chunk = b.sdiv(b.add(n, b.sub(nchunks0, c64(1))), nchunks0)
     nchunks = b.sdiv(b.add(n, b.sub(chunk, c64(1))), chunk)
@@ -127,11 +130,24 @@ def _parallel_for(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir
     p.store(POOL_TICKET, b.shl(epoch, c64(32)), "release")
     b.call(run_chunks, [pool, epoch, c64(0)])
     wait_bb, spin_bb, unlock_bb = (fn.append_basic_block(x) for x in ("wait", "spin", "unlock"))
+    yield_bb, pause_bb = fn.append_basic_block("yield"), fn.append_basic_block("pause")
+    sched_yield = ir.Function(module, ir.FunctionType(I32, []), "sched_yield")
+    spins = b.alloca(I64)
+    b.store(c64(0), spins)
     b.branch(wait_bb)
     b.position_at_end(wait_bb)
     finished = b.icmp_signed(">=", p.load(POOL_DONE, "acquire"), nchunks)
     b.cbranch(finished, unlock_bb, spin_bb)
     b.position_at_end(spin_bb)
+    count = b.add(b.load(spins), c64(1))
+    b.store(count, spins)
+    # a worker holding a chunk may have been descheduled on a busy machine: after a while,
+    # give the core away instead of spinning against it
+    b.cbranch(b.icmp_signed(">", count, c64(2000)), yield_bb, pause_bb)
+    b.position_at_end(yield_bb)
+    b.call(sched_yield, [])
+    b.branch(wait_bb)
+    b.position_at_end(pause_bb)
     _pause(module, b, triple)
     b.branch(wait_bb)
     b.position_at_end(unlock_bb)

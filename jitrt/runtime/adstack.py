@@ -1,20 +1,30 @@
-"""The adstack sizing service at launch: evaluate capacities, lay out the heap, diagnose overflow.
+"""The adstack sizing service at launch: cached capacities, heap layout, overflow diagnosis.
 
 Stage: runtime (grad kernels). Input: a compiled grad kernel's `SizingPlan` (sizing infos,
-max-reducer specs, native reducer and capacity functions) and its packed launch context.
-`size_launch` runs every max-reducer (compiled parallel reductions; each run counts as a
-dispatch), computes the exact capacity of every stack, writes capacities, offsets and
-per-thread strides into the context, and grows the program's `AdStackHeap` (doubling, never
-freed per launch) when needed. `raise_overflow` turns the overflow slot into an
+max-reducer specs, their dependencies, native reducer and capacity functions) and the packed
+launch context. Two caches, both validated by observations, never by re-reading data:
+- the launch cache of a handle (`LaunchSizing`): the generated launcher builds one snapshot
+  tuple of every distinct dependency of every spec and capacity (field write generations,
+  ndarray allocation ids and data generations, shapes, scalar arguments, content fingerprints
+  of plain numpy arrays) and compares it with the cached one: a hit costs O(distinct
+  dependencies) and does nothing else (the capacities in the context are still valid);
+- on a miss, the per-spec cache (program-wide, keyed by (registry id, spec)): each spec whose
+  own observations are unchanged reuses its result; the others run their compiled max-reducer
+  (counted as a dispatch). The capacities are recomputed natively, laid out in the context and
+  the program's `AdStackHeap` grows if needed (doubling, never freed per launch).
+The results map is an immutable mapping made once per miss and shared by the cache entry and
+the program's `current_results`. `raise_overflow` turns the overflow slot into an
 `AdStackOverflowError` naming kernel, task, registry id, capacity and required size.
 """
 from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+import xxhash
 
 from ..codegen import abi
 from ..errors import AdStackOverflowError
@@ -33,6 +43,34 @@ class AdStackSizingInfo:
     stack_names: tuple[str, ...]
     size_exprs: tuple[se.SizeExpr, ...]
     max_reducer_specs: tuple[se.MaxOverRange, ...]
+
+
+@dataclass(frozen=True)
+class Dep:
+    """One thing a capacity reads: a field, an ndarray argument, a shape, a scalar argument."""
+    kind: str        # field | array | shape | scalar
+    index: int       # field slot or parameter index
+    axis: int = 0
+
+
+def expr_deps(e: se.SizeExpr) -> list[Dep]:
+    out: list[Dep] = []
+    if isinstance(e, se.FieldLoad):
+        out.append(Dep("field", e.slot))
+    elif isinstance(e, se.NdarrayRead):
+        out.append(Dep("array", e.arg))
+    elif isinstance(e, se.NdarrayShape):
+        out.append(Dep("shape", e.arg, e.axis))
+    elif isinstance(e, se.ScalarArg):
+        out.append(Dep("scalar", e.index))
+    for c in se.children(e):
+        out += expr_deps(c)
+    return out
+
+
+def fingerprint(arr: np.ndarray) -> tuple:
+    """A plain numpy array has no generation counter: observe its content."""
+    return ("numpy", arr.ctypes.data, arr.shape, xxhash.xxh3_64_intdigest(arr))
 
 
 class AdStackHeap:
@@ -68,6 +106,30 @@ class SizingPlan:
         self.out = (ctypes.c_int64 * max(len(stacks), 1))()
         self.constant = forced > 0 or (not specs and all(
             isinstance(s.capacity, se.Const) for s in stacks))
+        deps: list[Dep] = []
+        for s in stacks:
+            for d in expr_deps(s.capacity) if s.capacity is not None else []:
+                if d not in deps:
+                    deps.append(d)
+        self.deps = tuple(deps)
+        self.spec_dep_index = tuple(tuple(sorted({deps.index(d) for d in expr_deps(spec)}))
+                                    for spec in specs)
+        self.spec_texts = tuple(se.text(spec) for spec in specs)
+
+    def snapshot_expr(self) -> str:
+        """Python source of the launcher's snapshot tuple (names: F<slot> fields, a<i> args)."""
+        parts = []
+        for d in self.deps:
+            if d.kind == "field":
+                parts.append(f"F{d.index}.gen")
+            elif d.kind == "array":
+                parts.append(f"((a{d.index}.alloc_id, a{d.index}.gen) if type(a{d.index}) is "
+                             f"Ndarray else fingerprint(a{d.index}))")
+            elif d.kind == "shape":
+                parts.append(f"a{d.index}.shape[{d.axis}]")
+            else:
+                parts.append(f"a{d.index}")
+        return "(" + "".join(p + ", " for p in parts) + ")"
 
     def required_sizes(self, ctx_addr: int, program: Any) -> list[int] | None:
         """Exact capacity of every stack for the data now in the context (runs reducers)."""
@@ -104,6 +166,49 @@ class SizingPlan:
         else:
             caps = self.required_sizes(ctx_addr, program)  # type: ignore[assignment]
         self.write_layout(buf, caps, program)
+
+
+class LaunchSizing:
+    """The sizing state of one LaunchHandle: its launch cache and its spec keys."""
+
+    def __init__(self, plan: SizingPlan, program: Any, infos: tuple[AdStackSizingInfo, ...]
+                 ) -> None:
+        self.plan, self.program = plan, program
+        owner = {}
+        for info in infos:
+            for spec in info.max_reducer_specs:
+                owner.setdefault(spec, info.registry_id)
+        self.spec_keys = tuple((owner.get(spec, 0), text)
+                               for spec, text in zip(plan.specs, plan.spec_texts))
+        self.last: list[Any] = [None]   # the cached snapshot
+        self.hits = [0]
+        self.results: Any = MappingProxyType({})
+
+    def miss(self, buf: Any, addr: int, snap: tuple) -> None:
+        plan, program = self.plan, self.program
+        program.count("launch_cache_misses")
+        cache = program.spec_cache
+        dispatched = 0
+        for k, key in enumerate(self.spec_keys):
+            obs = tuple(snap[j] for j in plan.spec_dep_index[k])
+            entry = cache.get(key)
+            if entry is not None and entry[0] == obs:
+                plan.results[k] = entry[1]
+                program.count("spec_cache_hits")
+                continue
+            result = plan.reducers[k](addr)
+            plan.results[k] = result
+            cache[key] = (obs, result)
+            dispatched += 1
+            program.count("spec_cache_misses")
+        program.count("max_reducer_dispatches", dispatched)
+        plan.required(addr, ctypes.addressof(plan.results), ctypes.addressof(plan.out))
+        caps = [max(plan.out[j], 1) for j in range(len(plan.stacks))]
+        plan.write_layout(buf, caps, program)
+        self.results = MappingProxyType({key: plan.results[k]
+                                         for k, key in enumerate(self.spec_keys)})
+        program.current_results = self.results   # shared by reference, never copied
+        self.last[0] = snap
 
 
 def raise_overflow(buf: Any, ctx_addr: int, plan: SizingPlan, infos: tuple[AdStackSizingInfo, ...],
