@@ -76,6 +76,11 @@ def check_scalar(kernel: Any, p: n.Param, dt: dtypes.DataType, v: Any) -> None:
         lo, hi = INT_RANGE[dt]
         if not lo <= int(v) <= hi:
             raise _fail(kernel, p, f"a {dt.name} in [{lo}, {hi}]", repr(int(v)))
+    else:
+        try:
+            float(v)
+        except OverflowError:
+            raise _fail(kernel, p, f"a {dt.name} scalar", "an int too large for a float") from None
 
 
 def array_info(v: Any) -> tuple[dtypes.DataType | None, int, bool] | None:
@@ -141,8 +146,19 @@ def template_key(kernel: Any, p: n.Param, v: Any) -> tuple[Any, str]:
 # ---- dispatch (slow path) -----------------------------------------------------------------
 
 def dispatch(kernel: Any, args: tuple, kwargs: dict) -> Any:
-    program = program_mod.current()
     values = bind_args(kernel, args, kwargs)
+    handle = handle_for(kernel, values)
+    tape = handle.program.tape
+    if tape is not None:
+        tape.record(kernel, values)   # stay on the slow path while recording
+    else:
+        type(kernel).__call__ = handle.launcher
+    return handle.run_checked(kernel, values)
+
+
+def handle_for(kernel: Any, values: list[Any]) -> LaunchHandle:
+    """The LaunchHandle of the specialization `values` select, compiled on first use."""
+    program = program_mod.current()
     params, key, templates, name = specialize(kernel, values, program.config)
     handle = kernel.handles.get(key)
     if handle is None or handle.program is not program:
@@ -155,8 +171,7 @@ def dispatch(kernel: Any, args: tuple, kwargs: dict) -> Any:
         if i in handle.compiled.grad_params and not p.needs_grad:
             raise _fail(kernel, p, "an ndarray with needs_grad=True (the kernel uses its .grad)",
                         _describe(values[i]))
-    type(kernel).__call__ = handle.launcher
-    return handle.run_checked(kernel, values)
+    return handle
 
 
 # ---- the handle ---------------------------------------------------------------------------
@@ -173,14 +188,48 @@ class LaunchHandle:
         self.entry = ENTRY_TYPE(compiled.entry_addr)
         self.launch_count = [0]
         fill_header(self.buf, program, compiled)
+        self.sizing_infos = register_tasks(self.buf, program, compiled)
+        plan = compiled.sizing
+        self.sizing = None
+        if plan is not None and plan.constant:
+            plan.size_launch(self.buf, self.addr, program)  # capacities known at compile time
+        elif plan is not None:
+            from .adstack import LaunchSizing
+            self.sizing = LaunchSizing(plan, program, self.sizing_infos)
         self.last_arrays: list[list[Any]] = [[MISSING] for _ in compiled.params]
         self.launcher = make_launcher(self)
+
+    def overflow(self) -> None:
+        from .adstack import raise_overflow
+        raise_overflow(self.buf, self.addr, self.compiled.sizing, self.sizing_infos,
+                       self.program)
 
     def fault(self) -> None:
         raise_fault(self.buf, self.compiled)
 
     def run_checked(self, kernel: Any, values: list[Any]) -> Any:
         return self.launcher(kernel, *values)
+
+
+def register_tasks(buf: Any, program: Any, compiled: CompiledKernel) -> tuple:
+    """Register every task with adstacks (content-stable ids) and write the ids into the
+    context; returns the sizing infos of the handle (one tuple, never copied per launch)."""
+    plan = compiled.sizing
+    if plan is None:
+        return ()
+    from ..passes import sizeexpr as se
+    from .adstack import AdStackSizingInfo
+    infos = []
+    for task, _stride_slot, reg_slot in compiled.layout.task_slots:
+        rid = program.registry.register(compiled.name, task)
+        buf[reg_slot] = rid
+        stacks = [p for p in plan.stacks if p.task == task]
+        exprs = tuple(p.capacity if p.capacity is not None else se.Const(plan.forced)
+                      for p in stacks)
+        specs = tuple(s for s in plan.specs if any(s in se.closed_reductions(e) for e in exprs))
+        infos.append(AdStackSizingInfo(rid, compiled.name, task,
+                                       tuple(p.stack.name for p in stacks), exprs, specs))
+    return tuple(infos)
 
 
 def fill_header(buf: Any, program: Any, compiled: CompiledKernel) -> None:
@@ -236,10 +285,11 @@ def make_launcher(handle: LaunchHandle) -> Any:
                            "entry": handle.entry, "cnt": handle.launch_count, "MISSING": MISSING,
                            "handle": handle, "dispatch": dispatch, "pack_array": pack_array}
     all_args = "(" + "".join(a + ", " for a in argnames) + ")"
-    slow = f"return dispatch(self, {all_args} + extra, {{}})"
-    sig = ", ".join(f"{a}=MISSING" for a in argnames)
-    lines = [f"def launch(self, {sig}{', ' if sig else ''}*extra):",
-             f"    if extra: {slow}"]
+    slow = f"return dispatch(self, {all_args} + extra, kw)"
+    sig = "".join(f"{a}=MISSING, " for a in argnames)
+    # positional-only: a keyword argument always goes to `kw`, never to a slot by its a<i> name
+    lines = [f"def launch(self, {sig}/, *extra, **kw):",
+             f"    if extra or kw: {slow}"]
     scalars = [i for i, p in enumerate(params) if p.kind == "scalar"]
     if scalars:
         lines.append("    try:")
@@ -249,9 +299,8 @@ def make_launcher(handle: LaunchHandle) -> Any:
                 lines.append(f"        dbuf[{slot}] = a{i}")
             else:
                 lo, hi = INT_RANGE[p.dtype]
-                lines.append(f"        buf[{slot}] = a{i}")
-                if p.dtype.bits < 64:
-                    lines.append(f"        if not {lo} <= a{i} <= {hi}: raise TypeError")
+                lines.append(f"        buf[{slot}] = a{i}")  # ctypes wraps silently: check
+                lines.append(f"        if not {lo} <= a{i} <= {hi}: raise TypeError")
         lines += ["    except (TypeError, OverflowError):", f"        {slow}"]
     for i, p in enumerate(params):
         if p.kind == "ndarray":
@@ -270,6 +319,7 @@ def make_launcher(handle: LaunchHandle) -> Any:
             lines.append(f"    if a{i} is not t{i} and (type(a{i}) is not tt{i} or a{i} != t{i}):"
                          f" {slow}")
     lines.append("    cnt[0] += 1")
+    lines += sizing_lines(handle, env)
     writes = c.lowered.writes
     for slot, grad in writes.fields:
         fld = c.field_objs[slot]
@@ -280,19 +330,43 @@ def make_launcher(handle: LaunchHandle) -> Any:
         lines.append(f"    if type(a{arg}) is Ndarray: {target}.gen += 1")
         env["Ndarray"] = Ndarray
     lines += ["    entry(addr)", "    if buf[0]: handle.fault()"]
-    ret = c.lowered.tasked.ret
-    if ret is not None:
-        if ret.is_float:
-            lines.append(f"    return dbuf[{abi.SLOT_RETURN}]")
-        elif ret.is_signed:
-            lines.append(f"    return buf[{abi.SLOT_RETURN}]")
-        else:
-            lines.append(f"    return buf[{abi.SLOT_RETURN}] & {(1 << ret.bits) - 1}")
+    if c.sizing is not None:
+        lines.append(f"    if buf[{abi.SLOT_OVERFLOW}]: handle.overflow()")
+    lines += return_lines(c.lowered.tasked.ret)
     source = "\n".join(lines)
     exec(compile(source, f"<jitrt launcher {c.name}>", "exec"), env)  # noqa: S102
     launch = env["launch"]
     launch.source = source
     return launch
+
+
+def sizing_lines(handle: LaunchHandle, env: dict[str, Any]) -> list[str]:
+    """Adstack sizing before the launch (and before this launch bumps any generation): build
+    the dependency snapshot; equal to the cached one -> a launch-cache hit, nothing else."""
+    plan = handle.compiled.sizing
+    if plan is None or plan.constant:
+        return []
+    from .adstack import fingerprint
+    sizing = handle.sizing
+    env.update(lsz=sizing, lsz_last=sizing.last, lsz_hits=sizing.hits, Ndarray=Ndarray,
+               fingerprint=fingerprint)
+    for d in plan.deps:
+        if d.kind == "field":
+            env[f"F{d.index}"] = handle.compiled.field_objs[d.index]
+    return [f"    snap = {plan.snapshot_expr()}",
+            "    if snap != lsz_last[0]: lsz.miss(buf, addr, snap)",
+            "    else: lsz_hits[0] += 1"]
+
+
+def return_lines(ret: dtypes.DataType | None) -> list[str]:
+    """The launcher's return statement: the value in the context's return slot, decoded."""
+    if ret is None:
+        return []
+    if ret.is_float:
+        return [f"    return dbuf[{abi.SLOT_RETURN}]"]
+    if ret.is_signed:
+        return [f"    return buf[{abi.SLOT_RETURN}]"]
+    return [f"    return buf[{abi.SLOT_RETURN}] & {(1 << ret.bits) - 1}"]
 
 
 def handle_template_value(handle: LaunchHandle, index: int) -> Any:
@@ -302,14 +376,9 @@ def handle_template_value(handle: LaunchHandle, index: int) -> Any:
 # ---- bound launches -----------------------------------------------------------------------
 
 def bind(kernel: Any, args: tuple, kwargs: dict) -> "BoundLaunch":
-    program = program_mod.current()
+    """Validate and pack the arguments once; nothing runs until the bound launch is called."""
     values = bind_args(kernel, args, kwargs)
-    dispatch_key = specialize(kernel, values, program.config)[1]
-    handle = kernel.handles.get(dispatch_key)
-    if handle is None or handle.program is not program:
-        dispatch(kernel, tuple(values), {})  # builds the handle (and runs once: a real launch)
-        handle = kernel.handles[dispatch_key]
-    return BoundLaunch(handle, values)
+    return BoundLaunch(handle_for(kernel, values), values)
 
 
 class _Gen:
@@ -358,9 +427,7 @@ class BoundLaunch:
             env[f"w{k}"] = cell
             lines.append(f"    w{k}[0].gen += 1")
         lines += ["    entry(addr)", "    if buf[0]: raise_fault(buf, c)"]
-        ret = c.lowered.tasked.ret
-        if ret is not None:
-            lines.append(f"    return {'dbuf' if ret.is_float else 'buf'}[{abi.SLOT_RETURN}]")
+        lines += return_lines(c.lowered.tasked.ret)
         exec(compile("\n".join(lines), f"<jitrt bound launch {c.name}>", "exec"), env)  # noqa: S102
         return env["__call__"]
 
