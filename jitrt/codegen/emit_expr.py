@@ -1,9 +1,10 @@
 """IR expressions -> LLVM IR (the expression family of the function emitter).
 
 Stage: codegen. Python semantics are kept where C's differ: `//` and `%` floor, integer division
-by zero gives 0 instead of trapping, float->int casts saturate, shifts are masked. Every global
-access is bounds-checked in every build: an out-of-range access is skipped (a load gives 0) and
-the first failing site is recorded in the context's error record for the host to report.
+by zero gives 0 instead of trapping, float->int casts saturate, shifts are masked, `and`/`or`
+and `a if c else b` evaluate lazily. Every global access is bounds-checked in every build: an
+out-of-range access is skipped (a load gives 0) and the first failing site is recorded in the
+context's error record for the host to report.
 """
 from __future__ import annotations
 
@@ -117,12 +118,39 @@ class ExprEmitter:
         return b.not_(v)
 
     def expr_Select(self, e: n.Select) -> ir.Value:
+        """`a if cond else b` evaluates only the chosen arm, as Python does (`x[i] if i < n
+        else 0` never reads x[n]); LLVM turns cheap arms back into a select."""
+        b = self.builder
         c = self.truth(self.expr(e.cond), e.cond.dtype)
-        return self.builder.select(c, self.expr(e.a), self.expr(e.b))
+        with b.if_else(c) as (then, otherwise):
+            with then:
+                va, block_a = self.expr(e.a), b.block
+            with otherwise:
+                vb, block_b = self.expr(e.b), b.block
+        phi = b.phi(va.type)
+        phi.add_incoming(va, block_a)
+        phi.add_incoming(vb, block_b)
+        return phi
 
     def expr_Binary(self, e: n.Binary) -> ir.Value:
+        if e.op in ("and", "or"):
+            return self.short_circuit(e)
         a, b_ = self.expr(e.a), self.expr(e.b)
         return self.binary(e.op, a, b_, e.a.dtype, e.dtype)
+
+    def short_circuit(self, e: n.Binary) -> ir.Value:
+        """`a and b` / `a or b` on 0/1 operands: b is evaluated only when a does not decide, as
+        in Python (`i < n and x[i] > 0` never reads x[n])."""
+        b = self.builder
+        a = self.expr(e.a)
+        a_block = b.block
+        undecided = b.icmp_unsigned("!=" if e.op == "and" else "==", a, ir.Constant(a.type, 0))
+        with b.if_then(undecided):
+            c, c_block = self.expr(e.b), b.block
+        phi = b.phi(a.type)
+        phi.add_incoming(a, a_block)
+        phi.add_incoming(c, c_block)
+        return phi
 
     def binary(self, op: str, a: ir.Value, c: ir.Value, operand: DataType,
                result: DataType) -> ir.Value:

@@ -66,10 +66,26 @@ class CallLowering:
     def static_value(self, node: ast.Call) -> Value:
         if len(node.args) != 1:
             raise self.err(node, "jr.static() takes exactly one argument")
-        v = self.expr(node.args[0])
+        v = self.compile_time(node.args[0])
         if not isinstance(v, PyValue):
             raise self.err(node.args[0], "jr.static() needs a value known at compile time")
         return v
+
+    def compile_time(self, node: ast.AST) -> Value:
+        """Inside `jr.static(...)`: a call whose callee and arguments are all known at compile
+        time runs in Python (`range(3)`, `enumerate(fields)`); anything else lowers as usual."""
+        if not isinstance(node, ast.Call):
+            return self.expr(node)
+        parts = [self.compile_time(x) for x in [node.func, *node.args]]
+        kwargs = {k.arg: self.compile_time(k.value) for k in node.keywords}
+        if None in kwargs or not all(isinstance(p, PyValue) for p in
+                                     parts + list(kwargs.values())):
+            raise self.err(node, "jr.static() needs a value known at compile time")
+        fn, *args = (p.obj for p in parts)  # type: ignore[union-attr]
+        try:
+            return PyValue(fn(*args, **{k: v.obj for k, v in kwargs.items()}))  # type: ignore
+        except Exception as exc:  # noqa: BLE001 - the user's own compile-time expression
+            raise self.err(node, f"jr.static(): evaluating this call failed: {exc}") from None
 
     def min_max(self, op: str, node: ast.Call) -> Value:
         if len(node.args) < 2:

@@ -1,0 +1,193 @@
+"""GPU code generation without a GPU, and GPU backends that are absent.
+
+`jr.debug.gpu_asm` runs the same frontend, passes and lowering as the CPU with the NVPTX or
+AMDGPU target hooks and returns the assembly; it needs no GPU and no GPU runtime. Choosing a GPU
+arch on a machine without its runtime must fail with `BackendUnavailableError` saying what is
+missing, and `import jitrt` must never need a GPU package.
+"""
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jitrt as jr
+
+nd = jr.types.ndarray
+acc = jr.field(jr.f32, shape=(16,))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@jr.kernel
+def trig(a: nd(dtype=jr.f32, ndim=1), s: jr.f32):
+    for i in range(a.shape[0]):
+        v = jr.sin(a[i]) * s
+        if i > 2 and a[i] > 0:
+            v += jr.sqrt(a[i])
+        acc[i % 16] += v
+
+
+@jr.kernel
+def two_tasks(a: nd(dtype=jr.f64, ndim=2), b: nd(dtype=jr.i32, ndim=1)) -> jr.i32:
+    for i, j in jr.ndrange(a.shape[0], a.shape[1]):
+        a[i, j] = jr.exp(a[i, j]) // 2
+    total = 0
+    for i in range(b.shape[0]):
+        jr.atomic_max(b[0], b[i] % 7)
+        k = 0
+        while k < b[i]:
+            k += 3
+    return total
+
+
+@jr.func
+def sq(v):
+    return v * v
+
+
+@jr.kernel
+def with_func(x: nd(dtype=jr.f32, ndim=1), flag: jr.template()):
+    for i in range(x.shape[0]):
+        if jr.static(flag):
+            x[i] = sq(x[i]) + jr.tanh(x[i])
+        else:
+            x[i] = jr.cast(int(x[i]) // 3, jr.f32)
+
+
+CASES = {  # name: (kernel, args, ids of its parallel tasks; task 1 of two_tasks is serial)
+    "trig": (trig, (np.ones(8, np.float32), 1.5), [0]),
+    "two_tasks": (two_tasks, (np.ones((3, 4)), np.arange(5, dtype=np.int32)), [0, 2]),
+    "func_true": (with_func, (np.ones(4, np.float32), True), [0]),
+    "func_false": (with_func, (np.ones(4, np.float32), False), [0]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ptx_for_kernels(case):
+    kernel, args, tasks = CASES[case]
+    before = [np.copy(a) for a in args if isinstance(a, np.ndarray)]
+    ptx = jr.debug.gpu_asm(kernel, *args, arch="cuda")
+    assert re.search(r"^\.target sm_\d+", ptx, re.MULTILINE), ptx[:400]
+    assert ".address_size 64" in ptx
+    for k in tasks:
+        assert re.search(rf"\.visible \.func jk_task{k}\(", ptx)          # the task function
+        assert re.search(rf"\.visible \.entry jk_task{k}_kernel\(", ptx)  # its kernel wrapper
+    assert "%tid.x" in ptx and "%ctaid.x" in ptx
+    assert len(re.findall(r"\.visible \.entry ", ptx)) == len(tasks)
+    after = [a for a in args if isinstance(a, np.ndarray)]
+    for b, a in zip(before, after):                                       # nothing ran
+        np.testing.assert_array_equal(a, b)
+    assert jr.debug.stats()["launches"] == 0
+
+
+def test_ptx_uses_libdevice_math_and_atomics():
+    ptx = jr.debug.gpu_asm(trig, np.ones(8, np.float32), 1.0, arch="cuda")
+    assert "__nv_sinf" in ptx and "sqrt" in ptx
+    assert re.search(r"atom\.(global\.)?add\.f32", ptx)
+    ptx64 = jr.debug.gpu_asm(two_tasks, np.ones((2, 2)), np.ones(3, np.int32), arch="cuda")
+    assert "__nv_exp" in ptx64 and "__nv_expf" not in ptx64
+    assert re.search(r"atom\.(global\.)?max\.s32", ptx64)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_amdgcn_for_kernels(case):
+    kernel, args, tasks = CASES[case]
+    asm = jr.debug.gpu_asm(kernel, *args, arch="amdgpu")
+    assert '.amdgcn_target "amdgcn-amd-amdhsa--gfx' in asm
+    for k in tasks:
+        assert re.search(rf"^jk_task{k}:", asm, re.MULTILINE)
+        assert re.search(rf"^\s*\.amdhsa_kernel jk_task{k}_kernel$", asm, re.MULTILINE)
+    assert "s_endpgm" in asm
+    assert "v_" in asm                                                    # vector instructions
+
+
+def test_amdgcn_uses_ocml_math():
+    asm = jr.debug.gpu_asm(trig, np.ones(8, np.float32), 1.0, arch="amdgpu")
+    assert "__ocml_sin_f32" in asm
+
+
+def test_gpu_asm_validates_like_a_launch():
+    with pytest.raises(ValueError, match="arch must be"):
+        jr.debug.gpu_asm(trig, np.ones(8, np.float32), 1.0, arch="metal")
+    with pytest.raises(jr.KernelArgError, match="'a'"):
+        jr.debug.gpu_asm(trig, np.ones(8, np.float64), 1.0, arch="cuda")
+
+    @jr.kernel
+    def bad():
+        print(1)
+
+    with pytest.raises(jr.KernelCompileError, match="print"):
+        jr.debug.gpu_asm(bad, arch="amdgpu")
+
+
+def test_gpu_asm_depends_on_the_specialization():
+    on = jr.debug.gpu_asm(with_func, np.ones(4, np.float32), True, arch="cuda")
+    off = jr.debug.gpu_asm(with_func, np.ones(4, np.float32), False, arch="cuda")
+    assert "__nv_tanhf" in on and "__nv_tanhf" not in off
+
+
+# ---- absent GPU backends ---------------------------------------------------------------------
+
+def test_init_cuda_without_runtime_is_a_clear_error():
+    a = np.ones(4, np.float32)
+    trig(a, 1.0)
+    with pytest.raises(jr.BackendUnavailableError) as info:
+        jr.init(arch=jr.cuda)
+    text = str(info.value)
+    assert "arch=cuda" in text
+    if importlib.util.find_spec("cuda") is None:
+        assert "cuda-bindings" in text
+    assert isinstance(info.value, jr.JitrtError)
+    with pytest.raises(jr.BackendUnavailableError, match="arch=cuda"):
+        jr.init(arch="cuda")
+    with pytest.raises(jr.BackendUnavailableError, match="arch=gpu"):
+        jr.init(arch=jr.gpu)
+    with pytest.raises(ValueError, match="unknown arch"):
+        jr.init(arch="tpu")
+    trig(a, 1.0)                                   # the CPU program is still the current one
+    assert jr.debug.stats()["launches"] == 2
+
+
+BLOCKED_GPU_SCRIPT = r"""
+import sys
+for name in ("cuda", "cuda.bindings", "hip", "pycuda", "cupy"):
+    sys.modules[name] = None        # an import of these now fails, as on a machine without them
+import numpy as np
+import jitrt as jr
+assert not any(m.split(".")[0] in ("cuda", "hip") and sys.modules[m] is not None
+               for m in sys.modules), "import jitrt imported a GPU package"
+for arch, words in (("cuda", ("arch=cuda", "cuda-bindings")),
+                    ("amdgpu", ("arch=amdgpu", "hip-python")),
+                    ("gpu", ("cuda-bindings", "hip-python"))):
+    try:
+        jr.init(arch=arch)
+    except jr.BackendUnavailableError as exc:
+        assert all(w in str(exc) for w in words), str(exc)
+    else:
+        raise AssertionError(f"init(arch={arch}) did not fail")
+jr.init(arch=jr.cpu, offline_cache=False)
+x = jr.field(jr.i32, shape=(5,))
+
+@jr.kernel
+def fill():
+    for i in x:
+        x[i] = i * i
+
+fill()
+assert x.to_numpy().tolist() == [0, 1, 4, 9, 16]
+print("ok")
+"""
+
+
+def test_import_and_cpu_work_without_gpu_packages(tmp_path):
+    script = tmp_path / "no_gpu.py"
+    script.write_text(BLOCKED_GPU_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = {k: v for k, v in env.items() if not k.startswith("JITRT_")}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == "ok"
