@@ -15,6 +15,7 @@ The pipeline: frontend (AST -> IR) -> passes (pipeline.py) -> codegen (LLVM IR) 
 from __future__ import annotations
 
 from . import ad, debug, types
+from ._version import __version__
 from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .errors import (AdStackOverflowError, BackendUnavailableError, JitrtError, KernelArgError,
                      KernelCompileError, KernelRuntimeError, OfflineCacheError)
@@ -25,7 +26,6 @@ from .runtime.data import Field, Ndarray, field, ndarray
 from .runtime.program import init, reset, sync
 from .types import template
 
-__version__ = "0.1.0"
 
 
 class _Arch(str):

@@ -41,6 +41,14 @@ class DataType:
     def __repr__(self) -> str:
         return f"jr.{self.name}"
 
+    def __reduce__(self) -> tuple:
+        # unpickle to the module's singleton: code compares dtypes by identity
+        return (_by_name, (self.name,))
+
+
+def _by_name(name: str) -> "DataType":
+    return BY_NAME[name]
+
 
 i8 = DataType("i8", 8, "int")
 i16 = DataType("i16", 16, "int")

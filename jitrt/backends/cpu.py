@@ -14,7 +14,10 @@ import ctypes
 import os
 import threading
 
+from typing import Any
+
 import llvmlite.binding as llvm
+import xxhash
 from llvmlite import ir
 
 from ..codegen import threadpool
@@ -70,11 +73,10 @@ WORKER_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
 class WorkerPool:
     """Spinning worker threads running native code; `num_threads` counts the caller too."""
 
-    def __init__(self, num_threads: int, grain: int, spin_limit: int = 100_000) -> None:
-        tm = host_target_machine()
-        module = threadpool.build_runtime_module(llvm.get_process_triple(), str(tm.target_data))
+    def __init__(self, num_threads: int, grain: int, spin_limit: int = 100_000,
+                 store: Any = None) -> None:
         names = ["jitrt_parallel_for", "jitrt_worker"]
-        addrs = engine().load("jitrt_runtime", compile_object(module), names)
+        addrs = engine().load("jitrt_runtime", runtime_object(store), names)
         self.parallel_for_addr = addrs["jitrt_parallel_for"]
         self._state = (ctypes.c_int64 * threadpool.POOL_SLOTS)()
         self.address = ctypes.addressof(self._state)
@@ -103,11 +105,28 @@ class WorkerPool:
         self._threads.clear()
 
 
+def runtime_object(store: Any) -> bytes:
+    """Object code of the runtime module, from the offline cache when there is one."""
+    tm = host_target_machine()
+    module = threadpool.build_runtime_module(llvm.get_process_triple(), str(tm.target_data))
+    if store is None:
+        return compile_object(module)
+    from ..cache import keys
+    key = "runtime-" + xxhash.xxh3_128_hexdigest(
+        "\0".join([str(module), keys.host_target(), keys.llvm_versions(),
+                   keys.compiler_hash()]).encode())
+    obj = store.load(key)
+    if not isinstance(obj, bytes):
+        obj = compile_object(module)
+        store.save(key, "jitrt runtime (thread pool)", obj)
+    return obj
+
+
 _pools: dict[int, WorkerPool] = {}
 _retired: list[WorkerPool] = []  # kept alive: old launch contexts may still point at them
 
 
-def worker_pool(num_threads: int | None, grain: int) -> WorkerPool:
+def worker_pool(num_threads: int | None, grain: int, store: Any = None) -> WorkerPool:
     """The process's pool for this thread count (pools are kept: threads are not recreated)."""
     count = num_threads or os.cpu_count() or 1
     pool = _pools.get(count)
@@ -116,6 +135,6 @@ def worker_pool(num_threads: int | None, grain: int) -> WorkerPool:
             other.shutdown()
             _retired.append(other)
         _pools.clear()
-        pool = _pools[count] = WorkerPool(count, grain)
+        pool = _pools[count] = WorkerPool(count, grain, store=store)
     pool.set_grain(grain)
     return pool

@@ -37,6 +37,8 @@ class CompileContext:
     field_objs: list[Any] = field(default_factory=list)
     field_refs: dict[int, n.FieldRef] = field(default_factory=dict)
     local_types: dict[str, DataType] = field(default_factory=dict)
+    captured: dict[str, str] = field(default_factory=dict)     # name -> repr of a constant
+    used_funcs: dict[str, str] = field(default_factory=dict)   # qualname -> source of a func
     inline_counter: int = 0
     inline_depth: int = 0
 

@@ -160,6 +160,7 @@ class CallLowering:
                 v = PyValue(v)  # a default value
             bindings[name] = self.bind_func_param(func, name, v, prefix, node)
         sub = self.sub_lowerer(func.source(), Scope(bindings, function_globals(func.fn), prefix))
+        self.ctx.used_funcs[func.fn.__qualname__] = func.source().text
         body = func.source().tree.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # docstring

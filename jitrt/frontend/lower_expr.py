@@ -119,6 +119,9 @@ class ExprLowering:
             raise self.err(node, f"name '{node.id}' is not defined")
         if isinstance(found, LocalVar):
             return n.Local(found.ir_name, found.dtype, self.loc(node))
+        if isinstance(found, PyValue) and node.id not in self.scope.bindings and isinstance(
+                found.obj, (bool, int, float, tuple, str)):
+            self.ctx.captured[node.id] = repr(found.obj)  # a key part of the offline cache
         return found
 
     def expr_Tuple(self, node: ast.Tuple) -> Value:

@@ -21,7 +21,11 @@ from ..ir.printer import kernel_text
 from ..passes.pipeline import LoweredKernel, run_pipeline
 from ..passes import sizeexpr as se
 from ..passes.walk import all_exprs, walk_stmts
+from .._version import __version__
+from ..cache import keys
+from ..cache.keys import CacheKeyParts, cache_key
 from .adstack import SizingPlan
+from .registry import fnv1a64_fold32
 
 
 @dataclass(frozen=True)
@@ -50,13 +54,65 @@ def used_refs(kernel: n.TaskedKernel) -> list[n.Ref]:
     return refs
 
 
+@dataclass(frozen=True)
+class Artifact:
+    """What the offline cache stores for one compiled kernel: object code and all metadata."""
+    name: str
+    params: tuple[n.Param, ...]
+    lowered: LoweredKernel          # tasks, write set, SizeExprs per adstack
+    layout: abi.ContextLayout
+    sites: tuple[AccessSite, ...]
+    grad_params: frozenset[int]
+    ir_text: str
+    prefix: str
+    symbols: tuple[str, ...]        # entry first, then max-reducers, then capacities
+    specs: tuple[se.MaxOverRange, ...]
+    registry_ids: tuple[tuple[int, int], ...]   # (task_id_in_kernel, registry id) at compile
+    obj: bytes
+
+
 def compile_kernel(kernel: Any, params: tuple[n.Param, ...], template_values: dict[str, Any],
                    name: str, program: Any) -> CompiledKernel:
+    """Frontend always (it resolves the fields); then the offline cache or a full compile."""
     cfg = program.config
     src = kernel.source()
     ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params)
     kir = lower_kernel(src, kernel.fn, params, template_values, ctx, kernel.ret)
+    store = program.cache_store
+    key = None
+    if store is not None:
+        key = cache_key(key_parts(src.text, ctx, kir, cfg))
+        artifact = store.load(key)
+        if isinstance(artifact, Artifact) and artifact.name == name:
+            program.count("offline_cache_hits")
+            return instantiate(artifact, tuple(ctx.field_objs), program)
+        program.count("offline_cache_misses")
+    artifact = build_artifact(kernel, params, name, ctx, kir, cfg)
+    program.count("compiles")
+    if store is not None and key is not None:
+        store.save(key, name, artifact)
+    return instantiate(artifact, tuple(ctx.field_objs), program)
 
+
+def key_parts(source: str, ctx: CompileContext, kir: n.KernelIR, cfg: Any) -> CacheKeyParts:
+    return CacheKeyParts(
+        kernel_source=source,
+        func_sources=tuple(sorted(ctx.used_funcs.items())),
+        captured_constants=tuple(sorted(ctx.captured.items())),
+        specialization=ctx.kernel_name,
+        field_layouts=tuple((f.dtype.name, tuple(f.shape), f.grad is not None)
+                            for f in ctx.field_objs),
+        frontend_ir=kernel_text(kir),
+        compile_options=cfg.codegen_items(),
+        target=keys.host_target(),
+        llvm_versions=keys.llvm_versions(),
+        jitrt_version=__version__,
+        compiler_hash=keys.compiler_hash())
+
+
+def build_artifact(kernel: Any, params: tuple[n.Param, ...], name: str, ctx: CompileContext,
+                   kir: n.KernelIR, cfg: Any) -> Artifact:
+    """Passes, codegen and LLVM: everything the offline cache lets a warm start skip."""
     def has_grad(ref: n.Ref) -> bool:
         if isinstance(ref, n.FieldRef):
             return ctx.field_objs[ref.slot].grad is not None
@@ -70,22 +126,29 @@ def compile_kernel(kernel: Any, params: tuple[n.Param, ...], template_values: di
     module, sites = build_module(lowered.tasked, cpu_target(), layout, prefix, ctx.local_types)
     specs = add_sizing_functions(module, prefix, lowered, layout, params)
     obj = cpu.compile_object(module)
-    program.count("compiles")
-    names = [f"{prefix}_entry"] + [f"{prefix}_red{k}" for k in range(len(specs))]
+    symbols = [f"{prefix}_entry"] + [f"{prefix}_red{k}" for k in range(len(specs))]
     if lowered.stacks and all(s.capacity is not None for s in lowered.stacks):
-        names.append(f"{prefix}_required")
-    addrs = cpu.engine().load(prefix, obj, names)
+        symbols.append(f"{prefix}_required")
     refs = used_refs(lowered.tasked)
     grad_params = frozenset(r.arg for r in refs if isinstance(r, n.ArrayRef) and r.grad)
     for r in refs:
         if isinstance(r, n.FieldRef) and r.grad and ctx.field_objs[r.slot].grad is None:
-            raise src.error(None, f"kernel {name} uses the gradient of field "
-                            f"'{r.name}', which was created without needs_grad=True")
+            raise kernel.source().error(None, f"kernel {name} uses the gradient of field "
+                                        f"'{r.name}', which was created without needs_grad=True")
+    rids = tuple((t, fnv1a64_fold32(name, t)) for t, _, _ in layout.task_slots)
+    return Artifact(name, params, lowered, layout, tuple(sites), grad_params, text, prefix,
+                    tuple(symbols), tuple(specs), rids, obj)
+
+
+def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: Any) -> CompiledKernel:
+    """Load an artifact's object code into the process and bind its sizing functions."""
+    addrs = cpu.engine().load(a.prefix, a.obj, list(a.symbols))
     plan = None
-    if lowered.stacks:
-        plan = SizingPlan(list(lowered.stacks), specs, layout, cfg.ad_stack_size, addrs, prefix)
-    return CompiledKernel(name, params, lowered, layout, tuple(sites), addrs[names[0]],
-                          tuple(ctx.field_objs), grad_params, text, plan)
+    if a.lowered.stacks:
+        plan = SizingPlan(list(a.lowered.stacks), list(a.specs), a.layout,
+                          program.config.ad_stack_size, addrs, a.prefix)
+    return CompiledKernel(a.name, a.params, a.lowered, a.layout, a.sites, addrs[a.symbols[0]],
+                          field_objs, a.grad_params, a.ir_text, plan)
 
 
 def add_sizing_functions(module: Any, prefix: str, lowered: LoweredKernel,

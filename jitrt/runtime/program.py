@@ -21,8 +21,13 @@ class Program:
     def __init__(self, cfg: config_mod.Config) -> None:
         self.config = cfg
         self.arch = self._choose_arch(cfg.arch)
+        self.cache_store = None
+        if cfg.offline_cache:
+            from ..cache.store import CacheStore, default_dir
+            self.cache_store = CacheStore(default_dir(cfg.offline_cache_dir),
+                                          cfg.offline_cache_max_bytes)
         from ..backends.cpu import worker_pool
-        self.pool = worker_pool(cfg.num_threads, cfg.parallel_grain)
+        self.pool = worker_pool(cfg.num_threads, cfg.parallel_grain, self.cache_store)
         self.counters: Counter[str] = Counter()
         self.handles: list[Any] = []   # every LaunchHandle built by this program
         from .adstack import AdStackHeap

@@ -1,0 +1,68 @@
+"""Offline-cache keys.
+
+Stage: cache. A key is xxh3-128 over the named fields of a frozen `CacheKeyParts`, in field
+order, so a new part is a new field and reaches the key without anyone listing it by hand.
+Parts: the kernel's source, the source of every `@jr.func` it inlines, the compile-time
+constants it captured, its specialization (the content-stable kernel name: module, qualified
+name, template values, argument types, grad mode), the layouts of the fields it reaches, the
+IR the frontend produced, the compile options of the config table that affect code, the
+target (triple, CPU, features), the llvmlite and LLVM versions, the jitrt version and a hash
+of jitrt's own source files (a changed compiler never reuses an old entry).
+"""
+from __future__ import annotations
+
+import functools
+import pathlib
+from dataclasses import dataclass, fields
+
+import xxhash
+
+
+@dataclass(frozen=True)
+class CacheKeyParts:
+    kernel_source: str
+    func_sources: tuple[tuple[str, str], ...]
+    captured_constants: tuple[tuple[str, str], ...]
+    specialization: str
+    field_layouts: tuple[tuple[str, tuple[int, ...], bool], ...]
+    frontend_ir: str
+    compile_options: tuple[tuple[str, str], ...]
+    target: str
+    llvm_versions: str
+    jitrt_version: str
+    compiler_hash: str
+
+
+def cache_key(parts: CacheKeyParts) -> str:
+    h = xxhash.xxh3_128()
+    for f in fields(parts):
+        h.update(f.name.encode())
+        h.update(b"=")
+        h.update(repr(getattr(parts, f.name)).encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_hash() -> str:
+    """Hash of every .py file of the jitrt package (read once per process)."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    h = xxhash.xxh3_64()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def llvm_versions() -> str:
+    import llvmlite
+    import llvmlite.binding as llvm
+    return f"llvmlite {llvmlite.__version__}, LLVM {'.'.join(map(str, llvm.llvm_version_info))}"
+
+
+@functools.lru_cache(maxsize=None)
+def host_target() -> str:
+    import llvmlite.binding as llvm
+    return (f"{llvm.get_process_triple()} {llvm.get_host_cpu_name()} "
+            f"{llvm.get_host_cpu_features().flatten()}")

@@ -1,0 +1,220 @@
+"""The on-disk store of compiled kernels.
+
+Stage: cache. One file per entry, `<key>.jkc`:
+    8 bytes  magic b"JITRTKC\\0"
+    4 bytes  format version (little-endian u32)
+    4 bytes  header length (u32)
+    header   JSON: key, kernel_name, created, payload_bytes, checksum (xxh3-128 of payload)
+    payload  pickle of the artifact (object code and every piece of metadata)
+Writes go to a temporary file in the same directory and are renamed into place, so readers
+(other processes included) see a complete old entry or a complete new one. A read that finds
+a wrong magic, version, key, length or checksum, or an unreadable payload, warns once per
+problem kind, deletes the entry and reports a miss: the caller recompiles and overwrites.
+Last use is the file's mtime (touched on every hit); past `max_bytes` the least recently used
+entries are evicted after a write. Location: `offline_cache_dir`, else `JITRT_CACHE_DIR`,
+else `$XDG_CACHE_HOME/jitrt`, else `~/.cache/jitrt`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import pickle
+import struct
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import xxhash
+
+MAGIC = b"JITRTKC\0"
+FORMAT_VERSION = 2
+SUFFIX = ".jkc"
+_PREFIX = struct.Struct("<8sII")
+
+
+class CacheWarning(UserWarning):
+    """A damaged, foreign or outdated offline-cache entry was ignored and rebuilt."""
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(kind: str, message: str) -> None:
+    if kind not in _warned:
+        _warned.add(kind)
+        warnings.warn(message, CacheWarning, stacklevel=4)
+
+
+def default_dir(configured: str | None) -> pathlib.Path:
+    if configured:
+        return pathlib.Path(configured).expanduser()
+    env = os.environ.get("JITRT_CACHE_DIR")
+    if env:
+        return pathlib.Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = pathlib.Path(xdg).expanduser() if xdg else pathlib.Path.home() / ".cache"
+    return base / "jitrt"
+
+
+class EntryError(Exception):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class EntryInfo:
+    path: pathlib.Path
+    key: str
+    kernel_name: str
+    size: int
+    created: float
+    last_used: float
+
+
+def encode(key: str, kernel_name: str, artifact: Any) -> bytes:
+    payload = pickle.dumps(artifact, protocol=pickle.HIGHEST_PROTOCOL)
+    header = json.dumps({"key": key, "kernel_name": kernel_name, "created": time.time(),
+                         "payload_bytes": len(payload),
+                         "checksum": xxhash.xxh3_128_hexdigest(payload)}).encode()
+    return _PREFIX.pack(MAGIC, FORMAT_VERSION, len(header)) + header + payload
+
+
+def decode_header(data: bytes) -> tuple[dict, int]:
+    if len(data) < _PREFIX.size:
+        raise EntryError("truncated", "the file is truncated")
+    magic, version, hlen = _PREFIX.unpack_from(data)
+    if magic != MAGIC:
+        raise EntryError("foreign", "not a jitrt cache entry")
+    if version != FORMAT_VERSION:
+        raise EntryError("version", f"written in cache format {version}, this jitrt reads "
+                         f"format {FORMAT_VERSION}")
+    start = _PREFIX.size + hlen
+    if len(data) < start:
+        raise EntryError("truncated", "the file is truncated")
+    try:
+        header = json.loads(data[_PREFIX.size:start])
+    except ValueError:
+        raise EntryError("damaged", "the entry header is unreadable") from None
+    return header, start
+
+
+def decode(data: bytes, key: str | None) -> Any:
+    header, start = decode_header(data)
+    payload = data[start:]
+    if key is not None and header.get("key") != key:
+        raise EntryError("foreign", "the entry belongs to another key")
+    if len(payload) != header.get("payload_bytes"):
+        raise EntryError("truncated", "the payload is truncated")
+    if xxhash.xxh3_128_hexdigest(payload) != header.get("checksum"):
+        raise EntryError("damaged", "the checksum does not match (bit flip?)")
+    try:
+        return pickle.loads(payload)
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure is a damaged entry
+        raise EntryError("damaged", f"the payload cannot be read ({exc})") from None
+
+
+class CacheStore:
+    def __init__(self, directory: pathlib.Path, max_bytes: int) -> None:
+        self.dir = directory
+        self.max_bytes = max_bytes
+
+    def path(self, key: str) -> pathlib.Path:
+        return self.dir / f"{key}{SUFFIX}"
+
+    def load(self, key: str) -> Any | None:
+        path = self.path(key)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            _warn_once("io", f"jitrt offline cache: cannot read {path}: {exc}; recompiling")
+            return None
+        try:
+            artifact = decode(data, key)
+        except EntryError as exc:
+            _warn_once(exc.kind, f"jitrt offline cache: ignoring {path}: {exc}; the kernel is "
+                       "recompiled and the entry rewritten")
+            self._remove(path)
+            return None
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+        return artifact
+
+    def save(self, key: str, kernel_name: str, artifact: Any) -> None:
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            data = encode(key, kernel_name, artifact)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.dir)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, self.path(key))
+        except OSError as exc:
+            _warn_once("io-write", f"jitrt offline cache: cannot write to {self.dir}: {exc}")
+            return
+        self.evict()
+
+    def _remove(self, path: pathlib.Path) -> None:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+    def entries(self) -> list[EntryInfo]:
+        out = []
+        if not self.dir.is_dir():
+            return out
+        for path in self.dir.glob(f"*{SUFFIX}"):
+            if path.name.startswith(".tmp-"):
+                continue
+            try:
+                st = path.stat()
+                with open(path, "rb") as f:
+                    head = f.read(65536)
+                header, _ = decode_header(head)
+                name, created = header.get("kernel_name", "?"), header.get("created", 0.0)
+            except (OSError, EntryError):
+                name, created = "<unreadable>", 0.0
+                try:
+                    st = path.stat()
+                except OSError:
+                    continue
+            out.append(EntryInfo(path, path.stem, name, st.st_size, created, st.st_mtime))
+        return sorted(out, key=lambda e: e.last_used)
+
+    def evict(self) -> int:
+        entries = self.entries()
+        total = sum(e.size for e in entries)
+        removed = 0
+        for e in entries:  # oldest use first
+            if total <= self.max_bytes:
+                break
+            self._remove(e.path)
+            total -= e.size
+            removed += 1
+        return removed
+
+    def clear(self) -> int:
+        count = 0
+        for e in self.entries():
+            self._remove(e.path)
+            count += 1
+        for tmp in self.dir.glob(f".tmp-*{SUFFIX}") if self.dir.is_dir() else []:
+            self._remove(tmp)
+        return count
+
+    def verify(self) -> list[tuple[pathlib.Path, str]]:
+        """Every entry whose checksum, format or payload is bad, with the reason."""
+        bad = []
+        for e in self.entries():
+            try:
+                decode(e.path.read_bytes(), e.key)
+            except (OSError, EntryError) as exc:
+                bad.append((e.path, str(exc)))
+        return bad
