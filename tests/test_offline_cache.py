@@ -1,0 +1,256 @@
+"""Offline cache: second processes compile nothing, damage is detected, keys follow every part."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import jitrt as jr
+from jitrt.cache import store as store_mod
+from jitrt.cache.keys import CacheKeyParts, cache_key
+
+SIM = pathlib.Path(__file__).parent / "cache_programs" / "sim.py"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def run_sim(cache_dir: pathlib.Path, *args: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, str(SIM), str(cache_dir), *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_second_process_compiles_nothing(tmp_path):
+    first = run_sim(tmp_path)
+    assert first["stats"]["compiles"] == 4          # two kernels and their adjoints
+    assert first["stats"]["offline_cache_misses"] == 4
+    second = run_sim(tmp_path)
+    assert second["stats"]["compiles"] == 0
+    assert second["stats"]["offline_cache_hits"] == 4
+    assert second["ids"] == first["ids"]
+    assert second["grads"] == first["grads"]
+    # the registry is seeded from the loaded metadata and max-reducers dispatch as after a compile
+    assert second["dispatches"] >= 1
+    assert second["dispatches"] == first["dispatches"]
+
+
+def test_declaration_order_does_not_change_ids_or_keys(tmp_path):
+    first = run_sim(tmp_path, "--order", "ab")
+    second = run_sim(tmp_path, "--order", "ba")
+    assert second["stats"]["compiles"] == 0
+    assert first["ids"] == second["ids"]
+
+
+def test_concurrent_processes_share_one_directory(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    procs = [subprocess.Popen([sys.executable, str(SIM), str(tmp_path)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    assert all(r["grads"] == results[0]["grads"] for r in results)
+    assert all(r["ids"] == results[0]["ids"] for r in results)
+    assert not list(tmp_path.glob(".tmp-*")), "temporary files left behind"
+    after = run_sim(tmp_path)
+    assert after["stats"]["compiles"] == 0 and after["grads"] == results[0]["grads"]
+
+
+def entries(path: pathlib.Path) -> list[pathlib.Path]:
+    return sorted(p for p in path.glob("*.jkc") if not p.name.startswith("runtime-"))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "bitflip", "version", "foreign", "empty"])
+def test_damaged_entries_are_rebuilt(tmp_path, damage):
+    good = run_sim(tmp_path)
+    victims = entries(tmp_path)
+    assert len(victims) == 4
+    for path in victims:
+        data = bytearray(path.read_bytes())
+        if damage == "truncate":
+            data = data[: len(data) // 2]
+        elif damage == "bitflip":
+            data[-10] ^= 0x40
+        elif damage == "version":
+            data[8:12] = (store_mod.FORMAT_VERSION - 1).to_bytes(4, "little")
+        elif damage == "foreign":
+            data = bytearray(b"\x7fELF" + bytes(200))
+        else:
+            data = bytearray()
+        path.write_bytes(bytes(data))
+    again = run_sim(tmp_path)
+    assert again["stats"]["compiles"] == 4, "damaged entries must be recompiled"
+    assert again["grads"] == good["grads"]
+    healed = run_sim(tmp_path)
+    assert healed["stats"]["compiles"] == 0, "recompiled entries are written back"
+
+
+def test_damage_warns_once_and_never_raises(tmp_path):
+    x = jr.field(jr.f32, shape=(8,))
+
+    @jr.kernel
+    def fill(k: jr.f32):
+        for i in x:
+            x[i] = i * k
+
+    jr.init(offline_cache=True, offline_cache_dir=str(tmp_path))
+    fill(2.0)
+    for path in entries(tmp_path):
+        path.write_bytes(path.read_bytes()[:-7])
+    store_mod._warned.discard("truncated")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jr.init(offline_cache=True, offline_cache_dir=str(tmp_path))
+        fill(3.0)
+        jr.init(offline_cache=True, offline_cache_dir=str(tmp_path))
+    assert np.allclose(x.to_numpy(), np.arange(8) * 3.0)
+    cache_warnings = [w for w in caught if issubclass(w.category, store_mod.CacheWarning)]
+    assert len(cache_warnings) == 1 and "truncated" in str(cache_warnings[0].message)
+
+
+def base_parts() -> CacheKeyParts:
+    return CacheKeyParts(
+        kernel_source="def k(): pass", func_sources=(("f", "def f(): return 1"),),
+        captured_constants=(("N", "16"),), specialization="m.k[nd(i32,1)]",
+        field_layouts=(("f32", (16,), False),), frontend_ir="kernel k()",
+        compile_options=(("arch", "'cpu'"),), target="x86_64 znver5 +avx",
+        llvm_versions="llvmlite 0.50.0, LLVM 22.1.0", jitrt_version="0.1.0",
+        compiler_hash="abc")
+
+
+@pytest.mark.parametrize("part", [f.name for f in dataclasses.fields(CacheKeyParts)])
+def test_every_key_part_changes_the_key(part):
+    base = base_parts()
+    value = getattr(base, part)
+    changed = value + ("x",) if isinstance(value, tuple) else value + "x"
+    assert cache_key(dataclasses.replace(base, **{part: changed})) != cache_key(base)
+
+
+def test_key_is_stable():
+    assert cache_key(base_parts()) == cache_key(base_parts())
+
+
+def compile_key(tmp_path, make_kernel, *args) -> str:
+    """The key of the entry written when `make_kernel()` is first launched."""
+    jr.init(offline_cache=True, offline_cache_dir=str(tmp_path))
+    before = {p.name for p in entries(tmp_path)}
+    make_kernel()(*args)
+    new = [p.stem for p in entries(tmp_path) if p.name not in before]
+    assert len(new) == 1
+    return new[0]
+
+
+def test_editing_a_called_func_changes_the_key(tmp_path):
+    x = jr.field(jr.f32, shape=(4,))
+    src_a = "def scale(v):\n    return v * 2.0\n"
+    src_b = "def scale(v):\n    return v * 3.0\n"
+    keys = []
+    for k, src in enumerate((src_a, src_b)):
+        path = tmp_path / f"funcs{k}.py"
+        path.write_text(src)
+        namespace: dict = {}
+        exec(compile(src, str(path), "exec"), namespace)
+        scale = jr.func(namespace["scale"])
+
+        def make_kernel(scale=scale):
+            @jr.kernel
+            def apply():
+                for i in x:
+                    x[i] = scale(1.0 * i)
+            return apply
+
+        keys.append(compile_key(tmp_path, make_kernel))
+    assert keys[0] != keys[1]
+    assert np.allclose(x.to_numpy(), np.arange(4) * 3.0)
+
+
+def test_changing_a_captured_constant_or_field_layout_changes_the_key(tmp_path):
+    keys = []
+    for n, scale in ((8, 2.0), (8, 3.0), (16, 2.0)):
+        y = jr.field(jr.f32, shape=(n,))
+
+        def make_kernel(y=y, scale=scale):
+            @jr.kernel
+            def apply():
+                for i in y:
+                    y[i] = i * scale
+            return apply
+
+        keys.append(compile_key(tmp_path, make_kernel))
+    assert len(set(keys)) == 3
+
+
+def test_compile_options_change_the_key(tmp_path):
+    z = jr.field(jr.f32, shape=(4,))
+
+    def make_kernel():
+        @jr.kernel
+        def apply():
+            for i in z:
+                z[i] = i * 0.5
+        return apply
+
+    k1 = compile_key(tmp_path, make_kernel)
+    jr.init(offline_cache=True, offline_cache_dir=str(tmp_path), default_fp=jr.f64)
+    before = {p.name for p in entries(tmp_path)}
+    make_kernel()()
+    new = [p.stem for p in entries(tmp_path) if p.name not in before]
+    assert new and new[0] != k1
+
+
+def test_disabled_cache_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITRT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("JITRT_OFFLINE_CACHE", "0")
+    jr.init()
+    w = jr.field(jr.f32, shape=(4,))
+
+    @jr.kernel
+    def apply():
+        for i in w:
+            w[i] = 1.0
+
+    apply()
+    assert not list(tmp_path.iterdir())
+
+
+def test_location_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITRT_CACHE_DIR", str(tmp_path / "env"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert store_mod.default_dir(str(tmp_path / "explicit")) == tmp_path / "explicit"
+    assert store_mod.default_dir(None) == tmp_path / "env"
+    monkeypatch.delenv("JITRT_CACHE_DIR")
+    assert store_mod.default_dir(None) == tmp_path / "xdg" / "jitrt"
+
+
+def test_lru_eviction_keeps_the_cap(tmp_path):
+    store = store_mod.CacheStore(tmp_path, max_bytes=3000)
+    for k in range(10):
+        store.save(f"key{k}", f"kernel{k}", b"x" * 1000)
+        os.utime(store.path(f"key{k}"), (1000 + k, 1000 + k))
+    assert store.load("key9") == b"x" * 1000
+    remaining = store.entries()
+    assert sum(e.size for e in remaining) <= 3000
+    assert "key9" in {e.key for e in remaining}
+    assert "key0" not in {e.key for e in remaining}
+
+
+def test_verify_reports_damage(tmp_path):
+    store = store_mod.CacheStore(tmp_path, max_bytes=1 << 20)
+    store.save("good", "k_good", b"payload")
+    store.save("bad", "k_bad", b"payload")
+    data = bytearray(store.path("bad").read_bytes())
+    data[-1] ^= 1
+    store.path("bad").write_bytes(bytes(data))
+    bad = store.verify()
+    assert [p.stem for p, _ in bad] == ["bad"]
+    assert "checksum" in bad[0][1]
