@@ -26,6 +26,11 @@ from .runtime.data import Field, Ndarray, field, ndarray
 from .runtime.program import init, reset, sync
 from .types import template
 
+# The launch path and the CPU backend (llvmlite's LLVM library) load with the package, so
+# that jr.init() and the first launch pay only for their own work.
+from .cache import store as _store  # noqa: E402,F401
+from .runtime import launcher as _launcher  # noqa: E402,F401
+
 
 
 class _Arch(str):

@@ -91,13 +91,18 @@ def coerce(value: object) -> DataType:
 
 
 def promote(a: DataType, b: DataType) -> DataType:
-    """Binary-operation result type: float beats int, wider beats narrower, signed on a tie."""
+    """Binary-operation result type, as numpy does for these types: float beats int, wider
+    beats narrower; a signed and an unsigned int of one width widen to the next signed width
+    (i32 with u32 gives i64; i64 with u64 stays i64)."""
     if a == b:
         return a
     if a.is_float or b.is_float:
         if a.is_float and b.is_float:
             return a if a.bits >= b.bits else b
         return a if a.is_float else b
-    if a.bits != b.bits:
-        return a if a.bits > b.bits else b
-    return a if a.is_signed else b
+    if a.is_signed == b.is_signed:
+        return a if a.bits >= b.bits else b
+    signed, unsigned = (a, b) if a.is_signed else (b, a)
+    if signed.bits > unsigned.bits:
+        return signed
+    return BY_NAME[f"i{min(unsigned.bits * 2, 64)}"]

@@ -303,14 +303,18 @@ class ExprLowering:
 
 
 def adapt(value: int | float, other: DataType, ctx: CompileContext) -> DataType:
-    """The type a Python literal takes next to a typed operand."""
-    if isinstance(value, float) or other.is_float:
-        if isinstance(value, float) and not other.is_float:
-            return ctx.default_fp
+    """The type a Python literal takes next to a typed operand: the operand's own type when
+    the literal fits in it (`u8_value + 1` stays u8), else the literal's default type, which
+    then promotes with the operand (no silent wrap of `i8_value + 1000`)."""
+    if isinstance(value, float) and not other.is_float:
+        return ctx.default_fp
+    if other.is_float or isinstance(value, bool):
         return other
-    if isinstance(value, bool):
+    lo = -(1 << (other.bits - 1)) if other.is_signed else 0
+    hi = (1 << (other.bits - 1)) - 1 if other.is_signed else (1 << other.bits) - 1
+    if lo <= value <= hi:
         return other
-    return other
+    return ctx.default_ip if -(1 << 31) <= value < (1 << 31) else dtypes.i64
 
 
 def is_field(obj: Any) -> bool:
