@@ -27,6 +27,7 @@ class NotSizable(Exception):
 @dataclass(frozen=True)
 class Untraceable:
     reason: str
+    synthetic: bool = False   # a bound local made by `normalize`: the reason stands alone
 
 
 Env = dict[str, "se.SizeExpr | Untraceable"]
@@ -49,10 +50,13 @@ def to_size(e: n.Expr, env: Env) -> se.SizeExpr:
         if found is None:
             raise NotSizable(f"'{short(e.name)}' is not defined before the loop")
         if isinstance(found, Untraceable):
-            raise NotSizable(f"'{short(e.name)}' {found.reason}")
+            raise NotSizable(found.reason if found.synthetic else
+                             f"'{short(e.name)}' {found.reason}")
         return found
     if isinstance(e, n.Cast) and e.dtype.is_int and e.x.dtype.is_int:
         return to_size(e.x, env)
+    if isinstance(e, n.Cast) and e.x.dtype.is_float:
+        raise NotSizable("a float value converted to an integer is outside the sizing grammar")
     if isinstance(e, n.Binary) and e.dtype.is_int:
         ops = {"+": se.Add, "-": se.Sub, "*": se.Mul, "max": se.Max, "min": se.Min}
         if e.op in ops:
@@ -68,10 +72,17 @@ def short(name: str) -> str:
 
 
 def trace_assign(env: Env, name: str, value: n.Expr) -> None:
+    """Bind `name` to its SizeExpr, or to the reason it has none. The begin/end locals that
+    `normalize` introduces keep the reason of the user's bound expression as it is, so errors
+    never name them."""
     try:
         env[name] = to_size(value, env)
     except NotSizable as exc:
-        env[name] = Untraceable(f"is computed from something outside the sizing grammar ({exc})")
+        if name.startswith("$"):
+            env[name] = Untraceable(str(exc), synthetic=True)
+        else:
+            env[name] = Untraceable(
+                f"is computed from something outside the sizing grammar ({exc})")
 
 
 def _add(total: dict[str, se.SizeExpr], name: str, amount: se.SizeExpr) -> None:
@@ -97,7 +108,7 @@ def count_pushes(body: n.Body, env: Env, stacks: dict) -> dict[str, se.SizeExpr]
             changed = assigned_names(s.body)
             inner: Env = dict(env)
             for v in changed:
-                inner[v] = Untraceable("changes inside the loop")
+                inner[v] = Untraceable("changes inside an enclosing loop")
             inner[s.var] = se.BoundVar(s.var)
             per_iter = count_pushes(s.body, inner, stacks)
             if per_iter:
@@ -116,7 +127,7 @@ def count_pushes(body: n.Body, env: Env, stacks: dict) -> dict[str, se.SizeExpr]
                         count = se.MaxOverRange(s.var, begin, end, count)
                     _add(total, name, se.Mul(trip, count))
             for v in changed | {s.var}:
-                env[v] = Untraceable("changes inside a loop")
+                env[v] = Untraceable("changes inside an earlier loop")
     return total
 
 
