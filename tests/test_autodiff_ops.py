@@ -657,3 +657,20 @@ def test_grad_accumulates_across_launches(rng):
     k.grad()
     np.testing.assert_allclose(x.grad.to_numpy(), 2 * g1, **EXACT)
     np.testing.assert_allclose(g1, w * 3 * xv ** 2, **EXACT)
+
+
+def test_tape_clears_ndarray_gradients_between_tapes(rng):
+    a = jr.ndarray(jr.f64, shape=(N,), needs_grad=True)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+    av = rng.uniform(-1, 1, N)
+    a.from_numpy(av)
+
+    @jr.kernel
+    def k(p: nd(dtype=jr.f64, ndim=1)):
+        for i in range(p.shape[0]):
+            loss[None] += jr.sin(p[i]) * p[i]
+
+    for _ in range(2):
+        with jr.ad.Tape(loss=loss):
+            k(a)
+        np.testing.assert_allclose(a.grad.to_numpy(), np.cos(av) * av + np.sin(av), **EXACT)
