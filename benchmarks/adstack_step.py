@@ -6,7 +6,9 @@ Step = zero loss and grads, forward launch, seed loss.grad, grad launch, for
     v = x[i]; for _ in range(count): v = sin(v) * 1.1 + 0.1; loss += v
 with count = n[i] in 1..8 (data-dependent, adstacks sized per launch by max-reducers) and
 count = 8 (constant, sized at compile time). Prints microseconds per step (median of repeats)
-and checks both gradients against the analytic derivative.
+and checks both gradients against the analytic derivative. Also prints the sizing service's
+own cost per grad launch on a launch-cache hit: the snapshot-and-compare lines of the
+generated launcher timed in isolation (see max_reducer_cache.py, which does the timing).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import statistics
 import time
 
 import numpy as np
+from max_reducer_cache import sizing_hit_ns  # a sibling script: benchmarks/ is on sys.path
 
 import jitrt as jr
 
@@ -99,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'case':<36} {'us/step':>9} {'vs const':>9} {'max rel grad err':>17}")
     for label, t, err in rows:
         print(f"{label:<36} {t:9.2f} {t / base:9.2f} {err:17.2e}")
+    time.sleep(0.2)               # let the worker pool stop spinning: it shares our CPUs
+    hit_us = sizing_hit_ns(dynamic, (counts,), repeats=args.repeats) / 1000
+    print(f"sizing service per grad launch on a launch-cache hit (snapshot + compare): "
+          f"{hit_us:.3f} us")
     print("target: <= 60 us per step (issue 3); gradient check:", "OK" if ok else "FAILED")
     return 0 if ok else 1
 

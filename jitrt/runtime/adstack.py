@@ -8,10 +8,11 @@ launch context. Two caches, both validated by observations, never by re-reading 
   ndarray allocation ids and data generations, shapes, scalar arguments, content fingerprints
   of plain numpy arrays) and compares it with the cached one: a hit costs O(distinct
   dependencies) and does nothing else (the capacities in the context are still valid);
-- on a miss, the per-spec cache (program-wide, keyed by (registry id, spec)): each spec whose
-  own observations are unchanged reuses its result; the others run their compiled max-reducer
-  (counted as a dispatch). The capacities are recomputed natively, laid out in the context and
-  the program's `AdStackHeap` grows if needed (doubling, never freed per launch).
+- on a miss, the per-spec cache (program-wide, keyed by (registry id, spec, allocation ids of
+  the fields the spec reads)): each spec whose own observations are unchanged reuses its
+  result; the others run their compiled max-reducer (counted as a dispatch). The capacities
+  are recomputed natively, laid out in the context and the program's `AdStackHeap` grows if
+  needed (doubling, never freed per launch).
 The results map is an immutable mapping made once per miss and shared by the cache entry and
 the program's `current_results`. `raise_overflow` turns the overflow slot into an
 `AdStackOverflowError` naming kernel, task, registry id, capacity and required size.
@@ -19,6 +20,7 @@ the program's `current_results`. `raise_overflow` turns the overflow slot into a
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -28,7 +30,6 @@ import xxhash
 
 from ..codegen import abi
 from ..errors import AdStackOverflowError
-from ..ir import nodes as n
 from ..passes import sizeexpr as se
 
 REDUCER_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
@@ -180,16 +181,31 @@ class LaunchSizing:
                 owner.setdefault(spec, info.registry_id)
         self.spec_keys = tuple((owner.get(spec, 0), text)
                                for spec, text in zip(plan.specs, plan.spec_texts))
+        self.cache_keys = self.spec_keys   # per-spec cache keys: see `bind_fields`
         self.last: list[Any] = [None]   # the cached snapshot
         self.hits = [0]
         self.results: Any = MappingProxyType({})
+
+    def bind_fields(self, fields: Sequence[Any]) -> None:
+        """Key the per-spec cache also by the allocation ids of the fields each spec reads.
+
+        A field observation is only its write generation (the fields of a handle never change,
+        so the launch cache needs no more), but the per-spec cache is program-wide and its
+        (registry id, text) keys can meet other fields: two instantiations of a kernel with
+        template fields of one dtype and shape share a registry id, and fields of one name
+        print the same text. Generations are small counters that such fields share often."""
+        plan = self.plan
+        self.cache_keys = tuple(
+            key + tuple(fields[plan.deps[j].index].alloc_id for j in plan.spec_dep_index[k]
+                        if plan.deps[j].kind == "field")
+            for k, key in enumerate(self.spec_keys))
 
     def miss(self, buf: Any, addr: int, snap: tuple) -> None:
         plan, program = self.plan, self.program
         program.count("launch_cache_misses")
         cache = program.spec_cache
         dispatched = 0
-        for k, key in enumerate(self.spec_keys):
+        for k, key in enumerate(self.cache_keys):
             obs = tuple(snap[j] for j in plan.spec_dep_index[k])
             entry = cache.get(key)
             if entry is not None and entry[0] == obs:

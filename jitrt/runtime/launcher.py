@@ -353,6 +353,7 @@ def sizing_lines(handle: LaunchHandle, env: dict[str, Any]) -> list[str]:
     for d in plan.deps:
         if d.kind == "field":
             env[f"F{d.index}"] = handle.compiled.field_objs[d.index]
+    sizing.bind_fields(handle.compiled.field_objs)
     return [f"    snap = {plan.snapshot_expr()}",
             "    if snap != lsz_last[0]: lsz.miss(buf, addr, snap)",
             "    else: lsz_hits[0] += 1"]
