@@ -340,14 +340,16 @@ def make_launcher(handle: LaunchHandle) -> Any:
     return launch
 
 
-def sizing_lines(handle: LaunchHandle, env: dict[str, Any]) -> list[str]:
+def sizing_lines(handle: LaunchHandle, env: dict[str, Any], sizing: Any = None) -> list[str]:
     """Adstack sizing before the launch (and before this launch bumps any generation): build
-    the dependency snapshot; equal to the cached one -> a launch-cache hit, nothing else."""
+    the dependency snapshot; equal to the cached one -> a launch-cache hit, nothing else.
+    `sizing` is the LaunchSizing of the context buffer being launched (the handle's own by
+    default; a bound launch has its own buffer and so its own)."""
     plan = handle.compiled.sizing
     if plan is None or plan.constant:
         return []
     from .adstack import fingerprint
-    sizing = handle.sizing
+    sizing = sizing or handle.sizing
     env.update(lsz=sizing, lsz_last=sizing.last, lsz_hits=sizing.hits, Ndarray=Ndarray,
                fingerprint=fingerprint)
     for d in plan.deps:
@@ -410,6 +412,16 @@ class BoundLaunch:
         writes = c.lowered.writes
         self.array_bumps = [[_Gen()] for _ in writes.arrays]
         self._update_bumps()
+        self.sizing = None
+        self.cells = [[v] for v in self.values]   # the bound values the snapshot reads
+        plan = c.sizing
+        if plan is not None:   # grad kernels: registry ids, then capacities in our own buffer
+            register_tasks(self.buf, handle.program, c)
+            if plan.constant:
+                plan.size_launch(self.buf, self.addr, handle.program)
+            else:
+                from .adstack import LaunchSizing
+                self.sizing = LaunchSizing(plan, handle.program, handle.sizing_infos)
         type(self).__call__ = self._make_call()
 
     def __new__(cls, handle: LaunchHandle, values: list[Any]) -> "BoundLaunch":
@@ -421,6 +433,11 @@ class BoundLaunch:
                                "buf": self.buf, "dbuf": self.dbuf, "addr": self.addr,
                                "raise_fault": raise_fault, "c": c}
         lines = ["def __call__(self):", "    cnt[0] += 1"]
+        if self.sizing is not None:
+            for i, cell in enumerate(self.cells):
+                env[f"cell{i}"] = cell
+                lines.append(f"    a{i} = cell{i}[0]")
+            lines += sizing_lines(self.handle, env, self.sizing)
         for k, (slot, grad) in enumerate(c.lowered.writes.fields):
             env[f"f{k}"] = c.field_objs[slot].grad if grad else c.field_objs[slot]
             lines.append(f"    f{k}.gen += 1")
@@ -428,9 +445,16 @@ class BoundLaunch:
             env[f"w{k}"] = cell
             lines.append(f"    w{k}[0].gen += 1")
         lines += ["    entry(addr)", "    if buf[0]: raise_fault(buf, c)"]
+        if c.sizing is not None:
+            lines.append(f"    if buf[{abi.SLOT_OVERFLOW}]: self.overflow()")
         lines += return_lines(c.lowered.tasked.ret)
         exec(compile("\n".join(lines), f"<jitrt bound launch {c.name}>", "exec"), env)  # noqa: S102
         return env["__call__"]
+
+    def overflow(self) -> None:
+        from .adstack import raise_overflow
+        raise_overflow(self.buf, self.addr, self.handle.compiled.sizing,
+                       self.handle.sizing_infos, self.handle.program)
 
     def _pack(self, i: int) -> None:
         c = self.handle.compiled
@@ -466,3 +490,4 @@ class BoundLaunch:
         self.values = values
         self._pack(index)
         self._update_bumps()
+        self.cells[index][0] = value

@@ -36,6 +36,7 @@ class Program:
         self.heap = AdStackHeap()
         self.tape: Any = None          # the active jr.ad.Tape, if any
         self.spec_cache: dict[Any, tuple[tuple, int]] = {}   # max-reducer per-spec cache
+        self.sizing_states: list[Any] = []   # every LaunchSizing (handles, bound launches)
         self.current_results: Any = None                     # results map of the last miss
 
     @staticmethod
@@ -55,15 +56,15 @@ class Program:
         out = {k: 0 for k in STAT_NAMES}
         out.update(self.counters)
         out["launches"] += sum(h.launch_count[0] for h in self.handles)
-        out["launch_cache_hits"] += sum(h.sizing.hits[0] for h in self.handles if h.sizing)
+        out["launch_cache_hits"] += sum(s.hits[0] for s in self.sizing_states)
         return out
 
     def reset_stats(self) -> None:
         self.counters.clear()
         for h in self.handles:
             h.launch_count[0] = 0
-            if h.sizing:
-                h.sizing.hits[0] = 0
+        for state in self.sizing_states:
+            state.hits[0] = 0
 
 
 STAT_NAMES = ("compiles", "offline_cache_hits", "offline_cache_misses", "launches",
