@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
+import sys
 from collections.abc import Callable, Sequence
 
 EXIT_OK, EXIT_FAILED, EXIT_UNAVAILABLE = 0, 1, 2
@@ -132,3 +134,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:   # output piped into a reader that stopped early (`| head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
