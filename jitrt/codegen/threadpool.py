@@ -4,9 +4,12 @@ Stage: codegen (built once per process by `backends/cpu.py`). Functions:
 - `jitrt_parallel_for(pool, task, ctx, caps, n, cost)`: runs `task` over [0, n), where `cost`
   is the compile-time estimate of one iteration's work. Little work (n * cost <= grain), no
   workers, or a pool already busy with another launch: inline on the calling thread.
-  Otherwise it publishes a job and works on it too; workers claim chunks with compare-and-swap
-  on a ticket that holds (epoch << 32 | next chunk), so a late worker can never run a chunk of
-  a job it did not read.
+  Otherwise it publishes a job and works on it too. Workers claim chunks with compare-and-swap
+  on a ticket that holds (epoch << 32 | next chunk). Before writing a job's parameters the
+  caller *closes* the ticket (next chunk = 0xFFFFFFFF, nothing claimable) with an atomic
+  exchange; a worker reads the parameters between an acquire load of the ticket and its
+  compare-and-swap on that same value, so a successful claim proves the parameters it read
+  belong to the claimed job: a late worker never runs a chunk of a job it did not read.
 - `jitrt_worker(pool, tid)`: a worker's loop. It spins (x86 `pause`) for `spin_limit` polls
   after its last job, then polls every 200 us with `usleep`: no per-launch wake-up through the
   OS, and an idle process uses almost no CPU.
@@ -56,17 +59,18 @@ def _run_chunks(module: ir.Module) -> ir.Function:
     pool_arg, epoch, tid = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     p = _Pool(b, pool_arg)
-    task = b.inttoptr(p.load(POOL_FN), TASK_TYPE.as_pointer())
-    ctx = b.inttoptr(p.load(POOL_CTX), I64P)
-    caps = b.inttoptr(p.load(POOL_CAPS), I64P)
-    n, chunk, nchunks = p.load(POOL_N), p.load(POOL_CHUNK), p.load(POOL_NCHUNKS)
     loop = fn.append_basic_block("claim")
     done = fn.append_basic_block("done")
     b.branch(loop)
     b.position_at_end(loop)
     t = p.load(POOL_TICKET, "acquire")
-    same_epoch = b.icmp_unsigned("==", b.lshr(t, c64(32)), epoch)
     c = b.and_(t, c64(0xFFFFFFFF))
+    # parameters read after the acquire load and validated by the CAS on the same ticket value
+    task = b.inttoptr(p.load(POOL_FN), TASK_TYPE.as_pointer())
+    ctx = b.inttoptr(p.load(POOL_CTX), I64P)
+    caps = b.inttoptr(p.load(POOL_CAPS), I64P)
+    n, chunk, nchunks = p.load(POOL_N), p.load(POOL_CHUNK), p.load(POOL_NCHUNKS)
+    same_epoch = b.icmp_unsigned("==", b.lshr(t, c64(32)), epoch)
     claimable = b.and_(same_epoch, b.icmp_signed("<", c, nchunks))
     try_bb = fn.append_basic_block("try")
     b.cbranch(claimable, try_bb, done)
@@ -118,6 +122,10 @@ def _parallel_for(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir
     nchunks0 = b.select(b.icmp_signed("<", by_grain, cap), by_grain, cap)
     chunk = b.sdiv(b.add(n, b.sub(nchunks0, c64(1))), nchunks0)
     nchunks = b.sdiv(b.add(n, b.sub(chunk, c64(1))), chunk)
+    # close the ticket (same epoch, nothing claimable) before touching the parameters
+    old_ticket = p.load(POOL_TICKET)
+    closed = b.or_(b.and_(old_ticket, c64(-(1 << 32))), c64(0xFFFFFFFF))
+    b.atomic_rmw("xchg", p.ptr(POOL_TICKET), closed, "acq_rel")
     p.store(POOL_FN, b.ptrtoint(task, I64))
     p.store(POOL_CTX, b.ptrtoint(ctx, I64))
     p.store(POOL_CAPS, b.ptrtoint(caps, I64))
@@ -125,7 +133,7 @@ def _parallel_for(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir
     p.store(POOL_CHUNK, chunk)
     p.store(POOL_NCHUNKS, nchunks)
     p.store(POOL_DONE, c64(0))
-    epoch = b.add(b.lshr(p.load(POOL_TICKET), c64(32)), c64(1))
+    epoch = b.add(b.lshr(old_ticket, c64(32)), c64(1))
     epoch = b.and_(epoch, c64(0xFFFFFFFF))
     p.store(POOL_TICKET, b.shl(epoch, c64(32)), "release")
     b.call(run_chunks, [pool, epoch, c64(0)])

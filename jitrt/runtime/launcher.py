@@ -196,7 +196,7 @@ class LaunchHandle:
         elif plan is not None:
             from .adstack import LaunchSizing
             self.sizing = LaunchSizing(plan, program, self.sizing_infos)
-        self.last_arrays: list[list[Any]] = [[MISSING] for _ in compiled.params]
+        self.last_arrays: list[list[Any]] = [[MISSING, None] for _ in compiled.params]
         self.launcher = make_launcher(self)
 
     def overflow(self) -> None:
@@ -308,10 +308,17 @@ def make_launcher(handle: LaunchHandle) -> Any:
             env[f"dt{i}"] = p.dtype
             slot = c.layout.param_slots[i]
             need_grad = i in c.grad_params
-            lines += [f"    if a{i} is not last{i}[0]:",
+            env[f"shape{i}"] = [None]
+            env["Ndarray"] = Ndarray
+            # a plain numpy array can be resized or reshaped in place (its buffer moves), so
+            # its shape (which changes whenever the buffer does) and dtype are re-checked
+            lines += [f"    if a{i} is not last{i}[0] or (type(a{i}) is not Ndarray and "
+                      f"(a{i}.shape != shape{i}[0] or a{i}.dtype is not last{i}[1])):",
                       f"        if not pack_array(buf, {slot}, a{i}, dt{i}, {p.ndim}, {need_grad}):"
                       f" {slow}",
-                      f"        last{i}[0] = a{i}"]
+                      f"        last{i}[0] = a{i}",
+                      f"        if type(a{i}) is not Ndarray: shape{i}[0], last{i}[1] = "
+                      f"a{i}.shape, a{i}.dtype"]
     for i, p in enumerate(params):
         if p.kind == "template":
             value = handle_template_value(handle, i)
