@@ -45,3 +45,32 @@ def test_alternating_parallel_jobs_each_run_every_chunk_once():
         inc(big)
     assert (small.to_numpy() == rounds).all()
     assert (big.to_numpy() == rounds).all()
+
+
+def test_launches_from_several_threads_do_not_mix_arguments():
+    """The first launches (program creation, compilation) and the steady state, from four
+    threads at once: every launch writes its own array with its own scalar."""
+    import threading
+
+    jr.reset()
+
+    @jr.kernel
+    def fill(a: jr.types.ndarray(dtype=jr.f32, ndim=1), v: jr.f32):
+        for i in range(a.shape[0]):
+            a[i] = v
+
+    arrays = [jr.ndarray(jr.f32, (1000,)) for _ in range(4)]
+    wrong = []
+
+    def work(t: int) -> None:
+        for _ in range(200):
+            fill(arrays[t], float(t + 1))
+            if not (arrays[t].to_numpy() == t + 1).all():
+                wrong.append(t)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not wrong

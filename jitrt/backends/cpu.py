@@ -21,16 +21,18 @@ import xxhash
 from llvmlite import ir
 
 from ..codegen import threadpool
-from .llvm_setup import host_target_machine, init_llvm, optimize
+from .llvm_setup import LLVM_LOCK, host_target_machine, init_llvm, optimize
 
 
 def compile_object(module: ir.Module | str) -> bytes:
     init_llvm()
-    tm = host_target_machine()
-    mod = llvm.parse_assembly(str(module))
-    mod.verify()
-    optimize(mod, tm)
-    return tm.emit_object(mod)
+    text = str(module)
+    with LLVM_LOCK:
+        tm = host_target_machine()
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        optimize(mod, tm)
+        return tm.emit_object(mod)
 
 
 class CpuEngine:
@@ -40,7 +42,7 @@ class CpuEngine:
         init_llvm()
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), host_target_machine())
         self._loaded: dict[str, dict[str, int]] = {}
-        self._lock = threading.Lock()
+        self._lock = LLVM_LOCK
 
     def load(self, key: str, obj: bytes, names: list[str]) -> dict[str, int]:
         with self._lock:
@@ -62,9 +64,10 @@ _engine: CpuEngine | None = None
 
 def engine() -> CpuEngine:
     global _engine
-    if _engine is None:
-        _engine = CpuEngine()
-    return _engine
+    with LLVM_LOCK:
+        if _engine is None:
+            _engine = CpuEngine()
+        return _engine
 
 
 WORKER_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)

@@ -6,8 +6,14 @@ Stage: backend. Initialises llvmlite's targets once per process and builds the h
 from __future__ import annotations
 
 import functools
+import threading
 
 import llvmlite.binding as llvm
+
+# llvmlite parses into LLVM's global context and shares one target machine: every use of the
+# LLVM library (parse, optimise, emit, load) holds this lock, so kernels first launched from
+# several Python threads at once compile one after the other.
+LLVM_LOCK = threading.RLock()
 
 
 @functools.lru_cache(maxsize=None)

@@ -191,7 +191,9 @@ def lower_for_target(kernel: Any, params: tuple[n.Param, ...], template_values: 
     target = NVPTX if arch == "cuda" else AMDGPU
     module, _ = build_module(lowered.tasked, target, layout, "jk", ctx.local_types)
     triple, cpu_name = GPU_CPUS[arch]
-    mod = llvm.parse_assembly(str(module))
-    mod.verify()
-    tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu_name, opt=3)
-    return tm.emit_assembly(mod)
+    from ..backends.llvm_setup import LLVM_LOCK
+    with LLVM_LOCK:
+        mod = llvm.parse_assembly(str(module))
+        mod.verify()
+        tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu_name, opt=3)
+        return tm.emit_assembly(mod)

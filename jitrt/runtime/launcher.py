@@ -147,7 +147,8 @@ def template_key(kernel: Any, p: n.Param, v: Any) -> tuple[Any, str]:
 
 def dispatch(kernel: Any, args: tuple, kwargs: dict) -> Any:
     values = bind_args(kernel, args, kwargs)
-    handle = handle_for(kernel, values)
+    with program_mod.current().launch_lock:   # one thread builds a handle; others wait
+        handle = handle_for(kernel, values)
     tape = handle.program.tape
     if tape is not None:
         tape.record(kernel, values)   # stay on the slow path while recording
@@ -340,11 +341,22 @@ def make_launcher(handle: LaunchHandle) -> Any:
     if c.sizing is not None:
         lines.append(f"    if buf[{abi.SLOT_OVERFLOW}]: handle.overflow()")
     lines += return_lines(c.lowered.tasked.ret)
+    lines = lines[:2] + serialized(lines[2:], env, handle.program)
     source = "\n".join(lines)
     exec(compile(source, f"<jitrt launcher {c.name}>", "exec"), env)  # noqa: S102
     launch = env["launch"]
     launch.source = source
     return launch
+
+
+def serialized(body: list[str], env: dict[str, Any], program: Any) -> list[str]:
+    """Wrap a launcher body in the program's launch lock. A launch packs the handle's shared
+    context buffer and the adstack heap is per program, so launches from several Python
+    threads (the native call releases the GIL) run one at a time instead of mixing their
+    arguments. Reentrant: the slow path may call back into a launcher."""
+    env["acquire"], env["release"] = program.launch_lock.acquire, program.launch_lock.release
+    return ["    acquire()", "    try:"] + ["    " + line for line in body] + \
+        ["    finally:", "        release()"]
 
 
 def sizing_lines(handle: LaunchHandle, env: dict[str, Any], sizing: Any = None) -> list[str]:
@@ -455,6 +467,7 @@ class BoundLaunch:
         if c.sizing is not None:
             lines.append(f"    if buf[{abi.SLOT_OVERFLOW}]: self.overflow()")
         lines += return_lines(c.lowered.tasked.ret)
+        lines = lines[:1] + serialized(lines[1:], env, self.handle.program)
         exec(compile("\n".join(lines), f"<jitrt bound launch {c.name}>", "exec"), env)  # noqa: S102
         return env["__call__"]
 

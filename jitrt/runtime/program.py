@@ -7,6 +7,7 @@ live in the launch handles (a list cell each) and are summed on demand.
 """
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any
 
@@ -29,6 +30,7 @@ class Program:
         from ..backends.cpu import worker_pool
         self.pool = worker_pool(cfg.num_threads, cfg.parallel_grain, self.cache_store)
         self.counters: Counter[str] = Counter()
+        self.launch_lock = threading.RLock()   # launches from several threads run in turn
         self.handles: list[Any] = []   # every LaunchHandle built by this program
         from .adstack import AdStackHeap
         from .registry import Registry
@@ -72,9 +74,15 @@ STAT_NAMES = ("compiles", "offline_cache_hits", "offline_cache_misses", "launche
               "max_reducer_dispatches", "h2d_skipped")
 
 _current: Program | None = None
+_init_lock = threading.RLock()   # the first launches may come from several threads at once
 
 
 def init(arch: Any = None, **options: Any) -> Program:
+    with _init_lock:
+        return _init(arch, **options)
+
+
+def _init(arch: Any = None, **options: Any) -> Program:
     global _current
     from ..frontend.decorators import all_kernels
     if arch is not None:
@@ -90,9 +98,11 @@ def init(arch: Any = None, **options: Any) -> Program:
 
 
 def current() -> Program:
-    if _current is None:
-        return init()
-    return _current
+    program = _current
+    if program is None:
+        with _init_lock:
+            return _current if _current is not None else _init()
+    return program
 
 
 def reset() -> None:
