@@ -103,7 +103,7 @@ def sizing_probe(kernel: Any) -> tuple[Callable, Callable, Any]:
     arguments, an empty function of the same signature, and the handle's sizing state."""
     handle = handle_of(kernel)
     source = handle.launcher.source.split("\n")
-    body = [line for line in source if line.startswith("    snap = ")
+    body = ["    " + line.strip() for line in source if line.strip().startswith("snap = ")
             or "lsz_last[0]" in line or "lsz_hits[0]" in line]
     if len(body) != 3:
         raise RuntimeError("unexpected launcher layout:\n" + handle.launcher.source)
