@@ -598,10 +598,6 @@ def test_serialized_outer_loop_carries_a_kernel_scope_local(rng):
     assert info.max_reducer_specs == () and "$n" in sizeexpr.text(info.size_exprs[0])
 
 
-@pytest.mark.xfail(strict=True, reason="limitation (docs/adstack.md): a float kernel-scope "
-                   "local captured by a parallel loop is a constant to the adjoint: each task "
-                   "keeps adj$<name> in its own registers, the serial task's reverse sees 0 and "
-                   "w.grad stays 0 silently; needs a shared per-launch adjoint slot")
 def test_gradient_through_serial_kernel_scope_float_local(rng):
     x, loss = scalar_fields()
     w = jr.field(jr.f64, shape=(), needs_grad=True)

@@ -39,6 +39,8 @@ class TaskAd:
     stack_vars: dict[str, n.AdStack] = field(default_factory=dict)
     plain_vars: set[str] = field(default_factory=set)
     counter: int = 0
+    scope_adjoints: dict[str, int] = field(default_factory=dict)  # kernel-scope float -> slot
+    scratch: n.FieldRef | None = None    # where kernel-scope adjoints meet across tasks
 
     def fresh(self, base: str, dt: DataType) -> str:
         self.counter += 1
@@ -149,6 +151,8 @@ def backprop(e: n.Expr, g: n.Expr, st: TaskAd, out: list[n.Stmt]) -> None:
             st.local_types[adj] = e.dtype
             acc = n.Local(adj, e.dtype, e.loc)
             out.append(n.Assign(adj, n.Binary("+", acc, g, e.dtype, e.loc), e.loc))
+        elif e.name in st.scope_adjoints and st.scratch is not None:
+            out.append(scope_accumulate(st, e.name, g, e.loc))
         return
     if isinstance(e, n.Load):
         if st.has_grad(e.ref):
@@ -164,6 +168,26 @@ def backprop(e: n.Expr, g: n.Expr, st: TaskAd, out: list[n.Stmt]) -> None:
         g = n.Local(tmp, g.dtype, e.loc)
     for operand, adj in rule(e, g, Build(e.loc)):
         backprop(operand, adj, st, out)
+
+
+def scope_slot(st: TaskAd, name: str, loc: n.Loc) -> tuple[n.FieldRef, tuple[n.Expr, ...]]:
+    assert st.scratch is not None
+    return st.scratch, (n.Const(st.scope_adjoints[name], dtypes.i32, loc),)
+
+
+def scope_accumulate(st: TaskAd, name: str, g: n.Expr, loc: n.Loc) -> n.Stmt:
+    """The adjoint of a kernel-scope float read by this task (computed by another task) goes
+    to the kernel's scratch field, where the defining task picks it up."""
+    ref, idx = scope_slot(st, name, loc)
+    value = g if g.dtype == ref.dtype else n.Cast(g, ref.dtype, loc)
+    return n.Eval(n.Atomic("add", ref, idx, value, ref.dtype, loc), loc)
+
+
+def scope_seed(st: TaskAd, name: str, dt: DataType, loc: n.Loc) -> n.Expr:
+    """What later tasks accumulated for a kernel-scope float this task defines."""
+    ref, idx = scope_slot(st, name, loc)
+    load: n.Expr = n.Load(ref, idx, ref.dtype, loc)
+    return load if dt == ref.dtype else n.Cast(load, dt, loc)
 
 
 def reverse(body: n.Body, st: TaskAd) -> n.Body:
@@ -220,19 +244,26 @@ class AdjointTask:
     primal_index: int = -1     # index of the primal task it differentiates
 
 
-def adjoint_task(task: n.Task, local_types: dict[str, DataType],
-                 has_grad: Callable[[n.Ref], bool]) -> AdjointTask:
-    st = TaskAd(local_types, has_grad)
+def adjoint_task(task: n.Task, st: TaskAd) -> AdjointTask:
+    local_types, loc = st.local_types, task.loc
     body = normalize(task.body, st)
     classify(body, st)
-    inits = tuple(n.StackInit(stack, n.Local(name, stack.dtype, task.loc), task.loc)
+    inits = tuple(n.StackInit(stack, n.Local(name, stack.dtype, loc), loc)
                   for name, stack in st.stack_vars.items())
     fwd = forward(body, st)
     rev = reverse(body, st)
-    adj_init = tuple(n.Assign("adj$" + name, n.Const(0.0, local_types[name], task.loc), task.loc)
-                     for name in sorted(st.plain_vars) if local_types[name].is_float and
-                     "adj$" + name in local_types)
-    new_body = inits + fwd + adj_init + rev
+    adj_init: list[n.Stmt] = []
+    for name in sorted(st.plain_vars):
+        dt = local_types[name]
+        if dt.is_float and ("adj$" + name in local_types or name in st.scope_adjoints):
+            local_types["adj$" + name] = dt
+            seed = scope_seed(st, name, dt, loc) if name in st.scope_adjoints else \
+                n.Const(0.0, dt, loc)
+            adj_init.append(n.Assign("adj$" + name, seed, loc))
+    for name, stack in st.stack_vars.items():
+        if stack.dtype.is_float and name in st.scope_adjoints:
+            adj_init.append(n.StackAccAdj(stack, scope_seed(st, name, stack.dtype, loc), loc))
+    new_body = inits + fwd + tuple(adj_init) + rev
     stacks = tuple(st.stack_vars.values())
     return AdjointTask(replace(task, body=new_body, stacks=stacks), body, dict(st.stack_vars))
 
@@ -270,11 +301,49 @@ def reads_kernel_scope(task: n.Task, kernel_scope: set[str]) -> bool:
                for e in exprs)
 
 
+def local_reads(task: n.Task) -> set[str]:
+    exprs = list(all_exprs(task.body))
+    for e in task.begins + task.ends:
+        exprs += list(walk_expr(e))
+    return {e.name for e in exprs if isinstance(e, n.Local)}
+
+
+def scope_adjoint_slots(kernel: n.TaskedKernel, local_types: dict[str, DataType]
+                        ) -> dict[str, int]:
+    """Kernel-scope float locals that one task defines and a later task reads: their adjoints
+    must cross task boundaries (each task runs in its own function, on its own threads)."""
+    slots: dict[str, int] = {}
+    defined: set[str] = set()
+    for task in kernel.tasks:
+        for name in sorted(local_reads(task) - assigned_names(task.body)):
+            if name in defined and local_types[name].is_float:
+                slots.setdefault(name, len(slots))
+        if task.kind == "serial":
+            defined |= assigned_names(task.body)
+    return slots
+
+
 def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
                   has_grad: Callable[[n.Ref], bool]) -> tuple[n.TaskedKernel, list[AdjointTask]]:
-    """The grad kernel. Returns it with, per grad task index, its AdjointTask (or None)."""
+    """The grad kernel. Returns it with, per grad task index, its AdjointTask (or None).
+
+    A kernel-scope float defined in serial code and read by later tasks gets a slot in a
+    hidden f64 field appended to the field table (`$scope_adjoints`, zeroed by a first serial
+    task): readers add their adjoint there atomically; the defining task seeds its own adjoint
+    of that local from it."""
     tasks: list[n.Task] = []
     infos: list[AdjointTask | None] = []
+    fields = kernel.fields
+    slots = scope_adjoint_slots(kernel, local_types)
+    scratch = None
+    if slots:
+        scratch = n.FieldRef(len(fields), "$scope_adjoints", dtypes.f64, (len(slots),))
+        fields = fields + (scratch,)
+        zero = tuple(n.Store(scratch, (n.Const(k, dtypes.i32),), n.Const(0.0, dtypes.f64))
+                     for k in range(len(slots)))
+        tasks.append(n.Task("serial", zero))
+        infos.append(None)
+    counter = 0
     for k in reversed(range(len(kernel.tasks))):
         task = kernel.tasks[k]
         prefix = kernel.tasks[:k]
@@ -287,8 +356,11 @@ def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
                     if replay:
                         tasks.append(n.Task("serial", replay, loc=t.loc))
                         infos.append(None)
-        adj = replace(adjoint_task(task, local_types, has_grad), primal_index=k)
+        st = TaskAd(local_types, has_grad, counter=counter, scope_adjoints=slots,
+                    scratch=scratch)
+        adj = replace(adjoint_task(task, st), primal_index=k)
+        counter = st.counter   # fresh names stay unique across tasks (they share the entry)
         tasks.append(adj.task)
         infos.append(adj)
-    grad = n.TaskedKernel(kernel.name, kernel.params, kernel.fields, tuple(tasks), None)
+    grad = n.TaskedKernel(kernel.name, kernel.params, fields, tuple(tasks), None)
     return grad, infos

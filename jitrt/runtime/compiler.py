@@ -115,7 +115,7 @@ def build_artifact(kernel: Any, params: tuple[n.Param, ...], name: str, ctx: Com
     """Passes, codegen and LLVM: everything the offline cache lets a warm start skip."""
     def has_grad(ref: n.Ref) -> bool:
         if isinstance(ref, n.FieldRef):
-            return ctx.field_objs[ref.slot].grad is not None
+            return ref.slot < len(ctx.field_objs) and ctx.field_objs[ref.slot].grad is not None
         return params[ref.arg].needs_grad
 
     lowered = run_pipeline(kir, ctx.local_types, grad=kernel.adjoint, has_grad=has_grad,
@@ -131,8 +131,9 @@ def build_artifact(kernel: Any, params: tuple[n.Param, ...], name: str, ctx: Com
         symbols.append(f"{prefix}_required")
     refs = used_refs(lowered.tasked)
     grad_params = frozenset(r.arg for r in refs if isinstance(r, n.ArrayRef) and r.grad)
+    all_fields = with_hidden_fields(lowered.tasked.fields, tuple(ctx.field_objs))
     for r in refs:
-        if isinstance(r, n.FieldRef) and r.grad and ctx.field_objs[r.slot].grad is None:
+        if isinstance(r, n.FieldRef) and r.grad and all_fields[r.slot].grad is None:
             raise kernel.source().error(None, f"kernel {name} uses the gradient of field "
                                         f"'{r.name}', which was created without needs_grad=True")
     rids = tuple((t, fnv1a64_fold32(name, t)) for t, _, _ in layout.task_slots)
@@ -140,8 +141,18 @@ def build_artifact(kernel: Any, params: tuple[n.Param, ...], name: str, ctx: Com
                     tuple(symbols), tuple(specs), rids, obj)
 
 
+def with_hidden_fields(refs: tuple[n.FieldRef, ...], field_objs: tuple[Any, ...]
+                       ) -> tuple[Any, ...]:
+    """Fields the passes appended to the table (grad kernels: `$scope_adjoints`) get their
+    own storage, private to this compiled kernel."""
+    from .data import Field
+    extra = tuple(Field(r.dtype, r.shape, False, r.name, "field") for r in refs[len(field_objs):])
+    return tuple(field_objs) + extra
+
+
 def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: Any) -> CompiledKernel:
     """Load an artifact's object code into the process and bind its sizing functions."""
+    field_objs = with_hidden_fields(a.lowered.tasked.fields, field_objs)
     addrs = cpu.engine().load(a.prefix, a.obj, list(a.symbols))
     plan = None
     if a.lowered.stacks:
