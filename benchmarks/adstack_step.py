@@ -1,4 +1,4 @@
-"""One autodiff step with a data-dependent inner loop, against the same kernel with a constant bound.
+"""One autodiff step with a data-dependent inner loop, against a constant bound.
 
     python benchmarks/adstack_step.py [--n 1024] [--repeats 5] [--steps 2000]
 
@@ -6,9 +6,10 @@ Step = zero loss and grads, forward launch, seed loss.grad, grad launch, for
     v = x[i]; for _ in range(count): v = sin(v) * 1.1 + 0.1; loss += v
 with count = n[i] in 1..8 (data-dependent, adstacks sized per launch by max-reducers), with
 count = n[i] = 8 (the same machinery doing the constant kernel's work: the cost of data-dependent
-sizing on launch-cache hits) and count = 8 (constant, sized at compile time). Prints microseconds per step (median of repeats)
-and checks both gradients against the analytic derivative. Also prints the sizing service's
-own cost per grad launch on a launch-cache hit: the snapshot-and-compare lines of the
+sizing on launch-cache hits) and count = 8 (constant, sized at compile time). Prints
+microseconds per step (median of repeats) and checks both gradients against the analytic
+derivative. Also prints the sizing service's own cost per grad launch on a launch-cache hit:
+the snapshot-and-compare lines of the
 generated launcher timed in isolation (see max_reducer_cache.py, which does the timing).
 """
 from __future__ import annotations

@@ -15,7 +15,7 @@ The pipeline: frontend (AST -> IR) -> passes (pipeline.py) -> codegen (LLVM IR) 
 from __future__ import annotations
 
 from . import ad, debug, types
-from ._version import __version__
+from ._version import __version__ as __version__
 from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .errors import (AdStackOverflowError, BackendUnavailableError, JitrtError, KernelArgError,
                      KernelCompileError, KernelRuntimeError, OfflineCacheError)
@@ -30,7 +30,6 @@ from .types import template
 # that jr.init() and the first launch pay only for their own work.
 from .cache import store as _store  # noqa: E402,F401
 from .runtime import launcher as _launcher  # noqa: E402,F401
-
 
 
 class _Arch(str):
@@ -48,6 +47,7 @@ __all__ = ["ad", "AdStackOverflowError", "BackendUnavailableError", "Field", "Ji
            "KernelArgError", "KernelCompileError", "KernelRuntimeError", "Ndarray",
            "OfflineCacheError", "amdgpu", "atomic_add", "atomic_max", "atomic_min", "atomic_sub",
            "cast", "ceil", "cos", "cpu", "cuda", "debug", "exp", "f32", "f64", "field", "floor",
-           "func", "gpu", "i16", "i32", "i64", "i8", "init", "kernel", "log", "loop_config", "ndarray",
+           "func", "gpu", "i16", "i32", "i64", "i8", "init", "kernel", "log", "loop_config",
+           "ndarray",
            "ndrange", "pow", "reset", "sin", "sqrt", "static", "sync", "tan", "tanh", "template",
            "types", "u16", "u32", "u64", "u8"]

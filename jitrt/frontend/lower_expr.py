@@ -15,7 +15,6 @@ from typing import Any
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
-from . import builtins as bi
 from .context import CompileContext, LocalVar, PyValue, Scope, literal_dtype
 from .source import SourceInfo
 
@@ -60,7 +59,8 @@ class ExprLowering:
     def const(self, value: Any, node: ast.AST, dtype: DataType | None = None) -> n.Const:
         dt = dtype or literal_dtype(value, self.ctx)
         if dt is None:
-            raise self.err(node, f"{type(value).__name__} value {value!r} cannot be used in a kernel")
+            raise self.err(node, f"{type(value).__name__} value {value!r} cannot be used in a "
+                           "kernel")
         value = float(value) if dt.is_float else int(value)
         return n.Const(value, dt, self.loc(node))
 
