@@ -120,18 +120,23 @@ def sub(e: n.Expr, st: TaskAd) -> n.Expr:
 # ---- forward sweep --------------------------------------------------------------------------
 
 def forward(body: n.Body, st: TaskAd) -> n.Body:
+    """The forward sweep: locals keep their values in registers (reads stay `Local`), and
+    every assignment of a stack local also pushes the new value for the reverse sweep. Only
+    atomics used as values become loads (the primal kernel already performed them)."""
     out: list[n.Stmt] = []
     for s in body:
         if isinstance(s, n.Assign):
-            value = sub(s.value, st)
+            value = strip_atomic(s.value)
+            out.append(n.Assign(s.name, value, s.loc))
             if s.name in st.stack_vars:
-                out.append(n.StackPush(st.stack_vars[s.name], value, s.loc))
-            else:
-                out.append(n.Assign(s.name, value, s.loc))
+                stack = st.stack_vars[s.name]
+                out.append(n.StackPush(stack, n.Local(s.name, stack.dtype, s.loc), s.loc))
         elif isinstance(s, n.If):
-            out.append(n.If(sub(s.cond, st), forward(s.body, st), forward(s.orelse, st), s.loc))
+            out.append(n.If(strip_atomic(s.cond), forward(s.body, st), forward(s.orelse, st),
+                            s.loc))
         elif isinstance(s, n.For):
-            out.append(n.For(s.var, sub(s.begin, st), sub(s.end, st), forward(s.body, st), s.loc))
+            out.append(n.For(s.var, strip_atomic(s.begin), strip_atomic(s.end),
+                             forward(s.body, st), s.loc))
         # stores, atomics and other side effects belong to the primal kernel: not replayed
     return tuple(out)
 
@@ -285,9 +290,15 @@ def strip_writes(body: n.Body) -> n.Body:
 
 
 def strip_atomic(e: n.Expr) -> n.Expr:
+    """`e` with atomics used as values replaced by loads of their target."""
     if isinstance(e, n.Atomic):
-        return n.Load(e.ref, e.indices, e.dtype, e.loc)
-    changes = {k: strip_atomic(v) for k, v in vars(e).items() if isinstance(v, n.Expr)}
+        return n.Load(e.ref, tuple(strip_atomic(i) for i in e.indices), e.dtype, e.loc)
+    changes: dict = {}
+    for k, v in vars(e).items():
+        if isinstance(v, n.Expr):
+            changes[k] = strip_atomic(v)
+        elif isinstance(v, tuple) and v and isinstance(v[0], n.Expr):
+            changes[k] = tuple(strip_atomic(x) for x in v)
     return replace(e, **changes) if changes else e
 
 
