@@ -28,7 +28,8 @@ def main() -> None:
     subprocess.run([sys.executable, str(HERE / "program.py"), str(current)], check=True,
                    env={"PYTHONPATH": str(ROOT), "PATH": ""})
     meta = {"compiler_hash": keys.compiler_hash(), "jitrt_version": __version__,
-            "host_target": keys.host_target(), "format_version": store.FORMAT_VERSION}
+            "host_target": keys.host_target(), "llvm_versions": keys.llvm_versions(),
+            "format_version": store.FORMAT_VERSION}
     (current / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     old.mkdir()
     for path in current.glob("*.jkc"):
