@@ -90,7 +90,7 @@ def _run_chunks(module: ir.Module) -> ir.Function:
     return fn
 
 
-def _parallel_for(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir.Function:
+def _parallel_for(module: ir.Module, triple: str) -> ir.Function:
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P, TASK_TYPE.as_pointer(), I64P,
                                                              I64P, I64, I64]), "jitrt_parallel_for")
     pool_raw, task, ctx, caps, n, cost = fn.args
@@ -115,6 +115,22 @@ def _parallel_for(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir
     b.branch(exit_bb)
 
     b.position_at_end(par_bb)
+    nchunks = _publish(b, p, task, ctx, caps, n, work, grain, nworkers)
+    unlock_bb = fn.append_basic_block("unlock")
+    _wait_done(module, fn, b, p, nchunks, unlock_bb, triple)
+    b.position_at_end(unlock_bb)
+    p.store(POOL_BUSY, c64(0), "release")
+    b.branch(exit_bb)
+    b.position_at_end(exit_bb)
+    b.ret_void()
+    return fn
+
+
+def _publish(b: ir.IRBuilder, p: _Pool, task: ir.Value, ctx: ir.Value, caps: ir.Value,
+             n: ir.Value, work: ir.Value, grain: ir.Value, nworkers: ir.Value) -> ir.Value:
+    """Split [0, n) into chunks (by estimated work, at most 4 per thread), close the ticket,
+    write the job, open the ticket at the next epoch and work on the job too. Returns the
+    chunk count."""
     nthreads = b.add(nworkers, c64(1))
     by_grain = b.sdiv(b.add(work, b.sub(grain, c64(1))), grain)
     cap = b.mul(nthreads, c64(4))
@@ -133,24 +149,30 @@ def _parallel_for(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir
     p.store(POOL_CHUNK, chunk)
     p.store(POOL_NCHUNKS, nchunks)
     p.store(POOL_DONE, c64(0))
-    epoch = b.add(b.lshr(old_ticket, c64(32)), c64(1))
-    epoch = b.and_(epoch, c64(0xFFFFFFFF))
+    epoch = b.and_(b.add(b.lshr(old_ticket, c64(32)), c64(1)), c64(0xFFFFFFFF))
     p.store(POOL_TICKET, b.shl(epoch, c64(32)), "release")
-    b.call(run_chunks, [pool, epoch, c64(0)])
-    wait_bb, spin_bb, unlock_bb = (fn.append_basic_block(x) for x in ("wait", "spin", "unlock"))
+    run_chunks = b.module.globals["jitrt_run_chunks"]
+    b.call(run_chunks, [p.pool, epoch, c64(0)])
+    return nchunks
+
+
+def _wait_done(module: ir.Module, fn: ir.Function, b: ir.IRBuilder, p: _Pool,
+               nchunks: ir.Value, done_bb: ir.Block, triple: str) -> None:
+    """Wait until every chunk is done: spin, and after 2,000 polls yield the core (a worker
+    holding a chunk may have been descheduled on a busy machine)."""
+    wait_bb, spin_bb = fn.append_basic_block("wait"), fn.append_basic_block("spin")
     yield_bb, pause_bb = fn.append_basic_block("yield"), fn.append_basic_block("pause")
-    sched_yield = ir.Function(module, ir.FunctionType(I32, []), "sched_yield")
+    sched_yield = module.globals.get("sched_yield") or ir.Function(
+        module, ir.FunctionType(I32, []), "sched_yield")
     spins = b.alloca(I64)
     b.store(c64(0), spins)
     b.branch(wait_bb)
     b.position_at_end(wait_bb)
     finished = b.icmp_signed(">=", p.load(POOL_DONE, "acquire"), nchunks)
-    b.cbranch(finished, unlock_bb, spin_bb)
+    b.cbranch(finished, done_bb, spin_bb)
     b.position_at_end(spin_bb)
     count = b.add(b.load(spins), c64(1))
     b.store(count, spins)
-    # a worker holding a chunk may have been descheduled on a busy machine: after a while,
-    # give the core away instead of spinning against it
     b.cbranch(b.icmp_signed(">", count, c64(2000)), yield_bb, pause_bb)
     b.position_at_end(yield_bb)
     b.call(sched_yield, [])
@@ -158,12 +180,6 @@ def _parallel_for(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir
     b.position_at_end(pause_bb)
     _pause(module, b, triple)
     b.branch(wait_bb)
-    b.position_at_end(unlock_bb)
-    p.store(POOL_BUSY, c64(0), "release")
-    b.branch(exit_bb)
-    b.position_at_end(exit_bb)
-    b.ret_void()
-    return fn
 
 
 def _worker(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir.Function:
@@ -209,6 +225,6 @@ def build_runtime_module(triple: str, data_layout: str) -> ir.Module:
     module = ir.Module(name="jitrt_runtime")
     module.triple, module.data_layout = triple, data_layout
     run_chunks = _run_chunks(module)
-    _parallel_for(module, run_chunks, triple)
+    _parallel_for(module, triple)
     _worker(module, run_chunks, triple)
     return module

@@ -280,73 +280,88 @@ def raise_fault(buf: Any, compiled: CompiledKernel) -> None:
 def make_launcher(handle: LaunchHandle) -> Any:
     """Generate the handle's fast launcher: straight-line Python specialised to its params."""
     c = handle.compiled
-    params = c.params
-    argnames = [f"a{i}" for i in range(len(params))]
+    argnames = [f"a{i}" for i in range(len(c.params))]
     env: dict[str, Any] = {"buf": handle.buf, "dbuf": handle.dbuf, "addr": handle.addr,
                            "entry": handle.entry, "cnt": handle.launch_count, "MISSING": MISSING,
-                           "handle": handle, "dispatch": dispatch, "pack_array": pack_array}
+                           "handle": handle, "dispatch": dispatch, "pack_array": pack_array,
+                           "Ndarray": Ndarray}
     all_args = "(" + "".join(a + ", " for a in argnames) + ")"
     slow = f"return dispatch(self, {all_args} + extra, kw)"
     sig = "".join(f"{a}=MISSING, " for a in argnames)
     # positional-only: a keyword argument always goes to `kw`, never to a slot by its a<i> name
-    lines = [f"def launch(self, {sig}/, *extra, **kw):",
-             f"    if extra or kw: {slow}"]
-    scalars = [i for i, p in enumerate(params) if p.kind == "scalar"]
-    if scalars:
-        lines.append("    try:")
-        for i in scalars:
-            p, slot = params[i], c.layout.param_slots[i]
-            if p.dtype.is_float:
-                lines.append(f"        dbuf[{slot}] = a{i}")
-            else:
-                lo, hi = INT_RANGE[p.dtype]
-                lines.append(f"        buf[{slot}] = a{i}")  # ctypes wraps silently: check
-                lines.append(f"        if not {lo} <= a{i} <= {hi}: raise TypeError")
-        lines += ["    except (TypeError, OverflowError):", f"        {slow}"]
-    for i, p in enumerate(params):
-        if p.kind == "ndarray":
-            env[f"last{i}"] = handle.last_arrays[i]
-            env[f"dt{i}"] = p.dtype
-            slot = c.layout.param_slots[i]
-            need_grad = i in c.grad_params
-            env[f"shape{i}"] = [None]
-            env["Ndarray"] = Ndarray
-            # a plain numpy array can be resized or reshaped in place (its buffer moves), so
-            # its shape (which changes whenever the buffer does) and dtype are re-checked
-            lines += [f"    if a{i} is not last{i}[0] or (type(a{i}) is not Ndarray and "
-                      f"(a{i}.shape != shape{i}[0] or a{i}.dtype is not last{i}[1])):",
-                      f"        if not pack_array(buf, {slot}, a{i}, dt{i}, {p.ndim}, {need_grad}):"
-                      f" {slow}",
-                      f"        last{i}[0] = a{i}",
-                      f"        if type(a{i}) is not Ndarray: shape{i}[0], last{i}[1] = "
-                      f"a{i}.shape, a{i}.dtype"]
-    for i, p in enumerate(params):
+    head = [f"def launch(self, {sig}/, *extra, **kw):", f"    if extra or kw: {slow}"]
+    body = (scalar_lines(c, slow) + array_lines(handle, env, slow)
+            + template_lines(handle, env, slow) + ["    cnt[0] += 1"]
+            + sizing_lines(handle, env) + bump_lines(c, env)
+            + ["    entry(addr)", "    if buf[0]: handle.fault()"])
+    if c.sizing is not None:
+        body.append(f"    if buf[{abi.SLOT_OVERFLOW}]: handle.overflow()")
+    body += return_lines(c.lowered.tasked.ret)
+    source = "\n".join(head + serialized(body, env, handle.program))
+    exec(compile(source, f"<jitrt launcher {c.name}>", "exec"), env)  # noqa: S102
+    launch = env["launch"]
+    launch.source = source
+    return launch
+
+
+def scalar_lines(c: CompiledKernel, slow: str) -> list[str]:
+    """Scalars go straight into their slots; ctypes rejects a wrong type, ranges are checked."""
+    scalars = [i for i, p in enumerate(c.params) if p.kind == "scalar"]
+    if not scalars:
+        return []
+    lines = ["    try:"]
+    for i in scalars:
+        p, slot = c.params[i], c.layout.param_slots[i]
+        if p.dtype.is_float:
+            lines.append(f"        dbuf[{slot}] = a{i}")
+        else:
+            lo, hi = INT_RANGE[p.dtype]
+            lines.append(f"        buf[{slot}] = a{i}")  # ctypes wraps silently: check
+            lines.append(f"        if not {lo} <= a{i} <= {hi}: raise TypeError")
+    return lines + ["    except (TypeError, OverflowError):", f"        {slow}"]
+
+
+def array_lines(handle: LaunchHandle, env: dict[str, Any], slow: str) -> list[str]:
+    """An array identical to the last one is not repacked. A plain numpy array can be resized
+    or reshaped in place (its buffer moves), so its shape and dtype are re-checked."""
+    c, lines = handle.compiled, []
+    for i, p in enumerate(c.params):
+        if p.kind != "ndarray":
+            continue
+        env[f"last{i}"], env[f"dt{i}"], env[f"shape{i}"] = handle.last_arrays[i], p.dtype, [None]
+        slot, need_grad = c.layout.param_slots[i], i in c.grad_params
+        lines += [f"    if a{i} is not last{i}[0] or (type(a{i}) is not Ndarray and "
+                  f"(a{i}.shape != shape{i}[0] or a{i}.dtype is not last{i}[1])):",
+                  f"        if not pack_array(buf, {slot}, a{i}, dt{i}, {p.ndim}, {need_grad}):"
+                  f" {slow}",
+                  f"        last{i}[0] = a{i}",
+                  f"        if type(a{i}) is not Ndarray: shape{i}[0], last{i}[1] = "
+                  f"a{i}.shape, a{i}.dtype"]
+    return lines
+
+
+def template_lines(handle: LaunchHandle, env: dict[str, Any], slow: str) -> list[str]:
+    lines = []
+    for i, p in enumerate(handle.compiled.params):
         if p.kind == "template":
             value = handle_template_value(handle, i)
             env[f"t{i}"], env[f"tt{i}"] = value, type(value)
             lines.append(f"    if a{i} is not t{i} and (type(a{i}) is not tt{i} or a{i} != t{i}):"
                          f" {slow}")
-    lines.append("    cnt[0] += 1")
-    lines += sizing_lines(handle, env)
-    writes = c.lowered.writes
-    for slot, grad in writes.fields:
+    return lines
+
+
+def bump_lines(c: CompiledKernel, env: dict[str, Any]) -> list[str]:
+    """Generation bumps of the write set (after sizing, which observes the old generations)."""
+    lines = []
+    for slot, grad in c.lowered.writes.fields:
         fld = c.field_objs[slot]
         env[f"wf{slot}{int(grad)}"] = fld.grad if grad else fld
         lines.append(f"    wf{slot}{int(grad)}.gen += 1")
-    for arg, grad in writes.arrays:
+    for arg, grad in c.lowered.writes.arrays:
         target = f"a{arg}.grad" if grad else f"a{arg}"
         lines.append(f"    if type(a{arg}) is Ndarray: {target}.gen += 1")
-        env["Ndarray"] = Ndarray
-    lines += ["    entry(addr)", "    if buf[0]: handle.fault()"]
-    if c.sizing is not None:
-        lines.append(f"    if buf[{abi.SLOT_OVERFLOW}]: handle.overflow()")
-    lines += return_lines(c.lowered.tasked.ret)
-    lines = lines[:2] + serialized(lines[2:], env, handle.program)
-    source = "\n".join(lines)
-    exec(compile(source, f"<jitrt launcher {c.name}>", "exec"), env)  # noqa: S102
-    launch = env["launch"]
-    launch.source = source
-    return launch
+    return lines
 
 
 def serialized(body: list[str], env: dict[str, Any], program: Any) -> list[str]:
