@@ -178,7 +178,9 @@ class ExprLowering:
         """The ref and index expressions of `x[i, j]` where x is a field or an ndarray."""
         base = self.expr(node.value) if base is None else base
         if isinstance(base, PyValue) and is_field(base.obj):
-            ref: n.Ref = self.ctx.field_ref(base.obj, base.obj.name)
+            # an unnamed field is named as the kernel's source does (`x`, `x.grad`) in errors
+            name = base.obj.name if base.obj.named else ast.unparse(node.value)
+            ref: n.Ref = self.ctx.field_ref(base.obj, name)
         elif isinstance(base, n.ArrayRef):
             ref = base
         else:

@@ -45,7 +45,7 @@ class _Buffer:
     """What Field and Ndarray share: the numpy buffer, host access and the generation."""
 
     __slots__ = ("_data", "dtype", "shape", "gen", "ptr", "alloc_id", "grad", "name",
-                 "__weakref__")
+                 "named", "__weakref__")
 
     def __init__(self, dtype: Any, shape: Any, needs_grad: bool, name: str | None,
                  kind: str) -> None:
@@ -56,11 +56,13 @@ class _Buffer:
         self.gen = 0
         self.alloc_id = next(_alloc_ids)
         self.name = name or f"{kind}{self.alloc_id}"
+        self.named = name is not None   # else errors use the kernel's source name
         self.grad: Any = None
         if needs_grad:
             if not self.dtype.is_float:
                 raise TypeError(f"needs_grad=True needs a float dtype, got {self.dtype!r}")
             self.grad = type(self)(self.dtype, self.shape, False, self.name + ".grad", kind)
+            self.grad.named = self.named
             if kind == "field":
                 _grad_fields.add(self)
 
