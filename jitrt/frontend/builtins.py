@@ -64,6 +64,9 @@ PYTHON_EQUIVALENTS: dict[Any, Builtin] = {
     math.log: MATH["log"], math.sqrt: MATH["sqrt"], math.tanh: MATH["tanh"],
     math.floor: MATH["floor"], math.ceil: MATH["ceil"], math.pow: pow_,
 }
+# numpy's ufuncs of the same meaning (kernels often start life as numpy code)
+PYTHON_EQUIVALENTS.update({getattr(np, name): MATH[name] for name in MATH})
+PYTHON_EQUIVALENTS[np.power] = pow_
 PY_ABS, PY_MIN, PY_MAX, PY_INT, PY_FLOAT, PY_RANGE, PY_LEN = (
     builtins.abs, builtins.min, builtins.max, builtins.int, builtins.float, builtins.range,
     builtins.len)

@@ -11,6 +11,8 @@ import ast
 import inspect
 from typing import Any
 
+import numpy as np
+
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
@@ -41,6 +43,12 @@ class CallLowering:
             raise self.err(node, f"keyword arguments are not supported for {describe(obj)}")
         if isinstance(obj, dtypes.DataType):
             return self.cast(self.one_value(node), obj)
+        if isinstance(obj, type) and issubclass(obj, np.generic) and dtypes.from_numpy(obj):
+            return self.cast(self.one_value(node), dtypes.from_numpy(obj))  # np.float32(x)
+        if obj is np.abs:
+            obj = bi.PY_ABS
+        elif obj is np.minimum or obj is np.maximum:
+            obj = bi.PY_MIN if obj is np.minimum else bi.PY_MAX
         if obj is bi.static:
             return self.static_value(node)
         if isinstance(obj, bi.Builtin):
