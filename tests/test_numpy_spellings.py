@@ -1,0 +1,20 @@
+"""Kernels ported from numpy code may keep numpy's spellings of the builtins."""
+from __future__ import annotations
+
+import numpy as np
+
+import jitrt as jr
+
+
+def test_numpy_spellings_compile_like_jitrt_builtins():
+    """Kernels ported from numpy code: np.sin, np.float32(...), np.abs, np.maximum, np.power."""
+    y = jr.field(jr.f32, shape=(8,))
+
+    @jr.kernel
+    def k():
+        for i in y:
+            y[i] = np.sin(np.float32(i)) + np.abs(-1.0) + np.maximum(i, 2) + np.power(2.0, 2.0)
+
+    k()
+    i = np.arange(8)
+    np.testing.assert_allclose(y.to_numpy(), np.sin(i) + 1 + np.maximum(i, 2) + 4, rtol=1e-6)
