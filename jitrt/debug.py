@@ -54,3 +54,11 @@ def registry_id(kernel_name: str, task_id: int) -> int:
     registry = _program.current().registry
     found = registry._by_key.get((kernel_name, task_id))
     return found if found is not None else fnv1a64_fold32(kernel_name, task_id)
+
+
+def kernel_ir(kernel, grad: bool = False) -> tuple[str, ...]:
+    """The printed IR (tasks, adstack operations for adjoints) of the compiled instance(s) of
+    `kernel`, or of its adjoint when `grad`: one text per specialization compiled so far."""
+    target = kernel.grad if grad and not kernel.adjoint else kernel
+    program = _program.current()
+    return tuple(h.compiled.ir_text for h in target.handles.values() if h.program is program)
