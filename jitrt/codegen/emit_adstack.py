@@ -1,4 +1,5 @@
-"""Adstack operations and reversed loops -> LLVM IR (a family of the function emitter).
+"""Adstack operations -> LLVM IR (a family of the function emitter; reversed loops share
+`counted_loop` with forward ones).
 
 Stage: codegen. A stack lives in the per-thread adstack heap: its entries are (primal,
 adjoint) pairs at `heap + tid * stride + offset`; capacity, offset and stride are context
@@ -90,23 +91,4 @@ class AdStackEmitter:
         self.builder.store(self.builder.fadd(self.builder.load(ptr), value), ptr)
 
     def stmt_ReverseFor(self, s: n.ReverseFor) -> None:
-        b = self.builder
-        dt = s.begin.dtype
-        begin, end = self.expr(s.begin), self.expr(s.end)
-        counter = self.local_ptr(f"{s.var}$rcounter{self.next_id()}", dt)
-        b.store(end, counter)
-        cond_bb = self.fn.append_basic_block(f"rfor_{s.var}_cond")
-        body_bb = self.fn.append_basic_block(f"rfor_{s.var}_body")
-        exit_bb = self.fn.append_basic_block(f"rfor_{s.var}_exit")
-        b.branch(cond_bb)
-        b.position_at_end(cond_bb)
-        i = b.load(counter)
-        cmp = b.icmp_signed if dt.is_signed else b.icmp_unsigned
-        b.cbranch(cmp(">", i, begin), body_bb, exit_bb)
-        b.position_at_end(body_bb)
-        i = b.sub(i, ir.Constant(ll_type(dt), 1))
-        b.store(i, counter)
-        b.store(i, self.local_ptr(s.var, dt))
-        self.body(s.body)
-        b.branch(cond_bb)
-        b.position_at_end(exit_bb)
+        self.counted_loop(s.var, s.begin, s.end, s.body, reverse=True)

@@ -8,6 +8,8 @@ context's error record for the host to report.
 """
 from __future__ import annotations
 
+from typing import Callable, NamedTuple
+
 from llvmlite import ir
 
 from .. import dtypes
@@ -28,6 +30,15 @@ def const(dt: DataType, value: int | float) -> ir.Constant:
     if dt.is_float:
         return ir.Constant(ll_type(dt), float(value))
     return ir.Constant(ll_type(dt), int(value) & ((1 << dt.bits) - 1))
+
+
+class Access(NamedTuple):
+    """A bounds-checked element address: `ok` says every index is inside its extent; `site`
+    and `axes` ((inside, index) per axis) are what a failed access records."""
+    ok: ir.Value
+    ptr: ir.Value
+    site: int
+    axes: list[tuple[ir.Value, ir.Value]]
 
 
 ICMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
@@ -240,14 +251,13 @@ class ExprEmitter:
 
     # ---- global memory ------------------------------------------------------------------
     def expr_Load(self, e: n.Load) -> ir.Value:
-        ok, ptr = self.element_ptr(e.ref, e.indices, e.loc, "read")
-        ty = ll_type(e.dtype)
-        return self.guarded(ok, lambda: self.builder.load(ptr), ir.Constant(ty, 0) if
-                            not e.dtype.is_float else ir.Constant(ty, 0.0))
+        access = self.element_ptr(e.ref, e.indices, e.loc, "read")
+        zero = ir.Constant(ll_type(e.dtype), 0.0 if e.dtype.is_float else 0)
+        return self.guarded(access, self.builder.load, zero)
 
     def expr_Atomic(self, e: n.Atomic) -> ir.Value:
         value = self.expr(e.value)
-        ok, ptr = self.element_ptr(e.ref, e.indices, e.loc, f"atomic_{e.op}")
+        access = self.element_ptr(e.ref, e.indices, e.loc, f"atomic_{e.op}")
         dt = e.dtype
         if dt.is_float:
             op = {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax"}[e.op]
@@ -256,8 +266,8 @@ class ExprEmitter:
         else:
             op = {"add": "add", "sub": "sub", "min": "umin", "max": "umax"}[e.op]
         zero = ir.Constant(ll_type(dt), 0.0 if dt.is_float else 0)
-        return self.guarded(ok, lambda: self.builder.atomic_rmw(op, ptr, value, "monotonic"),
-                            zero)
+        return self.guarded(
+            access, lambda ptr: self.builder.atomic_rmw(op, ptr, value, "monotonic"), zero)
 
     def data_ptr(self, ref: n.Ref) -> ir.Value:
         slot = (self.layout.field_slot(ref) if isinstance(ref, n.FieldRef)
@@ -271,35 +281,35 @@ class ExprEmitter:
         return [self.load_slot(self.layout.array_shape_slot(ref, k)) for k in range(ref.ndim)]
 
     def element_ptr(self, ref: n.Ref, indices: tuple[n.Expr, ...], loc: n.Loc,
-                    kind: str) -> tuple[ir.Value, ir.Value]:
+                    kind: str) -> Access:
         b = self.builder
         idx = [self.expr(i) for i in indices]
         idx = [v if v.type == I64 else b.sext(v, I64) for v in idx]
         extents = self.extents(ref)
         ok: ir.Value = ir.Constant(I1, 1)
         offset: ir.Value = ir.Constant(I64, 0)
-        axis_fail: list[tuple[ir.Value, ir.Value]] = []
-        for k, (v, ext) in enumerate(zip(idx, extents)):
+        axes: list[tuple[ir.Value, ir.Value]] = []
+        for v, ext in zip(idx, extents):
             inside = b.icmp_unsigned("<", v, ext)
             ok = b.and_(ok, inside)
-            axis_fail.append((inside, v))
+            axes.append((inside, v))
             offset = b.add(b.mul(offset, ext), v)
         site = self.add_site(ref, loc, kind)
-        self.pending_fail = (site, axis_fail)
-        return ok, b.gep(self.data_ptr(ref), [offset])
+        return Access(ok, b.gep(self.data_ptr(ref), [offset]), site, axes)
 
-    def guarded(self, ok: ir.Value, access, fallback: ir.Value | None) -> ir.Value | None:
-        """Run `access()` only if `ok`; otherwise record the pending site as failed."""
+    def guarded(self, access: Access, emit: Callable[[ir.Value], ir.Value | None],
+                fallback: ir.Value | None) -> ir.Value | None:
+        """Run `emit(ptr)` only if the access is in bounds; otherwise record its site as failed
+        (and give `fallback` as the value)."""
         b = self.builder
-        site, axis_fail = self.pending_fail
-        if isinstance(ok, ir.Constant):
-            return access()
-        with b.if_else(ok, likely=True) as (then, otherwise):
+        if isinstance(access.ok, ir.Constant):
+            return emit(access.ptr)
+        with b.if_else(access.ok, likely=True) as (then, otherwise):
             with then:
-                value = access()
+                value = emit(access.ptr)
                 then_block = b.block
             with otherwise:
-                self.record_fault(site, axis_fail)
+                self.record_fault(access.site, access.axes)
                 else_block = b.block
         if fallback is None or value is None or isinstance(value.type, ir.VoidType):
             return None

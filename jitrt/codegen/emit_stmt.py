@@ -55,8 +55,8 @@ class StmtEmitter:
 
     def stmt_Store(self, s: n.Store) -> None:
         value = self.expr(s.value)
-        ok, ptr = self.element_ptr(s.ref, s.indices, s.loc, "write")
-        self.guarded(ok, lambda: self.builder.store(value, ptr), None)
+        access = self.element_ptr(s.ref, s.indices, s.loc, "write")
+        self.guarded(access, lambda ptr: self.builder.store(value, ptr), None)
 
     def stmt_Return(self, s: n.Return) -> None:
         v = self.to_slot(self.expr(s.value), s.value.dtype)
@@ -75,28 +75,38 @@ class StmtEmitter:
                 self.body(s.orelse)
 
     def stmt_For(self, s: n.For) -> None:
+        self.counted_loop(s.var, s.begin, s.end, s.body, reverse=False)
+
+    def counted_loop(self, var: str, begin_e: n.Expr, end_e: n.Expr, body: n.Body,
+                     reverse: bool) -> None:
+        """`for var in range(begin, end)`, or in reversed order (the adjoint of a loop). The
+        bounds are evaluated once; the counter is hidden, so assigning `var` in the body does
+        not change the iteration; `continue` jumps to the step, `break` to the exit."""
         b = self.builder
-        dt = s.begin.dtype
-        begin, end = self.expr(s.begin), self.expr(s.end)
-        counter = self.local_ptr(f"{s.var}$counter{self.next_id()}", dt)
-        b.store(begin, counter)
-        cond_bb = self.fn.append_basic_block(f"for_{s.var}_cond")
-        body_bb = self.fn.append_basic_block(f"for_{s.var}_body")
-        step_bb = self.fn.append_basic_block(f"for_{s.var}_step")
-        exit_bb = self.fn.append_basic_block(f"for_{s.var}_exit")
+        dt = begin_e.dtype
+        one = ir.Constant(ll_type(dt), 1)
+        begin, end = self.expr(begin_e), self.expr(end_e)
+        counter = self.local_ptr(f"{var}$counter{self.next_id()}", dt)
+        b.store(end if reverse else begin, counter)
+        cond_bb, body_bb, step_bb, exit_bb = (self.fn.append_basic_block(f"for_{var}_{part}")
+                                              for part in ("cond", "body", "step", "exit"))
         b.branch(cond_bb)
         b.position_at_end(cond_bb)
         i = b.load(counter)
         cmp = b.icmp_signed if dt.is_signed else b.icmp_unsigned
-        b.cbranch(cmp("<", i, end), body_bb, exit_bb)
+        b.cbranch(cmp(">", i, begin) if reverse else cmp("<", i, end), body_bb, exit_bb)
         b.position_at_end(body_bb)
-        b.store(i, self.local_ptr(s.var, dt))
+        if reverse:
+            i = b.sub(i, one)
+            b.store(i, counter)
+        b.store(i, self.local_ptr(var, dt))
         self.loop_targets.append((step_bb, exit_bb))
-        self.body(s.body)
+        self.body(body)
         self.loop_targets.pop()
         b.branch(step_bb)
         b.position_at_end(step_bb)
-        b.store(b.add(b.load(counter), ir.Constant(ll_type(dt), 1)), counter)
+        if not reverse:
+            b.store(b.add(b.load(counter), one), counter)
         b.branch(cond_bb)
         b.position_at_end(exit_bb)
 
