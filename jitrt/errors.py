@@ -2,6 +2,13 @@
 from __future__ import annotations
 
 
+def caret_text(source_line: str, col: int) -> str:
+    """The source line, indented, and a caret under column `col` (0-based)."""
+    stripped = source_line.rstrip("\n")
+    indent = len(stripped) - len(stripped.lstrip())
+    return f"    {stripped.strip()}\n    {' ' * max(col - indent, 0)}^"
+
+
 class JitrtError(Exception):
     """Base class of every jitrt error."""
 
@@ -18,9 +25,7 @@ class KernelCompileError(JitrtError):
         self.reason = message
         text = f"{filename}:{line}:{col + 1}: {message}"
         if source_line:
-            stripped = source_line.rstrip("\n")
-            indent = len(stripped) - len(stripped.lstrip())
-            text += f"\n    {stripped.strip()}\n    {' ' * max(col - indent, 0)}^"
+            text += "\n" + caret_text(source_line, col)
         super().__init__(text)
 
 

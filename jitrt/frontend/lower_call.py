@@ -139,14 +139,8 @@ class CallLowering:
             raise self.err(node, f"jr.atomic_{op}(x[i], value) needs a field or ndarray "
                            "element and a value")
         ref, indices = self.global_access(node.args[0])
-        value = self.literal_or_value(node.args[1], ref.dtype)
-        return n.Atomic(op, ref, indices, self.cast(value, ref.dtype), ref.dtype, self.loc(node))
-
-    def literal_or_value(self, node: ast.AST, dt: DataType) -> n.Expr:
-        v = self.expr(node)
-        if is_number(v):
-            return self.const(v.obj, node, dt)  # type: ignore[union-attr]
-        return self.value(node, v)
+        value = self.typed(self.expr(node.args[1]), ref.dtype, node.args[1])  # as for `+=`
+        return n.Atomic(op, ref, indices, value, ref.dtype, self.loc(node))
 
     # ---- @jr.func inlining --------------------------------------------------------------
     def inline(self, func: Any, node: ast.Call) -> Value:
@@ -188,15 +182,18 @@ class CallLowering:
             self.ctx.inline_depth -= 1
 
     def bind_func_param(self, func: Any, name: str, v: Value, prefix: str, node: ast.AST) -> Any:
-        if name in func.template_params or isinstance(v, (n.ArrayRef,)) or (
-                isinstance(v, PyValue) and not is_number(v)):
-            if isinstance(v, n.Local) and name in func.template_params:
-                return LocalVar(v.name, v.dtype)  # by reference: writes reach the caller
-            if isinstance(v, n.Expr) and name in func.template_params:
-                raise self.err(node, f"template parameter '{name}' of '{func.name}' needs a "
-                               "field, ndarray, local variable or constant")
-            if isinstance(v, (PyValue, n.ArrayRef)):
+        """Fields, ndarrays and other compile-time objects are passed by reference; numbers by
+        value (copied into a fresh local) unless the parameter is a template, where a local is
+        passed by reference (writes reach the caller)."""
+        if isinstance(v, n.ArrayRef) or (isinstance(v, PyValue) and not is_number(v)):
+            return v
+        if name in func.template_params:
+            if isinstance(v, n.Local):
+                return LocalVar(v.name, v.dtype)
+            if isinstance(v, PyValue):
                 return v
+            raise self.err(node, f"template parameter '{name}' of '{func.name}' needs a "
+                           "field, ndarray, local variable or constant")
         e = self.value(node, v)
         var = LocalVar(prefix + name, e.dtype)
         self.ctx.local_types[var.ir_name] = e.dtype

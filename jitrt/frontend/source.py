@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 import textwrap
 from dataclasses import dataclass
 
@@ -35,15 +36,14 @@ class SourceInfo:
         return error_at(loc, message, self.file_lines)
 
 
+def source_line(loc: Loc, file_lines: tuple[str, ...] = ()) -> str:
+    """The text of `loc`'s line ("" when the file cannot be read)."""
+    lines = file_lines or linecache.getlines(loc.file)
+    return lines[loc.line - 1] if 0 < loc.line <= len(lines) else ""
+
+
 def error_at(loc: Loc, message: str, file_lines: tuple[str, ...] = ()) -> KernelCompileError:
-    if not file_lines:
-        try:
-            import linecache
-            file_lines = tuple(linecache.getlines(loc.file))
-        except Exception:  # noqa: BLE001 - a missing file only loses the source line
-            file_lines = ()
-    source_line = file_lines[loc.line - 1] if 0 < loc.line <= len(file_lines) else ""
-    return KernelCompileError(message, loc.file, loc.line, loc.col, source_line)
+    return KernelCompileError(message, loc.file, loc.line, loc.col, source_line(loc, file_lines))
 
 
 def capture(fn) -> SourceInfo:
@@ -62,9 +62,5 @@ def capture(fn) -> SourceInfo:
     if not isinstance(tree, ast.FunctionDef):
         raise KernelCompileError(f"{fn.__qualname__} is not a plain function definition",
                                  filename, start, 0)
-    try:
-        import linecache
-        file_lines = tuple(linecache.getlines(filename))
-    except Exception:  # noqa: BLE001
-        file_lines = ()
+    file_lines = tuple(linecache.getlines(filename))
     return SourceInfo(filename, start, indent, text, file_lines, tree)

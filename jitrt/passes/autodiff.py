@@ -304,12 +304,7 @@ def strip_atomic(e: n.Expr) -> n.Expr:
 
 def reads_kernel_scope(task: n.Task, kernel_scope: set[str]) -> bool:
     """Whether a task (its body or its bounds) reads a local assigned by an earlier task."""
-    own = assigned_names(task.body)
-    exprs = list(all_exprs(task.body))
-    for e in task.begins + task.ends:
-        exprs += list(walk_expr(e))
-    return any(isinstance(e, n.Local) and e.name in kernel_scope and e.name not in own
-               for e in exprs)
+    return bool((local_reads(task) - assigned_names(task.body)) & kernel_scope)
 
 
 def local_reads(task: n.Task) -> set[str]:

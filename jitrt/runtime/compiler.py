@@ -76,8 +76,7 @@ def compile_kernel(kernel: Any, params: tuple[n.Param, ...], template_values: di
     """Frontend always (it resolves the fields); then the offline cache or a full compile."""
     cfg = program.config
     src = kernel.source()
-    ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params)
-    kir = lower_kernel(src, kernel.fn, params, template_values, ctx, kernel.ret)
+    ctx, kir = frontend(kernel, params, template_values, name, cfg)
     store = program.cache_store
     key = None
     if store is not None:
@@ -110,9 +109,15 @@ def key_parts(source: str, ctx: CompileContext, kir: n.KernelIR, cfg: Any) -> Ca
         compiler_hash=keys.compiler_hash())
 
 
-def build_artifact(kernel: Any, params: tuple[n.Param, ...], name: str, ctx: CompileContext,
-                   kir: n.KernelIR, cfg: Any) -> Artifact:
-    """Passes, codegen and LLVM: everything the offline cache lets a warm start skip."""
+def frontend(kernel: Any, params: tuple[n.Param, ...], template_values: dict[str, Any],
+             name: str, cfg: Any) -> tuple[CompileContext, n.KernelIR]:
+    ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params)
+    return ctx, lower_kernel(kernel.source(), kernel.fn, params, template_values, ctx, kernel.ret)
+
+
+def passes(kernel: Any, params: tuple[n.Param, ...], ctx: CompileContext, kir: n.KernelIR,
+           cfg: Any) -> tuple[LoweredKernel, abi.ContextLayout]:
+    """The pass pipeline for one specialization, and the launch-context layout it implies."""
     def has_grad(ref: n.Ref) -> bool:
         if isinstance(ref, n.FieldRef):
             return ref.slot < len(ctx.field_objs) and ctx.field_objs[ref.slot].grad is not None
@@ -120,8 +125,14 @@ def build_artifact(kernel: Any, params: tuple[n.Param, ...], name: str, ctx: Com
 
     lowered = run_pipeline(kir, ctx.local_types, grad=kernel.adjoint, has_grad=has_grad,
                            ad_stack_size=cfg.ad_stack_size)
+    return lowered, abi.layout_for(params, lowered.tasked.fields, lowered.tasked.tasks)
+
+
+def build_artifact(kernel: Any, params: tuple[n.Param, ...], name: str, ctx: CompileContext,
+                   kir: n.KernelIR, cfg: Any) -> Artifact:
+    """Passes, codegen and LLVM: everything the offline cache lets a warm start skip."""
+    lowered, layout = passes(kernel, params, ctx, kir, cfg)
     text = kernel_text(lowered.tasked)
-    layout = abi.layout_for(params, lowered.tasked.fields, lowered.tasked.tasks)
     prefix = "jk_" + hashlib.sha1((text + repr(cfg.codegen_items())).encode()).hexdigest()[:16]
     module, sites = build_module(lowered.tasked, cpu_target(), layout, prefix, ctx.local_types)
     specs = add_sizing_functions(module, prefix, lowered, layout, params)
@@ -194,11 +205,8 @@ def lower_for_target(kernel: Any, params: tuple[n.Param, ...], template_values: 
     from ..codegen.targets import AMDGPU, NVPTX
     init_llvm()
     cfg = program.config
-    ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params)
-    kir = lower_kernel(kernel.source(), kernel.fn, params, template_values, ctx, kernel.ret)
-    lowered = run_pipeline(kir, ctx.local_types, grad=kernel.adjoint,
-                           has_grad=lambda r: True, ad_stack_size=cfg.ad_stack_size)
-    layout = abi.layout_for(params, lowered.tasked.fields, lowered.tasked.tasks)
+    ctx, kir = frontend(kernel, params, template_values, name, cfg)
+    lowered, layout = passes(kernel, params, ctx, kir, cfg)
     target = NVPTX if arch == "cuda" else AMDGPU
     module, _ = build_module(lowered.tasked, target, layout, "jk", ctx.local_types)
     triple, cpu_name = GPU_CPUS[arch]

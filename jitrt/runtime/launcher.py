@@ -18,7 +18,8 @@ import numpy as np
 
 from .. import dtypes
 from ..codegen import abi
-from ..errors import KernelArgError, KernelRuntimeError
+from ..errors import KernelArgError, KernelRuntimeError, caret_text
+from ..frontend.source import source_line
 from ..ir import nodes as n
 from . import program as program_mod
 from .compiler import CompiledKernel, compile_kernel
@@ -154,7 +155,7 @@ def dispatch(kernel: Any, args: tuple, kwargs: dict) -> Any:
         tape.record(kernel, values)   # stay on the slow path while recording
     else:
         type(kernel).__call__ = handle.launcher
-    return handle.run_checked(kernel, values)
+    return handle.launcher(kernel, *values)
 
 
 def handle_for(kernel: Any, values: list[Any]) -> LaunchHandle:
@@ -207,9 +208,6 @@ class LaunchHandle:
 
     def fault(self) -> None:
         raise_fault(self.buf, self.compiled)
-
-    def run_checked(self, kernel: Any, values: list[Any]) -> Any:
-        return self.launcher(kernel, *values)
 
 
 def register_tasks(buf: Any, program: Any, compiled: CompiledKernel) -> tuple:
@@ -269,12 +267,11 @@ def raise_fault(buf: Any, compiled: CompiledKernel) -> None:
         buf[abi.SLOT_ERROR_INDEX]
     buf[abi.SLOT_ERROR] = buf[abi.SLOT_ERROR_AXIS] = buf[abi.SLOT_ERROR_INDEX] = 0
     site = compiled.sites[site_id]
-    from ..frontend.source import error_at
-    where = error_at(site.loc, "")
-    line = str(where).split("\n", 1)[1] if "\n" in str(where) else ""
+    line = source_line(site.loc)
     raise KernelRuntimeError(
         f"kernel {compiled.name}: index {index} out of bounds on axis {axis} of '{site.name}' "
-        f"({site.kind}) at {site.loc}; the access was skipped\n{line}".rstrip())
+        f"({site.kind}) at {site.loc}; the access was skipped"
+        + ("\n" + caret_text(line, site.loc.col) if line else ""))
 
 
 def make_launcher(handle: LaunchHandle) -> Any:
@@ -344,7 +341,7 @@ def template_lines(handle: LaunchHandle, env: dict[str, Any], slow: str) -> list
     lines = []
     for i, p in enumerate(handle.compiled.params):
         if p.kind == "template":
-            value = handle_template_value(handle, i)
+            value = handle.template_values[i]
             env[f"t{i}"], env[f"tt{i}"] = value, type(value)
             lines.append(f"    if a{i} is not t{i} and (type(a{i}) is not tt{i} or a{i} != t{i}):"
                          f" {slow}")
@@ -404,10 +401,6 @@ def return_lines(ret: dtypes.DataType | None) -> list[str]:
     if ret.is_signed:
         return [f"    return buf[{abi.SLOT_RETURN}]"]
     return [f"    return buf[{abi.SLOT_RETURN}] & {(1 << ret.bits) - 1}"]
-
-
-def handle_template_value(handle: LaunchHandle, index: int) -> Any:
-    return handle.template_values[index]
 
 
 # ---- bound launches -----------------------------------------------------------------------

@@ -89,10 +89,8 @@ def _init(arch: Any = None, **options: Any) -> Program:
         options["arch"] = getattr(arch, "name", arch)
     cfg = config_mod.resolve(**options)
     program = Program(cfg)
-    for k in all_kernels():
+    for k in all_kernels():   # adjoint kernels are in the list too
         k.reset_fast_path()
-        if k._grad_kernel is not None:
-            k._grad_kernel.reset_fast_path()
     _current = program
     return program
 
