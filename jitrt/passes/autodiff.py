@@ -28,7 +28,7 @@ from ..frontend.source import error_at
 from ..ir import nodes as n
 from .adjoint_rules import Build, rule_for
 from .offload import assigned_names
-from .walk import all_exprs, walk_expr
+from .walk import all_exprs, map_expr, walk_expr
 
 
 @dataclass
@@ -104,17 +104,15 @@ def classify(body: n.Body, st: TaskAd) -> None:
 
 def sub(e: n.Expr, st: TaskAd) -> n.Expr:
     """Reads of stack locals become stack-top reads; atomics used as values become loads."""
-    if isinstance(e, n.Local) and e.name in st.stack_vars:
-        return n.StackTop(st.stack_vars[e.name], e.dtype, e.loc)
-    if isinstance(e, n.Atomic):
-        return n.Load(e.ref, tuple(sub(i, st) for i in e.indices), e.dtype, e.loc)
-    changes = {}
-    for name, v in vars(e).items():
-        if isinstance(v, n.Expr):
-            changes[name] = sub(v, st)
-        elif isinstance(v, tuple) and v and isinstance(v[0], n.Expr):
-            changes[name] = tuple(sub(x, st) for x in v)
-    return replace(e, **changes) if changes else e
+    def rewrite(x: n.Expr) -> n.Expr:
+        if isinstance(x, n.Local) and x.name in st.stack_vars:
+            return n.StackTop(st.stack_vars[x.name], x.dtype, x.loc)
+        return atomic_as_load(x)
+    return map_expr(e, rewrite)
+
+
+def atomic_as_load(x: n.Expr) -> n.Expr:
+    return n.Load(x.ref, x.indices, x.dtype, x.loc) if isinstance(x, n.Atomic) else x
 
 
 # ---- forward sweep --------------------------------------------------------------------------
@@ -291,15 +289,7 @@ def strip_writes(body: n.Body) -> n.Body:
 
 def strip_atomic(e: n.Expr) -> n.Expr:
     """`e` with atomics used as values replaced by loads of their target."""
-    if isinstance(e, n.Atomic):
-        return n.Load(e.ref, tuple(strip_atomic(i) for i in e.indices), e.dtype, e.loc)
-    changes: dict = {}
-    for k, v in vars(e).items():
-        if isinstance(v, n.Expr):
-            changes[k] = strip_atomic(v)
-        elif isinstance(v, tuple) and v and isinstance(v[0], n.Expr):
-            changes[k] = tuple(strip_atomic(x) for x in v)
-    return replace(e, **changes) if changes else e
+    return map_expr(e, atomic_as_load)
 
 
 def reads_kernel_scope(task: n.Task, kernel_scope: set[str]) -> bool:

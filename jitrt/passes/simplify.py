@@ -10,6 +10,7 @@ import math
 from dataclasses import fields, replace
 
 from ..ir import nodes as n
+from .walk import map_expr
 
 _FOLD = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
          "min": min, "max": max}
@@ -25,15 +26,11 @@ def wrap(value: int | float, dt) -> int | float:
 
 
 def fold_expr(e: n.Expr) -> n.Expr:
-    changes = {}
-    for f in fields(e):
-        v = getattr(e, f.name)
-        if isinstance(v, n.Expr):
-            changes[f.name] = fold_expr(v)
-        elif isinstance(v, tuple) and v and isinstance(v[0], n.Expr):
-            changes[f.name] = tuple(fold_expr(x) for x in v)
-    if changes:
-        e = replace(e, **changes)
+    return map_expr(e, fold_node)
+
+
+def fold_node(e: n.Expr) -> n.Expr:
+    """Fold one node whose operands are already folded."""
     if isinstance(e, n.Binary) and e.op in _FOLD and isinstance(e.a, n.Const) and \
             isinstance(e.b, n.Const) and e.a.dtype == e.dtype:
         return n.Const(wrap(_FOLD[e.op](e.a.value, e.b.value), e.dtype), e.dtype, e.loc)

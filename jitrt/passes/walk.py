@@ -1,11 +1,13 @@
 """Generic traversal of IR: child expressions and bodies of any node.
 
 Stage: shared by passes. `exprs_of(stmt)` yields a statement's own expressions, `bodies_of`
-its nested bodies, `walk_expr` every sub-expression, `walk_stmts` every statement of a body.
+its nested bodies, `walk_expr` every sub-expression, `walk_stmts` every statement of a body;
+`map_expr` rebuilds an expression bottom-up through a node rewrite.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from dataclasses import replace
+from typing import Callable, Iterator
 
 from ..ir import nodes as n
 
@@ -50,3 +52,14 @@ def all_exprs(body: n.Body) -> Iterator[n.Expr]:
     for s in walk_stmts(body):
         for e in exprs_of(s):
             yield from walk_expr(e)
+
+
+def map_expr(e: n.Expr, fn: Callable[[n.Expr], n.Expr]) -> n.Expr:
+    """`fn` applied bottom-up: to every child (rebuilt first), then to the node itself."""
+    changes: dict = {}
+    for name, v in vars(e).items():
+        if isinstance(v, n.Expr):
+            changes[name] = map_expr(v, fn)
+        elif isinstance(v, tuple) and v and isinstance(v[0], n.Expr):
+            changes[name] = tuple(map_expr(x, fn) for x in v)
+    return fn(replace(e, **changes) if changes else e)

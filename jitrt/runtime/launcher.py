@@ -198,7 +198,8 @@ class LaunchHandle:
         elif plan is not None:
             from .adstack import LaunchSizing
             self.sizing = LaunchSizing(plan, program, self.sizing_infos)
-        self.last_arrays: list[list[Any]] = [[MISSING, None] for _ in compiled.params]
+        # per ndarray parameter: the last array packed, its shape and dtype when packed
+        self.last_arrays: list[list[Any]] = [[MISSING, None, None] for _ in compiled.params]
         self.launcher = make_launcher(self)
 
     def overflow(self) -> None:
@@ -325,15 +326,13 @@ def array_lines(handle: LaunchHandle, env: dict[str, Any], slow: str) -> list[st
     for i, p in enumerate(c.params):
         if p.kind != "ndarray":
             continue
-        env[f"last{i}"], env[f"dt{i}"], env[f"shape{i}"] = handle.last_arrays[i], p.dtype, [None]
+        env[f"last{i}"], env[f"dt{i}"] = handle.last_arrays[i], p.dtype
         slot, need_grad = c.layout.param_slots[i], i in c.grad_params
         lines += [f"    if a{i} is not last{i}[0] or (type(a{i}) is not Ndarray and "
-                  f"(a{i}.shape != shape{i}[0] or a{i}.dtype is not last{i}[1])):",
+                  f"(a{i}.shape != last{i}[1] or a{i}.dtype is not last{i}[2])):",
                   f"        if not pack_array(buf, {slot}, a{i}, dt{i}, {p.ndim}, {need_grad}):"
                   f" {slow}",
-                  f"        last{i}[0] = a{i}",
-                  f"        if type(a{i}) is not Ndarray: shape{i}[0], last{i}[1] = "
-                  f"a{i}.shape, a{i}.dtype"]
+                  f"        last{i}[:] = a{i}, a{i}.shape, a{i}.dtype"]
     return lines
 
 
