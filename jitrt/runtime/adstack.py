@@ -185,7 +185,7 @@ class LaunchSizing:
         self.last: list[Any] = [None]   # the cached snapshot
         self.hits = [0]
         self.results: Any = MappingProxyType({})
-        program.sizing_states.append(self)   # for the launch_cache_hits counter
+        program.sizing_states.add(self)   # for the launch_cache_hits counter
 
     def bind_fields(self, fields: Sequence[Any]) -> None:
         """Key the per-spec cache also by the allocation ids of the fields each spec reads.

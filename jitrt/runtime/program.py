@@ -8,6 +8,7 @@ live in the launch handles (a list cell each) and are summed on demand.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import Counter
 from typing import Any
 
@@ -38,7 +39,9 @@ class Program:
         self.heap = AdStackHeap()
         self.tape: Any = None          # the active jr.ad.Tape, if any
         self.spec_cache: dict[Any, tuple[tuple, int]] = {}   # max-reducer per-spec cache
-        self.sizing_states: list[Any] = []   # every LaunchSizing (handles, bound launches)
+        # every live LaunchSizing (handles, bound launches): weak, so that discarded bound
+        # launches do not accumulate
+        self.sizing_states: weakref.WeakSet[Any] = weakref.WeakSet()
         self.current_results: Any = None                     # results map of the last miss
 
     @staticmethod
