@@ -31,6 +31,73 @@ INT_RANGE = {t: ((-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.is_signed 
                  (0, (1 << t.bits) - 1)) for t in dtypes.ALL if t.is_int}
 
 
+# ---- watching a plain numpy array's buffer ------------------------------------------------
+# A numpy array is mutable in ways an object identity check cannot see: `resize(...,
+# refcheck=False)` moves its buffer, `.shape =`/`.dtype =` reinterpret it, `flags.writeable =
+# False` locks it. A launch that reuses what it packed earlier re-checks all of it: shape and
+# dtype through attributes, the data pointer and the flags word through ctypes cells over the
+# array object's C struct (numpy's PyArrayObject: data at +16, flags at +64; checked against
+# the public accessors at import, with a slow but safe fallback).
+NPY_C_CONTIGUOUS, NPY_WRITEABLE = 0x1, 0x400
+
+
+class _SlowCell:
+    """The fallback of a ctypes cell: reads the value through numpy's public API."""
+    __slots__ = ("arr", "read")
+
+    def __init__(self, arr: np.ndarray, read: Any) -> None:
+        self.arr, self.read = arr, read
+
+    @property
+    def value(self) -> int:
+        return self.read(self.arr)
+
+
+def _probe_struct_offsets() -> bool:
+    a = np.zeros(3, np.float32)
+    try:
+        data = ctypes.c_int64.from_address(id(a) + 16).value
+        flags = ctypes.c_int32.from_address(id(a) + 64).value
+        a.flags.writeable = False
+        locked = ctypes.c_int32.from_address(id(a) + 64).value
+    except (ValueError, OSError):   # no C struct to read (another interpreter)
+        return False
+    return (data == a.ctypes.data and flags & NPY_WRITEABLE and flags & NPY_C_CONTIGUOUS
+            and not locked & NPY_WRITEABLE)
+
+
+_FAST_CELLS = _probe_struct_offsets()
+
+
+def _flags_word(a: np.ndarray) -> int:
+    return (NPY_C_CONTIGUOUS if a.flags.c_contiguous else 0) | \
+        (NPY_WRITEABLE if a.flags.writeable else 0)
+
+
+def buffer_cells(a: np.ndarray) -> tuple[Any, Any]:
+    """Live cells over `a`'s data pointer and flags word (valid while `a` is referenced)."""
+    if _FAST_CELLS:
+        return ctypes.c_int64.from_address(id(a) + 16), ctypes.c_int32.from_address(id(a) + 64)
+    return _SlowCell(a, lambda x: x.ctypes.data), _SlowCell(a, _flags_word)
+
+
+def watch_state(a: Any) -> list[Any]:
+    """What a launch remembers of an array it packed: [array, shape, dtype, data cell, data
+    pointer, flags cell]. The reference keeps the array (and its buffer) alive."""
+    if isinstance(a, np.ndarray):
+        data, flags = buffer_cells(a)
+        return [a, a.shape, a.dtype, data, data.value, flags]
+    return [a, a.shape, a.dtype, None, 0, None]
+
+
+def changed_expr(var: str, last: str, written: bool) -> str:
+    """A Python expression, true when `var` is not the array `last` remembers unchanged."""
+    mask = NPY_C_CONTIGUOUS | (NPY_WRITEABLE if written else 0)
+    return (f"{var} is not {last}[0] or (type({var}) is not Ndarray and ({var}.shape != "
+            f"{last}[1] or {var}.dtype is not {last}[2] or {last}[3].value != {last}[4] or "
+            f"{last}[5].value & {mask} != {mask}))")
+
+
 # ---- argument validation ----------------------------------------------------------------
 
 def _fail(kernel: Any, param: n.Param, expected: str, got: str) -> KernelArgError:
@@ -41,7 +108,8 @@ def _fail(kernel: Any, param: n.Param, expected: str, got: str) -> KernelArgErro
 def _describe(v: Any) -> str:
     if isinstance(v, np.ndarray):
         return f"numpy array dtype={v.dtype} ndim={v.ndim}" + (
-            "" if v.flags.c_contiguous else " (not C-contiguous)")
+            "" if v.flags.c_contiguous else " (not C-contiguous)") + (
+            "" if v.flags.writeable else " (read-only)")
     if isinstance(v, (Ndarray, Field)):
         return f"{type(v).__name__} dtype={v.dtype.name} ndim={len(v.shape)}"
     return f"{type(v).__name__} {v!r}"[:120]
@@ -173,7 +241,23 @@ def handle_for(kernel: Any, values: list[Any]) -> LaunchHandle:
         if i in handle.compiled.grad_params and not p.needs_grad:
             raise _fail(kernel, p, "an ndarray with needs_grad=True (the kernel uses its .grad)",
                         _describe(values[i]))
+    check_writable(handle, values)
     return handle
+
+
+def written_params(compiled: CompiledKernel) -> frozenset[int]:
+    """Ndarray parameters whose data (not gradient) the kernel may write."""
+    return frozenset(arg for arg, grad in compiled.lowered.writes.arrays if not grad)
+
+
+def check_writable(handle: LaunchHandle, values: list[Any]) -> None:
+    """A read-only numpy array (`flags.writeable` False, `np.frombuffer(bytes)`) is refused
+    for a parameter the kernel writes, and accepted for one it only reads."""
+    for i in handle.written:
+        v = values[i]
+        if isinstance(v, np.ndarray) and not v.flags.writeable:
+            raise _fail(handle.kernel, handle.compiled.params[i],
+                        "a writable array (the kernel writes this parameter)", _describe(v))
 
 
 # ---- the handle ---------------------------------------------------------------------------
@@ -198,8 +282,10 @@ class LaunchHandle:
         elif plan is not None:
             from .adstack import LaunchSizing
             self.sizing = LaunchSizing(plan, program, self.sizing_infos)
-        # per ndarray parameter: the last array packed, its shape and dtype when packed
-        self.last_arrays: list[list[Any]] = [[MISSING, None, None] for _ in compiled.params]
+        self.written = written_params(compiled)
+        # per ndarray parameter: what it remembers of the last array packed (`watch_state`)
+        self.last_arrays: list[list[Any]] = [[MISSING, None, None, None, 0, None]
+                                             for _ in compiled.params]
         self.launcher = make_launcher(self)
 
     def overflow(self) -> None:
@@ -242,16 +328,18 @@ def fill_header(buf: Any, program: Any, compiled: CompiledKernel) -> None:
 
 
 def pack_array(buf: Any, slot: int, v: Any, dt: dtypes.DataType, ndim: int,
-               need_grad: bool) -> bool:
-    """Write an ndarray argument's slots; False if `v` does not fit the specialization."""
+               need_grad: bool, written: bool = True) -> bool:
+    """Write an ndarray argument's slots; False if `v` does not fit the specialization (the
+    caller then takes the slow path, which names the problem)."""
     if type(v) is Ndarray:
         if v.dtype is not dt or len(v.shape) != ndim or (need_grad and v.grad is None):
             return False
         buf[slot] = v.ptr
         buf[slot + 1] = v.grad.ptr if v.grad is not None else 0
         shape = v.shape
-    elif type(v) is np.ndarray and not need_grad:
-        if v.dtype != dt.np or v.ndim != ndim or not v.flags.c_contiguous:
+    elif isinstance(v, np.ndarray) and not need_grad:   # numpy subclasses (memmap) too
+        if v.dtype != dt.np or v.ndim != ndim or not v.flags.c_contiguous or (
+                written and not v.flags.writeable):
             return False
         buf[slot] = v.ctypes.data
         buf[slot + 1] = 0
@@ -282,7 +370,7 @@ def make_launcher(handle: LaunchHandle) -> Any:
     env: dict[str, Any] = {"buf": handle.buf, "dbuf": handle.dbuf, "addr": handle.addr,
                            "entry": handle.entry, "cnt": handle.launch_count, "MISSING": MISSING,
                            "handle": handle, "dispatch": dispatch, "pack_array": pack_array,
-                           "Ndarray": Ndarray}
+                           "Ndarray": Ndarray, "watch_state": watch_state}
     all_args = "(" + "".join(a + ", " for a in argnames) + ")"
     slow = f"return dispatch(self, {all_args} + extra, kw)"
     sig = "".join(f"{a}=MISSING, " for a in argnames)
@@ -320,19 +408,20 @@ def scalar_lines(c: CompiledKernel, slow: str) -> list[str]:
 
 
 def array_lines(handle: LaunchHandle, env: dict[str, Any], slow: str) -> list[str]:
-    """An array identical to the last one is not repacked. A plain numpy array can be resized
-    or reshaped in place (its buffer moves), so its shape and dtype are re-checked."""
+    """An array identical to the last one is not repacked. A plain numpy array can be resized,
+    reshaped, reinterpreted or locked in place, so its shape, dtype, data pointer and flags are
+    re-checked (`changed_expr`)."""
     c, lines = handle.compiled, []
     for i, p in enumerate(c.params):
         if p.kind != "ndarray":
             continue
         env[f"last{i}"], env[f"dt{i}"] = handle.last_arrays[i], p.dtype
         slot, need_grad = c.layout.param_slots[i], i in c.grad_params
-        lines += [f"    if a{i} is not last{i}[0] or (type(a{i}) is not Ndarray and "
-                  f"(a{i}.shape != last{i}[1] or a{i}.dtype is not last{i}[2])):",
-                  f"        if not pack_array(buf, {slot}, a{i}, dt{i}, {p.ndim}, {need_grad}):"
-                  f" {slow}",
-                  f"        last{i}[:] = a{i}, a{i}.shape, a{i}.dtype"]
+        written = i in handle.written
+        lines += [f"    if {changed_expr(f'a{i}', f'last{i}', written)}:",
+                  f"        if not pack_array(buf, {slot}, a{i}, dt{i}, {p.ndim}, {need_grad}, "
+                  f"{written}): {slow}",
+                  f"        last{i}[:] = watch_state(a{i})"]
     return lines
 
 
@@ -433,6 +522,9 @@ class BoundLaunch:
         self.dbuf = (ctypes.c_double * len(self.buf)).from_buffer(self.buf)
         self.addr = ctypes.addressof(self.buf)
         fill_header(self.buf, handle.program, c)
+        # what each ndarray argument was when packed: re-checked before every call, since a
+        # numpy array can move its buffer (resize) or change in place after binding
+        self.watch: dict[int, list[Any]] = {}
         for i in range(len(values)):
             self._pack(i)
         writes = c.lowered.writes
@@ -457,12 +549,18 @@ class BoundLaunch:
         c = self.handle.compiled
         env: dict[str, Any] = {"cnt": self.handle.launch_count, "entry": self.handle.entry,
                                "buf": self.buf, "dbuf": self.dbuf, "addr": self.addr,
-                               "raise_fault": raise_fault, "c": c}
-        lines = ["def __call__(self):", "    cnt[0] += 1"]
-        if self.sizing is not None:
-            for i, cell in enumerate(self.cells):
-                env[f"cell{i}"] = cell
+                               "raise_fault": raise_fault, "c": c, "Ndarray": Ndarray}
+        lines = ["def __call__(self):"]
+        for i, cell in enumerate(self.cells):
+            env[f"cell{i}"] = cell
+            if self.sizing is not None or i in self.watch:
                 lines.append(f"    a{i} = cell{i}[0]")
+        for i, state in self.watch.items():
+            env[f"last{i}"] = state
+            lines.append(f"    if {changed_expr(f'a{i}', f'last{i}', i in self.handle.written)}:"
+                         f" self._pack({i})")
+        lines.append("    cnt[0] += 1")
+        if self.sizing is not None:
             lines += sizing_lines(self.handle, env, self.sizing)
         for k, (slot, grad) in enumerate(c.lowered.writes.fields):
             env[f"f{k}"] = c.field_objs[slot].grad if grad else c.field_objs[slot]
@@ -492,9 +590,17 @@ class BoundLaunch:
             else:
                 self.buf[slot] = int(v)
         elif p.kind == "ndarray":
-            if not pack_array(self.buf, slot, v, p.dtype, p.ndim, i in c.grad_params):
-                raise _fail(self.handle.kernel, p, f"an ndarray of {p.dtype.name}, ndim={p.ndim}",
-                            _describe(v))
+            written = i in self.handle.written
+            if not pack_array(self.buf, slot, v, p.dtype, p.ndim, i in c.grad_params, written):
+                want = "a writable ndarray" if isinstance(v, np.ndarray) and written and \
+                    not v.flags.writeable else "an ndarray"
+                raise _fail(self.handle.kernel, p, f"{want} of {p.dtype.name}, ndim={p.ndim} "
+                            "(C-contiguous)", _describe(v))
+            state = self.watch.get(i)
+            if state is None:
+                self.watch[i] = watch_state(v)
+            else:
+                state[:] = watch_state(v)   # the generated __call__ reads this very list
 
     def _update_bumps(self) -> None:
         writes = self.handle.compiled.lowered.writes
