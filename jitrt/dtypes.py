@@ -106,3 +106,15 @@ def promote(a: DataType, b: DataType) -> DataType:
     if signed.bits > unsigned.bits:
         return signed
     return BY_NAME[f"i{min(unsigned.bits * 2, 64)}"]
+
+
+def int_range(dt: DataType) -> tuple[int, int]:
+    """The values an integer dtype holds, inclusive."""
+    if dt.is_signed:
+        return -(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1
+    return 0, (1 << dt.bits) - 1
+
+
+def fits(value: int, dt: DataType) -> bool:
+    lo, hi = int_range(dt)
+    return lo <= value <= hi

@@ -60,7 +60,7 @@ def test_list_comprehension():
             v = [j for j in range(3)]  # @listcomp
             x[i] = v[0]
 
-    assert_points_at(compile_error(k), "listcomp", "[j for", "ListComp", "not supported")
+    assert_points_at(compile_error(k), "listcomp", "[j for", "list comprehensions", "not supported")
 
 
 def test_print_call():

@@ -53,7 +53,17 @@ class ExprEmitter:
         return self.builder.gep(self.ctx_ptr, [idx])
 
     def load_slot(self, slot: int) -> ir.Value:
-        return self.builder.load(self.slot_ptr(slot))
+        """A context slot that no code changes during a launch (addresses, shapes, scalar
+        arguments, capacities): loaded once, at function entry, marked `!invariant.load`, so
+        the optimiser may hoist and vectorize around it (stores through data pointers cannot
+        make LLVM reload it)."""
+        cached = self.invariants.get(slot)
+        if cached is None:
+            with self.builder.goto_block(self.alloca_block):
+                cached = self.builder.load(self.slot_ptr(slot))
+                cached.set_metadata("invariant.load", self.module.add_metadata([]))
+            self.invariants[slot] = cached
+        return cached
 
     def from_slot(self, raw: ir.Value, dt: DataType) -> ir.Value:
         """Decode a 64-bit slot: floats are stored as double, ints extended to 64 bits."""
@@ -238,8 +248,43 @@ class ExprEmitter:
         r = b.select(adjust, b.add(r, safe), r)
         return b.select(b.or_(is_zero, is_m1), zero, r)
 
+    def int_power(self, base: ir.Value, exp: ir.Value, dt: DataType) -> ir.Value:
+        """Integer `base ** exp` by squaring, wrapping like `*`. A negative exponent gives
+        trunc(1 / base**-exp): 1 for base 1, +-1 for base -1, else 0 (0 ** -k too, as x // 0)."""
+        b = self.builder
+        ty = base.type
+        zero, one = ir.Constant(ty, 0), ir.Constant(ty, 1)
+        negative = b.icmp_signed("<", exp, zero) if dt.is_signed else ir.Constant(I1, 0)
+        acc, sq, rest = (self.local_ptr(f"$ipow{self.next_id()}", dt) for _ in range(3))
+        b.store(one, acc)
+        b.store(base, sq)
+        b.store(b.select(negative, zero, exp), rest)
+        cond_bb = self.fn.append_basic_block("ipow.cond")
+        body_bb = self.fn.append_basic_block("ipow.body")
+        done_bb = self.fn.append_basic_block("ipow.done")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        e = b.load(rest)
+        b.cbranch(b.icmp_unsigned("!=", e, zero), body_bb, done_bb)
+        b.position_at_end(body_bb)
+        x = b.load(sq)
+        odd = b.icmp_unsigned("!=", b.and_(e, one), zero)
+        b.store(b.select(odd, b.mul(b.load(acc), x), b.load(acc)), acc)
+        b.store(b.mul(x, x), sq)
+        b.store(b.lshr(e, one), rest)
+        b.branch(cond_bb)
+        b.position_at_end(done_bb)
+        minus_one = ir.Constant(ty, -1)
+        odd_exp = b.icmp_unsigned("!=", b.and_(exp, one), zero)
+        inverse = b.select(b.icmp_signed("==", base, one), one,
+                           b.select(b.icmp_signed("==", base, minus_one),
+                                    b.select(odd_exp, minus_one, one), zero))
+        return b.select(negative, inverse, b.load(acc))
+
     def expr_Math(self, e: n.Math) -> ir.Value:
         args = [self.expr(a) for a in e.args]
+        if e.fn == "ipow":
+            return self.int_power(args[0], args[1], e.dtype)
         if e.fn == "abs" and not e.dtype.is_float:
             v = args[0]
             if not e.dtype.is_signed:
@@ -284,14 +329,18 @@ class ExprEmitter:
                     kind: str) -> Access:
         b = self.builder
         idx = [self.expr(i) for i in indices]
-        idx = [v if v.type == I64 else b.sext(v, I64) for v in idx]
+        idx = [v if v.type == I64 else sext_constant(v) if isinstance(v, ir.Constant)
+               else b.sext(v, I64) for v in idx]
         extents = self.extents(ref)
         ok: ir.Value = ir.Constant(I1, 1)
         offset: ir.Value = ir.Constant(I64, 0)
         axes: list[tuple[ir.Value, ir.Value]] = []
         for v, ext in zip(idx, extents):
-            inside = b.icmp_unsigned("<", v, ext)
-            ok = b.and_(ok, inside)
+            if isinstance(v, ir.Constant) and isinstance(ext, ir.Constant):
+                inside: ir.Value = ir.Constant(I1, 0 <= int(v.constant) < int(ext.constant))
+            else:
+                inside = b.icmp_unsigned("<", v, ext)
+            ok = inside if ok_is_true(ok) else b.and_(ok, inside)
             axes.append((inside, v))
             offset = b.add(b.mul(offset, ext), v)
         site = self.add_site(ref, loc, kind)
@@ -302,8 +351,11 @@ class ExprEmitter:
         """Run `emit(ptr)` only if the access is in bounds; otherwise record its site as failed
         (and give `fallback` as the value)."""
         b = self.builder
-        if isinstance(access.ok, ir.Constant):
+        if ok_is_true(access.ok):
             return emit(access.ptr)
+        if isinstance(access.ok, ir.Constant):    # an index known to be out of bounds
+            self.record_fault(access.site, access.axes)
+            return fallback
         with b.if_else(access.ok, likely=True) as (then, otherwise):
             with then:
                 value = emit(access.ptr)
@@ -319,17 +371,53 @@ class ExprEmitter:
         return phi
 
     def record_fault(self, site: int, axis_fail: list[tuple[ir.Value, ir.Value]]) -> None:
+        """Call the module's cold fault recorder with the first failing axis and its index."""
         b = self.builder
-        first = b.cmpxchg(self.slot_ptr(abi.SLOT_ERROR), ir.Constant(I64, 0),
-                          ir.Constant(I64, site + 1), "monotonic", "monotonic")
-        with b.if_then(b.extract_value(first, 1)):
-            axis: ir.Value = ir.Constant(I64, 0)
-            index: ir.Value = ir.Constant(I64, 0)
-            for k, (inside, v) in reversed(list(enumerate(axis_fail))):
-                axis = b.select(inside, axis, ir.Constant(I64, k))
-                index = b.select(inside, index, v)
-            b.store(axis, self.slot_ptr(abi.SLOT_ERROR_AXIS))
-            b.store(index, self.slot_ptr(abi.SLOT_ERROR_INDEX))
+        axis: ir.Value = ir.Constant(I64, 0)
+        index: ir.Value = ir.Constant(I64, 0)
+        for k, (inside, v) in reversed(list(enumerate(axis_fail))):
+            axis = b.select(inside, axis, ir.Constant(I64, k))
+            index = b.select(inside, index, v)
+        b.call(fault_recorder(self.module), [self.ctx_ptr, ir.Constant(I64, site + 1), axis,
+                                             index])
+
+
+def sext_constant(v: ir.Constant) -> ir.Constant:
+    """A constant integer sign-extended to i64 at compile time (constants are stored masked)."""
+    bits = v.type.width
+    value = int(v.constant)
+    return ir.Constant(I64, value - (1 << bits) if value >= 1 << (bits - 1) else value)
+
+
+def ok_is_true(v: ir.Value) -> bool:
+    return isinstance(v, ir.Constant) and v.constant == 1
+
+
+FAULT_RECORDER = "jitrt_record_fault"
+
+
+def fault_recorder(module: ir.Module) -> ir.Function:
+    """`jitrt_record_fault(ctx, site + 1, axis, index)`, one per module (internal, cold, never
+    inlined): the first failing access claims the error slot by compare-and-swap from 0 and
+    writes its axis and index. One call per check keeps functions with thousands of accesses
+    (unrolled loops) small for LLVM."""
+    found = module.globals.get(FAULT_RECORDER)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64, I64, I64]),
+                     FAULT_RECORDER)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("cold")
+    ctx, site, axis, index = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    first = b.cmpxchg(b.gep(ctx, [ir.Constant(I64, abi.SLOT_ERROR)]), ir.Constant(I64, 0), site,
+                      "monotonic", "monotonic")
+    with b.if_then(b.extract_value(first, 1)):
+        b.store(axis, b.gep(ctx, [ir.Constant(I64, abi.SLOT_ERROR_AXIS)]))
+        b.store(index, b.gep(ctx, [ir.Constant(I64, abi.SLOT_ERROR_INDEX)]))
+    b.ret_void()
+    return fn
 
 
 __all__ = ["ExprEmitter", "ll_type", "const", "dtypes"]

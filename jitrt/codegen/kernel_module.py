@@ -53,6 +53,7 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.task_index = 0
         self.tid: ir.Value = ir.Constant(I64, 0)
         self.reductions: dict = {}   # reduction key -> accumulator alloca (parallel tasks)
+        self.invariants: dict[int, ir.Value] = {}   # context slot -> its load at entry
 
     def next_id(self) -> int:
         self._ids += 1

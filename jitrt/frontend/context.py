@@ -22,6 +22,16 @@ class PyValue:
     obj: Any
 
 
+class NoValue:
+    """What a call of a @jr.func without a return value gives: using it is an error."""
+
+    def __init__(self, func_name: str) -> None:
+        self.func_name = func_name
+
+    def __repr__(self) -> str:
+        return f"the result of @jr.func '{self.func_name}', which returns no value"
+
+
 @dataclass(frozen=True)
 class LocalVar:
     ir_name: str
@@ -62,6 +72,13 @@ class Scope:
     globals: dict[str, Any]
     prefix: str = ""
     params: frozenset[str] = frozenset()
+    # locals assigned on every path to the current point (Python would raise NameError on a
+    # read of any other local); None: this point is unreachable (after break/continue)
+    assigned: set[str] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.assigned is None:
+            self.assigned = {k for k, v in self.bindings.items() if isinstance(v, LocalVar)}
 
     def lookup(self, name: str) -> LocalVar | PyValue | n.ArrayRef | n.Arg | None:
         if name in self.bindings:

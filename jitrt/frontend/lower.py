@@ -13,7 +13,7 @@ from typing import Any
 from ..ir import nodes as n
 from .context import CompileContext, PyValue, Scope, function_globals
 from .lower_call import CallLowering
-from .lower_expr import ExprLowering, is_number
+from .lower_expr import ExprLowering
 from .lower_stmt import StmtLowering
 from .source import SourceInfo
 
@@ -64,10 +64,8 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
             raise src.error(ret_stmt, "kernel returns a value but has no return annotation "
                             "(add -> jr.f32 or similar)")
         else:
-            v = lowerer.expr(ret_stmt.value)
-            e = lowerer.const(v.obj, ret_stmt, ret) if is_number(v) else lowerer.value(
-                ret_stmt.value, v)
-            lowerer.emit(n.Return(lowerer.cast(e, ret), src.loc(ret_stmt)))
+            e = lowerer.typed(lowerer.expr(ret_stmt.value), ret, ret_stmt.value, "return")
+            lowerer.emit(n.Return(e, src.loc(ret_stmt)))
     elif ret is not None:
         raise src.error(src.tree, f"kernel is annotated to return {ret!r} but has no final "
                         "return statement")

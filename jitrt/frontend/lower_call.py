@@ -17,14 +17,18 @@ from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
 from . import builtins as bi
-from .context import LocalVar, PyValue, Scope, function_globals
+from .context import LocalVar, NoValue, PyValue, Scope, function_globals
 from .lower_expr import Value, describe, is_number
 
 MAX_INLINE_DEPTH = 24
+COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
 
 
 class CallLowering:
     def expr_Call(self, node: ast.Call) -> Value:
+        for arg in node.args:   # blame a comprehension, not the function it is passed to
+            if isinstance(arg, COMPREHENSIONS):
+                self.expr(arg)
         callee = self.expr(node.func)
         if not isinstance(callee, PyValue):
             raise self.err(node.func, "only functions known at compile time can be called")
@@ -176,7 +180,7 @@ class CallLowering:
             for stmt in body[:-1] if ret else body:
                 sub.stmt(stmt)
             if ret is None or ret.value is None:
-                return PyValue(None)
+                return PyValue(NoValue(func.name))
             return sub.expr(ret.value)
         finally:
             self.ctx.inline_depth -= 1

@@ -15,7 +15,7 @@ from typing import Any
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
-from .context import CompileContext, LocalVar, PyValue, Scope, literal_dtype
+from .context import CompileContext, LocalVar, NoValue, PyValue, Scope, literal_dtype
 from .source import SourceInfo
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -108,6 +108,13 @@ class ExprLowering:
             raise self.err(node, f"{type(node).__name__} expressions are not supported in kernels")
         return method(node)
 
+    def expr_ListComp(self, node: ast.AST) -> Value:
+        raise self.err(node, "list comprehensions and generator expressions are not supported "
+                       "in kernels; write a loop (jr.static(range(n)) unrolls one at compile "
+                       "time)")
+
+    expr_GeneratorExp = expr_SetComp = expr_DictComp = expr_ListComp
+
     def expr_Constant(self, node: ast.Constant) -> Value:
         if node.value is None or isinstance(node.value, (bool, int, float, str)):
             return PyValue(node.value)
@@ -118,6 +125,11 @@ class ExprLowering:
         if found is None:
             raise self.err(node, f"name '{node.id}' is not defined")
         if isinstance(found, LocalVar):
+            if self.scope.assigned is not None and node.id not in self.scope.assigned:
+                raise self.err(node, f"local '{node.id}' may be read before it is assigned: it "
+                               "is assigned only in some branches or in a loop body that may "
+                               "run zero times (Python would raise NameError); assign it "
+                               "before the if/loop")
             return n.Local(found.ir_name, found.dtype, self.loc(node))
         if isinstance(found, PyValue) and node.id not in self.scope.bindings and isinstance(
                 found.obj, (bool, int, float, tuple, str)):
@@ -215,22 +227,35 @@ class ExprLowering:
 
     def binary(self, op: str, a: Value, b: Value, node: ast.AST) -> Value:
         if is_number(a) and is_number(b):
-            try:
-                return PyValue(PY_BINOPS[op](a.obj, b.obj))  # type: ignore[union-attr]
-            except ArithmeticError as exc:
-                raise self.err(node, f"constant expression fails: {exc}") from None
+            return PyValue(self.fold(op, a.obj, b.obj, node))  # type: ignore[union-attr]
         if op == "**":
             return self.power(a, b, node)
         ea, eb, dt = self.operands(a, b, node)
         loc = self.loc(node)
         if op in INT_ONLY_OPS and dt.is_float:
             raise self.err(node, f"operator {op} needs integers, got {dt.name}")
+        if op in ("<<", ">>") and is_number(b) and not 0 <= b.obj < dt.bits:  # type: ignore
+            raise self.err(node, f"shift count {b.obj} is outside 0..{dt.bits - 1} for "  # type: ignore
+                           f"{dt.name}")
         if op in n.COMPARE_OPS:
             return n.Binary(op, ea, eb, dtypes.i32, loc)
         if op == "/" and not dt.is_float:
             dt = self.ctx.default_fp
             ea, eb = self.cast(ea, dt), self.cast(eb, dt)
         return n.Binary(op, ea, eb, dt, loc)
+
+    def fold(self, op: str, x: Any, y: Any, node: ast.AST) -> Any:
+        """A constant expression, evaluated at compile time with Python's semantics (bounded:
+        no constant may grow past 4096 bits)."""
+        big = op == "<<" and isinstance(y, int) and y > 4096 or (
+            op == "**" and isinstance(x, int) and isinstance(y, int) and abs(x) > 1
+            and y * max(abs(x).bit_length(), 1) > 4096)
+        if big:
+            raise self.err(node, f"constant expression {x!r} {op} {y!r} is too large")
+        try:
+            return PY_BINOPS[op](x, y)
+        except (ArithmeticError, ValueError) as exc:
+            raise self.err(node, f"constant expression {x!r} {op} {y!r} fails: {exc}") from None
 
     def power(self, a: Value, b: Value, node: ast.AST) -> Value:
         if is_number(b) and isinstance(b.obj, int) and -8 <= b.obj <= 16:  # type: ignore
@@ -246,6 +271,10 @@ class ExprLowering:
                                 self.loc(node))
             return result
         ea, eb, dt = self.operands(a, b, node)
+        if dt.is_int and not is_number(b):   # exact integer power (see docs/usage.md)
+            return n.Math("ipow", (ea, eb), dt, self.loc(node))
+        if dt.is_int:                          # a negative constant exponent: a float, as Python
+            dt = self.ctx.default_fp
         fdt = dt if dt.is_float else dtypes.f64
         out = n.Math("pow", (self.cast(ea, fdt), self.cast(eb, fdt)), fdt, self.loc(node))
         return self.cast(out, dt)
@@ -325,6 +354,8 @@ def is_field(obj: Any) -> bool:
 
 
 def describe(obj: Any) -> str:
+    if isinstance(obj, NoValue):
+        return repr(obj)
     if isinstance(obj, n.ArrayRef):
         return f"ndarray '{obj.name}'"
     if isinstance(obj, type):

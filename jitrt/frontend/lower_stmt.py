@@ -108,12 +108,22 @@ class StmtLowering:
         else:
             raise self.err(target, f"cannot assign to {type(target).__name__}")
 
-    def typed(self, v: Value, dt: dtypes.DataType, node: ast.AST) -> n.Expr:
+    def typed(self, v: Value, dt: dtypes.DataType, node: ast.AST,
+              what: str = "store") -> n.Expr:
+        """`v` converted for a store into (or a return as) `dt`. A float into an integer needs
+        an explicit int()/jr.cast(); a compile-time integer must fit `dt`."""
         if is_number(v):
-            return self.const(v.obj, node, dt)  # type: ignore[union-attr]
+            value = v.obj  # type: ignore[union-attr]
+            if isinstance(value, float) and not dt.is_float:
+                raise self.err(node, f"cannot {what} the float {value!r} as {dt.name} without "
+                               "an explicit int() or jr.cast()")
+            if not isinstance(value, float) and dt.is_int and not dtypes.fits(int(value), dt):
+                raise self.err(node, f"the constant {int(value)} does not fit {dt.name} "
+                               f"(range {dtypes.int_range(dt)[0]}..{dtypes.int_range(dt)[1]})")
+            return self.const(value, node, dt)
         e = self.value(node, v)
         if e.dtype.is_float and not dt.is_float:
-            raise self.err(node, f"cannot store a {e.dtype.name} value into {dt.name} without "
+            raise self.err(node, f"cannot {what} a {e.dtype.name} value as {dt.name} without "
                            "an explicit int() or jr.cast()")
         return self.cast(e, dt)
 
@@ -133,12 +143,34 @@ class StmtLowering:
                 raise self.err(target, f"'{name}' is already a {binding.dtype.name} local")
             e = self.typed(v, binding.dtype, node)
             self.emit(n.Assign(binding.ir_name, e, self.loc(node)))
+            self.mark_assigned(name)
             return
         e = self.typed(v, declared, node) if declared else self.value(node, v)
         var = LocalVar(self.scope.prefix + name, e.dtype)
         self.ctx.local_types[var.ir_name] = e.dtype
         self.scope.bindings[name] = var
         self.emit(n.Assign(var.ir_name, e, self.loc(node)))
+        self.mark_assigned(name)
+
+    # ---- definite assignment (Python's NameError, decided at compile time) --------------
+    def mark_assigned(self, name: str) -> None:
+        if self.scope.assigned is not None:
+            self.scope.assigned.add(name)
+
+    def branch_assigned(self, before: set[str] | None, lower: Any) -> tuple[Any, set[str] | None]:
+        """Run `lower()` from the assignment state `before`; its result and the state after."""
+        self.scope.assigned = None if before is None else set(before)
+        result = lower()
+        return result, self.scope.assigned
+
+    @staticmethod
+    def merge_assigned(a: set[str] | None, b: set[str] | None) -> set[str] | None:
+        """Paths join: assigned on both (an unreachable path does not restrict)."""
+        if a is None:
+            return b
+        if b is None:
+            return a
+        return a & b
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         op = BINOPS.get(type(node.op))
@@ -168,10 +200,12 @@ class StmtLowering:
     def stmt_Break(self, node: ast.Break) -> None:
         self.check_in_loop(node, "break")
         self.emit(n.Break(self.loc(node)))
+        self.scope.assigned = None
 
     def stmt_Continue(self, node: ast.Continue) -> None:
         self.check_in_loop(node, "continue")
         self.emit(n.Continue(self.loc(node)))
+        self.scope.assigned = None
 
     def check_in_loop(self, node: ast.AST, word: str) -> None:
         if not self.loops or self.loops[-1] == "static":
@@ -188,11 +222,15 @@ class StmtLowering:
                 self.stmt(stmt)
             return
         c = self.truth(self.value(node.test, cond))
+        before = self.scope.assigned
         self.depth += 1
         try:
-            body, orelse = self.lower_block(node.body), self.lower_block(node.orelse)
+            body, after_body = self.branch_assigned(before, lambda: self.lower_block(node.body))
+            orelse, after_else = self.branch_assigned(before,
+                                                      lambda: self.lower_block(node.orelse))
         finally:
             self.depth -= 1
+        self.scope.assigned = self.merge_assigned(after_body, after_else)
         self.emit(n.If(c, body, orelse, self.loc(node)))
 
     def stmt_While(self, node: ast.While) -> None:
@@ -203,11 +241,13 @@ class StmtLowering:
         pre, self.block = tuple(self.block), saved
         self.loops.append("serial")
         self.depth += 1
+        before = self.scope.assigned
         try:
-            body = self.lower_block(node.body)
+            body, _ = self.branch_assigned(before, lambda: self.lower_block(node.body))
         finally:
             self.loops.pop()
             self.depth -= 1
+            self.scope.assigned = before   # the body may run zero times
         loc = self.loc(node)
         if pre:  # the condition needed statements: test inside the loop
             stop = n.If(cond, (), (n.Break(loc),), loc)
@@ -286,11 +326,14 @@ class StmtLowering:
         self.serialize_next = False
         self.loops.append("parallel" if parallel else "serial")
         self.depth += 1
+        before = self.scope.assigned
+        inside = None if before is None else before | {name.id for name in names}
         try:
-            body = self.lower_block(node.body)
+            body, _ = self.branch_assigned(inside, lambda: self.lower_block(node.body))
         finally:
             self.loops.pop()
             self.depth -= 1
+            self.scope.assigned = before   # the body may run zero times
         if parallel:
             self.emit(n.ParFor(tuple(vars_), tuple(self.cast(b, self.ctx.local_types[v]) for
                                                    (b, _), v in zip(extents, vars_)),

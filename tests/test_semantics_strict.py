@@ -1,0 +1,321 @@
+"""Compile-time rules that keep kernels from returning silently wrong numbers.
+
+- a local read where Python could raise NameError (assigned only in some branches, or only in
+  a loop body that may run zero times) is a compile error at the read;
+- a float stored into an integer target needs int()/jr.cast(); a constant must fit its target;
+  a kernel's return value is checked against its annotation the same way;
+- integer shifts, powers and divisions follow the rule in docs/usage.md ("Integer arithmetic");
+- constant expressions are evaluated with Python's semantics, bounded in size;
+- a kernel with thousands of unrolled statements compiles (static unrolling is linear).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitrt as jr
+
+ND = jr.types.ndarray
+
+
+def compile_error(kernel, *args) -> str:
+    with pytest.raises(jr.KernelCompileError) as info:
+        kernel(*args)
+    return str(info.value)
+
+
+# ---- possibly-unbound locals ----------------------------------------------------------------
+
+def test_local_assigned_in_one_branch_is_an_error_at_the_read():
+    @jr.kernel
+    def k(n: jr.i32) -> jr.f32:
+        if n > 0:
+            v = 1.0
+        return v
+
+    text = compile_error(k, 1)
+    assert "local 'v' may be read before it is assigned" in text
+    assert "return v" in text and "^" in text and "test_semantics_strict.py" in text
+
+
+def test_local_assigned_only_in_a_loop_body_is_an_error_after_the_loop():
+    @jr.kernel
+    def k(n: jr.i32) -> jr.i32:
+        for i in range(n):
+            w = i
+        return w
+
+    assert "local 'w' may be read before it is assigned" in compile_error(k, 0)
+
+
+def test_a_per_element_local_does_not_leak_into_the_next_element():
+    @jr.kernel
+    def k(out: ND(dtype=jr.f32, ndim=1)):
+        for i in range(out.shape[0]):
+            if i % 2 == 0:
+                v = i * 1.0
+            out[i] = v              # odd i: the previous element's v in the old behaviour
+
+    assert "local 'v'" in compile_error(k, np.zeros(4, np.float32))
+
+
+def test_locals_assigned_on_every_path_are_fine():
+    @jr.kernel
+    def k(n: jr.i32) -> jr.f32:
+        if n > 0:
+            v = 1.0
+        else:
+            v = 2.0
+        w = 0.0
+        jr.loop_config(serialize=True)
+        for i in range(n):
+            w = w + v
+        j = 0
+        while j < 3:
+            if j == 1:
+                u = 5.0
+                break
+            j += 1
+        return w
+
+    assert k(3) == 3.0 and k(0) == 0.0
+
+
+def test_static_loops_and_funcs_keep_their_assignments():
+    @jr.func
+    def twice(a):
+        b = a * 2
+        return b
+
+    @jr.kernel
+    def k() -> jr.i32:
+        for i in jr.static(range(2)):
+            t = i
+        return twice(t)
+
+    assert k() == 2
+
+
+# ---- float into integer, constants that do not fit -------------------------------------------
+
+def test_float_literal_into_an_integer_array_needs_a_cast():
+    @jr.kernel
+    def k(o: ND(dtype=jr.i32, ndim=1)):
+        for i in range(o.shape[0]):
+            o[i] = 2.9
+
+    text = compile_error(k, np.zeros(2, np.int32))
+    assert "cannot store the float 2.9 as i32" in text and "int()" in text
+
+
+def test_float_added_into_an_integer_field_needs_a_cast():
+    f = jr.field(jr.i32, shape=())
+
+    @jr.kernel
+    def k():
+        for i in range(10):
+            f[None] += 0.7
+
+    assert "cannot store the float 0.7 as i32" in compile_error(k)
+
+    @jr.kernel
+    def ok():
+        for i in range(10):
+            f[None] += int(0.7 * 2)
+
+    ok()
+    assert f[None] == 10
+
+
+def test_rebinding_an_integer_local_to_a_float_needs_a_cast():
+    @jr.kernel
+    def k() -> jr.i32:
+        v = 1
+        v = 2.5
+        return v
+
+    assert "cannot store the float 2.5 as i32" in compile_error(k)
+
+
+def test_return_value_is_checked_against_the_annotation():
+    @jr.kernel
+    def lit() -> jr.i32:
+        return 2.7
+
+    @jr.kernel
+    def run_time(x: jr.f32) -> jr.i32:
+        return x * 2
+
+    @jr.kernel
+    def cast_ok(x: jr.f32) -> jr.i32:
+        return int(x * 2)
+
+    assert "cannot return the float 2.7 as i32" in compile_error(lit)
+    assert "cannot return a f32 value as i32" in compile_error(run_time, 1.5)
+    assert cast_ok(1.5) == 3
+
+
+def test_constant_that_does_not_fit_its_target_is_an_error():
+    @jr.kernel
+    def k(o: ND(dtype=jr.i32, ndim=1)):
+        for i in range(o.shape[0]):
+            o[i] = 2 ** 40
+
+    @jr.kernel
+    def u(o: ND(dtype=jr.u8, ndim=1)):
+        for i in range(o.shape[0]):
+            o[i] = -1
+
+    assert "the constant 1099511627776 does not fit i32" in compile_error(k, np.zeros(2, np.int32))
+    assert "the constant -1 does not fit u8" in compile_error(u, np.zeros(2, np.uint8))
+
+
+# ---- integer arithmetic rule -----------------------------------------------------------------
+
+@jr.kernel
+def shl(x: jr.i32, s: jr.i32) -> jr.i32:
+    return x << s
+
+
+@jr.kernel
+def shr(x: jr.i32, s: jr.i32) -> jr.i32:
+    return x >> s
+
+
+@jr.kernel
+def ipow(x: jr.i32, p: jr.i32) -> jr.i32:
+    return x ** p
+
+
+@jr.kernel
+def floordiv(x: jr.i32, y: jr.i32) -> jr.i32:
+    return x // y
+
+
+@jr.kernel
+def mod(x: jr.i32, y: jr.i32) -> jr.i32:
+    return x % y
+
+
+def test_run_time_shift_counts_are_taken_modulo_the_width():
+    assert shl(1, 3) == 8 and shl(1, 31) == -2 ** 31
+    assert shl(1, 40) == 1 << 8           # 40 mod 32
+    assert shl(1, -1) == -2 ** 31         # -1 mod 32 = 31
+    assert shr(-16, 2) == -4              # arithmetic on signed types
+    assert shr(256, 40) == 1
+
+
+def test_constant_shift_counts_outside_the_width_are_errors():
+    @jr.kernel
+    def k(x: jr.i32) -> jr.i32:
+        return x << 40
+
+    @jr.kernel
+    def neg() -> jr.i32:
+        return 1 << -1
+
+    assert "shift count 40 is outside 0..31 for i32" in compile_error(k, 1)
+    assert "negative shift count" in compile_error(neg)
+
+
+@pytest.mark.parametrize("x,p", [(2, 10), (3, 0), (-3, 3), (7, 5), (2, 31), (2, 32), (5, 13),
+                                 (1, -5), (-1, -3), (-1, -4), (2, -1), (0, -1), (0, 0), (-2, 1)])
+def test_run_time_integer_power_is_exact_and_wraps(x, p):
+    if p >= 0:   # exact, wrapped to 32 bits
+        expect = int(np.array(x ** p % 2 ** 32).astype(np.uint32).view(np.int32))
+    else:
+        expect = {1: 1, -1: (-1) ** (-p)}.get(x, 0)   # trunc(1 / x**-p); 0 ** -k is 0
+    assert ipow(x, p) == expect
+
+
+def test_negative_constant_exponent_gives_a_float_as_in_python():
+    @jr.kernel
+    def k(x: jr.i32) -> jr.f32:
+        return x ** -1
+
+    @jr.kernel
+    def bad(x: jr.i32) -> jr.i32:
+        return x ** -1
+
+    assert k(4) == pytest.approx(0.25)
+    assert "cannot return a f32 value as i32" in compile_error(bad, 4)
+
+
+def test_division_rules():
+    assert floordiv(7, 2) == 3 and floordiv(-7, 2) == -4 and mod(-7, 2) == 1
+    assert floordiv(5, 0) == 0 and mod(5, 0) == 0                 # no trap, documented
+    assert floordiv(-2 ** 31, -1) == -2 ** 31 and mod(-2 ** 31, -1) == 0   # wraps, no SIGFPE
+
+
+def test_constant_expressions_follow_python_and_are_bounded():
+    @jr.kernel
+    def huge() -> jr.i32:
+        return 2 ** 100000
+
+    @jr.kernel
+    def zero_div() -> jr.i32:
+        return 1 // 0
+
+    @jr.kernel
+    def fits() -> jr.i64:
+        return (1 << 40) + 2 ** 3
+
+    assert "too large" in compile_error(huge)
+    assert "by zero" in compile_error(zero_div)
+    assert fits() == (1 << 40) + 8
+
+
+# ---- frontend traps --------------------------------------------------------------------------
+
+def test_comprehensions_are_named_not_the_function_they_are_passed_to():
+    x = jr.field(jr.f32, shape=(4,))
+
+    @jr.kernel
+    def k() -> jr.f32:
+        return sum(x[i] for i in range(4))
+
+    text = compile_error(k)
+    assert "generator expressions are not supported" in text and "sum" not in text.split("\n")[0]
+
+
+def test_value_of_a_func_without_return_is_named():
+    x = jr.field(jr.f32, shape=(4,))
+
+    @jr.func
+    def store(v):
+        x[0] = v
+
+    @jr.kernel
+    def k() -> jr.f32:
+        return store(1.0) + 1.0
+
+    assert "@jr.func 'store', which returns no value" in compile_error(k)
+
+
+# ---- static unrolling and constant indices -----------------------------------------------------
+
+def test_two_thousand_unrolled_statements_compile_and_run():
+    n = 2000
+    x = jr.field(jr.f32, shape=(n,))
+
+    @jr.kernel
+    def unrolled():
+        for i in jr.static(range(n)):
+            x[i] = x[i] * 2.0 + i
+
+    unrolled()
+    np.testing.assert_array_equal(x.to_numpy(), np.arange(n, dtype=np.float32))
+
+
+def test_constant_index_out_of_bounds_is_reported_not_written():
+    x = jr.field(jr.f32, shape=(4,))
+    y = jr.field(jr.f32, shape=(8,))
+
+    @jr.kernel
+    def k():
+        x[5] = 1.0
+        x[-1] = 2.0
+
+    with pytest.raises(jr.KernelRuntimeError, match=r"index 5 out of bounds on axis 0"):
+        k()
+    assert (x.to_numpy() == 0).all() and (y.to_numpy() == 0).all()
