@@ -7,11 +7,28 @@ option here is the only step needed for it to reach the key.
 """
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass, fields
 from typing import Any, Callable
 
+import numpy as np
+
 from . import dtypes
+from .errors import ConfigError
+
+
+ARCHES = ("cpu", "cuda", "amdgpu", "gpu")
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+MAX_THREADS = max(64, 16 * _cores())   # far past this, thread creation itself fails
 
 
 def _parse_bool(text: str) -> bool:
@@ -20,35 +37,102 @@ def _parse_bool(text: str) -> bool:
         return True
     if low in ("0", "false", "no", "off", ""):
         return False
-    raise ValueError(f"expected a boolean (1/0/true/false), got {text!r}")
+    raise ValueError("expected a boolean: 1/0, true/false, yes/no or on/off")
 
 
 def _parse_optional_int(text: str) -> int | None:
-    return None if text.strip().lower() in ("", "none") else int(text)
+    return None if text.strip().lower() in ("", "none") else _parse_int(text)
+
+
+def _parse_int(text: str) -> int:
+    try:
+        return int(text.strip(), 0)
+    except ValueError:
+        raise ValueError("expected an integer") from None
+
+
+def _check_bool(value: Any) -> bool:
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer))
+                                               and value in (0, 1)):
+        return bool(value)
+    raise ValueError("expected True or False")
+
+
+def _int_in(lo: int, hi: int | None, what: str) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        ok = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+        if ok and value >= lo and (hi is None or value <= hi):
+            return int(value)
+        top = f"to {hi}" if hi is not None else "or more"
+        raise ValueError(f"expected an integer from {lo} {top} ({what})")
+    return check
+
+
+def _check_threads(value: Any) -> int | None:
+    return None if value is None else _int_in(
+        1, MAX_THREADS, f"worker threads counting the caller; this machine has {_cores()} "
+        "cores, None uses all of them")(value)
+
+
+def _check_arch(value: Any) -> str:
+    name = getattr(value, "name", value)
+    if isinstance(name, str) and name.strip().lower() in ARCHES:
+        return name.strip().lower()
+    raise ValueError(f"expected one of {', '.join(ARCHES)} (or jr.cpu, jr.cuda, ...)")
+
+
+def _check_dir(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, os.PathLike)) and str(value).strip():
+        return os.fspath(value)
+    raise ValueError("expected a directory path or None")
+
+
+def _check_dtype(kind: str) -> Callable[[Any], dtypes.DataType]:
+    def check(value: Any) -> dtypes.DataType:
+        try:
+            dt = dtypes.coerce(value)
+        except TypeError:
+            dt = None
+        wanted = (lambda d: d.is_float) if kind == "a float" else (lambda d: d.is_int)
+        if dt is None or not wanted(dt):
+            names = [d.name for d in dtypes.ALL if wanted(d)]
+            raise ValueError(f"expected {kind} type: {', '.join(names)}")
+        return dt
+    return check
 
 
 @dataclass(frozen=True)
 class Option:
     name: str
     default: Any
-    parse: Callable[[str], Any]
+    parse: Callable[[str], Any]     # JITRT_<NAME> text -> value
+    check: Callable[[Any], Any]     # value -> normalised value; ValueError names what is accepted
     affects_codegen: bool
     doc: str
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("arch", "cpu", str, True, "cpu | cuda | amdgpu | gpu"),
-    Option("debug", False, _parse_bool, True, "extra runtime checks"),
-    Option("offline_cache", True, _parse_bool, False, "use the on-disk kernel cache"),
-    Option("offline_cache_dir", None, str, False,
+    Option("arch", "cpu", str, _check_arch, True, "cpu | cuda | amdgpu | gpu"),
+    Option("debug", False, _parse_bool, _check_bool, True, "extra runtime checks"),
+    Option("offline_cache", True, _parse_bool, _check_bool, False, "use the on-disk kernel cache"),
+    Option("offline_cache_dir", None, str, _check_dir, False,
            "cache directory (else JITRT_CACHE_DIR, else XDG)"),
-    Option("offline_cache_max_bytes", 1 << 30, int, False, "disk cache size cap (LRU eviction)"),
-    Option("ad_stack_size", 0, int, True, "0: size adstacks exactly; N: force every stack to N"),
-    Option("default_fp", dtypes.f32, dtypes.coerce, True, "type of float literals"),
-    Option("default_ip", dtypes.i32, dtypes.coerce, True, "type of int literals"),
-    Option("num_threads", None, _parse_optional_int, False, "CPU worker threads (None: all cores)"),
-    Option("parallel_grain", 8192, int, False,
-           "estimated work (~simple ops) below which a parallel loop runs on the calling thread"),
+    Option("offline_cache_max_bytes", 1 << 30, _parse_int,
+           _int_in(0, None, "bytes; the least recently used entries are evicted past it"),
+           False, "disk cache size cap (LRU eviction)"),
+    Option("ad_stack_size", 0, _parse_int,
+           _int_in(0, 1 << 24, "0 sizes adstacks exactly; N forces every stack to N entries"),
+           True, "0: size adstacks exactly; N: force every stack to N"),
+    Option("default_fp", dtypes.f32, str, _check_dtype("a float"), True, "type of float literals"),
+    Option("default_ip", dtypes.i32, str, _check_dtype("an integer"), True, "type of int literals"),
+    Option("num_threads", None, _parse_optional_int, _check_threads, False,
+           "CPU worker threads (None: all cores)"),
+    Option("parallel_grain", 8192, _parse_int,
+           _int_in(1, None, "estimated work below which a parallel loop runs on one thread"),
+           False, "estimated work (~simple ops) below which a parallel loop runs on the calling "
+           "thread"),
 )
 OPTION_BY_NAME = {opt.name: opt for opt in OPTIONS}
 
@@ -75,24 +159,36 @@ assert [f.name for f in fields(Config)] == [o.name for o in OPTIONS], "Config an
 
 
 def resolve(**explicit: Any) -> Config:
-    """Build a Config from explicit arguments, then `JITRT_<NAME>` variables, then defaults."""
-    unknown = set(explicit) - set(OPTION_BY_NAME)
+    """Build a Config from explicit arguments, then `JITRT_<NAME>` variables, then defaults.
+    Every value is checked; a bad one is a `ConfigError` naming the option and what it
+    accepts."""
+    unknown = sorted(set(explicit) - set(OPTION_BY_NAME))
     if unknown:
-        raise TypeError(f"jr.init() got unknown option(s): {', '.join(sorted(unknown))}")
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, list(OPTION_BY_NAME), n=1)
+            hints.append(f"'{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+        raise TypeError(f"jr.init() got unknown option(s) {', '.join(hints)}; valid options: "
+                        f"{', '.join(OPTION_BY_NAME)}")
     values: dict[str, Any] = {}
     for opt in OPTIONS:
+        var = "JITRT_" + opt.name.upper()
         if opt.name in explicit and explicit[opt.name] is not None:
-            value = explicit[opt.name]
-            if opt.name in ("default_fp", "default_ip"):
-                value = dtypes.coerce(value)
-            values[opt.name] = value
-            continue
-        env = os.environ.get("JITRT_" + opt.name.upper())
-        if env is not None:
+            values[opt.name] = _checked(opt, explicit[opt.name], f"jr.init({opt.name}=...)")
+        elif os.environ.get(var) is not None:
+            text = os.environ[var]
             try:
-                values[opt.name] = opt.parse(env)
+                parsed = opt.parse(text)
             except (ValueError, TypeError) as exc:
-                raise ValueError(f"JITRT_{opt.name.upper()}={env!r}: {exc}") from None
+                raise ConfigError(f"{var}={text!r}: {exc}") from None
+            values[opt.name] = _checked(opt, parsed, f"{var}={text!r}")
         else:
             values[opt.name] = opt.default
     return Config(**values)
+
+
+def _checked(opt: Option, value: Any, where: str) -> Any:
+    try:
+        return opt.check(value)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}, got {value!r}") from None

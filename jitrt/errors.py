@@ -51,5 +51,10 @@ class OfflineCacheError(JitrtError):
     """Raised only by explicit cache tooling."""
 
 
+class ConfigError(JitrtError, ValueError):
+    """An invalid `jr.init` option or `JITRT_*` variable; the message names it and the values
+    it accepts."""
+
+
 class BackendUnavailableError(JitrtError):
     """The chosen arch has no usable runtime on this machine."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import signal
+import sys
 import threading
 
 from typing import Any
@@ -20,7 +22,7 @@ import llvmlite.binding as llvm
 import xxhash
 from llvmlite import ir
 
-from ..codegen import threadpool
+from ..codegen import abi, threadpool
 from .llvm_setup import LLVM_LOCK, host_target_machine, init_llvm, optimize
 
 
@@ -78,14 +80,19 @@ class WorkerPool:
 
     def __init__(self, num_threads: int, grain: int, spin_limit: int = 100_000,
                  store: Any = None) -> None:
-        names = ["jitrt_parallel_for", "jitrt_worker"]
+        names = ["jitrt_parallel_for", "jitrt_worker", "jitrt_interrupt_state",
+                 "jitrt_on_sigint"]
         addrs = engine().load("jitrt_runtime", runtime_object(store), names)
         self.parallel_for_addr = addrs["jitrt_parallel_for"]
         self._state = (ctypes.c_int64 * threadpool.POOL_SLOTS)()
         self.address = ctypes.addressof(self._state)
+        interrupt_state = ctypes.CFUNCTYPE(ctypes.c_int64)(addrs["jitrt_interrupt_state"])()
+        self._state[abi.POOL_INTERRUPTS] = interrupt_state
+        chain_sigint(addrs["jitrt_on_sigint"], interrupt_state + 8)
         self.num_threads = max(1, num_threads)
         self._state[threadpool.POOL_NWORKERS] = 0
         self._state[threadpool.POOL_GRAIN] = max(1, grain)
+        self.spin_limit = spin_limit
         self._state[threadpool.POOL_SPIN] = spin_limit
         self._worker = WORKER_FN(addrs["jitrt_worker"])
         self._threads: list[threading.Thread] = []
@@ -106,6 +113,40 @@ class WorkerPool:
         for t in self._threads:
             t.join(timeout=2.0)
         self._threads.clear()
+
+
+class _Sigaction(ctypes.Structure):
+    """glibc's `struct sigaction` (Linux, 64-bit)."""
+    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_uint64 * 16),
+                ("flags", ctypes.c_int), ("restorer", ctypes.c_void_p)]
+
+
+SA_SIGINFO = 4
+
+
+def chain_sigint(handler: int, previous_slot: int) -> bool:
+    """Put the runtime's SIGINT handler in front of the current one (CPython's), which it
+    calls after counting the signal: Ctrl-C then stops a running kernel at its next check and
+    Python raises KeyboardInterrupt as usual. Done again at each `jr.init` (a Python-level
+    `signal.signal(SIGINT, ...)` reinstalls CPython's C handler, ours is then out until the next
+    init). Linux only; elsewhere, or when SIGINT is ignored or left to the default, nothing is
+    changed and kernels run to completion."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        old = _Sigaction()
+        if libc.sigaction(signal.SIGINT, None, ctypes.byref(old)) != 0:
+            return False
+        if old.handler == handler:
+            return True
+        if not old.handler or old.handler == 1 or old.flags & SA_SIGINFO:
+            return False
+        ctypes.c_int64.from_address(previous_slot).value = old.handler
+        new = _Sigaction(handler, old.mask, old.flags, None)
+        return libc.sigaction(signal.SIGINT, ctypes.byref(new), None) == 0
+    except (OSError, AttributeError, ValueError):
+        return False
 
 
 def runtime_object(store: Any) -> bytes:
@@ -131,13 +172,18 @@ _retired: list[WorkerPool] = []  # kept alive: old launch contexts may still poi
 
 def worker_pool(num_threads: int | None, grain: int, store: Any = None) -> WorkerPool:
     """The process's pool for this thread count (pools are kept: threads are not recreated)."""
-    count = num_threads or os.cpu_count() or 1
+    from ..config import _cores
+    cores = _cores()
+    count = num_threads or cores
     pool = _pools.get(count)
     if pool is None:
         for other in _pools.values():
             other.shutdown()
             _retired.append(other)
         _pools.clear()
-        pool = _pools[count] = WorkerPool(count, grain, store=store)
+        # more threads than cores: idle workers must not spin (a spinning worker holds a core
+        # that a worker with a chunk, or the caller, needs); they poll with usleep instead
+        spin = 100_000 if count <= cores else 0
+        pool = _pools[count] = WorkerPool(count, grain, spin_limit=spin, store=store)
     pool.set_grain(grain)
     return pool

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from ..ir import nodes as n
 
-SLOT_ERROR = 0          # 0, or 1 + the id of the access site that failed (first one wins)
+SLOT_ERROR = 0          # 0, 1 + the id of the access site that failed (first one wins), or
+                        # ERROR_INTERRUPTED
 SLOT_ERROR_AXIS = 1
 SLOT_ERROR_INDEX = 2
 SLOT_POOL = 3           # thread pool state
@@ -22,7 +23,10 @@ SLOT_RETURN = 6
 SLOT_NUM_THREADS = 7
 SLOT_OVERFLOW = 8       # 0, or the registry id of the first task whose adstack overflowed
 SLOT_ADSTACK_HEAP = 9   # base address of the per-thread adstack heap
+SLOT_INTERRUPT_EPOCH = 10   # the interrupt counter when this launch started (set by the entry)
+ERROR_INTERRUPTED = -1  # in SLOT_ERROR: a Ctrl-C arrived during the launch, which stopped early
 HEADER_SLOTS = 12
+POOL_INTERRUPTS = 29    # in the CPU pool state: the address of the process's interrupt counter
 
 
 @dataclass(frozen=True)

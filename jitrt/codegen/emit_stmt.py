@@ -9,7 +9,8 @@ from llvmlite import ir
 
 from ..dtypes import DataType
 from ..ir import nodes as n
-from . import abi
+from ..passes.walk import walk_stmts
+from . import abi, interrupts
 from .emit_expr import I64, ll_type
 
 
@@ -105,6 +106,8 @@ class StmtEmitter:
         self.loop_targets.pop()
         b.branch(step_bb)
         b.position_at_end(step_bb)
+        if contains_loop(body):   # innermost loops stay check-free (and vectorizable)
+            self.check_interrupt()
         if not reverse:
             b.store(b.add(b.load(counter), one), counter)
         b.branch(cond_bb)
@@ -117,6 +120,7 @@ class StmtEmitter:
         exit_bb = self.fn.append_basic_block("while_exit")
         b.branch(cond_bb)
         b.position_at_end(cond_bb)
+        self.check_interrupt()    # a while loop may never end: Ctrl-C must reach it
         b.cbranch(self.truth(self.expr(s.cond), s.cond.dtype), body_bb, exit_bb)
         b.position_at_end(body_bb)
         self.loop_targets.append((cond_bb, exit_bb))
@@ -125,6 +129,24 @@ class StmtEmitter:
         b.branch(cond_bb)
         b.position_at_end(exit_bb)
 
+    # ---- Ctrl-C ---------------------------------------------------------------------------
+    def begin_launch(self) -> None:
+        """First thing in a launch entry: note the interrupt counter (CPU targets)."""
+        if not self.target.is_gpu:
+            with self.builder.goto_block(self.alloca_block):
+                self.interrupt_epoch = interrupts.start_launch(self.builder, self.ctx_ptr)
+
+    def check_interrupt(self) -> None:
+        if self.target.is_gpu:
+            return
+        if self.interrupt_counter is None:
+            with self.builder.goto_block(self.alloca_block):
+                self.interrupt_counter = interrupts.counter_ptr(self.builder, self.ctx_ptr)
+        if self.interrupt_epoch is None:   # a task function: its launch's entry noted it
+            self.interrupt_epoch = self.load_slot(abi.SLOT_INTERRUPT_EPOCH)
+        interrupts.check_interrupt(self.builder, self.fn, self.ctx_ptr, self.interrupt_counter,
+                                   self.interrupt_epoch)
+
     def stmt_Break(self, s: n.Break) -> None:
         self.builder.branch(self.loop_targets[-1][1])
         self.dead_block()
@@ -132,6 +154,10 @@ class StmtEmitter:
     def stmt_Continue(self, s: n.Continue) -> None:
         self.builder.branch(self.loop_targets[-1][0])
         self.dead_block()
+
+
+def contains_loop(body: n.Body) -> bool:
+    return any(isinstance(s, (n.For, n.While)) for s in walk_stmts(body))
 
 
 __all__ = ["StmtEmitter", "I64"]

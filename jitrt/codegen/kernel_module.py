@@ -54,6 +54,8 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.tid: ir.Value = ir.Constant(I64, 0)
         self.reductions: dict = {}   # reduction key -> accumulator alloca (parallel tasks)
         self.invariants: dict[int, ir.Value] = {}   # context slot -> its load at entry
+        self.interrupt_epoch: ir.Value | None = None     # see codegen/interrupts.py
+        self.interrupt_counter: ir.Value | None = None
 
     def next_id(self) -> int:
         self._ids += 1
@@ -132,6 +134,7 @@ def emit_entry(module: ir.Module, target: Target, layout: abi.ContextLayout,
                sites: list[AccessSite]) -> ir.Function:
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64P]), name)
     em = FunctionEmitter(module, target, layout, fn, fn.args[0], sites)
+    em.begin_launch()
     b = em.builder
     ncaps = max([task_signature_caps(t) for t in kernel.tasks] + [1])
     with b.goto_block(em.alloca_block):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..passes import sizeexpr as se
-from . import abi
+from . import abi, interrupts
 from .emit_expr import I64
 from .kernel_module import I8P, I64P, PARALLEL_FOR_TYPE, TASK_TYPE
 
@@ -155,6 +155,7 @@ def emit_reducer(module: ir.Module, prefix: str, k: int, spec: se.MaxOverRange,
     driver = ir.Function(module, ir.FunctionType(I64, [I64P]), f"{prefix}_red{k}")
     b = ir.IRBuilder(driver.append_basic_block("entry"))
     dctx = driver.args[0]
+    interrupts.start_launch(b, dctx)   # its parallel chunks compare against this
     em = SizeEmitter(module, driver, b, dctx, layout, params, fields)
     begin, end = em.value(spec.begin, {}), em.value(spec.end, {})
     caps_arr = b.alloca(ir.ArrayType(I64, 2))

@@ -10,6 +10,11 @@ Stage: codegen (built once per process by `backends/cpu.py`). Functions:
   exchange; a worker reads the parameters between an acquire load of the ticket and its
   compare-and-swap on that same value, so a successful claim proves the parameters it read
   belong to the claimed job: a late worker never runs a chunk of a job it did not read.
+- `jitrt_on_sigint(sig)`: a SIGINT handler that counts the signal in the interrupt counter
+  and then calls the handler it replaced (CPython's, which raises KeyboardInterrupt once the
+  launch returns). Kernels compare the counter with the value their launch started with on
+  loop back edges, and `jitrt_run_chunks` before each chunk, so a Ctrl-C stops a running
+  kernel. `jitrt_interrupt_state()` returns the address of {counter, previous handler}.
 - `jitrt_worker(pool, tid)`: a worker's loop. It spins (x86 `pause`) for `spin_limit` polls
   after its last job, then polls every 200 us with `usleep`: no per-launch wake-up through the
   OS, and an idle process uses almost no CPU.
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from .abi import ERROR_INTERRUPTED, POOL_INTERRUPTS, SLOT_ERROR, SLOT_INTERRUPT_EPOCH
 from .kernel_module import I8P, I64P, TASK_TYPE
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -82,7 +88,16 @@ def _run_chunks(module: ir.Module) -> ir.Function:
     lo = b.mul(c, chunk)
     hi = b.add(lo, chunk)
     hi = b.select(b.icmp_signed("<", hi, n), hi, n)
-    b.call(task, [ctx, caps, lo, hi, tid])
+    # a Ctrl-C since the launch started: the remaining chunks are skipped (and counted done)
+    counter = b.inttoptr(p.load(POOL_INTERRUPTS), I64P)
+    started = b.load(b.gep(ctx, [c64(SLOT_INTERRUPT_EPOCH)]))
+    quiet = b.icmp_unsigned("==", b.load_atomic(counter, "monotonic", 8), started)
+    with b.if_else(quiet, likely=True) as (run, skip):
+        with run:
+            b.call(task, [ctx, caps, lo, hi, tid])
+        with skip:
+            b.cmpxchg(b.gep(ctx, [c64(SLOT_ERROR)]), c64(0), c64(ERROR_INTERRUPTED), "monotonic",
+                      "monotonic")
     b.atomic_rmw("add", p.ptr(POOL_DONE), c64(1), "release")
     b.branch(loop)
     b.position_at_end(done)
@@ -221,9 +236,29 @@ def _worker(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir.Funct
     return fn
 
 
+def _interrupts(module: ir.Module) -> None:
+    """The interrupt counter, the SIGINT handler that bumps it and chains to the previous
+    handler, and `jitrt_interrupt_state()` (the state's address, for the Python side)."""
+    state = ir.GlobalVariable(module, ir.ArrayType(I64, 2), "jitrt_interrupt_state_data")
+    state.initializer = ir.Constant(ir.ArrayType(I64, 2), [0, 0])
+    state.linkage = "internal"
+    getter = ir.Function(module, ir.FunctionType(I64P, []), "jitrt_interrupt_state")
+    b = ir.IRBuilder(getter.append_basic_block("entry"))
+    b.ret(b.gep(state, [c64(0), c64(0)]))
+    handler = ir.Function(module, ir.FunctionType(ir.VoidType(), [I32]), "jitrt_on_sigint")
+    b = ir.IRBuilder(handler.append_basic_block("entry"))
+    b.atomic_rmw("add", b.gep(state, [c64(0), c64(0)]), c64(1), "seq_cst")
+    prev = b.load_atomic(b.gep(state, [c64(0), c64(1)]), "monotonic", 8)
+    with b.if_then(b.icmp_unsigned(">", prev, c64(1))):   # not SIG_DFL (0) / SIG_IGN (1)
+        fn_type = ir.FunctionType(ir.VoidType(), [I32])
+        b.call(b.inttoptr(prev, fn_type.as_pointer()), [handler.args[0]])
+    b.ret_void()
+
+
 def build_runtime_module(triple: str, data_layout: str) -> ir.Module:
     module = ir.Module(name="jitrt_runtime")
     module.triple, module.data_layout = triple, data_layout
+    _interrupts(module)
     run_chunks = _run_chunks(module)
     _parallel_for(module, triple)
     _worker(module, run_chunks, triple)

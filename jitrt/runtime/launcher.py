@@ -352,6 +352,10 @@ def pack_array(buf: Any, slot: int, v: Any, dt: dtypes.DataType, ndim: int,
 
 
 def raise_fault(buf: Any, compiled: CompiledKernel) -> None:
+    if buf[abi.SLOT_ERROR] == abi.ERROR_INTERRUPTED:
+        buf[abi.SLOT_ERROR] = 0
+        raise KeyboardInterrupt(f"kernel {compiled.name} was interrupted and stopped early; "
+                                "the data it writes may be partly updated")
     site_id, axis, index = buf[abi.SLOT_ERROR] - 1, buf[abi.SLOT_ERROR_AXIS], \
         buf[abi.SLOT_ERROR_INDEX]
     buf[abi.SLOT_ERROR] = buf[abi.SLOT_ERROR_AXIS] = buf[abi.SLOT_ERROR_INDEX] = 0

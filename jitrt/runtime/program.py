@@ -16,7 +16,7 @@ from .. import config as config_mod
 from ..errors import BackendUnavailableError
 
 
-ARCHES = ("cpu", "cuda", "amdgpu", "gpu")
+ARCHES = config_mod.ARCHES
 
 
 class Program:
