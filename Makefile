@@ -4,15 +4,23 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# installed once; again only when pyproject.toml changes (pip's output goes to a log, shown
+# only if the install fails)
+STAMP  := $(VENV)/.jitrt-installed
 
 .PHONY: demo test test-slow bench venv clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	@$(BIN)/python -m pip install -q --upgrade pip > /dev/null 2>&1 || true
 
-venv: $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[test]'
+$(STAMP): pyproject.toml | $(BIN)/python
+	@echo "installing jitrt into $(VENV) (log: $(VENV)/install.log)"
+	@$(BIN)/python -m pip install -q -e '.[test]' > $(VENV)/install.log 2>&1 || \
+		{ cat $(VENV)/install.log; exit 1; }
+	@touch $@
+
+venv: $(STAMP)
 
 demo: venv
 	$(BIN)/python -m jitrt demo

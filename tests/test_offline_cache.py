@@ -254,3 +254,46 @@ def test_verify_reports_damage(tmp_path):
     bad = store.verify()
     assert [p.stem for p, _ in bad] == ["bad"]
     assert "checksum" in bad[0][1]
+
+
+# ---- damaged environments: no crash, no litter, clear CLI errors -----------------------------
+
+def test_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import errno
+
+    store = store_mod.CacheStore(tmp_path, max_bytes=1 << 20)
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        def __init__(self, fd, mode):
+            self.f = real_fdopen(fd, mode)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store_mod.os, "fdopen", FullDisk)
+    store_mod._warned.discard("io-write")
+    with pytest.warns(store_mod.CacheWarning, match="No space left"):
+        store.save("k1", "kernel", b"payload")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("action", ["info", "list", "verify", "clear"])
+def test_cache_cli_refuses_a_missing_directory_or_a_file(tmp_path, action):
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    extra = ["--yes"] if action == "clear" else []
+    for target, words in ((tmp_path / "missing", "does not exist"), (afile, "not a directory")):
+        proc = subprocess.run([sys.executable, "-m", "jitrt", "cache", action, "--dir",
+                               str(target), *extra], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 2 and words in proc.stderr, (proc.stdout, proc.stderr)
+    assert afile.read_text() == "x"

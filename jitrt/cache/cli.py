@@ -3,7 +3,8 @@
 Stage: tooling. `run(args)` is called by `jitrt/cli.py` with `args.cache_action` and
 `args.cache_dir` (and `args.yes` for clear). The directory is chosen as `jr.init` would
 (`--dir`, `JITRT_OFFLINE_CACHE_DIR`, `JITRT_CACHE_DIR`, `$XDG_CACHE_HOME/jitrt`,
-`~/.cache/jitrt`). Exit status: 0 ok, 1 damaged entries found by verify, 2 refused.
+`~/.cache/jitrt`). Exit status: 0 ok, 1 damaged entries found by verify, 2 refused (also: the directory does not
+exist or is not a directory).
 """
 from __future__ import annotations
 
@@ -89,4 +90,12 @@ ACTIONS = {"info": info, "list": list_entries, "clear": clear, "verify": verify}
 
 
 def run(args: argparse.Namespace) -> int:
-    return ACTIONS[args.cache_action](open_store(args), args)
+    store = open_store(args)
+    if not store.dir.exists():
+        print(f"jitrt cache: {store.dir} does not exist (no kernel was cached there yet, or "
+              "the path is wrong)", file=sys.stderr)
+        return 2
+    if not store.dir.is_dir():
+        print(f"jitrt cache: {store.dir} is not a directory", file=sys.stderr)
+        return 2
+    return ACTIONS[args.cache_action](store, args)

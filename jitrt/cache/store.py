@@ -148,6 +148,7 @@ class CacheStore:
         return artifact
 
     def save(self, key: str, kernel_name: str, artifact: Any) -> None:
+        tmp = None
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             data = encode(key, kernel_name, artifact)
@@ -156,6 +157,8 @@ class CacheStore:
                 f.write(data)
             os.replace(tmp, self.path(key))
         except OSError as exc:
+            if tmp is not None:           # a full disk must not leave partial files behind
+                self._remove(pathlib.Path(tmp))
             _warn_once("io-write", f"jitrt offline cache: cannot write to {self.dir}: {exc}")
             return
         self.evict()
