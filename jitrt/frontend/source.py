@@ -52,7 +52,13 @@ def capture(fn) -> SourceInfo:
         lines, start = inspect.getsourcelines(fn)
         filename = inspect.getsourcefile(fn) or inspect.getfile(fn)
     except (OSError, TypeError) as exc:
-        raise KernelCompileError(f"cannot read the source of {fn.__qualname__}: {exc}") from None
+        code = getattr(fn, "__code__", None)
+        where = code.co_filename if code is not None else "<unknown>"
+        raise KernelCompileError(
+            f"cannot read the source of {fn.__qualname__} ({exc}): kernels and funcs must be "
+            "defined in a Python file (a module or a script), not typed into the interactive "
+            "prompt or exec()'d from a string", where,
+            code.co_firstlineno if code is not None else 0) from None
     raw = "".join(lines)
     text = textwrap.dedent(raw)
     first = lines[0]

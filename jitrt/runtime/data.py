@@ -26,19 +26,43 @@ def live_grad_fields() -> list["Field"]:
     return list(_grad_fields)
 
 
+MAX_ELEMENTS = 1 << 40   # far past any memory: a shape beyond is a typo, not a request
+
+
 def _shape(shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    shape = tuple(int(s) for s in shape)
-    if any(s < 0 for s in shape):
-        raise ValueError(f"shape {shape} has a negative extent")
-    return shape
+    """A shape as a tuple of non-negative Python ints; anything else is an error naming it."""
+    items = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        items = tuple(items)
+    except TypeError:
+        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
+    for s in items:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"shape {shape!r}: extent {s!r} is not an integer")
+        if s < 0:
+            raise ValueError(f"shape {shape!r} has a negative extent")
+    out = tuple(int(s) for s in items)
+    if int(np.prod(out, dtype=object)) > MAX_ELEMENTS:
+        raise ValueError(f"shape {shape!r} has more than 2**40 elements")
+    return out
 
 
-def _host_index(key: Any) -> Any:
+def _host_index(key: Any, shape: tuple[int, ...], name: str) -> Any:
+    """A host-side element index: `x[i]`, `x[i, j]`, `x[None]` for a 0-d field."""
     if key is None:
-        return ()
-    return key
+        key = ()
+    index = key if isinstance(key, tuple) else (key,)
+    if len(index) != len(shape):
+        hint = " (use x[None] for a 0-d field or ndarray)" if not shape else ""
+        raise IndexError(f"{name} has {len(shape)} dimension(s) (shape {shape}) but "
+                         f"{len(index)} index(es) were given: {key!r}{hint}")
+    for k, (i, n) in enumerate(zip(index, shape)):
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise IndexError(f"{name}[{key!r}]: index {i!r} on axis {k} is not an integer")
+        if not -n <= i < n:
+            raise IndexError(f"{name}[{key!r}]: index {i} is out of bounds for axis {k} with "
+                             f"extent {n}")
+    return index
 
 
 class _Buffer:
@@ -75,11 +99,15 @@ class _Buffer:
         return self.grad is not None
 
     def __getitem__(self, key: Any) -> Any:
-        return self._data[_host_index(key)].item() if not isinstance(key, slice) else \
-            self._data[key].copy()
+        if isinstance(key, slice):
+            return self._data[key].copy()
+        return self._data[_host_index(key, self.shape, self.name)].item()
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        self._data[_host_index(key)] = value
+        if isinstance(key, slice):
+            self._data[key] = value
+        else:
+            self._data[_host_index(key, self.shape, self.name)] = value
         self.gen += 1
 
     def to_numpy(self) -> np.ndarray:
@@ -111,7 +139,14 @@ class Ndarray(_Buffer):
     __slots__ = ()
 
 
-def field(dtype: Any, shape: Any = (), needs_grad: bool = False, name: str | None = None) -> Field:
+_NO_SHAPE: Any = object()
+
+
+def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
+          name: str | None = None) -> Field:
+    if shape is _NO_SHAPE:
+        raise TypeError("jr.field() needs a shape: shape=(n,) or (n, m), or shape=() for a "
+                        "scalar field (read and written as x[None])")
     return Field(dtype, shape, needs_grad, name, "field")
 
 
