@@ -17,8 +17,9 @@ from __future__ import annotations
 from . import ad, debug, types
 from ._version import __version__ as __version__
 from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
-from .errors import (AdStackOverflowError, BackendUnavailableError, ConfigError, JitrtError,
-                     KernelArgError, KernelCompileError, KernelRuntimeError, OfflineCacheError)
+from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableError, ConfigError,
+                     JitrtError, KernelArgError, KernelCompileError, KernelRuntimeError,
+                     OfflineCacheError)
 from .frontend.builtins import (MATH, atomic_add, atomic_max, atomic_min, atomic_sub, cast,
                                 loop_config, ndrange, pow_ as pow, static)
 from .frontend.decorators import func, kernel
@@ -43,7 +44,7 @@ cpu, cuda, amdgpu, gpu = _Arch("cpu"), _Arch("cuda"), _Arch("amdgpu"), _Arch("gp
 sin, cos, tan, exp, log = MATH["sin"], MATH["cos"], MATH["tan"], MATH["exp"], MATH["log"]
 sqrt, tanh, floor, ceil = MATH["sqrt"], MATH["tanh"], MATH["floor"], MATH["ceil"]
 
-__all__ = ["ad", "AdStackOverflowError", "BackendUnavailableError", "ConfigError", "Field",
+__all__ = ["ad", "AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError", "Field",
            "JitrtError", "KernelArgError", "KernelCompileError", "KernelRuntimeError", "Ndarray",
            "OfflineCacheError", "amdgpu", "atomic_add", "atomic_max", "atomic_min", "atomic_sub",
            "cast", "ceil", "cos", "cpu", "cuda", "debug", "exp", "f32", "f64", "field", "floor",

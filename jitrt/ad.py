@@ -2,13 +2,17 @@
 
 Stage: runtime (autodiff driver). On entry the tape clears the gradients of every live field
 that has one and makes launches go through the slow dispatch path, which records (kernel,
-arguments). On exit it clears the gradients of recorded ndarray arguments, seeds
+arguments). On exit it checks that no recorded launch changed data that
+decides the trip counts of the same or an earlier recorded launch (the reverse pass re-runs the
+forward sweeps and would replay other trip counts: a wrong gradient, so an `AutodiffError`
+naming both kernels and the data), clears the gradients of recorded ndarray arguments, seeds
 `loss.grad = 1` and launches `kernel.grad(*args)` for the recorded launches in reverse order.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from .errors import AutodiffError
 from .runtime import program as program_mod
 from .runtime.data import Field, Ndarray, live_grad_fields
 
@@ -22,11 +26,13 @@ class Tape:
         self.loss = loss
         self.clear_gradients = clear_gradients
         self.entries: list[tuple[Any, tuple]] = []
+        self.handles: list[Any] = []      # the LaunchHandle of each entry (its compiled kernel)
         self._program: Any = None
 
-    def record(self, kernel: Any, values: list[Any]) -> None:
+    def record(self, kernel: Any, values: list[Any], handle: Any = None) -> None:
         if not kernel.adjoint:
             self.entries.append((kernel, tuple(values)))
+            self.handles.append(handle)
 
     def __enter__(self) -> "Tape":
         program = program_mod.current()
@@ -49,6 +55,7 @@ class Tape:
         self.grad()
 
     def grad(self) -> None:
+        self.check_trip_counts()
         if self.clear_gradients:
             for _, values in self.entries:
                 for v in values:
@@ -61,3 +68,35 @@ class Tape:
                 self.loss.grad.fill(1)
         for kernel, values in reversed(self.entries):
             kernel.grad(*values)
+
+    def check_trip_counts(self) -> None:
+        """Refuse a recording in which launch j >= k writes data that launch k's loop bounds
+        read: k's adjoint would run with trip counts its forward launch never saw."""
+        named = [(_data(h, values, h.compiled.lowered.bound_reads), _data(
+            h, values, h.compiled.lowered.writes)) for h, (_, values) in
+            zip(self.handles, self.entries) if h is not None]
+        for k, (reads, _) in enumerate(named):
+            for j in range(k, len(named)):
+                both = [name for ident, name in reads.items() if ident in named[j][1]]
+                if both:
+                    first, later = self.entries[k][0], self.entries[j][0]
+                    when = "itself" if j == k else f"kernel {later.qualname} (launched later)"
+                    raise AutodiffError(
+                        f"jr.ad.Tape: kernel {first.qualname} reads {both[0]} in a loop bound, "
+                        f"and {when} writes it while the tape records; the reverse pass would "
+                        "replay other trip counts and return a wrong gradient. Keep loop-bound "
+                        "data unchanged while recording (write new counts to another array).")
+
+
+def _data(handle: Any, values: tuple, refs: Any) -> dict[int, str]:
+    """id of each object a read/write set names (fields and non-grad array arguments) -> a
+    name for messages."""
+    out: dict[int, str] = {}
+    c = handle.compiled
+    for slot, grad in refs.fields:
+        if not grad:
+            out[id(c.field_objs[slot])] = f"field '{c.lowered.tasked.fields[slot].name}'"
+    for arg, grad in refs.arrays:
+        if not grad:
+            out[id(values[arg])] = f"argument '{c.params[arg].name}'"
+    return out

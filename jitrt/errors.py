@@ -47,6 +47,11 @@ class AdStackOverflowError(JitrtError):
         self.kernel_name, self.task_id, self.registry_id = kernel_name, task_id, registry_id
 
 
+class AutodiffError(JitrtError):
+    """A recorded computation whose gradient jitrt cannot compute correctly (for example, a
+    Tape whose later launches change the data that decides an earlier launch's trip counts)."""
+
+
 class OfflineCacheError(JitrtError):
     """Raised only by explicit cache tooling."""
 

@@ -319,3 +319,54 @@ def test_constant_index_out_of_bounds_is_reported_not_written():
     with pytest.raises(jr.KernelRuntimeError, match=r"index 5 out of bounds on axis 0"):
         k()
     assert (x.to_numpy() == 0).all() and (y.to_numpy() == 0).all()
+
+
+# ---- a Tape whose loop-bound data changes while it records ------------------------------------
+
+def test_tape_refuses_a_kernel_that_writes_its_own_loop_bounds():
+    x = jr.field(jr.f32, shape=(4,), needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def consume(cnt: ND(dtype=jr.i32, ndim=1)):
+        for i in range(cnt.shape[0]):
+            v = x[i]
+            n = cnt[i]                     # traced through a local
+            for _ in range(n):
+                v = v * 1.5
+            loss[None] += v
+            cnt[i] = 0                     # the trip count the reverse pass would replay
+
+    @jr.kernel
+    def reads(cnt: ND(dtype=jr.i32, ndim=1)):
+        for i in range(cnt.shape[0]):
+            v = x[i]
+            for _ in range(cnt[i]):
+                v = v * 1.5
+            loss[None] += v
+
+    @jr.kernel
+    def zero(cnt: ND(dtype=jr.i32, ndim=1)):
+        for i in range(cnt.shape[0]):
+            cnt[i] = 0
+
+    x.fill(1.0)
+    cnt = jr.ndarray(jr.i32, (4,))
+    cnt.fill(2)
+    with pytest.raises(jr.AutodiffError, match=r"consume reads argument 'cnt' in a loop bound"):
+        with jr.ad.Tape(loss=loss):
+            consume(cnt)
+    cnt.fill(2)
+    with pytest.raises(jr.AutodiffError, match=r"reads reads argument 'cnt'.*zero"):
+        with jr.ad.Tape(loss=loss):
+            reads(cnt)
+            zero(cnt)
+    cnt.fill(2)
+    with jr.ad.Tape(loss=loss):      # written before it is read: the counts stay as recorded
+        zero(cnt)
+        reads(cnt)
+    np.testing.assert_allclose(x.grad.to_numpy(), 1.0)
+    cnt.fill(2)
+    with jr.ad.Tape(loss=loss):
+        reads(cnt)
+    np.testing.assert_allclose(x.grad.to_numpy(), 2.25)

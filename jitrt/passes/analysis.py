@@ -1,14 +1,17 @@
-"""Analyses: the write set of a kernel (which fields and ndarray arguments it may modify).
+"""Analyses: the write set of a kernel (which fields and ndarray arguments it may modify) and
+the data its loop bounds read.
 
-Stage: pass. Input `TaskedKernel`; output a `WriteSet`, used by the launcher to bump the
-generation counters of exactly the data a launch can change.
+Stage: pass. Input `TaskedKernel`; output `WriteSet`s: the write set, used by the launcher to
+bump the generation counters of exactly the data a launch can change, and the bound reads,
+used by `jr.ad.Tape` to refuse recordings whose trip counts would change before the reverse
+pass.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..ir import nodes as n
-from .walk import all_exprs, walk_stmts
+from .walk import all_exprs, walk_expr, walk_stmts
 
 
 @dataclass(frozen=True)
@@ -27,3 +30,34 @@ def write_set(kernel: n.TaskedKernel) -> WriteSet:
     fields = sorted({(r.slot, r.grad) for r in refs if isinstance(r, n.FieldRef)})
     arrays = sorted({(r.arg, r.grad) for r in refs if isinstance(r, n.ArrayRef)})
     return WriteSet(tuple(fields), tuple(arrays))
+
+
+def bound_reads(kernel: n.TaskedKernel) -> WriteSet:
+    """The fields and ndarray arguments whose data decide a trip count: read by a loop bound
+    (a parallel box or a serial `for`), directly or through the locals a bound is computed
+    from. A Tape uses it to refuse a recording in which a later launch changes that data,
+    since the reverse pass would replay other trip counts and give a wrong gradient."""
+    sources: dict[str, list[n.Expr]] = {}      # local -> every expression assigned to it
+    pending: list[n.Expr] = []
+    for task in kernel.tasks:
+        for var, begin, end in zip(task.vars, task.begins, task.ends):
+            sources.setdefault(var, []).extend((begin, end))
+        pending += list(task.begins) + list(task.ends)
+        for s in walk_stmts(task.body):
+            if isinstance(s, n.Assign):
+                sources.setdefault(s.name, []).append(s.value)
+            elif isinstance(s, n.For):
+                sources.setdefault(s.var, []).extend((s.begin, s.end))
+                pending += [s.begin, s.end]
+    refs: set[tuple[str, int]] = set()
+    seen_locals: set[str] = set()
+    while pending:
+        for e in walk_expr(pending.pop()):
+            if isinstance(e, n.Load) and not e.ref.grad:
+                refs.add(("field" if isinstance(e.ref, n.FieldRef) else "array",
+                          e.ref.slot if isinstance(e.ref, n.FieldRef) else e.ref.arg))
+            elif isinstance(e, n.Local) and e.name not in seen_locals:
+                seen_locals.add(e.name)
+                pending += sources.get(e.name, [])
+    return WriteSet(tuple(sorted((i, False) for kind, i in refs if kind == "field")),
+                    tuple(sorted((i, False) for kind, i in refs if kind == "array")))

@@ -15,7 +15,7 @@ from ..ir import nodes as n
 from ..ir.verify import verify
 from . import sizeexpr as se
 from .adstack_sizing import task_capacities
-from .analysis import WriteSet, write_set
+from .analysis import WriteSet, bound_reads, write_set
 from .autodiff import AdjointTask, differentiate
 from .offload import offload
 from .simplify import simplify
@@ -34,6 +34,7 @@ class LoweredKernel:
     writes: WriteSet
     local_types: dict[str, DataType]
     stacks: tuple[StackSizing, ...] = field(default=())
+    bound_reads: WriteSet = field(default=WriteSet((), ()))   # data that decides trip counts
 
 
 def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: bool = False,
@@ -42,13 +43,14 @@ def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: boo
     verify(kernel, local_types)              # 1. the frontend's output is well typed
     kernel = simplify(kernel)                # 2. fold constants (bounds become constants)
     tasked = offload(kernel, local_types)    # 3. outermost loops -> parallel tasks
+    bounds = bound_reads(tasked)             # 4. data that decides trip counts (Tape check)
     stacks: tuple[StackSizing, ...] = ()
-    if grad:                                 # 4. reverse mode: adjoint tasks with adstacks
+    if grad:                                 # 5. reverse mode: adjoint tasks with adstacks
         primal = tasked
         tasked, adjoints = differentiate(primal, local_types, has_grad or (lambda r: False))
-        stacks = size_stacks(primal, adjoints, ad_stack_size)  # 5. a SizeExpr per adstack
-    writes = write_set(tasked)               # 6. what a launch may modify (generations)
-    return LoweredKernel(tasked, writes, dict(local_types), stacks)
+        stacks = size_stacks(primal, adjoints, ad_stack_size)  # 6. a SizeExpr per adstack
+    writes = write_set(tasked)               # 7. what a launch may modify (generations)
+    return LoweredKernel(tasked, writes, dict(local_types), stacks, bounds)
 
 
 def size_stacks(primal: n.TaskedKernel, adjoints: list[AdjointTask | None],

@@ -220,7 +220,7 @@ def dispatch(kernel: Any, args: tuple, kwargs: dict) -> Any:
         handle = handle_for(kernel, values)
     tape = handle.program.tape
     if tape is not None:
-        tape.record(kernel, values)   # stay on the slow path while recording
+        tape.record(kernel, values, handle)   # stay on the slow path while recording
     else:
         type(kernel).__call__ = handle.launcher
     return handle.launcher(kernel, *values)
