@@ -30,7 +30,7 @@ from typing import Any
 import xxhash
 
 MAGIC = b"JITRTKC\0"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 SUFFIX = ".jkc"
 _PREFIX = struct.Struct("<8sII")
 

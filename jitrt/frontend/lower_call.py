@@ -29,6 +29,12 @@ class CallLowering:
         for arg in node.args:   # blame a comprehension, not the function it is passed to
             if isinstance(arg, COMPREHENSIONS):
                 self.expr(arg)
+            if isinstance(arg, ast.Starred):
+                raise self.err(arg, "Starred arguments (*args) are not supported in kernel "
+                               "calls; pass the arguments one by one")
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise self.err(kw.value, "**kwargs in calls are not supported in kernels")
         callee = self.expr(node.func)
         if not isinstance(callee, PyValue):
             raise self.err(node.func, "only functions known at compile time can be called")

@@ -82,13 +82,21 @@ class AdStackHeap:
         self.ptr = self._buf.ctypes.data
         self._old: list[np.ndarray] = []
 
-    def ensure(self, nbytes: int) -> int:
+    def ensure(self, nbytes: int, who: str = "") -> int:
         if nbytes > self._buf.nbytes:
             size = self._buf.nbytes
             while size < nbytes:
                 size *= 2
+            try:
+                new = np.zeros(size, dtype=np.uint8)
+            except MemoryError:
+                raise MemoryError(
+                    f"jitrt: the adstacks of {who or 'a grad kernel'} need {nbytes / 2**30:.1f} "
+                    "GiB for this launch (capacities follow the data-dependent trip counts, per "
+                    "thread); reduce the trip counts, the thread count, or force a capacity with "
+                    "jr.init(ad_stack_size=N)") from None
             self._old.append(self._buf)  # a launch in flight on another thread may use it
-            self._buf = np.zeros(size, dtype=np.uint8)
+            self._buf = new
             self.ptr = self._buf.ctypes.data
         return self.ptr
 
@@ -98,8 +106,9 @@ class SizingPlan:
 
     def __init__(self, stacks: list[Any], specs: list[se.MaxOverRange],
                  layout: abi.ContextLayout, forced: int, addrs: dict[str, int],
-                 prefix: str) -> None:
+                 prefix: str, kernel_name: str = "") -> None:
         self.stacks, self.specs, self.layout, self.forced = stacks, specs, layout, forced
+        self.kernel_name = kernel_name
         self.reducers = [REDUCER_TYPE(addrs[f"{prefix}_red{k}"]) for k in range(len(specs))]
         sizable = all(s.capacity is not None for s in stacks)
         self.required = REQUIRED_TYPE(addrs[f"{prefix}_required"]) if sizable else None
@@ -159,7 +168,7 @@ class SizingPlan:
             buf[stride_slot] = stride
             strides[task] = stride
             need = max(need, stride * program.pool.num_threads)
-        buf[abi.SLOT_ADSTACK_HEAP] = program.heap.ensure(need)
+        buf[abi.SLOT_ADSTACK_HEAP] = program.heap.ensure(need, f"kernel {self.kernel_name}")
 
     def size_launch(self, buf: Any, ctx_addr: int, program: Any) -> None:
         if self.forced > 0:

@@ -168,7 +168,7 @@ def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: Any) -> Compi
     plan = None
     if a.lowered.stacks:
         plan = SizingPlan(list(a.lowered.stacks), list(a.specs), a.layout,
-                          program.config.ad_stack_size, addrs, a.prefix)
+                          program.config.ad_stack_size, addrs, a.prefix, a.name)
     return CompiledKernel(a.name, a.params, a.lowered, a.layout, a.sites, addrs[a.symbols[0]],
                           field_objs, a.grad_params, a.ir_text, plan)
 
