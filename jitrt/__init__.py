@@ -22,8 +22,8 @@ from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableErro
                      OfflineCacheError)
 from .frontend.builtins import (MATH, atomic_add, atomic_max, atomic_min, atomic_sub, cast,
                                 loop_config, ndrange, pow_ as pow, static)
-from .frontend.decorators import func, kernel
-from .runtime.data import Field, Ndarray, field, ndarray
+from .kernel import func, kernel
+from .data import Field, Ndarray, field, ndarray
 from .runtime.program import init, reset, sync
 from .types import template
 

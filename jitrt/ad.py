@@ -1,8 +1,8 @@
 """`jr.ad.Tape`: record forward launches, then run their adjoints in reverse.
 
 Stage: runtime (autodiff driver). On entry the tape clears the gradients of every live field
-that has one and makes launches go through the slow dispatch path, which records (kernel,
-arguments). On exit it checks that no recorded launch changed data that
+that has one and sets `program.ACTIVE` to the program's tape token, so that every launcher
+records (kernel, arguments, handle) on its own fast path. On exit it checks that no recorded launch changed data that
 decides the trip counts of the same or an earlier recorded launch (the reverse pass re-runs the
 forward sweeps and would replay other trip counts: a wrong gradient, so an `AutodiffError`
 naming both kernels and the data), clears the gradients of recorded ndarray arguments, seeds
@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import AutodiffError
 from .runtime import program as program_mod
-from .runtime.data import Field, Ndarray, live_grad_fields
+from .data import Field, Ndarray, live_grad_fields
 
 
 class Tape:
@@ -38,18 +38,19 @@ class Tape:
         program = program_mod.current()
         if program.tape is not None:
             raise RuntimeError("jr.ad.Tape cannot be nested")
-        from .frontend.decorators import all_kernels
-        for k in all_kernels():
-            k.disable_fast_path()
         if self.clear_gradients:
             for f in live_grad_fields():
                 f.grad.fill(0)
         program.tape = self
+        program_mod.ACTIVE[0] = program.tape_token   # launchers now record themselves
         self._program = program
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self._program.tape = None
+        program = self._program
+        program.tape = None
+        if program_mod.ACTIVE[0] is program.tape_token:
+            program_mod.ACTIVE[0] = program
         if exc_type is not None:
             return
         self.grad()

@@ -115,6 +115,8 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("arch", "cpu", str, _check_arch, True, "cpu | cuda | amdgpu | gpu"),
+    Option("device_id", 0, _parse_int, _int_in(0, 1 << 16, "the GPU to use; 0 is the first"),
+           False, "which device of the arch (GPUs; the CPU is device 0)"),
     Option("debug", False, _parse_bool, _check_bool, True, "extra runtime checks"),
     Option("offline_cache", True, _parse_bool, _check_bool, False, "use the on-disk kernel cache"),
     Option("offline_cache_dir", None, str, _check_dir, False,
@@ -140,6 +142,7 @@ OPTION_BY_NAME = {opt.name: opt for opt in OPTIONS}
 @dataclass(frozen=True)
 class Config:
     arch: str
+    device_id: int
     debug: bool
     offline_cache: bool
     offline_cache_dir: str | None

@@ -17,7 +17,7 @@ def gpu_asm(kernel, *args, arch: str = "cuda", **kwargs) -> str:
     """The GPU assembly (PTX for arch="cuda", AMDGCN for arch="amdgpu") that jitrt generates for
     `kernel` specialised to these arguments. Needs no GPU: it stops after code generation."""
     from .runtime.compiler import lower_for_target
-    from .runtime.launcher import bind_args, specialize
+    from .runtime.arguments import bind_args, specialize
     if arch not in ("cuda", "amdgpu"):
         raise ValueError(f"arch must be 'cuda' or 'amdgpu', got {arch!r}")
     program = _program.current()

@@ -1,5 +1,11 @@
-"""The exceptions jitrt raises. Every one is a `JitrtError`."""
+"""The exceptions jitrt raises (every one is a `JitrtError`), and the source-line helpers
+that locate an error at a line and column of the user's file. Below every other layer: the
+frontend, the passes, codegen and the runtime all report through here.
+"""
 from __future__ import annotations
+
+import linecache
+from typing import Any
 
 
 def caret_text(source_line: str, col: int) -> str:
@@ -7,6 +13,18 @@ def caret_text(source_line: str, col: int) -> str:
     stripped = source_line.rstrip("\n")
     indent = len(stripped) - len(stripped.lstrip())
     return f"    {stripped.strip()}\n    {' ' * max(col - indent, 0)}^"
+
+
+def source_line(loc: Any, file_lines: tuple[str, ...] = ()) -> str:
+    """The text of the line `loc` (anything with .file and .line) points at; "" when the file
+    cannot be read."""
+    lines = file_lines or linecache.getlines(loc.file)
+    return lines[loc.line - 1] if 0 < loc.line <= len(lines) else ""
+
+
+def error_at(loc: Any, message: str, file_lines: tuple[str, ...] = ()) -> "KernelCompileError":
+    """A KernelCompileError at `loc` (.file, .line, .col) with the source line and a caret."""
+    return KernelCompileError(message, loc.file, loc.line, loc.col, source_line(loc, file_lines))
 
 
 class JitrtError(Exception):

@@ -1,11 +1,13 @@
-"""CPU backend: LLVM IR -> object code -> loaded native functions, and the worker pool.
+"""CPU backend: the `CpuDevice`, LLVM IR -> object code -> loaded native functions, the pool.
 
-Stage: backend. `compile_object(module)` optimises and emits relocatable object code (what the
-offline cache stores); `CpuEngine.load(obj, names)` links it into the process's MCJIT engine
-and returns function addresses (an object already loaded is not loaded twice). `WorkerPool`
-owns the pool state of `codegen/threadpool.py` and the Python threads that run
-`jitrt_worker` in native code with the GIL released; they stop at interpreter exit.
-Caches: loaded objects by symbol prefix (process-wide).
+Stage: backend. `CpuDevice` is the device seam's CPU implementation (`backends/base.py`):
+`compile` optimises and emits relocatable object code (what the offline cache stores), `load`
+links it into the process's MCJIT engine (`CpuEngine`; an object already loaded is not loaded
+twice) and returns function addresses, a launch is a direct native call of the kernel's fused
+entry with the GIL released, memory is host memory. `WorkerPool` owns the pool state of
+`codegen/threadpool.py` and the Python threads that run `jitrt_worker` in native code; they
+stop at interpreter exit. Caches: loaded objects by symbol prefix, pools by thread count
+(process-wide).
 """
 from __future__ import annotations
 
@@ -23,7 +25,11 @@ import xxhash
 from llvmlite import ir
 
 from ..codegen import abi, threadpool
+from ..codegen.targets import Target as CodegenTarget
+from .base import Device, DeviceTarget, EntryPoint
 from .llvm_setup import LLVM_LOCK, host_target_machine, init_llvm, optimize
+
+ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
 
 
 def compile_object(module: ir.Module | str) -> bytes:
@@ -187,3 +193,64 @@ def worker_pool(num_threads: int | None, grain: int, store: Any = None) -> Worke
         pool = _pools[count] = WorkerPool(count, grain, spin_limit=spin, store=store)
     pool.set_grain(grain)
     return pool
+
+
+def cpu_target() -> CodegenTarget:
+    tm = host_target_machine()
+    return CodegenTarget("cpu", llvm.get_process_triple(), str(tm.target_data), False)
+
+
+class CpuDevice(Device):
+    """The host CPU: object code in the process's MCJIT engine, launches through the pool."""
+
+    arch = "cpu"
+
+    def __init__(self, num_threads: int | None, grain: int, store: Any = None) -> None:
+        super().__init__(0)
+        self.pool = worker_pool(num_threads, grain, store)
+        self._codegen_target = cpu_target()
+        tm = host_target_machine()
+        self._target = DeviceTarget("cpu", llvm.get_process_triple(), str(tm.target_data),
+                                    llvm.get_host_cpu_name(),
+                                    llvm.get_host_cpu_features().flatten())
+        self._buffers: dict[int, Any] = {}
+
+    @property
+    def target(self) -> DeviceTarget:
+        return self._target
+
+    @property
+    def codegen_target(self) -> CodegenTarget:
+        return self._codegen_target
+
+    def compile(self, module: ir.Module) -> bytes:
+        return compile_object(module)
+
+    def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, int]:
+        return engine().load(key, artifact, symbols)
+
+    def entry(self, address: int) -> EntryPoint:
+        return ENTRY_TYPE(address)   # type: ignore[no-any-return]
+
+    @property
+    def max_resident_threads(self) -> int:
+        return self.pool.num_threads
+
+    def fill_context_header(self, buf: Any) -> None:
+        buf[abi.SLOT_POOL] = self.pool.address
+        buf[abi.SLOT_PARALLEL_FOR] = self.pool.parallel_for_addr
+        buf[abi.SLOT_NUM_THREADS] = self.pool.num_threads
+
+    def alloc(self, nbytes: int) -> int:
+        block = (ctypes.c_uint8 * max(nbytes, 1))()
+        ptr = ctypes.addressof(block)
+        self._buffers[ptr] = block
+        return ptr
+
+    def free(self, ptr: int) -> None:
+        self._buffers.pop(ptr, None)
+
+    def copy_h2d(self, dst: int, src: int, nbytes: int) -> None:
+        ctypes.memmove(dst, src, nbytes)
+
+    copy_d2h = copy_d2d = copy_h2d

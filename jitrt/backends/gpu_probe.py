@@ -1,7 +1,8 @@
 """Which GPU runtimes this process can use; import-guarded so `import jitrt` never needs them.
 
 Stage: backend selection. `require(arch)` returns the arch name if its runtime imports and a
-device answers, else raises `BackendUnavailableError` saying what is missing.
+device answers, else raises `BackendUnavailableError` saying what is missing. The probes
+import the GPU packages only when called.
 """
 from __future__ import annotations
 
@@ -31,14 +32,13 @@ def hip_available() -> tuple[bool, str]:
 
 
 def require(arch: str) -> str:
+    """The GPU arch to use for `arch` ("gpu": the first whose runtime answers)."""
     checks = {"cuda": [("cuda", cuda_available)], "amdgpu": [("amdgpu", hip_available)],
               "gpu": [("cuda", cuda_available), ("amdgpu", hip_available)]}[arch]
     reasons = []
     for name, probe in checks:
         ok, why = probe()
         if ok:
-            raise BackendUnavailableError(
-                f"arch={name}: the {name} runtime is present, but launching kernels on it is not "
-                "implemented in this version of jitrt yet (code generation only); use arch=cpu")
+            return name
         reasons.append(f"{name}: {why}")
     raise BackendUnavailableError(f"arch={arch} is not available: " + "; ".join(reasons))

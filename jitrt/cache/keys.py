@@ -63,6 +63,7 @@ def llvm_versions() -> str:
 
 @functools.lru_cache(maxsize=None)
 def host_target() -> str:
+    """The CPU device's target key (`DeviceTarget.cache_key` of `backends/cpu.CpuDevice`)."""
     import llvmlite.binding as llvm
-    return (f"{llvm.get_process_triple()} {llvm.get_host_cpu_name()} "
+    return (f"cpu {llvm.get_process_triple()} {llvm.get_host_cpu_name()} "
             f"{llvm.get_host_cpu_features().flatten()}")

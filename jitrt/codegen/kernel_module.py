@@ -19,8 +19,6 @@ from . import abi
 from .emit_expr import I32, I64, ExprEmitter
 from .emit_adstack import AdStackEmitter
 from .emit_stmt import StmtEmitter
-from ..passes.cost import iteration_cost
-from ..passes.reductions import reducible_atomics
 from .targets import Target
 
 I8P = ir.IntType(8).as_pointer()
@@ -91,8 +89,7 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     for k, (cname, cdt) in enumerate(task.captures):
         raw = b.load(b.gep(caps, [ir.Constant(I64, 2 * d + k)]))
         b.store(em.from_slot(raw, cdt), em.local_ptr(cname, cdt))
-    keys = reducible_atomics(task.body)
-    for k, key in enumerate(keys):
+    for k, key in enumerate(task.reductions):
         acc = em.local_ptr(f"$partial{k}", key[0].dtype)
         em.reductions[key] = acc
     counter = em.local_ptr("$index", dtypes.i64)
@@ -161,7 +158,7 @@ def emit_entry(module: ir.Module, target: Target, layout: abi.ContextLayout,
         pf = b.inttoptr(em.load_slot(abi.SLOT_PARALLEL_FOR), PARALLEL_FOR_TYPE.as_pointer())
         pool = b.inttoptr(em.load_slot(abi.SLOT_POOL), I8P)
         b.call(pf, [pool, task_fns[k], em.ctx_ptr, caps, total,
-                    ir.Constant(I64, iteration_cost(task.body))])
+                    ir.Constant(I64, task.cost)])
     em.finish()
     return fn
 

@@ -1,1 +1,1 @@
-"""Frontend: the `@jr.kernel`/`@jr.func` decorators, source capture, and Python AST -> kernel IR."""
+"""Frontend: source capture, `@jr.func` objects, and Python AST -> kernel IR (no runtime)."""

@@ -18,6 +18,7 @@ from ..dtypes import DataType
 from ..ir import nodes as n
 from . import builtins as bi
 from .context import LocalVar, NoValue, PyValue, Scope, function_globals
+from .func import Func
 from .lower_expr import Value, describe, is_number
 
 MAX_INLINE_DEPTH = 24
@@ -43,10 +44,9 @@ class CallLowering:
             obj = bi.PYTHON_EQUIVALENTS.get(obj, obj)
         except TypeError:  # unhashable
             pass
-        from .decorators import Func, Kernel
         if isinstance(obj, Func):
             return self.inline(obj, node)
-        if isinstance(obj, Kernel):
+        if getattr(type(obj), "is_jitrt_kernel", False):
             raise self.err(node, f"kernel '{obj.name}' cannot be called from a kernel; "
                            "make it a @jr.func")
         if node.keywords and obj is not bi.cast:

@@ -349,7 +349,7 @@ def adapt(value: int | float, other: DataType, ctx: CompileContext) -> DataType:
 
 
 def is_field(obj: Any) -> bool:
-    from ..runtime.data import Field
+    from ..data import Field
     return isinstance(obj, Field)
 
 

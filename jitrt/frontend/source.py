@@ -12,7 +12,7 @@ import linecache
 import textwrap
 from dataclasses import dataclass
 
-from ..errors import KernelCompileError
+from ..errors import KernelCompileError, error_at
 from ..ir.nodes import Loc
 
 
@@ -34,16 +34,6 @@ class SourceInfo:
             return KernelCompileError(message, self.filename, self.first_line, 0)
         loc = self.loc(node)
         return error_at(loc, message, self.file_lines)
-
-
-def source_line(loc: Loc, file_lines: tuple[str, ...] = ()) -> str:
-    """The text of `loc`'s line ("" when the file cannot be read)."""
-    lines = file_lines or linecache.getlines(loc.file)
-    return lines[loc.line - 1] if 0 < loc.line <= len(lines) else ""
-
-
-def error_at(loc: Loc, message: str, file_lines: tuple[str, ...] = ()) -> KernelCompileError:
-    return KernelCompileError(message, loc.file, loc.line, loc.col, source_line(loc, file_lines))
 
 
 def capture(fn) -> SourceInfo:

@@ -287,6 +287,9 @@ class Task:
     captures: tuple[tuple[str, DataType], ...] = ()
     loc: Loc = _loc()
     stacks: tuple["AdStack", ...] = ()
+    # filled by the pipeline's last passes (passes/pipeline.py), read by codegen:
+    reductions: tuple[tuple["Ref", tuple[int, ...]], ...] = ()  # `+=` kept per chunk
+    cost: int = 1                  # estimated work of one iteration (the pool's split decision)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..frontend.source import error_at
+from ..errors import error_at
 from ..ir import nodes as n
 from . import sizeexpr as se
 from .offload import assigned_names

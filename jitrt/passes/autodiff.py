@@ -24,7 +24,7 @@ from typing import Callable
 
 from .. import dtypes
 from ..dtypes import DataType
-from ..frontend.source import error_at
+from ..errors import error_at
 from ..ir import nodes as n
 from .adjoint_rules import Build, rule_for
 from .offload import assigned_names

@@ -7,7 +7,7 @@ task captures by value the kernel-scope locals its body reads.
 from __future__ import annotations
 
 from ..ir import nodes as n
-from ..frontend.source import error_at
+from ..errors import error_at
 from .walk import all_exprs, walk_stmts
 
 

@@ -6,7 +6,7 @@ for grad kernels, the sizing plan of every adstack.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ..dtypes import DataType
@@ -17,7 +17,9 @@ from . import sizeexpr as se
 from .adstack_sizing import task_capacities
 from .analysis import WriteSet, bound_reads, write_set
 from .autodiff import AdjointTask, differentiate
+from .cost import iteration_cost
 from .offload import offload
+from .reductions import reducible_atomics
 from .simplify import simplify
 
 
@@ -40,6 +42,7 @@ class LoweredKernel:
 def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: bool = False,
                  has_grad: Callable[[n.Ref], bool] | None = None,
                  ad_stack_size: int = 0) -> LoweredKernel:
+    local_types = dict(local_types)          # passes add locals; the frontend's table stays
     verify(kernel, local_types)              # 1. the frontend's output is well typed
     kernel = simplify(kernel)                # 2. fold constants (bounds become constants)
     tasked = offload(kernel, local_types)    # 3. outermost loops -> parallel tasks
@@ -50,7 +53,17 @@ def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: boo
         tasked, adjoints = differentiate(primal, local_types, has_grad or (lambda r: False))
         stacks = size_stacks(primal, adjoints, ad_stack_size)  # 6. a SizeExpr per adstack
     writes = write_set(tasked)               # 7. what a launch may modify (generations)
-    return LoweredKernel(tasked, writes, dict(local_types), stacks, bounds)
+    tasked = annotate_tasks(tasked)          # 8. per task: private reductions, iteration cost
+    return LoweredKernel(tasked, writes, local_types, stacks, bounds)
+
+
+def annotate_tasks(kernel: n.TaskedKernel) -> n.TaskedKernel:
+    """Store on each parallel task what codegen needs: the `+=` it may accumulate privately
+    per chunk (`reductions.py`) and the estimated cost of one iteration (`cost.py`)."""
+    tasks = tuple(replace(t, reductions=tuple(reducible_atomics(t.body)),
+                          cost=iteration_cost(t.body)) if t.kind == "parallel" else t
+                  for t in kernel.tasks)
+    return replace(kernel, tasks=tasks)
 
 
 def size_stacks(primal: n.TaskedKernel, adjoints: list[AdjointTask | None],

@@ -1,6 +1,6 @@
 """Reduction analysis: `+=` into one fixed element from a parallel loop.
 
-Stage: analysis used by codegen. `loss[None] += v` in a parallel loop is an atomic add on one
+Stage: pass (run by `pipeline.annotate_tasks`; codegen reads `Task.reductions`). `loss[None] += v` in a parallel loop is an atomic add on one
 address from every thread, which serialises on that cache line. When the element's indices are
 constants and the task never reads or stores that data otherwise, the task keeps a private
 partial sum per chunk and adds it once at the end of the chunk (as Taichi's reduction

@@ -167,7 +167,7 @@ class SizingPlan:
             stride = (size + 63) & ~63
             buf[stride_slot] = stride
             strides[task] = stride
-            need = max(need, stride * program.pool.num_threads)
+            need = max(need, stride * program.device.max_resident_threads)
         buf[abi.SLOT_ADSTACK_HEAP] = program.heap.ensure(need, f"kernel {self.kernel_name}")
 
     def size_launch(self, buf: Any, ctx_addr: int, program: Any) -> None:

@@ -1,8 +1,10 @@
-"""Compile one kernel specialization end to end: frontend -> passes -> codegen -> native code.
+"""Compile one kernel specialization end to end: frontend -> passes -> codegen -> device code.
 
 Stage: runtime (the driver of the pipeline). Input: a kernel, its concrete parameters and
-template values, and the program. Output: a `CompiledKernel` (entry address, context layout,
-access sites, write set, field table). The caller (the launcher) caches it in the LaunchHandle.
+template values, and the program (whose `device` compiles and loads, and whose target is part of
+the offline-cache key). Output: a `CompiledKernel`: the launchable tasks, entry address,
+context layout, access sites, write set and field table. The caller (the launcher) caches it in
+the LaunchHandle; the offline cache stores the `Artifact` it was instantiated from.
 """
 from __future__ import annotations
 
@@ -10,10 +12,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends import cpu
 from ..codegen import abi, sizing
 from ..codegen.kernel_module import AccessSite, build_module
-from ..codegen.targets import cpu_target
 from ..frontend.context import CompileContext
 from ..frontend.lower import lower_kernel
 from ..ir import nodes as n
@@ -80,20 +80,21 @@ def compile_kernel(kernel: Any, params: tuple[n.Param, ...], template_values: di
     store = program.cache_store
     key = None
     if store is not None:
-        key = cache_key(key_parts(src.text, ctx, kir, cfg))
+        key = cache_key(key_parts(src.text, ctx, kir, cfg, program.device.target.cache_key()))
         artifact = store.load(key)
         if isinstance(artifact, Artifact) and artifact.name == name:
             program.count("offline_cache_hits")
             return instantiate(artifact, tuple(ctx.field_objs), program)
         program.count("offline_cache_misses")
-    artifact = build_artifact(kernel, params, name, ctx, kir, cfg)
+    artifact = build_artifact(kernel, params, name, ctx, kir, cfg, program.device)
     program.count("compiles")
     if store is not None and key is not None:
         store.save(key, name, artifact)
     return instantiate(artifact, tuple(ctx.field_objs), program)
 
 
-def key_parts(source: str, ctx: CompileContext, kir: n.KernelIR, cfg: Any) -> CacheKeyParts:
+def key_parts(source: str, ctx: CompileContext, kir: n.KernelIR, cfg: Any,
+              target_key: str) -> CacheKeyParts:
     return CacheKeyParts(
         kernel_source=source,
         func_sources=tuple(sorted(ctx.used_funcs.items())),
@@ -103,7 +104,7 @@ def key_parts(source: str, ctx: CompileContext, kir: n.KernelIR, cfg: Any) -> Ca
                             for f in ctx.field_objs),
         frontend_ir=kernel_text(kir),
         compile_options=cfg.codegen_items(),
-        target=keys.host_target(),
+        target=target_key,
         llvm_versions=keys.llvm_versions(),
         jitrt_version=__version__,
         compiler_hash=keys.compiler_hash())
@@ -129,14 +130,15 @@ def passes(kernel: Any, params: tuple[n.Param, ...], ctx: CompileContext, kir: n
 
 
 def build_artifact(kernel: Any, params: tuple[n.Param, ...], name: str, ctx: CompileContext,
-                   kir: n.KernelIR, cfg: Any) -> Artifact:
+                   kir: n.KernelIR, cfg: Any, device: Any) -> Artifact:
     """Passes, codegen and LLVM: everything the offline cache lets a warm start skip."""
     lowered, layout = passes(kernel, params, ctx, kir, cfg)
     text = kernel_text(lowered.tasked)
     prefix = "jk_" + hashlib.sha1((text + repr(cfg.codegen_items())).encode()).hexdigest()[:16]
-    module, sites = build_module(lowered.tasked, cpu_target(), layout, prefix, ctx.local_types)
+    module, sites = build_module(lowered.tasked, device.codegen_target, layout, prefix,
+                                 lowered.local_types)
     specs = add_sizing_functions(module, prefix, lowered, layout, params)
-    obj = cpu.compile_object(module)
+    obj = device.compile(module)
     symbols = [f"{prefix}_entry"] + [f"{prefix}_red{k}" for k in range(len(specs))]
     if lowered.stacks and all(s.capacity is not None for s in lowered.stacks):
         symbols.append(f"{prefix}_required")
@@ -156,7 +158,7 @@ def with_hidden_fields(refs: tuple[n.FieldRef, ...], field_objs: tuple[Any, ...]
                        ) -> tuple[Any, ...]:
     """Fields the passes appended to the table (grad kernels: `$scope_adjoints`) get their
     own storage, private to this compiled kernel."""
-    from .data import Field
+    from ..data import Field
     extra = tuple(Field(r.dtype, r.shape, False, r.name, "field") for r in refs[len(field_objs):])
     return tuple(field_objs) + extra
 
@@ -164,7 +166,7 @@ def with_hidden_fields(refs: tuple[n.FieldRef, ...], field_objs: tuple[Any, ...]
 def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: Any) -> CompiledKernel:
     """Load an artifact's object code into the process and bind its sizing functions."""
     field_objs = with_hidden_fields(a.lowered.tasked.fields, field_objs)
-    addrs = cpu.engine().load(a.prefix, a.obj, list(a.symbols))
+    addrs = program.device.load(a.prefix, a.obj, list(a.symbols))
     plan = None
     if a.lowered.stacks:
         plan = SizingPlan(list(a.lowered.stacks), list(a.specs), a.layout,
@@ -208,7 +210,7 @@ def lower_for_target(kernel: Any, params: tuple[n.Param, ...], template_values: 
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
     lowered, layout = passes(kernel, params, ctx, kir, cfg)
     target = NVPTX if arch == "cuda" else AMDGPU
-    module, _ = build_module(lowered.tasked, target, layout, "jk", ctx.local_types)
+    module, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types)
     triple, cpu_name = GPU_CPUS[arch]
     from ..backends.llvm_setup import LLVM_LOCK
     with LLVM_LOCK:

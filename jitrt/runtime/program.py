@@ -1,9 +1,13 @@
-"""The Program: one per `jr.init`, owning the configuration, the worker pool and the counters.
+"""The Program: one per `jr.init`, owning the configuration, the device and the counters.
 
-Stage: runtime. `init()` replaces the current program (fresh in-memory caches: every kernel's
-launch handles are dropped; the disk cache stays). `current()` returns the program, creating a
-default one on first use. Counters behind `jr.debug.stats()` live here; per-launch counters
-live in the launch handles (a list cell each) and are summed on demand.
+Stage: runtime. `init()` replaces the current program (fresh in-memory caches: launch handles
+of the old program are not used again; the disk cache stays). `current()` returns the program,
+creating a default one on first use. `ACTIVE[0]` is what every generated launcher compares
+with the program it was built for, in one identity test: the current program, its
+`tape_token` while a `jr.ad.Tape` records, or None after `reset()`. A mismatch sends the launch
+to the slow path, so neither `init` nor a Tape walks the kernels ever declared. Counters behind
+`jr.debug.stats()` live here; per-launch counters live in the launch handles (a list cell each)
+and are summed on demand.
 """
 from __future__ import annotations
 
@@ -22,14 +26,14 @@ ARCHES = config_mod.ARCHES
 class Program:
     def __init__(self, cfg: config_mod.Config) -> None:
         self.config = cfg
-        self.arch = self._choose_arch(cfg.arch)
         self.cache_store = None
         if cfg.offline_cache:
             from ..cache.store import CacheStore, default_dir
             self.cache_store = CacheStore(default_dir(cfg.offline_cache_dir),
                                           cfg.offline_cache_max_bytes)
-        from ..backends.cpu import worker_pool
-        self.pool = worker_pool(cfg.num_threads, cfg.parallel_grain, self.cache_store)
+        from ..backends import base
+        self.device: base.Device = base.create(cfg.arch, cfg.device_id, cfg, self.cache_store)
+        self.arch = self.device.arch
         self.counters: Counter[str] = Counter()
         self.launch_lock = threading.RLock()   # launches from several threads run in turn
         self.handles: list[Any] = []   # every LaunchHandle built by this program
@@ -38,21 +42,17 @@ class Program:
         self.registry = Registry()
         self.heap = AdStackHeap()
         self.tape: Any = None          # the active jr.ad.Tape, if any
+        self.tape_token = object()     # ACTIVE[0] while a Tape records
         self.spec_cache: dict[Any, tuple[tuple, int]] = {}   # max-reducer per-spec cache
         # every live LaunchSizing (handles, bound launches): weak, so that discarded bound
         # launches do not accumulate
         self.sizing_states: weakref.WeakSet[Any] = weakref.WeakSet()
         self.current_results: Any = None                     # results map of the last miss
 
-    @staticmethod
-    def _choose_arch(arch: Any) -> str:
-        name = getattr(arch, "name", arch)
-        if name not in ARCHES:
-            raise ValueError(f"unknown arch {arch!r}; use one of {', '.join(ARCHES)}")
-        if name == "cpu":
-            return "cpu"
-        from ..backends import gpu_probe
-        return gpu_probe.require(name)
+    @property
+    def pool(self) -> Any:
+        """The CPU worker pool (CPU programs only)."""
+        return self.device.pool  # type: ignore[attr-defined]
 
     def count(self, name: str, amount: int = 1) -> None:
         self.counters[name] += amount
@@ -77,6 +77,7 @@ STAT_NAMES = ("compiles", "offline_cache_hits", "offline_cache_misses", "launche
               "max_reducer_dispatches", "h2d_skipped")
 
 _current: Program | None = None
+ACTIVE: list[Any] = [None]       # see the module docstring
 _init_lock = threading.RLock()   # the first launches may come from several threads at once
 
 
@@ -87,14 +88,12 @@ def init(arch: Any = None, **options: Any) -> Program:
 
 def _init(arch: Any = None, **options: Any) -> Program:
     global _current
-    from ..frontend.decorators import all_kernels
     if arch is not None:
         options["arch"] = getattr(arch, "name", arch)
     cfg = config_mod.resolve(**options)
     program = Program(cfg)
-    for k in all_kernels():   # adjoint kernels are in the list too
-        k.reset_fast_path()
     _current = program
+    ACTIVE[0] = program
     return program
 
 
@@ -108,10 +107,8 @@ def current() -> Program:
 
 def reset() -> None:
     global _current
-    from ..frontend.decorators import all_kernels
-    for k in all_kernels():
-        k.reset_fast_path()
     _current = None
+    ACTIVE[0] = None
 
 
 def sync() -> None:

@@ -1,6 +1,7 @@
 """Fields and ndarrays: host-visible data with generation counters.
 
-Stage: runtime data. A `Field` is global data that kernels reach by closure; an `Ndarray` is
+Stage: data (below every other layer: the frontend recognises fields, the runtime launches
+with them). A `Field` is global data that kernels reach by closure; an `Ndarray` is
 passed to kernels as an argument. Both own a C-contiguous numpy buffer whose address never
 changes, and a generation counter `gen` bumped by every host write (`x[i] = v`, `from_numpy`,
 `fill`) and by every launch of a kernel whose write set contains them. Caches observe data by
@@ -14,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
-from ..dtypes import DataType
+from . import dtypes
+from .dtypes import DataType
 
 _alloc_ids = itertools.count(1)
 _grad_fields: "weakref.WeakSet[Field]" = weakref.WeakSet()

@@ -1,55 +1,25 @@
-"""`@jr.kernel` and `@jr.func`.
+"""`@jr.kernel` and `@jr.func`: the objects users decorate their functions into.
 
-Stage: frontend entry. `Kernel` reads its parameters from the annotations once (scalars,
-`jr.types.ndarray`, `jr.template()`), and launches through a per-kernel class whose `__call__`
-is the fast launcher of the most recently used LaunchHandle (see `runtime/launcher.py`); a call
-that does not match it goes to `dispatch`, which validates the arguments, finds or builds the
-handle for the specialization, and makes it the fast path. `Func` is inlined where called.
+Stage: API (above the runtime). `Kernel` reads its parameters from the annotations once
+(scalars, `jr.types.ndarray`, `jr.template()`), and launches through a per-kernel class whose
+`__call__` is the kernel's fast path (`runtime/launcher.py`: the launcher of its one
+specialization, or a router over several); a call that matches none goes to `dispatch`, which
+validates the arguments, finds or builds the handle for the specialization, and installs the
+fast path. `.grad` is the adjoint kernel, `.bind(...)` a bound launch. `Func` (`@jr.func`,
+inlined where called) lives in the frontend (`frontend/func.py`).
 """
 from __future__ import annotations
 
 import inspect
-import weakref
 from typing import Any, Callable
 
-from .. import dtypes
-from ..errors import KernelCompileError
-from ..ir import nodes as n
-from ..types import NdarrayType, Template
-from .source import SourceInfo, capture
-
-
-def _resolve_annotation(fn: Callable, ann: Any) -> Any:
-    if isinstance(ann, str):
-        try:
-            return eval(ann, fn.__globals__)  # noqa: S307 - the user's own annotation text
-        except Exception as exc:  # noqa: BLE001
-            raise KernelCompileError(f"cannot evaluate annotation {ann!r} of "
-                                     f"{fn.__qualname__}: {exc}") from None
-    return ann
-
-
-class Func:
-    """A function inlined into kernels. Parameters annotated `jr.template()` are by reference."""
-
-    def __init__(self, fn: Callable) -> None:
-        self.fn = fn
-        self.name = fn.__name__
-        self._source: SourceInfo | None = None
-        anns = getattr(fn, "__annotations__", {})
-        self.template_params = frozenset(
-            k for k, v in anns.items() if isinstance(_resolve_annotation(fn, v), Template))
-
-    def source(self) -> SourceInfo:
-        if self._source is None:
-            self._source = capture(self.fn)
-        return self._source
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fn(*args, **kwargs)  # outside kernels: plain Python
-
-    def __repr__(self) -> str:
-        return f"<jitrt func {self.fn.__qualname__}>"
+from . import dtypes
+from .errors import KernelCompileError
+from .frontend.func import Func, resolve_annotation
+from .frontend.source import SourceInfo, capture
+from .ir import nodes as n
+from .runtime import launcher
+from .types import NdarrayType, Template
 
 
 def parse_params(fn: Callable) -> tuple[n.Param, ...]:
@@ -61,7 +31,7 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
             raise KernelCompileError(f"{where}: *args, **kwargs and keyword-only parameters are "
                                      "not supported", inspect.getsourcefile(fn) or "?",
                                      fn.__code__.co_firstlineno)
-        ann = _resolve_annotation(fn, p.annotation)
+        ann = resolve_annotation(fn, p.annotation)
         if ann is inspect.Parameter.empty:
             raise KernelCompileError(f"{where} needs an annotation (jr.f32, jr.i32, "
                                      "jr.types.ndarray(...), jr.template())",
@@ -80,11 +50,10 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
     return tuple(params)
 
 
-_all_kernels: "weakref.WeakSet[Kernel]" = weakref.WeakSet()
-
-
 class Kernel:
     """A compiled-on-first-use kernel. Calling it launches; `.grad(...)` launches its adjoint."""
+
+    is_jitrt_kernel = True   # how the frontend recognises a kernel called from a kernel
 
     def __new__(cls, fn: Callable, adjoint: bool = False) -> "Kernel":
         # One class per kernel, so that the fast launcher can be installed as `__call__`.
@@ -97,7 +66,7 @@ class Kernel:
         self.name = fn.__name__
         self.qualname = f"{fn.__module__}.{fn.__qualname__}"
         self.params = parse_params(fn)
-        ret = _resolve_annotation(fn, fn.__annotations__.get("return"))
+        ret = resolve_annotation(fn, fn.__annotations__.get("return"))
         if ret is int:
             ret = dtypes.i32
         elif ret is float:
@@ -109,7 +78,6 @@ class Kernel:
         self._source: SourceInfo | None = None
         self.handles: dict[Any, Any] = {}
         self._grad_kernel: Kernel | None = None
-        _all_kernels.add(self)
 
     def source(self) -> SourceInfo:
         if self._source is None:
@@ -117,21 +85,11 @@ class Kernel:
         return self._source
 
     def _dispatch_call(self, *args: Any, **kwargs: Any) -> Any:
-        from ..runtime.launcher import dispatch
-        return dispatch(self, args, kwargs)
-
-    def disable_fast_path(self) -> None:
-        """Route the next launches through `dispatch` (a Tape records them there)."""
-        type(self).__call__ = Kernel._dispatch_call  # type: ignore[method-assign]
-
-    def reset_fast_path(self) -> None:
-        type(self).__call__ = Kernel._dispatch_call  # type: ignore[method-assign]
-        self.handles.clear()
+        return launcher.dispatch(self, args, kwargs)
 
     def bind(self, *args: Any, **kwargs: Any) -> Any:
         """A launch with its arguments packed once: call it with no arguments to run."""
-        from ..runtime.launcher import bind
-        return bind(self, args, kwargs)
+        return launcher.bind(self, args, kwargs)
 
     @property
     def grad(self) -> "Kernel":
@@ -152,7 +110,3 @@ def kernel(fn: Callable) -> Kernel:
 
 def func(fn: Callable) -> Func:
     return Func(fn)
-
-
-def all_kernels() -> list[Kernel]:
-    return list(_all_kernels)

@@ -1,0 +1,140 @@
+"""The device seam: what the rest of jitrt may ask of a backend, and nothing more.
+
+Stage: backend. A `Device` is created by `jr.init(arch=...)` (one per program, for one explicit
+device id) and is the only place that knows how code is compiled, loaded and launched and how
+memory moves on its hardware. The compiler asks it for its codegen `target`, `compile`s an LLVM
+module into an artifact (object code, PTX, a code object) and `load`s artifacts (cached here by
+key: loading the same artifact twice returns the same entry points). The offline-cache key
+uses `target.cache_key`; the adstack heap is sized from `max_resident_threads`; a launch
+context gets its device-specific header slots from `fill_context_header` and runs through
+`entry`. Memory: `alloc`/`free` and copies between host and device (asynchronous where the
+device has streams; `synchronize` waits), and `read_flags` (where fault/overflow flags come
+back from). A backend is one short module subclassing `Device`; see docs/architecture.md.
+"""
+from __future__ import annotations
+
+import abc
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from llvmlite import ir
+
+from ..codegen.targets import Target as CodegenTarget
+
+
+@dataclass(frozen=True)
+class DeviceTarget:
+    """What code is generated for: the part of a device that reaches the offline-cache key."""
+    arch: str          # "cpu" | "cuda" | "amdgpu"
+    triple: str
+    data_layout: str
+    cpu: str           # host CPU name, "sm_90", "gfx90a"...
+    features: str      # CPU feature string; a toolkit version for GPUs
+
+    def cache_key(self) -> str:
+        return f"{self.arch} {self.triple} {self.cpu} {self.features}"
+
+
+EntryPoint = Callable[[int], None]   # runs one launch given its context address
+
+
+class Device(abc.ABC):
+    """One compute device. Subclasses implement the `_`-prefixed hooks and the memory calls."""
+
+    arch: str = "?"
+
+    def __init__(self, device_id: int = 0) -> None:
+        self.device_id = device_id
+        self._loaded: dict[str, dict[str, int]] = {}
+        self._load_lock = threading.RLock()
+
+    # ---- code ---------------------------------------------------------------------------
+    @property
+    @abc.abstractmethod
+    def target(self) -> DeviceTarget:
+        """The device's target description (part of every offline-cache key)."""
+
+    @property
+    @abc.abstractmethod
+    def codegen_target(self) -> CodegenTarget:
+        """The codegen hooks for this device (math symbols, allocas, GPU or not)."""
+
+    @abc.abstractmethod
+    def compile(self, module: ir.Module) -> bytes:
+        """Optimise and emit `module` as a loadable artifact (what the offline cache stores)."""
+
+    def load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, int]:
+        """Load `artifact` once per `key` and return the address of every symbol in it."""
+        with self._load_lock:
+            found = self._loaded.get(key)
+            if found is None:
+                found = self._load(key, artifact, symbols)
+                missing = [name for name in symbols if not found.get(name)]
+                if missing:
+                    raise RuntimeError(f"symbols missing after loading {key}: {missing}")
+                self._loaded[key] = found
+            return found
+
+    @abc.abstractmethod
+    def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, int]:
+        ...
+
+    @abc.abstractmethod
+    def entry(self, address: int) -> EntryPoint:
+        """A callable that runs the launch entry at `address` on a context address."""
+
+    # ---- launches -----------------------------------------------------------------------
+    @property
+    @abc.abstractmethod
+    def max_resident_threads(self) -> int:
+        """Threads that may run a task at once: the adstack heap holds one slice per thread."""
+
+    @abc.abstractmethod
+    def fill_context_header(self, buf: Any) -> None:
+        """Write the device's header slots of a launch context (runtime addresses...)."""
+
+    def read_flags(self, buf: Any) -> None:
+        """Bring the fault/overflow slots of a context up to date on the host (a no-op where
+        the context is host memory)."""
+
+    # ---- memory -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def alloc(self, nbytes: int) -> int:
+        ...
+
+    @abc.abstractmethod
+    def free(self, ptr: int) -> None:
+        ...
+
+    @abc.abstractmethod
+    def copy_h2d(self, dst: int, src: int, nbytes: int) -> None:
+        ...
+
+    @abc.abstractmethod
+    def copy_d2h(self, dst: int, src: int, nbytes: int) -> None:
+        ...
+
+    @abc.abstractmethod
+    def copy_d2d(self, dst: int, src: int, nbytes: int) -> None:
+        ...
+
+    def synchronize(self) -> None:
+        """Wait for all queued work (launches run synchronously on devices without streams)."""
+
+    def close(self) -> None:
+        """Release what the device holds (called when its program is replaced)."""
+
+
+def create(arch: str, device_id: int, cfg: Any, store: Any) -> Device:
+    """The device for `arch` ("gpu": the first GPU runtime available)."""
+    if arch == "cpu":
+        from .cpu import CpuDevice
+        return CpuDevice(cfg.num_threads, cfg.parallel_grain, store)
+    from . import gpu_probe
+    name = gpu_probe.require(arch)      # raises BackendUnavailableError saying what is missing
+    if name == "cuda":
+        from . import cuda
+        return cuda.open_device(device_id)
+    from . import amdgpu
+    return amdgpu.open_device(device_id)

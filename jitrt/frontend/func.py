@@ -1,0 +1,46 @@
+"""`@jr.func` objects: Python functions inlined into kernels.
+
+Stage: frontend. A `Func` keeps the function, its parameters annotated `jr.template()` (passed
+by reference when inlined) and its parsed source (read once). Lowering inlines it at each call
+site (`lower_call.py`); called outside a kernel it is the plain Python function.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..errors import KernelCompileError
+from ..types import Template
+from .source import SourceInfo, capture
+
+
+def resolve_annotation(fn: Callable, ann: Any) -> Any:
+    if isinstance(ann, str):
+        try:
+            return eval(ann, fn.__globals__)  # noqa: S307 - the user's own annotation text
+        except Exception as exc:  # noqa: BLE001
+            raise KernelCompileError(f"cannot evaluate annotation {ann!r} of "
+                                     f"{fn.__qualname__}: {exc}") from None
+    return ann
+
+
+class Func:
+    """A function inlined into kernels. Parameters annotated `jr.template()` are by reference."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self._source: SourceInfo | None = None
+        anns = getattr(fn, "__annotations__", {})
+        self.template_params = frozenset(
+            k for k, v in anns.items() if isinstance(resolve_annotation(fn, v), Template))
+
+    def source(self) -> SourceInfo:
+        if self._source is None:
+            self._source = capture(self.fn)
+        return self._source
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)  # outside kernels: plain Python
+
+    def __repr__(self) -> str:
+        return f"<jitrt func {self.fn.__qualname__}>"

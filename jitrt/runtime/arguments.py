@@ -1,0 +1,235 @@
+"""Launch arguments: binding, validation, specialization keys and packing into a context.
+
+Stage: runtime (the first step of a launch). `bind_args` maps positional and keyword arguments
+to parameters; `specialize` validates every value (a `KernelArgError` naming kernel, parameter,
+expected and got) and derives the concrete parameters, the handle key and the content-stable
+kernel name; `pack_array` writes an ndarray argument's slots. A launch that reuses an array it
+packed earlier re-checks it cheaply (`watch_state`/`changed_expr`). Nothing here is cached.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import dtypes
+from ..data import Field, Ndarray
+from ..errors import KernelArgError
+from ..ir import nodes as n
+
+if TYPE_CHECKING:
+    from .compiler import CompiledKernel
+
+MISSING = object()
+INT_RANGE = {t: dtypes.int_range(t) for t in dtypes.ALL if t.is_int}
+
+
+# ---- watching a plain numpy array's buffer ------------------------------------------------
+# A numpy array is mutable in ways an object identity check cannot see: `resize(...,
+# refcheck=False)` moves its buffer, `.shape =`/`.dtype =` reinterpret it, `flags.writeable =
+# False` locks it. A launch that reuses what it packed earlier re-checks all of it: shape and
+# dtype through attributes, the data pointer and the flags word through ctypes cells over the
+# array object's C struct (numpy's PyArrayObject: data at +16, flags at +64; checked against
+# the public accessors at import, with a slow but safe fallback).
+NPY_C_CONTIGUOUS, NPY_WRITEABLE = 0x1, 0x400
+
+
+class _SlowCell:
+    """The fallback of a ctypes cell: reads the value through numpy's public API."""
+    __slots__ = ("arr", "read")
+
+    def __init__(self, arr: np.ndarray, read: Any) -> None:
+        self.arr, self.read = arr, read
+
+    @property
+    def value(self) -> int:
+        return self.read(self.arr)
+
+
+def _probe_struct_offsets() -> bool:
+    a = np.zeros(3, np.float32)
+    try:
+        data = ctypes.c_int64.from_address(id(a) + 16).value
+        flags = ctypes.c_int32.from_address(id(a) + 64).value
+        a.flags.writeable = False
+        locked = ctypes.c_int32.from_address(id(a) + 64).value
+    except (ValueError, OSError):   # no C struct to read (another interpreter)
+        return False
+    return (data == a.ctypes.data and flags & NPY_WRITEABLE and flags & NPY_C_CONTIGUOUS
+            and not locked & NPY_WRITEABLE)
+
+
+_FAST_CELLS = _probe_struct_offsets()
+
+
+def _flags_word(a: np.ndarray) -> int:
+    return (NPY_C_CONTIGUOUS if a.flags.c_contiguous else 0) | \
+        (NPY_WRITEABLE if a.flags.writeable else 0)
+
+
+def buffer_cells(a: np.ndarray) -> tuple[Any, Any]:
+    """Live cells over `a`'s data pointer and flags word (valid while `a` is referenced)."""
+    if _FAST_CELLS:
+        return ctypes.c_int64.from_address(id(a) + 16), ctypes.c_int32.from_address(id(a) + 64)
+    return _SlowCell(a, lambda x: x.ctypes.data), _SlowCell(a, _flags_word)
+
+
+def watch_state(a: Any) -> list[Any]:
+    """What a launch remembers of an array it packed: [array, shape, dtype, data cell, data
+    pointer, flags cell]. The reference keeps the array (and its buffer) alive."""
+    if isinstance(a, np.ndarray):
+        data, flags = buffer_cells(a)
+        return [a, a.shape, a.dtype, data, data.value, flags]
+    return [a, a.shape, a.dtype, None, 0, None]
+
+
+def changed_expr(var: str, last: str, written: bool) -> str:
+    """A Python expression, true when `var` is not the array `last` remembers unchanged."""
+    mask = NPY_C_CONTIGUOUS | (NPY_WRITEABLE if written else 0)
+    return (f"{var} is not {last}[0] or (type({var}) is not Ndarray and ({var}.shape != "
+            f"{last}[1] or {var}.dtype is not {last}[2] or {last}[3].value != {last}[4] or "
+            f"{last}[5].value & {mask} != {mask}))")
+
+
+# ---- argument validation ----------------------------------------------------------------
+
+def fail(kernel: Any, param: n.Param, expected: str, got: str) -> KernelArgError:
+    return KernelArgError(f"kernel {kernel.qualname}: argument '{param.name}': expected "
+                          f"{expected}, got {got}")
+
+
+def describe(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"numpy array dtype={v.dtype} ndim={v.ndim}" + (
+            "" if v.flags.c_contiguous else " (not C-contiguous)") + (
+            "" if v.flags.writeable else " (read-only)")
+    if isinstance(v, (Ndarray, Field)):
+        return f"{type(v).__name__} dtype={v.dtype.name} ndim={len(v.shape)}"
+    return f"{type(v).__name__} {v!r}"[:120]
+
+
+def bind_args(kernel: Any, args: tuple, kwargs: dict) -> list[Any]:
+    params = kernel.params
+    if len(args) > len(params):
+        raise KernelArgError(f"kernel {kernel.qualname} takes {len(params)} argument(s), got "
+                             f"{len(args) + len(kwargs)}")
+    values = list(args) + [MISSING] * (len(params) - len(args))
+    names = [p.name for p in params]
+    for key, v in kwargs.items():
+        if key not in names:
+            raise KernelArgError(f"kernel {kernel.qualname} has no parameter '{key}'")
+        if values[names.index(key)] is not MISSING:
+            raise KernelArgError(f"kernel {kernel.qualname}: '{key}' given twice")
+        values[names.index(key)] = v
+    for p, v in zip(params, values):
+        if v is MISSING:
+            raise KernelArgError(f"kernel {kernel.qualname}: missing argument '{p.name}'")
+    return values
+
+
+def check_scalar(kernel: Any, p: n.Param, dt: dtypes.DataType, v: Any) -> None:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                              np.floating)):
+        if not isinstance(v, (bool, np.bool_)):
+            raise fail(kernel, p, f"a {dt.name} scalar", describe(v))
+    if dt.is_int:
+        if isinstance(v, (float, np.floating)):
+            raise fail(kernel, p, f"an integer ({dt.name})", describe(v))
+        lo, hi = INT_RANGE[dt]
+        if not lo <= int(v) <= hi:
+            raise fail(kernel, p, f"a {dt.name} in [{lo}, {hi}]", repr(int(v)))
+    else:
+        try:
+            float(v)
+        except OverflowError:
+            raise fail(kernel, p, f"a {dt.name} scalar", "an int too large for a float") from None
+
+
+def array_info(v: Any) -> tuple[dtypes.DataType | None, int, bool] | None:
+    if isinstance(v, Ndarray):
+        return v.dtype, len(v.shape), v.grad is not None
+    if isinstance(v, np.ndarray):
+        return dtypes.from_numpy(v.dtype), v.ndim, False
+    return None
+
+
+def specialize(kernel: Any, values: list[Any], cfg: Any) -> tuple[tuple[n.Param, ...], tuple,
+                                                                    dict[str, Any], str]:
+    """Concrete params, the handle key, template values and the content-stable kernel name."""
+    params, key, templates, name_parts = [], [], {}, []
+    for p, v in zip(kernel.params, values):
+        if p.kind == "scalar":
+            dt = p.dtype or _default_scalar(kernel, p, cfg)
+            check_scalar(kernel, p, dt, v)
+            params.append(n.Param(p.name, "scalar", dt))
+            key.append(None)
+            name_parts.append(dt.name)
+        elif p.kind == "ndarray":
+            info = array_info(v)
+            want = f"an ndarray{'' if p.dtype is None else ' of ' + p.dtype.name}" + (
+                "" if p.ndim < 0 else f" with ndim={p.ndim}")
+            if info is None:
+                raise fail(kernel, p, want, describe(v))
+            dt, ndim, has_grad = info
+            if dt is None or (p.dtype is not None and dt != p.dtype) or (
+                    p.ndim >= 0 and ndim != p.ndim):
+                raise fail(kernel, p, want, describe(v))
+            if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
+                raise fail(kernel, p, want + " (C-contiguous)", describe(v))
+            params.append(n.Param(p.name, "ndarray", dt, ndim, has_grad))
+            key.append((dt, ndim, has_grad))
+            name_parts.append(f"nd({dt.name},{ndim})")
+        else:
+            tkey, text = template_key(kernel, p, v)
+            params.append(n.Param(p.name, "template"))
+            templates[p.name] = v
+            key.append(tkey)
+            name_parts.append(text)
+    grad = ".grad" if kernel.adjoint else ""
+    name = f"{kernel.qualname}{grad}[{','.join(name_parts)}]"
+    return tuple(params), tuple(key), templates, name
+
+
+def _default_scalar(kernel: Any, p: n.Param, cfg: Any) -> dtypes.DataType:
+    ann = kernel.fn.__annotations__.get(p.name)
+    return cfg.default_ip if ann is int or ann == "int" else cfg.default_fp
+
+
+def template_key(kernel: Any, p: n.Param, v: Any) -> tuple[Any, str]:
+    if isinstance(v, Field):
+        return ("field", id(v)), f"field({v.dtype.name},{v.shape})"
+    if isinstance(v, (bool, int, float, str, dtypes.DataType)) or v is None:
+        return (type(v), v), repr(v)
+    if isinstance(v, tuple) and all(isinstance(x, (bool, int, float)) for x in v):
+        return (tuple, v), repr(v)
+    raise fail(kernel, p, "a field or a Python constant (jr.template())", describe(v))
+
+
+def written_params(compiled: "CompiledKernel") -> frozenset[int]:
+    """Ndarray parameters whose data (not gradient) the kernel may write."""
+    return frozenset(arg for arg, grad in compiled.lowered.writes.arrays if not grad)
+
+
+def pack_array(buf: Any, slot: int, v: Any, dt: dtypes.DataType, ndim: int,
+               need_grad: bool, written: bool = True) -> bool:
+    """Write an ndarray argument's slots; False if `v` does not fit the specialization (the
+    caller then takes the slow path, which names the problem)."""
+    if type(v) is Ndarray:
+        if v.dtype is not dt or len(v.shape) != ndim or (need_grad and v.grad is None):
+            return False
+        buf[slot] = v.ptr
+        buf[slot + 1] = v.grad.ptr if v.grad is not None else 0
+        shape = v.shape
+    elif isinstance(v, np.ndarray) and not need_grad:   # numpy subclasses (memmap) too
+        if v.dtype != dt.np or v.ndim != ndim or not v.flags.c_contiguous or (
+                written and not v.flags.writeable):
+            return False
+        buf[slot] = v.ctypes.data
+        buf[slot + 1] = 0
+        shape = v.shape
+    else:
+        return False
+    for k in range(ndim):
+        buf[slot + 2 + k] = shape[k]
+    return True

@@ -1,0 +1,130 @@
+"""Bound launches: `k.bind(*args)` packs the arguments once into a context of its own.
+
+Stage: runtime. A `BoundLaunch` shares its handle's compiled kernel and sizing infos and owns
+a `LaunchContext`; calling it runs generated straight-line code (`launch_source.py`) with no
+per-call argument work beyond re-checking plain numpy arrays, which can change in place after
+binding. `set_arg` rebinds one argument within the same specialization.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..codegen import abi
+from ..data import Ndarray
+from ..errors import KernelArgError
+from .arguments import changed_expr, describe, fail, pack_array, specialize, watch_state
+from .context import LaunchContext, raise_fault
+from .launch_source import return_lines, serialized, sizing_lines
+
+
+class _Gen:
+    """Stands in for data without a generation counter (a plain numpy array)."""
+    __slots__ = ("gen",)
+
+    def __init__(self) -> None:
+        self.gen = 0
+
+
+class BoundLaunch(LaunchContext):
+    """A launch with every argument packed into its own context buffer.
+
+    `launch()` runs it with no per-call argument work; `launch.set_arg(name_or_index, value)`
+    rebinds one argument (validated against the same specialization). Each bound launch gets
+    its own small class whose `__call__` is generated straight-line code."""
+
+    def __new__(cls, handle: Any, values: list[Any]) -> "BoundLaunch":
+        return super().__new__(type(f"BoundLaunch[{handle.compiled.name}]", (cls,), {}))
+
+    def __init__(self, handle: Any, values: list[Any]) -> None:
+        super().__init__(handle.compiled, handle.program, handle.sizing_infos)
+        self.handle = handle
+        self.values = list(values)
+        # what each ndarray argument was when packed: re-checked before every call, since a
+        # numpy array can move its buffer (resize) or change in place after binding
+        self.watch: dict[int, list[Any]] = {}
+        for i in range(len(values)):
+            self._pack(i)
+        self.array_bumps = [[_Gen()] for _ in self.compiled.lowered.writes.arrays]
+        self._update_bumps()
+        self.cells = [[v] for v in self.values]   # the bound values the snapshot reads
+        type(self).__call__ = self._make_call()
+
+    def _make_call(self) -> Any:
+        c = self.compiled
+        env: dict[str, Any] = {"cnt": self.handle.launch_count, "entry": self.entry,
+                               "buf": self.buf, "dbuf": self.dbuf, "addr": self.addr,
+                               "raise_fault": raise_fault, "c": c, "Ndarray": Ndarray}
+        lines = ["def __call__(self):"]
+        for i, cell in enumerate(self.cells):
+            env[f"cell{i}"] = cell
+            if self.sizing is not None or i in self.watch:
+                lines.append(f"    a{i} = cell{i}[0]")
+        for i, state in self.watch.items():
+            env[f"last{i}"] = state
+            lines.append(f"    if {changed_expr(f'a{i}', f'last{i}', i in self.handle.written)}:"
+                         f" self._pack({i})")
+        lines.append("    cnt[0] += 1")
+        if self.sizing is not None:
+            lines += sizing_lines(self.handle, env, self.sizing)
+        for k, (slot, grad) in enumerate(c.lowered.writes.fields):
+            env[f"f{k}"] = c.field_objs[slot].grad if grad else c.field_objs[slot]
+            lines.append(f"    f{k}.gen += 1")
+        for k, cell in enumerate(self.array_bumps):
+            env[f"w{k}"] = cell
+            lines.append(f"    w{k}[0].gen += 1")
+        lines += ["    entry(addr)", "    if buf[0]: raise_fault(buf, c)"]
+        if c.sizing is not None:
+            lines.append(f"    if buf[{abi.SLOT_OVERFLOW}]: self.overflow()")
+        lines += return_lines(c.lowered.tasked.ret)
+        lines = lines[:1] + serialized(lines[1:], env, self.program)
+        source = "\n".join(lines)
+        exec(compile(source, f"<jitrt bound launch {c.name}>", "exec"), env)  # noqa: S102
+        call = env["__call__"]
+        call.source = source
+        return call
+
+    def _pack(self, i: int) -> None:
+        c = self.compiled
+        p, v, slot = c.params[i], self.values[i], c.layout.param_slots[i]
+        if p.kind == "scalar":
+            if p.dtype.is_float:
+                self.dbuf[slot] = float(v)
+            else:
+                self.buf[slot] = int(v)
+        elif p.kind == "ndarray":
+            written = i in self.handle.written
+            if not pack_array(self.buf, slot, v, p.dtype, p.ndim, i in c.grad_params, written):
+                want = "a writable ndarray" if isinstance(v, np.ndarray) and written and \
+                    not v.flags.writeable else "an ndarray"
+                raise fail(self.handle.kernel, p, f"{want} of {p.dtype.name}, ndim={p.ndim} "
+                           "(C-contiguous)", describe(v))
+            state = self.watch.get(i)
+            if state is None:
+                self.watch[i] = watch_state(v)
+            else:
+                state[:] = watch_state(v)   # the generated __call__ reads this very list
+
+    def _update_bumps(self) -> None:
+        writes = self.compiled.lowered.writes
+        for cell, (arg, grad) in zip(self.array_bumps, writes.arrays):
+            v = self.values[arg]
+            cell[0] = (v.grad if grad else v) if isinstance(v, Ndarray) else _Gen()
+
+    def set_arg(self, key: int | str, value: Any) -> None:
+        kernel = self.handle.kernel
+        names = [p.name for p in kernel.params]
+        if isinstance(key, str) and key not in names:
+            raise KernelArgError(f"kernel {kernel.qualname} has no parameter '{key}'")
+        index = key if isinstance(key, int) else names.index(key)
+        values = list(self.values)
+        values[index] = value
+        key_now = specialize(kernel, values, self.program.config)[1]
+        if kernel.handles.get(key_now) is not self.handle:
+            raise KernelArgError(f"kernel {kernel.qualname}: rebinding '{names[index]}' would "
+                                 "change the specialization; bind a new launch instead")
+        self.values = values
+        self._pack(index)
+        self._update_bumps()
+        self.cells[index][0] = value

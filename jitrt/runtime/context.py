@@ -1,0 +1,90 @@
+"""The launch context: the slot buffer a launch passes to its kernel, and what reads it back.
+
+Stage: runtime. A `LaunchContext` is what a `LaunchHandle` and every `BoundLaunch` own, one
+each: the buffer of 64-bit slots laid out by `codegen/abi.py` (header, field pointers,
+parameters, adstack slots), filled once with the device's header slots and the field
+pointers, the registry ids of its adstack tasks, its adstack sizing state (capacities written
+once when they are constants, else a `LaunchSizing` consulted before each launch), the device
+entry point it runs, and the fault and overflow checks read after a launch.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import TYPE_CHECKING, Any
+
+from ..codegen import abi
+from ..errors import KernelRuntimeError, caret_text, source_line
+
+if TYPE_CHECKING:
+    from .compiler import CompiledKernel
+    from .program import Program
+
+
+class LaunchContext:
+    def __init__(self, compiled: "CompiledKernel", program: "Program",
+                 sizing_infos: tuple | None = None) -> None:
+        self.compiled, self.program = compiled, program
+        layout = compiled.layout
+        self.buf = (ctypes.c_int64 * max(layout.size, abi.HEADER_SLOTS))()
+        self.dbuf = (ctypes.c_double * len(self.buf)).from_buffer(self.buf)
+        self.addr = ctypes.addressof(self.buf)
+        self.entry = program.device.entry(compiled.entry_addr)
+        program.device.fill_context_header(self.buf)
+        for k, fld in enumerate(compiled.field_objs):
+            self.buf[layout.field_slots[k]] = fld.ptr
+            self.buf[layout.field_grad_slots[k]] = fld.grad.ptr if fld.grad is not None else 0
+        infos = register_tasks(self.buf, program, compiled)
+        self.sizing_infos = infos if sizing_infos is None else sizing_infos
+        plan = compiled.sizing
+        self.sizing: Any = None
+        if plan is not None and plan.constant:
+            plan.size_launch(self.buf, self.addr, program)  # capacities known at compile time
+        elif plan is not None:
+            from .adstack import LaunchSizing
+            self.sizing = LaunchSizing(plan, program, self.sizing_infos)
+
+    def overflow(self) -> None:
+        from .adstack import raise_overflow
+        raise_overflow(self.buf, self.addr, self.compiled.sizing, self.sizing_infos,
+                       self.program)
+
+    def fault(self) -> None:
+        raise_fault(self.buf, self.compiled)
+
+
+def register_tasks(buf: Any, program: "Program", compiled: "CompiledKernel") -> tuple:
+    """Register every task with adstacks (content-stable ids) and write the ids into the
+    context; returns the sizing infos (one tuple, never copied per launch)."""
+    plan = compiled.sizing
+    if plan is None:
+        return ()
+    from ..passes import sizeexpr as se
+    from .adstack import AdStackSizingInfo
+    infos = []
+    for task, _stride_slot, reg_slot in compiled.layout.task_slots:
+        rid = program.registry.register(compiled.name, task)
+        buf[reg_slot] = rid
+        stacks = [p for p in plan.stacks if p.task == task]
+        exprs = tuple(p.capacity if p.capacity is not None else se.Const(plan.forced)
+                      for p in stacks)
+        specs = tuple(s for s in plan.specs if any(s in se.closed_reductions(e) for e in exprs))
+        infos.append(AdStackSizingInfo(rid, compiled.name, task,
+                                       tuple(p.stack.name for p in stacks), exprs, specs))
+    return tuple(infos)
+
+
+def raise_fault(buf: Any, compiled: "CompiledKernel") -> None:
+    """Raise what the error slot reports (and clear it): an interrupt or a bad index."""
+    if buf[abi.SLOT_ERROR] == abi.ERROR_INTERRUPTED:
+        buf[abi.SLOT_ERROR] = 0
+        raise KeyboardInterrupt(f"kernel {compiled.name} was interrupted and stopped early; "
+                                "the data it writes may be partly updated")
+    site_id, axis, index = buf[abi.SLOT_ERROR] - 1, buf[abi.SLOT_ERROR_AXIS], \
+        buf[abi.SLOT_ERROR_INDEX]
+    buf[abi.SLOT_ERROR] = buf[abi.SLOT_ERROR_AXIS] = buf[abi.SLOT_ERROR_INDEX] = 0
+    site = compiled.sites[site_id]
+    line = source_line(site.loc)
+    raise KernelRuntimeError(
+        f"kernel {compiled.name}: index {index} out of bounds on axis {axis} of '{site.name}' "
+        f"({site.kind}) at {site.loc}; the access was skipped"
+        + ("\n" + caret_text(line, site.loc.col) if line else ""))

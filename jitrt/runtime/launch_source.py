@@ -1,0 +1,122 @@
+"""The generated Python of a launch: straight-line code specialised to one compiled kernel.
+
+Stage: runtime. Each function returns source lines (and puts the objects they name into the
+`env` the code is executed in): scalars written to their slots, arrays repacked only when
+they changed, template values compared, the adstack sizing snapshot, generation bumps, the
+launch lock and the return value. `launcher.py` assembles a LaunchHandle's launcher from them
+and `bound.py` a BoundLaunch's `__call__`; the source of each is kept on it (`.source`).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import dtypes
+from ..codegen import abi
+from ..data import Ndarray
+from .arguments import INT_RANGE, changed_expr, pack_array, watch_state
+
+if TYPE_CHECKING:
+    from .compiler import CompiledKernel
+    from .launcher import LaunchHandle
+
+
+def scalar_lines(c: "CompiledKernel", slow: str) -> list[str]:
+    """Scalars go straight into their slots; ctypes rejects a wrong type, ranges are checked."""
+    scalars = [i for i, p in enumerate(c.params) if p.kind == "scalar"]
+    if not scalars:
+        return []
+    lines = ["    try:"]
+    for i in scalars:
+        p, slot = c.params[i], c.layout.param_slots[i]
+        if p.dtype.is_float:
+            lines.append(f"        dbuf[{slot}] = a{i}")
+        else:
+            lo, hi = INT_RANGE[p.dtype]
+            lines.append(f"        buf[{slot}] = a{i}")  # ctypes wraps silently: check
+            lines.append(f"        if not {lo} <= a{i} <= {hi}: raise TypeError")
+    return lines + ["    except (TypeError, OverflowError):", f"        {slow}"]
+
+
+def array_lines(handle: "LaunchHandle", env: dict[str, Any], slow: str) -> list[str]:
+    """An array identical to the last one is not repacked. A plain numpy array can be resized,
+    reshaped, reinterpreted or locked in place, so its shape, dtype, data pointer and flags are
+    re-checked (`changed_expr`)."""
+    c, lines = handle.compiled, []
+    env.update(pack_array=pack_array, watch_state=watch_state, Ndarray=Ndarray)
+    for i, p in enumerate(c.params):
+        if p.kind != "ndarray":
+            continue
+        env[f"last{i}"], env[f"dt{i}"] = handle.last_arrays[i], p.dtype
+        slot, need_grad = c.layout.param_slots[i], i in c.grad_params
+        written = i in handle.written
+        lines += [f"    if {changed_expr(f'a{i}', f'last{i}', written)}:",
+                  f"        if not pack_array(buf, {slot}, a{i}, dt{i}, {p.ndim}, {need_grad}, "
+                  f"{written}): {slow}",
+                  f"        last{i}[:] = watch_state(a{i})"]
+    return lines
+
+
+def template_lines(handle: "LaunchHandle", env: dict[str, Any], slow: str) -> list[str]:
+    lines = []
+    for i, p in enumerate(handle.compiled.params):
+        if p.kind == "template":
+            value = handle.template_values[i]
+            env[f"t{i}"], env[f"tt{i}"] = value, type(value)
+            lines.append(f"    if a{i} is not t{i} and (type(a{i}) is not tt{i} or a{i} != t{i}):"
+                         f" {slow}")
+    return lines
+
+
+def bump_lines(c: "CompiledKernel", env: dict[str, Any]) -> list[str]:
+    """Generation bumps of the write set (after sizing, which observes the old generations)."""
+    lines = []
+    for slot, grad in c.lowered.writes.fields:
+        fld = c.field_objs[slot]
+        env[f"wf{slot}{int(grad)}"] = fld.grad if grad else fld
+        lines.append(f"    wf{slot}{int(grad)}.gen += 1")
+    for arg, grad in c.lowered.writes.arrays:
+        target = f"a{arg}.grad" if grad else f"a{arg}"
+        lines.append(f"    if type(a{arg}) is Ndarray: {target}.gen += 1")
+    return lines
+
+
+def serialized(body: list[str], env: dict[str, Any], program: Any) -> list[str]:
+    """Wrap a launcher body in the program's launch lock. A launch packs the handle's shared
+    context buffer and the adstack heap is per program, so launches from several Python
+    threads (the native call releases the GIL) run one at a time instead of mixing their
+    arguments. Reentrant: the slow path may call back into a launcher."""
+    env["acquire"], env["release"] = program.launch_lock.acquire, program.launch_lock.release
+    return ["    acquire()", "    try:"] + ["    " + line for line in body] + \
+        ["    finally:", "        release()"]
+
+
+def sizing_lines(handle: "LaunchHandle", env: dict[str, Any], sizing: Any = None) -> list[str]:
+    """Adstack sizing before the launch (and before this launch bumps any generation): build
+    the dependency snapshot; equal to the cached one -> a launch-cache hit, nothing else.
+    `sizing` is the LaunchSizing of the context buffer being launched (the handle's own by
+    default; a bound launch has its own buffer and so its own)."""
+    plan = handle.compiled.sizing
+    if plan is None or plan.constant:
+        return []
+    from .adstack import fingerprint
+    sizing = sizing or handle.sizing
+    env.update(lsz=sizing, lsz_last=sizing.last, lsz_hits=sizing.hits, Ndarray=Ndarray,
+               fingerprint=fingerprint)
+    for d in plan.deps:
+        if d.kind == "field":
+            env[f"F{d.index}"] = handle.compiled.field_objs[d.index]
+    sizing.bind_fields(handle.compiled.field_objs)
+    return [f"    snap = {plan.snapshot_expr()}",
+            "    if snap != lsz_last[0]: lsz.miss(buf, addr, snap)",
+            "    else: lsz_hits[0] += 1"]
+
+
+def return_lines(ret: dtypes.DataType | None) -> list[str]:
+    """The launcher's return statement: the value in the context's return slot, decoded."""
+    if ret is None:
+        return []
+    if ret.is_float:
+        return [f"    return dbuf[{abi.SLOT_RETURN}]"]
+    if ret.is_signed:
+        return [f"    return buf[{abi.SLOT_RETURN}]"]
+    return [f"    return buf[{abi.SLOT_RETURN}] & {(1 << ret.bits) - 1}"]
