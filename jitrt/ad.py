@@ -73,31 +73,44 @@ class Tape:
     def check_trip_counts(self) -> None:
         """Refuse a recording in which launch j >= k writes data that launch k's loop bounds
         read: k's adjoint would run with trip counts its forward launch never saw."""
-        named = [(_data(h, values, h.compiled.lowered.bound_reads), _data(
-            h, values, h.compiled.lowered.writes)) for h, (_, values) in
-            zip(self.handles, self.entries) if h is not None]
-        for k, (reads, _) in enumerate(named):
-            for j in range(k, len(named)):
-                both = [name for ident, name in reads.items() if ident in named[j][1]]
-                if both:
-                    first, later = self.entries[k][0], self.entries[j][0]
-                    when = "itself" if j == k else f"kernel {later.qualname} (launched later)"
-                    raise AutodiffError(
-                        f"jr.ad.Tape: kernel {first.qualname} reads {both[0]} in a loop bound, "
-                        f"and {when} writes it while the tape records; the reverse pass would "
-                        "replay other trip counts and return a wrong gradient. Keep loop-bound "
-                        "data unchanged while recording (write new counts to another array).")
+        plans = [(_tape_plan(h), values) for h, (_, values) in zip(self.handles, self.entries)]
+        if not any(plan[0] for plan, _ in plans):
+            return                                   # no loop bound reads any data
+        written: dict[int, int] = {}                 # id of data -> last entry writing it
+        for j, ((_, writes), values) in enumerate(plans):
+            for ref in writes:
+                written[id(values[ref] if isinstance(ref, int) else ref[1])] = j
+        for k, ((reads, _), values) in enumerate(plans):
+            for ref in reads:
+                j = written.get(id(values[ref] if isinstance(ref, int) else ref[1]), -1)
+                if j >= k:
+                    self.refuse(k, j, ref)
+
+    def refuse(self, k: int, j: int, ref: Any) -> None:
+        first, later = self.entries[k][0], self.entries[j][0]
+        c = self.handles[k].compiled
+        name = f"argument '{c.params[ref].name}'" if isinstance(ref, int) else \
+            f"field '{c.lowered.tasked.fields[ref[0]].name}'"
+        when = "itself" if j == k else f"kernel {later.qualname} (launched later)"
+        raise AutodiffError(
+            f"jr.ad.Tape: kernel {first.qualname} reads {name} in a loop bound, and {when} "
+            "writes it while the tape records; the reverse pass would replay other trip counts "
+            "and return a wrong gradient. Keep loop-bound data unchanged while recording (write "
+            "new counts to another array).")
 
 
-def _data(handle: Any, values: tuple, refs: Any) -> dict[int, str]:
-    """id of each object a read/write set names (fields and non-grad array arguments) -> a
-    name for messages."""
-    out: dict[int, str] = {}
-    c = handle.compiled
-    for slot, grad in refs.fields:
-        if not grad:
-            out[id(c.field_objs[slot])] = f"field '{c.lowered.tasked.fields[slot].name}'"
-    for arg, grad in refs.arrays:
-        if not grad:
-            out[id(values[arg])] = f"argument '{c.params[arg].name}'"
-    return out
+Plan = tuple[tuple[Any, ...], tuple[Any, ...]]   # (bound reads, writes)
+
+
+def _tape_plan(handle: Any) -> Plan:
+    """What the check needs of a compiled kernel, computed once per handle: for the bound
+    reads and the writes, an argument index or a (field slot, field object) pair."""
+    plan = getattr(handle, "tape_plan", None)
+    if plan is None:
+        c = handle.compiled
+
+        def refs(ws: Any) -> tuple[Any, ...]:
+            return tuple((s, c.field_objs[s]) for s, g in ws.fields if not g) + \
+                tuple(a for a, g in ws.arrays if not g)
+        plan = handle.tape_plan = (refs(c.lowered.bound_reads), refs(c.lowered.writes))
+    return plan  # type: ignore[no-any-return]

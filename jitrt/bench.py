@@ -130,6 +130,142 @@ def measure(launches: int = 20000, repeats: int = 5) -> list[Row]:
     return rows
 
 
+# ---- slow corners: several specializations, launches under a Tape ---------------------------
+
+@jr.kernel
+def fill_mono(out: jr.types.ndarray(ndim=1)):
+    for i in range(out.shape[0]):
+        out[i] = i
+
+
+@jr.kernel
+def fill_poly(out: jr.types.ndarray(ndim=1)):   # the same kernel, launched with two dtypes
+    for i in range(out.shape[0]):
+        out[i] = i
+
+
+@jr.kernel
+def bump_mono(f: jr.template()):
+    for i in range(f.shape[0]):
+        f[i] = f[i] + 1
+
+
+@jr.kernel
+def bump_poly(f: jr.template()):
+    for i in range(f.shape[0]):
+        f[i] = f[i] + 1
+
+
+STEP_N = 1024
+
+
+def adstack_step() -> tuple[Any, Any, Any, Any]:
+    """The adstack kernel pair of `benchmarks/adstack_step.py` (trip counts 1..8 from data)."""
+    x = jr.field(jr.f32, shape=(STEP_N,), needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def step(cnt: jr.types.ndarray(dtype=jr.i32, ndim=1)):
+        for i in range(cnt.shape[0]):
+            v = x[i]
+            for _ in range(cnt[i]):
+                v = jr.sin(v) * 0.9 + 0.1
+            loss[None] += v
+
+    cnt = jr.ndarray(jr.i32, shape=(STEP_N,))
+    cnt.from_numpy((np.arange(STEP_N) % 8 + 1).astype(np.int32))
+    x.fill(0.3)
+    return step, cnt, x, loss
+
+
+@dataclass(frozen=True)
+class Corner:
+    name: str
+    base_us: float
+    case_us: float
+    target: float       # the case may cost at most target x the base
+
+    @property
+    def ratio(self) -> float:
+        return self.case_us / self.base_us
+
+
+def paired(base: Callable[[], Any], case: Callable[[], Any], launches: int,
+           repeats: int) -> tuple[float, float]:
+    """Median us per call of `base()` and `case()`, timed in alternating runs."""
+    a_samples, b_samples = [], []
+    for fn in (base, case):
+        for _ in range(min(launches, 500)):
+            fn()
+    for _ in range(repeats):
+        for fn, samples in ((base, a_samples), (case, b_samples)):
+            start = time.perf_counter()
+            for _ in range(launches):
+                fn()
+            jr.sync()
+            samples.append((time.perf_counter() - start) / launches * 1e6)
+    return statistics.median(a_samples), statistics.median(b_samples)
+
+
+def measure_corners(launches: int = 20000, repeats: int = 5) -> list[Corner]:
+    a32 = jr.ndarray(jr.f32, shape=(N,))
+    a64 = jr.ndarray(jr.f64, shape=(N,))
+    f1, f2 = jr.field(jr.f32, shape=(N,)), jr.field(jr.f32, shape=(N,))
+
+    def mono() -> None:
+        fill_mono(a32)
+        fill_mono(a32)
+
+    def poly() -> None:
+        fill_poly(a32)
+        fill_poly(a64)
+
+    def mono_t() -> None:
+        bump_mono(f1)
+        bump_mono(f1)
+
+    def poly_t() -> None:
+        bump_poly(f1)
+        bump_poly(f2)
+
+    step, cnt, x, loss = adstack_step()
+
+    def by_hand() -> None:
+        x.grad.fill(0)
+        loss.grad[None] = 1.0
+        step(cnt)
+        step.grad(cnt)
+
+    def taped() -> None:
+        with jr.ad.Tape(loss=loss):
+            step(cnt)
+
+    corners = [Corner("2 launches, one f32 ndarray vs f32 and f64 (per launch)",
+                      *(t / 2 for t in paired(mono, poly, launches // 2, repeats)), 1.3),
+                      Corner("2 launches, one template field vs two (per launch)",
+                             *(t / 2 for t in paired(mono_t, poly_t, launches // 2, repeats)),
+                             1.3),
+                      Corner(f"adstack step N={STEP_N}: by hand vs under jr.ad.Tape",
+                             *paired(by_hand, taped, max(launches // 100, 20), repeats), 1.15)]
+    by_hand()
+    hand_grad = x.grad.to_numpy()
+    taped()
+    assert np.allclose(x.grad.to_numpy(), hand_grad), "Tape and hand-written gradients differ"
+    return corners
+
+
+def format_corners(corners: list[Corner]) -> str:
+    width = max(len(c.name) for c in corners)
+    lines = [f"{'slow corner (base vs case)':<{width}}  {'base us':>8}  {'case us':>8}  "
+             f"{'ratio':>6}  target",
+             f"{'-' * width}  {'-' * 8}  {'-' * 8}  {'-' * 6}  ------"]
+    for c in corners:
+        verdict = "met" if c.ratio <= c.target else "NOT met"
+        lines.append(f"{c.name:<{width}}  {c.base_us:8.3f}  {c.case_us:8.3f}  {c.ratio:5.2f}x"
+                     f"  <= {c.target}x ({verdict})")
+    return "\n".join(lines)
+
+
 def format_table(rows: list[Row]) -> str:
     floors = {r.level: r.us for r in rows if "floor" in r.case}
     width = max(len(f"{r.level} {r.case}") for r in rows)
@@ -164,6 +300,8 @@ def main(launches: int = 20000, repeats: int = 5, arch: str = "cpu") -> int:
     print("(a jitrt launch is one ctypes call with one argument, the launch context; so it can\n"
           " beat the L1 floor, whose 6 arguments ctypes converts one by one)")
     print(format_targets(rows))
+    print()
+    print(format_corners(measure_corners(launches, repeats)))
     return 0
 
 

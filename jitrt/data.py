@@ -19,12 +19,15 @@ from . import dtypes
 from .dtypes import DataType
 
 _alloc_ids = itertools.count(1)
-_grad_fields: "weakref.WeakSet[Field]" = weakref.WeakSet()
+_grad_fields: list["weakref.ref[Field]"] = []   # pruned as fields die (cheaper than a WeakSet)
 
 
 def live_grad_fields() -> list["Field"]:
     """Every field alive now that has a gradient (a Tape clears them on entry)."""
-    return list(_grad_fields)
+    alive = [f for f in (r() for r in _grad_fields) if f is not None]
+    if len(alive) != len(_grad_fields):
+        _grad_fields[:] = [weakref.ref(f) for f in alive]
+    return alive
 
 
 MAX_ELEMENTS = 1 << 40   # far past any memory: a shape beyond is a typo, not a request
@@ -89,7 +92,7 @@ class _Buffer:
             self.grad = type(self)(self.dtype, self.shape, False, self.name + ".grad", kind)
             self.grad.named = self.named
             if kind == "field":
-                _grad_fields.add(self)
+                _grad_fields.append(weakref.ref(self))
 
     @property
     def ndim(self) -> int:

@@ -80,19 +80,40 @@ def install_fast_path(kernel: Any, handle: "LaunchHandle", program: Any) -> None
 
 
 def make_router(kernel: Any, handles: list["LaunchHandle"], program: Any) -> Any:
-    """A `__call__` that tries each handle's checks in turn: alternating specializations cost
-    one failed straight-line check, not a trip through `dispatch`."""
-    env: dict[str, Any] = {"dispatch": dispatch, "MISS": MISS, "active": program_mod.ACTIVE,
-                           "prog": program}
-    lines = ["def route(self, *args, **kw):",
-             f"    if kw or len(args) != {len(kernel.params)} or active[0] is not prog:",
-             "        return dispatch(self, args, kw)"]
+    """A `__call__` for a kernel with several specializations: first the handle whose last
+    arrays and template values are the very objects passed (identity tests), then each handle's
+    checks in turn; alternating specializations never go through `dispatch`."""
+    argnames = [f"a{i}" for i in range(len(kernel.params))]
+    all_args = "(" + "".join(a + ", " for a in argnames) + ")"
+    env: dict[str, Any] = {"dispatch": dispatch, "MISS": MISS, "MISSING": MISSING,
+                           "active": program_mod.ACTIVE, "prog": program}
+    sig = "".join(f"{a}=MISSING, " for a in argnames)
+    lines = [f"def route(self, {sig}/, *extra, **kw):",
+             "    if extra or kw or active[0] is not prog:",
+             f"        return dispatch(self, {all_args} + extra, kw)"]
+    attempts = []
     for k, h in enumerate(handles):
         env[f"try{k}"] = h.try_launch
-        lines += [f"    r = try{k}(self, *args)", "    if r is not MISS: return r"]
-    lines.append("    return dispatch(self, args, kw)")
-    exec(compile("\n".join(lines), f"<jitrt router {kernel.qualname}>", "exec"), env)  # noqa: S102
-    return env["route"]
+        attempts.append(f"r = try{k}(self, {', '.join(argnames)})")
+        same = []
+        for i, p in enumerate(h.compiled.params):
+            if p.kind == "ndarray":
+                env[f"last{k}_{i}"] = h.last_arrays[i]
+                same.append(f"a{i} is last{k}_{i}[0]")
+            elif p.kind == "template":
+                env[f"t{k}_{i}"] = h.template_values[i]
+                same.append(f"a{i} is t{k}_{i}")
+        if same:
+            lines += [f"    if {' and '.join(same)}:", f"        {attempts[-1]}",
+                      "        if r is not MISS: return r"]
+    for attempt in attempts:
+        lines += [f"    {attempt}", "    if r is not MISS: return r"]
+    lines.append(f"    return dispatch(self, {all_args}, {{}})")
+    source = "\n".join(lines)
+    exec(compile(source, f"<jitrt router {kernel.qualname}>", "exec"), env)  # noqa: S102
+    route = env["route"]
+    route.source = source
+    return route
 
 
 # ---- the handle ---------------------------------------------------------------------------
