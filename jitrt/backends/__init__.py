@@ -1,1 +1,24 @@
-"""Backends: turn LLVM IR into loaded native code and run it (CPU; CUDA and HIP import-guarded)."""
+"""Backends: one device per module behind the seam in `base.py` (cpu, cuda, amdgpu).
+
+`create_device(arch, device_id, cfg, store)` is how a program gets its device; GPU packages are
+imported only when their arch is chosen.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Device
+
+
+def create_device(arch: str, device_id: int, cfg: Any, store: Any) -> Device:
+    """The device for `arch` ("gpu": the first GPU runtime available)."""
+    if arch == "cpu":
+        from .cpu import CpuDevice
+        return CpuDevice(cfg.num_threads, cfg.parallel_grain, store)
+    from . import gpu_probe
+    name = gpu_probe.require(arch)      # raises BackendUnavailableError saying what is missing
+    if name == "cuda":
+        from . import cuda
+        return cuda.open_device(device_id)
+    from . import amdgpu
+    return amdgpu.open_device(device_id)

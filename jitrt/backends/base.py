@@ -124,17 +124,3 @@ class Device(abc.ABC):
 
     def close(self) -> None:
         """Release what the device holds (called when its program is replaced)."""
-
-
-def create(arch: str, device_id: int, cfg: Any, store: Any) -> Device:
-    """The device for `arch` ("gpu": the first GPU runtime available)."""
-    if arch == "cpu":
-        from .cpu import CpuDevice
-        return CpuDevice(cfg.num_threads, cfg.parallel_grain, store)
-    from . import gpu_probe
-    name = gpu_probe.require(arch)      # raises BackendUnavailableError saying what is missing
-    if name == "cuda":
-        from . import cuda
-        return cuda.open_device(device_id)
-    from . import amdgpu
-    return amdgpu.open_device(device_id)

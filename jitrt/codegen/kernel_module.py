@@ -5,7 +5,9 @@ Output: an llvmlite `ir.Module` plus the table of access sites (for fault messag
 On the CPU, `<prefix>_entry(ctx)` runs serial tasks inline and hands each parallel task to the
 runtime's `parallel_for` (reached through the context, so no address is embedded); each
 `<prefix>_task<k>(ctx, caps, lo, hi, tid)` runs its body for linear indices lo..hi. On GPU
-targets every parallel task also gets a kernel wrapper that maps one thread to one index.
+targets every parallel task also gets a kernel wrapper that maps one thread to one index, and
+every serial task a one-thread kernel (`<prefix>_serial<k>_kernel`). The `LaunchableTask`
+list says, per task, what a device launches.
 """
 from __future__ import annotations
 
@@ -190,20 +192,57 @@ def emit_gpu_wrapper(module: ir.Module, target: Target, task_fn: ir.Function,
     return fn
 
 
+def emit_gpu_serial(module: ir.Module, target: Target, layout: abi.ContextLayout,
+                    task: n.Task, index: int, name: str, sites: list[AccessSite]) -> ir.Function:
+    """A GPU kernel running a serial task's body once (thread 0 of block 0 of a one-thread
+    launch), with the same `(ctx, caps, n)` signature as a parallel task's kernel."""
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64P, I64P, I64]), name)
+    fn.calling_convention = "ptx_kernel" if target.name == "cuda" else "amdgpu_kernel"
+    em = FunctionEmitter(module, target, layout, fn, fn.args[0], sites)
+    em.task_index = index
+    em.body(task.body)
+    em.finish()
+    return fn
+
+
+@dataclass(frozen=True)
+class LaunchableTask:
+    """One task as a launch sees it. The CPU fuses every task into `<prefix>_entry`; a GPU
+    launches `symbol` once per task, in order (a serial task as a one-thread grid)."""
+    index: int
+    kind: str              # "parallel" | "serial"
+    symbol: str            # the function a device launches for this task ("" if fused only)
+    ndim: int              # parallel: dimensions of the box (grid size = product of extents)
+    cost: int              # estimated work of one iteration
+    reductions: int        # `+=` accumulated per chunk (or per block) before one atomic
+    stacks: int            # adstacks (their capacities come from the sizing plan)
+
+
 def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayout,
                  prefix: str, local_types: dict[str, dtypes.DataType]
-                 ) -> tuple[ir.Module, list[AccessSite]]:
+                 ) -> tuple[ir.Module, list[AccessSite], tuple[LaunchableTask, ...]]:
+    """The module of one kernel: per parallel task a chunk function (and a GPU kernel around
+    it), per serial task a GPU kernel on GPU targets, and on the CPU the fused entry."""
     module = ir.Module(name=prefix)
     module.triple = target.triple
     module.data_layout = target.data_layout
     sites: list[AccessSite] = []
     task_fns: dict[int, ir.Function] = {}
+    tasks = []
     for k, task in enumerate(kernel.tasks):
+        symbol = ""
         if task.kind == "parallel":
             task_fns[k] = emit_task(module, target, layout, task, k, f"{prefix}_task{k}",
                                     local_types, sites)
+            symbol = f"{prefix}_task{k}"
             if target.is_gpu:
-                emit_gpu_wrapper(module, target, task_fns[k], f"{prefix}_task{k}_kernel")
+                symbol = f"{prefix}_task{k}_kernel"
+                emit_gpu_wrapper(module, target, task_fns[k], symbol)
+        elif target.is_gpu:
+            symbol = f"{prefix}_serial{k}_kernel"
+            emit_gpu_serial(module, target, layout, task, k, symbol, sites)
+        tasks.append(LaunchableTask(k, task.kind, symbol, len(task.vars), task.cost,
+                                    len(task.reductions), len(task.stacks)))
     if not target.is_gpu:
         emit_entry(module, target, layout, kernel, f"{prefix}_entry", task_fns, sites)
-    return module, sites
+    return module, sites, tuple(tasks)

@@ -71,13 +71,6 @@ class AmdgpuTarget(Target):
         return f"__ocml_{fn}_{'f32' if isinstance(ty, ir.FloatType) else 'f64'}"
 
 
-def cpu_target() -> Target:
-    import llvmlite.binding as llvm
-    from ..backends.llvm_setup import host_target_machine
-    tm = host_target_machine()
-    return Target("cpu", llvm.get_process_triple(), str(tm.target_data), False)
-
-
 NVPTX = NvptxTarget("cuda", "nvptx64-nvidia-cuda",
                     "e-i64:64-i128:128-v16:16-v32:32-n16:32:64", True)
 AMDGPU = AmdgpuTarget("amdgpu", "amdgcn-amd-amdhsa",

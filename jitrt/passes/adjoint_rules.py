@@ -88,6 +88,28 @@ MATH_RULES: dict[str, Rule] = {
 }
 
 
+# Ops whose derivative is zero almost everywhere (or that only produce integers/flags): the
+# reverse sweep sends nothing through them. Every other float op needs a rule above; a new op
+# in neither table is a compile error, never a silent zero gradient (tests/test_layers.py).
+ZERO_DERIVATIVE = frozenset({"//", "floor", "ceil", "<", "<=", ">", ">=", "==", "!=", "and",
+                             "or", "<<", ">>", "&", "|", "^", "ipow", "not", "invert"})
+
+
+def has_zero_derivative(e: n.Expr) -> bool:
+    """Whether `e` legitimately passes no adjoint to its operands."""
+    if isinstance(e, (n.Const, n.Arg, n.Shape, n.Atomic)):
+        return True
+    if isinstance(e, n.Binary):
+        return e.op in ZERO_DERIVATIVE
+    if isinstance(e, n.Math):
+        return e.fn in ZERO_DERIVATIVE
+    if isinstance(e, n.Unary):
+        return e.op in ZERO_DERIVATIVE
+    if isinstance(e, n.Cast):
+        return not e.x.dtype.is_float
+    return False
+
+
 def rule_for(e: n.Expr) -> Rule | None:
     if isinstance(e, n.Binary):
         return BINARY_RULES.get(e.op)

@@ -26,7 +26,7 @@ from .. import dtypes
 from ..dtypes import DataType
 from ..errors import error_at
 from ..ir import nodes as n
-from .adjoint_rules import Build, rule_for
+from .adjoint_rules import Build, has_zero_derivative, rule_for
 from .offload import assigned_names
 from .walk import all_exprs, map_expr, walk_expr
 
@@ -164,7 +164,11 @@ def backprop(e: n.Expr, g: n.Expr, st: TaskAd, out: list[n.Stmt]) -> None:
         return
     rule = rule_for(e)
     if rule is None:
-        return
+        if has_zero_derivative(e):
+            return
+        raise error_at(e.loc, f"cannot differentiate {type(e).__name__} "
+                       f"'{getattr(e, 'op', getattr(e, 'fn', ''))}': no adjoint rule (a jitrt "
+                       "bug: please report it)")
     if not isinstance(g, (n.Local, n.Const)):
         tmp = st.fresh("g", g.dtype)
         out.append(n.Assign(tmp, g, e.loc))

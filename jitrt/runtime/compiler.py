@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..codegen import abi, sizing
-from ..codegen.kernel_module import AccessSite, build_module
+from ..codegen.kernel_module import AccessSite, LaunchableTask, build_module
 from ..frontend.context import CompileContext
 from ..frontend.lower import lower_kernel
 from ..ir import nodes as n
@@ -40,6 +40,7 @@ class CompiledKernel:
     grad_params: frozenset[int]     # ndarray parameters whose .grad the kernel touches
     ir_text: str
     sizing: SizingPlan | None = None   # grad kernels with adstacks
+    tasks: tuple[LaunchableTask, ...] = ()   # the launchable tasks (the CPU runs the fused entry)
 
 
 def used_refs(kernel: n.TaskedKernel) -> list[n.Ref]:
@@ -69,6 +70,7 @@ class Artifact:
     specs: tuple[se.MaxOverRange, ...]
     registry_ids: tuple[tuple[int, int], ...]   # (task_id_in_kernel, registry id) at compile
     obj: bytes
+    tasks: tuple[LaunchableTask, ...] = ()      # what a device launches, task by task
 
 
 def compile_kernel(kernel: Any, params: tuple[n.Param, ...], template_values: dict[str, Any],
@@ -135,8 +137,8 @@ def build_artifact(kernel: Any, params: tuple[n.Param, ...], name: str, ctx: Com
     lowered, layout = passes(kernel, params, ctx, kir, cfg)
     text = kernel_text(lowered.tasked)
     prefix = "jk_" + hashlib.sha1((text + repr(cfg.codegen_items())).encode()).hexdigest()[:16]
-    module, sites = build_module(lowered.tasked, device.codegen_target, layout, prefix,
-                                 lowered.local_types)
+    module, sites, tasks = build_module(lowered.tasked, device.codegen_target, layout, prefix,
+                                        lowered.local_types)
     specs = add_sizing_functions(module, prefix, lowered, layout, params)
     obj = device.compile(module)
     symbols = [f"{prefix}_entry"] + [f"{prefix}_red{k}" for k in range(len(specs))]
@@ -151,7 +153,7 @@ def build_artifact(kernel: Any, params: tuple[n.Param, ...], name: str, ctx: Com
                                         f"'{r.name}', which was created without needs_grad=True")
     rids = tuple((t, fnv1a64_fold32(name, t)) for t, _, _ in layout.task_slots)
     return Artifact(name, params, lowered, layout, tuple(sites), grad_params, text, prefix,
-                    tuple(symbols), tuple(specs), rids, obj)
+                    tuple(symbols), tuple(specs), rids, obj, tasks)
 
 
 def with_hidden_fields(refs: tuple[n.FieldRef, ...], field_objs: tuple[Any, ...]
@@ -172,7 +174,7 @@ def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: Any) -> Compi
         plan = SizingPlan(list(a.lowered.stacks), list(a.specs), a.layout,
                           program.config.ad_stack_size, addrs, a.prefix, a.name)
     return CompiledKernel(a.name, a.params, a.lowered, a.layout, a.sites, addrs[a.symbols[0]],
-                          field_objs, a.grad_params, a.ir_text, plan)
+                          field_objs, a.grad_params, a.ir_text, plan, a.tasks)
 
 
 def add_sizing_functions(module: Any, prefix: str, lowered: LoweredKernel,
@@ -210,7 +212,7 @@ def lower_for_target(kernel: Any, params: tuple[n.Param, ...], template_values: 
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
     lowered, layout = passes(kernel, params, ctx, kir, cfg)
     target = NVPTX if arch == "cuda" else AMDGPU
-    module, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types)
+    module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types)
     triple, cpu_name = GPU_CPUS[arch]
     from ..backends.llvm_setup import LLVM_LOCK
     with LLVM_LOCK:

@@ -31,8 +31,8 @@ class Program:
             from ..cache.store import CacheStore, default_dir
             self.cache_store = CacheStore(default_dir(cfg.offline_cache_dir),
                                           cfg.offline_cache_max_bytes)
-        from ..backends import base
-        self.device: base.Device = base.create(cfg.arch, cfg.device_id, cfg, self.cache_store)
+        from ..backends import Device, create_device
+        self.device: Device = create_device(cfg.arch, cfg.device_id, cfg, self.cache_store)
         self.arch = self.device.arch
         self.counters: Counter[str] = Counter()
         self.launch_lock = threading.RLock()   # launches from several threads run in turn

@@ -1,0 +1,233 @@
+"""The architecture holds: layers import downward only, every backend goes through the device
+seam, and the autodiff rule table covers every differentiable op.
+
+The import graph counts imports inside functions too (a lazy import is still a dependency),
+but not `if TYPE_CHECKING:` blocks, and not the implicit import of a module's parent packages.
+"""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import numpy as np
+import pytest
+
+import jitrt as jr
+from jitrt.backends import base
+from jitrt.backends.cpu import CpuDevice
+from jitrt.ir import nodes as n
+from jitrt.passes import adjoint_rules
+
+PACKAGE = pathlib.Path(jr.__file__).resolve().parent
+
+
+def module_name(path: pathlib.Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: pathlib.Path, modules: set[str]) -> set[str]:
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    tree = ast.parse(path.read_text())
+    skip: set[int] = set()
+    for node in ast.walk(tree):   # `if TYPE_CHECKING:` blocks are not imports at run time
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(x) for x in ast.walk(node))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base_parts = package.split(".")
+            if node.level:
+                base_parts = base_parts[:len(base_parts) - node.level + 1]
+            target = ".".join(base_parts + ([node.module] if node.module else [])) \
+                if node.level else (node.module or "")
+            for alias in node.names:
+                candidate = f"{target}.{alias.name}"
+                found.add(candidate if candidate in modules else target)
+    return {m for m in found if m in modules and m != name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    paths = [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
+    modules = {module_name(p) for p in paths}
+    return {module_name(p): imports_of(p, modules) for p in paths}
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = import_graph()
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        path.append(m)
+        for d in sorted(graph[m]):
+            if state.get(d) == 1:
+                cycle = path[path.index(d):] + [d]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if d not in state:
+                visit(d)
+        path.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+
+
+@pytest.mark.parametrize("lower,upper", [
+    ("jitrt.passes", "jitrt.frontend"), ("jitrt.codegen", "jitrt.frontend"),
+    ("jitrt.passes", "jitrt.runtime"), ("jitrt.codegen", "jitrt.runtime"),
+    ("jitrt.frontend", "jitrt.runtime"), ("jitrt.ir", "jitrt.passes"),
+    ("jitrt.codegen", "jitrt.backends"), ("jitrt.frontend", "jitrt.kernel"),
+])
+def test_lower_layers_do_not_import_upper_ones(lower, upper):
+    graph = import_graph()
+    bad = [(m, d) for m, deps in graph.items() if m.startswith(lower)
+           for d in deps if d.startswith(upper)]
+    assert not bad, bad
+
+
+def test_compiler_reaches_hardware_only_through_the_device():
+    graph = import_graph()
+    assert "jitrt.backends.cpu" not in graph["jitrt.runtime.compiler"]
+    assert "jitrt.backends.cpu" not in graph["jitrt.runtime.launcher"]
+    program = jr.init(offline_cache=False)
+    assert isinstance(program.device, base.Device) and program.device.arch == "cpu"
+    assert program.device.target.cache_key().startswith("cpu ")
+
+
+class CountingCpu(CpuDevice):
+    """A 'new backend' in a few lines: the CPU with every compile and load counted."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls = {"compile": 0, "load": 0, "entry": 0}
+
+    def compile(self, module):
+        self.calls["compile"] += 1
+        return super().compile(module)
+
+    def _load(self, key, artifact, symbols):
+        self.calls["load"] += 1
+        return super()._load(key, artifact, symbols)
+
+    def entry(self, address):
+        self.calls["entry"] += 1
+        return super().entry(address)
+
+
+def test_a_device_subclass_carries_every_compile_load_and_launch(monkeypatch):
+    import jitrt.backends as backends
+    monkeypatch.setattr(backends, "create_device", lambda arch, device_id, cfg, store: CountingCpu(
+        cfg.num_threads, cfg.parallel_grain, store))
+    program = jr.init(offline_cache=False)
+    assert isinstance(program.device, CountingCpu)
+
+    @jr.kernel
+    def axpy(x: jr.types.ndarray(dtype=jr.f32, ndim=1), y: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            y[i] = 2 * x[i] + y[i]
+
+    x, y = np.ones(8, np.float32), np.zeros(8, np.float32)
+    axpy(x, y)
+    axpy(x, y)
+    assert (y == 4).all()
+    assert program.device.calls == {"compile": 1, "load": 1, "entry": 1}
+
+
+def test_compiled_kernel_lists_its_launchable_tasks():
+    @jr.kernel
+    def mixed(a: jr.types.ndarray(dtype=jr.f32, ndim=1), s: jr.f32) -> jr.f32:
+        t = s * 2.0
+        for i in range(a.shape[0]):
+            a[i] = a[i] * t
+        r = 0.0
+        jr.loop_config(serialize=True)
+        for i in range(a.shape[0]):
+            r += a[i]
+        return r
+
+    a = np.ones(4, np.float32)
+    assert mixed(a, 1.0) == 8.0
+    (handle,) = mixed.handles.values()
+    kinds = [(t.kind, t.ndim) for t in handle.compiled.tasks]
+    assert kinds == [("serial", 0), ("parallel", 1), ("serial", 0)]
+    ptx = jr.debug.gpu_asm(mixed, a, 1.0, arch="cuda")
+    for symbol in ("jk_serial0_kernel", "jk_task1_kernel", "jk_serial2_kernel"):
+        assert f".entry {symbol}(" in ptx
+    amd = jr.debug.gpu_asm(mixed, a, 1.0, arch="amdgpu")
+    assert "jk_serial2_kernel:" in amd
+
+
+# ---- the launch path's corners --------------------------------------------------------------
+
+@jr.kernel
+def iota_any(out: jr.types.ndarray(ndim=1)):
+    for i in range(out.shape[0]):
+        out[i] = i * 2
+
+
+def test_alternating_specializations_share_one_router():
+    a32, a64 = np.zeros(4, np.float32), np.zeros(4, np.float64)
+    for _ in range(3):
+        iota_any(a32)
+        iota_any(a64)
+    assert type(iota_any).__call__.__name__ == "route"
+    stats = jr.debug.stats()
+    assert stats["compiles"] == 2 and stats["launches"] == 6
+    np.testing.assert_array_equal(a32, [0, 2, 4, 6])
+    np.testing.assert_array_equal(a64, [0, 2, 4, 6])
+    with pytest.raises(jr.KernelArgError, match="'out'"):
+        iota_any(np.zeros(4, np.complex64))
+
+
+def test_reinit_sends_old_fast_paths_to_the_new_program():
+    a = np.zeros(4, np.float32)
+    iota_any(a)
+    program = jr.init(offline_cache=False)
+    a[:] = 0
+    iota_any(a)
+    assert program.stats()["launches"] == 1 and program.stats()["compiles"] == 1
+    np.testing.assert_array_equal(a, [0, 2, 4, 6])
+
+
+def test_tape_records_launches_on_the_fast_path_and_through_routers():
+    x = jr.field(jr.f64, shape=(3,), needs_grad=True)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def square(k: jr.template()):
+        for i in x:
+            loss[None] += x[i] * x[i] * k
+
+    x.from_numpy(np.array([1.0, 2.0, 3.0]))
+    square(1.0)
+    square(2.0)                        # two specializations: a router
+    with jr.ad.Tape(loss=loss):
+        square(1.0)
+        square(3.0)
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * np.array([1.0, 2.0, 3.0]) * 4.0)
+
+
+# ---- autodiff rule coverage -------------------------------------------------------------------
+
+def test_every_differentiable_op_has_an_adjoint_rule_or_is_listed_as_zero():
+    from jitrt.frontend.builtins import MATH
+    math_ops = set(MATH) | {"pow", "abs"}
+    binary_ops = {"+", "-", "*", "/", "//", "%", "min", "max", "**"} | set(n.COMPARE_OPS) | {
+        "and", "or", "<<", ">>", "&", "|", "^"}
+    covered = set(adjoint_rules.BINARY_RULES) | set(adjoint_rules.ZERO_DERIVATIVE)
+    missing_binary = binary_ops - covered - {"**"}   # ** lowers to multiplications or pow
+    assert not missing_binary, f"binary ops without an adjoint rule: {missing_binary}"
+    missing_math = math_ops - set(adjoint_rules.MATH_RULES) - set(adjoint_rules.ZERO_DERIVATIVE)
+    assert not missing_math, f"math functions without an adjoint rule: {missing_math}"
+    assert not set(adjoint_rules.MATH_RULES) & set(adjoint_rules.ZERO_DERIVATIVE)
