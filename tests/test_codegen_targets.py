@@ -76,7 +76,11 @@ def test_ptx_for_kernels(case):
         assert re.search(rf"\.visible \.func jk_task{k}\(", ptx)          # the task function
         assert re.search(rf"\.visible \.entry jk_task{k}_kernel\(", ptx)  # its kernel wrapper
     assert "%tid.x" in ptx and "%ctaid.x" in ptx
-    assert len(re.findall(r"\.visible \.entry ", ptx)) == len(tasks)
+    serial = re.findall(r"\.visible \.entry jk_serial(\d+)_kernel\(", ptx)  # one thread each
+    assert len(re.findall(r"\.visible \.entry ", ptx)) == len(tasks) + len(serial)
+    assert not {int(k) for k in serial} & set(tasks)
+    if case == "two_tasks":
+        assert "1" in serial
     after = [a for a in args if isinstance(a, np.ndarray)]
     for b, a in zip(before, after):                                       # nothing ran
         np.testing.assert_array_equal(a, b)
