@@ -1,6 +1,7 @@
 # Two entry points, both from a fresh machine with only python3:
 #   make demo   - create .venv, install jitrt, run the demo on the CPU
-#   make test   - create .venv, install jitrt with test extras, run the test suite
+#   make test   - create .venv, install jitrt with test and dev extras, run ruff, mypy and the
+#                 test suite
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -16,7 +17,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "installing jitrt into $(VENV) (log: $(VENV)/install.log)"
-	@$(BIN)/python -m pip install -q -e '.[test]' > $(VENV)/install.log 2>&1 || \
+	@$(BIN)/python -m pip install -q -e '.[test,dev]' > $(VENV)/install.log 2>&1 || \
 		{ cat $(VENV)/install.log; exit 1; }
 	@touch $@
 
@@ -26,6 +27,8 @@ demo: venv
 	$(BIN)/python -m jitrt demo
 
 test: venv
+	$(BIN)/python -m ruff check jitrt tests benchmarks cache_fixtures tools
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
 test-slow: venv

@@ -44,8 +44,9 @@ cpu, cuda, amdgpu, gpu = _Arch("cpu"), _Arch("cuda"), _Arch("amdgpu"), _Arch("gp
 sin, cos, tan, exp, log = MATH["sin"], MATH["cos"], MATH["tan"], MATH["exp"], MATH["log"]
 sqrt, tanh, floor, ceil = MATH["sqrt"], MATH["tanh"], MATH["floor"], MATH["ceil"]
 
-__all__ = ["ad", "AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError", "Field",
-           "JitrtError", "KernelArgError", "KernelCompileError", "KernelRuntimeError", "Ndarray",
+__all__ = ["ad", "AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
+           "Field", "JitrtError", "KernelArgError", "KernelCompileError", "KernelRuntimeError",
+           "Ndarray",
            "OfflineCacheError", "amdgpu", "atomic_add", "atomic_max", "atomic_min", "atomic_sub",
            "cast", "ceil", "cos", "cpu", "cuda", "debug", "exp", "f32", "f64", "field", "floor",
            "func", "gpu", "i16", "i32", "i64", "i8", "init", "kernel", "log", "loop_config",

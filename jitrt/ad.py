@@ -2,11 +2,12 @@
 
 Stage: runtime (autodiff driver). On entry the tape clears the gradients of every live field
 that has one and sets `program.ACTIVE` to the program's tape token, so that every launcher
-records (kernel, arguments, handle) on its own fast path. On exit it checks that no recorded launch changed data that
-decides the trip counts of the same or an earlier recorded launch (the reverse pass re-runs the
-forward sweeps and would replay other trip counts: a wrong gradient, so an `AutodiffError`
-naming both kernels and the data), clears the gradients of recorded ndarray arguments, seeds
-`loss.grad = 1` and launches `kernel.grad(*args)` for the recorded launches in reverse order.
+records (kernel, arguments, handle) on its own fast path. On exit it checks that no recorded
+launch changed data that decides the trip counts of the same or an earlier recorded launch (the
+reverse pass re-runs the forward sweeps and would replay other trip counts: a wrong gradient,
+so an `AutodiffError` naming both kernels and the data), clears the gradients of recorded
+ndarray arguments, seeds `loss.grad = 1` and launches `kernel.grad(*args)` for the recorded
+launches in reverse order.
 """
 from __future__ import annotations
 

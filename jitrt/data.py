@@ -92,7 +92,7 @@ class _Buffer:
             self.grad = type(self)(self.dtype, self.shape, False, self.name + ".grad", kind)
             self.grad.named = self.named
             if kind == "field":
-                _grad_fields.append(weakref.ref(self))
+                _grad_fields.append(weakref.ref(self))  # type: ignore[arg-type]
 
     @property
     def ndim(self) -> int:

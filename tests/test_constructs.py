@@ -340,7 +340,8 @@ def test_local_type_inference(rng):
 
 def test_int_true_division_gives_float(rng):
     @jr.kernel
-    def div(a: nd(dtype=jr.i32, ndim=1), b: nd(dtype=jr.i32, ndim=1), out: nd(dtype=jr.f32, ndim=1)):
+    def div(a: nd(dtype=jr.i32, ndim=1), b: nd(dtype=jr.i32, ndim=1),
+            out: nd(dtype=jr.f32, ndim=1)):
         for i in range(a.shape[0]):
             out[i] = a[i] / b[i]
 

@@ -136,7 +136,7 @@ def test_launches_bump_only_what_they_write():
     a, b = jr.ndarray(jr.f32, shape=(8,)), jr.ndarray(jr.f32, shape=(8,))
     a.fill(1.0)
     src.fill(2.0)
-    gens = lambda: [d.gen for d in (src, dst, acc, untouched, a, b)]
+    gens = lambda: [d.gen for d in (src, dst, acc, untouched, a, b)]  # noqa: E731
     g0 = gens()
     step(a, b)
     assert gens() == [g0[0], g0[1] + 1, g0[2] + 1, g0[3], g0[4], g0[5] + 1]

@@ -314,12 +314,12 @@ def _class(a: ND(dtype=jr.f32, ndim=1)):
 
 def _fstring(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        s = f"{i}"
+        s = f"{i}"  # noqa: F841
 
 
 def _lambda(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        g = lambda v: v  # noqa: E731
+        g = lambda v: v  # noqa: E731, F841
 
 
 def _yield(a: ND(dtype=jr.f32, ndim=1)):
@@ -352,12 +352,12 @@ def _import(a: ND(dtype=jr.f32, ndim=1)):
 
 def _walrus(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        a[i] = (v := 2.0)
+        a[i] = (v := 2.0)  # noqa: F841
 
 
 def _dict(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        d = {"k": 1.0}
+        d = {"k": 1.0}  # noqa: F841
 
 
 def _comprehension(a: ND(dtype=jr.f32, ndim=1)):
@@ -372,7 +372,7 @@ def _string_store(a: ND(dtype=jr.f32, ndim=1)):
 
 def _tuple_of_values(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        t = (a[i], a[i])
+        t = (a[i], a[i])  # noqa: F841
 
 
 def _range_step(a: ND(dtype=jr.f32, ndim=1)):

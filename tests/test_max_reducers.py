@@ -447,7 +447,8 @@ def writer_kernels(f):
             if i == 3:
                 g[i] = 9
 
-    return {"field": {"kernel": lambda c: set_field_element(), "kernel +=": lambda c: add_to_field(),
+    return {"field": {"kernel": lambda c: set_field_element(),
+                      "kernel +=": lambda c: add_to_field(),
                       "template kernel": lambda c: set_template_field(f)},
             "ndarray": {"kernel": set_array_element, "kernel +=": add_to_array}}
 

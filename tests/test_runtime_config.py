@@ -76,7 +76,8 @@ def test_unknown_option_names_the_closest_one():
         jr.init(num_thread=2)
 
 
-def run_script(code: str, tmp_path: pathlib.Path, timeout: float = 120) -> subprocess.CompletedProcess:
+def run_script(code: str, tmp_path: pathlib.Path,
+               timeout: float = 120) -> subprocess.CompletedProcess:
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(code))
     env = dict(os.environ, PYTHONPATH=str(ROOT), JITRT_CACHE_DIR=str(tmp_path / "cache"))

@@ -73,7 +73,7 @@ def test_locals_assigned_on_every_path_are_fine():
         j = 0
         while j < 3:
             if j == 1:
-                u = 5.0
+                u = 5.0  # noqa: F841
                 break
             j += 1
         return w

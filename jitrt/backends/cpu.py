@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import os
 import signal
 import sys
 import threading

@@ -3,8 +3,8 @@
 Stage: tooling. `run(args)` is called by `jitrt/cli.py` with `args.cache_action` and
 `args.cache_dir` (and `args.yes` for clear). The directory is chosen as `jr.init` would
 (`--dir`, `JITRT_OFFLINE_CACHE_DIR`, `JITRT_CACHE_DIR`, `$XDG_CACHE_HOME/jitrt`,
-`~/.cache/jitrt`). Exit status: 0 ok, 1 damaged entries found by verify, 2 refused (also: the directory does not
-exist or is not a directory).
+`~/.cache/jitrt`). Exit status: 0 ok, 1 damaged entries found by verify, 2 refused (also:
+the directory does not exist or is not a directory).
 """
 from __future__ import annotations
 

@@ -170,7 +170,7 @@ class CacheStore:
             pass
 
     def entries(self) -> list[EntryInfo]:
-        out = []
+        out: list[EntryInfo] = []
         if not self.dir.is_dir():
             return out
         for path in self.dir.glob(f"*{SUFFIX}"):

@@ -14,12 +14,13 @@ from llvmlite import ir
 
 from ..ir import nodes as n
 from . import abi
+from .emitter_host import EmitterHost
 from .emit_expr import I64, ll_type
 
 ONE = ir.Constant(I64, 1)
 
 
-class AdStackEmitter:
+class AdStackEmitter(EmitterHost):
     def stack_state(self, stack: n.AdStack) -> tuple[ir.Value, ir.Value, ir.Value]:
         """(entries pointer, capacity, stack-pointer alloca) of `stack` in the current task."""
         key = (self.task_index, stack.id)

@@ -16,6 +16,7 @@ from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
 from . import abi
+from .emitter_host import EmitterHost
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 
@@ -44,7 +45,7 @@ class Access(NamedTuple):
 ICMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 
 
-class ExprEmitter:
+class ExprEmitter(EmitterHost):
     builder: ir.IRBuilder
 
     # ---- context slots --------------------------------------------------------------------

@@ -11,10 +11,11 @@ from ..dtypes import DataType
 from ..ir import nodes as n
 from ..passes.walk import walk_stmts
 from . import abi, interrupts
+from .emitter_host import EmitterHost
 from .emit_expr import I64, ll_type
 
 
-class StmtEmitter:
+class StmtEmitter(EmitterHost):
     # ---- locals -------------------------------------------------------------------------
     def local_ptr(self, name: str, dt: DataType) -> ir.Value:
         ptr = self.locals.get(name)
@@ -39,7 +40,7 @@ class StmtEmitter:
 
     def stmt_Eval(self, s: n.Eval) -> None:
         acc = self.reduction_accumulator(s.expr)
-        if acc is not None:  # a private partial sum, flushed once per chunk
+        if acc is not None and isinstance(s.expr, n.Atomic):  # a private per-chunk partial sum
             value = self.expr(s.expr.value)
             b = self.builder
             add = b.fadd if s.expr.dtype.is_float else b.add

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import dtypes
 from ..dtypes import DataType
@@ -110,3 +110,35 @@ def literal_dtype(value: Any, ctx: CompileContext) -> DataType | None:
     if isinstance(value, float):
         return ctx.default_fp
     return None
+
+
+class LoweringHost:
+    """What the lowering mixins (`lower_expr`, `lower_call`, `lower_stmt`) share: the state and
+    methods `FunctionLowerer` (`lower.py`) provides. Declared for the type checker only."""
+
+    if TYPE_CHECKING:
+        src: Any                      # SourceInfo
+        ctx: CompileContext
+        scope: Scope
+        block: list[n.Stmt]
+        depth: int
+        loops: list[str]
+        is_kernel_body: bool
+        serialize_next: bool
+        # expressions (lower_expr)
+        expr: Callable[..., Any]
+        value: Callable[..., n.Expr]
+        const: Callable[..., n.Const]
+        cast: Callable[..., n.Expr]
+        truth: Callable[..., n.Expr]
+        binary: Callable[..., Any]
+        operands: Callable[..., Any]
+        power: Callable[..., Any]
+        global_access: Callable[..., Any]
+        err: Callable[..., Exception]
+        loc: Callable[..., n.Loc]
+        # calls (lower_call) and statements (lower_stmt)
+        static_value: Callable[..., Any]
+        emit: Callable[[n.Stmt], None]
+        typed: Callable[..., n.Expr]
+        sub_lowerer: Callable[..., Any]

@@ -54,7 +54,10 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
     body = list(src.tree.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
-    ret_stmt = body.pop() if body and isinstance(body[-1], ast.Return) else None
+    last = body[-1] if body else None
+    ret_stmt = last if isinstance(last, ast.Return) else None
+    if ret_stmt is not None:
+        body.pop()
     for stmt in body:
         lowerer.stmt(stmt)
     if ret_stmt is not None:

@@ -17,7 +17,7 @@ from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
 from . import builtins as bi
-from .context import LocalVar, NoValue, PyValue, Scope, function_globals
+from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .func import Func
 from .lower_expr import Value, describe, is_number
 
@@ -25,7 +25,7 @@ MAX_INLINE_DEPTH = 24
 COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
 
 
-class CallLowering:
+class CallLowering(LoweringHost):
     def expr_Call(self, node: ast.Call) -> Value:
         for arg in node.args:   # blame a comprehension, not the function it is passed to
             if isinstance(arg, COMPREHENSIONS):
@@ -53,8 +53,10 @@ class CallLowering:
             raise self.err(node, f"keyword arguments are not supported for {describe(obj)}")
         if isinstance(obj, dtypes.DataType):
             return self.cast(self.one_value(node), obj)
-        if isinstance(obj, type) and issubclass(obj, np.generic) and dtypes.from_numpy(obj):
-            return self.cast(self.one_value(node), dtypes.from_numpy(obj))  # np.float32(x)
+        np_dt = dtypes.from_numpy(np.dtype(obj)) if isinstance(obj, type) and issubclass(
+            obj, np.generic) else None
+        if np_dt is not None:
+            return self.cast(self.one_value(node), np_dt)  # np.float32(x)
         if obj is np.abs:
             obj = bi.PY_ABS
         elif obj is np.minimum or obj is np.maximum:

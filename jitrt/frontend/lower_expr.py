@@ -15,7 +15,7 @@ from typing import Any
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
-from .context import CompileContext, LocalVar, NoValue, PyValue, Scope, literal_dtype
+from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .source import SourceInfo
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -44,7 +44,7 @@ def is_number(v: Any) -> bool:
         v.obj, type)
 
 
-class ExprLowering:
+class ExprLowering(LoweringHost):
     src: SourceInfo
     ctx: CompileContext
     scope: Scope
@@ -90,6 +90,8 @@ class ExprLowering:
 
     def operands(self, a: Value, b: Value, node: ast.AST) -> tuple[n.Expr, n.Expr, DataType]:
         """Bring two operands to one type; a Python literal adapts to the other side."""
+        ea: n.Expr
+        eb: n.Expr
         if is_number(a) and not is_number(b):
             eb = self.value(node, b)
             ea = self.const(a.obj, node, adapt(a.obj, eb.dtype, self.ctx))  # type: ignore
@@ -282,8 +284,8 @@ class ExprLowering:
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
         v = self.expr(node.operand)
         if is_number(v):
-            fold = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-                    ast.Invert: operator.invert}[type(node.op)]
+            fold: Any = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+                         ast.Invert: operator.invert}[type(node.op)]
             return PyValue(fold(v.obj))  # type: ignore[union-attr]
         e = self.value(node.operand, v)
         loc = self.loc(node)

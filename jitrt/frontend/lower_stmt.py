@@ -13,11 +13,11 @@ from typing import Any
 from .. import dtypes
 from ..ir import nodes as n
 from . import builtins as bi
-from .context import LocalVar, PyValue
+from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import BINOPS, Value, is_field, is_number
 
 
-class StmtLowering:
+class StmtLowering(LoweringHost):
     # ---- blocks -------------------------------------------------------------------------
     def emit(self, stmt: n.Stmt) -> None:
         self.block.append(stmt)
@@ -270,7 +270,8 @@ class StmtLowering:
         source = self.expr(it)
         if isinstance(source, PyValue) and is_field(source.obj):
             zero = n.Const(0, dtypes.i32, self.loc(it))
-            extents = [(zero, n.Const(s, dtypes.i32, self.loc(it))) for s in source.obj.shape]
+            extents: list[tuple[n.Expr, n.Expr]] = [
+                (zero, n.Const(s, dtypes.i32, self.loc(it))) for s in source.obj.shape]
             return self.range_for(node, extents, it)
         raise self.err(it, "a kernel for loop iterates over range(), jr.ndrange(), a field "
                        "or jr.static(...)")
@@ -340,9 +341,9 @@ class StmtLowering:
                                tuple(self.cast(e, self.ctx.local_types[v]) for
                                      (_, e), v in zip(extents, vars_)), body, loc))
             return
-        for var, (b, e) in reversed(list(zip(vars_, extents))):
-            dt = self.ctx.local_types[var]
-            body = (n.For(var, self.cast(b, dt), self.cast(e, dt), body, loc),)
+        for name_ir, (b, e) in reversed(list(zip(vars_, extents))):
+            dt = self.ctx.local_types[name_ir]
+            body = (n.For(name_ir, self.cast(b, dt), self.cast(e, dt), body, loc),)
         for stmt in body:
             self.emit(stmt)
 

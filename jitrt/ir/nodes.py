@@ -9,6 +9,7 @@ Global memory is named by refs: `FieldRef` (a slot in the kernel's field table) 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from ..dtypes import DataType, i32
 
@@ -67,7 +68,12 @@ Ref = FieldRef | ArrayRef
 
 @dataclass(frozen=True)
 class Expr:
-    pass
+    if TYPE_CHECKING:   # every expression node has these two fields (each subclass declares them)
+        @property
+        def dtype(self) -> DataType: ...
+
+        @property
+        def loc(self) -> Loc: ...
 
 
 @dataclass(frozen=True)
@@ -176,7 +182,9 @@ class Atomic(Expr):
 
 @dataclass(frozen=True)
 class Stmt:
-    pass
+    if TYPE_CHECKING:   # every statement node has a location (each subclass declares it)
+        @property
+        def loc(self) -> Loc: ...
 
 
 Body = tuple[Stmt, ...]

@@ -8,7 +8,7 @@ Operations absent from the table have zero derivative (comparisons, integer ops,
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from ..dtypes import DataType, i32
 from ..ir import nodes as n
@@ -49,7 +49,7 @@ class Build:
 
 
 Pairs = list[tuple[n.Expr, n.Expr]]
-Rule = Callable[[n.Expr, n.Expr, Build], Pairs]
+Rule = Callable[[Any, n.Expr, Build], Pairs]   # the node: a Binary, Math, Unary... of its table
 
 
 def _min_max(e: n.Binary, g: n.Expr, b: Build) -> Pairs:

@@ -13,6 +13,7 @@ sizeexpr.py. A loop whose pushes depend on a bound outside the grammar raises
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import error_at
 from ..ir import nodes as n
@@ -60,7 +61,8 @@ def to_size(e: n.Expr, env: Env) -> se.SizeExpr:
     if isinstance(e, n.Binary) and e.dtype.is_int:
         ops = {"+": se.Add, "-": se.Sub, "*": se.Mul, "max": se.Max, "min": se.Min}
         if e.op in ops:
-            return ops[e.op](to_size(e.a, env), to_size(e.b, env))
+            make: Any = ops[e.op]
+            return make(to_size(e.a, env), to_size(e.b, env))  # type: ignore[no-any-return]
         raise NotSizable(f"operator {e.op} is outside the sizing grammar (+ - * min max)")
     if isinstance(e, n.Load):
         raise NotSizable(f"'{e.ref.name}' is not an integer field or ndarray")
@@ -150,7 +152,7 @@ def task_capacities(task: n.Task, normalized: n.Body, stacks: dict,
     for var in task.vars:
         env[var] = se.BoundVar(var)
     counts = count_pushes(normalized, env, stacks)
-    box = []
+    box: list[tuple[str, se.SizeExpr | None, se.SizeExpr | str]] = []
     if task.kind == "parallel":
         outer = kernel_scope_env(serial_prefix)
         for var, b, e in zip(task.vars, task.begins, task.ends):
@@ -161,12 +163,12 @@ def task_capacities(task: n.Task, normalized: n.Body, stacks: dict,
     caps: dict[str, se.SizeExpr] = {}
     for name in stacks:
         cap: se.SizeExpr = se.Add(se.Const(1), counts.get(name, se.Const(0)))
-        for var, b, e in reversed(box):
+        for var, lo, hi in reversed(box):
             if var in se.free_vars(cap):
-                if b is None:
+                if lo is None or isinstance(hi, str):
                     raise error_at(task.loc, "cannot size the autodiff stack: the range of "
-                                   f"this loop is not computable before it: {e}; set "
+                                   f"this loop is not computable before it: {hi}; set "
                                    "jr.init(ad_stack_size=N)")
-                cap = se.MaxOverRange(var, b, e, cap)
+                cap = se.MaxOverRange(var, lo, hi, cap)
         caps[name] = se.fold(cap)
     return caps

@@ -150,10 +150,10 @@ def backprop(e: n.Expr, g: n.Expr, st: TaskAd, out: list[n.Stmt]) -> None:
         return
     if isinstance(e, n.Local):
         if e.name in st.plain_vars:
-            adj = "adj$" + e.name
-            st.local_types[adj] = e.dtype
-            acc = n.Local(adj, e.dtype, e.loc)
-            out.append(n.Assign(adj, n.Binary("+", acc, g, e.dtype, e.loc), e.loc))
+            adj_name = "adj$" + e.name
+            st.local_types[adj_name] = e.dtype
+            acc = n.Local(adj_name, e.dtype, e.loc)
+            out.append(n.Assign(adj_name, n.Binary("+", acc, g, e.dtype, e.loc), e.loc))
         elif e.name in st.scope_adjoints and st.scratch is not None:
             out.append(scope_accumulate(st, e.name, g, e.loc))
         return
@@ -324,7 +324,8 @@ def scope_adjoint_slots(kernel: n.TaskedKernel, local_types: dict[str, DataType]
 
 
 def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
-                  has_grad: Callable[[n.Ref], bool]) -> tuple[n.TaskedKernel, list[AdjointTask]]:
+                  has_grad: Callable[[n.Ref], bool]
+                  ) -> tuple[n.TaskedKernel, list[AdjointTask | None]]:
     """The grad kernel. Returns it with, per grad task index, its AdjointTask (or None).
 
     A kernel-scope float defined in serial code and read by later tasks gets a slot in a

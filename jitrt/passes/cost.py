@@ -1,11 +1,10 @@
 """A static estimate of the work of one iteration of a task body.
 
-Stage: pass (run by `pipeline.annotate_tasks`; codegen reads `Task.cost`). The CPU runtime splits a parallel loop across worker threads
-only when `iterations * cost` exceeds the pool's grain, so a 16-element loop of stores runs on
-the calling thread while 1024 iterations of a transcendental recurrence are split. Units are
-roughly "simple operations": arithmetic 1, memory 2, atomics 10, math functions 20; an inner
-loop counts its body 8 times unless its trip count is a constant.
-"""
+Stage: pass (run by `pipeline.annotate_tasks`; codegen reads `Task.cost`). The CPU runtime splits a
+parallel loop across worker threads only when `iterations * cost` exceeds the pool's grain, so a
+16-element loop of stores runs on the calling thread while 1024 iterations of a transcendental
+recurrence are split. Units are roughly "simple operations": arithmetic 1, memory 2, atomics 10,
+math functions 20; an inner loop counts its body 8 times unless its trip count is a constant."""
 from __future__ import annotations
 
 from ..ir import nodes as n

@@ -1,12 +1,11 @@
 """Reduction analysis: `+=` into one fixed element from a parallel loop.
 
-Stage: pass (run by `pipeline.annotate_tasks`; codegen reads `Task.reductions`). `loss[None] += v` in a parallel loop is an atomic add on one
-address from every thread, which serialises on that cache line. When the element's indices are
-constants and the task never reads or stores that data otherwise, the task keeps a private
-partial sum per chunk and adds it once at the end of the chunk (as Taichi's reduction
-optimisation does). Floating-point sums are then associated differently, as with any parallel
-reduction.
-"""
+Stage: pass (run by `pipeline.annotate_tasks`; codegen reads `Task.reductions`). `loss[None] += v`
+in a parallel loop is an atomic add on one address from every thread, which serialises on that
+cache line. When the element's indices are constants and the task never reads or stores that data
+otherwise, the task keeps a private partial sum per chunk and adds it once at the end of the chunk
+(as Taichi's reduction optimisation does). Floating-point sums are then associated differently, as
+with any parallel reduction."""
 from __future__ import annotations
 
 from ..ir import nodes as n
@@ -18,7 +17,7 @@ ReductionKey = tuple[n.Ref, tuple[int, ...]]
 def reduction_key(e: n.Atomic) -> ReductionKey | None:
     if e.op not in ("add", "sub") or not all(isinstance(i, n.Const) for i in e.indices):
         return None
-    return (e.ref, tuple(int(i.value) for i in e.indices))  # type: ignore[union-attr]
+    return (e.ref, tuple(int(i.value) for i in e.indices if isinstance(i, n.Const)))
 
 
 def reducible_atomics(body: n.Body) -> list[ReductionKey]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import fields, replace
+from typing import Any
 
 from ..ir import nodes as n
 from .walk import map_expr
@@ -33,7 +34,8 @@ def fold_node(e: n.Expr) -> n.Expr:
     """Fold one node whose operands are already folded."""
     if isinstance(e, n.Binary) and e.op in _FOLD and isinstance(e.a, n.Const) and \
             isinstance(e.b, n.Const) and e.a.dtype == e.dtype:
-        return n.Const(wrap(_FOLD[e.op](e.a.value, e.b.value), e.dtype), e.dtype, e.loc)
+        fold: Any = _FOLD[e.op]
+        return n.Const(wrap(fold(e.a.value, e.b.value), e.dtype), e.dtype, e.loc)
     if isinstance(e, n.Cast) and isinstance(e.x, n.Const):
         v = e.x.value
         if e.dtype.is_int and isinstance(v, float):
@@ -55,7 +57,7 @@ def fold_node(e: n.Expr) -> n.Expr:
 def fold_body(body: n.Body) -> n.Body:
     out = []
     for s in body:
-        changes = {}
+        changes: dict[str, object] = {}
         for f in fields(s):
             v = getattr(s, f.name)
             if isinstance(v, n.Expr):
@@ -64,7 +66,7 @@ def fold_body(body: n.Body) -> n.Body:
                 changes[f.name] = tuple(fold_expr(x) for x in v)
             elif f.name in ("body", "orelse"):
                 changes[f.name] = fold_body(v)
-        out.append(replace(s, **changes) if changes else s)
+        out.append(replace(s, **changes) if changes else s)  # type: ignore[arg-type]
     return tuple(out)
 
 

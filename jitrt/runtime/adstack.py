@@ -71,7 +71,7 @@ def expr_deps(e: se.SizeExpr) -> list[Dep]:
 
 def fingerprint(arr: np.ndarray) -> tuple:
     """A plain numpy array has no generation counter: observe its content."""
-    return ("numpy", arr.ctypes.data, arr.shape, xxhash.xxh3_64_intdigest(arr))
+    return ("numpy", arr.ctypes.data, arr.shape, xxhash.xxh3_64_intdigest(arr.data))
 
 
 class AdStackHeap:
@@ -184,13 +184,14 @@ class LaunchSizing:
     def __init__(self, plan: SizingPlan, program: Any, infos: tuple[AdStackSizingInfo, ...]
                  ) -> None:
         self.plan, self.program = plan, program
-        owner = {}
+        owner: dict[Any, Any] = {}
         for info in infos:
             for spec in info.max_reducer_specs:
                 owner.setdefault(spec, info.registry_id)
         self.spec_keys = tuple((owner.get(spec, 0), text)
                                for spec, text in zip(plan.specs, plan.spec_texts))
-        self.cache_keys = self.spec_keys   # per-spec cache keys: see `bind_fields`
+        # per-spec cache keys: see `bind_fields`
+        self.cache_keys: tuple[tuple[Any, ...], ...] = self.spec_keys
         self.last: list[Any] = [None]   # the cached snapshot
         self.hits = [0]
         self.results: Any = MappingProxyType({})
@@ -228,6 +229,7 @@ class LaunchSizing:
             dispatched += 1
             program.count("spec_cache_misses")
         program.count("max_reducer_dispatches", dispatched)
+        assert plan.required is not None     # a plan with reducers has a capacity function
         plan.required(addr, ctypes.addressof(plan.results), ctypes.addressof(plan.out))
         caps = [max(plan.out[j], 1) for j in range(len(plan.stacks))]
         plan.write_layout(buf, caps, program)

@@ -56,8 +56,8 @@ def _probe_struct_offsets() -> bool:
         locked = ctypes.c_int32.from_address(id(a) + 64).value
     except (ValueError, OSError):   # no C struct to read (another interpreter)
         return False
-    return (data == a.ctypes.data and flags & NPY_WRITEABLE and flags & NPY_C_CONTIGUOUS
-            and not locked & NPY_WRITEABLE)
+    return bool(data == a.ctypes.data and flags & NPY_WRITEABLE and flags & NPY_C_CONTIGUOUS
+                and not locked & NPY_WRITEABLE)
 
 
 _FAST_CELLS = _probe_struct_offsets()
@@ -157,7 +157,10 @@ def array_info(v: Any) -> tuple[dtypes.DataType | None, int, bool] | None:
 def specialize(kernel: Any, values: list[Any], cfg: Any) -> tuple[tuple[n.Param, ...], tuple,
                                                                     dict[str, Any], str]:
     """Concrete params, the handle key, template values and the content-stable kernel name."""
-    params, key, templates, name_parts = [], [], {}, []
+    params: list[n.Param] = []
+    key: list[Any] = []
+    templates: dict[str, Any] = {}
+    name_parts: list[str] = []
     for p, v in zip(kernel.params, values):
         if p.kind == "scalar":
             dt = p.dtype or _default_scalar(kernel, p, cfg)

@@ -46,10 +46,10 @@ class BoundLaunch(LaunchContext):
         self.watch: dict[int, list[Any]] = {}
         for i in range(len(values)):
             self._pack(i)
-        self.array_bumps = [[_Gen()] for _ in self.compiled.lowered.writes.arrays]
+        self.array_bumps: list[list[Any]] = [[_Gen()] for _ in self.compiled.lowered.writes.arrays]
         self._update_bumps()
         self.cells = [[v] for v in self.values]   # the bound values the snapshot reads
-        type(self).__call__ = self._make_call()
+        setattr(type(self), "__call__", self._make_call())
 
     def _make_call(self) -> Any:
         c = self.compiled
@@ -88,17 +88,18 @@ class BoundLaunch(LaunchContext):
     def _pack(self, i: int) -> None:
         c = self.compiled
         p, v, slot = c.params[i], self.values[i], c.layout.param_slots[i]
-        if p.kind == "scalar":
-            if p.dtype.is_float:
+        dt = p.dtype
+        if p.kind == "scalar" and dt is not None:
+            if dt.is_float:
                 self.dbuf[slot] = float(v)
             else:
                 self.buf[slot] = int(v)
-        elif p.kind == "ndarray":
+        elif p.kind == "ndarray" and dt is not None:
             written = i in self.handle.written
-            if not pack_array(self.buf, slot, v, p.dtype, p.ndim, i in c.grad_params, written):
+            if not pack_array(self.buf, slot, v, dt, p.ndim, i in c.grad_params, written):
                 want = "a writable ndarray" if isinstance(v, np.ndarray) and written and \
                     not v.flags.writeable else "an ndarray"
-                raise fail(self.handle.kernel, p, f"{want} of {p.dtype.name}, ndim={p.ndim} "
+                raise fail(self.handle.kernel, p, f"{want} of {dt.name}, ndim={p.ndim} "
                            "(C-contiguous)", describe(v))
             state = self.watch.get(i)
             if state is None:

@@ -191,7 +191,8 @@ def add_sizing_functions(module: Any, prefix: str, lowered: LoweredKernel,
     fields = lowered.tasked.fields
     for k, spec in enumerate(specs):
         sizing.emit_reducer(module, prefix, k, spec, layout, params, fields)
-    sizing.emit_required(module, prefix, [s.capacity for s in lowered.stacks], specs, layout,
+    sizing.emit_required(module, prefix, [s.capacity for s in lowered.stacks
+                                          if s.capacity is not None], specs, layout,
                          params, fields)
     return specs
 

@@ -45,6 +45,7 @@ class LaunchContext:
 
     def overflow(self) -> None:
         from .adstack import raise_overflow
+        assert self.compiled.sizing is not None     # only kernels with adstacks overflow
         raise_overflow(self.buf, self.addr, self.compiled.sizing, self.sizing_infos,
                        self.program)
 

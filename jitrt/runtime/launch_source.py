@@ -28,10 +28,12 @@ def scalar_lines(c: "CompiledKernel", slow: str) -> list[str]:
     lines = ["    try:"]
     for i in scalars:
         p, slot = c.params[i], c.layout.param_slots[i]
-        if p.dtype.is_float:
+        dt = p.dtype
+        assert dt is not None              # concrete parameters of a compiled kernel
+        if dt.is_float:
             lines.append(f"        dbuf[{slot}] = a{i}")
         else:
-            lo, hi = INT_RANGE[p.dtype]
+            lo, hi = INT_RANGE[dt]
             lines.append(f"        buf[{slot}] = a{i}")  # ctypes wraps silently: check
             lines.append(f"        if not {lo} <= a{i} <= {hi}: raise TypeError")
     return lines + ["    except (TypeError, OverflowError):", f"        {slow}"]

@@ -1,0 +1,45 @@
+"""What the function-emitter mixins share (`emit_expr`, `emit_stmt`, `emit_adstack`).
+
+Stage: codegen. `FunctionEmitter` (`kernel_module.py`) provides this state and these methods;
+the declarations exist for the type checker only.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from llvmlite import ir
+
+    from .abi import ContextLayout
+    from .targets import Target
+
+
+class EmitterHost:
+    if TYPE_CHECKING:
+        module: ir.Module
+        target: Target
+        layout: ContextLayout
+        fn: ir.Function
+        ctx_ptr: ir.Value
+        builder: ir.IRBuilder
+        alloca_block: ir.Block
+        locals: dict[str, ir.Value]
+        loop_targets: list[tuple[ir.Block, ir.Block]]
+        stacks: dict[tuple[int, int], tuple[ir.Value, ir.Value, ir.Value]]
+        task_index: int
+        tid: ir.Value
+        reductions: dict[Any, ir.Value]
+        invariants: dict[int, ir.Value]
+        interrupt_epoch: ir.Value | None
+        interrupt_counter: ir.Value | None
+        next_id: Callable[[], int]
+        add_site: Callable[..., int]
+        expr: Callable[..., ir.Value]
+        to_slot: Callable[..., ir.Value]
+        truth: Callable[..., ir.Value]
+        slot_ptr: Callable[..., ir.Value]
+        load_slot: Callable[[int], ir.Value]
+        element_ptr: Callable[..., Any]
+        guarded: Callable[..., Any]
+        local_ptr: Callable[..., ir.Value]
+        counted_loop: Callable[..., None]
