@@ -11,11 +11,16 @@ launches in reverse order.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import AutodiffError
 from .runtime import program as program_mod
 from .data import Field, Ndarray, live_grad_fields
+
+if TYPE_CHECKING:
+    from .runtime.launcher import LaunchHandle
+    from .runtime.program import Program
+    from .runtime.seams import KernelLike
 
 
 class Tape:
@@ -27,10 +32,11 @@ class Tape:
         self.loss = loss
         self.clear_gradients = clear_gradients
         self.entries: list[tuple[Any, tuple]] = []
-        self.handles: list[Any] = []      # the LaunchHandle of each entry (its compiled kernel)
-        self._program: Any = None
+        self.handles: list["LaunchHandle"] = []   # the LaunchHandle of each entry
+        self._program: "Program | None" = None
 
-    def record(self, kernel: Any, values: list[Any], handle: Any = None) -> None:
+    def record(self, kernel: "KernelLike", values: list[Any] | tuple[Any, ...],
+               handle: "LaunchHandle") -> None:
         if not kernel.adjoint:
             self.entries.append((kernel, tuple(values)))
             self.handles.append(handle)
@@ -49,6 +55,7 @@ class Tape:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         program = self._program
+        assert program is not None, "Tape.__exit__ without __enter__"
         program.tape = None
         if program_mod.ACTIVE[0] is program.tape_token:
             program_mod.ACTIVE[0] = program
@@ -103,10 +110,10 @@ class Tape:
 Plan = tuple[tuple[Any, ...], tuple[Any, ...]]   # (bound reads, writes)
 
 
-def _tape_plan(handle: Any) -> Plan:
+def _tape_plan(handle: "LaunchHandle") -> Plan:
     """What the check needs of a compiled kernel, computed once per handle: for the bound
     reads and the writes, an argument index or a (field slot, field object) pair."""
-    plan = getattr(handle, "tape_plan", None)
+    plan = handle.tape_plan
     if plan is None:
         c = handle.compiled
 

@@ -23,7 +23,7 @@ import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xxhash
@@ -31,6 +31,9 @@ import xxhash
 from ..codegen import abi
 from ..errors import AdStackOverflowError
 from ..passes import sizeexpr as se
+
+if TYPE_CHECKING:
+    from .program import Program
 
 REDUCER_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
 REQUIRED_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
@@ -141,7 +144,7 @@ class SizingPlan:
                 parts.append(f"a{d.index}")
         return "(" + "".join(p + ", " for p in parts) + ")"
 
-    def required_sizes(self, ctx_addr: int, program: Any) -> list[int] | None:
+    def required_sizes(self, ctx_addr: int, program: "Program") -> list[int] | None:
         """Exact capacity of every stack for the data now in the context (runs reducers)."""
         if self.required is None:
             return None
@@ -151,7 +154,7 @@ class SizingPlan:
         self.required(ctx_addr, ctypes.addressof(self.results), ctypes.addressof(self.out))
         return [max(self.out[j], 1) for j in range(len(self.stacks))]
 
-    def write_layout(self, buf: Any, caps: list[int], program: Any) -> None:
+    def write_layout(self, buf: Any, caps: list[int], program: "Program") -> None:
         strides: dict[int, int] = {}
         offsets: dict[int, int] = {}
         for plan, cap in zip(self.stacks, caps):
@@ -170,7 +173,7 @@ class SizingPlan:
             need = max(need, stride * program.device.max_resident_threads)
         buf[abi.SLOT_ADSTACK_HEAP] = program.heap.ensure(need, f"kernel {self.kernel_name}")
 
-    def size_launch(self, buf: Any, ctx_addr: int, program: Any) -> None:
+    def size_launch(self, buf: Any, ctx_addr: int, program: "Program") -> None:
         if self.forced > 0:
             caps = [self.forced] * len(self.stacks)
         else:
@@ -181,7 +184,7 @@ class SizingPlan:
 class LaunchSizing:
     """The sizing state of one LaunchHandle: its launch cache and its spec keys."""
 
-    def __init__(self, plan: SizingPlan, program: Any, infos: tuple[AdStackSizingInfo, ...]
+    def __init__(self, plan: SizingPlan, program: "Program", infos: tuple[AdStackSizingInfo, ...]
                  ) -> None:
         self.plan, self.program = plan, program
         owner: dict[Any, Any] = {}
@@ -240,7 +243,7 @@ class LaunchSizing:
 
 
 def raise_overflow(buf: Any, ctx_addr: int, plan: SizingPlan, infos: tuple[AdStackSizingInfo, ...],
-                   program: Any) -> None:
+                   program: "Program") -> None:
     rid = buf[abi.SLOT_OVERFLOW]
     buf[abi.SLOT_OVERFLOW] = 0
     entry = program.registry.lookup(rid)

@@ -19,6 +19,7 @@ from ..errors import KernelArgError
 from ..ir import nodes as n
 
 if TYPE_CHECKING:
+    from .seams import KernelLike
     from .compiler import CompiledKernel
 
 MISSING = object()
@@ -94,7 +95,7 @@ def changed_expr(var: str, last: str, written: bool) -> str:
 
 # ---- argument validation ----------------------------------------------------------------
 
-def fail(kernel: Any, param: n.Param, expected: str, got: str) -> KernelArgError:
+def fail(kernel: "KernelLike", param: n.Param, expected: str, got: str) -> KernelArgError:
     return KernelArgError(f"kernel {kernel.qualname}: argument '{param.name}': expected "
                           f"{expected}, got {got}")
 
@@ -109,7 +110,7 @@ def describe(v: Any) -> str:
     return f"{type(v).__name__} {v!r}"[:120]
 
 
-def bind_args(kernel: Any, args: tuple, kwargs: dict) -> list[Any]:
+def bind_args(kernel: "KernelLike", args: tuple, kwargs: dict) -> list[Any]:
     params = kernel.params
     if len(args) > len(params):
         raise KernelArgError(f"kernel {kernel.qualname} takes {len(params)} argument(s), got "
@@ -128,7 +129,7 @@ def bind_args(kernel: Any, args: tuple, kwargs: dict) -> list[Any]:
     return values
 
 
-def check_scalar(kernel: Any, p: n.Param, dt: dtypes.DataType, v: Any) -> None:
+def check_scalar(kernel: "KernelLike", p: n.Param, dt: dtypes.DataType, v: Any) -> None:
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
                                                               np.floating)):
         if not isinstance(v, (bool, np.bool_)):
@@ -154,8 +155,8 @@ def array_info(v: Any) -> tuple[dtypes.DataType | None, int, bool] | None:
     return None
 
 
-def specialize(kernel: Any, values: list[Any], cfg: Any) -> tuple[tuple[n.Param, ...], tuple,
-                                                                    dict[str, Any], str]:
+def specialize(kernel: "KernelLike", values: list[Any], cfg: Any
+               ) -> tuple[tuple[n.Param, ...], tuple, dict[str, Any], str]:
     """Concrete params, the handle key, template values and the content-stable kernel name."""
     params: list[n.Param] = []
     key: list[Any] = []
@@ -174,10 +175,11 @@ def specialize(kernel: Any, values: list[Any], cfg: Any) -> tuple[tuple[n.Param,
                 "" if p.ndim < 0 else f" with ndim={p.ndim}")
             if info is None:
                 raise fail(kernel, p, want, describe(v))
-            dt, ndim, has_grad = info
-            if dt is None or (p.dtype is not None and dt != p.dtype) or (
+            got, ndim, has_grad = info
+            if got is None or (p.dtype is not None and got != p.dtype) or (
                     p.ndim >= 0 and ndim != p.ndim):
                 raise fail(kernel, p, want, describe(v))
+            dt = got
             if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
                 raise fail(kernel, p, want + " (C-contiguous)", describe(v))
             params.append(n.Param(p.name, "ndarray", dt, ndim, has_grad))
@@ -194,12 +196,12 @@ def specialize(kernel: Any, values: list[Any], cfg: Any) -> tuple[tuple[n.Param,
     return tuple(params), tuple(key), templates, name
 
 
-def _default_scalar(kernel: Any, p: n.Param, cfg: Any) -> dtypes.DataType:
+def _default_scalar(kernel: "KernelLike", p: n.Param, cfg: Any) -> dtypes.DataType:
     ann = kernel.fn.__annotations__.get(p.name)
     return cfg.default_ip if ann is int or ann == "int" else cfg.default_fp
 
 
-def template_key(kernel: Any, p: n.Param, v: Any) -> tuple[Any, str]:
+def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
     if isinstance(v, Field):
         return ("field", id(v)), f"field({v.dtype.name},{v.shape})"
     if isinstance(v, (bool, int, float, str, dtypes.DataType)) or v is None:

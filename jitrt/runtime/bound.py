@@ -7,7 +7,7 @@ binding. `set_arg` rebinds one argument within the same specialization.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from ..errors import KernelArgError
 from .arguments import changed_expr, describe, fail, pack_array, specialize, watch_state
 from .context import LaunchContext, raise_fault
 from .launch_source import return_lines, serialized, sizing_lines
+
+if TYPE_CHECKING:
+    from .launcher import LaunchHandle
 
 
 class _Gen:
@@ -34,10 +37,10 @@ class BoundLaunch(LaunchContext):
     rebinds one argument (validated against the same specialization). Each bound launch gets
     its own small class whose `__call__` is generated straight-line code."""
 
-    def __new__(cls, handle: Any, values: list[Any]) -> "BoundLaunch":
+    def __new__(cls, handle: "LaunchHandle", values: list[Any]) -> "BoundLaunch":
         return super().__new__(type(f"BoundLaunch[{handle.compiled.name}]", (cls,), {}))
 
-    def __init__(self, handle: Any, values: list[Any]) -> None:
+    def __init__(self, handle: "LaunchHandle", values: list[Any]) -> None:
         super().__init__(handle.compiled, handle.program, handle.sizing_infos)
         self.handle = handle
         self.values = list(values)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..codegen import abi, sizing
 from ..codegen.kernel_module import AccessSite, LaunchableTask, build_module
@@ -26,6 +26,11 @@ from ..cache import keys
 from ..cache.keys import CacheKeyParts, cache_key
 from .adstack import SizingPlan
 from .registry import fnv1a64_fold32
+
+if TYPE_CHECKING:
+    from ..backends.base import Device
+    from .program import Program
+    from .seams import KernelLike
 
 
 @dataclass(frozen=True)
@@ -73,8 +78,9 @@ class Artifact:
     tasks: tuple[LaunchableTask, ...] = ()      # what a device launches, task by task
 
 
-def compile_kernel(kernel: Any, params: tuple[n.Param, ...], template_values: dict[str, Any],
-                   name: str, program: Any) -> CompiledKernel:
+def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
+                   template_values: dict[str, Any],
+                   name: str, program: "Program") -> CompiledKernel:
     """Frontend always (it resolves the fields); then the offline cache or a full compile."""
     cfg = program.config
     src = kernel.source()
@@ -112,13 +118,13 @@ def key_parts(source: str, ctx: CompileContext, kir: n.KernelIR, cfg: Any,
         compiler_hash=keys.compiler_hash())
 
 
-def frontend(kernel: Any, params: tuple[n.Param, ...], template_values: dict[str, Any],
+def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values: dict[str, Any],
              name: str, cfg: Any) -> tuple[CompileContext, n.KernelIR]:
     ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params)
     return ctx, lower_kernel(kernel.source(), kernel.fn, params, template_values, ctx, kernel.ret)
 
 
-def passes(kernel: Any, params: tuple[n.Param, ...], ctx: CompileContext, kir: n.KernelIR,
+def passes(kernel: "KernelLike", params: tuple[n.Param, ...], ctx: CompileContext, kir: n.KernelIR,
            cfg: Any) -> tuple[LoweredKernel, abi.ContextLayout]:
     """The pass pipeline for one specialization, and the launch-context layout it implies."""
     def has_grad(ref: n.Ref) -> bool:
@@ -131,8 +137,9 @@ def passes(kernel: Any, params: tuple[n.Param, ...], ctx: CompileContext, kir: n
     return lowered, abi.layout_for(params, lowered.tasked.fields, lowered.tasked.tasks)
 
 
-def build_artifact(kernel: Any, params: tuple[n.Param, ...], name: str, ctx: CompileContext,
-                   kir: n.KernelIR, cfg: Any, device: Any) -> Artifact:
+def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
+                   ctx: CompileContext,
+                   kir: n.KernelIR, cfg: Any, device: "Device") -> Artifact:
     """Passes, codegen and LLVM: everything the offline cache lets a warm start skip."""
     lowered, layout = passes(kernel, params, ctx, kir, cfg)
     text = kernel_text(lowered.tasked)
@@ -165,7 +172,8 @@ def with_hidden_fields(refs: tuple[n.FieldRef, ...], field_objs: tuple[Any, ...]
     return tuple(field_objs) + extra
 
 
-def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: Any) -> CompiledKernel:
+def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: "Program"
+                ) -> CompiledKernel:
     """Load an artifact's object code into the process and bind its sizing functions."""
     field_objs = with_hidden_fields(a.lowered.tasked.fields, field_objs)
     addrs = program.device.load(a.prefix, a.obj, list(a.symbols))
@@ -200,8 +208,9 @@ def add_sizing_functions(module: Any, prefix: str, lowered: LoweredKernel,
 GPU_CPUS = {"cuda": ("nvptx64-nvidia-cuda", "sm_80"), "amdgpu": ("amdgcn-amd-amdhsa", "gfx90a")}
 
 
-def lower_for_target(kernel: Any, params: tuple[n.Param, ...], template_values: dict[str, Any],
-                     name: str, program: Any, arch: str) -> str:
+def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
+                     template_values: dict[str, Any],
+                     name: str, program: "Program", arch: str) -> str:
     """GPU assembly (PTX or AMDGCN) of a kernel specialization: the same frontend, passes and
     lowering as the CPU, with the GPU target hooks. No GPU or GPU runtime is needed."""
     import llvmlite.binding as llvm

@@ -16,6 +16,7 @@ from ..data import Ndarray
 from .arguments import INT_RANGE, changed_expr, pack_array, watch_state
 
 if TYPE_CHECKING:
+    from .program import Program
     from .compiler import CompiledKernel
     from .launcher import LaunchHandle
 
@@ -82,7 +83,7 @@ def bump_lines(c: "CompiledKernel", env: dict[str, Any]) -> list[str]:
     return lines
 
 
-def serialized(body: list[str], env: dict[str, Any], program: Any) -> list[str]:
+def serialized(body: list[str], env: dict[str, Any], program: "Program") -> list[str]:
     """Wrap a launcher body in the program's launch lock. A launch packs the handle's shared
     context buffer and the adstack heap is per program, so launches from several Python
     threads (the native call releases the GIL) run one at a time instead of mixing their

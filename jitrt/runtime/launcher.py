@@ -14,7 +14,7 @@ Anything unexpected falls back to `dispatch`.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..codegen import abi
 from . import program as program_mod
@@ -24,12 +24,16 @@ from .context import LaunchContext
 from .launch_source import (array_lines, bump_lines, return_lines, scalar_lines, serialized,
                             sizing_lines, template_lines)
 
+if TYPE_CHECKING:
+    from .program import Program
+    from .seams import KernelLike
+
 MISS = object()   # a router's launcher attempt that does not match its specialization
 
 
 # ---- dispatch (slow path) -----------------------------------------------------------------
 
-def dispatch(kernel: Any, args: tuple, kwargs: dict) -> Any:
+def dispatch(kernel: "KernelLike", args: tuple, kwargs: dict) -> Any:
     values = bind_args(kernel, args, kwargs)
     program = program_mod.current()
     with program.launch_lock:   # one thread builds a handle; others wait
@@ -38,7 +42,7 @@ def dispatch(kernel: Any, args: tuple, kwargs: dict) -> Any:
     return handle.launcher(kernel, *values)
 
 
-def handle_for(kernel: Any, values: list[Any]) -> "LaunchHandle":
+def handle_for(kernel: "KernelLike", values: list[Any]) -> "LaunchHandle":
     """The LaunchHandle of the specialization `values` select, compiled on first use."""
     program = program_mod.current()
     params, key, templates, name = specialize(kernel, values, program.config)
@@ -68,18 +72,16 @@ def check_writable(handle: "LaunchHandle", values: list[Any]) -> None:
                        "a writable array (the kernel writes this parameter)", describe(v))
 
 
-def install_fast_path(kernel: Any, handle: "LaunchHandle", program: Any) -> None:
+def install_fast_path(kernel: "KernelLike", handle: "LaunchHandle", program: "Program") -> None:
     """The kernel's `__call__`: the handle's launcher, or a router over every handle of the
     current program (the one just used first)."""
     handles = [handle] + [h for h in kernel.handles.values()
                           if h.program is program and h is not handle]
-    if len(handles) == 1:
-        type(kernel).__call__ = handle.launcher
-    else:
-        type(kernel).__call__ = make_router(kernel, handles, program)
+    fast = handle.launcher if len(handles) == 1 else make_router(kernel, handles, program)
+    setattr(type(kernel), "__call__", fast)
 
 
-def make_router(kernel: Any, handles: list["LaunchHandle"], program: Any) -> Any:
+def make_router(kernel: "KernelLike", handles: list["LaunchHandle"], program: "Program") -> Any:
     """A `__call__` for a kernel with several specializations: first the handle whose last
     arrays and template values are the very objects passed (identity tests), then each handle's
     checks in turn; alternating specializations never go through `dispatch`."""
@@ -122,7 +124,7 @@ class LaunchHandle(LaunchContext):
     """One (kernel, specialization) of one program: its compiled kernel, launch context and
     generated launchers (`launcher` falls back to `dispatch`, `try_launch` returns MISS)."""
 
-    def __init__(self, kernel: Any, compiled: CompiledKernel, program: Any,
+    def __init__(self, kernel: "KernelLike", compiled: CompiledKernel, program: "Program",
                  template_values: dict[int, Any]) -> None:
         super().__init__(compiled, program)
         self.kernel = kernel
@@ -132,6 +134,7 @@ class LaunchHandle(LaunchContext):
         # per ndarray parameter: what it remembers of the last array packed (`watch_state`)
         self.last_arrays: list[list[Any]] = [[MISSING, None, None, None, 0, None]
                                              for _ in compiled.params]
+        self.tape_plan: Any = None     # what jr.ad.Tape checks of this kernel (built on use)
         self.launcher = make_launcher(self, routed=False)
         self.try_launch = make_launcher(self, routed=True)
 
@@ -177,7 +180,7 @@ def make_launcher(handle: LaunchHandle, routed: bool) -> Any:
     return launch
 
 
-def bind(kernel: Any, args: tuple, kwargs: dict) -> Any:
+def bind(kernel: "KernelLike", args: tuple, kwargs: dict) -> Any:
     """Validate and pack the arguments once; nothing runs until the bound launch is called."""
     from .bound import BoundLaunch
     values = bind_args(kernel, args, kwargs)
