@@ -104,11 +104,14 @@ class BoundLaunch(LaunchContext):
                     not v.flags.writeable else "an ndarray"
                 raise fail(self.handle.kernel, p, f"{want} of {dt.name}, ndim={p.ndim} "
                            "(C-contiguous)", describe(v))
-            state = self.watch.get(i)
-            if state is None:
-                self.watch[i] = watch_state(v)
+            if isinstance(v, np.ndarray):   # a jitrt ndarray's buffer never moves: no watch
+                state = self.watch.get(i)
+                if state is None:
+                    self.watch[i] = watch_state(v)
+                else:
+                    state[:] = watch_state(v)   # the generated __call__ reads this list
             else:
-                state[:] = watch_state(v)   # the generated __call__ reads this very list
+                self.watch.pop(i, None)
 
     def _update_bumps(self) -> None:
         writes = self.compiled.lowered.writes
@@ -132,3 +135,4 @@ class BoundLaunch(LaunchContext):
         self._pack(index)
         self._update_bumps()
         self.cells[index][0] = value
+        setattr(type(self), "__call__", self._make_call())   # the watched arrays may differ

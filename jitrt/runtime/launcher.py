@@ -122,7 +122,8 @@ def make_router(kernel: "KernelLike", handles: list["LaunchHandle"], program: "P
 
 class LaunchHandle(LaunchContext):
     """One (kernel, specialization) of one program: its compiled kernel, launch context and
-    generated launchers (`launcher` falls back to `dispatch`, `try_launch` returns MISS)."""
+    generated launchers (`launcher` falls back to `dispatch`, `try_launch` returns MISS,
+    `recording_launch` also records the launch on the program's Tape)."""
 
     def __init__(self, kernel: "KernelLike", compiled: CompiledKernel, program: "Program",
                  template_values: dict[int, Any]) -> None:
@@ -135,14 +136,17 @@ class LaunchHandle(LaunchContext):
         self.last_arrays: list[list[Any]] = [[MISSING, None, None, None, 0, None]
                                              for _ in compiled.params]
         self.tape_plan: Any = None     # what jr.ad.Tape checks of this kernel (built on use)
-        self.launcher = make_launcher(self, routed=False)
-        self.try_launch = make_launcher(self, routed=True)
+        self.recording_launch = make_launcher(self, "record")
+        self.launcher = make_launcher(self, "fast")
+        self.try_launch = make_launcher(self, "try")
 
 
-def make_launcher(handle: LaunchHandle, routed: bool) -> Any:
+def make_launcher(handle: LaunchHandle, mode: str) -> Any:
     """Generate a launcher: straight-line Python specialised to the handle's parameters.
-    `routed`: called by a router, which checked the program and the argument count; a
-    mismatch returns MISS instead of going to `dispatch`."""
+    mode "fast": the kernel's `__call__`; it checks `ACTIVE` once and hands a changed program
+    to `dispatch`, a recording Tape to the "record" variant. "try": called by a router, which
+    checked the program and the argument count; a mismatch returns MISS instead of going to
+    `dispatch`. "record": records the launch on the Tape, then runs it."""
     c = handle.compiled
     argnames = [f"a{i}" for i in range(len(c.params))]
     env: dict[str, Any] = {"buf": handle.buf, "dbuf": handle.dbuf, "addr": handle.addr,
@@ -151,20 +155,22 @@ def make_launcher(handle: LaunchHandle, routed: bool) -> Any:
                            "active": program_mod.ACTIVE, "prog": handle.program,
                            "token": handle.program.tape_token}
     all_args = "(" + "".join(a + ", " for a in argnames) + ")"
-    slow = "return MISS" if routed else f"return dispatch(self, {all_args}, {{}})"
-    if routed:
-        head = [f"def launch(self{''.join(', ' + a for a in argnames)}):"]
-        record: list[str] = []
-    else:
+    slow = "return MISS" if mode == "try" else f"return dispatch(self, {all_args}, {{}})"
+    record: list[str] = []
+    plain_args = "".join(", " + a for a in argnames)
+    if mode == "fast":
+        env["recording"] = handle.recording_launch
         sig = "".join(f"{a}=MISSING, " for a in argnames)
         # positional-only: a keyword argument always goes to `kw`, never to a slot by its name
         head = [f"def launch(self, {sig}/, *extra, **kw):",
                 f"    if extra or kw: return dispatch(self, {all_args} + extra, kw)",
-                "    rec = False",
                 "    if active[0] is not prog:",
-                f"        if active[0] is not token: return dispatch(self, {all_args}, {{}})",
-                "        rec = True"]
-        record = [f"    if rec: prog.tape.record(self, {all_args}, handle)"]
+                f"        if active[0] is token: return recording(self{plain_args})",
+                f"        return dispatch(self, {all_args}, {{}})"]
+    else:
+        head = [f"def launch(self{plain_args}):"]
+        if mode == "record":
+            record = [f"    prog.tape.record(self, {all_args}, handle)"]
     body = (scalar_lines(c, slow) + array_lines(handle, env, slow)
             + template_lines(handle, env, slow) + record + ["    cnt[0] += 1"]
             + sizing_lines(handle, env) + bump_lines(c, env)
@@ -173,8 +179,7 @@ def make_launcher(handle: LaunchHandle, routed: bool) -> Any:
         body.append(f"    if buf[{abi.SLOT_OVERFLOW}]: handle.overflow()")
     body += return_lines(c.lowered.tasked.ret)
     source = "\n".join(head + serialized(body, env, handle.program))
-    kind = "router attempt" if routed else "launcher"
-    exec(compile(source, f"<jitrt {kind} {c.name}>", "exec"), env)  # noqa: S102
+    exec(compile(source, f"<jitrt {mode} launcher {c.name}>", "exec"), env)  # noqa: S102
     launch = env["launch"]
     launch.source = source
     return launch
