@@ -47,7 +47,9 @@ class Tape:
             raise RuntimeError("jr.ad.Tape cannot be nested")
         if self.clear_gradients:
             for f in live_grad_fields():
-                f.grad.fill(0)
+                grad = f.grad
+                grad._data.fill(0)      # Field.fill, inlined: a Tape is on the step's path
+                grad.gen += 1
         program.tape = self
         program_mod.ACTIVE[0] = program.tape_token   # launchers now record themselves
         self._program = program
@@ -68,29 +70,31 @@ class Tape:
         if self.clear_gradients:
             for _, values in self.entries:
                 for v in values:
-                    if isinstance(v, Ndarray) and v.grad is not None:
+                    if v.__class__ is Ndarray and v.grad is not None:
                         v.grad.fill(0)
         if self.loss is not None:
-            if self.loss.shape == ():
-                self.loss.grad[None] = 1
-            else:
-                self.loss.grad.fill(1)
+            self.loss.grad.fill(1)     # a 0-d loss too: its one element
         for kernel, values in reversed(self.entries):
             kernel.grad(*values)
 
     def check_trip_counts(self) -> None:
         """Refuse a recording in which launch j >= k writes data that launch k's loop bounds
         read: k's adjoint would run with trip counts its forward launch never saw."""
-        plans = [(_tape_plan(h), values) for h, (_, values) in zip(self.handles, self.entries)]
-        if not any(plan[0] for plan, _ in plans):
-            return                                   # no loop bound reads any data
+        entries, handles = self.entries, self.handles
         written: dict[int, int] = {}                 # id of data -> last entry writing it
-        for j, ((_, writes), values) in enumerate(plans):
+        any_reads = False
+        for j, h in enumerate(handles):
+            reads, writes = h.tape_plan or _tape_plan(h)
+            any_reads = any_reads or bool(reads)
+            values = entries[j][1]
             for ref in writes:
-                written[id(values[ref] if isinstance(ref, int) else ref[1])] = j
-        for k, ((reads, _), values) in enumerate(plans):
-            for ref in reads:
-                j = written.get(id(values[ref] if isinstance(ref, int) else ref[1]), -1)
+                written[id(values[ref] if ref.__class__ is int else ref[1])] = j
+        if not any_reads:
+            return                                   # no loop bound reads any data
+        for k, h in enumerate(handles):
+            values = entries[k][1]
+            for ref in h.tape_plan[0]:
+                j = written.get(id(values[ref] if ref.__class__ is int else ref[1]), -1)
                 if j >= k:
                     self.refuse(k, j, ref)
 
