@@ -24,7 +24,7 @@ from .frontend.builtins import (MATH, atomic_add, atomic_max, atomic_min, atomic
                                 loop_config, ndrange, pow_ as pow, static)
 from .kernel import func, kernel
 from .data import Field, Ndarray, field, ndarray
-from .runtime.program import init, reset, sync
+from .runtime.program import clear_cache, init, reset, sync
 from .types import template
 
 # The launch path and the CPU backend (llvmlite's LLVM library) load with the package, so
@@ -48,7 +48,8 @@ __all__ = ["ad", "AdStackOverflowError", "AutodiffError", "BackendUnavailableErr
            "Field", "JitrtError", "KernelArgError", "KernelCompileError", "KernelRuntimeError",
            "Ndarray",
            "OfflineCacheError", "amdgpu", "atomic_add", "atomic_max", "atomic_min", "atomic_sub",
-           "cast", "ceil", "cos", "cpu", "cuda", "debug", "exp", "f32", "f64", "field", "floor",
+           "cast", "ceil", "clear_cache", "cos", "cpu", "cuda", "debug", "exp", "f32", "f64",
+           "field", "floor",
            "func", "gpu", "i16", "i32", "i64", "i8", "init", "kernel", "log", "loop_config",
            "ndarray",
            "ndrange", "pow", "reset", "sin", "sqrt", "static", "sync", "tan", "tanh", "template",

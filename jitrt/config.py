@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import warnings
 from dataclasses import dataclass, fields
 from typing import Any, Callable
 
@@ -81,6 +82,15 @@ def _check_arch(value: Any) -> str:
     raise ValueError(f"expected one of {', '.join(ARCHES)} (or jr.cpu, jr.cuda, ...)")
 
 
+def _check_log_level(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text in ("debug", "info", "warning", "error", "critical"):
+        return text
+    raise ValueError("expected one of debug, info, warning, error, critical")
+
+
 def _check_dir(value: Any) -> str | None:
     if value is None:
         return None
@@ -131,6 +141,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("default_ip", dtypes.i32, str, _check_dtype("an integer"), True, "type of int literals"),
     Option("num_threads", None, _parse_optional_int, _check_threads, False,
            "CPU worker threads (None: all cores)"),
+    Option("log_level", None, str, _check_log_level, False,
+           "log to stderr at this level (debug | info | warning | error); None: silent"),
     Option("parallel_grain", 8192, _parse_int,
            _int_in(1, None, "estimated work below which a parallel loop runs on one thread"),
            False, "estimated work (~simple ops) below which a parallel loop runs on the calling "
@@ -151,6 +163,7 @@ class Config:
     default_fp: dtypes.DataType
     default_ip: dtypes.DataType
     num_threads: int | None
+    log_level: str | None
     parallel_grain: int
 
     def codegen_items(self) -> tuple[tuple[str, str], ...]:
@@ -176,9 +189,13 @@ def resolve(**explicit: Any) -> Config:
     values: dict[str, Any] = {}
     for opt in OPTIONS:
         var = "JITRT_" + opt.name.upper()
-        if opt.name in explicit and explicit[opt.name] is not None:
+        given = opt.name in explicit and explicit[opt.name] is not None
+        env_text = os.environ.get(var)
+        if given and env_text is not None:
+            given = _explicit_or_variable(opt, explicit[opt.name], var, env_text)
+        if given:
             values[opt.name] = _checked(opt, explicit[opt.name], f"jr.init({opt.name}=...)")
-        elif os.environ.get(var) is not None:
+        elif env_text is not None:
             text = os.environ[var]
             try:
                 parsed = opt.parse(text)
@@ -188,6 +205,20 @@ def resolve(**explicit: Any) -> Config:
         else:
             values[opt.name] = opt.default
     return Config(**values)
+
+
+def _explicit_or_variable(opt: Option, value: Any, var: str, text: str) -> bool:
+    """Both an argument and a variable set the option: True if the argument wins. As in
+    Taichi (`TI_ARCH`), `JITRT_ARCH` wins over `arch=`, so one script runs on several backends;
+    for every other option the argument wins. Either way one warning names both."""
+    shown = getattr(value, "name", value)
+    if str(shown).strip().lower() == text.strip().lower():
+        return True
+    if opt.name == "arch":
+        warnings.warn(f"JITRT_ARCH={text} overrides jr.init(arch={shown!r})", stacklevel=5)
+        return False
+    warnings.warn(f"jr.init({opt.name}={shown!r}) overrides {var}={text}", stacklevel=5)
+    return True
 
 
 def _checked(opt: Option, value: Any, where: str) -> Any:

@@ -157,3 +157,66 @@ def test_ctrl_c_stops_a_running_kernel_and_the_program_stays_usable(tmp_path):
     proc = run_script(CTRL_C, tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["interrupted"] * 3 + ["usable"], proc.stdout + proc.stderr
+
+
+# ---- logging, explicit arguments against variables, clear_cache --------------------------------
+
+LOGGED = """
+    import numpy as np
+    import jitrt as jr
+    jr.init()
+
+    @jr.kernel
+    def twice(a: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] = a[i] * 2
+
+    twice(np.ones(4, np.float32))
+    twice(np.ones(4, np.float32))      # a launch logs nothing
+"""
+
+
+def test_log_level_info_prints_one_line_per_compile_then_per_cache_load(tmp_path):
+    (tmp_path / "script.py").write_text(textwrap.dedent(LOGGED))
+    env_run = dict(JITRT_LOG_LEVEL="info")
+    first = subprocess.run([sys.executable, str(tmp_path / "script.py")],
+                           env=dict(os.environ, PYTHONPATH=str(ROOT), **env_run,
+                                    JITRT_CACHE_DIR=str(tmp_path / "cache")),
+                           capture_output=True, text=True, timeout=120)
+    lines = [x for x in first.stderr.splitlines() if x.startswith("[jitrt]")]
+    assert first.returncode == 0 and len(lines) == 2, first.stderr
+    assert "offline cache " + str(tmp_path / "cache") in lines[0]
+    assert "twice[nd(f32,1)]: compiled in" in lines[1] and lines[1].endswith("ms")
+    second = subprocess.run([sys.executable, str(tmp_path / "script.py")],
+                            env=dict(os.environ, PYTHONPATH=str(ROOT), **env_run,
+                                     JITRT_CACHE_DIR=str(tmp_path / "cache")),
+                            capture_output=True, text=True, timeout=120)
+    assert "twice[nd(f32,1)]: loaded from the offline cache in" in second.stderr
+    quiet = run_script(LOGGED, tmp_path)
+    assert quiet.returncode == 0 and "[jitrt]" not in quiet.stderr
+
+
+def test_jitrt_arch_overrides_the_argument_and_other_arguments_win(monkeypatch):
+    monkeypatch.setenv("JITRT_ARCH", "cpu")
+    with pytest.warns(UserWarning, match=r"JITRT_ARCH=cpu overrides jr.init\(arch='cuda'\)"):
+        program = jr.init(arch="cuda", offline_cache=False)
+    assert program.arch == "cpu"
+    monkeypatch.setenv("JITRT_PARALLEL_GRAIN", "99")
+    with pytest.warns(UserWarning, match=r"jr.init\(parallel_grain=7\) overrides "
+                                         r"JITRT_PARALLEL_GRAIN=99"):
+        program = jr.init(parallel_grain=7, offline_cache=False)
+    assert program.config.parallel_grain == 7
+
+
+def test_clear_cache_empties_the_configured_directory(tmp_path):
+    jr.init(offline_cache=True, offline_cache_dir=str(tmp_path))
+
+    @jr.kernel
+    def one(a: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] = 1.0
+
+    one(np.zeros(2, np.float32))
+    assert list(tmp_path.glob("*.jkc"))
+    assert jr.clear_cache() >= 1
+    assert not list(tmp_path.glob("*.jkc"))

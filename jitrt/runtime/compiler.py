@@ -9,9 +9,11 @@ the LaunchHandle; the offline cache stores the `Artifact` it was instantiated fr
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import log
 from ..codegen import abi, sizing
 from ..codegen.kernel_module import AccessSite, LaunchableTask, build_module
 from ..frontend.context import CompileContext
@@ -82,6 +84,7 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
                    template_values: dict[str, Any],
                    name: str, program: "Program") -> CompiledKernel:
     """Frontend always (it resolves the fields); then the offline cache or a full compile."""
+    start = time.perf_counter()
     cfg = program.config
     src = kernel.source()
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
@@ -89,16 +92,22 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
     key = None
     if store is not None:
         key = cache_key(key_parts(src.text, ctx, kir, cfg, program.device.target.cache_key()))
+        log.logger.debug("%s: offline-cache key %s in %s", name, key, store.dir)
         artifact = store.load(key)
         if isinstance(artifact, Artifact) and artifact.name == name:
             program.count("offline_cache_hits")
-            return instantiate(artifact, tuple(ctx.field_objs), program)
+            compiled = instantiate(artifact, tuple(ctx.field_objs), program)
+            log.logger.info("%s: loaded from the offline cache in %.1f ms", name,
+                            (time.perf_counter() - start) * 1e3)
+            return compiled
         program.count("offline_cache_misses")
     artifact = build_artifact(kernel, params, name, ctx, kir, cfg, program.device)
     program.count("compiles")
     if store is not None and key is not None:
         store.save(key, name, artifact)
-    return instantiate(artifact, tuple(ctx.field_objs), program)
+    compiled = instantiate(artifact, tuple(ctx.field_objs), program)
+    log.logger.info("%s: compiled in %.1f ms", name, (time.perf_counter() - start) * 1e3)
+    return compiled
 
 
 def key_parts(source: str, ctx: CompileContext, kir: n.KernelIR, cfg: Any,

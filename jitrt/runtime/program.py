@@ -17,6 +17,8 @@ from collections import Counter
 from typing import Any
 
 from .. import config as config_mod
+from .. import log
+from .._version import __version__
 from ..errors import BackendUnavailableError
 
 
@@ -91,10 +93,27 @@ def _init(arch: Any = None, **options: Any) -> Program:
     if arch is not None:
         options["arch"] = getattr(arch, "name", arch)
     cfg = config_mod.resolve(**options)
+    log.configure(cfg.log_level)
     program = Program(cfg)
     _current = program
     ACTIVE[0] = program
+    store = program.cache_store
+    log.logger.info("jitrt %s: arch=%s (device %d), %d thread(s), offline cache %s",
+                    __version__, program.arch, cfg.device_id,
+                    program.device.max_resident_threads,
+                    store.dir if store is not None else "off")
     return program
+
+
+def clear_cache() -> int:
+    """Delete every entry of the offline cache the current configuration points at (as
+    `python -m jitrt cache clear`); returns how many were deleted."""
+    from ..cache.store import CacheStore, default_dir
+    cfg = current().config
+    store = CacheStore(default_dir(cfg.offline_cache_dir), cfg.offline_cache_max_bytes)
+    count = store.clear()
+    log.logger.info("cleared %d offline-cache entries in %s", count, store.dir)
+    return count
 
 
 def current() -> Program:
@@ -116,4 +135,5 @@ def sync() -> None:
     current()
 
 
-__all__ = ["Program", "init", "current", "reset", "sync", "BackendUnavailableError"]
+__all__ = ["Program", "init", "current", "reset", "sync", "clear_cache",
+           "BackendUnavailableError"]
