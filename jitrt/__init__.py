@@ -14,7 +14,7 @@ The pipeline: frontend (AST -> IR) -> passes (pipeline.py) -> codegen (LLVM IR) 
 """
 from __future__ import annotations
 
-from . import ad, debug, types
+from . import ad, debug, profiler, types
 from ._version import __version__ as __version__
 from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableError, ConfigError,
@@ -46,11 +46,8 @@ sqrt, tanh, floor, ceil = MATH["sqrt"], MATH["tanh"], MATH["floor"], MATH["ceil"
 
 __all__ = ["ad", "AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
            "Field", "JitrtError", "KernelArgError", "KernelCompileError", "KernelRuntimeError",
-           "Ndarray",
-           "OfflineCacheError", "amdgpu", "atomic_add", "atomic_max", "atomic_min", "atomic_sub",
-           "cast", "ceil", "clear_cache", "cos", "cpu", "cuda", "debug", "exp", "f32", "f64",
-           "field", "floor",
-           "func", "gpu", "i16", "i32", "i64", "i8", "init", "kernel", "log", "loop_config",
-           "ndarray",
-           "ndrange", "pow", "reset", "sin", "sqrt", "static", "sync", "tan", "tanh", "template",
-           "types", "u16", "u32", "u64", "u8"]
+           "Ndarray", "OfflineCacheError", "amdgpu", "atomic_add", "atomic_max", "atomic_min",
+           "atomic_sub", "cast", "ceil", "clear_cache", "cos", "cpu", "cuda", "debug", "exp",
+           "f32", "f64", "field", "floor", "func", "gpu", "i16", "i32", "i64", "i8", "init",
+           "kernel", "log", "loop_config", "ndarray", "ndrange", "profiler", "pow", "reset", "sin",
+           "sqrt", "static", "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8"]

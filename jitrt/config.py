@@ -141,6 +141,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("default_ip", dtypes.i32, str, _check_dtype("an integer"), True, "type of int literals"),
     Option("num_threads", None, _parse_optional_int, _check_threads, False,
            "CPU worker threads (None: all cores)"),
+    Option("kernel_profiler", False, _parse_bool, _check_bool, False,
+           "time every launch per kernel (jr.profiler); off: no cost"),
     Option("log_level", None, str, _check_log_level, False,
            "log to stderr at this level (debug | info | warning | error); None: silent"),
     Option("parallel_grain", 8192, _parse_int,
@@ -163,6 +165,7 @@ class Config:
     default_fp: dtypes.DataType
     default_ip: dtypes.DataType
     num_threads: int | None
+    kernel_profiler: bool
     log_level: str | None
     parallel_grain: int
 

@@ -220,3 +220,45 @@ def test_clear_cache_empties_the_configured_directory(tmp_path):
     assert list(tmp_path.glob("*.jkc"))
     assert jr.clear_cache() >= 1
     assert not list(tmp_path.glob("*.jkc"))
+
+
+def test_kernel_profiler_counts_and_times_forward_and_grad_separately(capsys):
+    jr.init(offline_cache=False, kernel_profiler=True)
+    x = jr.field(jr.f32, shape=(8,), needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def energy():
+        for i in x:
+            loss[None] += x[i] * x[i]
+
+    for _ in range(3):
+        energy()
+    energy.grad()
+    launch = energy.bind()
+    launch()
+    stats = jr.profiler.stats()
+    (fwd,) = [v for k, v in stats.items() if k.endswith("energy[]")]
+    (grad,) = [v for k, v in stats.items() if k.endswith("energy.grad[]")]
+    assert fwd["count"] == 4 and grad["count"] == 1
+    assert 0 < fwd["min_ms"] <= fwd["mean_ms"] <= fwd["max_ms"] and fwd["total_ms"] > 0
+    jr.profiler.print_info()
+    out = capsys.readouterr().out
+    assert "energy.grad[]" in out and "launches" in out
+    jr.profiler.clear()
+    assert jr.profiler.stats() == {}
+
+
+def test_profiler_off_generates_no_timing_code():
+    jr.init(offline_cache=False)
+
+    @jr.kernel
+    def plain(a: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] = 1.0
+
+    plain(np.zeros(2, np.float32))
+    (handle,) = plain.handles.values()
+    assert "clock" not in handle.launcher.source
+    with pytest.raises(RuntimeError, match="kernel_profiler=True"):
+        jr.profiler.stats()

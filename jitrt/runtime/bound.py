@@ -16,7 +16,7 @@ from ..data import Ndarray
 from ..errors import KernelArgError
 from .arguments import changed_expr, describe, fail, pack_array, specialize, watch_state
 from .context import LaunchContext, raise_fault
-from .launch_source import return_lines, serialized, sizing_lines
+from .launch_source import entry_lines, return_lines, serialized, sizing_lines
 
 if TYPE_CHECKING:
     from .launcher import LaunchHandle
@@ -77,7 +77,7 @@ class BoundLaunch(LaunchContext):
         for k, cell in enumerate(self.array_bumps):
             env[f"w{k}"] = cell
             lines.append(f"    w{k}[0].gen += 1")
-        lines += ["    entry(addr)", "    if buf[0]: raise_fault(buf, c)"]
+        lines += entry_lines(c.name, env, self.program) + ["    if buf[0]: raise_fault(buf, c)"]
         if c.sizing is not None:
             lines.append(f"    if buf[{abi.SLOT_OVERFLOW}]: self.overflow()")
         lines += return_lines(c.lowered.tasked.ret)

@@ -114,6 +114,15 @@ def sizing_lines(handle: "LaunchHandle", env: dict[str, Any], sizing: Any = None
             "    else: lsz_hits[0] += 1"]
 
 
+def entry_lines(name: str, env: dict[str, Any], program: "Program") -> list[str]:
+    """The native call; with the kernel profiler on, timed into the program's profile."""
+    if program.profile is None:
+        return ["    entry(addr)"]
+    import time
+    env["clock"], env["ktimes"] = time.perf_counter, program.profile.times(name)
+    return ["    t0 = clock()", "    entry(addr)", "    ktimes.add(clock() - t0)"]
+
+
 def return_lines(ret: dtypes.DataType | None) -> list[str]:
     """The launcher's return statement: the value in the context's return slot, decoded."""
     if ret is None:

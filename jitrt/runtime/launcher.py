@@ -21,8 +21,8 @@ from . import program as program_mod
 from .arguments import MISSING, bind_args, describe, fail, specialize, written_params
 from .compiler import CompiledKernel, compile_kernel
 from .context import LaunchContext
-from .launch_source import (array_lines, bump_lines, return_lines, scalar_lines, serialized,
-                            sizing_lines, template_lines)
+from .launch_source import (array_lines, bump_lines, entry_lines, return_lines, scalar_lines,
+                            serialized, sizing_lines, template_lines)
 
 if TYPE_CHECKING:
     from .program import Program
@@ -174,7 +174,7 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
     body = (scalar_lines(c, slow) + array_lines(handle, env, slow)
             + template_lines(handle, env, slow) + record + ["    cnt[0] += 1"]
             + sizing_lines(handle, env) + bump_lines(c, env)
-            + ["    entry(addr)", "    if buf[0]: handle.fault()"])
+            + entry_lines(c.name, env, handle.program) + ["    if buf[0]: handle.fault()"])
     if c.sizing is not None:
         body.append(f"    if buf[{abi.SLOT_OVERFLOW}]: handle.overflow()")
     body += return_lines(c.lowered.tasked.ret)

@@ -50,6 +50,10 @@ class Program:
         # launches do not accumulate
         self.sizing_states: weakref.WeakSet[Any] = weakref.WeakSet()
         self.current_results: Any = None                     # results map of the last miss
+        self.profile: Any = None       # a profiler.KernelProfile with kernel_profiler=True
+        if cfg.kernel_profiler:
+            from ..profiler import KernelProfile
+            self.profile = KernelProfile()
 
     @property
     def pool(self) -> Any:
