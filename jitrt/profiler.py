@@ -12,35 +12,10 @@ off the launchers contain no timing code at all, so it costs nothing per launch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from .runtime import program as program_mod
+from .runtime.profile import KernelProfile, KernelTimes
 
-
-@dataclass
-class KernelTimes:
-    count: int = 0
-    total: float = 0.0
-    min: float = float("inf")
-    max: float = 0.0
-
-    def add(self, seconds: float) -> None:
-        self.count += 1
-        self.total += seconds
-        if seconds < self.min:
-            self.min = seconds
-        if seconds > self.max:
-            self.max = seconds
-
-
-@dataclass
-class KernelProfile:
-    """The times of one program's launches, by kernel name."""
-    kernels: dict[str, KernelTimes] = field(default_factory=dict)
-
-    def times(self, name: str) -> KernelTimes:
-        """The record a launcher adds to (created when the launcher is generated)."""
-        return self.kernels.setdefault(name, KernelTimes())
+__all__ = ["KernelProfile", "KernelTimes", "clear", "print_info", "stats"]
 
 
 def stats() -> dict[str, dict[str, float]]:

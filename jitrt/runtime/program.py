@@ -52,7 +52,7 @@ class Program:
         self.current_results: Any = None                     # results map of the last miss
         self.profile: Any = None       # a profiler.KernelProfile with kernel_profiler=True
         if cfg.kernel_profiler:
-            from ..profiler import KernelProfile
+            from .profile import KernelProfile
             self.profile = KernelProfile()
 
     @property
