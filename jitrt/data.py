@@ -9,8 +9,10 @@ changes, and a generation counter `gen` bumped by every host write (`x[i] = v`, 
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -76,10 +78,10 @@ class _Buffer:
                  "named", "__weakref__")
 
     def __init__(self, dtype: Any, shape: Any, needs_grad: bool, name: str | None,
-                 kind: str) -> None:
+                 kind: str, storage: np.ndarray | None = None) -> None:
         self.dtype: DataType = dtypes.coerce(dtype)
         self.shape = _shape(shape)
-        self._data = np.zeros(self.shape, dtype=self.dtype.np)
+        self._data = np.zeros(self.shape, dtype=self.dtype.np) if storage is None else storage
         self.ptr: int = self._data.ctypes.data
         self.gen = 0
         self.alloc_id = next(_alloc_ids)
@@ -132,6 +134,45 @@ class _Buffer:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.dtype!r} shape={self.shape}>"
 
+    # ---- zero-copy interop (the CPU: the data is host memory) ---------------------------
+    def view(self) -> np.ndarray:
+        """A read-only numpy view of the data (no copy). Read-only so that generation counters
+        stay exact: write with `x[i] = v`, `from_numpy`, `fill`, a kernel, or `writable()`."""
+        v = self._data.view()
+        v.flags.writeable = False
+        return v
+
+    @contextlib.contextmanager
+    def writable(self) -> Iterator[np.ndarray]:
+        """A writable numpy view for the `with` block; the generation moves when it ends, so
+        caches that observed the old data see the change."""
+        try:
+            yield self._data
+        finally:
+            self.gen += 1
+
+    def touch(self) -> None:
+        """Declare that the data changed behind jitrt's back (through a foreign view)."""
+        self.gen += 1
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if copy:
+            return self._data.astype(dtype or self._data.dtype, copy=True)
+        v = self.view()
+        return v if dtype is None or np.dtype(dtype) == v.dtype else v.astype(dtype)
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        return self.view().__array_interface__
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        """Read-only DLPack export (consumers that pass `max_version=(1, 0)` or newer, such as
+        `np.from_dlpack`, accept it; older consumers get numpy's BufferError: copy first)."""
+        return self.view().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._data.__dlpack_device__()  # type: ignore[return-value]
+
 
 class Field(_Buffer):
     """Global data referenced from kernels by closure: `x = jr.field(jr.f32, shape=(N,))`."""
@@ -140,7 +181,26 @@ class Field(_Buffer):
 
 class Ndarray(_Buffer):
     """Data passed to kernels as an argument: `a = jr.ndarray(jr.i32, shape=(N,))`."""
-    __slots__ = ()
+    __slots__ = ("_owner",)
+    _owner: Any                 # what a from_dlpack wrapper keeps alive
+
+    @classmethod
+    def from_dlpack(cls, obj: Any, name: str | None = None) -> "Ndarray":
+        """Wrap any DLPack producer (a torch CPU tensor, a numpy array...) without copying.
+        The producer keeps its memory; writes it makes itself are not seen by the generation
+        counters (call `.touch()` after them)."""
+        arr = np.from_dlpack(obj)
+        if not arr.flags.c_contiguous:
+            raise ValueError("jr.ndarray.from_dlpack: the tensor is not C-contiguous; "
+                             "make it contiguous first")
+        if not arr.flags.writeable:
+            raise ValueError("jr.ndarray.from_dlpack: the tensor is read-only")
+        dt = dtypes.from_numpy(arr.dtype)
+        if dt is None:
+            raise TypeError(f"jr.ndarray.from_dlpack: dtype {arr.dtype} has no jitrt type")
+        out = cls(dt, arr.shape, False, name, "ndarray", storage=arr)
+        out._owner = obj        # keep the producer (and its memory) alive
+        return out
 
 
 _NO_SHAPE: Any = object()
@@ -156,3 +216,6 @@ def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
 
 def ndarray(dtype: Any, shape: Any, needs_grad: bool = False, name: str | None = None) -> Ndarray:
     return Ndarray(dtype, shape, needs_grad, name, "ndarray")
+
+
+ndarray.from_dlpack = Ndarray.from_dlpack  # type: ignore[attr-defined]

@@ -147,6 +147,23 @@ def check_scalar(kernel: "KernelLike", p: n.Param, dt: dtypes.DataType, v: Any) 
             raise fail(kernel, p, f"a {dt.name} scalar", "an int too large for a float") from None
 
 
+def as_host_array(v: Any) -> Any:
+    """An argument that is neither a jitrt ndarray nor a numpy array but exposes `__dlpack__`
+    (CPU) or `__array_interface__` (a torch CPU tensor, another library's array): the numpy
+    view of the same memory, through numpy's own `from_dlpack`/`asarray`. Anything else is
+    returned unchanged (and then rejected by `specialize`)."""
+    if isinstance(v, (Ndarray, np.ndarray, Field)):   # a field is not an ndarray argument
+        return v
+    try:
+        if hasattr(v, "__dlpack__"):
+            return np.from_dlpack(v)
+        if hasattr(v, "__array_interface__"):
+            return np.asarray(v)
+    except (BufferError, TypeError, ValueError, RuntimeError):
+        return v
+    return v
+
+
 def array_info(v: Any) -> tuple[dtypes.DataType | None, int, bool] | None:
     if isinstance(v, Ndarray):
         return v.dtype, len(v.shape), v.grad is not None

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..codegen import abi
 from . import program as program_mod
-from .arguments import MISSING, bind_args, describe, fail, specialize, written_params
+from .arguments import (MISSING, as_host_array, bind_args, describe, fail, specialize,
+                        written_params)
 from .compiler import CompiledKernel, compile_kernel
 from .context import LaunchContext
 from .launch_source import (array_lines, bump_lines, entry_lines, return_lines, scalar_lines,
@@ -35,6 +36,8 @@ MISS = object()   # a router's launcher attempt that does not match its speciali
 
 def dispatch(kernel: "KernelLike", args: tuple, kwargs: dict) -> Any:
     values = bind_args(kernel, args, kwargs)
+    values = [as_host_array(v) if p.kind == "ndarray" else v
+              for p, v in zip(kernel.params, values)]
     program = program_mod.current()
     with program.launch_lock:   # one thread builds a handle; others wait
         handle = handle_for(kernel, values)
@@ -188,5 +191,6 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
 def bind(kernel: "KernelLike", args: tuple, kwargs: dict) -> Any:
     """Validate and pack the arguments once; nothing runs until the bound launch is called."""
     from .bound import BoundLaunch
-    values = bind_args(kernel, args, kwargs)
+    values = [as_host_array(v) if p.kind == "ndarray" else v
+              for p, v in zip(kernel.params, bind_args(kernel, args, kwargs))]
     return BoundLaunch(handle_for(kernel, values), values)

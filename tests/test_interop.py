@@ -1,0 +1,94 @@
+"""Arrays in and out without copies: numpy views of jitrt ndarrays, DLPack both ways, and
+foreign array objects (anything exposing `__dlpack__` or `__array_interface__`) as kernel
+arguments, written in place. Generation counters stay exact: exported views are read-only,
+`writable()` bumps the generation when its block ends."""
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import jitrt as jr
+
+ND = jr.types.ndarray
+
+
+@jr.kernel
+def scale(a: ND(dtype=jr.f32, ndim=1), k: jr.f32):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * k
+
+
+class DLPackOnly:
+    """An object that offers its memory only through the DLPack protocol."""
+
+    def __init__(self, arr: np.ndarray) -> None:
+        self._arr = arr
+
+    def __dlpack__(self, **kwargs):
+        return self._arr.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._arr.__dlpack_device__()
+
+
+class InterfaceOnly:
+    """An object that offers its memory only through `__array_interface__`."""
+
+    def __init__(self, arr: np.ndarray) -> None:
+        self._arr = arr
+        self.__array_interface__ = arr.__array_interface__
+
+
+def test_numpy_views_share_memory_and_are_read_only():
+    a = jr.ndarray(jr.f32, (4,))
+    a.from_numpy(np.arange(4, dtype=np.float32))
+    v = np.asarray(a)
+    assert np.shares_memory(v, a.view()) and not v.flags.writeable
+    d = np.from_dlpack(a)
+    assert np.shares_memory(d, v) and (d == [0, 1, 2, 3]).all()
+    scale(a, 2.0)
+    assert (v == [0, 2, 4, 6]).all()             # the view sees the kernel's writes
+    with pytest.raises(ValueError):
+        v[0] = 1.0
+    gen = a.gen
+    with a.writable() as w:
+        w[0] = 5.0
+    assert a.gen == gen + 1 and a[0] == 5.0
+
+
+@pytest.mark.parametrize("wrap", [DLPackOnly, InterfaceOnly])
+def test_foreign_arrays_are_kernel_arguments_written_in_place(wrap):
+    data = np.arange(5, dtype=np.float32)
+    scale(wrap(data), 3.0)
+    np.testing.assert_array_equal(data, np.arange(5) * 3)
+    launch = scale.bind(wrap(data), 2.0)
+    launch()
+    np.testing.assert_array_equal(data, np.arange(5) * 6)
+
+
+def test_memmap_and_subclass_are_arguments(tmp_path):
+    mm = np.memmap(tmp_path / "m.bin", dtype=np.float32, mode="w+", shape=(3,))
+    mm[:] = 1
+    scale(mm, 4.0)
+    mm.flush()
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "m.bin", np.float32), [4, 4, 4])
+
+
+def test_from_dlpack_wraps_without_copy():
+    base = np.arange(6, dtype=np.float32)
+    nd = jr.ndarray.from_dlpack(base)
+    scale(nd, 10.0)
+    np.testing.assert_array_equal(base, np.arange(6) * 10)
+    assert nd.shape == (6,) and nd.dtype is jr.f32
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        jr.ndarray.from_dlpack(np.arange(6, dtype=np.float32)[::2])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+def test_torch_cpu_tensor_is_an_argument():
+    import torch
+    t = torch.arange(4, dtype=torch.float32)
+    scale(t, 2.0)
+    assert t.tolist() == [0.0, 2.0, 4.0, 6.0]
