@@ -178,6 +178,15 @@ class Field(_Buffer):
     """Global data referenced from kernels by closure: `x = jr.field(jr.f32, shape=(N,))`."""
     __slots__ = ()
 
+    def to_torch(self) -> Any:
+        """A torch tensor with a copy of the data (torch is optional, never a dependency)."""
+        import torch
+        return torch.from_numpy(self.to_numpy())
+
+    def from_torch(self, tensor: Any) -> None:
+        """Copy a torch tensor of the field's shape into the field (moves it to the CPU)."""
+        self.from_numpy(tensor.detach().cpu().numpy())
+
 
 class Ndarray(_Buffer):
     """Data passed to kernels as an argument: `a = jr.ndarray(jr.i32, shape=(N,))`."""
@@ -208,6 +217,24 @@ _NO_SHAPE: Any = object()
 
 def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
           name: str | None = None) -> Field:
+    """A global array kernels reach by name (a module global or a closure variable).
+
+    Args:
+        dtype: a jitrt dtype (`jr.f32`...), a numpy dtype, or `int`/`float`.
+        shape: an int or a tuple of ints; `()` for a scalar field, read and written as
+            `x[None]`.
+        needs_grad: also allocate `x.grad` (float dtypes only), for reverse-mode autodiff.
+        name: the name used in error messages (default: the name the kernel source uses).
+
+    Raises:
+        TypeError: no shape, a non-integer extent, or a dtype jitrt does not know.
+        ValueError: a negative extent or more than 2**40 elements.
+
+    Example::
+
+        x = jr.field(jr.f32, shape=(1024,), needs_grad=True)
+        x.fill(1.0); x[3] = 2.0; x.to_numpy()
+    """
     if shape is _NO_SHAPE:
         raise TypeError("jr.field() needs a shape: shape=(n,) or (n, m), or shape=() for a "
                         "scalar field (read and written as x[None])")
@@ -215,6 +242,17 @@ def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
 
 
 def ndarray(dtype: Any, shape: Any, needs_grad: bool = False, name: str | None = None) -> Ndarray:
+    """An array passed to kernels as an argument (`jr.types.ndarray(...)` parameters).
+
+    Same arguments as `jr.field`. A plain numpy array may be passed where a kernel takes an
+    ndarray; a jitrt ndarray adds a generation counter (exact adstack-sizing caches), `.grad`
+    with `needs_grad=True`, and the cheapest launches. `jr.ndarray.from_dlpack(obj)` wraps
+    another library's array without copying.
+
+    Example::
+
+        a = jr.ndarray(jr.i32, shape=(N,)); a.from_numpy(np.arange(N, dtype=np.int32))
+    """
     return Ndarray(dtype, shape, needs_grad, name, "ndarray")
 
 

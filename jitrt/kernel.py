@@ -105,8 +105,32 @@ class Kernel:
 
 
 def kernel(fn: Callable) -> Kernel:
+    """Decorate a function as a kernel, compiled on first call for each specialization.
+
+    Parameters are annotated `jr.f32`/`jr.i32`/... (scalars), `jr.types.ndarray(dtype=...,
+    ndim=...)` (arrays passed at launch) or `jr.template()` (fields and Python constants,
+    compiled in); `-> jr.f32` lets it return one scalar. The outermost loops run in parallel.
+    Calling the kernel launches it; `k.grad(...)` launches its reverse-mode adjoint;
+    `k.bind(...)` packs the arguments once for repeated launches.
+
+    Raises (at the first call): `jr.KernelCompileError` (unsupported Python, type errors; the
+    message points at the line), `jr.KernelArgError` (wrong arguments).
+
+    Example::
+
+        @jr.kernel
+        def scale(a: jr.types.ndarray(dtype=jr.f32, ndim=1), k: jr.f32):
+            for i in range(a.shape[0]):
+                a[i] = a[i] * k
+    """
     return Kernel(fn)
 
 
 def func(fn: Callable) -> Func:
+    """Decorate a function to be inlined into the kernels that call it.
+
+    Parameters annotated `jr.template()` are passed by reference (fields, ndarrays, locals the
+    func may assign); the others by value. A func returns through its last statement only.
+    Called outside a kernel it is the plain Python function.
+    """
     return Func(fn)

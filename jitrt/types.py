@@ -18,6 +18,8 @@ class NdarrayType:
 
 
 def ndarray(dtype: Any = None, ndim: int | None = None) -> NdarrayType:
+    """The annotation of an array parameter: `a: jr.types.ndarray(dtype=jr.f32, ndim=1)`.
+    Leaving out dtype or ndim makes them part of the specialization (one compile each)."""
     return NdarrayType(None if dtype is None else dtypes.coerce(dtype), ndim)
 
 
@@ -28,4 +30,7 @@ class Template:
 
 
 def template() -> Template:
+    """The annotation of a compile-time parameter (`f: jr.template()`): a field or a Python
+    constant, compiled into the kernel (one specialization per field or value); in a
+    `@jr.func`, a parameter passed by reference."""
     return Template()

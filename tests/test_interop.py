@@ -92,3 +92,11 @@ def test_torch_cpu_tensor_is_an_argument():
     t = torch.arange(4, dtype=torch.float32)
     scale(t, 2.0)
     assert t.tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_public_api_is_documented_and_typed():
+    import pathlib
+    missing = [n for n in jr.__all__ if callable(getattr(jr, n))
+               and not (getattr(jr, n).__doc__ or "").strip()]
+    assert not missing, f"public names without a docstring: {missing}"
+    assert (pathlib.Path(jr.__file__).parent / "py.typed").exists()

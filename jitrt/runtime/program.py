@@ -88,6 +88,20 @@ _init_lock = threading.RLock()   # the first launches may come from several thre
 
 
 def init(arch: Any = None, **options: Any) -> Program:
+    """Create the program every launch uses (calling it again replaces it).
+
+    Args:
+        arch: `jr.cpu` (default), `jr.cuda`, `jr.amdgpu`, `jr.gpu` or their names;
+            `JITRT_ARCH` overrides it.
+        **options: `debug`, `offline_cache`, `offline_cache_dir`, `offline_cache_max_bytes`,
+            `ad_stack_size`, `default_fp`, `default_ip`, `num_threads`, `parallel_grain`,
+            `device_id`, `kernel_profiler`, `log_level` (docs/usage.md, "Configuration");
+            each also from `JITRT_<NAME>`.
+
+    Returns the Program. Raises `jr.ConfigError` for a bad value (naming the option and the
+    accepted values), `TypeError` for an unknown option, `jr.BackendUnavailableError` when the
+    arch's runtime or device is missing. A failed init leaves the previous program in place.
+    """
     with _init_lock:
         return _init(arch, **options)
 
@@ -129,6 +143,8 @@ def current() -> Program:
 
 
 def reset() -> None:
+    """Drop the current program; the next launch or `jr.init` creates a new one. Compiled
+    kernels stay in the offline cache."""
     global _current
     _current = None
     ACTIVE[0] = None
