@@ -50,6 +50,10 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
     return tuple(params)
 
 
+# a kernel's `__call__` until its first launch installs the fast path
+_FIRST_CALL = launcher.user_facing(launcher.dispatch, "__call__", packed=True)
+
+
 class Kernel:
     """A compiled-on-first-use kernel. Calling it launches; `.grad(...)` launches its adjoint."""
 
@@ -57,7 +61,7 @@ class Kernel:
 
     def __new__(cls, fn: Callable, adjoint: bool = False) -> "Kernel":
         # One class per kernel, so that the fast launcher can be installed as `__call__`.
-        sub = type(f"Kernel[{fn.__qualname__}]", (cls,), {"__call__": cls._dispatch_call})
+        sub = type(f"Kernel[{fn.__qualname__}]", (cls,), {"__call__": _FIRST_CALL})
         return super().__new__(sub)
 
     def __init__(self, fn: Callable, adjoint: bool = False) -> None:
@@ -84,12 +88,9 @@ class Kernel:
             self._source = capture(self.fn)
         return self._source
 
-    def _dispatch_call(self, *args: Any, **kwargs: Any) -> Any:
-        return launcher.dispatch(self, args, kwargs)
-
     def bind(self, *args: Any, **kwargs: Any) -> Any:
         """A launch with its arguments packed once: call it with no arguments to run."""
-        return launcher.bind(self, args, kwargs)
+        return _BIND(self, args, kwargs)
 
     @property
     def grad(self) -> "Kernel":
@@ -102,6 +103,9 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<jitrt kernel {self.qualname}{' (grad)' if self.adjoint else ''}>"
+
+
+_BIND = launcher.user_facing(launcher.bind, "bind")
 
 
 def kernel(fn: Callable) -> Kernel:

@@ -100,3 +100,40 @@ def test_public_api_is_documented_and_typed():
                and not (getattr(jr, n).__doc__ or "").strip()]
     assert not missing, f"public names without a docstring: {missing}"
     assert (pathlib.Path(jr.__file__).parent / "py.typed").exists()
+
+
+TYPO = """
+import numpy as np
+import jitrt as jr
+factor = 2.0
+
+@jr.kernel
+def scale(a: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * factr
+
+scale(np.ones(3, np.float32))
+"""
+
+
+@pytest.mark.parametrize("when", ["first launch", "wrong argument later"])
+def test_errors_reach_the_user_without_jitrt_frames(tmp_path, when):
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    code = TYPO if when == "first launch" else TYPO.replace("* factr", "* factor") + \
+        "scale(np.ones(3, np.float64))\n"
+    script = tmp_path / "user.py"
+    script.write_text(code)
+    root = pathlib.Path(jr.__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(root),
+                                   JITRT_CACHE_DIR=str(tmp_path / "c")), timeout=120)
+    frames = [line for line in proc.stderr.splitlines() if line.strip().startswith("File ")]
+    package = str(pathlib.Path(jr.__file__).resolve().parent)
+    assert frames and not [f for f in frames if package in f], proc.stderr
+    if when == "first launch":
+        assert "name 'factr' is not defined; did you mean 'factor'?" in proc.stderr
+    else:
+        assert "KernelArgError" in proc.stderr and "'a'" in proc.stderr

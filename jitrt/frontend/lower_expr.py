@@ -8,6 +8,7 @@ comparisons and logic give i32 0/1. Operations on two compile-time numbers fold 
 from __future__ import annotations
 
 import ast
+import difflib
 import operator
 from dataclasses import dataclass
 from typing import Any
@@ -125,7 +126,10 @@ class ExprLowering(LoweringHost):
     def expr_Name(self, node: ast.Name) -> Value:
         found = self.scope.lookup(node.id)
         if found is None:
-            raise self.err(node, f"name '{node.id}' is not defined")
+            close = difflib.get_close_matches(
+                node.id, list(self.scope.bindings) + list(self.scope.globals), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise self.err(node, f"name '{node.id}' is not defined{hint}")
         if isinstance(found, LocalVar):
             if self.scope.assigned is not None and node.id not in self.scope.assigned:
                 raise self.err(node, f"local '{node.id}' may be read before it is assigned: it "

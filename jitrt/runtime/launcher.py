@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..codegen import abi
+from ..errors import JitrtError
 from . import program as program_mod
 from .arguments import (MISSING, as_host_array, bind_args, describe, fail, specialize,
                         written_params)
@@ -30,6 +31,24 @@ if TYPE_CHECKING:
     from .seams import KernelLike
 
 MISS = object()   # a router's launcher attempt that does not match its specialization
+
+
+def user_facing(fn: Any, name: str, packed: bool = False) -> Any:
+    """`fn` wrapped so that a `JitrtError` reaches the user without jitrt's internal frames:
+    the traceback shows the user's call and the message (file, line, caret), as Triton and
+    numba do. The wrapper is compiled from a string, so its one frame (`<jitrt>`) is not a
+    file of the package either. `packed`: the wrapper is a method `(self, *args, **kwargs)`
+    calling `fn(self, args, kwargs)` (a kernel's first `__call__`)."""
+    env: dict[str, Any] = {"fn": fn, "JitrtError": JitrtError}
+    params, call = ("self, *args, **kwargs", "fn(self, args, kwargs)") if packed else \
+        ("*args, **kwargs", "fn(*args, **kwargs)")
+    source = (f"def {name}({params}):\n"
+              "    try:\n"
+              f"        return {call}\n"
+              "    except JitrtError as exc:\n"
+              "        raise exc.with_traceback(None) from None\n")
+    exec(compile(source, "<jitrt>", "exec"), env)  # noqa: S102
+    return env[name]
 
 
 # ---- dispatch (slow path) -----------------------------------------------------------------
@@ -90,7 +109,7 @@ def make_router(kernel: "KernelLike", handles: list["LaunchHandle"], program: "P
     checks in turn; alternating specializations never go through `dispatch`."""
     argnames = [f"a{i}" for i in range(len(kernel.params))]
     all_args = "(" + "".join(a + ", " for a in argnames) + ")"
-    env: dict[str, Any] = {"dispatch": dispatch, "MISS": MISS, "MISSING": MISSING,
+    env: dict[str, Any] = {"dispatch": DISPATCH, "MISS": MISS, "MISSING": MISSING,
                            "active": program_mod.ACTIVE, "prog": program}
     sig = "".join(f"{a}=MISSING, " for a in argnames)
     lines = [f"def route(self, {sig}/, *extra, **kw):",
@@ -154,7 +173,7 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
     argnames = [f"a{i}" for i in range(len(c.params))]
     env: dict[str, Any] = {"buf": handle.buf, "dbuf": handle.dbuf, "addr": handle.addr,
                            "entry": handle.entry, "cnt": handle.launch_count, "MISSING": MISSING,
-                           "handle": handle, "dispatch": dispatch, "MISS": MISS,
+                           "handle": handle, "dispatch": DISPATCH, "MISS": MISS,
                            "active": program_mod.ACTIVE, "prog": handle.program,
                            "token": handle.program.tape_token}
     all_args = "(" + "".join(a + ", " for a in argnames) + ")"
@@ -186,6 +205,9 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
     launch = env["launch"]
     launch.source = source
     return launch
+
+
+DISPATCH = user_facing(dispatch, "dispatch")   # what generated launchers fall back to
 
 
 def bind(kernel: "KernelLike", args: tuple, kwargs: dict) -> Any:
