@@ -21,6 +21,8 @@ from . import dtypes
 from .dtypes import DataType
 
 _alloc_ids = itertools.count(1)
+# numpy < 2.1 imports DLPack tensors read-only and cannot export read-only views through it
+DLPACK_WRITABLE = bool(np.from_dlpack(np.zeros(1)).flags.writeable)
 _grad_fields: list["weakref.ref[Field]"] = []   # pruned as fields die (cheaper than a WeakSet)
 
 
@@ -203,7 +205,9 @@ class Ndarray(_Buffer):
             raise ValueError("jr.ndarray.from_dlpack: the tensor is not C-contiguous; "
                              "make it contiguous first")
         if not arr.flags.writeable:
-            raise ValueError("jr.ndarray.from_dlpack: the tensor is read-only")
+            raise ValueError("jr.ndarray.from_dlpack: the tensor is read-only" + (
+                "" if DLPACK_WRITABLE else f" (numpy {np.__version__} imports every DLPack "
+                "tensor read-only; numpy >= 2.1 keeps them writable)"))
         dt = dtypes.from_numpy(arr.dtype)
         if dt is None:
             raise TypeError(f"jr.ndarray.from_dlpack: dtype {arr.dtype} has no jitrt type")

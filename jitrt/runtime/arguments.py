@@ -156,7 +156,9 @@ def as_host_array(v: Any) -> Any:
         return v
     try:
         if hasattr(v, "__dlpack__"):
-            return np.from_dlpack(v)
+            arr = np.from_dlpack(v)
+            if arr.flags.writeable or not hasattr(v, "__array_interface__"):
+                return arr        # (numpy < 2.1 imports DLPack read-only: see below)
         if hasattr(v, "__array_interface__"):
             return np.asarray(v)
     except (BufferError, TypeError, ValueError, RuntimeError):
