@@ -302,6 +302,12 @@ def main(launches: int = 20000, repeats: int = 5, arch: str = "cpu") -> int:
     print(format_targets(rows))
     print()
     print(format_corners(measure_corners(launches, repeats)))
+    off = next(r.us for r in rows if r.level == "L0" and r.case == "jitrt ndarray")
+    jr.init(arch=arch, kernel_profiler=True)
+    nd = jr.ndarray(jr.f32, shape=(N,))
+    on = time_launches(fill_l0, (nd,), launches, repeats)
+    print(f"kernel profiler: L0 jitrt ndarray {off:.3f} us with it off (the launcher has no "
+          f"timing code), {on:.3f} us with it on")
     return 0
 
 

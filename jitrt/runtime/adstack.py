@@ -20,6 +20,7 @@ the program's `current_results`. `raise_overflow` turns the overflow slot into a
 from __future__ import annotations
 
 import ctypes
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xxhash
 
+from .. import logger as log
 from ..codegen import abi
 from ..errors import AdStackOverflowError
 from ..passes import sizeexpr as se
@@ -236,6 +238,9 @@ class LaunchSizing:
         plan.required(addr, ctypes.addressof(plan.results), ctypes.addressof(plan.out))
         caps = [max(plan.out[j], 1) for j in range(len(plan.stacks))]
         plan.write_layout(buf, caps, program)
+        if log.logger.isEnabledFor(logging.DEBUG):   # a sizing miss, never the steady state
+            log.logger.debug("%s: adstack capacities %s", plan.kernel_name,
+                             dict(zip((s.stack.name for s in plan.stacks), caps)))
         self.results = MappingProxyType({key: plan.results[k]
                                          for k, key in enumerate(self.spec_keys)})
         program.current_results = self.results   # shared by reference, never copied

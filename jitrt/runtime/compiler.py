@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import log
+from .. import logger as log
 from ..codegen import abi, sizing
 from ..codegen.kernel_module import AccessSite, LaunchableTask, build_module
 from ..frontend.context import CompileContext
@@ -150,13 +150,19 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
                    ctx: CompileContext,
                    kir: n.KernelIR, cfg: Any, device: "Device") -> Artifact:
     """Passes, codegen and LLVM: everything the offline cache lets a warm start skip."""
+    t0 = time.perf_counter()
     lowered, layout = passes(kernel, params, ctx, kir, cfg)
+    t1 = time.perf_counter()
     text = kernel_text(lowered.tasked)
     prefix = "jk_" + hashlib.sha1((text + repr(cfg.codegen_items())).encode()).hexdigest()[:16]
     module, sites, tasks = build_module(lowered.tasked, device.codegen_target, layout, prefix,
                                         lowered.local_types)
     specs = add_sizing_functions(module, prefix, lowered, layout, params)
+    t2 = time.perf_counter()
     obj = device.compile(module)
+    log.logger.debug("%s: passes %.1f ms, codegen %.1f ms, LLVM %.1f ms (%d tasks)", name,
+                     (t1 - t0) * 1e3, (t2 - t1) * 1e3, (time.perf_counter() - t2) * 1e3,
+                     len(tasks))
     symbols = [f"{prefix}_entry"] + [f"{prefix}_red{k}" for k in range(len(specs))]
     if lowered.stacks and all(s.capacity is not None for s in lowered.stacks):
         symbols.append(f"{prefix}_required")

@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any
 
 from .. import config as config_mod
-from .. import log
+from .. import logger as log
 from .._version import __version__
 from ..errors import BackendUnavailableError
 
