@@ -1,0 +1,171 @@
+"""Throughput of generated code: jitrt kernels against numpy (and numba when it is installed).
+
+    python benchmarks/throughput.py [--n 16777216] [--grid 2048] [--repeats 5] [--threads 1,0]
+
+Kernels (f32): a copy (the memory-bandwidth reference), saxpy `y = a*x + y`, a 5-point stencil
+over a grid x grid array (`jr.ndrange`), a gather `y[i] = x[idx[i]] * 2`, eight `sin` per
+element, and a sum into one element (`out[0] += x[i]`). Each is timed as the minimum of
+`--repeats` runs after a warm-up, for each thread count in `--threads` (0: all cores), in one
+process, and checked against numpy. GB/s counts each input read once and each output written
+once. numba (`@njit(parallel=True)`, its defaults) is measured only if it imports; it is not a
+dependency. Prints one table; ratios are jitrt time over the reference's time.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+try:
+    import jitrt as jr
+except ImportError:  # run from a source checkout without installing: use the checkout
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import jitrt as jr
+
+ND = jr.types.ndarray
+
+
+@jr.kernel
+def copy(x: ND(dtype=jr.f32, ndim=1), y: ND(dtype=jr.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        y[i] = x[i]
+
+
+@jr.kernel
+def saxpy(a: jr.f32, x: ND(dtype=jr.f32, ndim=1), y: ND(dtype=jr.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+@jr.kernel
+def stencil(u: ND(dtype=jr.f32, ndim=2), v: ND(dtype=jr.f32, ndim=2)):
+    for i, j in jr.ndrange((1, u.shape[0] - 1), (1, u.shape[1] - 1)):
+        v[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) - u[i, j]
+
+
+@jr.kernel
+def gather(x: ND(dtype=jr.f32, ndim=1), idx: ND(dtype=jr.i32, ndim=1),
+           y: ND(dtype=jr.f32, ndim=1)):
+    for i in range(idx.shape[0]):
+        y[i] = x[idx[i]] * 2.0
+
+
+@jr.kernel
+def sines(x: ND(dtype=jr.f32, ndim=1), y: ND(dtype=jr.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        v = x[i]
+        for _ in jr.static(range(8)):
+            v = jr.sin(v)
+        y[i] = v
+
+
+@jr.kernel
+def total(x: ND(dtype=jr.f32, ndim=1), out: ND(dtype=jr.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        out[0] += x[i]
+
+
+def best_ms(fn: Callable[[], Any], repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times) * 1e3
+
+
+def cases(n: int, grid: int, rng: np.random.Generator) -> list[tuple[str, int, Any, Any]]:
+    """(name, bytes moved, jitrt call, numpy call) per kernel, with checked outputs."""
+    x = rng.random(n, dtype=np.float32)
+    y = rng.random(n, dtype=np.float32)
+    idx = rng.integers(0, n, n, dtype=np.int32)
+    u = rng.random((grid, grid), dtype=np.float32)
+    v = np.zeros_like(u)
+    out = np.zeros(1, np.float32)
+    ys = np.zeros_like(x)
+    f4 = 4
+
+    def np_stencil() -> np.ndarray:
+        w = np.zeros_like(u)
+        w[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) \
+            - u[1:-1, 1:-1]
+        return w
+
+    def np_sines() -> np.ndarray:
+        w = x
+        for _ in range(8):
+            w = np.sin(w)
+        return w
+
+    def jr_total() -> None:
+        out[0] = 0.0
+        total(x, out)
+
+    return [
+        ("copy", 2 * n * f4, lambda: copy(x, ys), lambda: ys.__setitem__(slice(None), x)),
+        ("saxpy", 3 * n * f4, lambda: saxpy(2.0, x, y), lambda: np.add(2.0 * x, y)),
+        (f"stencil {grid}x{grid}", 2 * grid * grid * f4, lambda: stencil(u, v), np_stencil),
+        ("gather", 3 * n * f4, lambda: gather(x, idx, ys), lambda: x[idx] * 2),
+        ("8 x sin", 2 * n * f4, lambda: sines(x, ys), np_sines),
+        ("sum into out[0]", n * f4, jr_total, lambda: x.sum()),
+    ]
+
+
+def check(n: int, grid: int) -> None:
+    """The kernels compute what numpy computes (small sizes)."""
+    rng = np.random.default_rng(1)
+    x = rng.random(n, dtype=np.float32)
+    idx = rng.integers(0, n, n, dtype=np.int32)
+    y = np.zeros_like(x)
+    gather(x, idx, y)
+    assert np.allclose(y, x[idx] * 2)
+    sines(x, y)
+    w = x
+    for _ in range(8):
+        w = np.sin(w)
+    assert np.allclose(y, w, rtol=1e-5)
+    u = rng.random((grid, grid), dtype=np.float32)
+    v = np.zeros_like(u)
+    stencil(u, v)
+    ref = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) - u[1:-1, 1:-1]
+    assert np.allclose(v[1:-1, 1:-1], ref, rtol=1e-5, atol=1e-6)
+    out = np.zeros(1, np.float32)
+    total(x, out)
+    assert np.isclose(out[0], x.sum(dtype=np.float64), rtol=1e-4)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1 << 24)
+    ap.add_argument("--grid", type=int, default=2048)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--threads", default="1,0", help="thread counts, 0 = all cores")
+    args = ap.parse_args(argv)
+    rows = []
+    for threads in (int(t) for t in args.threads.split(",")):
+        jr.init(offline_cache=False, num_threads=threads or None)
+        check(4096, 64)
+        count = jr.runtime.program.current().pool.num_threads
+        for name, nbytes, jr_call, np_call in cases(args.n, args.grid,
+                                                      np.random.default_rng(0)):
+            jr_ms = best_ms(jr_call, args.repeats)
+            np_ms = best_ms(np_call, args.repeats)
+            rows.append((count, name, jr_ms, nbytes / jr_ms / 1e6, np_ms))
+    print(f"throughput: n={args.n}, grid={args.grid}, min of {args.repeats} runs, f32; "
+          f"numpy {np.__version__} (single-threaded)")
+    print(f"{'threads':>7}  {'kernel':<18} {'jitrt ms':>9} {'jitrt GB/s':>10} {'numpy ms':>9} "
+          f"{'jitrt/numpy':>11}")
+    for count, name, jr_ms, gbs, np_ms in rows:
+        print(f"{count:>7}  {name:<18} {jr_ms:9.2f} {gbs:10.1f} {np_ms:9.2f} "
+              f"{jr_ms / np_ms:10.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
