@@ -297,3 +297,19 @@ def test_cache_cli_refuses_a_missing_directory_or_a_file(tmp_path, action):
                               timeout=120)
         assert proc.returncode == 2 and words in proc.stderr, (proc.stdout, proc.stderr)
     assert afile.read_text() == "x"
+
+
+def test_saving_does_not_scan_the_directory_until_the_cap(tmp_path, monkeypatch):
+    store = store_mod.CacheStore(tmp_path, max_bytes=1 << 30)
+    for k in range(300):                       # an existing cache of many entries
+        (tmp_path / f"old{k}.jkc").write_bytes(b"x" * 100)
+    scans = []
+    monkeypatch.setattr(store, "entries", lambda: scans.append(1) or [])
+    for k in range(50):
+        store.save(f"key{k}", "kernel", b"payload")
+    assert scans == []                          # no per-save directory listing
+    small = store_mod.CacheStore(tmp_path, max_bytes=20_000)
+    for k in range(5):
+        small.save(f"new{k}", "kernel", b"y" * 1000)
+    total = sum(p.stat().st_size for p in tmp_path.glob("*.jkc"))
+    assert total <= 20_000                      # the cap still holds after the scan

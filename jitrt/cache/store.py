@@ -11,7 +11,8 @@ Writes go to a temporary file in the same directory and are renamed into place, 
 a wrong magic, version, key, length or checksum, or an unreadable payload, warns once per
 problem kind, deletes the entry and reports a miss: the caller recompiles and overwrites.
 Last use is the file's mtime (touched on every hit); past `max_bytes` the least recently used
-entries are evicted after a write. Location: `offline_cache_dir`, else `JITRT_CACHE_DIR`,
+entries are evicted after a write. A save costs O(1) in the number of entries: the store keeps
+the directory's size up to date and scans for eviction only when it passes the cap. Location: `offline_cache_dir`, else `JITRT_CACHE_DIR`,
 else `$XDG_CACHE_HOME/jitrt`, else `~/.cache/jitrt`.
 """
 from __future__ import annotations
@@ -121,6 +122,11 @@ class CacheStore:
     def __init__(self, directory: pathlib.Path, max_bytes: int) -> None:
         self.dir = directory
         self.max_bytes = max_bytes
+        # the directory's size as this process knows it: measured once (file sizes only), then
+        # kept up to date by our own saves, so a save costs O(1) in the number of entries; the
+        # LRU scan runs only when the estimate passes the cap (and measures the truth again).
+        # Other processes' writes are seen at the next scan.
+        self._approx_bytes: int | None = None
 
     def path(self, key: str) -> pathlib.Path:
         return self.dir / f"{key}{SUFFIX}"
@@ -161,7 +167,29 @@ class CacheStore:
                 self._remove(pathlib.Path(tmp))
             _warn_once("io-write", f"jitrt offline cache: cannot write to {self.dir}: {exc}")
             return
-        self.evict()
+        self._account(len(data))
+
+    def _account(self, nbytes: int) -> None:
+        if self._approx_bytes is None:
+            self._approx_bytes = self._scan_bytes()
+        else:
+            self._approx_bytes += nbytes     # a replaced entry is counted twice: safe side
+        if self._approx_bytes > self.max_bytes:
+            self.evict()
+
+    def _scan_bytes(self) -> int:
+        total = 0
+        try:
+            with os.scandir(self.dir) as it:
+                for entry in it:
+                    if entry.name.endswith(SUFFIX):
+                        try:
+                            total += entry.stat().st_size
+                        except OSError:
+                            pass
+        except OSError:
+            pass
+        return total
 
     def _remove(self, path: pathlib.Path) -> None:
         try:
@@ -201,6 +229,7 @@ class CacheStore:
             self._remove(e.path)
             total -= e.size
             removed += 1
+        self._approx_bytes = total
         return removed
 
     def clear(self) -> int:
