@@ -12,8 +12,9 @@ a wrong magic, version, key, length or checksum, or an unreadable payload, warns
 problem kind, deletes the entry and reports a miss: the caller recompiles and overwrites.
 Last use is the file's mtime (touched on every hit); past `max_bytes` the least recently used
 entries are evicted after a write. A save costs O(1) in the number of entries: the store keeps
-the directory's size up to date and scans for eviction only when it passes the cap. Location: `offline_cache_dir`, else `JITRT_CACHE_DIR`,
-else `$XDG_CACHE_HOME/jitrt`, else `~/.cache/jitrt`.
+the directory's size up to date and scans for eviction only when it passes the cap.
+Location: `offline_cache_dir`, else `JITRT_CACHE_DIR`, else `$XDG_CACHE_HOME/jitrt`, else
+`~/.cache/jitrt`.
 """
 from __future__ import annotations
 
