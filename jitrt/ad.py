@@ -48,8 +48,11 @@ class Tape:
         if self.clear_gradients:
             for f in live_grad_fields():
                 grad = f.grad
-                grad._data.fill(0)      # Field.fill, inlined: a Tape is on the step's path
-                grad.gen += 1
+                if grad._mirror is not None:
+                    grad.fill(0)
+                else:
+                    grad._data.fill(0)      # Field.fill, inlined: a Tape is on the step's path
+                    grad.gen += 1
         program.tape = self
         program_mod.ACTIVE[0] = program.tape_token   # launchers now record themselves
         self._program = program

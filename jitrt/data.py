@@ -77,7 +77,7 @@ class _Buffer:
     """What Field and Ndarray share: the numpy buffer, host access and the generation."""
 
     __slots__ = ("_data", "dtype", "shape", "gen", "ptr", "alloc_id", "grad", "name",
-                 "named", "__weakref__")
+                 "named", "_mirror", "__weakref__")
 
     def __init__(self, dtype: Any, shape: Any, needs_grad: bool, name: str | None,
                  kind: str, storage: np.ndarray | None = None) -> None:
@@ -85,6 +85,7 @@ class _Buffer:
         self.shape = _shape(shape)
         self._data = np.zeros(self.shape, dtype=self.dtype.np) if storage is None else storage
         self.ptr: int = self._data.ctypes.data
+        self._mirror: Any = None   # a GPU's copy of the data (backends/gpu.py), if any
         self.gen = 0
         self.alloc_id = next(_alloc_ids)
         self.name = name or f"{kind}{self.alloc_id}"
@@ -106,32 +107,48 @@ class _Buffer:
     def needs_grad(self) -> bool:
         return self.grad is not None
 
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, slice):
-            return self._data[key].copy()
-        return self._data[_host_index(key, self.shape, self.name)].item()
+    # On a GPU the data may be newer in device memory: every host read goes through `_host()`
+    # (which downloads it then) and every host write ends in `_wrote()` (the next launch
+    # uploads it).
+    def _host(self) -> np.ndarray:
+        if self._mirror is not None:
+            self._mirror.before_host_read()
+        return self._data
 
-    def __setitem__(self, key: Any, value: Any) -> None:
-        if isinstance(key, slice):
-            self._data[key] = value
-        else:
-            self._data[_host_index(key, self.shape, self.name)] = value
+    def _wrote(self) -> None:
+        if self._mirror is not None:
+            self._mirror.after_host_write()
         self.gen += 1
 
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice):
+            return self._host()[key].copy()
+        index = _host_index(key, self.shape, self.name)
+        return self._host()[index].item()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        index = key if isinstance(key, slice) else _host_index(key, self.shape, self.name)
+        self._host()[index] = value
+        self._wrote()
+
     def to_numpy(self) -> np.ndarray:
-        return self._data.copy()
+        return self._host().copy()
 
     def from_numpy(self, arr: Any) -> None:
         arr = np.asarray(arr)
         if arr.shape != self.shape:
             raise ValueError(f"{self.name}.from_numpy: shape {arr.shape} does not match "
                              f"{self.shape}")
+        if self._mirror is not None:
+            self._mirror.device_newer = False    # every element is overwritten
         np.copyto(self._data, arr, casting="same_kind")
-        self.gen += 1
+        self._wrote()
 
     def fill(self, value: Any) -> None:
+        if self._mirror is not None:
+            self._mirror.device_newer = False
         self._data.fill(value)
-        self.gen += 1
+        self._wrote()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.dtype!r} shape={self.shape}>"
@@ -140,7 +157,7 @@ class _Buffer:
     def view(self) -> np.ndarray:
         """A read-only numpy view of the data (no copy). Read-only so that generation counters
         stay exact: write with `x[i] = v`, `from_numpy`, `fill`, a kernel, or `writable()`."""
-        v = self._data.view()
+        v = self._host().view()
         v.flags.writeable = False
         return v
 
@@ -149,17 +166,17 @@ class _Buffer:
         """A writable numpy view for the `with` block; the generation moves when it ends, so
         caches that observed the old data see the change."""
         try:
-            yield self._data
+            yield self._host()
         finally:
-            self.gen += 1
+            self._wrote()
 
     def touch(self) -> None:
         """Declare that the data changed behind jitrt's back (through a foreign view)."""
-        self.gen += 1
+        self._wrote()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if copy:
-            return self._data.astype(dtype or self._data.dtype, copy=True)
+            return self._host().astype(dtype or self._data.dtype, copy=True)
         v = self.view()
         return v if dtype is None or np.dtype(dtype) == v.dtype else v.astype(dtype)
 

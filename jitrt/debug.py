@@ -13,9 +13,10 @@ def reset_stats() -> None:
     _program.current().reset_stats()
 
 
-def gpu_asm(kernel, *args, arch: str = "cuda", **kwargs) -> str:
-    """The GPU assembly (PTX for arch="cuda", AMDGCN for arch="amdgpu") that jitrt generates for
-    `kernel` specialised to these arguments. Needs no GPU: it stops after code generation."""
+def gpu_asm(kernel, *args, arch: str = "cuda", sm: int = 80, **kwargs) -> str:
+    """The GPU assembly (PTX for arch="cuda" and compute capability `sm`, AMDGCN for
+    arch="amdgpu") that jitrt generates for `kernel` specialised to these arguments. Needs no
+    GPU: it stops after code generation."""
     from .runtime.compiler import lower_for_target
     from .runtime.arguments import bind_args, specialize
     if arch not in ("cuda", "amdgpu"):
@@ -23,7 +24,7 @@ def gpu_asm(kernel, *args, arch: str = "cuda", **kwargs) -> str:
     program = _program.current()
     values = bind_args(kernel, args, kwargs)
     params, _, templates, name = specialize(kernel, values, program.config)
-    return lower_for_target(kernel, params, templates, name, program, arch)
+    return lower_for_target(kernel, params, templates, name, program, arch, sm)
 
 
 def max_reducer_dispatch_count() -> int:

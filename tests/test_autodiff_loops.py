@@ -13,6 +13,8 @@ import pytest
 import jitrt as jr
 from jitrt.passes import sizeexpr
 
+pytestmark = pytest.mark.adstacks   # every gradient here goes through adstacks
+
 nd = jr.types.ndarray
 
 N = 48
@@ -22,7 +24,7 @@ CLOSE = {"rtol": 1e-10, "atol": 1e-12}
 @pytest.fixture(autouse=True)
 def f64_literals(fresh_program):
     """Python float literals in these kernels are f64, so the f64 reference matches closely."""
-    program = jr.init(arch=jr.cpu, offline_cache=False, default_fp=jr.f64)
+    program = jr.init(arch=fresh_program.arch, offline_cache=False, default_fp=jr.f64)
     yield program
     jr.reset()
 

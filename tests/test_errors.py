@@ -407,6 +407,7 @@ def test_negative_index_on_a_field_is_out_of_bounds():
     grid.from_numpy(np.arange(24, dtype=np.int32).reshape(4, 6))
     with pytest.raises(jr.KernelRuntimeError) as info:
         left(1)
+        jr.sync()                    # GPUs report a fault at the next synchronisation
     text = str(info.value)
     assert "index -1 out of bounds on axis 1 of 'grid' (read)" in text
     assert f"{THIS_FILE}:{marker('negative')}:" in text
@@ -426,6 +427,7 @@ def test_out_of_bounds_atomic_in_serial_code():
     s.fill(5)
     with pytest.raises(jr.KernelRuntimeError) as info:
         bump(3)
+        jr.sync()
     assert "index 3 out of bounds on axis 0 of 'counts' (atomic_add)" in str(info.value)
     assert f":{marker('atomicoob')}:" in str(info.value)
     assert s.to_numpy().tolist() == [5, 5, 5]

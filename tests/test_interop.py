@@ -44,6 +44,7 @@ class InterfaceOnly:
         self.__array_interface__ = arr.__array_interface__
 
 
+@pytest.mark.cpu_only     # views are of the host copy; on GPUs the data lives in device memory
 @needs_dlpack_v1
 def test_numpy_views_share_memory_and_are_read_only():
     a = jr.ndarray(jr.f32, (4,))

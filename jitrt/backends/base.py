@@ -46,7 +46,7 @@ class Device(abc.ABC):
 
     def __init__(self, device_id: int = 0) -> None:
         self.device_id = device_id
-        self._loaded: dict[str, dict[str, int]] = {}
+        self._loaded: dict[str, dict[str, Any]] = {}
         self._load_lock = threading.RLock()
 
     # ---- code ---------------------------------------------------------------------------
@@ -64,7 +64,7 @@ class Device(abc.ABC):
     def compile(self, module: ir.Module) -> bytes:
         """Optimise and emit `module` as a loadable artifact (what the offline cache stores)."""
 
-    def load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, int]:
+    def load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, Any]:
         """Load `artifact` once per `key` and return the address of every symbol in it."""
         with self._load_lock:
             found = self._loaded.get(key)
@@ -77,12 +77,21 @@ class Device(abc.ABC):
             return found
 
     @abc.abstractmethod
-    def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, int]:
+    def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, Any]:
         ...
 
     @abc.abstractmethod
     def entry(self, address: int) -> EntryPoint:
         """A callable that runs the launch entry at `address` on a context address."""
+
+    def launch_entry(self, context: Any) -> EntryPoint:
+        """The entry point of one launch context (`runtime/context.py`): on the CPU the fused
+        entry function; GPUs return an object that also packs array arguments (`.pack`)."""
+        return self.entry(context.compiled.entry_addr)
+
+    def data_ptr(self, data: Any) -> int:
+        """The address kernels use for a field's or jitrt ndarray's data on this device."""
+        return int(data.ptr)
 
     # ---- launches -----------------------------------------------------------------------
     @property
@@ -118,6 +127,8 @@ class Device(abc.ABC):
     @abc.abstractmethod
     def copy_d2d(self, dst: int, src: int, nbytes: int) -> None:
         ...
+
+    counters: dict[str, int] = {}   # device-side counters merged into jr.debug.stats()
 
     def synchronize(self) -> None:
         """Wait for all queued work (launches run synchronously on devices without streams)."""

@@ -1,18 +1,185 @@
-"""The cuda device behind the device seam (`backends/base.py`), through cuda-bindings (driver API).
+"""The CUDA device: the shared GPU launch path (`gpu.py`) over the CUDA driver API.
 
-Stage: backend. Code generation for this target already works without a GPU
-(`jr.debug.gpu_asm`); launching does not exist yet, so `open_device` raises
-`BackendUnavailableError` after the runtime probe succeeded. The CUDA backend plugs in here:
-compile (LLVM -> PTX/cubin), load, launch and memory, sharing one GPU launch path.
+Stage: backend. `open_device(device_id)` makes a `GpuDevice` whose driver is `CudaDriver`
+(cuda-bindings: the device's primary context, one non-blocking stream, modules, launches and
+memory) and whose compile step is `compile_artifact`: LLVM IR -> PTX for the device's
+compute capability (`nvptx.py`, libdevice linked) -> a cubin from ptxas when the toolkit is
+installed. The artifact (what the offline cache stores) holds both, so a driver that cannot
+load the cubin compiles the PTX itself. cuda-bindings is imported only here, when arch=cuda is
+chosen.
 """
 from __future__ import annotations
 
+import functools
+import struct
+import subprocess
+import threading
+from typing import Any
+
 from ..errors import BackendUnavailableError
-from .base import Device
+from . import nvptx
+from .base import DeviceTarget
+from .gpu import GpuDevice
+
+MAGIC = b"JRCU1\0\0\0"
 
 
-def open_device(device_id: int = 0) -> Device:
-    raise BackendUnavailableError(
-        f"arch=cuda: the cuda runtime is present (device {device_id}), but launching "
-        "kernels on it is not implemented in this version of jitrt yet (code generation only: "
-        "jr.debug.gpu_asm); use arch=cpu")
+def pack_artifact(ptx: str, cubin: bytes | None) -> bytes:
+    cubin = cubin or b""
+    return MAGIC + struct.pack("<Q", len(cubin)) + cubin + ptx.encode() + b"\0"
+
+
+def unpack_artifact(artifact: bytes) -> tuple[bytes | None, bytes]:
+    """(cubin or None, NUL-terminated PTX) of an artifact made by `pack_artifact`."""
+    if not artifact.startswith(MAGIC):
+        raise ValueError("not a jitrt CUDA artifact")
+    n = struct.unpack_from("<Q", artifact, len(MAGIC))[0]
+    start = len(MAGIC) + 8
+    return (artifact[start:start + n] or None), artifact[start + n:]
+
+
+def compile_artifact(module: Any, sm: int) -> bytes:
+    ptx = nvptx.compile_ptx(module, sm)
+    return pack_artifact(ptx, nvptx.assemble(ptx, sm))
+
+
+@functools.lru_cache(maxsize=None)
+def ptxas_version() -> str:
+    tool = nvptx.ptxas_path()
+    if tool is None:
+        return "no ptxas"
+    out = subprocess.run([tool, "--version"], capture_output=True, text=True).stdout
+    return out.strip().splitlines()[-1] if out.strip() else "ptxas"
+
+
+class CudaError(RuntimeError):
+    pass
+
+
+class CudaDriver:
+    """The calls the GPU launch path makes, through cuda-bindings, on one device."""
+
+    name = "cuda"
+
+    def __init__(self, device_id: int) -> None:
+        from cuda.bindings import driver as cu  # type: ignore[import-not-found]
+        self.cu = cu
+        self.check(cu.cuInit(0), "cuInit")
+        count = self.check(cu.cuDeviceGetCount(), "cuDeviceGetCount")
+        if not 0 <= device_id < count:
+            raise BackendUnavailableError(f"arch=cuda: device_id={device_id} but this machine "
+                                          f"has {count} CUDA device(s)")
+        self.device = self.check(cu.cuDeviceGet(device_id), "cuDeviceGet")
+        self.context = self.check(cu.cuDevicePrimaryCtxRetain(self.device),
+                                  "cuDevicePrimaryCtxRetain")
+        self._thread = threading.local()
+        self.bind()
+        attr = cu.CUdevice_attribute
+        get = self.attribute
+        self.multiprocessors = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        self.max_threads_per_multiprocessor = get(
+            attr.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)
+        self.sm = 10 * get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) + get(
+            attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+        self.driver_version = self.check(cu.cuDriverGetVersion(), "cuDriverGetVersion")
+        self.stream = self.check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING),
+                                 "cuStreamCreate")
+        self._launch, self._success = cu.cuLaunchKernel, cu.CUresult.CUDA_SUCCESS
+        self._h2d, self._d2h = cu.cuMemcpyHtoDAsync, cu.cuMemcpyDtoHAsync
+        self._modules: list[Any] = []
+        self.ptx_loads = 0          # modules the driver compiled from PTX (no usable cubin)
+
+    def bind(self) -> None:
+        """Make the device's context current on the calling thread (once per thread)."""
+        if not getattr(self._thread, "bound", False):
+            self.check(self.cu.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+            self._thread.bound = True
+
+    def check(self, result: Any, what: str) -> Any:
+        err, *rest = result
+        if err != self.cu.CUresult.CUDA_SUCCESS:
+            _, name = self.cu.cuGetErrorName(err)
+            raise CudaError(f"{what} failed: {name.decode() if name else err}")
+        return rest[0] if len(rest) == 1 else (rest or None)
+
+    def attribute(self, which: Any) -> int:
+        return int(self.check(self.cu.cuDeviceGetAttribute(which, self.device),
+                              "cuDeviceGetAttribute"))
+
+    # ---- code -----------------------------------------------------------------------------
+    def load_module(self, image: bytes) -> Any:
+        self.bind()
+        cubin, ptx = unpack_artifact(image)
+        module = None
+        if cubin is not None:
+            err, module = self.cu.cuModuleLoadData(cubin)
+            if err != self._success:
+                module = None
+        if module is None:
+            self.ptx_loads += 1
+            module = self.check(self.cu.cuModuleLoadData(ptx), "cuModuleLoadData (PTX)")
+        self._modules.append(module)
+        return module
+
+    def function(self, module: Any, name: str) -> Any:
+        return self.check(self.cu.cuModuleGetFunction(module, name.encode()),
+                          f"cuModuleGetFunction({name})")
+
+    def launch(self, function: Any, grid: int, block: int, params: int) -> None:
+        if not getattr(self._thread, "bound", False):
+            self.bind()
+        err, = self._launch(function, grid, 1, 1, block, 1, 1, 0, self.stream, params, 0)
+        if err != self._success:
+            self.check((err,), "cuLaunchKernel")
+
+    # ---- memory ---------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> int:
+        self.bind()
+        return int(self.check(self.cu.cuMemAlloc(nbytes), "cuMemAlloc"))
+
+    def free(self, ptr: int) -> None:
+        self.bind()
+        self.check(self.cu.cuMemFree(ptr), "cuMemFree")
+
+    def copy_h2d(self, dst: int, src: int, nbytes: int) -> None:
+        self.bind()
+        if nbytes:
+            self.check(self._h2d(dst, src, nbytes, self.stream), "cuMemcpyHtoDAsync")
+
+    def copy_d2h(self, dst: int, src: int, nbytes: int) -> None:
+        self.bind()
+        if nbytes:
+            self.check(self._d2h(dst, src, nbytes, self.stream), "cuMemcpyDtoHAsync")
+
+    def copy_d2d(self, dst: int, src: int, nbytes: int) -> None:
+        self.bind()
+        if nbytes:
+            self.check(self.cu.cuMemcpyDtoDAsync(dst, src, nbytes, self.stream),
+                       "cuMemcpyDtoDAsync")
+
+    def memset(self, dst: int, nbytes: int) -> None:
+        self.bind()
+        self.check(self.cu.cuMemsetD8Async(dst, 0, nbytes, self.stream), "cuMemsetD8Async")
+
+    def synchronize(self) -> None:
+        self.bind()
+        self.check(self.cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+
+    def close(self) -> None:
+        self.synchronize()
+        for module in self._modules:
+            self.cu.cuModuleUnload(module)
+        self._modules.clear()
+        self.cu.cuStreamDestroy(self.stream)
+
+
+def open_device(device_id: int = 0) -> GpuDevice:
+    try:
+        driver = CudaDriver(device_id)
+    except CudaError as exc:
+        raise BackendUnavailableError(f"arch=cuda: {exc}") from None
+    sm = driver.sm
+    target = DeviceTarget("cuda", nvptx.TRIPLE, nvptx.codegen_target().data_layout, f"sm_{sm}",
+                          f"driver {driver.driver_version}; {ptxas_version()}")
+    return GpuDevice(device_id, driver, target, nvptx.codegen_target(),
+                     lambda module: compile_artifact(module, sm))

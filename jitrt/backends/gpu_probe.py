@@ -14,7 +14,10 @@ def cuda_available() -> tuple[bool, str]:
         from cuda.bindings import driver  # type: ignore[import-not-found]
     except ImportError:
         return False, "the CUDA runtime needs cuda-bindings (pip install 'jitrt[cuda]')"
-    err, = driver.cuInit(0)
+    try:
+        err, = driver.cuInit(0)
+    except Exception as exc:    # cuda-bindings raises when libcuda itself cannot be loaded
+        return False, f"no NVIDIA driver (libcuda) could be loaded ({type(exc).__name__})"
     if int(err) != 0:
         return False, f"cuInit failed ({err}); no usable NVIDIA driver or device"
     err, count = driver.cuDeviceGetCount()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import nodes as n
+from ..passes.offload import assigned_names
 
 SLOT_ERROR = 0          # 0, 1 + the id of the access site that failed (first one wins), or
                         # ERROR_INTERRUPTED
@@ -18,15 +19,23 @@ SLOT_ERROR_AXIS = 1
 SLOT_ERROR_INDEX = 2
 SLOT_POOL = 3           # thread pool state
 SLOT_PARALLEL_FOR = 4   # address of the runtime's parallel_for
-SLOT_RUNTIME = 5        # runtime state (adstack heaps, overflow slot)
+SLOT_RUNTIME = 5        # GPUs: the device's status block (see STATUS_* below)
 SLOT_RETURN = 6
 SLOT_NUM_THREADS = 7
 SLOT_OVERFLOW = 8       # 0, or the registry id of the first task whose adstack overflowed
 SLOT_ADSTACK_HEAP = 9   # base address of the per-thread adstack heap
 SLOT_INTERRUPT_EPOCH = 10   # the interrupt counter when this launch started (set by the entry)
+SLOT_LAUNCH_ID = 11     # GPUs: which launch context this is (named in a fault report)
 ERROR_INTERRUPTED = -1  # in SLOT_ERROR: a Ctrl-C arrived during the launch, which stopped early
 HEADER_SLOTS = 12
 POOL_INTERRUPTS = 29    # in the CPU pool state: the address of the process's interrupt counter
+
+# On GPUs the context is uploaded to device memory before a launch, so what kernels write
+# (the error record, the overflow id and the return value) goes to a device-wide status block
+# instead, at the same slot numbers, and is read back at the next synchronisation. The block
+# is reached through SLOT_RUNTIME; a fault also stores the context's SLOT_LAUNCH_ID there.
+STATUS_SLOTS = 16
+DEVICE_WRITTEN = (SLOT_ERROR, SLOT_ERROR_AXIS, SLOT_ERROR_INDEX, SLOT_RETURN, SLOT_OVERFLOW)
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,9 @@ class ContextLayout:
     size: int
     task_slots: tuple[tuple[int, int, int], ...] = ()   # (task index, stride slot, registry slot)
     stack_slots: tuple[tuple[int, int, int, int], ...] = ()  # (task, stack id, cap, offset slot)
+    # GPUs: kernel-scope locals that outlive a task (a serial task stores them, later tasks
+    # load them); (name, slot), after every other slot
+    local_slots: tuple[tuple[str, int], ...] = ()
 
     def task_slot(self, task: int) -> tuple[int, int]:
         for t, stride, reg in self.task_slots:
@@ -87,5 +99,9 @@ def layout_for(params: tuple[n.Param, ...], fields: tuple[n.FieldRef, ...],
         for stack in task.stacks:
             stack_slots.append((t, stack.id, slot, slot + 1))
             slot += 2
-    return ContextLayout(tuple(field_slots), tuple(grad_slots), tuple(param_slots), slot,
-                         tuple(task_slots), tuple(stack_slots))
+    kernel_locals = sorted(set().union(*(assigned_names(t.body) for t in tasks
+                                         if t.kind == "serial")))
+    local_slots = tuple((name, slot + k) for k, name in enumerate(kernel_locals))
+    return ContextLayout(tuple(field_slots), tuple(grad_slots), tuple(param_slots),
+                         slot + len(local_slots), tuple(task_slots), tuple(stack_slots),
+                         local_slots)

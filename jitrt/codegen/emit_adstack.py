@@ -71,7 +71,7 @@ class AdStackEmitter(EmitterHost):
                 b.store(b.add(count, ONE), sp)
             with otherwise:
                 _, reg_slot = self.layout.task_slot(self.task_index)
-                b.cmpxchg(self.slot_ptr(abi.SLOT_OVERFLOW), ir.Constant(I64, 0),
+                b.cmpxchg(self.written_slot_ptr(abi.SLOT_OVERFLOW), ir.Constant(I64, 0),
                           self.load_slot(reg_slot), "monotonic", "monotonic")
 
     def stmt_StackPop(self, s: n.StackPop) -> None:

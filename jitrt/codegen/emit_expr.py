@@ -53,6 +53,14 @@ class ExprEmitter(EmitterHost):
         idx = ir.Constant(I64, slot) if isinstance(slot, int) else slot
         return self.builder.gep(self.ctx_ptr, [idx])
 
+    def written_slot_ptr(self, slot: int) -> ir.Value:
+        """Where a launch writes one of `abi.DEVICE_WRITTEN`: the context on the CPU, the
+        device's status block on GPUs (the context there is a read-only upload)."""
+        if not self.target.is_gpu:
+            return self.slot_ptr(slot)
+        status = self.builder.inttoptr(self.load_slot(abi.SLOT_RUNTIME), I64.as_pointer())
+        return self.builder.gep(status, [ir.Constant(I64, slot)])
+
     def load_slot(self, slot: int) -> ir.Value:
         """A context slot that no code changes during a launch (addresses, shapes, scalar
         arguments, capacities): loaded once, at function entry, marked `!invariant.load`, so
@@ -379,8 +387,8 @@ class ExprEmitter(EmitterHost):
         for k, (inside, v) in reversed(list(enumerate(axis_fail))):
             axis = b.select(inside, axis, ir.Constant(I64, k))
             index = b.select(inside, index, v)
-        b.call(fault_recorder(self.module), [self.ctx_ptr, ir.Constant(I64, site + 1), axis,
-                                             index])
+        b.call(fault_recorder(self.module, self.target.is_gpu),
+               [self.ctx_ptr, ir.Constant(I64, site + 1), axis, index])
 
 
 def sext_constant(v: ir.Constant) -> ir.Constant:
@@ -397,11 +405,12 @@ def ok_is_true(v: ir.Value) -> bool:
 FAULT_RECORDER = "jitrt_record_fault"
 
 
-def fault_recorder(module: ir.Module) -> ir.Function:
+def fault_recorder(module: ir.Module, gpu: bool = False) -> ir.Function:
     """`jitrt_record_fault(ctx, site + 1, axis, index)`, one per module (internal, cold, never
     inlined): the first failing access claims the error slot by compare-and-swap from 0 and
     writes its axis and index. One call per check keeps functions with thousands of accesses
-    (unrolled loops) small for LLVM."""
+    (unrolled loops) small for LLVM. On GPUs the record goes to the device's status block,
+    with the launch id of the context that failed."""
     found = module.globals.get(FAULT_RECORDER)
     if found is not None:
         return found  # type: ignore[return-value]
@@ -412,11 +421,18 @@ def fault_recorder(module: ir.Module) -> ir.Function:
     fn.attributes.add("cold")
     ctx, site, axis, index = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    first = b.cmpxchg(b.gep(ctx, [ir.Constant(I64, abi.SLOT_ERROR)]), ir.Constant(I64, 0), site,
-                      "monotonic", "monotonic")
+    record = ctx
+    if gpu:
+        record = b.inttoptr(b.load(b.gep(ctx, [ir.Constant(I64, abi.SLOT_RUNTIME)])),
+                            I64.as_pointer())
+    first = b.cmpxchg(b.gep(record, [ir.Constant(I64, abi.SLOT_ERROR)]), ir.Constant(I64, 0),
+                      site, "monotonic", "monotonic")
     with b.if_then(b.extract_value(first, 1)):
-        b.store(axis, b.gep(ctx, [ir.Constant(I64, abi.SLOT_ERROR_AXIS)]))
-        b.store(index, b.gep(ctx, [ir.Constant(I64, abi.SLOT_ERROR_INDEX)]))
+        b.store(axis, b.gep(record, [ir.Constant(I64, abi.SLOT_ERROR_AXIS)]))
+        b.store(index, b.gep(record, [ir.Constant(I64, abi.SLOT_ERROR_INDEX)]))
+        if gpu:
+            launch = b.load(b.gep(ctx, [ir.Constant(I64, abi.SLOT_LAUNCH_ID)]))
+            b.store(launch, b.gep(record, [ir.Constant(I64, abi.SLOT_LAUNCH_ID)]))
     b.ret_void()
     return fn
 

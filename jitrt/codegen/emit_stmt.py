@@ -62,7 +62,7 @@ class StmtEmitter(EmitterHost):
 
     def stmt_Return(self, s: n.Return) -> None:
         v = self.to_slot(self.expr(s.value), s.value.dtype)
-        self.builder.store(v, self.slot_ptr(abi.SLOT_RETURN))
+        self.builder.store(v, self.written_slot_ptr(abi.SLOT_RETURN))
 
     def stmt_If(self, s: n.If) -> None:
         cond = self.truth(self.expr(s.cond), s.cond.dtype)

@@ -38,6 +38,7 @@ class EmitterHost:
         to_slot: Callable[..., ir.Value]
         truth: Callable[..., ir.Value]
         slot_ptr: Callable[..., ir.Value]
+        written_slot_ptr: Callable[[int], ir.Value]
         load_slot: Callable[[int], ir.Value]
         element_ptr: Callable[..., Any]
         guarded: Callable[..., Any]

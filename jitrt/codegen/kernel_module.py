@@ -17,6 +17,8 @@ from llvmlite import ir
 
 from .. import dtypes
 from ..ir import nodes as n
+from ..passes.offload import assigned_names
+from ..passes.walk import walk_expr
 from . import abi
 from .emit_expr import I32, I64, ExprEmitter
 from .emit_adstack import AdStackEmitter
@@ -135,28 +137,12 @@ def emit_entry(module: ir.Module, target: Target, layout: abi.ContextLayout,
     em = FunctionEmitter(module, target, layout, fn, fn.args[0], sites)
     em.begin_launch()
     b = em.builder
-    ncaps = max([task_signature_caps(t) for t in kernel.tasks] + [1])
-    with b.goto_block(em.alloca_block):
-        caps_arr = target.alloca(b, ir.ArrayType(I64, ncaps), "caps")
-    caps = b.bitcast(caps_arr, I64P)
     for k, task in enumerate(kernel.tasks):
         em.task_index = k
         if task.kind == "serial":
             em.body(task.body)
             continue
-        d = len(task.vars)
-        total: ir.Value = ir.Constant(I64, 1)
-        for axis, (be, ee) in enumerate(zip(task.begins, task.ends)):
-            begin = em.to_slot(em.expr(be), be.dtype)
-            end = em.to_slot(em.expr(ee), ee.dtype)
-            ext = b.sub(end, begin)
-            ext = b.select(b.icmp_signed("<", ext, ir.Constant(I64, 0)), ir.Constant(I64, 0), ext)
-            b.store(begin, b.gep(caps, [ir.Constant(I64, axis)]))
-            b.store(ext, b.gep(caps, [ir.Constant(I64, d + axis)]))
-            total = b.mul(total, ext)
-        for c, (cname, cdt) in enumerate(task.captures):
-            v = b.load(em.local_ptr(cname, cdt))
-            b.store(em.to_slot(v, cdt), b.gep(caps, [ir.Constant(I64, 2 * d + c)]))
+        caps, total = box_caps(em, task)
         pf = b.inttoptr(em.load_slot(abi.SLOT_PARALLEL_FOR), PARALLEL_FOR_TYPE.as_pointer())
         pool = b.inttoptr(em.load_slot(abi.SLOT_POOL), I8P)
         b.call(pf, [pool, task_fns[k], em.ctx_ptr, caps, total,
@@ -165,42 +151,115 @@ def emit_entry(module: ir.Module, target: Target, layout: abi.ContextLayout,
     return fn
 
 
-def emit_gpu_wrapper(module: ir.Module, target: Target, task_fn: ir.Function,
-                     name: str) -> ir.Function:
-    """A GPU kernel running `task_fn` for one linear index per thread (index < n)."""
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64P, I64P, I64]), name)
+GPU_KERNEL_TYPE = ir.FunctionType(ir.VoidType(), [I64P, I64])   # (ctx, threads launched)
+AMDGPU_BLOCK = 256   # AMDGPU kernels read no block size register: the launch path uses this
+
+
+def gpu_kernel(module: ir.Module, target: Target, name: str) -> ir.Function:
+    fn = ir.Function(module, GPU_KERNEL_TYPE, name)
     fn.calling_convention = "ptx_kernel" if target.name == "cuda" else "amdgpu_kernel"
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    if target.name == "cuda":
-        def sreg(reg: str) -> ir.Value:
-            f = module.globals.get(f"llvm.nvvm.read.ptx.sreg.{reg}") or ir.Function(
-                module, ir.FunctionType(I32, []), f"llvm.nvvm.read.ptx.sreg.{reg}")
-            return b.zext(b.call(f, []), I64)
-        block, dim, thread = sreg("ctaid.x"), sreg("ntid.x"), sreg("tid.x")
-    else:
-        def amd(reg: str) -> ir.Value:
-            f = module.globals.get(f"llvm.amdgcn.{reg}") or ir.Function(
-                module, ir.FunctionType(I32, []), f"llvm.amdgcn.{reg}")
-            return b.zext(b.call(f, []), I64)
-        block, thread = amd("workgroup.id.x"), amd("workitem.id.x")
-        dim = ir.Constant(I64, 256)
-    index = b.add(b.mul(block, dim), thread)
-    ctx, caps, count = fn.args
-    with b.if_then(b.icmp_signed("<", index, count)):
-        b.call(task_fn, [ctx, caps, index, b.add(index, ir.Constant(I64, 1)), index])
-    b.ret_void()
     return fn
 
 
+def global_thread(module: ir.Module, target: Target, b: ir.IRBuilder) -> ir.Value:
+    """This thread's index in the whole grid (block index * block size + thread index)."""
+    def read(reg: str) -> ir.Value:
+        f = module.globals.get(reg) or ir.Function(module, ir.FunctionType(I32, []), reg)
+        return b.zext(b.call(f, []), I64)
+    if target.name == "cuda":
+        block, dim = read("llvm.nvvm.read.ptx.sreg.ctaid.x"), read("llvm.nvvm.read.ptx.sreg.ntid.x")
+        thread = read("llvm.nvvm.read.ptx.sreg.tid.x")
+    else:
+        block, thread = read("llvm.amdgcn.workgroup.id.x"), read("llvm.amdgcn.workitem.id.x")
+        dim = ir.Constant(I64, AMDGPU_BLOCK)
+    return b.add(b.mul(block, dim), thread)
+
+
+def load_kernel_locals(em: FunctionEmitter, names: set[str],
+                       local_types: dict[str, dtypes.DataType]) -> None:
+    """Bring kernel-scope locals an earlier task stored (GPU context slots) into registers."""
+    for name, slot in em.layout.local_slots:
+        if name in names:
+            dt = local_types[name]
+            raw = em.builder.load(em.slot_ptr(slot))
+            em.builder.store(em.from_slot(raw, dt), em.local_ptr(name, dt))
+
+
+def emit_gpu_parallel(module: ir.Module, target: Target, layout: abi.ContextLayout,
+                      task: n.Task, index: int, task_fn: ir.Function, name: str,
+                      local_types: dict[str, dtypes.DataType],
+                      sites: list[AccessSite]) -> ir.Function:
+    """A grid-stride GPU kernel over a parallel task's box: it evaluates the bounds and the
+    captures itself (from the context), then runs `task_fn` for index = thread, thread +
+    threads launched, ... below the box's size, so any grid size is correct."""
+    fn = gpu_kernel(module, target, name)
+    ctx, launched = fn.args
+    em = FunctionEmitter(module, target, layout, fn, ctx, sites)
+    em.task_index = index
+    b = em.builder
+    used = {e.name for ex in task.begins + task.ends for e in walk_expr(ex)
+            if isinstance(e, n.Local)} | {c for c, _ in task.captures}
+    load_kernel_locals(em, used, local_types)
+    caps, total = box_caps(em, task)
+    thread = global_thread(module, target, b)
+    counter = em.local_ptr("$gpu_index", dtypes.i64)
+    b.store(thread, counter)
+    cond_bb, body_bb, exit_bb = (fn.append_basic_block(x) for x in ("cond", "body", "exit"))
+    b.branch(cond_bb)
+    b.position_at_end(cond_bb)
+    idx = b.load(counter)
+    b.cbranch(b.icmp_signed("<", idx, total), body_bb, exit_bb)
+    b.position_at_end(body_bb)
+    b.call(task_fn, [ctx, caps, idx, b.add(idx, ir.Constant(I64, 1)), thread])
+    b.store(b.add(idx, launched), counter)
+    b.branch(cond_bb)
+    b.position_at_end(exit_bb)
+    em.finish()
+    return fn
+
+
+def box_caps(em: FunctionEmitter, task: n.Task) -> tuple[ir.Value, ir.Value]:
+    """The caps array of a parallel task (begins, extents, captures) and its box's size."""
+    b = em.builder
+    d = len(task.vars)
+    with b.goto_block(em.alloca_block):
+        caps_arr = em.target.alloca(b, ir.ArrayType(I64, max(task_signature_caps(task), 1)),
+                                    "caps")
+    caps = b.bitcast(caps_arr, I64P)
+    total: ir.Value = ir.Constant(I64, 1)
+    for axis, (be, ee) in enumerate(zip(task.begins, task.ends)):
+        begin = em.to_slot(em.expr(be), be.dtype)
+        end = em.to_slot(em.expr(ee), ee.dtype)
+        ext = b.sub(end, begin)
+        ext = b.select(b.icmp_signed("<", ext, ir.Constant(I64, 0)), ir.Constant(I64, 0), ext)
+        b.store(begin, b.gep(caps, [ir.Constant(I64, axis)]))
+        b.store(ext, b.gep(caps, [ir.Constant(I64, d + axis)]))
+        total = b.mul(total, ext)
+    for c, (cname, cdt) in enumerate(task.captures):
+        v = b.load(em.local_ptr(cname, cdt))
+        b.store(em.to_slot(v, cdt), b.gep(caps, [ir.Constant(I64, 2 * d + c)]))
+    return caps, total
+
+
 def emit_gpu_serial(module: ir.Module, target: Target, layout: abi.ContextLayout,
-                    task: n.Task, index: int, name: str, sites: list[AccessSite]) -> ir.Function:
-    """A GPU kernel running a serial task's body once (thread 0 of block 0 of a one-thread
-    launch), with the same `(ctx, caps, n)` signature as a parallel task's kernel."""
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64P, I64P, I64]), name)
-    fn.calling_convention = "ptx_kernel" if target.name == "cuda" else "amdgpu_kernel"
+                    task: n.Task, index: int, name: str,
+                    local_types: dict[str, dtypes.DataType],
+                    sites: list[AccessSite]) -> ir.Function:
+    """A GPU kernel running a serial task's body once (launched as one thread): kernel-scope
+    locals come in from the context slots earlier tasks stored, and the ones it assigns go
+    back there for later tasks."""
+    fn = gpu_kernel(module, target, name)
     em = FunctionEmitter(module, target, layout, fn, fn.args[0], sites)
     em.task_index = index
+    load_kernel_locals(em, {name for name, _ in layout.local_slots}, local_types)
     em.body(task.body)
+    if not em.builder.block.is_terminated:
+        mine = assigned_names(task.body)
+        for lname, slot in layout.local_slots:
+            if lname in mine:
+                dt = local_types[lname]
+                v = em.builder.load(em.local_ptr(lname, dt))
+                em.builder.store(em.to_slot(v, dt), em.slot_ptr(slot))
     em.finish()
     return fn
 
@@ -236,11 +295,13 @@ def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayo
                                     local_types, sites)
             symbol = f"{prefix}_task{k}"
             if target.is_gpu:
+                task_fns[k].linkage = "internal"
                 symbol = f"{prefix}_task{k}_kernel"
-                emit_gpu_wrapper(module, target, task_fns[k], symbol)
+                emit_gpu_parallel(module, target, layout, task, k, task_fns[k], symbol,
+                                  local_types, sites)
         elif target.is_gpu:
             symbol = f"{prefix}_serial{k}_kernel"
-            emit_gpu_serial(module, target, layout, task, k, symbol, sites)
+            emit_gpu_serial(module, target, layout, task, k, symbol, local_types, sites)
         tasks.append(LaunchableTask(k, task.kind, symbol, len(task.vars), task.cost,
                                     len(task.reductions), len(task.stacks)))
     if not target.is_gpu:

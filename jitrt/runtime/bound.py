@@ -14,7 +14,7 @@ import numpy as np
 from ..codegen import abi
 from ..data import Ndarray
 from ..errors import KernelArgError
-from .arguments import changed_expr, describe, fail, pack_array, specialize, watch_state
+from .arguments import changed_expr, describe, fail, specialize, watch_state
 from .context import LaunchContext, raise_fault
 from .launch_source import entry_lines, return_lines, serialized, sizing_lines
 
@@ -99,7 +99,8 @@ class BoundLaunch(LaunchContext):
                 self.buf[slot] = int(v)
         elif p.kind == "ndarray" and dt is not None:
             written = i in self.handle.written
-            if not pack_array(self.buf, slot, v, dt, p.ndim, i in c.grad_params, written):
+            if not self.pack_array(self.buf, slot, v, dt, p.ndim, i in c.grad_params,
+                                   written):
                 want = "a writable ndarray" if isinstance(v, np.ndarray) and written and \
                     not v.flags.writeable else "an ndarray"
                 raise fail(self.handle.kernel, p, f"{want} of {dt.name}, ndim={p.ndim} "

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import logger as log
 from ..codegen import abi, sizing
+from ..errors import KernelCompileError
 from ..codegen.kernel_module import AccessSite, LaunchableTask, build_module
 from ..frontend.context import CompileContext
 from ..frontend.lower import lower_kernel
@@ -42,12 +43,13 @@ class CompiledKernel:
     lowered: LoweredKernel
     layout: abi.ContextLayout
     sites: tuple[AccessSite, ...]
-    entry_addr: int
+    entry_addr: int                 # the CPU's fused entry (0 on GPUs)
     field_objs: tuple[Any, ...]
     grad_params: frozenset[int]     # ndarray parameters whose .grad the kernel touches
     ir_text: str
     sizing: SizingPlan | None = None   # grad kernels with adstacks
     tasks: tuple[LaunchableTask, ...] = ()   # the launchable tasks (the CPU runs the fused entry)
+    functions: Any = None           # symbol -> address or GPU function handle, as loaded
 
 
 def used_refs(kernel: n.TaskedKernel) -> list[n.Ref]:
@@ -73,7 +75,7 @@ class Artifact:
     grad_params: frozenset[int]
     ir_text: str
     prefix: str
-    symbols: tuple[str, ...]        # entry first, then max-reducers, then capacities
+    symbols: tuple[str, ...]        # CPU: entry, max-reducers, capacities; GPUs: task kernels
     specs: tuple[se.MaxOverRange, ...]
     registry_ids: tuple[tuple[int, int], ...]   # (task_id_in_kernel, registry id) at compile
     obj: bytes
@@ -157,15 +159,24 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
     prefix = "jk_" + hashlib.sha1((text + repr(cfg.codegen_items())).encode()).hexdigest()[:16]
     module, sites, tasks = build_module(lowered.tasked, device.codegen_target, layout, prefix,
                                         lowered.local_types)
-    specs = add_sizing_functions(module, prefix, lowered, layout, params)
+    if device.codegen_target.is_gpu:
+        if lowered.stacks:
+            raise KernelCompileError(
+                f"kernel {name}: reverse-mode autodiff through loops with data-dependent trip "
+                f"counts (adstacks) does not run on arch={device.arch} in this version of "
+                "jitrt yet; use arch=cpu for this kernel's gradient")
+        specs: list[se.MaxOverRange] = []
+        symbols = [t.symbol for t in tasks]
+    else:
+        specs = add_sizing_functions(module, prefix, lowered, layout, params)
+        symbols = [f"{prefix}_entry"] + [f"{prefix}_red{k}" for k in range(len(specs))]
+        if lowered.stacks and all(s.capacity is not None for s in lowered.stacks):
+            symbols.append(f"{prefix}_required")
     t2 = time.perf_counter()
     obj = device.compile(module)
     log.logger.debug("%s: passes %.1f ms, codegen %.1f ms, LLVM %.1f ms (%d tasks)", name,
                      (t1 - t0) * 1e3, (t2 - t1) * 1e3, (time.perf_counter() - t2) * 1e3,
                      len(tasks))
-    symbols = [f"{prefix}_entry"] + [f"{prefix}_red{k}" for k in range(len(specs))]
-    if lowered.stacks and all(s.capacity is not None for s in lowered.stacks):
-        symbols.append(f"{prefix}_required")
     refs = used_refs(lowered.tasked)
     grad_params = frozenset(r.arg for r in refs if isinstance(r, n.ArrayRef) and r.grad)
     all_fields = with_hidden_fields(lowered.tasked.fields, tuple(ctx.field_objs))
@@ -196,8 +207,9 @@ def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: "Program"
     if a.lowered.stacks:
         plan = SizingPlan(list(a.lowered.stacks), list(a.specs), a.layout,
                           program.config.ad_stack_size, addrs, a.prefix, a.name)
-    return CompiledKernel(a.name, a.params, a.lowered, a.layout, a.sites, addrs[a.symbols[0]],
-                          field_objs, a.grad_params, a.ir_text, plan, a.tasks)
+    return CompiledKernel(a.name, a.params, a.lowered, a.layout, a.sites,
+                          addrs.get(f"{a.prefix}_entry", 0), field_objs, a.grad_params,
+                          a.ir_text, plan, a.tasks, addrs)
 
 
 def add_sizing_functions(module: Any, prefix: str, lowered: LoweredKernel,
@@ -220,28 +232,28 @@ def add_sizing_functions(module: Any, prefix: str, lowered: LoweredKernel,
     return specs
 
 
-GPU_CPUS = {"cuda": ("nvptx64-nvidia-cuda", "sm_80"), "amdgpu": ("amdgcn-amd-amdhsa", "gfx90a")}
-
-
 def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
                      template_values: dict[str, Any],
-                     name: str, program: "Program", arch: str) -> str:
-    """GPU assembly (PTX or AMDGCN) of a kernel specialization: the same frontend, passes and
-    lowering as the CPU, with the GPU target hooks. No GPU or GPU runtime is needed."""
-    import llvmlite.binding as llvm
-
-    from ..backends.llvm_setup import init_llvm
-    from ..codegen.targets import AMDGPU, NVPTX
-    init_llvm()
+                     name: str, program: "Program", arch: str, sm: int = 80) -> str:
+    """GPU assembly (PTX for sm_<sm>, or AMDGCN for gfx90a) of a kernel specialization: the same
+    frontend, passes and lowering as any launch, with the GPU target hooks and the backend's
+    own compile step (libdevice linked for CUDA). No GPU or GPU runtime is needed."""
     cfg = program.config
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
     lowered, layout = passes(kernel, params, ctx, kir, cfg)
-    target = NVPTX if arch == "cuda" else AMDGPU
-    module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types)
-    triple, cpu_name = GPU_CPUS[arch]
-    from ..backends.llvm_setup import LLVM_LOCK
+    if arch == "cuda":
+        from ..backends import nvptx
+        module, _, _ = build_module(lowered.tasked, nvptx.codegen_target(), layout, "jk",
+                                    lowered.local_types)
+        return nvptx.compile_ptx(module, sm)
+    import llvmlite.binding as llvm
+
+    from ..backends.llvm_setup import LLVM_LOCK, init_llvm
+    from ..codegen.targets import AMDGPU
+    init_llvm()
+    module, _, _ = build_module(lowered.tasked, AMDGPU, layout, "jk", lowered.local_types)
     with LLVM_LOCK:
         mod = llvm.parse_assembly(str(module))
         mod.verify()
-        tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu_name, opt=3)
-        return tm.emit_assembly(mod)
+        tm = llvm.Target.from_triple(AMDGPU.triple).create_target_machine(cpu="gfx90a", opt=3)
+        return str(tm.emit_assembly(mod))

@@ -13,6 +13,7 @@ import ctypes
 from typing import TYPE_CHECKING, Any
 
 from ..codegen import abi
+from .arguments import pack_array
 from ..errors import KernelRuntimeError, caret_text, source_line
 
 if TYPE_CHECKING:
@@ -28,11 +29,15 @@ class LaunchContext:
         self.buf = (ctypes.c_int64 * max(layout.size, abi.HEADER_SLOTS))()
         self.dbuf = (ctypes.c_double * len(self.buf)).from_buffer(self.buf)
         self.addr = ctypes.addressof(self.buf)
-        self.entry = program.device.entry(compiled.entry_addr)
-        program.device.fill_context_header(self.buf)
+        device = program.device
+        device.fill_context_header(self.buf)
         for k, fld in enumerate(compiled.field_objs):
-            self.buf[layout.field_slots[k]] = fld.ptr
-            self.buf[layout.field_grad_slots[k]] = fld.grad.ptr if fld.grad is not None else 0
+            self.buf[layout.field_slots[k]] = device.data_ptr(fld)
+            self.buf[layout.field_grad_slots[k]] = \
+                device.data_ptr(fld.grad) if fld.grad is not None else 0
+        self.entry = device.launch_entry(self)
+        # writes an ndarray argument's slots (a GPU entry also stages it for the device)
+        self.pack_array = getattr(self.entry, "pack", pack_array)
         infos = register_tasks(self.buf, program, compiled)
         self.sizing_infos = infos if sizing_infos is None else sizing_infos
         plan = compiled.sizing

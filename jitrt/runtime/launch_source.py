@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .. import dtypes
 from ..codegen import abi
 from ..data import Ndarray
-from .arguments import INT_RANGE, changed_expr, pack_array, watch_state
+from .arguments import INT_RANGE, changed_expr, watch_state
 
 if TYPE_CHECKING:
     from .program import Program
@@ -45,7 +45,7 @@ def array_lines(handle: "LaunchHandle", env: dict[str, Any], slow: str) -> list[
     reshaped, reinterpreted or locked in place, so its shape, dtype, data pointer and flags are
     re-checked (`changed_expr`)."""
     c, lines = handle.compiled, []
-    env.update(pack_array=pack_array, watch_state=watch_state, Ndarray=Ndarray)
+    env.update(pack_array=handle.pack_array, watch_state=watch_state, Ndarray=Ndarray)
     for i, p in enumerate(c.params):
         if p.kind != "ndarray":
             continue

@@ -66,12 +66,16 @@ class Program:
     def stats(self) -> dict[str, int]:
         out = {k: 0 for k in STAT_NAMES}
         out.update(self.counters)
+        for name, value in self.device.counters.items():
+            out[name] = out.get(name, 0) + value
         out["launches"] += sum(h.launch_count[0] for h in self.handles)
         out["launch_cache_hits"] += sum(s.hits[0] for s in self.sizing_states)
         return out
 
     def reset_stats(self) -> None:
         self.counters.clear()
+        for name in self.device.counters:
+            self.device.counters[name] = 0
         for h in self.handles:
             h.launch_count[0] = 0
         for state in self.sizing_states:
@@ -112,7 +116,13 @@ def _init(arch: Any = None, **options: Any) -> Program:
         options["arch"] = getattr(arch, "name", arch)
     cfg = config_mod.resolve(**options)
     log.configure(cfg.log_level)
+    previous = _current
+    if previous is not None and previous.arch != "cpu" and (
+            cfg.arch == previous.arch or cfg.arch == "gpu"):
+        _close(previous)     # one context per GPU: the new program opens it again
     program = Program(cfg)
+    if previous is not None:
+        _close(previous)
     _current = program
     ACTIVE[0] = program
     store = program.cache_store
@@ -146,13 +156,23 @@ def reset() -> None:
     """Drop the current program; the next launch or `jr.init` creates a new one. Compiled
     kernels stay in the offline cache."""
     global _current
+    if _current is not None:
+        _close(_current)
     _current = None
     ACTIVE[0] = None
 
 
+def _close(program: Program) -> None:
+    """Release a replaced program's device: GPU data goes back to the host copies of the
+    fields and ndarrays, device memory is freed."""
+    ACTIVE[0] = None
+    program.device.close()
+
+
 def sync() -> None:
-    """Wait for outstanding work. CPU launches are synchronous, so this only checks state."""
-    current()
+    """Wait for outstanding work; a fault a GPU kernel recorded since the last synchronisation
+    raises `jr.KernelRuntimeError` here. CPU launches are synchronous."""
+    current().device.synchronize()
 
 
 __all__ = ["Program", "init", "current", "reset", "sync", "clear_cache",

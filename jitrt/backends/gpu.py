@@ -1,0 +1,368 @@
+"""The GPU launch path, written once for every GPU API behind a small `GpuDriver`.
+
+Stage: backend. `GpuDevice` is the device seam (`base.py`) for GPUs: the CUDA backend
+(`cuda.py`) and the AMDGPU backend (`amdgpu.py`) each supply a driver (module load, function
+lookup, launch, memory, one stream) and a compile step; everything else lives here:
+
+- data residency: each field and ndarray a launch touches gets a `DeviceMirror` (device memory
+  of the same size). Host writes mark the host copy newer and the next launch uploads it; a
+  launch marks what it writes device-newer and host reads (`to_numpy`, `x[i]`) download it.
+  Plain numpy arguments are copied in before each launch and, when written, out after it;
+- `GpuLaunch`, the entry point of one launch context: it uploads the context only when its
+  bytes changed (counted in `h2d_skipped` otherwise), launches one kernel per task on the
+  device's stream (a serial task as a single thread, a parallel task as a grid-stride loop)
+  and never synchronises unless the host needs data (a return value, a written numpy array);
+- the status block: kernels record faults (and return values) in device memory, read back
+  at the next synchronisation, where a fault raises `KernelRuntimeError` naming kernel, array
+  and index, as on the CPU.
+Caches: loaded modules by key (base class), device memory per buffer (its mirror), one
+context buffer and numpy staging per launch context (grow-only).
+"""
+from __future__ import annotations
+
+import ctypes
+import weakref
+from typing import Any, Protocol
+
+from ..codegen import abi
+from ..ir import nodes as n
+from ..codegen.targets import Target as CodegenTarget
+from .base import Device, DeviceTarget, EntryPoint
+
+DEFAULT_BLOCK = 128
+
+
+def host_expr(e: n.Expr, layout: abi.ContextLayout) -> str | None:
+    """Python source computing an integer bound expression from the context buffer `buf`, if
+    it is made of constants, scalar arguments and ndarray extents (else None)."""
+    if isinstance(e, n.Const) and isinstance(e.value, int):
+        return repr(e.value)
+    if isinstance(e, n.Arg) and e.dtype.is_int:
+        return f"buf[{layout.param_slots[e.index]}]"
+    if isinstance(e, n.Shape):
+        return f"buf[{layout.array_shape_slot(e.ref, e.axis)}]"
+    if isinstance(e, n.Cast) and e.dtype.is_int and e.x.dtype.is_int:
+        return host_expr(e.x, layout)
+    if isinstance(e, n.Binary) and e.op in ("+", "-", "*"):
+        a, b = host_expr(e.a, layout), host_expr(e.b, layout)
+        return None if a is None or b is None else f"({a} {e.op} {b})"
+    return None
+
+
+def box_size_function(task: n.Task, layout: abi.ContextLayout) -> Any:
+    """`f(buf) -> points in the task's box`, computed on the host to size the grid, or None
+    when a bound depends on device data (the grid is then the device's resident maximum; the
+    grid-stride loop is correct for any grid)."""
+    extents = []
+    for be, ee in zip(task.begins, task.ends):
+        begin, end = host_expr(be, layout), host_expr(ee, layout)
+        if begin is None or end is None:
+            return None
+        extents.append(f"max(0, {end} - {begin})")
+    return eval("lambda buf: " + " * ".join(extents or ["1"]))  # noqa: S307 (built above)
+
+
+class GpuDriver(Protocol):
+    """What the launch path needs from a GPU API (addresses and handles are ints)."""
+    name: str
+    multiprocessors: int
+    max_threads_per_multiprocessor: int
+
+    def load_module(self, image: bytes) -> Any: ...
+    def function(self, module: Any, name: str) -> int: ...
+    def launch(self, function: int, grid: int, block: int, params: int) -> None: ...
+    def alloc(self, nbytes: int) -> int: ...
+    def free(self, ptr: int) -> None: ...
+    def copy_h2d(self, dst: int, src: int, nbytes: int) -> None: ...
+    def copy_d2h(self, dst: int, src: int, nbytes: int) -> None: ...
+    def copy_d2d(self, dst: int, src: int, nbytes: int) -> None: ...
+    def memset(self, dst: int, nbytes: int) -> None: ...
+    def synchronize(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class DeviceMirror:
+    """The device copy of one field or ndarray (`data._Buffer._mirror`): which copy is newer,
+    and the transfers that make the other one current."""
+    __slots__ = ("device", "ptr", "nbytes", "host", "host_newer", "device_newer", "owner")
+
+    def __init__(self, device: "GpuDevice", owner: Any) -> None:
+        self.device, self.owner = device, weakref.ref(owner)
+        self.host = owner._data
+        self.nbytes = max(int(self.host.nbytes), 1)
+        self.ptr = device.alloc(self.nbytes)
+        self.host_newer, self.device_newer = True, False
+        weakref.finalize(owner, self.owner_died)
+
+    def owner_died(self) -> None:
+        if self.ptr and not self.device.closed:
+            self.device.free(self.ptr)
+            self.device.mirrors.remove(self)
+        self.ptr = 0
+
+    def to_device(self) -> None:
+        """Before a launch: upload the host copy if it changed since the last upload."""
+        if self.host_newer:
+            self.device.copy_h2d(self.ptr, self.host.ctypes.data, self.host.nbytes)
+            self.host_newer = False
+
+    def before_host_read(self) -> None:
+        if self.device_newer:
+            self.device.copy_d2h(self.host.ctypes.data, self.ptr, self.host.nbytes)
+            self.device.synchronize()
+            self.device_newer = False
+
+    def after_host_write(self) -> None:
+        self.host_newer = True
+
+    def release(self) -> None:
+        """The device goes away: bring the data home and drop the device memory."""
+        self.before_host_read()
+        owner = self.owner()
+        if owner is not None and owner._mirror is self:
+            owner._mirror = None
+        self.device.free(self.ptr)
+        self.ptr = 0
+
+
+class GpuDevice(Device):
+    """A GPU behind a `GpuDriver`; the launch path of every GPU backend."""
+
+    def __init__(self, device_id: int, driver: GpuDriver, target: DeviceTarget,
+                 codegen_target: CodegenTarget, compile_fn: Any) -> None:
+        super().__init__(device_id)
+        self.arch = target.arch
+        self.driver = driver
+        self._target, self._codegen_target, self._compile = target, codegen_target, compile_fn
+        self.status = driver.alloc(abi.STATUS_SLOTS * 8)
+        driver.memset(self.status, abi.STATUS_SLOTS * 8)
+        self._status_host = (ctypes.c_int64 * abi.STATUS_SLOTS)()
+        self.launches: list["GpuLaunch"] = []
+        self.mirrors: list[DeviceMirror] = []
+        self.counters: dict[str, int] = {"h2d_skipped": 0, "h2d_uploads": 0, "allocations": 0}
+        self.closed = False
+
+    # ---- code ---------------------------------------------------------------------------
+    @property
+    def target(self) -> DeviceTarget:
+        return self._target
+
+    @property
+    def codegen_target(self) -> CodegenTarget:
+        return self._codegen_target
+
+    def compile(self, module: Any) -> bytes:
+        return bytes(self._compile(module))
+
+    def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, Any]:
+        module = self.driver.load_module(artifact)
+        return {name: self.driver.function(module, name) for name in symbols}
+
+    def entry(self, address: int) -> EntryPoint:
+        raise TypeError("GPU launches go through launch_entry(context)")
+
+    def launch_entry(self, context: Any) -> EntryPoint:
+        return GpuLaunch(self, context)
+
+    # ---- launches -----------------------------------------------------------------------
+    @property
+    def max_resident_threads(self) -> int:
+        return self.driver.multiprocessors * self.driver.max_threads_per_multiprocessor
+
+    def fill_context_header(self, buf: Any) -> None:
+        buf[abi.SLOT_RUNTIME] = self.status
+        buf[abi.SLOT_NUM_THREADS] = self.max_resident_threads
+
+    def data_ptr(self, data: Any) -> int:
+        """The device address of a field or jitrt ndarray, given device memory on first use."""
+        mirror = data._mirror
+        if mirror is None or mirror.device is not self:
+            if mirror is not None:
+                mirror.release()
+            mirror = DeviceMirror(self, data)
+            self.counters["allocations"] += 1
+            data._mirror = mirror
+            self.mirrors.append(mirror)
+        return mirror.ptr  # type: ignore[no-any-return]
+
+    def check_status(self) -> None:
+        """After a synchronisation: raise the fault a kernel recorded, if any (and clear it)."""
+        status = self._status_host
+        self.driver.copy_d2h(ctypes.addressof(status), self.status, abi.STATUS_SLOTS * 8)
+        self.driver.synchronize()
+        if not status[abi.SLOT_ERROR]:
+            return
+        launch_id = status[abi.SLOT_LAUNCH_ID]
+        record = (ctypes.c_int64 * abi.HEADER_SLOTS)()
+        for slot in (abi.SLOT_ERROR, abi.SLOT_ERROR_AXIS, abi.SLOT_ERROR_INDEX):
+            record[slot] = status[slot]
+        self.driver.memset(self.status, abi.STATUS_SLOTS * 8)
+        self.driver.synchronize()
+        from ..runtime.context import raise_fault
+        raise_fault(record, self.launches[launch_id].context.compiled)
+
+    # ---- memory -------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> int:
+        return self.driver.alloc(max(nbytes, 1))
+
+    def free(self, ptr: int) -> None:
+        self.driver.free(ptr)
+
+    def copy_h2d(self, dst: int, src: int, nbytes: int) -> None:
+        self.driver.copy_h2d(dst, src, nbytes)
+
+    def copy_d2h(self, dst: int, src: int, nbytes: int) -> None:
+        self.driver.copy_d2h(dst, src, nbytes)
+
+    def copy_d2d(self, dst: int, src: int, nbytes: int) -> None:
+        self.driver.copy_d2d(dst, src, nbytes)
+
+    def synchronize(self) -> None:
+        """Wait for the stream; a fault recorded by a kernel since the last check raises."""
+        self.driver.synchronize()
+        self.check_status()
+
+    def close(self) -> None:
+        """Bring every buffer's data home, then free what this device allocated."""
+        if self.closed:
+            return
+        self.closed = True
+        self.driver.synchronize()
+        for mirror in self.mirrors:
+            if mirror.ptr:
+                mirror.release()
+        for launch in self.launches:
+            launch.release()
+        self.driver.free(self.status)
+        self.driver.close()
+
+
+class GpuLaunch:
+    """The entry point of one launch context on a GPU (called with the context's address)."""
+
+    def __init__(self, device: GpuDevice, context: Any) -> None:
+        self.device, self.context = device, context
+        compiled = context.compiled
+        self.launch_id = len(device.launches)
+        device.launches.append(self)
+        context.buf[abi.SLOT_LAUNCH_ID] = self.launch_id
+        self.nbytes = len(context.buf) * 8
+        self.dctx = device.alloc(self.nbytes)
+        self.last_upload = b""
+        # kernel parameters: (context pointer, threads launched), as the driver wants them
+        self.param_values = (ctypes.c_uint64 * 2)(self.dctx, 0)
+        self.params = (ctypes.c_void_p * 2)(ctypes.addressof(self.param_values),
+                                            ctypes.addressof(self.param_values) + 8)
+        self.params_addr = ctypes.addressof(self.params)
+        ir_tasks = compiled.lowered.tasked.tasks
+        self.tasks = [(compiled.functions[t.symbol], t.kind,
+                       box_size_function(ir_tasks[t.index], compiled.layout)
+                       if t.kind == "parallel" else None) for t in compiled.tasks]
+        self.block = DEFAULT_BLOCK
+        self.grid = max(1, device.max_resident_threads // self.block)
+        self.fields = [b for f in compiled.field_objs for b in (f, f.grad) if b is not None]
+        writes = compiled.lowered.writes
+        self.written_fields = [compiled.field_objs[s].grad if g else compiled.field_objs[s]
+                               for s, g in writes.fields]
+        self.written_arrays = set(writes.arrays)
+        self.arg_of_slot = {slot: i for i, slot in enumerate(compiled.layout.param_slots)}
+        # slot -> (argument, its host memory when staged, whether the kernel writes it)
+        self.arrays: dict[int, tuple[Any, Any, bool]] = {}
+        self.staging: dict[int, tuple[int, int]] = {}     # slot -> (device ptr, bytes)
+        self.returns = compiled.lowered.tasked.ret is not None
+
+    def pack(self, buf: Any, slot: int, v: Any, dt: Any, ndim: int, need_grad: bool,
+             written: bool = True) -> bool:
+        """`arguments.pack_array` for this device: device addresses in the slots; a plain
+        numpy array gets a staging buffer of this context (grow-only)."""
+        from ..data import Ndarray
+        import numpy as np
+        host = None        # memory jitrt does not own: staged in (and out) at each launch
+        if type(v) is Ndarray:
+            if v.dtype is not dt or len(v.shape) != ndim or (need_grad and v.grad is None):
+                return False
+            if getattr(v, "_owner", None) is not None and v.grad is None:
+                host = v._data              # jr.ndarray.from_dlpack of host memory
+            else:
+                buf[slot] = self.device.data_ptr(v)
+                buf[slot + 1] = self.device.data_ptr(v.grad) if v.grad is not None else 0
+        elif isinstance(v, np.ndarray) and not need_grad:
+            if v.dtype != dt.np or v.ndim != ndim or not v.flags.c_contiguous or (
+                    written and not v.flags.writeable):
+                return False
+            host = v
+        else:
+            return False
+        if host is not None:
+            ptr, size = self.staging.get(slot, (0, 0))
+            if not ptr or size < host.nbytes:
+                if ptr:
+                    self.device.free(ptr)
+                ptr, size = self.device.alloc(host.nbytes), max(host.nbytes, 1)
+                self.device.counters["allocations"] += 1
+                self.staging[slot] = (ptr, size)
+            buf[slot] = ptr
+            buf[slot + 1] = 0
+        self.arrays[slot] = (v, host, written)
+        for k in range(ndim):
+            buf[slot + 2 + k] = v.shape[k]
+        return True
+
+    def __call__(self, addr: int) -> None:
+        device, driver = self.device, self.device.driver
+        for data in self.fields:
+            data._mirror.to_device()
+        copy_out = []
+        for slot, (v, host, written) in self.arrays.items():
+            if host is None:
+                v._mirror.to_device()
+                if v.grad is not None:
+                    v.grad._mirror.to_device()
+            else:                                   # host memory: staged in and out
+                ptr = self.staging[slot][0]
+                driver.copy_h2d(ptr, host.ctypes.data, host.nbytes)
+                if written:
+                    copy_out.append((host, ptr))
+        data = bytes(self.context.buf)
+        if data != self.last_upload:
+            driver.copy_h2d(self.dctx, self.context.addr, self.nbytes)
+            self.last_upload = data
+            device.counters["h2d_uploads"] += 1
+        else:
+            device.counters["h2d_skipped"] += 1
+        block, buf = self.block, self.context.buf
+        for function, kind, size in self.tasks:
+            if kind == "serial":
+                self.param_values[1] = 1
+                driver.launch(function, 1, 1, self.params_addr)
+                continue
+            grid = self.grid
+            if size is not None:
+                grid = min(grid, max(1, (size(buf) + block - 1) // block))
+            self.param_values[1] = grid * block
+            driver.launch(function, grid, block, self.params_addr)
+        for data_obj in self.written_fields:
+            data_obj._mirror.device_newer = True
+        for slot, (v, host, written) in self.arrays.items():
+            if host is None:
+                if written:
+                    v._mirror.device_newer = True
+                if (self.arg_of_slot[slot], True) in self.written_arrays:
+                    v.grad._mirror.device_newer = True
+        for v, ptr in copy_out:
+            driver.copy_d2h(v.ctypes.data, ptr, v.nbytes)
+        if self.returns:
+            status = device._status_host
+            driver.copy_d2h(ctypes.addressof(status), device.status, abi.STATUS_SLOTS * 8)
+        if copy_out or self.returns:
+            device.synchronize()
+            if self.returns:
+                self.context.buf[abi.SLOT_RETURN] = device._status_host[abi.SLOT_RETURN]
+
+    def release(self) -> None:
+        self.device.free(self.dctx)
+        for ptr, _ in self.staging.values():
+            self.device.free(ptr)
+        self.staging.clear()
+
+

@@ -1,0 +1,112 @@
+"""NVPTX code: LLVM IR -> PTX (llvmlite) -> cubin (ptxas). No GPU and no driver needed.
+
+Stage: backend (the compile half of the CUDA device). `compile_ptx(module, sm)` links
+libdevice (the CUDA math library, LLVM bitcode) into a kernel module when it calls `__nv_*`
+functions, optimises it for `sm_<sm>` and returns PTX text. `assemble(ptx, sm)` runs the
+toolkit's `ptxas` on it and returns a cubin (None when no ptxas is installed; the driver then
+compiles the PTX itself at load time). Both come from the `nvidia-cuda-nvcc` wheel
+(`pip install 'jitrt[cuda]'`), found through cuda-pathfinder, `CUDA_HOME` or /usr/local/cuda.
+Caches: the path of each tool, per process.
+"""
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from ..codegen.targets import NvptxTarget
+from ..errors import BackendUnavailableError
+from .llvm_setup import LLVM_LOCK, init_llvm, optimize
+
+TRIPLE = "nvptx64-nvidia-cuda"
+
+
+def _toolkit_roots() -> list[str]:
+    roots = [os.environ.get(v, "") for v in ("CUDA_HOME", "CUDA_PATH")] + ["/usr/local/cuda"]
+    try:        # the nvidia-* wheels install under site-packages/nvidia/cu<major>/
+        import nvidia  # type: ignore[import-not-found]
+        for base in nvidia.__path__:
+            roots += sorted(glob.glob(os.path.join(base, "cu*")), reverse=True)
+            roots.append(os.path.join(base, "cuda_nvcc"))
+    except ImportError:
+        pass
+    return [r for r in roots if r and os.path.isdir(r)]
+
+
+@functools.lru_cache(maxsize=None)
+def libdevice_path() -> str | None:
+    for root in _toolkit_roots():
+        found = sorted(glob.glob(os.path.join(root, "nvvm", "libdevice", "libdevice*.bc")))
+        if found:
+            return found[-1]
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def ptxas_path() -> str | None:
+    for root in _toolkit_roots():
+        path = os.path.join(root, "bin", "ptxas")
+        if os.access(path, os.X_OK):
+            return path
+    return shutil.which("ptxas")
+
+
+@functools.lru_cache(maxsize=None)
+def target_machine(sm: int) -> llvm.TargetMachine:
+    init_llvm()
+    return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=f"sm_{sm}", opt=3)
+
+
+@functools.lru_cache(maxsize=None)
+def codegen_target() -> NvptxTarget:
+    """The codegen hooks for NVPTX, with this LLVM's data layout."""
+    return NvptxTarget("cuda", TRIPLE, str(target_machine(80).target_data), True)
+
+
+def compile_ptx(module: ir.Module | str, sm: int) -> str:
+    """PTX for compute capability `sm` (80 for 8.0...), libdevice linked in where used."""
+    text = str(module)
+    with LLVM_LOCK:
+        tm = target_machine(sm)
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        if "__nv_" in text:
+            path = libdevice_path()
+            if path is None:
+                raise BackendUnavailableError(
+                    "arch=cuda: the kernel calls CUDA math functions, which need libdevice "
+                    "(pip install 'jitrt[cuda]', which brings nvidia-cuda-nvcc)")
+            with open(path, "rb") as f:
+                lib = llvm.parse_bitcode(f.read())
+            lib.triple, lib.data_layout = mod.triple, mod.data_layout
+            mod.link_in(lib)
+            for fn in mod.functions:     # keep only what the kernels call
+                if fn.name.startswith("__nv_") and not fn.is_declaration:
+                    fn.linkage = llvm.Linkage.internal
+        optimize(mod, tm)
+        return str(tm.emit_assembly(mod))
+
+
+def assemble(ptx: str, sm: int) -> bytes | None:
+    """A cubin for `sm_<sm>` made by ptxas, or None when ptxas is not installed. A PTX error
+    raises RuntimeError with ptxas's message (a code generation bug, never the user's)."""
+    tool = ptxas_path()
+    if tool is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="jitrt-ptxas-") as tmp:
+        src, out = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        done = subprocess.run([tool, f"-arch=sm_{sm}", "-O3", src, "-o", out],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"ptxas rejected the generated PTX for sm_{sm}: "
+                               f"{done.stderr.strip()[:2000]}")
+        with open(out, "rb") as f:
+            return f.read()

@@ -1,0 +1,185 @@
+"""The GPU launch path (`backends/gpu.py`) on a real GPU: data residency, numpy arguments,
+return values, faults reported at the next synchronisation, skipped context uploads, math and
+atomics against numpy, and a replaced program bringing device data home.
+
+Every test here is `gpu_only`: it runs once per GPU arch in `JITRT_TEST_ARCHS` and skips on
+machines without one. The rest of the suite also runs on each GPU arch.
+"""
+import numpy as np
+import pytest
+
+import jitrt as jr
+
+pytestmark = pytest.mark.gpu_only
+nd = jr.types.ndarray
+
+
+def test_field_round_trip_through_device_memory():
+    x = jr.field(jr.f32, shape=(1000,))
+    x.from_numpy(np.arange(1000, dtype=np.float32))
+
+    @jr.kernel
+    def double():
+        for i in x:
+            x[i] = x[i] * 2
+
+    double()
+    double()
+    np.testing.assert_array_equal(x.to_numpy(), np.arange(1000, dtype=np.float32) * 4)
+    x[3] = -1.0                     # a host write after a device write: downloaded first
+    assert x[3] == -1.0 and x[4] == 16.0
+    double()
+    assert x[3] == -2.0 and x[999] == 999 * 8
+    x.fill(1.5)
+    double()
+    np.testing.assert_array_equal(x.to_numpy(), np.full(1000, 3.0, np.float32))
+
+
+def test_numpy_arguments_are_copied_in_and_written_ones_out():
+    @jr.kernel
+    def saxpy(a: jr.f32, x: nd(dtype=jr.f32, ndim=1), y: nd(dtype=jr.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            y[i] = a * x[i] + y[i]
+
+    x = np.arange(5000, dtype=np.float32)
+    y = np.ones(5000, np.float32)
+    saxpy(2.0, x, y)
+    np.testing.assert_allclose(y, 2 * x + 1)
+    x[:] = 1
+    saxpy(3.0, x, y)               # the same arrays, changed in place: copied in again
+    np.testing.assert_allclose(y, 2 * np.arange(5000) + 4)
+    np.testing.assert_array_equal(x, np.ones(5000, np.float32))
+
+
+def test_jitrt_ndarrays_stay_on_the_device_and_uploads_are_skipped():
+    @jr.kernel
+    def inc(a: nd(dtype=jr.i32, ndim=1), k: jr.i32):
+        for i in range(a.shape[0]):
+            a[i] += k
+
+    a = jr.ndarray(jr.i32, shape=(300,))
+    inc(a, 1)
+    jr.debug.reset_stats()
+    for _ in range(10):
+        inc(a, 1)                   # identical context bytes: no upload
+    inc(a, 5)                       # a changed scalar: one upload
+    stats = jr.debug.stats()
+    assert stats["h2d_skipped"] == 10
+    np.testing.assert_array_equal(a.to_numpy(), np.full(300, 16, np.int32))
+
+
+def test_two_handles_never_share_a_context_buffer():
+    @jr.kernel
+    def put(a: nd(dtype=jr.f32, ndim=1), v: jr.f32):
+        for i in range(a.shape[0]):
+            a[i] = v
+
+    a32 = jr.ndarray(jr.f32, shape=(4,))
+    a2 = jr.ndarray(jr.f32, shape=(4,))
+    put(a32, 1.0)
+    b = put.bind(a2, 2.0)
+    b()
+    handles = list(put.handles.values())
+    launches = {id(h.entry) for h in handles} | {id(b.entry)}
+    assert len(launches) == 2
+    assert handles[0].entry.dctx != b.entry.dctx
+    put(a32, 3.0)
+    b()
+    assert a32.to_numpy().tolist() == [3.0] * 4 and a2.to_numpy().tolist() == [2.0] * 4
+
+
+def test_return_values_and_serial_locals_reach_later_tasks():
+    x = jr.field(jr.i64, shape=(64,))
+
+    @jr.kernel
+    def steps(n: jr.i32) -> jr.i64:
+        m = n * 2
+        base = 100
+        for i in range(m):
+            x[i] = base + i
+        total = base
+        jr.loop_config(serialize=True)
+        for i in range(m):
+            total += x[i]
+        return total + n
+
+    assert steps(10) == sum(100 + i for i in range(20)) + 110
+    assert x[19] == 119 and x[20] == 0
+
+
+def test_a_fault_is_reported_at_the_next_synchronisation():
+    a = jr.ndarray(jr.f32, shape=(8,))
+
+    @jr.kernel
+    def oob(arr: nd(dtype=jr.f32, ndim=1), k: jr.i32):
+        for i in range(arr.shape[0]):
+            arr[i + k] = 1.0
+
+    oob(a, 0)
+    oob(a, 3)                        # asynchronous: nothing raised yet
+    with pytest.raises(jr.KernelRuntimeError, match=r"oob.*index \d+ out of bounds"):
+        jr.sync()
+    jr.sync()                        # reported once; the program stays usable
+    oob(a, 0)
+    assert a.to_numpy().tolist() == [1.0] * 8
+
+
+@pytest.mark.parametrize("dt", [jr.f32, jr.f64])
+def test_math_matches_numpy(dt):
+    fns = ["sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil"]
+
+    @jr.kernel
+    def math(x: nd(dtype=dt, ndim=1), out: nd(dtype=dt, ndim=2)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            out[0, i] = jr.sin(v)
+            out[1, i] = jr.cos(v)
+            out[2, i] = jr.tan(v)
+            out[3, i] = jr.exp(v)
+            out[4, i] = jr.log(v)
+            out[5, i] = jr.sqrt(v)
+            out[6, i] = jr.tanh(v)
+            out[7, i] = jr.floor(v)
+            out[8, i] = jr.ceil(v)
+
+    x = np.linspace(0.1, 3.0, 257).astype(dt.np)
+    out = np.zeros((9, 257), dt.np)
+    math(x, out)
+    tol = 1e-5 if dt is jr.f32 else 1e-12
+    for k, fn in enumerate(fns):
+        np.testing.assert_allclose(out[k], getattr(np, fn)(x), rtol=tol, err_msg=fn)
+
+
+def test_float_atomics_and_reductions():
+    s = jr.field(jr.f32, shape=())
+    lo = jr.field(jr.f32, shape=())
+    hi = jr.field(jr.f32, shape=())
+
+    @jr.kernel
+    def reduce(x: nd(dtype=jr.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            s[None] += x[i]
+            jr.atomic_min(lo[None], x[i])
+            jr.atomic_max(hi[None], x[i])
+
+    x = np.random.default_rng(1).uniform(-5, 5, 100_000).astype(np.float32)
+    lo[None], hi[None] = 1e9, -1e9
+    reduce(x)
+    assert s[None] == pytest.approx(float(x.sum(dtype=np.float64)), abs=0.5)
+    assert lo[None] == x.min() and hi[None] == x.max()
+
+
+def test_replacing_the_program_brings_device_data_home():
+    x = jr.field(jr.i32, shape=(16,))
+
+    @jr.kernel
+    def fill():
+        for i in x:
+            x[i] = i * 3
+
+    fill()
+    jr.init(arch=jr.cpu, offline_cache=False)
+    assert x._mirror is None
+    assert x.to_numpy().tolist() == [i * 3 for i in range(16)]
+    fill()                           # now on the CPU, same field
+    assert x[5] == 15
