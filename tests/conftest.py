@@ -65,6 +65,47 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("arch", archs, scope="function")
 
 
+# ---- every kernel the CPU suite compiles is also assembled for sm_80 and sm_90 ----------------
+# (ptxas runs without a GPU: codegen regressions for CUDA are caught on any machine; set
+# JITRT_TEST_PTX=0 to skip)
+def _assemble_ptx_too(real):
+    from jitrt.backends import nvptx
+    from jitrt.codegen.kernel_module import build_module
+    from jitrt.runtime import compiler
+
+    def build_artifact(kernel, params, name, ctx, kir, cfg, device):
+        artifact = real(kernel, params, name, ctx, kir, cfg, device)
+        if device.arch == "cpu":
+            lowered, layout = compiler.passes(kernel, params, ctx, kir, cfg)
+            if not lowered.stacks:                  # (GPUs do not compile adstacks yet)
+                module, _, _ = build_module(lowered.tasked, nvptx.codegen_target(), layout,
+                                            "jk", lowered.local_types)
+                for sm in (80, 90):
+                    nvptx.assemble(nvptx.compile_ptx(module, sm), sm)   # raises on a bad PTX
+                PTX_CHECKED[0] += 1
+        return artifact
+    return build_artifact
+
+
+PTX_CHECKED = [0]
+
+
+def _install_ptx_check():
+    from jitrt.backends import nvptx
+    from jitrt.runtime import compiler
+    if os.environ.get("JITRT_TEST_PTX", "1") != "0" and nvptx.ptxas_path() is not None:
+        compiler.build_artifact = _assemble_ptx_too(compiler.build_artifact)
+
+
+_install_ptx_check()
+
+
+def pytest_terminal_summary(terminalreporter):
+    if PTX_CHECKED[0]:
+        terminalreporter.write_line(f"PTX of {PTX_CHECKED[0]} kernels assembled by ptxas for "
+                                    "sm_80 and sm_90")
+
+
 @pytest.fixture(autouse=True)
 def fresh_program(arch):
     if arch == "none":
