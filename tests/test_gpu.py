@@ -183,3 +183,61 @@ def test_replacing_the_program_brings_device_data_home():
     assert x.to_numpy().tolist() == [i * 3 for i in range(16)]
     fill()                           # now on the CPU, same field
     assert x[5] == 15
+
+
+def _recurrence(n, dtype):
+    x = jr.field(dtype, shape=(n,), needs_grad=True)
+    loss = jr.field(dtype, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def recur(cnt: nd(dtype=jr.i32, ndim=1)):
+        for i in x:
+            v = x[i]
+            for _ in range(cnt[i]):
+                v = jr.sin(v) * 1.1 + 0.1
+            loss[None] += v
+
+    return x, loss, recur
+
+
+def _grad_on(arch, xv, cnt, **options):
+    jr.init(arch=arch, offline_cache=False, **options)
+    x, loss, recur = _recurrence(len(xv), jr.f64)
+    x.from_numpy(xv)
+    recur(cnt)
+    loss.grad[None] = 1.0
+    recur.grad(cnt)
+    return loss[None], x.grad.to_numpy(), recur
+
+
+def test_gradients_of_data_dependent_loops_equal_the_cpus(arch):
+    rng = np.random.default_rng(7)
+    xv = rng.uniform(-1, 1, 5000)
+    cnt = rng.integers(0, 9, 5000).astype(np.int32)
+    gpu_loss, gpu_grad, recur = _grad_on(arch, xv, cnt)
+    stats = jr.debug.stats()
+    assert stats["max_reducer_dispatches"] >= 1 and stats["launch_cache_misses"] == 1
+    recur.grad(cnt)                              # unchanged data: a launch-cache hit
+    assert jr.debug.stats()["launch_cache_hits"] == 1
+    cpu_loss, cpu_grad, _ = _grad_on("cpu", xv, cnt)
+    assert gpu_loss == pytest.approx(cpu_loss, rel=1e-12)
+    np.testing.assert_allclose(gpu_grad, cpu_grad, rtol=1e-12)
+
+
+def test_adstack_overflow_is_raised_at_sync_naming_kernel_and_task(arch):
+    rng = np.random.default_rng(3)
+    xv = rng.uniform(-1, 1, 4096)
+    cnt = rng.integers(3, 9, 4096).astype(np.int32)
+    jr.init(arch=arch, offline_cache=False, ad_stack_size=2)
+    x, loss, recur = _recurrence(4096, jr.f64)
+    x.from_numpy(xv)
+    loss.grad[None] = 1.0
+    recur.grad(cnt)                              # asynchronous: reported at the next sync
+    with pytest.raises(jr.AdStackOverflowError) as info:
+        jr.sync()
+    assert "recur.grad" in info.value.kernel_name and info.value.task_id == 0
+    assert "capacity 2" in str(info.value)
+    jr.sync()                                    # reported once
+    _, grad, _ = _grad_on(arch, xv, cnt)         # exact sizing again: usable and right
+    _, cpu_grad, _ = _grad_on("cpu", xv, cnt)
+    np.testing.assert_allclose(grad, cpu_grad, rtol=1e-12)

@@ -89,6 +89,18 @@ class Device(abc.ABC):
         entry function; GPUs return an object that also packs array arguments (`.pack`)."""
         return self.entry(context.compiled.entry_addr)
 
+    @abc.abstractmethod
+    def sizing_calls(self, functions: dict[str, Any], prefix: str, nspecs: int, nstacks: int,
+                     sizable: bool) -> tuple[list[Callable[[int], int]], Any]:
+        """The adstack sizing service's compiled functions as callables: one max-reducer per
+        spec (context address -> maximum) and the capacity function (context, results, out
+        addresses; None unless every stack is sizable)."""
+
+    def adstack_heap(self) -> Any:
+        """The program's adstack heap (`ensure(nbytes, who) -> address`), None for the
+        runtime's host heap."""
+        return None
+
     def data_ptr(self, data: Any) -> int:
         """The address kernels use for a field's or jitrt ndarray's data on this device."""
         return int(data.ptr)

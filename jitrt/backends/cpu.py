@@ -29,6 +29,8 @@ from .base import Device, DeviceTarget, EntryPoint
 from .llvm_setup import LLVM_LOCK, host_target_machine, init_llvm, optimize
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
+REDUCER_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
+REQUIRED_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
 
 
 def compile_object(module: ir.Module | str) -> bytes:
@@ -230,6 +232,11 @@ class CpuDevice(Device):
 
     def entry(self, address: int) -> EntryPoint:
         return ENTRY_TYPE(address)   # type: ignore[no-any-return]
+
+    def sizing_calls(self, functions: dict[str, Any], prefix: str, nspecs: int, nstacks: int,
+                     sizable: bool) -> tuple[list[Any], Any]:
+        reducers = [REDUCER_TYPE(functions[f"{prefix}_red{k}"]) for k in range(nspecs)]
+        return reducers, REQUIRED_TYPE(functions[f"{prefix}_required"]) if sizable else None
 
     @property
     def max_resident_threads(self) -> int:

@@ -125,6 +125,66 @@ class DeviceMirror:
         self.ptr = 0
 
 
+class GpuHeap:
+    """The program's adstack heap in device memory: grows by doubling, never per launch."""
+
+    def __init__(self, device: "GpuDevice") -> None:
+        self.device, self.size = device, 1 << 16
+        self.ptr = device.alloc(self.size)
+
+    def ensure(self, nbytes: int, who: str = "") -> int:
+        if nbytes > self.size:
+            size = self.size
+            while size < nbytes:
+                size *= 2
+            self.device.synchronize()        # launches in flight may still use the old one
+            self.device.free(self.ptr)
+            self.ptr, self.size = self.device.alloc(size), size
+            self.device.counters["allocations"] += 1
+        return self.ptr
+
+
+class GpuSizing:
+    """The sizing service's compiled GPU kernels as the callables `SizingPlan` calls: each
+    uploads the launch context first (the sizing runs before the launch) and synchronises
+    (a sizing miss needs the numbers on the host: heap layout)."""
+
+    def __init__(self, device: "GpuDevice", function: Any, nspecs: int, nstacks: int) -> None:
+        self.device, self.function, self.nspecs, self.nstacks = device, function, nspecs, nstacks
+
+    def run(self, ctx_addr: int, pointers: list[int], grid: int) -> None:
+        device = self.device
+        launch = device.launch_at[ctx_addr]
+        launch.prepare()
+        values = (ctypes.c_uint64 * (2 + len(pointers)))(launch.dctx, grid * DEFAULT_BLOCK,
+                                                          *pointers)
+        params = (ctypes.c_void_p * len(values))(
+            *(ctypes.addressof(values) + 8 * k for k in range(len(values))))
+        device.driver.launch(self.function, grid, DEFAULT_BLOCK if grid > 1 else 1,
+                             ctypes.addressof(params))
+
+
+class GpuReducer(GpuSizing):
+    def __call__(self, ctx_addr: int) -> int:
+        scratch = self.device.scratch(8)
+        self.device.driver.memset(scratch, 8)
+        self.run(ctx_addr, [scratch], self.device.max_resident_threads // DEFAULT_BLOCK)
+        out = ctypes.c_int64()
+        self.device.copy_d2h(ctypes.addressof(out), scratch, 8)
+        self.device.synchronize()
+        return out.value
+
+
+class GpuRequired(GpuSizing):
+    def __call__(self, ctx_addr: int, results_addr: int, out_addr: int) -> None:
+        scratch = self.device.scratch(8 * (self.nspecs + self.nstacks) + 8)
+        results, out = scratch, scratch + 8 * self.nspecs
+        self.device.copy_h2d(results, results_addr, 8 * self.nspecs)
+        self.run(ctx_addr, [results, out], 1)
+        self.device.copy_d2h(out_addr, out, 8 * self.nstacks)
+        self.device.synchronize()
+
+
 class GpuDevice(Device):
     """A GPU behind a `GpuDriver`; the launch path of every GPU backend."""
 
@@ -138,6 +198,8 @@ class GpuDevice(Device):
         driver.memset(self.status, abi.STATUS_SLOTS * 8)
         self._status_host = (ctypes.c_int64 * abi.STATUS_SLOTS)()
         self.launches: list["GpuLaunch"] = []
+        self.launch_at: dict[int, "GpuLaunch"] = {}     # context address -> its entry
+        self._scratch, self._scratch_size = 0, 0
         self.mirrors: list[DeviceMirror] = []
         self.counters: dict[str, int] = {"h2d_skipped": 0, "h2d_uploads": 0, "allocations": 0}
         self.closed = False
@@ -173,6 +235,27 @@ class GpuDevice(Device):
         buf[abi.SLOT_RUNTIME] = self.status
         buf[abi.SLOT_NUM_THREADS] = self.max_resident_threads
 
+    def sizing_calls(self, functions: dict[str, Any], prefix: str, nspecs: int, nstacks: int,
+                     sizable: bool) -> tuple[list[Any], Any]:
+        reducers = [GpuReducer(self, functions[f"{prefix}_red{k}_kernel"], nspecs, nstacks)
+                    for k in range(nspecs)]
+        required = GpuRequired(self, functions[f"{prefix}_required_kernel"], nspecs,
+                               nstacks) if sizable else None
+        return reducers, required
+
+    def adstack_heap(self) -> GpuHeap:
+        return GpuHeap(self)
+
+    def scratch(self, nbytes: int) -> int:
+        """Device memory for the sizing service's results (grow-only, one per device)."""
+        if nbytes > self._scratch_size:
+            if self._scratch:
+                self.driver.synchronize()
+                self.free(self._scratch)
+            self._scratch_size = max(nbytes, 4096)
+            self._scratch = self.alloc(self._scratch_size)
+        return self._scratch
+
     def data_ptr(self, data: Any) -> int:
         """The device address of a field or jitrt ndarray, given device memory on first use."""
         mirror = data._mirror
@@ -190,6 +273,11 @@ class GpuDevice(Device):
         status = self._status_host
         self.driver.copy_d2h(ctypes.addressof(status), self.status, abi.STATUS_SLOTS * 8)
         self.driver.synchronize()
+        if status[abi.SLOT_OVERFLOW] and not status[abi.SLOT_ERROR]:
+            context = self.launches[status[abi.STATUS_OVERFLOW_LAUNCH]].context
+            context.buf[abi.SLOT_OVERFLOW] = status[abi.SLOT_OVERFLOW]
+            self.driver.memset(self.status, abi.STATUS_SLOTS * 8)
+            context.overflow()            # raises AdStackOverflowError naming kernel and task
         if not status[abi.SLOT_ERROR]:
             return
         launch_id = status[abi.SLOT_LAUNCH_ID]
@@ -234,6 +322,8 @@ class GpuDevice(Device):
         for launch in self.launches:
             launch.release()
         self.driver.free(self.status)
+        if self._scratch:
+            self.driver.free(self._scratch)
         self.driver.close()
 
 
@@ -245,6 +335,7 @@ class GpuLaunch:
         compiled = context.compiled
         self.launch_id = len(device.launches)
         device.launches.append(self)
+        device.launch_at[context.addr] = self
         context.buf[abi.SLOT_LAUNCH_ID] = self.launch_id
         self.nbytes = len(context.buf) * 8
         self.dctx = device.alloc(self.nbytes)
@@ -308,7 +399,10 @@ class GpuLaunch:
             buf[slot + 2 + k] = v.shape[k]
         return True
 
-    def __call__(self, addr: int) -> None:
+    def prepare(self) -> list[tuple[Any, int]]:
+        """Everything before the kernels: data made current on the device, host arrays
+        staged in, the context uploaded if its bytes changed. Returns the staged arrays the
+        kernels write (copied out after them)."""
         device, driver = self.device, self.device.driver
         for data in self.fields:
             data._mirror.to_device()
@@ -330,6 +424,11 @@ class GpuLaunch:
             device.counters["h2d_uploads"] += 1
         else:
             device.counters["h2d_skipped"] += 1
+        return copy_out
+
+    def __call__(self, addr: int) -> None:
+        device, driver = self.device, self.device.driver
+        copy_out = self.prepare()
         block, buf = self.block, self.context.buf
         for function, kind, size in self.tasks:
             if kind == "serial":

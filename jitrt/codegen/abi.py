@@ -35,6 +35,7 @@ POOL_INTERRUPTS = 29    # in the CPU pool state: the address of the process's in
 # instead, at the same slot numbers, and is read back at the next synchronisation. The block
 # is reached through SLOT_RUNTIME; a fault also stores the context's SLOT_LAUNCH_ID there.
 STATUS_SLOTS = 16
+STATUS_OVERFLOW_LAUNCH = 12   # the launch id of the context whose adstack overflowed
 DEVICE_WRITTEN = (SLOT_ERROR, SLOT_ERROR_AXIS, SLOT_ERROR_INDEX, SLOT_RETURN, SLOT_OVERFLOW)
 
 

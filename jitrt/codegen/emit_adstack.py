@@ -71,8 +71,13 @@ class AdStackEmitter(EmitterHost):
                 b.store(b.add(count, ONE), sp)
             with otherwise:
                 _, reg_slot = self.layout.task_slot(self.task_index)
-                b.cmpxchg(self.written_slot_ptr(abi.SLOT_OVERFLOW), ir.Constant(I64, 0),
-                          self.load_slot(reg_slot), "monotonic", "monotonic")
+                first = b.cmpxchg(self.written_slot_ptr(abi.SLOT_OVERFLOW),
+                                  ir.Constant(I64, 0), self.load_slot(reg_slot), "monotonic",
+                                  "monotonic")
+                if self.target.is_gpu:    # which context overflowed, for the report at sync
+                    with b.if_then(b.extract_value(first, 1)):
+                        b.store(self.load_slot(abi.SLOT_LAUNCH_ID),
+                                self.written_slot_ptr(abi.STATUS_OVERFLOW_LAUNCH))
 
     def stmt_StackPop(self, s: n.StackPop) -> None:
         _, _, sp = self.stack_state(s.stack)

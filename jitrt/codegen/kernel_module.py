@@ -155,8 +155,12 @@ GPU_KERNEL_TYPE = ir.FunctionType(ir.VoidType(), [I64P, I64])   # (ctx, threads 
 AMDGPU_BLOCK = 256   # AMDGPU kernels read no block size register: the launch path uses this
 
 
-def gpu_kernel(module: ir.Module, target: Target, name: str) -> ir.Function:
-    fn = ir.Function(module, GPU_KERNEL_TYPE, name)
+def gpu_kernel(module: ir.Module, target: Target, name: str, pointers: int = 0
+               ) -> ir.Function:
+    """A kernel `(ctx, threads launched, *pointers)` for `target`."""
+    ty = GPU_KERNEL_TYPE if not pointers else ir.FunctionType(
+        ir.VoidType(), [I64P, I64] + [I64P] * pointers)
+    fn = ir.Function(module, ty, name)
     fn.calling_convention = "ptx_kernel" if target.name == "cuda" else "amdgpu_kernel"
     return fn
 

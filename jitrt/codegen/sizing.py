@@ -7,6 +7,9 @@ Stage: codegen (grad kernels, same module as the kernel). For max-reducer spec k
   runtime's `parallel_for`: a compiled parallel reduction, never a Python loop.
 `<prefix>_required(ctx, results, out)` writes the exact capacity of every stack (task order,
 then stack order) into `out`, with reduced specs substituted by `results[k]`.
+On GPU targets the same come as kernels: `<prefix>_red<k>_kernel(ctx, launched, out)`, a
+grid-stride max over the spec's range merged into out[0] by one atomic max per thread, and
+`<prefix>_required_kernel(ctx, launched, results, out)`, run by one thread.
 Reads outside an array count as 0 (the kernel itself will report the bad index).
 """
 from __future__ import annotations
@@ -16,7 +19,8 @@ from llvmlite import ir
 from ..passes import sizeexpr as se
 from . import abi, interrupts
 from .emit_expr import I64
-from .kernel_module import I8P, I64P, PARALLEL_FOR_TYPE, TASK_TYPE
+from .kernel_module import I8P, I64P, PARALLEL_FOR_TYPE, TASK_TYPE, global_thread, gpu_kernel
+from .targets import Target
 
 ZERO, ONE = ir.Constant(I64, 0), ir.Constant(I64, 1)
 
@@ -170,12 +174,44 @@ def emit_reducer(module: ir.Module, prefix: str, k: int, spec: se.MaxOverRange,
     b.ret(b.load(b.gep(caps_ptr, [ONE])))
 
 
+def emit_gpu_reducer(module: ir.Module, target: Target, prefix: str, k: int,
+                     spec: se.MaxOverRange, layout: abi.ContextLayout, params: tuple,
+                     fields: tuple) -> None:
+    fn = gpu_kernel(module, target, f"{prefix}_red{k}_kernel", pointers=1)
+    ctx, launched, out = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    em = SizeEmitter(module, fn, b, ctx, layout, params, fields)
+    acc, i = b.alloca(I64), b.alloca(I64)
+    begin, end = em.value(spec.begin, {}), em.value(spec.end, {})
+    b.store(ZERO, acc)
+    b.store(global_thread(module, target, b), i)
+    count = b.sub(end, begin)
+    cond, body, done = (fn.append_basic_block(x) for x in ("cond", "body", "done"))
+    b.branch(cond)
+    b.position_at_end(cond)
+    iv = b.load(i)
+    b.cbranch(b.icmp_signed("<", iv, count), body, done)
+    b.position_at_end(body)
+    v = em.value(spec.body, {spec.var: b.add(iv, begin)})
+    cur = b.load(acc)
+    b.store(b.select(b.icmp_signed(">", v, cur), v, cur), acc)
+    b.store(b.add(iv, launched), i)
+    b.branch(cond)
+    b.position_at_end(done)
+    b.atomic_rmw("max", out, b.load(acc), "monotonic")
+    b.ret_void()
+
+
 def emit_required(module: ir.Module, prefix: str, capacities: list[se.SizeExpr],
                   specs: list[se.MaxOverRange], layout: abi.ContextLayout, params: tuple,
-                  fields: tuple) -> None:
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64P, I64P, I64P]),
-                     f"{prefix}_required")
-    ctx, results, out = fn.args
+                  fields: tuple, target: Target | None = None) -> None:
+    if target is not None and target.is_gpu:
+        fn = gpu_kernel(module, target, f"{prefix}_required_kernel", pointers=2)
+        ctx, _, results, out = fn.args
+    else:
+        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64P, I64P, I64P]),
+                         f"{prefix}_required")
+        ctx, results, out = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     reduced = {spec: b.load(b.gep(results, [ir.Constant(I64, k)])) for k, spec in
                enumerate(specs)}

@@ -37,8 +37,6 @@ from ..passes import sizeexpr as se
 if TYPE_CHECKING:
     from .program import Program
 
-REDUCER_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
-REQUIRED_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
 
 
 @dataclass(frozen=True)
@@ -110,13 +108,14 @@ class SizingPlan:
     """Everything needed to size the stacks of one compiled grad kernel at launch."""
 
     def __init__(self, stacks: list[Any], specs: list[se.MaxOverRange],
-                 layout: abi.ContextLayout, forced: int, addrs: dict[str, int],
-                 prefix: str, kernel_name: str = "") -> None:
+                 layout: abi.ContextLayout, forced: int, addrs: dict[str, Any],
+                 prefix: str, kernel_name: str, device: Any) -> None:
         self.stacks, self.specs, self.layout, self.forced = stacks, specs, layout, forced
         self.kernel_name = kernel_name
-        self.reducers = [REDUCER_TYPE(addrs[f"{prefix}_red{k}"]) for k in range(len(specs))]
         sizable = all(s.capacity is not None for s in stacks)
-        self.required = REQUIRED_TYPE(addrs[f"{prefix}_required"]) if sizable else None
+        # reducers: ctx address -> max; required: (ctx, results, out) addresses
+        self.reducers, self.required = device.sizing_calls(addrs, prefix, len(specs),
+                                                           len(stacks), sizable)
         self.results = (ctypes.c_int64 * max(len(specs), 1))()
         self.out = (ctypes.c_int64 * max(len(stacks), 1))()
         self.constant = forced > 0 or (not specs and all(

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import logger as log
 from ..codegen import abi, sizing
-from ..errors import KernelCompileError
 from ..codegen.kernel_module import AccessSite, LaunchableTask, build_module
 from ..frontend.context import CompileContext
 from ..frontend.lower import lower_kernel
@@ -159,18 +158,17 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
     prefix = "jk_" + hashlib.sha1((text + repr(cfg.codegen_items())).encode()).hexdigest()[:16]
     module, sites, tasks = build_module(lowered.tasked, device.codegen_target, layout, prefix,
                                         lowered.local_types)
-    if device.codegen_target.is_gpu:
-        if lowered.stacks:
-            raise KernelCompileError(
-                f"kernel {name}: reverse-mode autodiff through loops with data-dependent trip "
-                f"counts (adstacks) does not run on arch={device.arch} in this version of "
-                "jitrt yet; use arch=cpu for this kernel's gradient")
-        specs: list[se.MaxOverRange] = []
-        symbols = [t.symbol for t in tasks]
+    target = device.codegen_target
+    specs = add_sizing_functions(module, prefix, lowered, layout, params, target)
+    sizable = lowered.stacks and all(s.capacity is not None for s in lowered.stacks)
+    if target.is_gpu:
+        symbols = [t.symbol for t in tasks] + [f"{prefix}_red{k}_kernel"
+                                               for k in range(len(specs))]
+        if sizable:
+            symbols.append(f"{prefix}_required_kernel")
     else:
-        specs = add_sizing_functions(module, prefix, lowered, layout, params)
         symbols = [f"{prefix}_entry"] + [f"{prefix}_red{k}" for k in range(len(specs))]
-        if lowered.stacks and all(s.capacity is not None for s in lowered.stacks):
+        if sizable:
             symbols.append(f"{prefix}_required")
     t2 = time.perf_counter()
     obj = device.compile(module)
@@ -206,15 +204,16 @@ def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: "Program"
     plan = None
     if a.lowered.stacks:
         plan = SizingPlan(list(a.lowered.stacks), list(a.specs), a.layout,
-                          program.config.ad_stack_size, addrs, a.prefix, a.name)
+                          program.config.ad_stack_size, addrs, a.prefix, a.name,
+                          program.device)
     return CompiledKernel(a.name, a.params, a.lowered, a.layout, a.sites,
                           addrs.get(f"{a.prefix}_entry", 0), field_objs, a.grad_params,
                           a.ir_text, plan, a.tasks, addrs)
 
 
 def add_sizing_functions(module: Any, prefix: str, lowered: LoweredKernel,
-                         layout: abi.ContextLayout, params: tuple[n.Param, ...]
-                         ) -> list[se.MaxOverRange]:
+                         layout: abi.ContextLayout, params: tuple[n.Param, ...],
+                         target: Any = None) -> list[se.MaxOverRange]:
     """Max-reducers for every distinct closed MaxOverRange, and the capacity function."""
     if not lowered.stacks or any(s.capacity is None for s in lowered.stacks):
         return []
@@ -224,11 +223,15 @@ def add_sizing_functions(module: Any, prefix: str, lowered: LoweredKernel,
             if spec not in specs:
                 specs.append(spec)
     fields = lowered.tasked.fields
+    gpu = target is not None and target.is_gpu
     for k, spec in enumerate(specs):
-        sizing.emit_reducer(module, prefix, k, spec, layout, params, fields)
+        if gpu:
+            sizing.emit_gpu_reducer(module, target, prefix, k, spec, layout, params, fields)
+        else:
+            sizing.emit_reducer(module, prefix, k, spec, layout, params, fields)
     sizing.emit_required(module, prefix, [s.capacity for s in lowered.stacks
                                           if s.capacity is not None], specs, layout,
-                         params, fields)
+                         params, fields, target)
     return specs
 
 

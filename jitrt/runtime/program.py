@@ -42,7 +42,7 @@ class Program:
         from .adstack import AdStackHeap
         from .registry import Registry
         self.registry = Registry()
-        self.heap = AdStackHeap()
+        self.heap = self.device.adstack_heap() or AdStackHeap()
         self.tape: Any = None          # the active jr.ad.Tape, if any
         self.tape_token = object()     # ACTIVE[0] while a Tape records
         self.spec_cache: dict[Any, tuple[tuple, int]] = {}   # max-reducer per-spec cache
