@@ -39,30 +39,6 @@ ARCHS = [a.strip() for a in os.environ.get("JITRT_TEST_ARCHS", "").split(",") if
 def pytest_configure(config):
     config.addinivalue_line("markers", "cpu_only: tests of CPU-only machinery (run on cpu)")
     config.addinivalue_line("markers", "gpu_only: tests that need a GPU arch")
-    config.addinivalue_line("markers", "adstacks: gradients through data-dependent loops "
-                            "(adstacks), which GPU archs do not compile yet")
-
-
-def pytest_collection_modifyitems(config, items):
-    """On GPU archs, `adstacks` tests are expected to fail with the KernelCompileError that
-    says so (strict: one that passes is reported, so the marker goes when GPUs get adstacks)."""
-    for item in items:
-        arch = getattr(getattr(item, "callspec", None), "params", {}).get("arch", "cpu")
-        if arch not in ("cpu", "none") and item.get_closest_marker("adstacks"):
-            item.add_marker(pytest.mark.xfail(
-                raises=jr.KernelCompileError, strict=True,
-                reason="adstacks do not run on GPUs yet (issue 9)"))
-
-
-def pytest_generate_tests(metafunc):
-    if "arch" in metafunc.fixturenames:
-        node = metafunc.definition
-        archs = ARCHS
-        if node.get_closest_marker("cpu_only"):
-            archs = ["cpu"]
-        elif node.get_closest_marker("gpu_only"):
-            archs = [a for a in ARCHS if a != "cpu"] or ["none"]
-        metafunc.parametrize("arch", archs, scope="function")
 
 
 # ---- every kernel the CPU suite compiles is also assembled for sm_80 and sm_90 ----------------

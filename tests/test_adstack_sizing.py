@@ -94,7 +94,6 @@ def stack_of(info, name):
 
 # ---- sizing infos -------------------------------------------------------------------------------
 
-@pytest.mark.adstacks
 def test_sizing_info_records(rng):
     x, _, recur = make_problem()
     x.from_numpy(rng.uniform(-1, 1, N))
@@ -117,7 +116,6 @@ def test_sizing_info_records(rng):
     assert jr.debug.sizing_infos(recur, grad=False) == ()  # the primal kernel has no stacks
 
 
-@pytest.mark.adstacks
 def test_constant_bound_gives_constant_size_and_no_reducer(rng):
     x = jr.field(jr.f64, shape=(N,), needs_grad=True)
     loss = jr.field(jr.f64, shape=(), needs_grad=True)
@@ -144,7 +142,6 @@ def test_constant_bound_gives_constant_size_and_no_reducer(rng):
                                **CLOSE)
 
 
-@pytest.mark.adstacks
 def test_capacity_with_scalar_argument_and_shape(rng):
     x = jr.field(jr.f64, shape=(N,), needs_grad=True)
     loss = jr.field(jr.f64, shape=(), needs_grad=True)
@@ -170,7 +167,6 @@ def test_capacity_with_scalar_argument_and_shape(rng):
     assert evaluate(cap, {"a": a, "extra": 3}) == longest + 1
 
 
-@pytest.mark.adstacks
 def test_max_reducer_dispatch_count_follows_data_changes(rng):
     x, loss, recur = make_problem()
     xv = rng.uniform(-1, 1, N)
@@ -196,7 +192,6 @@ def test_max_reducer_dispatch_count_follows_data_changes(rng):
     assert jr.debug.max_reducer_dispatch_count() == 0
 
 
-@pytest.mark.adstacks
 def test_two_tasks_get_distinct_registry_ids(rng):
     x = jr.field(jr.f64, shape=(N,), needs_grad=True)
     loss = jr.field(jr.f64, shape=(), needs_grad=True)
@@ -232,7 +227,6 @@ def test_two_tasks_get_distinct_registry_ids(rng):
 @pytest.mark.parametrize("dtype,values", [
     (jr.i8, [-5, 0, 3, 100]), (jr.u8, [0, 3, 200]), (jr.i16, [-300, 5, 40]),
     (jr.i64, [-(1 << 40), 7, 33]), (jr.u32, [0, 9, 50]), (jr.u64, [0, 9, 50])])
-@pytest.mark.adstacks
 def test_bound_arrays_of_every_integer_dtype(dtype, values, rng):
     """Loads in the sizing code widen like the kernel's: sign- or zero-extended, negatives
     counting as empty loops."""
@@ -258,7 +252,6 @@ def test_bound_arrays_of_every_integer_dtype(dtype, values, rng):
     assert evaluate(stack_of(info, "v"), {"c": wide}) == max(wide.max(), 0) + 2
 
 
-@pytest.mark.adstacks
 def test_each_specialization_has_its_own_sizing_info(rng):
     x = jr.field(jr.f64, shape=(N,), needs_grad=True)
     loss = jr.field(jr.f64, shape=(), needs_grad=True)
@@ -287,7 +280,6 @@ def check_grad(kernel, x, loss, xv, expect_counts, *args):
     np.testing.assert_allclose(x.grad.to_numpy(), sin_recurrence(xv, expect_counts)[1], **CLOSE)
 
 
-@pytest.mark.adstacks
 def test_sizes_follow_ndarray_writes_from_host_and_kernels(rng):
     x, loss, recur = make_problem()
     xv = rng.uniform(-1, 1, N)
@@ -317,7 +309,6 @@ def test_sizes_follow_ndarray_writes_from_host_and_kernels(rng):
     check_grad(recur, x, loss, xv, cv + 9, cnt)
 
 
-@pytest.mark.adstacks
 def test_sizes_follow_numpy_arrays_changed_in_place(rng):
     x, loss, recur = make_problem()
     xv = rng.uniform(-1, 1, N)
@@ -331,7 +322,6 @@ def test_sizes_follow_numpy_arrays_changed_in_place(rng):
     check_grad(recur, x, loss, xv, cv, cv)
 
 
-@pytest.mark.adstacks
 def test_sizes_follow_field_writes_and_scalar_arguments(rng):
     x = jr.field(jr.f64, shape=(N,), needs_grad=True)
     loss = jr.field(jr.f64, shape=(), needs_grad=True)
@@ -366,7 +356,6 @@ def test_sizes_follow_field_writes_and_scalar_arguments(rng):
     check_grad(recur, x, loss, xv, expect, 1)
 
 
-@pytest.mark.adstacks
 def test_sizes_follow_template_fields_of_one_shape(rng):
     """Two count fields of one dtype and shape passed as a template: the kernel names (and
     registry ids) are equal, the sizes must not be."""
@@ -509,7 +498,6 @@ def test_overflow_error_names_kernel_task_registry_and_sizes(rng):
     recur(cnt)                                                    # and the primal still runs
 
 
-@pytest.mark.adstacks
 def test_overflow_boundary_is_the_exact_capacity(rng):
     """The exact size computed at launch is the smallest capacity that does not overflow."""
     x, _, recur = make_problem()
@@ -567,7 +555,6 @@ def test_overflow_raised_by_tape_exit(rng):
 
 # ---- large bound arrays -------------------------------------------------------------------------
 
-@pytest.mark.adstacks
 def test_16m_element_bound_array_is_reduced_by_compiled_code(rng):
     n = 1 << 24
     x = jr.field(jr.f32, shape=(n,), needs_grad=True)

@@ -60,7 +60,6 @@ def check_loss_and_grad(x, loss, value, grad):
 
 # ---- where the trip count comes from ----------------------------------------------------------
 
-@pytest.mark.adstacks
 def test_count_from_ndarray(rng):
     x, loss = scalar_fields()
     xv, cnt = rng.uniform(-1, 1, N), counts(rng, 12)
@@ -79,7 +78,6 @@ def test_count_from_ndarray(rng):
     check_loss_and_grad(x, loss, *iterate(xv, np.ones(N), cnt))
 
 
-@pytest.mark.adstacks
 def test_count_from_field_and_from_jr_ndarray(rng):
     x, loss = scalar_fields()
     xv, cnt = rng.uniform(-1, 1, N), counts(rng, 10)
@@ -107,7 +105,6 @@ def test_count_from_field_and_from_jr_ndarray(rng):
     check_loss_and_grad(x, loss, *iterate(xv, np.ones(N), cnt2))
 
 
-@pytest.mark.adstacks
 def test_count_traced_through_a_local(rng):
     x, loss = scalar_fields()
     xv, cnt = rng.uniform(-1, 1, N), counts(rng, 8)
@@ -132,7 +129,6 @@ def bound(a: jr.template(), i):
     return min(a[i], 6) + 1
 
 
-@pytest.mark.adstacks
 def test_count_traced_through_a_func_return(rng):
     x, loss = scalar_fields()
     xv, cnt = rng.uniform(-1, 1, N), counts(rng, 11)
@@ -153,7 +149,6 @@ def test_count_traced_through_a_func_return(rng):
     assert len(info.max_reducer_specs) == 1
 
 
-@pytest.mark.adstacks
 def test_loop_with_data_dependent_begin_and_end(rng):
     x, loss = scalar_fields()
     xv = rng.uniform(-1, 1, N)
@@ -179,7 +174,6 @@ def test_loop_with_data_dependent_begin_and_end(rng):
     check_loss_and_grad(x, loss, value, grad)
 
 
-@pytest.mark.adstacks
 def test_nested_data_dependent_loops(rng):
     x, loss = scalar_fields()
     xv = rng.uniform(-1, 1, N)
@@ -213,7 +207,6 @@ def test_nested_data_dependent_loops(rng):
 
 # ---- control flow and several stacks ----------------------------------------------------------
 
-@pytest.mark.adstacks
 def test_if_else_inside_loop_follows_recorded_branches(rng):
     x, loss = scalar_fields()
     xv, cnt = rng.uniform(-1, 1, N), counts(rng, 12)
@@ -239,7 +232,6 @@ def test_if_else_inside_loop_follows_recorded_branches(rng):
     check_loss_and_grad(x, loss, *iterate(xv, np.ones(N), cnt, branchy))
 
 
-@pytest.mark.adstacks
 def test_float_and_int_stacks_in_one_task(rng):
     """v and u are float stacks, q an int stack read by the float updates."""
     x, loss = scalar_fields()
@@ -277,7 +269,6 @@ def test_float_and_int_stacks_in_one_task(rng):
     assert {"q", "u", "v"} <= names
 
 
-@pytest.mark.adstacks
 def test_static_bound_loop_has_constant_capacity(rng):
     x, loss = scalar_fields()
     xv = rng.uniform(-1, 1, N)
@@ -300,7 +291,6 @@ def test_static_bound_loop_has_constant_capacity(rng):
     assert all(type(e).__name__ == "Const" for e in info.size_exprs)
 
 
-@pytest.mark.adstacks
 def test_static_range_is_unrolled(rng):
     x, loss = scalar_fields()
     w = jr.field(jr.f64, shape=(N,), needs_grad=True)
@@ -328,7 +318,6 @@ def test_static_range_is_unrolled(rng):
         assert info.max_reducer_specs == ()
 
 
-@pytest.mark.adstacks
 def test_ndrange_outer_loop_2d(rng):
     m, n = 6, 9
     x = jr.field(jr.f64, shape=(m, n), needs_grad=True)
@@ -354,7 +343,6 @@ def test_ndrange_outer_loop_2d(rng):
     np.testing.assert_allclose(x.grad.to_numpy(), dv * rows, **CLOSE)
 
 
-@pytest.mark.adstacks
 def test_loop_writing_outputs_each_iteration(rng):
     steps = 6
     x = jr.field(jr.f64, shape=(N,), needs_grad=True)
@@ -383,7 +371,6 @@ def test_loop_writing_outputs_each_iteration(rng):
     np.testing.assert_allclose(x.grad.to_numpy(), grad, **CLOSE)
 
 
-@pytest.mark.adstacks
 def test_if_without_else_inside_loop(rng):
     x, loss = scalar_fields()
     xv, cnt = rng.uniform(-1, 1, N), counts(rng, 12)
@@ -409,7 +396,6 @@ def test_if_without_else_inside_loop(rng):
     check_loss_and_grad(x, loss, *iterate(xv, np.ones(N), cnt, fn))
 
 
-@pytest.mark.adstacks
 def test_plain_local_read_in_every_iteration(rng):
     """A float local assigned once before the loop: its adjoint sums over all iterations."""
     x, loss = scalar_fields()
@@ -436,7 +422,6 @@ def test_plain_local_read_in_every_iteration(rng):
     check_loss_and_grad(x, loss, v, dv)
 
 
-@pytest.mark.adstacks
 def test_int_stack_as_index_into_a_gradient_array(rng):
     """Loads indexed by an int stack: the reverse sweep must replay the exact indices."""
     x, loss = scalar_fields()
@@ -482,7 +467,6 @@ def iterate_in_func(v, n):
     return v
 
 
-@pytest.mark.adstacks
 def test_loop_inside_a_func(rng):
     x, loss = scalar_fields()
     xv, cnt = rng.uniform(-1, 1, N), counts(rng, 10)
@@ -541,7 +525,6 @@ def test_loops_that_cannot_be_differentiated(construct):
 
 # ---- several tasks ----------------------------------------------------------------------------
 
-@pytest.mark.adstacks
 def test_two_parallel_loops_with_serial_code_between(rng):
     x, loss = scalar_fields()
     y = jr.field(jr.f64, shape=(N,), needs_grad=True)
@@ -583,7 +566,6 @@ def test_two_parallel_loops_with_serial_code_between(rng):
     assert len(jr.debug.sizing_infos(k)) == 2
 
 
-@pytest.mark.adstacks
 def test_serialized_outer_loop_carries_a_kernel_scope_local(rng):
     """jr.loop_config(serialize=True): the loop runs in a serial task and `acc` lives on an
     adstack sized from the scalar argument (no reducer needed)."""
@@ -637,7 +619,6 @@ def test_gradient_through_serial_kernel_scope_float_local(rng):
     np.testing.assert_allclose(w.grad[None], 3 * np.sum(xv ** 2), **CLOSE)
 
 
-@pytest.mark.adstacks
 def test_two_kernels_on_one_tape(rng):
     x, loss = scalar_fields()
     y = jr.field(jr.f64, shape=(N,), needs_grad=True)
@@ -668,7 +649,6 @@ def test_two_kernels_on_one_tape(rng):
     check_loss_and_grad(x, loss, value, dv)
 
 
-@pytest.mark.adstacks
 def test_f32_recurrence_against_f64_reference(rng):
     x = jr.field(jr.f32, shape=(N,), needs_grad=True)
     loss = jr.field(jr.f32, shape=(), needs_grad=True)

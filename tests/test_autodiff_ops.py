@@ -427,7 +427,6 @@ def test_if_else_branches_with_stores(rng):
     np.testing.assert_allclose(gz, w * np.where(pos, xv ** 2, 1.0), **EXACT)
 
 
-@pytest.mark.adstacks
 def test_local_reassigned_in_branches(rng):
     """A local assigned more than once outside loops becomes a stack: both paths replay."""
     x, z, y = grad_fields()

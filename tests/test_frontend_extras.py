@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import jitrt as jr
 
@@ -21,7 +20,6 @@ def test_numpy_spellings_compile_like_jitrt_builtins():
     np.testing.assert_allclose(y.to_numpy(), np.sin(i) + 1 + np.maximum(i, 2) + 4, rtol=1e-6)
 
 
-@pytest.mark.adstacks
 def test_kernel_ir_shows_the_adjoint_sweeps():
     x = jr.field(jr.f32, shape=(8,), needs_grad=True)
     loss = jr.field(jr.f32, shape=(), needs_grad=True)

@@ -324,7 +324,6 @@ def test_constant_index_out_of_bounds_is_reported_not_written():
 
 # ---- a Tape whose loop-bound data changes while it records ------------------------------------
 
-@pytest.mark.adstacks
 def test_tape_refuses_a_kernel_that_writes_its_own_loop_bounds():
     x = jr.field(jr.f32, shape=(4,), needs_grad=True)
     loss = jr.field(jr.f32, shape=(), needs_grad=True)
