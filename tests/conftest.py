@@ -41,6 +41,17 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu_only: tests that need a GPU arch")
 
 
+def pytest_generate_tests(metafunc):
+    if "arch" in metafunc.fixturenames:
+        node = metafunc.definition
+        archs = ARCHS
+        if node.get_closest_marker("cpu_only"):
+            archs = ["cpu"]
+        elif node.get_closest_marker("gpu_only"):
+            archs = [a for a in ARCHS if a != "cpu"] or ["none"]
+        metafunc.parametrize("arch", archs, scope="function")
+
+
 # ---- every kernel the CPU suite compiles is also assembled for sm_80 and sm_90 ----------------
 # (ptxas runs without a GPU: codegen regressions for CUDA are caught on any machine; set
 # JITRT_TEST_PTX=0 to skip)

@@ -20,19 +20,22 @@ SIM = pathlib.Path(__file__).parent / "cache_programs" / "sim.py"
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def run_sim(cache_dir: pathlib.Path, *args: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def run_sim(cache_dir: pathlib.Path, *args: str, arch: str = "cpu") -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), JITRT_ARCH=arch)
     proc = subprocess.run([sys.executable, str(SIM), str(cache_dir), *args], env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_second_process_compiles_nothing(tmp_path):
-    first = run_sim(tmp_path)
+def test_second_process_compiles_nothing(tmp_path, arch):
+    """Per arch: on a GPU the cached artifact is the cubin and PTX of the task and sizing
+    kernels, keyed by compute capability and driver/toolkit versions."""
+    first = run_sim(tmp_path, arch=arch)
     assert first["stats"]["compiles"] == 4          # two kernels and their adjoints
     assert first["stats"]["offline_cache_misses"] == 4
-    second = run_sim(tmp_path)
+    second = run_sim(tmp_path, arch=arch)
+    assert second["arch"] == arch
     assert second["stats"]["compiles"] == 0
     assert second["stats"]["offline_cache_hits"] == 4
     assert second["ids"] == first["ids"]

@@ -38,7 +38,7 @@ def declare_b(x, loss):
 def main() -> None:
     cache_dir = sys.argv[1]
     order = sys.argv[sys.argv.index("--order") + 1] if "--order" in sys.argv else "ab"
-    jr.init(arch=jr.cpu, offline_cache=True, offline_cache_dir=cache_dir)
+    program = jr.init(arch=jr.cpu, offline_cache=True, offline_cache_dir=cache_dir)  # JITRT_ARCH wins
     n = 64
     x = jr.field(jr.f64, shape=(n,), needs_grad=True)
     loss = jr.field(jr.f64, shape=(), needs_grad=True)
@@ -55,6 +55,7 @@ def main() -> None:
         out["grads"][name] = x.grad.to_numpy().tolist()
         out["ids"][name] = [info.registry_id for info in jr.debug.sizing_infos(kernels[name])]
     out["stats"] = jr.debug.stats()
+    out["arch"] = program.arch
     out["dispatches"] = jr.debug.max_reducer_dispatch_count()
     print(json.dumps(out))
 
