@@ -24,6 +24,7 @@ from .frontend.builtins import (MATH, atomic_add, atomic_max, atomic_min, atomic
                                 loop_config, ndrange, pow_ as pow, static)
 from .kernel import func, kernel
 from .data import Field, Ndarray, field, ndarray
+from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
 from .types import template
 
@@ -48,6 +49,7 @@ __all__ = ["ad", "AdStackOverflowError", "AutodiffError", "BackendUnavailableErr
            "Field", "JitrtError", "KernelArgError", "KernelCompileError", "KernelRuntimeError",
            "Ndarray", "OfflineCacheError", "amdgpu", "atomic_add", "atomic_max", "atomic_min",
            "atomic_sub", "cast", "ceil", "clear_cache", "cos", "cpu", "cuda", "debug", "exp",
-           "f32", "f64", "field", "floor", "func", "gpu", "i16", "i32", "i64", "i8", "init",
+           "f32", "f64", "field", "floor", "func", "gpu", "Graph", "graph", "i16", "i32", "i64",
+           "i8", "init",
            "kernel", "log", "loop_config", "ndarray", "ndrange", "profiler", "pow", "reset", "sin",
            "sqrt", "static", "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8"]

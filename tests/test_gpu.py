@@ -2,18 +2,20 @@
 return values, faults reported at the next synchronisation, skipped context uploads, math and
 atomics against numpy, and a replaced program bringing device data home.
 
-Every test here is `gpu_only`: it runs once per GPU arch in `JITRT_TEST_ARCHS` and skips on
-machines without one. The rest of the suite also runs on each GPU arch.
+The tests marked `gpu_only` run once per GPU arch in `JITRT_TEST_ARCHS` and skip on machines
+without one; the graph tests run on every arch (the CPU replays bound launches). The rest of
+the suite also runs on each GPU arch.
 """
 import numpy as np
 import pytest
 
 import jitrt as jr
 
-pytestmark = pytest.mark.gpu_only
 nd = jr.types.ndarray
+gpu_only = pytest.mark.gpu_only
 
 
+@gpu_only
 def test_field_round_trip_through_device_memory():
     x = jr.field(jr.f32, shape=(1000,))
     x.from_numpy(np.arange(1000, dtype=np.float32))
@@ -35,6 +37,7 @@ def test_field_round_trip_through_device_memory():
     np.testing.assert_array_equal(x.to_numpy(), np.full(1000, 3.0, np.float32))
 
 
+@gpu_only
 def test_numpy_arguments_are_copied_in_and_written_ones_out():
     @jr.kernel
     def saxpy(a: jr.f32, x: nd(dtype=jr.f32, ndim=1), y: nd(dtype=jr.f32, ndim=1)):
@@ -51,6 +54,7 @@ def test_numpy_arguments_are_copied_in_and_written_ones_out():
     np.testing.assert_array_equal(x, np.ones(5000, np.float32))
 
 
+@gpu_only
 def test_jitrt_ndarrays_stay_on_the_device_and_uploads_are_skipped():
     @jr.kernel
     def inc(a: nd(dtype=jr.i32, ndim=1), k: jr.i32):
@@ -68,6 +72,7 @@ def test_jitrt_ndarrays_stay_on_the_device_and_uploads_are_skipped():
     np.testing.assert_array_equal(a.to_numpy(), np.full(300, 16, np.int32))
 
 
+@gpu_only
 def test_two_handles_never_share_a_context_buffer():
     @jr.kernel
     def put(a: nd(dtype=jr.f32, ndim=1), v: jr.f32):
@@ -88,6 +93,7 @@ def test_two_handles_never_share_a_context_buffer():
     assert a32.to_numpy().tolist() == [3.0] * 4 and a2.to_numpy().tolist() == [2.0] * 4
 
 
+@gpu_only
 def test_return_values_and_serial_locals_reach_later_tasks():
     x = jr.field(jr.i64, shape=(64,))
 
@@ -107,6 +113,7 @@ def test_return_values_and_serial_locals_reach_later_tasks():
     assert x[19] == 119 and x[20] == 0
 
 
+@gpu_only
 def test_a_fault_is_reported_at_the_next_synchronisation():
     a = jr.ndarray(jr.f32, shape=(8,))
 
@@ -124,6 +131,7 @@ def test_a_fault_is_reported_at_the_next_synchronisation():
     assert a.to_numpy().tolist() == [1.0] * 8
 
 
+@gpu_only
 @pytest.mark.parametrize("dt", [jr.f32, jr.f64])
 def test_math_matches_numpy(dt):
     fns = ["sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil"]
@@ -150,6 +158,7 @@ def test_math_matches_numpy(dt):
         np.testing.assert_allclose(out[k], getattr(np, fn)(x), rtol=tol, err_msg=fn)
 
 
+@gpu_only
 def test_float_atomics_and_reductions():
     s = jr.field(jr.f32, shape=())
     lo = jr.field(jr.f32, shape=())
@@ -169,6 +178,7 @@ def test_float_atomics_and_reductions():
     assert lo[None] == x.min() and hi[None] == x.max()
 
 
+@gpu_only
 def test_replacing_the_program_brings_device_data_home():
     x = jr.field(jr.i32, shape=(16,))
 
@@ -210,6 +220,7 @@ def _grad_on(arch, xv, cnt, **options):
     return loss[None], x.grad.to_numpy(), recur
 
 
+@gpu_only
 def test_gradients_of_data_dependent_loops_equal_the_cpus(arch):
     rng = np.random.default_rng(7)
     xv = rng.uniform(-1, 1, 5000)
@@ -224,6 +235,7 @@ def test_gradients_of_data_dependent_loops_equal_the_cpus(arch):
     np.testing.assert_allclose(gpu_grad, cpu_grad, rtol=1e-12)
 
 
+@gpu_only
 def test_adstack_overflow_is_raised_at_sync_naming_kernel_and_task(arch):
     rng = np.random.default_rng(3)
     xv = rng.uniform(-1, 1, 4096)
@@ -241,3 +253,105 @@ def test_adstack_overflow_is_raised_at_sync_naming_kernel_and_task(arch):
     _, grad, _ = _grad_on(arch, xv, cnt)         # exact sizing again: usable and right
     _, cpu_grad, _ = _grad_on("cpu", xv, cnt)
     np.testing.assert_allclose(grad, cpu_grad, rtol=1e-12)
+
+
+# ---- graphs (every arch: the CPU replays the bound launches in order) ----------------------------
+
+@pytest.mark.parametrize("form", ["step", "with"])
+def test_graph_replays_a_step_and_keeps_generations_exact(arch, form):
+    x = jr.field(jr.f32, shape=(256,))
+    counter = jr.ndarray(jr.i32, shape=(1,))
+
+    @jr.kernel
+    def add(k: jr.f32):
+        for i in x:
+            x[i] += k
+
+    @jr.kernel
+    def tick(c: nd(dtype=jr.i32, ndim=1)):
+        c[0] += 1
+
+    def step():
+        add(1.0)
+        add(2.0)                  # the same kernel twice, other arguments: both kept
+        tick(counter)
+
+    if form == "step":
+        g = jr.graph(step)
+        g()
+    else:
+        with jr.graph() as g:
+            step()
+    assert len(g) == 3
+    gen = x.gen
+    for _ in range(5):
+        g()
+    assert x.gen == gen + 10
+    np.testing.assert_array_equal(x.to_numpy(), np.full(256, 18.0, np.float32))
+    assert counter[0] == 6
+    x.fill(0.0)                   # a host write between replays is uploaded first
+    g()
+    assert x[7] == 3.0
+    if arch != "cpu":
+        stats = jr.debug.stats()
+        assert stats["graph_instantiations"] == 1 and stats["graph_replays"] == 6
+
+
+def test_graph_with_changed_arguments_updates_instead_of_instantiating(arch):
+    a = jr.ndarray(jr.f32, shape=(1000,))
+    b = jr.ndarray(jr.f32, shape=(1000,))
+
+    @jr.kernel
+    def scale(arr: nd(dtype=jr.f32, ndim=1), s: jr.f32):
+        for i in range(arr.shape[0]):
+            arr[i] = arr[i] * s + 1.0
+
+    g = jr.graph(lambda arr, s: scale(arr, s))
+    g(a, 2.0)                     # records: a = 1
+    g(a, 2.0)                     # replays: a = 3
+    g(b, 3.0)                     # other arguments: rebound and updated, b = 1
+    g(b, 3.0)                     # replays: b = 4
+    assert a[0] == 3.0 and b[999] == 4.0
+    if arch != "cpu":
+        stats = jr.debug.stats()
+        assert stats["graph_instantiations"] == 1 and stats["graph_updates"] == 1
+
+
+def test_graph_of_grad_launches_rechecks_adstack_sizes(arch):
+    n = 2048
+    x, loss, recur = _recurrence(n, jr.f64)
+    rng = np.random.default_rng(5)
+    x.from_numpy(rng.uniform(-1, 1, n))
+    cnt = jr.ndarray(jr.i32, shape=(n,))
+    cnt.from_numpy(np.full(n, 2, np.int32))
+
+    def step():
+        recur.grad(cnt)
+
+    loss.grad[None] = 1.0
+    g = jr.graph(step)
+    g()
+    cnt.from_numpy(np.full(n, 7, np.int32))   # larger trip counts: capacities must grow
+    x.grad.fill(0.0)
+    g()
+    jr.sync()
+    expected = x.grad.to_numpy()
+    x.grad.fill(0.0)
+    recur.grad(cnt)                            # the same launch outside the graph
+    np.testing.assert_allclose(x.grad.to_numpy(), expected, rtol=1e-12)
+    assert np.abs(expected).sum() > 0
+
+
+def test_graph_refuses_a_replaced_program(arch):
+    x = jr.field(jr.f32, shape=(4,))
+
+    @jr.kernel
+    def one():
+        for i in x:
+            x[i] = 1.0
+
+    g = jr.graph(one)
+    g()
+    jr.init(arch=arch, offline_cache=False)
+    with pytest.raises(jr.JitrtError, match="record it again"):
+        g.replay()

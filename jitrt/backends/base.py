@@ -96,6 +96,11 @@ class Device(abc.ABC):
         spec (context address -> maximum) and the capacity function (context, results, out
         addresses; None unless every stack is sizable)."""
 
+    def graph(self, entries: list[Any]) -> Any:
+        """A device graph replaying these launch entries in order, or None where launches
+        are replayed one by one (the CPU)."""
+        return None
+
     def adstack_heap(self) -> Any:
         """The program's adstack heap (`ensure(nbytes, who) -> address`), None for the
         runtime's host heap."""

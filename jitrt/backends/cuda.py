@@ -85,6 +85,7 @@ class CudaDriver:
         self.stream = self.check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING),
                                  "cuStreamCreate")
         self._launch, self._success = cu.cuLaunchKernel, cu.CUresult.CUDA_SUCCESS
+        self._graph_launch = cu.cuGraphLaunch
         self._h2d, self._d2h = cu.cuMemcpyHtoDAsync, cu.cuMemcpyDtoHAsync
         self._modules: list[Any] = []
         self.ptx_loads = 0          # modules the driver compiled from PTX (no usable cubin)
@@ -131,6 +132,33 @@ class CudaDriver:
         err, = self._launch(function, grid, 1, 1, block, 1, 1, 0, self.stream, params, 0)
         if err != self._success:
             self.check((err,), "cuLaunchKernel")
+
+    # ---- graphs ---------------------------------------------------------------------------
+    def begin_capture(self) -> None:
+        self.bind()
+        mode = self.cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        self.check(self.cu.cuStreamBeginCapture(self.stream, mode), "cuStreamBeginCapture")
+
+    def end_capture(self) -> Any:
+        return self.check(self.cu.cuStreamEndCapture(self.stream), "cuStreamEndCapture")
+
+    def instantiate(self, graph: Any) -> Any:
+        return self.check(self.cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+
+    def exec_update(self, graph_exec: Any, graph: Any) -> bool:
+        result = self.cu.cuGraphExecUpdate(graph_exec, graph)
+        return bool(result[0] == self._success)
+
+    def graph_launch(self, graph_exec: Any) -> None:
+        err, = self._graph_launch(graph_exec, self.stream)
+        if err != self._success:
+            self.check((err,), "cuGraphLaunch")
+
+    def destroy_graph(self, graph: Any) -> None:
+        self.cu.cuGraphDestroy(graph)
+
+    def destroy_exec(self, graph_exec: Any) -> None:
+        self.cu.cuGraphExecDestroy(graph_exec)
 
     # ---- memory ---------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> int:

@@ -71,6 +71,13 @@ class GpuDriver(Protocol):
     def load_module(self, image: bytes) -> Any: ...
     def function(self, module: Any, name: str) -> int: ...
     def launch(self, function: int, grid: int, block: int, params: int) -> None: ...
+    def begin_capture(self) -> None: ...
+    def end_capture(self) -> Any: ...
+    def instantiate(self, graph: Any) -> Any: ...
+    def exec_update(self, graph_exec: Any, graph: Any) -> bool: ...
+    def graph_launch(self, graph_exec: Any) -> None: ...
+    def destroy_graph(self, graph: Any) -> None: ...
+    def destroy_exec(self, graph_exec: Any) -> None: ...
     def alloc(self, nbytes: int) -> int: ...
     def free(self, ptr: int) -> None: ...
     def copy_h2d(self, dst: int, src: int, nbytes: int) -> None: ...
@@ -201,7 +208,9 @@ class GpuDevice(Device):
         self.launch_at: dict[int, "GpuLaunch"] = {}     # context address -> its entry
         self._scratch, self._scratch_size = 0, 0
         self.mirrors: list[DeviceMirror] = []
-        self.counters: dict[str, int] = {"h2d_skipped": 0, "h2d_uploads": 0, "allocations": 0}
+        self.counters: dict[str, int] = {"h2d_skipped": 0, "h2d_uploads": 0, "allocations": 0,
+                                         "graph_instantiations": 0, "graph_updates": 0,
+                                         "graph_replays": 0}
         self.closed = False
 
     # ---- code ---------------------------------------------------------------------------
@@ -242,6 +251,10 @@ class GpuDevice(Device):
         required = GpuRequired(self, functions[f"{prefix}_required_kernel"], nspecs,
                                nstacks) if sizable else None
         return reducers, required
+
+    def graph(self, entries: list[Any]) -> GpuGraph:
+        """A device graph of these launch entries, in order (`jr.graph`)."""
+        return GpuGraph(self, entries)
 
     def adstack_heap(self) -> GpuHeap:
         return GpuHeap(self)
@@ -327,6 +340,65 @@ class GpuDevice(Device):
         self.driver.close()
 
 
+class GpuGraph:
+    """Bound launches recorded into one device graph (`jr.graph`): `replay()` brings changed
+    host data to the device, stages host arrays, launches the graph (one driver call for all
+    kernels) and does each launch's bookkeeping. `update(entries)` re-captures after changed
+    arguments and updates the instantiated graph in place (instantiating again only when the
+    driver refuses the update)."""
+
+    def __init__(self, device: "GpuDevice", entries: list["GpuLaunch"]) -> None:
+        self.device, self.exec = device, None
+        self.update(entries)
+
+    def update(self, entries: list["GpuLaunch"]) -> None:
+        device, driver = self.device, self.device.driver
+        for entry in entries:
+            entry.prepare()
+        driver.begin_capture()
+        try:
+            for entry in entries:
+                entry.launch_tasks()
+        finally:
+            graph = driver.end_capture()
+        if self.exec is not None and driver.exec_update(self.exec, graph):
+            device.counters["graph_updates"] += 1
+        else:
+            if self.exec is not None:
+                driver.destroy_exec(self.exec)
+            self.exec = driver.instantiate(graph)
+            device.counters["graph_instantiations"] += 1
+        driver.destroy_graph(graph)
+        self.entries = entries
+        seen: dict[int, DeviceMirror] = {}
+        for entry in entries:
+            for m in entry.read_mirrors() + entry.written_mirrors():
+                seen[id(m)] = m
+        self.mirrors = list(seen.values())
+        self.written = list({id(m): m for e in entries for m in e.written_mirrors()}.values())
+        self.staged = [e for e in entries if e.staging]
+
+    def replay(self) -> None:
+        device = self.device
+        for m in self.mirrors:
+            if m.host_newer:
+                m.to_device()
+        copy_out = [c for e in self.staged for c in e.stage_in()]
+        device.driver.graph_launch(self.exec)
+        device.counters["graph_replays"] += 1
+        for m in self.written:
+            m.device_newer = True
+        for host, ptr in copy_out:
+            device.driver.copy_d2h(host.ctypes.data, ptr, host.nbytes)
+        if copy_out:
+            device.synchronize()
+
+    def release(self) -> None:
+        if self.exec is not None and not self.device.closed:
+            self.device.driver.destroy_exec(self.exec)
+        self.exec = None
+
+
 class GpuLaunch:
     """The entry point of one launch context on a GPU (called with the context's address)."""
 
@@ -403,32 +475,48 @@ class GpuLaunch:
         """Everything before the kernels: data made current on the device, host arrays
         staged in, the context uploaded if its bytes changed. Returns the staged arrays the
         kernels write (copied out after them)."""
-        device, driver = self.device, self.device.driver
         for data in self.fields:
             data._mirror.to_device()
-        copy_out = []
-        for slot, (v, host, written) in self.arrays.items():
+        for v, host, _ in self.arrays.values():
             if host is None:
                 v._mirror.to_device()
                 if v.grad is not None:
                     v.grad._mirror.to_device()
-            else:                                   # host memory: staged in and out
-                ptr = self.staging[slot][0]
-                driver.copy_h2d(ptr, host.ctypes.data, host.nbytes)
-                if written:
-                    copy_out.append((host, ptr))
-        data = bytes(self.context.buf)
-        if data != self.last_upload:
-            driver.copy_h2d(self.dctx, self.context.addr, self.nbytes)
-            self.last_upload = data
-            device.counters["h2d_uploads"] += 1
-        else:
-            device.counters["h2d_skipped"] += 1
+        copy_out = self.stage_in()
+        self.upload_context()
         return copy_out
 
+    def stage_in(self) -> list[tuple[Any, int]]:
+        """Copy host-memory arguments (numpy arrays, wrapped host tensors) to their staging
+        buffers; returns those the kernels write, to copy out after them."""
+        copy_out = []
+        for slot, (_, host, written) in self.arrays.items():
+            if host is not None:
+                ptr = self.staging[slot][0]
+                self.device.driver.copy_h2d(ptr, host.ctypes.data, host.nbytes)
+                if written:
+                    copy_out.append((host, ptr))
+        return copy_out
+
+    def upload_context(self) -> None:
+        """Upload the context when its bytes differ from the last upload (else count a skip:
+        the steady state uploads nothing)."""
+        data = bytes(self.context.buf)
+        if data != self.last_upload:
+            self.device.driver.copy_h2d(self.dctx, self.context.addr, self.nbytes)
+            self.last_upload = data
+            self.device.counters["h2d_uploads"] += 1
+        else:
+            self.device.counters["h2d_skipped"] += 1
+
     def __call__(self, addr: int) -> None:
-        device, driver = self.device, self.device.driver
         copy_out = self.prepare()
+        self.launch_tasks()
+        self.finish(copy_out)
+
+    def launch_tasks(self) -> None:
+        """One kernel per task on the stream (what a graph captures)."""
+        driver = self.device.driver
         block, buf = self.block, self.context.buf
         for function, kind, size in self.tasks:
             if kind == "serial":
@@ -440,6 +528,28 @@ class GpuLaunch:
                 grid = min(grid, max(1, (size(buf) + block - 1) // block))
             self.param_values[1] = grid * block
             driver.launch(function, grid, block, self.params_addr)
+
+    def written_mirrors(self) -> list[DeviceMirror]:
+        out = [f._mirror for f in self.written_fields]
+        for slot, (v, host, written) in self.arrays.items():
+            if host is None:
+                if written:
+                    out.append(v._mirror)
+                if (self.arg_of_slot[slot], True) in self.written_arrays:
+                    out.append(v.grad._mirror)
+        return out
+
+    def read_mirrors(self) -> list[DeviceMirror]:
+        out = [f._mirror for f in self.fields]
+        for v, host, _ in self.arrays.values():
+            if host is None:
+                out += [v._mirror] + ([v.grad._mirror] if v.grad is not None else [])
+        return out
+
+    def finish(self, copy_out: list[tuple[Any, int]]) -> None:
+        """After the kernels: written data is newer on the device; staged host arrays the
+        kernels wrote are copied back and a return value read (the only synchronisations)."""
+        device, driver = self.device, self.device.driver
         for data_obj in self.written_fields:
             data_obj._mirror.device_newer = True
         for slot, (v, host, written) in self.arrays.items():

@@ -53,6 +53,30 @@ class BoundLaunch(LaunchContext):
         self._update_bumps()
         self.cells = [[v] for v in self.values]   # the bound values the snapshot reads
         setattr(type(self), "__call__", self._make_call())
+        self.size_check = self._make_size_check()
+
+    def _make_size_check(self) -> Any:
+        """The adstack sizing part of a call alone (a graph replay runs it before launching
+        the graph: a capacity that changed is written to the context, uploaded before the
+        replay). None when the capacities are fixed."""
+        if self.sizing is None:
+            return None
+        env: dict[str, Any] = {"buf": self.buf, "addr": self.addr}
+        lines = ["def size_check():"]
+        for i, cell in enumerate(self.cells):
+            env[f"cell{i}"] = cell
+            lines.append(f"    a{i} = cell{i}[0]")
+        lines += sizing_lines(self.handle, env, self.sizing)
+        exec(compile("\n".join(lines), f"<jitrt size check {self.compiled.name}>", "exec"),
+             env)  # noqa: S102
+        return env["size_check"]
+
+    def generation_bumps(self) -> list[Any]:
+        """The objects whose `gen` a call of this launch moves (its write set)."""
+        c = self.compiled
+        fields = [c.field_objs[s].grad if g else c.field_objs[s]
+                  for s, g in c.lowered.writes.fields]
+        return fields + [cell[0] for cell in self.array_bumps]
 
     def _make_call(self) -> Any:
         c = self.compiled
@@ -137,3 +161,4 @@ class BoundLaunch(LaunchContext):
         self._update_bumps()
         self.cells[index][0] = value
         setattr(type(self), "__call__", self._make_call())   # the watched arrays may differ
+        self.size_check = self._make_size_check()

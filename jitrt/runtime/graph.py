@@ -1,0 +1,178 @@
+"""`jr.graph`: record the launches of one step once, replay them as a whole.
+
+Stage: runtime (the API's launch-sequence layer). Recording runs the step for real while the
+program's launchers report every launch (the same hook a `jr.ad.Tape` uses); each launch
+becomes a `BoundLaunch` of its own (its own context, so a kernel launched twice in a step with
+other arguments keeps both). The device then builds a graph of them (`Device.graph`: a CUDA
+graph on GPUs; None on the CPU, where a replay calls the bound launches in order).
+
+`g = jr.graph(step)`: `g(*args)` records on its first call; a later call with the same
+argument objects (arrays by identity, scalars by value) replays; with other arguments the step
+runs again in recording mode and, when it launches the same kernels in the same order, the
+bound launches are rebound (`set_arg`) and the device graph updated in place, never
+re-instantiated unless the driver refuses the update. `with jr.graph() as g:` records the
+launches of the block; `g()` replays them. A replay of grad launches with adstacks re-checks
+their sizing launch caches first (a capacity that changed is uploaded with their context).
+Caches: the bound launches and the device graph, per Graph object.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, cast
+
+from ..errors import JitrtError
+from . import program as program_mod
+from .arguments import as_host_array
+from .bound import BoundLaunch
+
+
+class _Recorder:
+    """Stands in for `program.tape` while a graph records: collects (kernel, values, handle)."""
+
+    def __init__(self) -> None:
+        self.launches: list[tuple[Any, list[Any], Any]] = []
+
+    def record(self, kernel: Any, values: Any, handle: Any) -> None:
+        self.launches.append((kernel, list(values), handle))
+
+
+class Graph:
+    """A recorded sequence of launches (see the module docstring). `stats()` counts replays,
+    updates and instantiations (also in `jr.debug.stats()` on GPUs)."""
+
+    def __init__(self, step: Callable[..., Any] | None = None) -> None:
+        self.step = step
+        self.launches: list[BoundLaunch] = []
+        self.kernels: list[Any] = []
+        self.device_graph: Any = None
+        self.program: Any = None
+        self.args: tuple[Any, ...] = ()
+        self.kwargs: dict[str, Any] = {}
+        self.bumps: list[Any] = []
+        self.counts: list[Any] = []
+        self.sized: list[BoundLaunch] = []
+        self._recorder: _Recorder | None = None
+
+    # ---- recording ----------------------------------------------------------------------
+    def __enter__(self) -> "Graph":
+        if self.step is not None:
+            raise TypeError("use either jr.graph(step) or `with jr.graph() as g:`")
+        self._begin()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        records = self._end()
+        if exc_type is None:
+            self._build(records)
+
+    def _begin(self) -> None:
+        program = program_mod.current()
+        if program.tape is not None:
+            raise JitrtError("jr.graph cannot record inside a jr.ad.Tape (or another graph); "
+                             "launch kernel.grad(...) explicitly in the step instead")
+        self._recorder = _Recorder()
+        program.tape = self._recorder
+        program_mod.ACTIVE[0] = program.tape_token
+        self.program = program
+
+    def _end(self) -> list[tuple[Any, list[Any], Any]]:
+        program, recorder = self.program, self._recorder
+        program.tape = None
+        if program_mod.ACTIVE[0] is program.tape_token:
+            program_mod.ACTIVE[0] = program
+        self._recorder = None
+        assert recorder is not None
+        return recorder.launches
+
+    def _build(self, records: list[tuple[Any, list[Any], Any]]) -> None:
+        program = self.program
+        kernels = [(k, h) for k, _, h in records]
+        if self.launches and kernels == self.kernels:          # same launches: rebind
+            for bound, (_, values, _) in zip(self.launches, records):
+                for i, v in enumerate(values):
+                    if v is not bound.values[i] and not (
+                            type(v) in (int, float) and type(v) is type(bound.values[i])
+                            and v == bound.values[i]):
+                        bound.set_arg(i, as_host_array(v) if
+                                      bound.compiled.params[i].kind == "ndarray" else v)
+            if self.device_graph is not None:
+                self.device_graph.update([b.entry for b in self.launches])
+        else:
+            self.release()
+            self.launches = [BoundLaunch(h, [as_host_array(v) if p.kind == "ndarray" else v
+                                             for p, v in zip(h.compiled.params, values)])
+                             for _, values, h in records]
+            self.kernels = kernels
+            self.device_graph = program.device.graph([b.entry for b in self.launches])
+        self.bumps = [obj for b in self.launches for obj in b.generation_bumps()]
+        self.counts = [b.handle.launch_count for b in self.launches]
+        self.sized = [b for b in self.launches if b.size_check is not None]
+
+    # ---- replay -------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        if self.step is None:
+            if args or kwargs:
+                raise TypeError("a graph recorded with `with jr.graph()` replays without "
+                                "arguments")
+            return self.replay()
+        if self.launches and self.program is program_mod.ACTIVE[0] and \
+                self._same(args, kwargs):
+            return self.replay()
+        self._begin()
+        try:
+            self.step(*args, **kwargs)
+        finally:
+            records = self._end()
+        self._build(records)
+        self.args, self.kwargs = args, kwargs
+
+    def _same(self, args: tuple, kwargs: dict) -> bool:
+        if len(args) != len(self.args) or kwargs.keys() != self.kwargs.keys():
+            return False
+        pairs = list(zip(args, self.args)) + [(kwargs[k], self.kwargs[k]) for k in kwargs]
+        return all(a is b or (type(a) in (int, float, bool) and type(a) is type(b) and a == b)
+                   for a, b in pairs)
+
+    def replay(self) -> None:
+        """Run the recorded launches again, with the arguments they were recorded with."""
+        if self.program is not program_mod.ACTIVE[0]:
+            raise JitrtError("jr.graph: the program it was recorded in was replaced "
+                             "(jr.init/jr.reset, or a Tape records); record it again")
+        if self.device_graph is None:
+            for bound in self.launches:
+                cast(Any, bound)()     # a bound launch's generated __call__
+            return
+        with self.program.launch_lock:
+            for bound in self.sized:
+                bound.size_check()
+                cast(Any, bound.entry).upload_context()
+            for obj in self.bumps:
+                obj.gen += 1
+            for count in self.counts:
+                count[0] += 1
+            self.device_graph.replay()
+
+    def release(self) -> None:
+        if self.device_graph is not None:
+            self.device_graph.release()
+        self.device_graph = None
+
+    def __len__(self) -> int:
+        return len(self.launches)
+
+
+def graph(step: Callable[..., Any] | None = None) -> Graph:
+    """Record the launches of one step and replay them as a whole (a CUDA graph on GPUs).
+
+    `g = jr.graph(step)` then `g(*args)`: the first call records (running the step), later
+    calls with the same arguments replay; `with jr.graph() as g: ...` then `g()`. See
+    docs/gpu.md ("Graphs").
+
+    Example::
+
+        g = jr.graph(lambda: [substep() for _ in range(100)])
+        g()        # records (and runs) the 100 launches
+        g()        # replays them: one driver call on a GPU
+    """
+    return Graph(step)
+
+
