@@ -1,13 +1,19 @@
-"""GPU benchmarks, one table, ratios against references measured in the same run.
+"""GPU benchmarks: one run, one table, ratios against references measured in the same run.
 
-Rows: the launch of a trivial kernel through jitrt against raw `cuLaunchKernel` (cuda-bindings,
-the same loaded function and a prebuilt parameter array); saxpy over 64M f32 against a
-device-to-device copy of the same bytes. Run on the GPU machine: python benchmarks/gpu/bench.py
-(benchmarks/gpu/run.sh runs it after the tests).
+    python benchmarks/gpu/bench.py          (benchmarks/gpu/run.sh runs it after the tests)
+
+Rows: a trivial kernel's launch through jitrt against raw `cuLaunchKernel` (cuda-bindings,
+the same loaded function, a prebuilt parameter array), CuPy `RawKernel` and a small torch op;
+a 100-kernel step launched directly and replayed as a `jr.graph`, against a raw CUDA graph of
+the same 100 launches; saxpy over 64M f32 against a device-to-device copy; the adstack step
+(forward + grad, trip counts 1..8) at N = 1M and N = 1024 against torch autograd of the same
+computation (a masked loop), gradients checked. CuPy and torch rows are skipped when those
+packages are missing.
 """
 from __future__ import annotations
 
 import time
+from typing import Any, Callable
 
 import numpy as np
 
@@ -16,9 +22,11 @@ import jitrt as jr
 nd = jr.types.ndarray
 
 
-def per_call(fn, sync, n: int, repeats: int = 5) -> float:
+def per_call(fn: Callable[[], Any], sync: Callable[[], Any], n: int, repeats: int = 5) -> float:
+    """Best-of-`repeats` seconds per call of `fn`, `n` calls between two synchronisations."""
     best = float("inf")
     for _ in range(repeats):
+        fn()
         sync()
         t0 = time.perf_counter()
         for _ in range(n):
@@ -28,10 +36,7 @@ def per_call(fn, sync, n: int, repeats: int = 5) -> float:
     return best
 
 
-def main() -> None:
-    program = jr.init(arch=jr.cuda, offline_cache=False)
-    device = program.device
-    drv = device.driver
+def launch_rows(drv: Any) -> list[tuple[str, str, str, str]]:
     cu = drv.cu
 
     @jr.kernel
@@ -40,15 +45,58 @@ def main() -> None:
 
     a = jr.ndarray(jr.f32, shape=(1,))
     tiny(a)
-    handle = next(iter(tiny.handles.values()))
-    launch = handle.entry
-    function = launch.tasks[0][0]
-    jr_us = per_call(lambda: tiny(a), drv.synchronize, 2000) * 1e6
-    raw_us = per_call(lambda: cu.cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, drv.stream,
-                                                launch.params_addr, 0),
-                      drv.synchronize, 2000) * 1e6
-    rows = [("trivial kernel launch", f"{jr_us:.2f} us", f"raw cuLaunchKernel {raw_us:.2f} us",
-             f"{jr_us / raw_us:.2f}x")]
+    entry = next(iter(tiny.handles.values())).entry
+    function = entry.tasks[0][0]
+
+    def raw() -> None:
+        cu.cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, drv.stream, entry.params_addr, 0)
+
+    jr_s = per_call(lambda: tiny(a), drv.synchronize, 2000)
+    raw_s = per_call(raw, drv.synchronize, 2000)
+    rows = [("trivial launch: jitrt", f"{jr_s * 1e6:.2f} us", f"raw cuLaunchKernel "
+             f"{raw_s * 1e6:.2f} us", f"{jr_s / raw_s:.2f}x raw")]
+    try:
+        import cupy
+        k = cupy.RawKernel(r'extern "C" __global__ void k(float* a) { a[0] += 1.0f; }', "k")
+        c = cupy.zeros(1, cupy.float32)
+        cp_s = per_call(lambda: k((1,), (1,), (c,)), cupy.cuda.Device().synchronize, 2000)
+        rows.append(("trivial launch: CuPy RawKernel", f"{cp_s * 1e6:.2f} us", "",
+                     f"jitrt {cp_s / jr_s:.2f}x faster"))
+    except ImportError:
+        pass
+    try:
+        import torch
+        t = torch.zeros(1, device="cuda")
+        th_s = per_call(lambda: t.add_(1.0), torch.cuda.synchronize, 2000)
+        rows.append(("trivial launch: torch add_", f"{th_s * 1e6:.2f} us", "",
+                     f"jitrt {th_s / jr_s:.2f}x faster"))
+    except ImportError:
+        pass
+
+    # a 100-kernel step: direct, as a jr.graph, and as a raw CUDA graph of the same launches
+    def step() -> None:
+        for _ in range(100):
+            tiny(a)
+
+    direct = per_call(step, drv.synchronize, 20)
+    g = jr.graph(step)
+    g()
+    replay = per_call(g, drv.synchronize, 50)
+    drv.begin_capture()
+    for _ in range(100):
+        raw()
+    graph = drv.end_capture()
+    exe = drv.instantiate(graph)
+    raw_graph = per_call(lambda: drv.graph_launch(exe), drv.synchronize, 50)
+    rows += [("100-kernel step: direct", f"{direct * 1e6 / 100:.2f} us/kernel", "", ""),
+             ("100-kernel step: jr.graph replay", f"{replay * 1e6 / 100:.2f} us/kernel",
+              f"raw CUDA graph {raw_graph * 1e6 / 100:.2f} us/kernel",
+              f"{replay / raw_graph:.2f}x raw graph")]
+    return rows
+
+
+def saxpy_rows(device: Any) -> list[tuple[str, str, str, str]]:
+    drv = device.driver
 
     @jr.kernel
     def saxpy(s: jr.f32, x: nd(dtype=jr.f32, ndim=1), y: nd(dtype=jr.f32, ndim=1)):
@@ -56,28 +104,89 @@ def main() -> None:
             y[i] = s * x[i] + y[i]
 
     n = 64 << 20
-    x = jr.ndarray(jr.f32, shape=(n,))
-    y = jr.ndarray(jr.f32, shape=(n,))
+    x, y = jr.ndarray(jr.f32, shape=(n,)), jr.ndarray(jr.f32, shape=(n,))
     x.fill(1.0)
     y.fill(2.0)
-    saxpy(2.0, x, y)
     t = per_call(lambda: saxpy(2.0, x, y), drv.synchronize, 20)
-    saxpy_gbs = 3 * 4 * n / t / 1e9
     src, dst = device.data_ptr(x), device.alloc(4 * n)
     tc = per_call(lambda: drv.copy_d2d(dst, src, 4 * n), drv.synchronize, 20)
     device.free(dst)
-    copy_gbs = 2 * 4 * n / tc / 1e9
-    rows.append(("saxpy 64M f32", f"{saxpy_gbs:.0f} GB/s", f"d2d copy {copy_gbs:.0f} GB/s",
-                 f"{saxpy_gbs / copy_gbs:.0%}"))
     y_host = y.to_numpy()
     assert np.all(y_host == y_host[0]) and y_host[0] > 2.0
-    rows.append(("modules loaded from PTX (driver JIT)", str(drv.ptx_loads), "", ""))
+    gbs, copy_gbs = 12 * n / t / 1e9, 8 * n / tc / 1e9
+    return [("saxpy 64M f32", f"{gbs:.0f} GB/s", f"d2d copy {copy_gbs:.0f} GB/s",
+             f"{gbs / copy_gbs:.0%} of copy")]
+
+
+def adstack_rows(drv: Any, n: int) -> list[tuple[str, str, str, str]]:
+    x = jr.field(jr.f32, shape=(n,), needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+    cnt = jr.ndarray(jr.i32, shape=(n,))
+    rng = np.random.default_rng(0)
+    xv = rng.uniform(-1, 1, n).astype(np.float32)
+    cv = rng.integers(1, 9, n).astype(np.int32)
+    x.from_numpy(xv)
+    cnt.from_numpy(cv)
+
+    @jr.kernel
+    def forward(c: nd(dtype=jr.i32, ndim=1)):
+        for i in x:
+            v = x[i]
+            for _ in range(c[i]):
+                v = jr.sin(v) * 1.1 + 0.1
+            loss[None] += v
+
+    @jr.kernel
+    def seed():
+        for i in x:
+            x.grad[i] = 0.0
+        loss.grad[None] = 1.0
+        loss[None] = 0.0
+
+    def step() -> None:
+        seed()
+        forward(cnt)
+        forward.grad(cnt)
+
+    t = per_call(step, drv.synchronize, 20)
+    grad = x.grad.to_numpy()
+    rows = [(f"adstack step N={n}: jitrt", f"{t * 1e6:.0f} us", "", "")]
+    try:
+        import torch
+        tx = torch.tensor(xv, device="cuda", requires_grad=True)
+        tc = torch.tensor(cv, device="cuda")
+
+        def torch_step() -> None:
+            tx.grad = None
+            v = tx
+            for k in range(8):
+                v = torch.where(k < tc, torch.sin(v) * 1.1 + 0.1, v)
+            v.sum().backward()
+
+        tt = per_call(torch_step, torch.cuda.synchronize, 20)
+        assert tx.grad is not None
+        err = float(np.max(np.abs(tx.grad.cpu().numpy() - grad)))
+        assert err < 1e-4, err
+        rows = [(f"adstack step N={n}: jitrt", f"{t * 1e6:.0f} us",
+                 f"torch autograd {tt * 1e6:.0f} us", f"{tt / t:.1f}x faster (grad max err "
+                 f"{err:.1e})")]
+    except ImportError:
+        pass
+    return rows
+
+
+def main() -> None:
+    program = jr.init(arch=jr.cuda, offline_cache=False)
+    device = program.device
+    rows = launch_rows(device.driver) + saxpy_rows(device)
+    rows += adstack_rows(device.driver, 1 << 20) + adstack_rows(device.driver, 1024)
     stats = jr.debug.stats()
-    rows.append(("steady-state uploads skipped", str(stats["h2d_skipped"]),
-                 f"uploads {stats['h2d_uploads']}", ""))
+    rows.append(("context uploads skipped / done", f"{stats['h2d_skipped']} / "
+                 f"{stats['h2d_uploads']}", f"device allocations {stats['allocations']}", ""))
+    rows.append(("modules the driver compiled from PTX", str(device.driver.ptx_loads), "", ""))
     width = [max(len(r[k]) for r in rows) for k in range(4)]
     for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, width)))
+        print("  ".join(c.ljust(w) for c, w in zip(r, width)).rstrip())
 
 
 if __name__ == "__main__":
