@@ -10,6 +10,7 @@ chosen.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import struct
 import subprocess
@@ -84,7 +85,13 @@ class CudaDriver:
         self.driver_version = self.check(cu.cuDriverGetVersion(), "cuDriverGetVersion")
         self.stream = self.check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING),
                                  "cuStreamCreate")
-        self._launch, self._success = cu.cuLaunchKernel, cu.CUresult.CUDA_SUCCESS
+        self._success = cu.CUresult.CUDA_SUCCESS
+        # the one call on every launch goes straight to the driver library (cuda-bindings
+        # converts each argument from Python objects, about 3 us; this takes well under 1)
+        self._launch = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+        self._launch.restype = ctypes.c_int
+        self._launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+        self._stream_handle = int(self.stream)
         self._graph_launch = cu.cuGraphLaunch
         self._h2d, self._d2h = cu.cuMemcpyHtoDAsync, cu.cuMemcpyDtoHAsync
         self._modules: list[Any] = []
@@ -122,16 +129,18 @@ class CudaDriver:
         self._modules.append(module)
         return module
 
-    def function(self, module: Any, name: str) -> Any:
-        return self.check(self.cu.cuModuleGetFunction(module, name.encode()),
-                          f"cuModuleGetFunction({name})")
+    def function(self, module: Any, name: str) -> int:
+        """The CUfunction handle (an address) of kernel `name`."""
+        return int(self.check(self.cu.cuModuleGetFunction(module, name.encode()),
+                              f"cuModuleGetFunction({name})"))
 
-    def launch(self, function: Any, grid: int, block: int, params: int) -> None:
+    def launch(self, function: int, grid: int, block: int, params: int) -> None:
         if not getattr(self._thread, "bound", False):
             self.bind()
-        err, = self._launch(function, grid, 1, 1, block, 1, 1, 0, self.stream, params, 0)
-        if err != self._success:
-            self.check((err,), "cuLaunchKernel")
+        err = self._launch(function, grid, 1, 1, block, 1, 1, 0, self._stream_handle, params,
+                           None)
+        if err:
+            self.check((self.cu.CUresult(err),), "cuLaunchKernel")
 
     # ---- graphs ---------------------------------------------------------------------------
     def begin_capture(self) -> None:
@@ -164,6 +173,15 @@ class CudaDriver:
     def alloc(self, nbytes: int) -> int:
         self.bind()
         return int(self.check(self.cu.cuMemAlloc(nbytes), "cuMemAlloc"))
+
+    def alloc_pinned(self, nbytes: int) -> int:
+        """Page-locked host memory (transfers to and from it are true DMA)."""
+        self.bind()
+        return int(self.check(self.cu.cuMemAllocHost(nbytes), "cuMemAllocHost"))
+
+    def free_pinned(self, ptr: int) -> None:
+        self.bind()
+        self.check(self.cu.cuMemFreeHost(ptr), "cuMemFreeHost")
 
     def free(self, ptr: int) -> None:
         self.bind()

@@ -30,6 +30,7 @@ from ..codegen.targets import Target as CodegenTarget
 from .base import Device, DeviceTarget, EntryPoint
 
 DEFAULT_BLOCK = 128
+MAX_GRID = (1 << 31) - 1     # CUDA's limit on blocks in x
 
 
 def host_expr(e: n.Expr, layout: abi.ContextLayout) -> str | None:
@@ -79,6 +80,8 @@ class GpuDriver(Protocol):
     def destroy_graph(self, graph: Any) -> None: ...
     def destroy_exec(self, graph_exec: Any) -> None: ...
     def alloc(self, nbytes: int) -> int: ...
+    def alloc_pinned(self, nbytes: int) -> int: ...
+    def free_pinned(self, ptr: int) -> None: ...
     def free(self, ptr: int) -> None: ...
     def copy_h2d(self, dst: int, src: int, nbytes: int) -> None: ...
     def copy_d2h(self, dst: int, src: int, nbytes: int) -> None: ...
@@ -203,7 +206,9 @@ class GpuDevice(Device):
         self._target, self._codegen_target, self._compile = target, codegen_target, compile_fn
         self.status = driver.alloc(abi.STATUS_SLOTS * 8)
         driver.memset(self.status, abi.STATUS_SLOTS * 8)
-        self._status_host = (ctypes.c_int64 * abi.STATUS_SLOTS)()
+        # pinned: the status block (faults, return values) comes back by DMA, without staging
+        self._pinned = driver.alloc_pinned(abi.STATUS_SLOTS * 8)
+        self._status_host = (ctypes.c_int64 * abi.STATUS_SLOTS).from_address(self._pinned)
         self.launches: list["GpuLaunch"] = []
         self.launch_at: dict[int, "GpuLaunch"] = {}     # context address -> its entry
         self._scratch, self._scratch_size = 0, 0
@@ -335,6 +340,7 @@ class GpuDevice(Device):
         for launch in self.launches:
             launch.release()
         self.driver.free(self.status)
+        self.driver.free_pinned(self._pinned)
         if self._scratch:
             self.driver.free(self._scratch)
         self.driver.close()
@@ -418,11 +424,15 @@ class GpuLaunch:
                                             ctypes.addressof(self.param_values) + 8)
         self.params_addr = ctypes.addressof(self.params)
         ir_tasks = compiled.lowered.tasked.tasks
+        self.block = DEFAULT_BLOCK
+        self.resident_grid = max(1, device.max_resident_threads // self.block)
+        # per task: (function, kind, box size from the context or None, largest grid). A task
+        # with adstacks keeps to the resident threads (each owns a heap slice); others get
+        # one thread per point of the box (more loads in flight than a grid-stride loop)
         self.tasks = [(compiled.functions[t.symbol], t.kind,
                        box_size_function(ir_tasks[t.index], compiled.layout)
-                       if t.kind == "parallel" else None) for t in compiled.tasks]
-        self.block = DEFAULT_BLOCK
-        self.grid = max(1, device.max_resident_threads // self.block)
+                       if t.kind == "parallel" else None,
+                       self.resident_grid if t.stacks else MAX_GRID) for t in compiled.tasks]
         self.fields = [b for f in compiled.field_objs for b in (f, f.grad) if b is not None]
         writes = compiled.lowered.writes
         self.written_fields = [compiled.field_objs[s].grad if g else compiled.field_objs[s]
@@ -433,6 +443,7 @@ class GpuLaunch:
         self.arrays: dict[int, tuple[Any, Any, bool]] = {}
         self.staging: dict[int, tuple[int, int]] = {}     # slot -> (device ptr, bytes)
         self.returns = compiled.lowered.tasked.ret is not None
+        self.refresh()
 
     def pack(self, buf: Any, slot: int, v: Any, dt: Any, ndim: int, need_grad: bool,
              written: bool = True) -> bool:
@@ -467,22 +478,26 @@ class GpuLaunch:
             buf[slot] = ptr
             buf[slot + 1] = 0
         self.arrays[slot] = (v, host, written)
+        self.refresh()
         for k in range(ndim):
             buf[slot + 2 + k] = v.shape[k]
         return True
+
+    def refresh(self) -> None:
+        """Recompute the device copies a launch makes current (`inputs`) and marks newer
+        (`outputs`): at creation and whenever an array argument is packed."""
+        self.inputs = list({id(m): m for m in self.read_mirrors() + self.written_mirrors()}
+                           .values())
+        self.outputs = self.written_mirrors()
 
     def prepare(self) -> list[tuple[Any, int]]:
         """Everything before the kernels: data made current on the device, host arrays
         staged in, the context uploaded if its bytes changed. Returns the staged arrays the
         kernels write (copied out after them)."""
-        for data in self.fields:
-            data._mirror.to_device()
-        for v, host, _ in self.arrays.values():
-            if host is None:
-                v._mirror.to_device()
-                if v.grad is not None:
-                    v.grad._mirror.to_device()
-        copy_out = self.stage_in()
+        for m in self.inputs:
+            if m.host_newer:
+                m.to_device()
+        copy_out = self.stage_in() if self.staging else []
         self.upload_context()
         return copy_out
 
@@ -501,7 +516,7 @@ class GpuLaunch:
     def upload_context(self) -> None:
         """Upload the context when its bytes differ from the last upload (else count a skip:
         the steady state uploads nothing)."""
-        data = bytes(self.context.buf)
+        data = ctypes.string_at(self.context.addr, self.nbytes)
         if data != self.last_upload:
             self.device.driver.copy_h2d(self.dctx, self.context.addr, self.nbytes)
             self.last_upload = data
@@ -518,14 +533,14 @@ class GpuLaunch:
         """One kernel per task on the stream (what a graph captures)."""
         driver = self.device.driver
         block, buf = self.block, self.context.buf
-        for function, kind, size in self.tasks:
+        for function, kind, size, largest in self.tasks:
             if kind == "serial":
                 self.param_values[1] = 1
                 driver.launch(function, 1, 1, self.params_addr)
                 continue
-            grid = self.grid
+            grid = self.resident_grid
             if size is not None:
-                grid = min(grid, max(1, (size(buf) + block - 1) // block))
+                grid = min(largest, max(1, (size(buf) + block - 1) // block))
             self.param_values[1] = grid * block
             driver.launch(function, grid, block, self.params_addr)
 
@@ -550,14 +565,8 @@ class GpuLaunch:
         """After the kernels: written data is newer on the device; staged host arrays the
         kernels wrote are copied back and a return value read (the only synchronisations)."""
         device, driver = self.device, self.device.driver
-        for data_obj in self.written_fields:
-            data_obj._mirror.device_newer = True
-        for slot, (v, host, written) in self.arrays.items():
-            if host is None:
-                if written:
-                    v._mirror.device_newer = True
-                if (self.arg_of_slot[slot], True) in self.written_arrays:
-                    v.grad._mirror.device_newer = True
+        for m in self.outputs:
+            m.device_newer = True
         for v, ptr in copy_out:
             driver.copy_d2h(v.ctypes.data, ptr, v.nbytes)
         if self.returns:

@@ -33,7 +33,15 @@ class AdStackEmitter(EmitterHost):
         pair = ir.ArrayType(ll_type(stack.dtype), 2)
         with b.goto_block(self.alloca_block):
             heap = b.inttoptr(self.load_slot(abi.SLOT_ADSTACK_HEAP), ir.IntType(8).as_pointer())
-            offset = b.add(b.mul(self.tid, self.load_slot(stride_slot)), self.load_slot(off_slot))
+            if self.target.is_gpu:
+                # interleaved: entry k of thread t at region + (k * T + t) * pair size, T the
+                # device's resident threads, so a warp's pushes and pops are coalesced
+                threads = self.load_slot(abi.SLOT_NUM_THREADS)
+                offset = b.add(b.mul(self.load_slot(off_slot), threads),
+                               b.mul(self.tid, ir.Constant(I64, 2 * stack.dtype.nbytes)))
+            else:
+                offset = b.add(b.mul(self.tid, self.load_slot(stride_slot)),
+                               self.load_slot(off_slot))
             base = b.bitcast(b.gep(heap, [offset]), pair.as_pointer())
             cap = self.load_slot(cap_slot)
             sp = self.target.alloca(b, I64, f"sp{stack.id}")
@@ -43,9 +51,15 @@ class AdStackEmitter(EmitterHost):
         return found
 
     def entry_ptr(self, stack: n.AdStack, which: int) -> ir.Value:
-        base, _, sp = self.stack_state(stack)
-        top = self.builder.sub(self.builder.load(sp), ONE)
-        return self.builder.gep(base, [top, ir.Constant(ir.IntType(32), which)])
+        _, _, sp = self.stack_state(stack)
+        return self.entry_at(stack, self.builder.sub(self.builder.load(sp), ONE), which)
+
+    def entry_at(self, stack: n.AdStack, index: ir.Value, which: int) -> ir.Value:
+        """The value (0) or adjoint (1) of entry `index` of this thread's `stack`."""
+        base, _, _ = self.stack_state(stack)
+        if self.target.is_gpu:
+            index = self.builder.mul(index, self.load_slot(abi.SLOT_NUM_THREADS))
+        return self.builder.gep(base, [index, ir.Constant(ir.IntType(32), which)])
 
     def stmt_StackInit(self, s: n.StackInit) -> None:
         base, _, sp = self.stack_state(s.stack)
@@ -66,8 +80,8 @@ class AdStackEmitter(EmitterHost):
         count = b.load(sp)
         with b.if_else(b.icmp_signed("<", count, cap), likely=True) as (then, otherwise):
             with then:
-                b.store(value, b.gep(base, [count, ir.Constant(ir.IntType(32), 0)]))
-                b.store(self.zero(s.stack), b.gep(base, [count, ir.Constant(ir.IntType(32), 1)]))
+                b.store(value, self.entry_at(s.stack, count, 0))
+                b.store(self.zero(s.stack), self.entry_at(s.stack, count, 1))
                 b.store(b.add(count, ONE), sp)
             with otherwise:
                 _, reg_slot = self.layout.task_slot(self.task_index)

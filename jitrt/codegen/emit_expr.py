@@ -327,7 +327,10 @@ class ExprEmitter(EmitterHost):
         slot = (self.layout.field_slot(ref) if isinstance(ref, n.FieldRef)
                 else self.layout.array_ptr_slot(ref))
         raw = self.load_slot(slot)
-        return self.builder.inttoptr(raw, ll_type(ref.dtype).as_pointer())
+        # GPUs: field and ndarray data is device global memory (address space 1), which
+        # lets the backend emit global (and read-only cached) loads instead of generic ones
+        space = 1 if self.target.is_gpu else 0
+        return self.builder.inttoptr(raw, ll_type(ref.dtype).as_pointer(space))
 
     def extents(self, ref: n.Ref) -> list[ir.Value]:
         if isinstance(ref, n.FieldRef):

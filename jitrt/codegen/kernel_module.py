@@ -28,6 +28,8 @@ from .targets import Target
 I8P = ir.IntType(8).as_pointer()
 I64P = I64.as_pointer()
 TASK_TYPE = ir.FunctionType(ir.VoidType(), [I64P, I64P, I64, I64, I64])
+# on GPUs: (ctx, caps, first index, end, thread, step): one call per thread, grid-stride
+GPU_TASK_TYPE = ir.FunctionType(ir.VoidType(), [I64P, I64P, I64, I64, I64, I64])
 PARALLEL_FOR_TYPE = ir.FunctionType(ir.VoidType(), [I8P, TASK_TYPE.as_pointer(), I64P, I64P, I64,
                                                     I64])
 
@@ -82,8 +84,9 @@ def task_signature_caps(task: n.Task) -> int:
 def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task: n.Task,
               index: int, name: str, local_types: dict[str, dtypes.DataType],
               sites: list[AccessSite]) -> ir.Function:
-    fn = ir.Function(module, TASK_TYPE, name)
-    ctx, caps, lo, hi, tid = fn.args
+    fn = ir.Function(module, GPU_TASK_TYPE if target.is_gpu else TASK_TYPE, name)
+    ctx, caps, lo, hi, tid = fn.args[:5]
+    step = fn.args[5] if target.is_gpu else ir.Constant(I64, 1)
     em = FunctionEmitter(module, target, layout, fn, ctx, sites)
     em.task_index, em.tid = index, tid
     b = em.builder
@@ -117,17 +120,56 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
             value = b.trunc(value, I32)
         b.store(value, em.local_ptr(task.vars[k], var_dt))
     em.body(task.body)
-    b.store(b.add(b.load(counter), ir.Constant(I64, 1)), counter)
+    b.store(b.add(b.load(counter), step), counter)
     b.branch(cond_bb)
     b.position_at_end(exit_bb)
     flush = em.reductions
     em.reductions = {}
+    if flush and target.name == "cuda":
+        # one atomic per warp, not per thread: the partials are summed across the warp first
+        for k, (ref, _) in enumerate(flush):
+            acc = em.local_ptr(f"$partial{k}", ref.dtype)
+            b.store(warp_sum(module, b, b.load(acc), ref.dtype), acc)
+        lane = b.call(module.globals.get("llvm.nvvm.read.ptx.sreg.laneid") or ir.Function(
+            module, ir.FunctionType(I32, []), "llvm.nvvm.read.ptx.sreg.laneid"), [])
+        with b.if_then(b.icmp_unsigned("==", lane, ir.Constant(I32, 0))):
+            flush_partials(em, flush, task)
+    else:
+        flush_partials(em, flush, task)
+    em.finish()
+    return fn
+
+
+def flush_partials(em: FunctionEmitter, flush: dict, task: n.Task) -> None:
+    """Add each `+=` partial of a task to its target with one atomic."""
     for k, (ref, idx) in enumerate(flush):
         consts = tuple(n.Const(i, dtypes.i64) for i in idx)
         em.stmt_Eval(n.Eval(n.Atomic("add", ref, consts, n.Local(f"$partial{k}", ref.dtype),
                                      ref.dtype, task.loc), task.loc))
-    em.finish()
-    return fn
+
+
+def warp_sum(module: ir.Module, b: ir.IRBuilder, v: ir.Value, dt: dtypes.DataType) -> ir.Value:
+    """The sum of `v` over the 32 lanes of a (converged, full) warp, in lane 0."""
+    shfl = module.globals.get("llvm.nvvm.shfl.sync.down.i32") or ir.Function(
+        module, ir.FunctionType(I32, [I32, I32, I32, I32]), "llvm.nvvm.shfl.sync.down.i32")
+    full, clamp = ir.Constant(I32, -1), ir.Constant(I32, 0x1F)
+    bits = ir.IntType(dt.bits)
+    for delta in (16, 8, 4, 2, 1):
+        raw = v if not dt.is_float else b.bitcast(v, bits)
+        if dt.bits == 64:
+            lo = b.call(shfl, [full, b.trunc(raw, I32), ir.Constant(I32, delta), clamp])
+            hi = b.call(shfl, [full, b.trunc(b.lshr(raw, ir.Constant(I64, 32)), I32),
+                               ir.Constant(I32, delta), clamp])
+            other = b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), ir.Constant(I64, 32)))
+        else:
+            wide = raw if dt.bits == 32 else b.zext(raw, I32)
+            got = b.call(shfl, [full, wide, ir.Constant(I32, delta), clamp])
+            other = got if dt.bits == 32 else b.trunc(got, bits)
+        if dt.is_float:
+            v = b.fadd(v, b.bitcast(other, v.type))
+        else:
+            v = b.add(v, other)
+    return v
 
 
 def emit_entry(module: ir.Module, target: Target, layout: abi.ContextLayout,
@@ -194,8 +236,9 @@ def emit_gpu_parallel(module: ir.Module, target: Target, layout: abi.ContextLayo
                       local_types: dict[str, dtypes.DataType],
                       sites: list[AccessSite]) -> ir.Function:
     """A grid-stride GPU kernel over a parallel task's box: it evaluates the bounds and the
-    captures itself (from the context), then runs `task_fn` for index = thread, thread +
-    threads launched, ... below the box's size, so any grid size is correct."""
+    captures itself (from the context), then every thread calls `task_fn` once, which runs
+    index = thread, thread + threads launched, ... below the box's size (any grid size is
+    correct) and adds its `+=` partials once (a warp sum first: all lanes take part)."""
     fn = gpu_kernel(module, target, name)
     ctx, launched = fn.args
     em = FunctionEmitter(module, target, layout, fn, ctx, sites)
@@ -206,18 +249,7 @@ def emit_gpu_parallel(module: ir.Module, target: Target, layout: abi.ContextLayo
     load_kernel_locals(em, used, local_types)
     caps, total = box_caps(em, task)
     thread = global_thread(module, target, b)
-    counter = em.local_ptr("$gpu_index", dtypes.i64)
-    b.store(thread, counter)
-    cond_bb, body_bb, exit_bb = (fn.append_basic_block(x) for x in ("cond", "body", "exit"))
-    b.branch(cond_bb)
-    b.position_at_end(cond_bb)
-    idx = b.load(counter)
-    b.cbranch(b.icmp_signed("<", idx, total), body_bb, exit_bb)
-    b.position_at_end(body_bb)
-    b.call(task_fn, [ctx, caps, idx, b.add(idx, ir.Constant(I64, 1)), thread])
-    b.store(b.add(idx, launched), counter)
-    b.branch(cond_bb)
-    b.position_at_end(exit_bb)
+    b.call(task_fn, [ctx, caps, thread, total, thread, launched])
     em.finish()
     return fn
 
