@@ -21,6 +21,10 @@ from . import dtypes
 from .dtypes import DataType
 
 _alloc_ids = itertools.count(1)
+# the GPU device of the current program (set by the runtime's `jr.init`), else None: what
+# `__cuda_array_interface__` and `__dlpack__` export from, and what foreign device arrays
+# passed to kernels are wrapped for
+CURRENT_DEVICE: list[Any] = [None]
 # numpy < 2.1 imports DLPack tensors read-only and cannot export read-only views through it
 DLPACK_WRITABLE = bool(np.from_dlpack(np.zeros(1)).flags.writeable)
 _grad_fields: list["weakref.ref[Field]"] = []   # pruned as fields die (cheaper than a WeakSet)
@@ -185,12 +189,37 @@ class _Buffer:
         return self.view().__array_interface__
 
     def __dlpack__(self, **kwargs: Any) -> Any:
-        """Read-only DLPack export (consumers that pass `max_version=(1, 0)` or newer, such as
-        `np.from_dlpack`, accept it; older consumers get numpy's BufferError: copy first)."""
+        """DLPack export. On a GPU program: the device memory itself (torch.from_dlpack,
+        cupy.from_dlpack; writes through it need `.touch()`). On the CPU: a read-only view
+        (consumers that pass `max_version=(1, 0)` or newer, such as `np.from_dlpack`, accept
+        it; older consumers get numpy's BufferError: copy first)."""
+        device = CURRENT_DEVICE[0]
+        if device is not None:
+            from . import dlpack
+            ptr = device.export_ptr(self)
+            return dlpack.export(ptr, self.shape, self.dtype, device.dlpack_device_type,
+                                 device.device_id, self)
         return self.view().__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
+        device = CURRENT_DEVICE[0]
+        if device is not None:
+            return device.dlpack_device_type, device.device_id
         return self._data.__dlpack_device__()  # type: ignore[return-value]
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The device memory (CUDA programs only: CuPy, torch.as_tensor, numba accept it).
+        The data is brought to the device and the stream synchronised first; a consumer's
+        writes are seen by later launches and host reads (call `.touch()` after them so that
+        caches keyed on the generation see the change)."""
+        device = CURRENT_DEVICE[0]
+        if device is None or device.arch != "cuda":
+            raise AttributeError("__cuda_array_interface__: the current program is not on "
+                                 "a CUDA device (jr.init(arch=jr.cuda))")
+        ptr = device.export_ptr(self)
+        return {"shape": self.shape, "typestr": self.dtype.np.str, "data": (ptr, False),
+                "strides": None, "version": 3, "stream": None}
 
 
 class Field(_Buffer):
@@ -209,8 +238,9 @@ class Field(_Buffer):
 
 class Ndarray(_Buffer):
     """Data passed to kernels as an argument: `a = jr.ndarray(jr.i32, shape=(N,))`."""
-    __slots__ = ("_owner",)
+    __slots__ = ("_owner", "readonly")
     _owner: Any                 # what a from_dlpack wrapper keeps alive
+    readonly: bool              # a wrapped device array the producer exported read-only
 
     @classmethod
     def from_dlpack(cls, obj: Any, name: str | None = None) -> "Ndarray":
@@ -230,6 +260,16 @@ class Ndarray(_Buffer):
             raise TypeError(f"jr.ndarray.from_dlpack: dtype {arr.dtype} has no jitrt type")
         out = cls(dt, arr.shape, False, name, "ndarray", storage=arr)
         out._owner = obj        # keep the producer (and its memory) alive
+        return out
+
+    @classmethod
+    def _on_device(cls, mirror_of: Any, shape: tuple[int, ...], dt: DataType,
+                   owner: Any) -> "Ndarray":
+        """An ndarray over another library's device memory (`mirror_of(ndarray)` makes its
+        device mirror): no copy; the host copy is filled only when the host reads it."""
+        out = cls(dt, shape, False, None, "ndarray", storage=np.empty(shape, dt.np))
+        out._owner = owner
+        out._mirror = mirror_of(out)
         return out
 
 

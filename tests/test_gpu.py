@@ -355,3 +355,65 @@ def test_graph_refuses_a_replaced_program(arch):
     jr.init(arch=arch, offline_cache=False)
     with pytest.raises(jr.JitrtError, match="record it again"):
         g.replay()
+
+
+# ---- interop with other GPU libraries (torch, CuPy: on the GPU machine) ----------------------
+
+def _gpu_lib(name):
+    import importlib.util
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(f"{name} not installed")
+    return __import__(name)
+
+
+@gpu_only
+def test_ndarrays_export_cuda_array_interface_and_dlpack_without_copies():
+    torch = _gpu_lib("torch")
+    a = jr.ndarray(jr.f32, shape=(6,))
+    a.from_numpy(np.arange(6, dtype=np.float32))
+
+    @jr.kernel
+    def twice(arr: nd(dtype=jr.f32, ndim=1)):
+        for i in range(arr.shape[0]):
+            arr[i] = arr[i] * 2
+
+    twice(a)
+    t = torch.as_tensor(a, device="cuda")          # through __cuda_array_interface__
+    assert t.tolist() == [0, 2, 4, 6, 8, 10]
+    d = torch.from_dlpack(a)                       # through __dlpack__
+    assert d.device.type == "cuda" and d.data_ptr() == t.data_ptr()
+    d += 1                                         # a write by the consumer, on the device
+    torch.cuda.synchronize()
+    a.touch()
+    assert a.to_numpy().tolist() == [1, 3, 5, 7, 9, 11]
+    twice(a)
+    assert t.tolist() == [2, 6, 10, 14, 18, 22]    # the same memory
+
+
+@gpu_only
+@pytest.mark.parametrize("lib", ["torch", "cupy"])
+def test_foreign_device_arrays_are_kernel_arguments_without_copies(lib):
+    mod = _gpu_lib(lib)
+
+    @jr.kernel
+    def axpy(s: jr.f32, x: nd(dtype=jr.f32, ndim=1), y: nd(dtype=jr.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            y[i] = s * x[i] + y[i]
+
+    if lib == "torch":
+        x = mod.arange(1000, dtype=mod.float32, device="cuda")
+        y = mod.ones(1000, dtype=mod.float32, device="cuda")
+        host = lambda t: t.cpu().numpy()  # noqa: E731
+        sync = mod.cuda.synchronize
+    else:
+        x = mod.arange(1000, dtype=mod.float32)
+        y = mod.ones(1000, dtype=mod.float32)
+        host = mod.asnumpy
+        sync = mod.cuda.Device().synchronize
+    before = jr.debug.stats()["allocations"]
+    axpy(2.0, x, y)
+    axpy(2.0, x, y)                                # the fast path, same objects
+    jr.sync()
+    sync()
+    np.testing.assert_allclose(host(y), 4 * np.arange(1000) + 1)
+    assert jr.debug.stats()["allocations"] == before     # no staging: their memory is used

@@ -135,6 +135,52 @@ class DeviceMirror:
         self.ptr = 0
 
 
+class ForeignMirror(DeviceMirror):
+    """The device side of an ndarray over another library's device memory (a torch or CuPy
+    array passed to a kernel): that memory itself, never allocated or freed here; the data
+    starts newer on the device."""
+    __slots__ = ()
+
+    def __init__(self, device: "GpuDevice", owner: Any, ptr: int) -> None:
+        self.device, self.owner = device, weakref.ref(owner)
+        self.host = owner._data
+        self.nbytes = max(int(self.host.nbytes), 1)
+        self.ptr = ptr
+        self.host_newer, self.device_newer = False, True
+
+    def owner_died(self) -> None:
+        self.ptr = 0
+
+    def release(self) -> None:
+        self.before_host_read()
+        owner = self.owner()
+        if owner is not None and owner._mirror is self:
+            owner._mirror = None
+        self.ptr = 0
+
+
+def cuda_array(obj: Any) -> tuple[int, tuple[int, ...], Any, bool] | None:
+    """(pointer, shape, numpy dtype, read-only) of a C-contiguous `__cuda_array_interface__`
+    object, or None when it is not one."""
+    import numpy as np
+    try:
+        cai = obj.__cuda_array_interface__
+    except AttributeError:
+        return None
+    shape = tuple(int(s) for s in cai["shape"])
+    dtype = np.dtype(cai["typestr"])
+    strides = cai.get("strides")
+    if strides is not None:
+        expect, step = [], dtype.itemsize
+        for s in reversed(shape):
+            expect.append(step)
+            step *= s
+        if tuple(strides) != tuple(reversed(expect)) and 0 not in shape:
+            return None
+    ptr, readonly = cai["data"]
+    return int(ptr), shape, dtype, bool(readonly)
+
+
 class GpuHeap:
     """The program's adstack heap in device memory: grows by doubling, never per launch."""
 
@@ -211,6 +257,8 @@ class GpuDevice(Device):
         self._status_host = (ctypes.c_int64 * abi.STATUS_SLOTS).from_address(self._pinned)
         self.launches: list["GpuLaunch"] = []
         self.launch_at: dict[int, "GpuLaunch"] = {}     # context address -> its entry
+        self.dlpack_device_type = 2 if target.arch == "cuda" else 10    # kDLCUDA, kDLROCM
+        self._foreign: dict[int, tuple[Any, Any]] = {}  # id(object) -> (weak ref, ndarray)
         self._scratch, self._scratch_size = 0, 0
         self.mirrors: list[DeviceMirror] = []
         self.counters: dict[str, int] = {"h2d_skipped": 0, "h2d_uploads": 0, "allocations": 0,
@@ -286,6 +334,40 @@ class GpuDevice(Device):
             self.mirrors.append(mirror)
         return mirror.ptr  # type: ignore[no-any-return]
 
+    def export_ptr(self, data: Any) -> int:
+        """The device address of `data` for another library (`__cuda_array_interface__`,
+        `__dlpack__`): uploaded if the host copy is newer, the stream synchronised, and the
+        device copy marked newer (the consumer may write it)."""
+        ptr = self.data_ptr(data)
+        mirror = data._mirror
+        mirror.to_device()
+        self.synchronize()
+        mirror.device_newer = True
+        return ptr
+
+    def wrap_foreign(self, obj: Any) -> Any:
+        """A jitrt ndarray over a torch/CuPy device array (no copy), the same one for the
+        same live object; None if `obj` is not a C-contiguous device array of a jitrt dtype."""
+        from .. import dtypes
+        from ..data import Ndarray
+        found = self._foreign.get(id(obj))
+        if found is not None and found[0]() is obj:
+            return found[1]
+        info = cuda_array(obj)
+        if info is None:
+            return None
+        ptr, shape, np_dtype, readonly = info
+        dt = dtypes.from_numpy(np_dtype)
+        if dt is None:
+            return None
+        wrapped = Ndarray._on_device(lambda nd: ForeignMirror(self, nd, ptr), shape, dt, obj)
+        wrapped.readonly = readonly
+        try:
+            self._foreign[id(obj)] = (weakref.ref(obj), wrapped)
+        except TypeError:       # not weak-referenceable: wrapped again at each use
+            pass
+        return wrapped
+
     def check_status(self) -> None:
         """After a synchronisation: raise the fault a kernel recorded, if any (and clear it)."""
         status = self._status_host
@@ -337,6 +419,9 @@ class GpuDevice(Device):
         for mirror in self.mirrors:
             if mirror.ptr:
                 mirror.release()
+        for _, wrapped in self._foreign.values():   # other libraries' memory: just let go
+            wrapped._mirror = None
+        self._foreign.clear()
         for launch in self.launches:
             launch.release()
         self.driver.free(self.status)
@@ -452,10 +537,14 @@ class GpuLaunch:
         from ..data import Ndarray
         import numpy as np
         host = None        # memory jitrt does not own: staged in (and out) at each launch
+        if type(v) is not Ndarray and not isinstance(v, np.ndarray):
+            v = self.device.wrap_foreign(v)      # a torch/CuPy device array, or None
+            if v is None or (written and v.readonly):
+                return False
         if type(v) is Ndarray:
             if v.dtype is not dt or len(v.shape) != ndim or (need_grad and v.grad is None):
                 return False
-            if getattr(v, "_owner", None) is not None and v.grad is None:
+            if v._mirror is None and getattr(v, "_owner", None) is not None:
                 host = v._data              # jr.ndarray.from_dlpack of host memory
             else:
                 buf[slot] = self.device.data_ptr(v)

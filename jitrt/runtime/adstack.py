@@ -72,8 +72,11 @@ def expr_deps(e: se.SizeExpr) -> list[Dep]:
     return out
 
 
-def fingerprint(arr: np.ndarray) -> tuple:
-    """A plain numpy array has no generation counter: observe its content."""
+def fingerprint(arr: Any) -> tuple:
+    """A plain numpy array has no generation counter: observe its content. Another library's
+    device array cannot be observed cheaply: a fresh token (the sizing reruns)."""
+    if not isinstance(arr, np.ndarray):
+        return ("foreign", object())
     return ("numpy", arr.ctypes.data, arr.shape, xxhash.xxh3_64_intdigest(arr.data))
 
 

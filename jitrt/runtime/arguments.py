@@ -82,7 +82,9 @@ def watch_state(a: Any) -> list[Any]:
     if isinstance(a, np.ndarray):
         data, flags = buffer_cells(a)
         return [a, a.shape, a.dtype, data, data.value, flags]
-    return [a, a.shape, a.dtype, None, 0, None]
+    if isinstance(a, Ndarray):
+        return [a, a.shape, a.dtype, None, 0, None]
+    return [a, None, None, None, 0, None]    # another library's array: repacked every launch
 
 
 def changed_expr(var: str, last: str, written: bool) -> str:
@@ -154,6 +156,11 @@ def as_host_array(v: Any) -> Any:
     returned unchanged (and then rejected by `specialize`)."""
     if isinstance(v, (Ndarray, np.ndarray, Field)):   # a field is not an ndarray argument
         return v
+    from ..data import CURRENT_DEVICE
+    device = CURRENT_DEVICE[0]
+    if device is not None and hasattr(v, "__cuda_array_interface__"):
+        wrapped = device.wrap_foreign(v)    # a torch/CuPy device array: no copy
+        return v if wrapped is None else wrapped
     try:
         if hasattr(v, "__dlpack__"):
             arr = np.from_dlpack(v)

@@ -124,6 +124,8 @@ def _init(arch: Any = None, **options: Any) -> Program:
     if previous is not None:
         _close(previous)
     _current = program
+    from .. import data
+    data.CURRENT_DEVICE[0] = program.device if program.arch != "cpu" else None
     ACTIVE[0] = program
     store = program.cache_store
     log.logger.info("jitrt %s: arch=%s (device %d), %d thread(s), offline cache %s",
@@ -165,7 +167,9 @@ def reset() -> None:
 def _close(program: Program) -> None:
     """Release a replaced program's device: GPU data goes back to the host copies of the
     fields and ndarrays, device memory is freed."""
+    from .. import data
     ACTIVE[0] = None
+    data.CURRENT_DEVICE[0] = None
     program.device.close()
 
 
