@@ -38,7 +38,8 @@ def declare_b(x, loss):
 def main() -> None:
     cache_dir = sys.argv[1]
     order = sys.argv[sys.argv.index("--order") + 1] if "--order" in sys.argv else "ab"
-    program = jr.init(arch=jr.cpu, offline_cache=True, offline_cache_dir=cache_dir)  # JITRT_ARCH wins
+    # JITRT_ARCH, when set, overrides the arch
+    program = jr.init(arch=jr.cpu, offline_cache=True, offline_cache_dir=cache_dir)
     n = 64
     x = jr.field(jr.f64, shape=(n,), needs_grad=True)
     loss = jr.field(jr.f64, shape=(), needs_grad=True)
