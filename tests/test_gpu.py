@@ -417,3 +417,31 @@ def test_foreign_device_arrays_are_kernel_arguments_without_copies(lib):
     sync()
     np.testing.assert_allclose(host(y), 4 * np.arange(1000) + 1)
     assert jr.debug.stats()["allocations"] == before     # no staging: their memory is used
+
+
+def test_loop_config_block_dim(arch):
+    x = jr.field(jr.f32, shape=(1000,))
+    total = jr.field(jr.f32, shape=())
+
+    @jr.kernel
+    def fill():
+        jr.loop_config(block_dim=256)
+        for i in x:
+            x[i] = 1.0
+            total[None] += 1.0
+
+    fill()
+    assert total[None] == 1000.0                   # warp sums need whole warps: they are
+    handle = next(iter(fill.handles.values()))
+    assert [t.block_dim for t in handle.compiled.tasks] == [256]
+    if arch != "cpu":
+        assert handle.entry.tasks[0][3] == 256
+
+    @jr.kernel
+    def bad():
+        jr.loop_config(block_dim=100)
+        for i in x:
+            x[i] = 0.0
+
+    with pytest.raises(jr.KernelCompileError, match="multiple of 32"):
+        bad()

@@ -509,15 +509,20 @@ class GpuLaunch:
                                             ctypes.addressof(self.param_values) + 8)
         self.params_addr = ctypes.addressof(self.params)
         ir_tasks = compiled.lowered.tasked.tasks
-        self.block = DEFAULT_BLOCK
-        self.resident_grid = max(1, device.max_resident_threads // self.block)
-        # per task: (function, kind, box size from the context or None, largest grid). A task
-        # with adstacks keeps to the resident threads (each owns a heap slice); others get
-        # one thread per point of the box (more loads in flight than a grid-stride loop)
+        resident = device.max_resident_threads
+        if device.arch == "amdgpu":       # its kernels assume AMDGPU_BLOCK threads per block
+            from ..codegen.kernel_module import AMDGPU_BLOCK
+            blocks = [AMDGPU_BLOCK for _ in compiled.tasks]
+        else:
+            blocks = [t.block_dim or DEFAULT_BLOCK for t in compiled.tasks]
+        # per task: (function, kind, box size from the context or None, block, resident grid,
+        # largest grid). A task with adstacks keeps to the resident threads (each owns a heap
+        # slice); others get one thread per point of the box (more loads in flight)
         self.tasks = [(compiled.functions[t.symbol], t.kind,
                        box_size_function(ir_tasks[t.index], compiled.layout)
-                       if t.kind == "parallel" else None,
-                       self.resident_grid if t.stacks else MAX_GRID) for t in compiled.tasks]
+                       if t.kind == "parallel" else None, block, max(1, resident // block),
+                       max(1, resident // block) if t.stacks else MAX_GRID)
+                      for t, block in zip(compiled.tasks, blocks)]
         self.fields = [b for f in compiled.field_objs for b in (f, f.grad) if b is not None]
         writes = compiled.lowered.writes
         self.written_fields = [compiled.field_objs[s].grad if g else compiled.field_objs[s]
@@ -621,13 +626,12 @@ class GpuLaunch:
     def launch_tasks(self) -> None:
         """One kernel per task on the stream (what a graph captures)."""
         driver = self.device.driver
-        block, buf = self.block, self.context.buf
-        for function, kind, size, largest in self.tasks:
+        buf = self.context.buf
+        for function, kind, size, block, grid, largest in self.tasks:
             if kind == "serial":
                 self.param_values[1] = 1
                 driver.launch(function, 1, 1, self.params_addr)
                 continue
-            grid = self.resident_grid
             if size is not None:
                 grid = min(largest, max(1, (size(buf) + block - 1) // block))
             self.param_values[1] = grid * block

@@ -311,6 +311,7 @@ class LaunchableTask:
     cost: int              # estimated work of one iteration
     reductions: int        # `+=` accumulated per chunk (or per block) before one atomic
     stacks: int            # adstacks (their capacities come from the sizing plan)
+    block_dim: int = 0     # GPU threads per block from jr.loop_config (0: the device's default)
 
 
 def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayout,
@@ -339,7 +340,7 @@ def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayo
             symbol = f"{prefix}_serial{k}_kernel"
             emit_gpu_serial(module, target, layout, task, k, symbol, local_types, sites)
         tasks.append(LaunchableTask(k, task.kind, symbol, len(task.vars), task.cost,
-                                    len(task.reductions), len(task.stacks)))
+                                    len(task.reductions), len(task.stacks), task.block_dim))
     if not target.is_gpu:
         emit_entry(module, target, layout, kernel, f"{prefix}_entry", task_fns, sites)
     return module, sites, tuple(tasks)

@@ -125,6 +125,7 @@ class LoweringHost:
         loops: list[str]
         is_kernel_body: bool
         serialize_next: bool
+        block_dim_next: int
         # expressions (lower_expr)
         expr: Callable[..., Any]
         value: Callable[..., n.Expr]

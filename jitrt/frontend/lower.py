@@ -28,6 +28,7 @@ class FunctionLowerer(ExprLowering, CallLowering, StmtLowering):
         self.depth = depth
         self.loops: list[str] = loops if loops is not None else []
         self.serialize_next = False
+        self.block_dim_next = 0
 
     def sub_lowerer(self, src: SourceInfo, scope: Scope) -> "FunctionLowerer":
         """A lowerer for an inlined func body that emits into this lowerer's current block."""

@@ -51,17 +51,28 @@ class StmtLowering(LoweringHost):
             self.emit(n.Eval(v, self.loc(node)))
 
     def is_loop_config(self, call: ast.Call) -> bool:
-        """`jr.loop_config(serialize=True)`: the next loop runs serially on one thread."""
+        """`jr.loop_config(serialize=True)`: the next loop runs serially on one thread;
+        `jr.loop_config(block_dim=N)`: on GPUs, its blocks have N threads (a multiple of 32
+        up to 1024; the CPU ignores it)."""
         callee = self.expr(call.func)
         if not (isinstance(callee, PyValue) and callee.obj is bi.loop_config):
             return False
         for kw in call.keywords:
-            if kw.arg != "serialize":
-                raise self.err(kw, f"jr.loop_config() has no option '{kw.arg}'")
+            if kw.arg not in ("serialize", "block_dim"):
+                raise self.err(kw, f"jr.loop_config() has no option '{kw.arg}' (options: "
+                               "serialize, block_dim)")
             value = self.expr(kw.value)
             if not isinstance(value, PyValue):
                 raise self.err(kw.value, "jr.loop_config() options must be constants")
-            self.serialize_next = bool(value.obj)
+            if kw.arg == "serialize":
+                self.serialize_next = bool(value.obj)
+                continue
+            dim = value.obj
+            if isinstance(dim, bool) or not isinstance(dim, int) or not (
+                    32 <= dim <= 1024 and dim % 32 == 0):
+                raise self.err(kw.value, f"jr.loop_config(block_dim=...) must be a multiple of "
+                               f"32 from 32 to 1024 (whole warps), got {dim!r}")
+            self.block_dim_next = dim
         return True
 
     def stmt_Assign(self, node: ast.Assign) -> None:
@@ -324,7 +335,8 @@ class StmtLowering(LoweringHost):
             self.scope.bindings[name.id] = var
             vars_.append(var.ir_name)
         parallel = self.depth == 0 and self.is_kernel_body and not self.serialize_next
-        self.serialize_next = False
+        block_dim = self.block_dim_next if parallel else 0
+        self.serialize_next, self.block_dim_next = False, 0
         self.loops.append("parallel" if parallel else "serial")
         self.depth += 1
         before = self.scope.assigned
@@ -339,7 +351,8 @@ class StmtLowering(LoweringHost):
             self.emit(n.ParFor(tuple(vars_), tuple(self.cast(b, self.ctx.local_types[v]) for
                                                    (b, _), v in zip(extents, vars_)),
                                tuple(self.cast(e, self.ctx.local_types[v]) for
-                                     (_, e), v in zip(extents, vars_)), body, loc))
+                                     (_, e), v in zip(extents, vars_)), body, loc,
+                               block_dim))
             return
         for name_ir, (b, e) in reversed(list(zip(vars_, extents))):
             dt = self.ctx.local_types[name_ir]

@@ -260,6 +260,7 @@ class ParFor(Stmt):
     ends: tuple[Expr, ...]
     body: Body
     loc: Loc = _loc()
+    block_dim: int = 0       # GPU threads per block (`jr.loop_config(block_dim=...)`; 0: default)
 
 
 # ---- kernels and tasks --------------------------------------------------------------------
@@ -298,6 +299,7 @@ class Task:
     # filled by the pipeline's last passes (passes/pipeline.py), read by codegen:
     reductions: tuple[tuple["Ref", tuple[int, ...]], ...] = ()  # `+=` kept per chunk
     cost: int = 1                  # estimated work of one iteration (the pool's split decision)
+    block_dim: int = 0             # GPU threads per block (0: the device's default)
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ def offload(kernel: n.KernelIR, local_types: dict) -> n.TaskedKernel:
         captured = sorted((reads & kernel_scope) - set(stmt.vars))
         check_no_scope_writes(stmt.body, kernel_scope)
         tasks.append(n.Task("parallel", stmt.body, stmt.vars, stmt.begins, stmt.ends,
-                            tuple((name, local_types[name]) for name in captured), stmt.loc))
+                            tuple((name, local_types[name]) for name in captured), stmt.loc,
+                            block_dim=stmt.block_dim))
     flush()
     return n.TaskedKernel(kernel.name, kernel.params, kernel.fields, tuple(tasks), kernel.ret)
