@@ -491,7 +491,14 @@ class GpuGraph:
 
 
 class GpuLaunch:
-    """The entry point of one launch context on a GPU (called with the context's address)."""
+    """The entry point of one launch context on a GPU (called with the context's address).
+
+    Each instance has its own small class whose `__call__` is generated straight-line code
+    (`make_call`), regenerated when an array argument is packed: the residency checks of the
+    data it uses, the compare-and-skip upload of the context, one driver call per task."""
+
+    def __new__(cls, device: GpuDevice, context: Any) -> "GpuLaunch":
+        return super().__new__(type("GpuLaunch", (cls,), {}))
 
     def __init__(self, device: GpuDevice, context: Any) -> None:
         self.device, self.context = device, context
@@ -579,10 +586,51 @@ class GpuLaunch:
 
     def refresh(self) -> None:
         """Recompute the device copies a launch makes current (`inputs`) and marks newer
-        (`outputs`): at creation and whenever an array argument is packed."""
+        (`outputs`), and the generated `__call__`: at creation and whenever an array argument
+        is packed."""
         self.inputs = list({id(m): m for m in self.read_mirrors() + self.written_mirrors()}
                            .values())
         self.outputs = self.written_mirrors()
+        setattr(type(self), "__call__", self.make_call())
+
+    def make_call(self) -> Any:
+        driver = self.device.driver
+        env: dict[str, Any] = {"string_at": ctypes.string_at, "upload": self.upload,
+                               "counters": self.device.counters, "launch": driver.launch,
+                               "pv": self.param_values, "params": self.params_addr,
+                               "buf": self.context.buf, "stage_in": self.stage_in,
+                               "results": self.results}
+        lines = ["def __call__(self, addr):"]
+        for k, m in enumerate(self.inputs):
+            env[f"m{k}"] = m
+            lines.append(f"    if m{k}.host_newer: m{k}.to_device()")
+        lines.append("    copy_out = stage_in()" if self.staging else "    copy_out = None")
+        lines += [f"    data = string_at({self.context.addr}, {self.nbytes})",
+                  "    if data != self.last_upload: upload(data)",
+                  "    else: counters['h2d_skipped'] += 1"]
+        for k, (function, kind, size, block, grid, largest) in enumerate(self.tasks):
+            env[f"f{k}"] = function
+            if kind == "serial":
+                lines += ["    pv[1] = 1", f"    launch(f{k}, 1, 1, params)"]
+                continue
+            if size is not None:
+                env[f"size{k}"] = size
+                lines.append(f"    g = min({largest}, max(1, (size{k}(buf) + {block - 1}) // "
+                             f"{block}))")
+            else:
+                lines.append(f"    g = {grid}")
+            lines += [f"    pv[1] = g * {block}", f"    launch(f{k}, g, {block}, params)"]
+        for k, m in enumerate(self.outputs):
+            env[f"o{k}"] = m
+            lines.append(f"    o{k}.device_newer = True")
+        if self.staging or self.returns:
+            lines.append("    results(copy_out)")
+        source = "\n".join(lines)
+        exec(compile(source, f"<jitrt gpu entry {self.context.compiled.name}>", "exec"),
+             env)  # noqa: S102
+        call = env["__call__"]
+        call.source = source
+        return call
 
     def prepare(self) -> list[tuple[Any, int]]:
         """Everything before the kernels: data made current on the device, host arrays
@@ -612,13 +660,16 @@ class GpuLaunch:
         the steady state uploads nothing)."""
         data = ctypes.string_at(self.context.addr, self.nbytes)
         if data != self.last_upload:
-            self.device.driver.copy_h2d(self.dctx, self.context.addr, self.nbytes)
-            self.last_upload = data
-            self.device.counters["h2d_uploads"] += 1
+            self.upload(data)
         else:
             self.device.counters["h2d_skipped"] += 1
 
-    def __call__(self, addr: int) -> None:
+    def upload(self, data: bytes) -> None:
+        self.device.driver.copy_h2d(self.dctx, self.context.addr, self.nbytes)
+        self.last_upload = data
+        self.device.counters["h2d_uploads"] += 1
+
+    def __call__(self, addr: int) -> None:      # replaced per instance by `make_call`
         copy_out = self.prepare()
         self.launch_tasks()
         self.finish(copy_out)
@@ -657,9 +708,15 @@ class GpuLaunch:
     def finish(self, copy_out: list[tuple[Any, int]]) -> None:
         """After the kernels: written data is newer on the device; staged host arrays the
         kernels wrote are copied back and a return value read (the only synchronisations)."""
-        device, driver = self.device, self.device.driver
         for m in self.outputs:
             m.device_newer = True
+        self.results(copy_out)
+
+    def results(self, copy_out: list[tuple[Any, int]] | None) -> None:
+        """Copy staged arrays the kernels wrote back and read a return value (the only
+        synchronisations of a launch)."""
+        device, driver = self.device, self.device.driver
+        copy_out = copy_out or []
         for v, ptr in copy_out:
             driver.copy_d2h(v.ctypes.data, ptr, v.nbytes)
         if self.returns:
