@@ -546,10 +546,10 @@ class GpuLaunch:
              written: bool = True) -> bool:
         """`arguments.pack_array` for this device: device addresses in the slots; a plain
         numpy array gets a staging buffer of this context (grow-only)."""
-        from ..data import Ndarray
+        from ..data import Field, Ndarray
         import numpy as np
         host = None        # memory jitrt does not own: staged in (and out) at each launch
-        if type(v) is not Ndarray and not isinstance(v, np.ndarray):
+        if type(v) is not Ndarray and not isinstance(v, (np.ndarray, Field)):
             v = self.device.wrap_foreign(v)      # a torch/CuPy device array, or None
             if v is None or (written and v.readonly):
                 return False
