@@ -608,18 +608,29 @@ class GpuLaunch:
         lines += [f"    data = string_at({self.context.addr}, {self.nbytes})",
                   "    if data != self.last_upload: upload(data)",
                   "    else: counters['h2d_skipped'] += 1"]
+        last = None        # the threads-launched parameter as the previous task left it
         for k, (function, kind, size, block, grid, largest) in enumerate(self.tasks):
             env[f"f{k}"] = function
             if kind == "serial":
-                lines += ["    pv[1] = 1", f"    launch(f{k}, 1, 1, params)"]
+                if last != 1:
+                    lines.append("    pv[1] = 1")
+                lines.append(f"    launch(f{k}, 1, 1, params)")
+                last = 1
                 continue
             if size is not None:
                 env[f"size{k}"] = size
-                lines.append(f"    g = min({largest}, max(1, (size{k}(buf) + {block - 1}) // "
-                             f"{block}))")
+                lines += [f"    g = min({largest}, max(1, (size{k}(buf) + {block - 1}) // "
+                          f"{block}))", f"    pv[1] = g * {block}"]
+                last = None
             else:
+                if last != grid * block:
+                    lines.append(f"    pv[1] = {grid * block}")
                 lines.append(f"    g = {grid}")
-            lines += [f"    pv[1] = g * {block}", f"    launch(f{k}, g, {block}, params)"]
+                last = grid * block
+            lines.append(f"    launch(f{k}, g, {block}, params)")
+        if len(self.tasks) == 1 and last is not None:   # constant: set once, here
+            self.param_values[1] = last
+            lines = [ln for ln in lines if not ln.startswith("    pv[1] =")]
         for k, m in enumerate(self.outputs):
             env[f"o{k}"] = m
             lines.append(f"    o{k}.device_newer = True")
