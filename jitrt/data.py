@@ -226,10 +226,13 @@ class Field(_Buffer):
     """Global data referenced from kernels by closure: `x = jr.field(jr.f32, shape=(N,))`."""
     __slots__ = ()
 
-    def to_torch(self) -> Any:
-        """A torch tensor with a copy of the data (torch is optional, never a dependency)."""
+    def to_torch(self, device: Any = None) -> Any:
+        """A torch tensor with a copy of the data, on `device` (default: the CPU); torch is
+        optional, never a dependency. For a view without a copy on a GPU program, use
+        `torch.from_dlpack(x)`."""
         import torch
-        return torch.from_numpy(self.to_numpy())
+        tensor = torch.from_numpy(self.to_numpy())
+        return tensor if device is None else tensor.to(device)
 
     def from_torch(self, tensor: Any) -> None:
         """Copy a torch tensor of the field's shape into the field (moves it to the CPU)."""

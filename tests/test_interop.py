@@ -151,3 +151,19 @@ def test_errors_reach_the_user_without_jitrt_frames(tmp_path, when):
         assert "name 'factr' is not defined; did you mean 'factor'?" in proc.stderr
     else:
         assert "KernelArgError" in proc.stderr and "'a'" in proc.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+def test_field_to_torch_and_from_torch_copy():
+    import torch
+    f = jr.field(jr.f32, shape=(2, 3))
+    f.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+    t = f.to_torch()
+    assert t.shape == (2, 3) and t.dtype == torch.float32 and t[1, 2].item() == 5.0
+    t += 1                                    # a copy: the field does not change
+    assert f[1, 2] == 5.0
+    gen = f.gen
+    f.from_torch(t * 2)
+    assert f.gen == gen + 1 and f[0, 0] == 2.0 and f[1, 2] == 12.0
+    if torch.cuda.is_available():
+        assert f.to_torch(device="cuda").device.type == "cuda"
