@@ -1,5 +1,5 @@
 """The GPU launch path (`backends/gpu.py`) on a real GPU: data residency, numpy arguments,
-return values, faults reported at the next synchronisation, skipped context uploads, math and
+return values, faults reported at the next synchronisation, arguments by value, math and
 atomics against numpy, and a replaced program bringing device data home.
 
 The tests marked `gpu_only` run once per GPU arch in `JITRT_TEST_ARCHS` and skip on machines
@@ -55,7 +55,7 @@ def test_numpy_arguments_are_copied_in_and_written_ones_out():
 
 
 @gpu_only
-def test_jitrt_ndarrays_stay_on_the_device_and_uploads_are_skipped():
+def test_jitrt_ndarrays_stay_on_the_device_and_arguments_go_by_value():
     @jr.kernel
     def inc(a: nd(dtype=jr.i32, ndim=1), k: jr.i32):
         for i in range(a.shape[0]):
@@ -65,10 +65,11 @@ def test_jitrt_ndarrays_stay_on_the_device_and_uploads_are_skipped():
     inc(a, 1)
     jr.debug.reset_stats()
     for _ in range(10):
-        inc(a, 1)                   # identical context bytes: no upload
-    inc(a, 5)                       # a changed scalar: one upload
+        inc(a, 1)
+    inc(a, 5)                       # a changed scalar: still no upload (kernel parameters)
     stats = jr.debug.stats()
-    assert stats["h2d_skipped"] == 10
+    assert stats["h2d_skipped"] == 11 and stats["h2d_uploads"] == 0
+    assert stats["allocations"] == 0
     np.testing.assert_array_equal(a.to_numpy(), np.full(300, 16, np.int32))
 
 
@@ -87,7 +88,8 @@ def test_two_handles_never_share_a_context_buffer():
     handles = list(put.handles.values())
     launches = {id(h.entry) for h in handles} | {id(b.entry)}
     assert len(launches) == 2
-    assert handles[0].entry.dctx != b.entry.dctx
+    assert handles[0].entry.params_addr != b.entry.params_addr
+    assert handles[0].addr != b.addr
     put(a32, 3.0)
     b()
     assert a32.to_numpy().tolist() == [3.0] * 4 and a2.to_numpy().tolist() == [2.0] * 4

@@ -8,10 +8,12 @@ lookup, launch, memory, one stream) and a compile step; everything else lives he
   of the same size). Host writes mark the host copy newer and the next launch uploads it; a
   launch marks what it writes device-newer and host reads (`to_numpy`, `x[i]`) download it.
   Plain numpy arguments are copied in before each launch and, when written, out after it;
-- `GpuLaunch`, the entry point of one launch context: it uploads the context only when its
-  bytes changed (counted in `h2d_skipped` otherwise), launches one kernel per task on the
-  device's stream (a serial task as a single thread, a parallel task as a grid-stride loop)
-  and never synchronises unless the host needs data (a return value, a written numpy array);
+- `GpuLaunch`, the entry point of one launch context: the kernels take the context by value
+  (one 64-bit kernel parameter per slot, copied by the driver at the launch: no upload and no
+  device buffer for arguments; each launch counts in `h2d_skipped`), one kernel per task on
+  the device's stream (a serial task as a single thread, a parallel task as a grid-stride
+  loop), and no synchronisation unless the host needs data (a return value, a written numpy
+  array);
 - the status block: kernels record faults (and return values) in device memory, read back
   at the next synchronisation, where a fault raises `KernelRuntimeError` naming kernel, array
   and index, as on the CPU.
@@ -202,8 +204,8 @@ class GpuHeap:
 
 class GpuSizing:
     """The sizing service's compiled GPU kernels as the callables `SizingPlan` calls: each
-    uploads the launch context first (the sizing runs before the launch) and synchronises
-    (a sizing miss needs the numbers on the host: heap layout)."""
+    brings the launch's data to the device first (the sizing runs before the launch) and
+    synchronises (a sizing miss needs the numbers on the host: heap layout)."""
 
     def __init__(self, device: "GpuDevice", function: Any, nspecs: int, nstacks: int) -> None:
         self.device, self.function, self.nspecs, self.nstacks = device, function, nspecs, nstacks
@@ -212,9 +214,10 @@ class GpuSizing:
         device = self.device
         launch = device.launch_at[ctx_addr]
         launch.prepare()
-        values = (ctypes.c_uint64 * (2 + len(pointers)))(launch.dctx, grid * DEFAULT_BLOCK,
-                                                          *pointers)
-        params = (ctypes.c_void_p * len(values))(
+        values = (ctypes.c_uint64 * (1 + len(pointers)))(grid * DEFAULT_BLOCK, *pointers)
+        slots = launch.slots
+        params = (ctypes.c_void_p * (slots + len(values)))(
+            *(ctx_addr + 8 * k for k in range(slots)),
             *(ctypes.addressof(values) + 8 * k for k in range(len(values))))
         device.driver.launch(self.function, grid, DEFAULT_BLOCK if grid > 1 else 1,
                              ctypes.addressof(params))
@@ -461,6 +464,9 @@ class GpuGraph:
             device.counters["graph_instantiations"] += 1
         driver.destroy_graph(graph)
         self.entries = entries
+        # what each captured launch's parameters were (a graph holds them by value)
+        self.captured = {id(e): ctypes.string_at(e.context.addr, 8 * e.slots)
+                         for e in entries}
         seen: dict[int, DeviceMirror] = {}
         for entry in entries:
             for m in entry.read_mirrors() + entry.written_mirrors():
@@ -468,6 +474,14 @@ class GpuGraph:
         self.mirrors = list(seen.values())
         self.written = list({id(m): m for e in entries for m in e.written_mirrors()}.values())
         self.staged = [e for e in entries if e.staging]
+
+    def recapture_if_changed(self, entries: list["GpuLaunch"]) -> None:
+        """Before a replay: if a launch's context changed since the capture (an adstack
+        capacity or heap that grew), capture again and update the graph in place."""
+        for e in entries:
+            if ctypes.string_at(e.context.addr, 8 * e.slots) != self.captured[id(e)]:
+                self.update(self.entries)
+                return
 
     def replay(self) -> None:
         device = self.device
@@ -508,12 +522,18 @@ class GpuLaunch:
         device.launch_at[context.addr] = self
         context.buf[abi.SLOT_LAUNCH_ID] = self.launch_id
         self.nbytes = len(context.buf) * 8
-        self.dctx = device.alloc(self.nbytes)
-        self.last_upload = b""
-        # kernel parameters: (context pointer, threads launched), as the driver wants them
-        self.param_values = (ctypes.c_uint64 * 2)(self.dctx, 0)
-        self.params = (ctypes.c_void_p * 2)(ctypes.addressof(self.param_values),
-                                            ctypes.addressof(self.param_values) + 8)
+        layout = compiled.layout
+        self.slots = layout.gpu_slots
+        self.dlocals = 0        # kernel-scope locals that outlive a task
+        if layout.local_slots:
+            self.dlocals = device.alloc(8 * len(layout.local_slots))
+            context.buf[abi.SLOT_GPU_LOCALS] = self.dlocals
+        # kernel parameters, as the driver wants them: the address of each context slot (the
+        # driver copies their values at the launch), then of the threads-launched value
+        self.param_values = (ctypes.c_uint64 * 1)(0)
+        self.params = (ctypes.c_void_p * (self.slots + 1))(
+            *(context.addr + 8 * k for k in range(self.slots)),
+            ctypes.addressof(self.param_values))
         self.params_addr = ctypes.addressof(self.params)
         ir_tasks = compiled.lowered.tasked.tasks
         resident = device.max_resident_threads
@@ -595,8 +615,7 @@ class GpuLaunch:
 
     def make_call(self) -> Any:
         driver = self.device.driver
-        env: dict[str, Any] = {"string_at": ctypes.string_at, "upload": self.upload,
-                               "counters": self.device.counters, "launch": driver.launch,
+        env: dict[str, Any] = {"counters": self.device.counters, "launch": driver.launch,
                                "pv": self.param_values, "params": self.params_addr,
                                "buf": self.context.buf, "stage_in": self.stage_in,
                                "results": self.results}
@@ -605,32 +624,30 @@ class GpuLaunch:
             env[f"m{k}"] = m
             lines.append(f"    if m{k}.host_newer: m{k}.to_device()")
         lines.append("    copy_out = stage_in()" if self.staging else "    copy_out = None")
-        lines += [f"    data = string_at({self.context.addr}, {self.nbytes})",
-                  "    if data != self.last_upload: upload(data)",
-                  "    else: counters['h2d_skipped'] += 1"]
+        lines.append("    counters['h2d_skipped'] += 1")      # arguments go by value
         last = None        # the threads-launched parameter as the previous task left it
         for k, (function, kind, size, block, grid, largest) in enumerate(self.tasks):
             env[f"f{k}"] = function
             if kind == "serial":
                 if last != 1:
-                    lines.append("    pv[1] = 1")
+                    lines.append("    pv[0] = 1")
                 lines.append(f"    launch(f{k}, 1, 1, params)")
                 last = 1
                 continue
             if size is not None:
                 env[f"size{k}"] = size
                 lines += [f"    g = min({largest}, max(1, (size{k}(buf) + {block - 1}) // "
-                          f"{block}))", f"    pv[1] = g * {block}"]
+                          f"{block}))", f"    pv[0] = g * {block}"]
                 last = None
             else:
                 if last != grid * block:
-                    lines.append(f"    pv[1] = {grid * block}")
+                    lines.append(f"    pv[0] = {grid * block}")
                 lines.append(f"    g = {grid}")
                 last = grid * block
             lines.append(f"    launch(f{k}, g, {block}, params)")
         if len(self.tasks) == 1 and last is not None:   # constant: set once, here
-            self.param_values[1] = last
-            lines = [ln for ln in lines if not ln.startswith("    pv[1] =")]
+            self.param_values[0] = last
+            lines = [ln for ln in lines if not ln.startswith("    pv[0] =")]
         for k, m in enumerate(self.outputs):
             env[f"o{k}"] = m
             lines.append(f"    o{k}.device_newer = True")
@@ -645,13 +662,12 @@ class GpuLaunch:
 
     def prepare(self) -> list[tuple[Any, int]]:
         """Everything before the kernels: data made current on the device, host arrays
-        staged in, the context uploaded if its bytes changed. Returns the staged arrays the
-        kernels write (copied out after them)."""
+        staged in. Returns the staged arrays the kernels write (copied out after them)."""
         for m in self.inputs:
             if m.host_newer:
                 m.to_device()
         copy_out = self.stage_in() if self.staging else []
-        self.upload_context()
+        self.device.counters["h2d_skipped"] += 1
         return copy_out
 
     def stage_in(self) -> list[tuple[Any, int]]:
@@ -666,20 +682,6 @@ class GpuLaunch:
                     copy_out.append((host, ptr))
         return copy_out
 
-    def upload_context(self) -> None:
-        """Upload the context when its bytes differ from the last upload (else count a skip:
-        the steady state uploads nothing)."""
-        data = ctypes.string_at(self.context.addr, self.nbytes)
-        if data != self.last_upload:
-            self.upload(data)
-        else:
-            self.device.counters["h2d_skipped"] += 1
-
-    def upload(self, data: bytes) -> None:
-        self.device.driver.copy_h2d(self.dctx, self.context.addr, self.nbytes)
-        self.last_upload = data
-        self.device.counters["h2d_uploads"] += 1
-
     def __call__(self, addr: int) -> None:      # replaced per instance by `make_call`
         copy_out = self.prepare()
         self.launch_tasks()
@@ -691,12 +693,12 @@ class GpuLaunch:
         buf = self.context.buf
         for function, kind, size, block, grid, largest in self.tasks:
             if kind == "serial":
-                self.param_values[1] = 1
+                self.param_values[0] = 1
                 driver.launch(function, 1, 1, self.params_addr)
                 continue
             if size is not None:
                 grid = min(largest, max(1, (size(buf) + block - 1) // block))
-            self.param_values[1] = grid * block
+            self.param_values[0] = grid * block
             driver.launch(function, grid, block, self.params_addr)
 
     def written_mirrors(self) -> list[DeviceMirror]:
@@ -739,7 +741,8 @@ class GpuLaunch:
                 self.context.buf[abi.SLOT_RETURN] = device._status_host[abi.SLOT_RETURN]
 
     def release(self) -> None:
-        self.device.free(self.dctx)
+        if self.dlocals:
+            self.device.free(self.dlocals)
         for ptr, _ in self.staging.values():
             self.device.free(ptr)
         self.staging.clear()

@@ -35,6 +35,11 @@ POOL_INTERRUPTS = 29    # in the CPU pool state: the address of the process's in
 # instead, at the same slot numbers, and is read back at the next synchronisation. The block
 # is reached through SLOT_RUNTIME; a fault also stores the context's SLOT_LAUNCH_ID there.
 STATUS_SLOTS = 16
+# GPU kernels get the context by value, one 64-bit kernel parameter per slot (cuLaunchKernel
+# copies them at the launch: no upload, no device buffer); kernel-scope locals that outlive a
+# task live in a small device buffer of the context instead, reached through this slot
+SLOT_GPU_LOCALS = SLOT_PARALLEL_FOR
+GPU_MAX_PARAM_SLOTS = 500     # CUDA's 4 KiB of kernel parameters, less room for the others
 STATUS_OVERFLOW_LAUNCH = 12   # the launch id of the context whose adstack overflowed
 DEVICE_WRITTEN = (SLOT_ERROR, SLOT_ERROR_AXIS, SLOT_ERROR_INDEX, SLOT_RETURN, SLOT_OVERFLOW)
 
@@ -50,6 +55,11 @@ class ContextLayout:
     # GPUs: kernel-scope locals that outlive a task (a serial task stores them, later tasks
     # load them); (name, slot), after every other slot
     local_slots: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def gpu_slots(self) -> int:
+        """Slots a GPU kernel takes as parameters: all but the kernel-scope locals."""
+        return self.size - len(self.local_slots)
 
     def task_slot(self, task: int) -> tuple[int, int]:
         for t, stride, reg in self.task_slots:

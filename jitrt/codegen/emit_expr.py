@@ -390,8 +390,13 @@ class ExprEmitter(EmitterHost):
         for k, (inside, v) in reversed(list(enumerate(axis_fail))):
             axis = b.select(inside, axis, ir.Constant(I64, k))
             index = b.select(inside, index, v)
-        b.call(fault_recorder(self.module, self.target.is_gpu),
-               [self.ctx_ptr, ir.Constant(I64, site + 1), axis, index])
+        if self.target.is_gpu:      # the status block and launch id, never the context
+            b.call(fault_recorder(self.module, True),
+                   [self.load_slot(abi.SLOT_RUNTIME), self.load_slot(abi.SLOT_LAUNCH_ID),
+                    ir.Constant(I64, site + 1), axis, index])
+        else:
+            b.call(fault_recorder(self.module), [self.ctx_ptr, ir.Constant(I64, site + 1),
+                                                 axis, index])
 
 
 def sext_constant(v: ir.Constant) -> ir.Constant:
@@ -417,24 +422,23 @@ def fault_recorder(module: ir.Module, gpu: bool = False) -> ir.Function:
     found = module.globals.get(FAULT_RECORDER)
     if found is not None:
         return found  # type: ignore[return-value]
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64.as_pointer(), I64, I64, I64]),
-                     FAULT_RECORDER)
+    args = [I64, I64, I64, I64, I64] if gpu else [I64.as_pointer(), I64, I64, I64]
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), args), FAULT_RECORDER)
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     fn.attributes.add("cold")
-    ctx, site, axis, index = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    record = ctx
-    if gpu:
-        record = b.inttoptr(b.load(b.gep(ctx, [ir.Constant(I64, abi.SLOT_RUNTIME)])),
-                            I64.as_pointer())
+    if gpu:      # (status block address, launch id, site + 1, axis, index)
+        status, launch, site, axis, index = fn.args
+        record = b.inttoptr(status, I64.as_pointer())
+    else:        # (context, site + 1, axis, index)
+        record, site, axis, index = fn.args
     first = b.cmpxchg(b.gep(record, [ir.Constant(I64, abi.SLOT_ERROR)]), ir.Constant(I64, 0),
                       site, "monotonic", "monotonic")
     with b.if_then(b.extract_value(first, 1)):
         b.store(axis, b.gep(record, [ir.Constant(I64, abi.SLOT_ERROR_AXIS)]))
         b.store(index, b.gep(record, [ir.Constant(I64, abi.SLOT_ERROR_INDEX)]))
         if gpu:
-            launch = b.load(b.gep(ctx, [ir.Constant(I64, abi.SLOT_LAUNCH_ID)]))
             b.store(launch, b.gep(record, [ir.Constant(I64, abi.SLOT_LAUNCH_ID)]))
     b.ret_void()
     return fn

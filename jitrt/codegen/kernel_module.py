@@ -193,18 +193,44 @@ def emit_entry(module: ir.Module, target: Target, layout: abi.ContextLayout,
     return fn
 
 
-GPU_KERNEL_TYPE = ir.FunctionType(ir.VoidType(), [I64P, I64])   # (ctx, threads launched)
 AMDGPU_BLOCK = 256   # AMDGPU kernels read no block size register: the launch path uses this
 
 
-def gpu_kernel(module: ir.Module, target: Target, name: str, pointers: int = 0
+def gpu_kernel(module: ir.Module, target: Target, name: str, slots: int, pointers: int = 0
                ) -> ir.Function:
-    """A kernel `(ctx, threads launched, *pointers)` for `target`."""
-    ty = GPU_KERNEL_TYPE if not pointers else ir.FunctionType(
-        ir.VoidType(), [I64P, I64] + [I64P] * pointers)
+    """A kernel `(slot 0, ..., slot <slots - 1>, threads launched, *pointers)`: the launch
+    context by value, one 64-bit parameter per slot."""
+    ty = ir.FunctionType(ir.VoidType(), [I64] * (slots + 1) + [I64P] * pointers)
     fn = ir.Function(module, ty, name)
     fn.calling_convention = "ptx_kernel" if target.name == "cuda" else "amdgpu_kernel"
     return fn
+
+
+def gpu_context(b: ir.IRBuilder, target: Target, fn: ir.Function, slots: int) -> ir.Value:
+    """The context parameters of a GPU kernel as an `i64*` the emitters index as on the CPU
+    (a local array; its constant-index loads become the parameters themselves). Call with the
+    builder in the function's first block."""
+    arr = target.alloca(b, ir.ArrayType(I64, max(slots, 1)), "ctx")
+    ctx = b.bitcast(arr, I64P)
+    for k in range(slots):
+        b.store(fn.args[k], b.gep(ctx, [ir.Constant(I64, k)]))
+    return ctx
+
+
+def gpu_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, name: str,
+                sites: list[AccessSite]) -> FunctionEmitter:
+    """A FunctionEmitter for a new GPU kernel taking the context by value."""
+    fn = gpu_kernel(module, target, name, layout.gpu_slots)
+    em = FunctionEmitter(module, target, layout, fn, ir.Constant(I64P, None), sites)
+    with em.builder.goto_block(em.alloca_block):
+        em.ctx_ptr = gpu_context(em.builder, target, fn, layout.gpu_slots)
+    return em
+
+
+def locals_slot_ptr(em: FunctionEmitter, slot: int) -> ir.Value:
+    """Where a kernel-scope local of context slot `slot` lives on a GPU (the locals buffer)."""
+    base = em.builder.inttoptr(em.load_slot(abi.SLOT_GPU_LOCALS), I64P)
+    return em.builder.gep(base, [ir.Constant(I64, slot - em.layout.gpu_slots)])
 
 
 def global_thread(module: ir.Module, target: Target, b: ir.IRBuilder) -> ir.Value:
@@ -227,7 +253,7 @@ def load_kernel_locals(em: FunctionEmitter, names: set[str],
     for name, slot in em.layout.local_slots:
         if name in names:
             dt = local_types[name]
-            raw = em.builder.load(em.slot_ptr(slot))
+            raw = em.builder.load(locals_slot_ptr(em, slot))
             em.builder.store(em.from_slot(raw, dt), em.local_ptr(name, dt))
 
 
@@ -239,9 +265,8 @@ def emit_gpu_parallel(module: ir.Module, target: Target, layout: abi.ContextLayo
     captures itself (from the context), then every thread calls `task_fn` once, which runs
     index = thread, thread + threads launched, ... below the box's size (any grid size is
     correct) and adds its `+=` partials once (a warp sum first: all lanes take part)."""
-    fn = gpu_kernel(module, target, name)
-    ctx, launched = fn.args
-    em = FunctionEmitter(module, target, layout, fn, ctx, sites)
+    em = gpu_emitter(module, target, layout, name, sites)
+    fn, ctx, launched = em.fn, em.ctx_ptr, em.fn.args[layout.gpu_slots]
     em.task_index = index
     b = em.builder
     used = {e.name for ex in task.begins + task.ends for e in walk_expr(ex)
@@ -284,8 +309,7 @@ def emit_gpu_serial(module: ir.Module, target: Target, layout: abi.ContextLayout
     """A GPU kernel running a serial task's body once (launched as one thread): kernel-scope
     locals come in from the context slots earlier tasks stored, and the ones it assigns go
     back there for later tasks."""
-    fn = gpu_kernel(module, target, name)
-    em = FunctionEmitter(module, target, layout, fn, fn.args[0], sites)
+    em = gpu_emitter(module, target, layout, name, sites)
     em.task_index = index
     load_kernel_locals(em, {name for name, _ in layout.local_slots}, local_types)
     em.body(task.body)
@@ -295,9 +319,9 @@ def emit_gpu_serial(module: ir.Module, target: Target, layout: abi.ContextLayout
             if lname in mine:
                 dt = local_types[lname]
                 v = em.builder.load(em.local_ptr(lname, dt))
-                em.builder.store(em.to_slot(v, dt), em.slot_ptr(slot))
+                em.builder.store(em.to_slot(v, dt), locals_slot_ptr(em, slot))
     em.finish()
-    return fn
+    return em.fn
 
 
 @dataclass(frozen=True)
@@ -333,6 +357,7 @@ def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayo
             symbol = f"{prefix}_task{k}"
             if target.is_gpu:
                 task_fns[k].linkage = "internal"
+                task_fns[k].attributes.add("alwaysinline")   # the context must not escape
                 symbol = f"{prefix}_task{k}_kernel"
                 emit_gpu_parallel(module, target, layout, task, k, task_fns[k], symbol,
                                   local_types, sites)

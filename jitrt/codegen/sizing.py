@@ -19,7 +19,8 @@ from llvmlite import ir
 from ..passes import sizeexpr as se
 from . import abi, interrupts
 from .emit_expr import I64
-from .kernel_module import I8P, I64P, PARALLEL_FOR_TYPE, TASK_TYPE, global_thread, gpu_kernel
+from .kernel_module import (I8P, I64P, PARALLEL_FOR_TYPE, TASK_TYPE, global_thread, gpu_context,
+                            gpu_kernel)
 from .targets import Target
 
 ZERO, ONE = ir.Constant(I64, 0), ir.Constant(I64, 1)
@@ -177,9 +178,11 @@ def emit_reducer(module: ir.Module, prefix: str, k: int, spec: se.MaxOverRange,
 def emit_gpu_reducer(module: ir.Module, target: Target, prefix: str, k: int,
                      spec: se.MaxOverRange, layout: abi.ContextLayout, params: tuple,
                      fields: tuple) -> None:
-    fn = gpu_kernel(module, target, f"{prefix}_red{k}_kernel", pointers=1)
-    ctx, launched, out = fn.args
+    slots = layout.gpu_slots
+    fn = gpu_kernel(module, target, f"{prefix}_red{k}_kernel", slots, pointers=1)
+    launched, out = fn.args[slots:]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ctx = gpu_context(b, target, fn, slots)
     em = SizeEmitter(module, fn, b, ctx, layout, params, fields)
     acc, i = b.alloca(I64), b.alloca(I64)
     begin, end = em.value(spec.begin, {}), em.value(spec.end, {})
@@ -206,13 +209,16 @@ def emit_required(module: ir.Module, prefix: str, capacities: list[se.SizeExpr],
                   specs: list[se.MaxOverRange], layout: abi.ContextLayout, params: tuple,
                   fields: tuple, target: Target | None = None) -> None:
     if target is not None and target.is_gpu:
-        fn = gpu_kernel(module, target, f"{prefix}_required_kernel", pointers=2)
-        ctx, _, results, out = fn.args
+        slots = layout.gpu_slots
+        fn = gpu_kernel(module, target, f"{prefix}_required_kernel", slots, pointers=2)
+        _, results, out = fn.args[slots:]
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ctx = gpu_context(b, target, fn, slots)
     else:
         fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64P, I64P, I64P]),
                          f"{prefix}_required")
         ctx, results, out = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
     reduced = {spec: b.load(b.gep(results, [ir.Constant(I64, k)])) for k, spec in
                enumerate(specs)}
     em = SizeEmitter(module, fn, b, ctx, layout, params, fields, reduced)

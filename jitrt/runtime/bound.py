@@ -57,8 +57,8 @@ class BoundLaunch(LaunchContext):
 
     def _make_size_check(self) -> Any:
         """The adstack sizing part of a call alone (a graph replay runs it before launching
-        the graph: a capacity that changed is written to the context, uploaded before the
-        replay). None when the capacities are fixed."""
+        the graph: a capacity that changed is written to the context, and the device graph
+        updated before the replay). None when the capacities are fixed."""
         if self.sizing is None:
             return None
         env: dict[str, Any] = {"buf": self.buf, "addr": self.addr}

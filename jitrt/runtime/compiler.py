@@ -159,6 +159,12 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
     module, sites, tasks = build_module(lowered.tasked, device.codegen_target, layout, prefix,
                                         lowered.local_types)
     target = device.codegen_target
+    if target.is_gpu and layout.gpu_slots > abi.GPU_MAX_PARAM_SLOTS:
+        from ..errors import KernelCompileError
+        raise KernelCompileError(
+            f"kernel {name}: its launch context has {layout.gpu_slots} slots (fields, "
+            f"arguments, shapes), more than the {abi.GPU_MAX_PARAM_SLOTS} a GPU kernel takes "
+            "as parameters; pass fewer ndarrays or fields to one kernel")
     specs = add_sizing_functions(module, prefix, lowered, layout, params, target)
     sizable = lowered.stacks and all(s.capacity is not None for s in lowered.stacks)
     if target.is_gpu:

@@ -12,7 +12,8 @@ runs again in recording mode and, when it launches the same kernels in the same 
 bound launches are rebound (`set_arg`) and the device graph updated in place, never
 re-instantiated unless the driver refuses the update. `with jr.graph() as g:` records the
 launches of the block; `g()` replays them. A replay of grad launches with adstacks re-checks
-their sizing launch caches first (a capacity that changed is uploaded with their context).
+their sizing launch caches first (a capacity that changed updates the device graph: GPU
+kernels hold their arguments by value).
 Caches: the bound launches and the device graph, per Graph object.
 """
 from __future__ import annotations
@@ -144,7 +145,8 @@ class Graph:
         with self.program.launch_lock:
             for bound in self.sized:
                 bound.size_check()
-                cast(Any, bound.entry).upload_context()
+            if self.sized:
+                self.device_graph.recapture_if_changed([b.entry for b in self.sized])
             for obj in self.bumps:
                 obj.gen += 1
             for count in self.counts:
