@@ -146,6 +146,9 @@ class Device(abc.ABC):
         ...
 
     counters: dict[str, int] = {}   # device-side counters merged into jr.debug.stats()
+    # a launch's fault record is in its context right after it (the CPU); GPUs report faults
+    # at the next synchronisation instead, so launchers need not look
+    faults_in_context = True
 
     def synchronize(self) -> None:
         """Wait for all queued work (launches run synchronously on devices without streams)."""

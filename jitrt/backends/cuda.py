@@ -56,6 +56,11 @@ class CudaError(RuntimeError):
     pass
 
 
+class _Bound(threading.local):
+    """Per thread: whether the device's context is current on it."""
+    bound = False
+
+
 class CudaDriver:
     """The calls the GPU launch path makes, through cuda-bindings, on one device."""
 
@@ -72,7 +77,7 @@ class CudaDriver:
         self.device = self.check(cu.cuDeviceGet(device_id), "cuDeviceGet")
         self.context = self.check(cu.cuDevicePrimaryCtxRetain(self.device),
                                   "cuDevicePrimaryCtxRetain")
-        self._thread = threading.local()
+        self._thread = _Bound()
         self.bind()
         attr = cu.CUdevice_attribute
         get = self.attribute
@@ -95,7 +100,7 @@ class CudaDriver:
 
     def bind(self) -> None:
         """Make the device's context current on the calling thread (once per thread)."""
-        if not getattr(self._thread, "bound", False):
+        if not self._thread.bound:
             self.check(self.cu.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
             self._thread.bound = True
 
@@ -131,11 +136,21 @@ class CudaDriver:
                           f"cuModuleGetFunction({name})")
 
     def launch(self, function: Any, grid: int, block: int, params: int) -> None:
-        if not getattr(self._thread, "bound", False):
+        if not self._thread.bound:
             self.bind()
         err, = self._launch(function, grid, 1, 1, block, 1, 1, 0, self.stream, params, 0)
         if err != self._success:
             self.check((err,), "cuLaunchKernel")
+
+    def launch_source(self, function: str, grid: str, block: str, params: str
+                      ) -> tuple[list[str], dict[str, Any]]:
+        """`launch(...)` as lines of generated code (the GPU entry inlines it)."""
+        names = {"_cu_launch": self._launch, "_cu_stream": self.stream, "_cu_ok": self._success,
+                 "_cu_tl": self._thread, "_cu_bind": self.bind, "_cu_check": self.check}
+        return ["if not _cu_tl.bound: _cu_bind()",
+                f"err, = _cu_launch({function}, {grid}, 1, 1, {block}, 1, 1, 0, _cu_stream, "
+                f"{params}, 0)",
+                "if err != _cu_ok: _cu_check((err,), 'cuLaunchKernel')"], names
 
     # ---- graphs ---------------------------------------------------------------------------
     def begin_capture(self) -> None:

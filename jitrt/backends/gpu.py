@@ -74,6 +74,8 @@ class GpuDriver(Protocol):
     def load_module(self, image: bytes) -> Any: ...
     def function(self, module: Any, name: str) -> int: ...
     def launch(self, function: int, grid: int, block: int, params: int) -> None: ...
+    def launch_source(self, function: str, grid: str, block: str, params: str
+                      ) -> tuple[list[str], dict[str, Any]]: ...
     def begin_capture(self) -> None: ...
     def end_capture(self) -> Any: ...
     def instantiate(self, graph: Any) -> Any: ...
@@ -246,6 +248,8 @@ class GpuRequired(GpuSizing):
 
 class GpuDevice(Device):
     """A GPU behind a `GpuDriver`; the launch path of every GPU backend."""
+
+    faults_in_context = False
 
     def __init__(self, device_id: int, driver: GpuDriver, target: DeviceTarget,
                  codegen_target: CodegenTarget, compile_fn: Any) -> None:
@@ -615,11 +619,16 @@ class GpuLaunch:
 
     def make_call(self) -> Any:
         driver = self.device.driver
-        env: dict[str, Any] = {"counters": self.device.counters, "launch": driver.launch,
+        env: dict[str, Any] = {"counters": self.device.counters,
                                "pv": self.param_values, "params": self.params_addr,
                                "buf": self.context.buf, "stage_in": self.stage_in,
                                "results": self.results}
         lines = ["def __call__(self, addr):"]
+
+        def launch(function: str, grid: str, block: str) -> list[str]:
+            code, names = driver.launch_source(function, grid, block, "params")
+            env.update(names)
+            return ["    " + line for line in code]
         for k, m in enumerate(self.inputs):
             env[f"m{k}"] = m
             lines.append(f"    if m{k}.host_newer: m{k}.to_device()")
@@ -631,7 +640,7 @@ class GpuLaunch:
             if kind == "serial":
                 if last != 1:
                     lines.append("    pv[0] = 1")
-                lines.append(f"    launch(f{k}, 1, 1, params)")
+                lines += launch(f"f{k}", "1", "1")
                 last = 1
                 continue
             if size is not None:
@@ -644,7 +653,7 @@ class GpuLaunch:
                     lines.append(f"    pv[0] = {grid * block}")
                 lines.append(f"    g = {grid}")
                 last = grid * block
-            lines.append(f"    launch(f{k}, g, {block}, params)")
+            lines += launch(f"f{k}", "g", str(block))
         if len(self.tasks) == 1 and last is not None:   # constant: set once, here
             self.param_values[0] = last
             lines = [ln for ln in lines if not ln.startswith("    pv[0] =")]

@@ -101,7 +101,9 @@ class BoundLaunch(LaunchContext):
         for k, cell in enumerate(self.array_bumps):
             env[f"w{k}"] = cell
             lines.append(f"    w{k}[0].gen += 1")
-        lines += entry_lines(c.name, env, self.program) + ["    if buf[0]: raise_fault(buf, c)"]
+        lines += entry_lines(c.name, env, self.program)
+        if self.program.device.faults_in_context:
+            lines.append("    if buf[0]: raise_fault(buf, c)")
         if c.sizing is not None:
             lines.append(f"    if buf[{abi.SLOT_OVERFLOW}]: self.overflow()")
         lines += return_lines(c.lowered.tasked.ret)

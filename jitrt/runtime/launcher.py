@@ -196,7 +196,9 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
     body = (scalar_lines(c, slow) + array_lines(handle, env, slow)
             + template_lines(handle, env, slow) + record + ["    cnt[0] += 1"]
             + sizing_lines(handle, env) + bump_lines(c, env)
-            + entry_lines(c.name, env, handle.program) + ["    if buf[0]: handle.fault()"])
+            + entry_lines(c.name, env, handle.program)
+            + (["    if buf[0]: handle.fault()"] if handle.program.device.faults_in_context
+               else []))
     if c.sizing is not None:
         body.append(f"    if buf[{abi.SLOT_OVERFLOW}]: handle.overflow()")
     body += return_lines(c.lowered.tasked.ret)
