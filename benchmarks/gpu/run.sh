@@ -28,3 +28,9 @@ if [ -f benchmarks/gpu/bench.py ]; then
   timeout 240 $PY benchmarks/gpu/bench.py > "$OUT/bench.txt" 2>&1
   cat "$OUT/bench.txt"
 fi
+if [ -n "${JITRT_NCU:-}" ] && command -v ncu > /dev/null; then
+  timeout 200 ncu --section SpeedOfLight --section Occupancy --section LaunchStats \
+    --launch-skip 2 --launch-count 4 $PY benchmarks/gpu/profile_adstack.py \
+    > "$OUT/ncu_adstack.txt" 2>&1
+  grep -E "jk_|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Memory Throughput|Compute \(SM\)|Block Limit Registers" "$OUT/ncu_adstack.txt" | head -60
+fi
