@@ -20,7 +20,7 @@ from ..ir import nodes as n
 from ..passes.offload import assigned_names
 from ..passes.walk import walk_expr
 from . import abi
-from .emit_expr import I32, I64, ExprEmitter
+from .emit_expr import I32, I64, ExprEmitter, ll_type
 from .emit_adstack import AdStackEmitter
 from .emit_stmt import StmtEmitter
 from .targets import Target
@@ -126,18 +126,53 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     flush = em.reductions
     em.reductions = {}
     if flush and target.name == "cuda":
-        # one atomic per warp, not per thread: the partials are summed across the warp first
-        for k, (ref, _) in enumerate(flush):
-            acc = em.local_ptr(f"$partial{k}", ref.dtype)
-            b.store(warp_sum(module, b, b.load(acc), ref.dtype), acc)
-        lane = b.call(module.globals.get("llvm.nvvm.read.ptx.sreg.laneid") or ir.Function(
-            module, ir.FunctionType(I32, []), "llvm.nvvm.read.ptx.sreg.laneid"), [])
-        with b.if_then(b.icmp_unsigned("==", lane, ir.Constant(I32, 0))):
+        block_sum(em, flush, name)
+        # one atomic per block, not per thread: thread 0 holds the block's sums
+        tid = b.call(sreg(module, "llvm.nvvm.read.ptx.sreg.tid.x"), [])
+        with b.if_then(b.icmp_unsigned("==", tid, ir.Constant(I32, 0))):
             flush_partials(em, flush, task)
     else:
         flush_partials(em, flush, task)
     em.finish()
     return fn
+
+
+def sreg(module: ir.Module, name: str) -> ir.Function:
+    """An NVPTX special-register read (`llvm.nvvm.read.ptx.sreg.*`), declared once."""
+    found = module.globals.get(name)
+    return found if found is not None else ir.Function(  # type: ignore[return-value]
+        module, ir.FunctionType(I32, []), name)
+
+
+def block_sum(em: FunctionEmitter, flush: dict, name: str) -> None:
+    """Sum each `+=` partial over the thread block into thread 0's partial: a warp sum, one
+    value per warp in shared memory, a barrier, then warp 0 sums those (every thread of the
+    block comes here: each calls its task function once)."""
+    module, b = em.module, em.builder
+    lane = b.call(sreg(module, "llvm.nvvm.read.ptx.sreg.laneid"), [])
+    tid = b.call(sreg(module, "llvm.nvvm.read.ptx.sreg.tid.x"), [])
+    ntid = b.call(sreg(module, "llvm.nvvm.read.ptx.sreg.ntid.x"), [])
+    warp, warps = b.lshr(tid, ir.Constant(I32, 5)), b.lshr(ntid, ir.Constant(I32, 5))
+    barrier = module.globals.get("llvm.nvvm.barrier0") or ir.Function(
+        module, ir.FunctionType(ir.VoidType(), []), "llvm.nvvm.barrier0")
+    shared = []
+    for k, (ref, _) in enumerate(flush):
+        ty = ll_type(ref.dtype)
+        smem = ir.GlobalVariable(module, ir.ArrayType(ty, 32), f"{name}_sum{k}", addrspace=3)
+        smem.linkage = "internal"
+        smem.initializer = ir.Constant(ir.ArrayType(ty, 32), None)
+        acc = em.local_ptr(f"$partial{k}", ref.dtype)
+        v = warp_sum(module, b, b.load(acc), ref.dtype)
+        with b.if_then(b.icmp_unsigned("==", lane, ir.Constant(I32, 0))):
+            b.store(v, b.gep(smem, [ir.Constant(I32, 0), warp]))
+        shared.append((smem, acc, ref.dtype, ty))
+    b.call(barrier, [])
+    with b.if_then(b.icmp_unsigned("==", warp, ir.Constant(I32, 0))):
+        for smem, acc, dt, ty in shared:
+            mine = b.load(b.gep(smem, [ir.Constant(I32, 0), lane]))
+            zero = ir.Constant(ty, 0.0 if dt.is_float else 0)
+            v = b.select(b.icmp_unsigned("<", lane, warps), mine, zero)
+            b.store(warp_sum(module, b, v, dt), acc)
 
 
 def flush_partials(em: FunctionEmitter, flush: dict, task: n.Task) -> None:
