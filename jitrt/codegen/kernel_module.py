@@ -19,7 +19,7 @@ from .. import dtypes
 from ..ir import nodes as n
 from ..passes.offload import assigned_names
 from ..passes.walk import walk_expr
-from . import abi
+from . import abi, bounds
 from .emit_expr import I32, I64, ExprEmitter, ll_type
 from .emit_adstack import AdStackEmitter
 from .emit_stmt import StmtEmitter
@@ -58,6 +58,7 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.tid: ir.Value = ir.Constant(I64, 0)
         self.reductions: dict = {}   # reduction key -> accumulator alloca (parallel tasks)
         self.invariants: dict[int, ir.Value] = {}   # context slot -> its load at entry
+        self.unchecked: set = set()    # accesses the current loop copy runs without checks
         self.interrupt_epoch: ir.Value | None = None     # see codegen/interrupts.py
         self.interrupt_counter: ir.Value | None = None
 
@@ -100,28 +101,17 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
         acc = em.local_ptr(f"$partial{k}", key[0].dtype)
         em.reductions[key] = acc
     counter = em.local_ptr("$index", dtypes.i64)
-    b.store(lo, counter)
-    cond_bb, body_bb, exit_bb = (fn.append_basic_block(x) for x in ("cond", "body", "exit"))
-    b.branch(cond_bb)
-    b.position_at_end(cond_bb)
-    idx = b.load(counter)
-    b.cbranch(b.icmp_signed("<", idx, hi), body_bb, exit_bb)
-    b.position_at_end(body_bb)
-    rest = idx
-    for k in reversed(range(d)):
-        var_dt = local_types[task.vars[k]]
-        if d == 1:
-            coord = rest
-        else:
-            coord = b.srem(rest, exts[k])
-            rest = b.sdiv(rest, exts[k])
-        value = b.add(coord, begins[k])
-        if var_dt.bits == 32:
-            value = b.trunc(value, I32)
-        b.store(value, em.local_ptr(task.vars[k], var_dt))
-    em.body(task.body)
-    b.store(b.add(b.load(counter), step), counter)
-    b.branch(cond_bb)
+    exit_bb = fn.append_basic_block("exit")
+    proven = bounds.affine_accesses(task)
+    if proven:      # two copies of the loop: without their checks when the box is inside
+        fast_bb, checked_bb = fn.append_basic_block("unchecked"), fn.append_basic_block("checked")
+        b.cbranch(bounds.box_inside(b, proven, begins, exts, em.extents), fast_bb, checked_bb)
+        b.position_at_end(fast_bb)
+        em.unchecked = set(proven)
+        emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
+        em.unchecked = set()
+        b.position_at_end(checked_bb)
+    emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
     b.position_at_end(exit_bb)
     flush = em.reductions
     em.reductions = {}
@@ -173,6 +163,36 @@ def block_sum(em: FunctionEmitter, flush: dict, name: str) -> None:
             zero = ir.Constant(ty, 0.0 if dt.is_float else 0)
             v = b.select(b.icmp_unsigned("<", lane, warps), mine, zero)
             b.store(warp_sum(module, b, v, dt), acc)
+
+
+def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
+                   counter: ir.Value, lo: ir.Value, hi: ir.Value, step: ir.Value,
+                   begins: list[ir.Value], exts: list[ir.Value], exit_bb: ir.Block) -> None:
+    """The loop over linear indices lo, lo + step, ... < hi: each index split into the task's
+    variables, then the body; it ends by jumping to `exit_bb`."""
+    b, fn, d = em.builder, em.fn, len(task.vars)
+    b.store(lo, counter)
+    cond_bb, body_bb = fn.append_basic_block("cond"), fn.append_basic_block("body")
+    b.branch(cond_bb)
+    b.position_at_end(cond_bb)
+    idx = b.load(counter)
+    b.cbranch(b.icmp_signed("<", idx, hi), body_bb, exit_bb)
+    b.position_at_end(body_bb)
+    rest = idx
+    for k in reversed(range(d)):
+        var_dt = local_types[task.vars[k]]
+        if d == 1:
+            coord = rest
+        else:
+            coord = b.srem(rest, exts[k])
+            rest = b.sdiv(rest, exts[k])
+        value = b.add(coord, begins[k])
+        if var_dt.bits == 32:
+            value = b.trunc(value, I32)
+        b.store(value, em.local_ptr(task.vars[k], var_dt))
+    em.body(task.body)
+    b.store(b.add(b.load(counter), step), counter)
+    b.branch(cond_bb)
 
 
 def flush_partials(em: FunctionEmitter, flush: dict, task: n.Task) -> None:
