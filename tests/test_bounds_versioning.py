@@ -1,0 +1,58 @@
+"""Loop versioning of bounds checks (`codegen/bounds.py`): accesses affine in the task's
+variables are tested once per box; a box that is not inside runs the checked loop, so a bad
+index is still skipped and reported with its value, on every arch."""
+import numpy as np
+import pytest
+
+import jitrt as jr
+
+nd = jr.types.ndarray
+
+
+@jr.kernel
+def shift(x: nd(dtype=jr.f32, ndim=1), y: nd(dtype=jr.f32, ndim=1), lo: jr.i32, hi: jr.i32):
+    for i in range(lo, hi):
+        y[i] = x[i + 1] * 2 + x[i - 1]
+
+
+def test_inside_box_runs_and_is_exact():
+    x = np.arange(10, dtype=np.float32)
+    y = np.zeros(10, np.float32)
+    shift(x, y, 1, 9)                    # every access inside: the unchecked loop
+    expected = np.zeros(10, np.float32)
+    expected[1:9] = x[2:10] * 2 + x[0:8]
+    np.testing.assert_array_equal(y, expected)
+
+
+@pytest.mark.parametrize("lo, hi, bad", [(0, 9, -1), (1, 10, 10)])
+def test_box_partly_outside_reports_the_bad_index(lo, hi, bad):
+    x = np.arange(10, dtype=np.float32)
+    y = np.zeros(10, np.float32)
+    with pytest.raises(jr.KernelRuntimeError, match=rf"index {bad} out of bounds on axis 0 "
+                                                    r"of 'x'"):
+        shift(x, y, lo, hi)
+        jr.sync()
+    assert y[5] == x[6] * 2 + x[4]      # the other points ran
+
+
+def test_two_dimensional_box_and_a_reassigned_variable():
+    @jr.kernel
+    def blur(a: nd(dtype=jr.f64, ndim=2), out: nd(dtype=jr.f64, ndim=2)):
+        for i, j in jr.ndrange((1, a.shape[0] - 1), (1, a.shape[1] - 1)):
+            out[i, j] = a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1]
+
+    @jr.kernel
+    def moved(a: nd(dtype=jr.f64, ndim=1)):
+        for i in range(a.shape[0]):
+            k = i
+            i = k + 1                    # not the loop's variable any more: stays checked
+            a[i - 1] = 1.0
+
+    a = np.random.default_rng(0).uniform(size=(6, 7))
+    out = np.zeros_like(a)
+    blur(a, out)
+    np.testing.assert_allclose(out[1:-1, 1:-1], a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2]
+                               + a[1:-1, 2:])
+    b = np.zeros(5)
+    moved(b)
+    assert b.tolist() == [1.0] * 5
