@@ -13,14 +13,20 @@ def reset_stats() -> None:
     _program.current().reset_stats()
 
 
+def optimized_ir(kernel, *args, **kwargs) -> str:
+    """The host's optimised LLVM IR of `kernel` specialised to these arguments (what the CPU
+    runs: look for vector types such as `<8 x float>` in its task functions)."""
+    return gpu_asm(kernel, *args, arch="cpu", **kwargs)
+
+
 def gpu_asm(kernel, *args, arch: str = "cuda", sm: int = 80, **kwargs) -> str:
     """The GPU assembly (PTX for arch="cuda" and compute capability `sm`, AMDGCN for
     arch="amdgpu") that jitrt generates for `kernel` specialised to these arguments. Needs no
     GPU: it stops after code generation."""
     from .runtime.compiler import lower_for_target
     from .runtime.arguments import bind_args, specialize
-    if arch not in ("cuda", "amdgpu"):
-        raise ValueError(f"arch must be 'cuda' or 'amdgpu', got {arch!r}")
+    if arch not in ("cuda", "amdgpu", "cpu"):
+        raise ValueError(f"arch must be 'cuda', 'amdgpu' or 'cpu', got {arch!r}")
     program = _program.current()
     values = bind_args(kernel, args, kwargs)
     params, _, templates, name = specialize(kernel, values, program.config)

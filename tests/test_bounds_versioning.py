@@ -1,6 +1,8 @@
 """Loop versioning of bounds checks (`codegen/bounds.py`): accesses affine in the task's
 variables are tested once per box; a box that is not inside runs the checked loop, so a bad
 index is still skipped and reported with its value, on every arch."""
+import re
+
 import numpy as np
 import pytest
 
@@ -56,3 +58,16 @@ def test_two_dimensional_box_and_a_reassigned_variable():
     b = np.zeros(5)
     moved(b)
     assert b.tolist() == [1.0] * 5
+
+
+@pytest.mark.cpu_only
+def test_unchecked_loops_are_vectorized_on_the_host():
+    """Any x86-64 has SIMD (SSE2 at least): saxpy's loop must use vector types once its checks
+    are versioned out (the width depends on the host, not asserted)."""
+    @jr.kernel
+    def saxpy(s: jr.f32, x: nd(dtype=jr.f32, ndim=1), y: nd(dtype=jr.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            y[i] = s * x[i] + y[i]
+
+    text = jr.debug.optimized_ir(saxpy, 2.0, np.ones(4, np.float32), np.ones(4, np.float32))
+    assert re.search(r"<\d+ x float>", text)

@@ -44,6 +44,16 @@ def compile_object(module: ir.Module | str) -> bytes:
         return tm.emit_object(mod)
 
 
+def optimized_ir(module: ir.Module | str) -> str:
+    """The module's LLVM IR after the same O3 pipeline as `compile_object` (for inspection)."""
+    init_llvm()
+    with LLVM_LOCK:
+        mod = llvm.parse_assembly(str(module))
+        mod.verify()
+        optimize(mod, host_target_machine())
+        return str(mod)
+
+
 class CpuEngine:
     """The process's MCJIT engine. Objects are added once; addresses are looked up by name."""
 

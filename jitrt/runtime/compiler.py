@@ -250,6 +250,11 @@ def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
     cfg = program.config
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
     lowered, layout = passes(kernel, params, ctx, kir, cfg)
+    if arch == "cpu":          # the optimised LLVM IR for the host
+        from ..backends.cpu import optimized_ir
+        module, _, _ = build_module(lowered.tasked, program.device.codegen_target, layout, "jk",
+                                    lowered.local_types)
+        return optimized_ir(module)
     if arch == "cuda":
         from ..backends import nvptx
         module, _, _ = build_module(lowered.tasked, nvptx.codegen_target(), layout, "jk",
