@@ -16,7 +16,13 @@ def reset_stats() -> None:
 def optimized_ir(kernel, *args, **kwargs) -> str:
     """The host's optimised LLVM IR of `kernel` specialised to these arguments (what the CPU
     runs: look for vector types such as `<8 x float>` in its task functions)."""
-    return gpu_asm(kernel, *args, arch="cpu", **kwargs)
+    from .backends.cpu import cpu_target, optimized_ir as optimize
+    from .runtime.arguments import bind_args, specialize
+    from .runtime.compiler import lower_module
+    program = _program.current()
+    params, _, templates, name = specialize(kernel, bind_args(kernel, args, kwargs),
+                                            program.config)
+    return optimize(lower_module(kernel, params, templates, name, program, cpu_target()))
 
 
 def gpu_asm(kernel, *args, arch: str = "cuda", sm: int = 80, **kwargs) -> str:
@@ -25,8 +31,8 @@ def gpu_asm(kernel, *args, arch: str = "cuda", sm: int = 80, **kwargs) -> str:
     GPU: it stops after code generation."""
     from .runtime.compiler import lower_for_target
     from .runtime.arguments import bind_args, specialize
-    if arch not in ("cuda", "amdgpu", "cpu"):
-        raise ValueError(f"arch must be 'cuda', 'amdgpu' or 'cpu', got {arch!r}")
+    if arch not in ("cuda", "amdgpu"):
+        raise ValueError(f"arch must be 'cuda' or 'amdgpu', got {arch!r}")
     program = _program.current()
     values = bind_args(kernel, args, kwargs)
     params, _, templates, name = specialize(kernel, values, program.config)

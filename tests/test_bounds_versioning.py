@@ -71,3 +71,22 @@ def test_unchecked_loops_are_vectorized_on_the_host():
 
     text = jr.debug.optimized_ir(saxpy, 2.0, np.ones(4, np.float32), np.ones(4, np.float32))
     assert re.search(r"<\d+ x float>", text)
+
+
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("threads, grain", [(1, 1), (2, 1), (2, 7), (3, 1000)])
+def test_multidimensional_boxes_split_anywhere_by_the_pool(threads, grain):
+    """The CPU runs an n-D box as rows (outer coordinates once per row, the last dimension a
+    counted loop); chunks from the pool may start and end mid-row."""
+    jr.init(arch=jr.cpu, offline_cache=False, num_threads=threads, parallel_grain=grain)
+
+    @jr.kernel
+    def fill(a: nd(dtype=jr.i32, ndim=3), k: jr.i32):
+        for i, j, m in jr.ndrange((1, a.shape[0]), a.shape[1], (2, a.shape[2] - 1)):
+            a[i, j, m] += i * 10000 + j * 100 + m + k
+
+    a = np.zeros((5, 7, 9), np.int32)
+    fill(a, 3)
+    i, j, m = np.meshgrid(np.arange(5), np.arange(7), np.arange(9), indexing="ij")
+    expected = np.where((i >= 1) & (m >= 2) & (m < 8), i * 10000 + j * 100 + m + 3, 0)
+    np.testing.assert_array_equal(a, expected)

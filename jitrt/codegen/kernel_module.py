@@ -171,6 +171,9 @@ def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     """The loop over linear indices lo, lo + step, ... < hi: each index split into the task's
     variables, then the body; it ends by jumping to `exit_bb`."""
     b, fn, d = em.builder, em.fn, len(task.vars)
+    if d >= 2 and not em.target.is_gpu:
+        emit_rows_loop(em, task, local_types, counter, lo, hi, begins, exts, exit_bb)
+        return
     b.store(lo, counter)
     cond_bb, body_bb = fn.append_basic_block("cond"), fn.append_basic_block("body")
     b.branch(cond_bb)
@@ -193,6 +196,55 @@ def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     em.body(task.body)
     b.store(b.add(b.load(counter), step), counter)
     b.branch(cond_bb)
+
+
+def set_var(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
+            k: int, value: ir.Value) -> None:
+    var_dt = local_types[task.vars[k]]
+    if var_dt.bits == 32:
+        value = em.builder.trunc(value, I32)
+    em.builder.store(value, em.local_ptr(task.vars[k], var_dt))
+
+
+def emit_rows_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
+                   counter: ir.Value, lo: ir.Value, hi: ir.Value, begins: list[ir.Value],
+                   exts: list[ir.Value], exit_bb: ir.Block) -> None:
+    """A multi-dimensional box's chunk lo..hi on the CPU as rows: the outer coordinates are
+    computed once per row, the innermost dimension is a plain counted loop (vectorizable)."""
+    b, fn, d = em.builder, em.fn, len(task.vars)
+    last = d - 1
+    b.store(lo, counter)
+    row_cond, row_body = fn.append_basic_block("row_cond"), fn.append_basic_block("row")
+    b.branch(row_cond)
+    b.position_at_end(row_cond)
+    idx = b.load(counter)
+    b.cbranch(b.icmp_signed("<", idx, hi), row_body, exit_bb)
+    b.position_at_end(row_body)
+    col = b.srem(idx, exts[last])
+    rest = b.sdiv(idx, exts[last])
+    for k in reversed(range(last)):
+        set_var(em, task, local_types, k, b.add(b.srem(rest, exts[k]), begins[k]))
+        rest = b.sdiv(rest, exts[k])
+    left = b.sub(exts[last], col)
+    remaining = b.sub(hi, idx)
+    count = b.select(b.icmp_signed("<", left, remaining), left, remaining)
+    first = b.add(begins[last], col)
+    j = em.local_ptr("$col", dtypes.i64)
+    b.store(ir.Constant(I64, 0), j)
+    col_cond, col_body, row_end = (fn.append_basic_block(x) for x in
+                                   ("col_cond", "col", "row_end"))
+    b.branch(col_cond)
+    b.position_at_end(col_cond)
+    jv = b.load(j)
+    b.cbranch(b.icmp_signed("<", jv, count), col_body, row_end)
+    b.position_at_end(col_body)
+    set_var(em, task, local_types, last, b.add(first, jv))
+    em.body(task.body)
+    b.store(b.add(b.load(j), ir.Constant(I64, 1)), j)
+    b.branch(col_cond)
+    b.position_at_end(row_end)
+    b.store(b.add(idx, count), counter)
+    b.branch(row_cond)
 
 
 def flush_partials(em: FunctionEmitter, flush: dict, task: n.Task) -> None:

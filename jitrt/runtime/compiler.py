@@ -241,6 +241,17 @@ def add_sizing_functions(module: Any, prefix: str, lowered: LoweredKernel,
     return specs
 
 
+def lower_module(kernel: "KernelLike", params: tuple[n.Param, ...],
+                 template_values: dict[str, Any], name: str, program: "Program",
+                 target: Any) -> Any:
+    """The LLVM module (before optimisation) of a kernel specialization for a codegen target."""
+    cfg = program.config
+    ctx, kir = frontend(kernel, params, template_values, name, cfg)
+    lowered, layout = passes(kernel, params, ctx, kir, cfg)
+    module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types)
+    return module
+
+
 def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
                      template_values: dict[str, Any],
                      name: str, program: "Program", arch: str, sm: int = 80) -> str:
@@ -250,11 +261,6 @@ def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
     cfg = program.config
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
     lowered, layout = passes(kernel, params, ctx, kir, cfg)
-    if arch == "cpu":          # the optimised LLVM IR for the host
-        from ..backends.cpu import optimized_ir
-        module, _, _ = build_module(lowered.tasked, program.device.codegen_target, layout, "jk",
-                                    lowered.local_types)
-        return optimized_ir(module)
     if arch == "cuda":
         from ..backends import nvptx
         module, _, _ = build_module(lowered.tasked, nvptx.codegen_target(), layout, "jk",
