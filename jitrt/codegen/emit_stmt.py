@@ -43,9 +43,16 @@ class StmtEmitter(EmitterHost):
         if acc is not None and isinstance(s.expr, n.Atomic):  # a private per-chunk partial sum
             value = self.expr(s.expr.value)
             b = self.builder
-            add = b.fadd if s.expr.dtype.is_float else b.add
-            sub = b.fsub if s.expr.dtype.is_float else b.sub
-            b.store((add if s.expr.op == "add" else sub)(b.load(acc), value), acc)
+            old = b.load(acc)
+            if s.expr.dtype.is_float:
+                # the partials of a `+=` reduction are summed in an order that already depends
+                # on how the box is split: letting LLVM reassociate them within a chunk too is
+                # what vectorizes the loop (the result moves within rounding, as between runs
+                # with other thread counts)
+                op = b.fadd if s.expr.op == "add" else b.fsub
+                b.store(op(old, value, flags=("reassoc",)), acc)
+            else:
+                b.store((b.add if s.expr.op == "add" else b.sub)(old, value), acc)
             return
         self.expr(s.expr)
 
