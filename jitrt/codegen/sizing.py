@@ -132,29 +132,37 @@ def spec_cost(e: se.SizeExpr) -> int:
     return (8 if isinstance(e, se.MaxOverRange) else 1) * max(inner, 1)
 
 
+def max_loop(em: SizeEmitter, spec: se.MaxOverRange, begin: ir.Value, first: ir.Value,
+             end: ir.Value, step: ir.Value) -> ir.Value:
+    """The maximum (at least 0) of the spec's body over var = begin + i for i = first,
+    first + step, ... < end: one thread's or one chunk's share of a max-reducer."""
+    b, fn = em.b, em.fn
+    acc, i = b.alloca(I64), b.alloca(I64)
+    b.store(ZERO, acc)
+    b.store(first, i)
+    cond, body, done = (fn.append_basic_block(x) for x in ("cond", "body", "done"))
+    b.branch(cond)
+    b.position_at_end(cond)
+    iv = b.load(i)
+    b.cbranch(b.icmp_signed("<", iv, end), body, done)
+    b.position_at_end(body)
+    v = em.value(spec.body, {spec.var: b.add(iv, begin)})
+    cur = b.load(acc)
+    b.store(b.select(b.icmp_signed(">", v, cur), v, cur), acc)
+    b.store(b.add(iv, step), i)
+    b.branch(cond)
+    b.position_at_end(done)
+    return b.load(acc)
+
+
 def emit_reducer(module: ir.Module, prefix: str, k: int, spec: se.MaxOverRange,
                  layout: abi.ContextLayout, params: tuple, fields: tuple) -> None:
     task = ir.Function(module, TASK_TYPE, f"{prefix}_red{k}_task")
     ctx, caps, lo, hi, _ = task.args
     b = ir.IRBuilder(task.append_basic_block("entry"))
     em = SizeEmitter(module, task, b, ctx, layout, params, fields)
-    begin = b.load(caps)
-    acc, i = b.alloca(I64), b.alloca(I64)
-    b.store(ZERO, acc)
-    b.store(lo, i)
-    cond, body, done = (task.append_basic_block(x) for x in ("cond", "body", "done"))
-    b.branch(cond)
-    b.position_at_end(cond)
-    iv = b.load(i)
-    b.cbranch(b.icmp_signed("<", iv, hi), body, done)
-    b.position_at_end(body)
-    v = em.value(spec.body, {spec.var: b.add(iv, begin)})
-    cur = b.load(acc)
-    b.store(b.select(b.icmp_signed(">", v, cur), v, cur), acc)
-    b.store(b.add(iv, ONE), i)
-    b.branch(cond)
-    b.position_at_end(done)
-    b.atomic_rmw("max", b.gep(caps, [ONE]), b.load(acc), "monotonic")
+    partial = max_loop(em, spec, b.load(caps), lo, hi, ONE)
+    b.atomic_rmw("max", b.gep(caps, [ONE]), partial, "monotonic")
     b.ret_void()
 
     driver = ir.Function(module, ir.FunctionType(I64, [I64P]), f"{prefix}_red{k}")
@@ -184,24 +192,10 @@ def emit_gpu_reducer(module: ir.Module, target: Target, prefix: str, k: int,
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ctx = gpu_context(b, target, fn, slots)
     em = SizeEmitter(module, fn, b, ctx, layout, params, fields)
-    acc, i = b.alloca(I64), b.alloca(I64)
     begin, end = em.value(spec.begin, {}), em.value(spec.end, {})
-    b.store(ZERO, acc)
-    b.store(global_thread(module, target, b), i)
-    count = b.sub(end, begin)
-    cond, body, done = (fn.append_basic_block(x) for x in ("cond", "body", "done"))
-    b.branch(cond)
-    b.position_at_end(cond)
-    iv = b.load(i)
-    b.cbranch(b.icmp_signed("<", iv, count), body, done)
-    b.position_at_end(body)
-    v = em.value(spec.body, {spec.var: b.add(iv, begin)})
-    cur = b.load(acc)
-    b.store(b.select(b.icmp_signed(">", v, cur), v, cur), acc)
-    b.store(b.add(iv, launched), i)
-    b.branch(cond)
-    b.position_at_end(done)
-    b.atomic_rmw("max", out, b.load(acc), "monotonic")
+    partial = max_loop(em, spec, begin, global_thread(module, target, b), b.sub(end, begin),
+                       launched)
+    b.atomic_rmw("max", out, partial, "monotonic")
     b.ret_void()
 
 
