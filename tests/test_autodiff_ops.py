@@ -674,3 +674,25 @@ def test_tape_clears_ndarray_gradients_between_tapes(rng):
         with jr.ad.Tape(loss=loss):
             k(a)
         np.testing.assert_allclose(a.grad.to_numpy(), np.cos(av) * av + np.sin(av), **EXACT)
+
+
+def test_adjoint_of_a_conditional_expression_follows_the_branch_taken():
+    """`x[i] if 0 <= i < n else 0.0` reads x only inside; its adjoint must not touch x.grad
+    outside either (Taichi gives x.grad = 2x here)."""
+    n = 4
+    x = jr.field(jr.f32, shape=(n,), needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def k():
+        for i in range(n + 2):
+            v = x[i] if 0 <= i < n else 0.0
+            w = 3.0 if i >= n else x[i] * 0.5
+            loss[None] += v * v + w
+
+    x.from_numpy(np.arange(1, 5, dtype=np.float32))
+    with jr.ad.Tape(loss=loss):
+        k()
+    jr.sync()
+    assert loss[None] == pytest.approx(30.0 + 5.0 + 6.0)
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * np.arange(1, 5) + 0.5)

@@ -316,3 +316,51 @@ def test_saving_does_not_scan_the_directory_until_the_cap(tmp_path, monkeypatch)
         small.save(f"new{k}", "kernel", b"y" * 1000)
     total = sum(p.stat().st_size for p in tmp_path.glob("*.jkc"))
     assert total <= 20_000                      # the cap still holds after the scan
+
+
+MOVED = '''
+import json, sys
+import numpy as np
+import jitrt as jr
+jr.init(arch=jr.cpu, offline_cache=True, offline_cache_dir=sys.argv[1])
+
+
+@jr.func
+def twice(v):
+    return v * 2
+
+
+@jr.kernel
+def poke(a: jr.types.ndarray(dtype=jr.f32, ndim=1), k: jr.i32):
+    for i in range(a.shape[0]):
+        a[i + k] = twice(1.0)
+
+
+try:
+    poke(np.zeros(4, np.float32), 1)
+except jr.KernelRuntimeError as exc:
+    print(json.dumps({"error": str(exc), "stats": jr.debug.stats()}))
+'''
+
+
+@pytest.mark.cpu_only
+def test_a_cached_kernel_reports_faults_where_its_source_is_now(tmp_path):
+    """The key covers source texts, not paths: the same kernel in another file, at another line,
+    loads from the cache and its faults name the file and line it is at now."""
+    first, second = tmp_path / "first.py", tmp_path / "moved" / "second.py"
+    second.parent.mkdir()
+    first.write_text(MOVED)
+    second.write_text("# moved\n# and shifted\n# by three lines\n" + MOVED)
+    cache = tmp_path / "cache"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = []
+    for script in (first, second):
+        proc = subprocess.run([sys.executable, str(script), str(cache)], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        out.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    line = MOVED.splitlines().index("        a[i + k] = twice(1.0)") + 1
+    assert f"first.py:{line}:" in out[0]["error"]
+    assert out[1]["stats"]["compiles"] == 0 and out[1]["stats"]["offline_cache_hits"] == 1
+    assert f"second.py:{line + 3}:" in out[1]["error"] and "first.py" not in out[1]["error"]
+    assert "a[i + k] = twice(1.0)" in out[1]["error"]        # the source line, with its caret

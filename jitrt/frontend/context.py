@@ -49,6 +49,9 @@ class CompileContext:
     local_types: dict[str, DataType] = field(default_factory=dict)
     captured: dict[str, str] = field(default_factory=dict)     # name -> repr of a constant
     used_funcs: dict[str, str] = field(default_factory=dict)   # qualname -> source of a func
+    # where each source came from: qualname ("" for the kernel) -> (file, first line, lines,
+    # indent); a kernel loaded from the offline cache rebinds its error locations with it
+    origins: dict[str, tuple[str, int, int, int]] = field(default_factory=dict)
     inline_counter: int = 0
     inline_depth: int = 0
 

@@ -174,7 +174,10 @@ class CallLowering(LoweringHost):
                 v = PyValue(v)  # a default value
             bindings[name] = self.bind_func_param(func, name, v, prefix, node)
         sub = self.sub_lowerer(func.source(), Scope(bindings, function_globals(func.fn), prefix))
-        self.ctx.used_funcs[func.fn.__qualname__] = func.source().text
+        src = func.source()
+        self.ctx.used_funcs[func.fn.__qualname__] = src.text
+        self.ctx.origins[func.fn.__qualname__] = (src.filename, src.first_line,
+                                                  src.text.count("\n") + 1, src.indent)
         body = func.source().tree.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # docstring

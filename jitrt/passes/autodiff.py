@@ -162,6 +162,20 @@ def backprop(e: n.Expr, g: n.Expr, st: TaskAd, out: list[n.Stmt]) -> None:
             out.append(n.Eval(n.Atomic("add", e.ref.adjoint(), e.indices, g, e.dtype, e.loc),
                               e.loc))
         return
+    if isinstance(e, n.Select):
+        # `a if c else b` evaluated one side: its adjoint follows the same branch (the side
+        # not taken may read out of bounds: `x[i] if i < n else 0.0`)
+        if not isinstance(g, (n.Local, n.Const)):
+            tmp = st.fresh("g", g.dtype)
+            out.append(n.Assign(tmp, g, e.loc))
+            g = n.Local(tmp, g.dtype, e.loc)
+        taken: list[n.Stmt] = []
+        other: list[n.Stmt] = []
+        backprop(e.a, g, st, taken)
+        backprop(e.b, g, st, other)
+        if taken or other:
+            out.append(n.If(e.cond, tuple(taken), tuple(other), e.loc))
+        return
     rule = rule_for(e)
     if rule is None:
         if has_zero_derivative(e):

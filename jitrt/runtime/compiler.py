@@ -8,6 +8,7 @@ the LaunchHandle; the offline cache stores the `Artifact` it was instantiated fr
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from dataclasses import dataclass
@@ -79,6 +80,7 @@ class Artifact:
     registry_ids: tuple[tuple[int, int], ...]   # (task_id_in_kernel, registry id) at compile
     obj: bytes
     tasks: tuple[LaunchableTask, ...] = ()      # what a device launches, task by task
+    origins: tuple[tuple[str, tuple[str, int, int, int]], ...] = ()   # see `rebind_sources`
 
 
 def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
@@ -97,6 +99,7 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
         artifact = store.load(key)
         if isinstance(artifact, Artifact) and artifact.name == name:
             program.count("offline_cache_hits")
+            artifact = rebind_sources(artifact, source_origins(kernel, ctx))
             compiled = instantiate(artifact, tuple(ctx.field_objs), program)
             log.logger.info("%s: loaded from the offline cache in %.1f ms", name,
                             (time.perf_counter() - start) * 1e3)
@@ -109,6 +112,39 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
     compiled = instantiate(artifact, tuple(ctx.field_objs), program)
     log.logger.info("%s: compiled in %.1f ms", name, (time.perf_counter() - start) * 1e3)
     return compiled
+
+
+def source_origins(kernel: "KernelLike", ctx: CompileContext
+                   ) -> tuple[tuple[str, tuple[str, int, int, int]], ...]:
+    """Where the kernel's and its funcs' sources are in this process (file, first line,
+    number of lines, indent), kernel first."""
+    src = kernel.source()
+    own = (src.filename, src.first_line, src.text.count("\n") + 1, src.indent)
+    return (("", own),) + tuple(sorted(ctx.origins.items()))
+
+
+def rebind_sources(a: Artifact, now: tuple[tuple[str, tuple[str, int, int, int]], ...]
+                   ) -> Artifact:
+    """An artifact whose access sites point at the sources as they are in this process. The
+    cache key covers source texts, not paths: a kernel compiled from another file (a copied
+    script, a moved project) would otherwise report faults at the first compiler's path."""
+    then = dict(a.origins)
+    moves = []
+    for qualname, (file, first, lines, indent) in now:
+        old = then.get(qualname)
+        if old is not None and (old[0], old[1], old[3]) != (file, first, indent):
+            moves.append((old, (file, first, indent)))
+    if not moves:
+        return a
+    sites = []
+    for site in a.sites:
+        loc = site.loc
+        for (old_file, old_first, lines, old_indent), (file, first, indent) in moves:
+            if loc.file == old_file and old_first <= loc.line < old_first + lines:
+                loc = n.Loc(file, loc.line - old_first + first, loc.col - old_indent + indent)
+                break
+        sites.append(AccessSite(site.name, loc, site.kind))
+    return dataclasses.replace(a, sites=tuple(sites), origins=now)
 
 
 def key_parts(source: str, ctx: CompileContext, kir: n.KernelIR, cfg: Any,
@@ -190,7 +226,7 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
                                         f"'{r.name}', which was created without needs_grad=True")
     rids = tuple((t, fnv1a64_fold32(name, t)) for t, _, _ in layout.task_slots)
     return Artifact(name, params, lowered, layout, tuple(sites), grad_params, text, prefix,
-                    tuple(symbols), tuple(specs), rids, obj, tasks)
+                    tuple(symbols), tuple(specs), rids, obj, tasks, source_origins(kernel, ctx))
 
 
 def with_hidden_fields(refs: tuple[n.FieldRef, ...], field_objs: tuple[Any, ...]
