@@ -14,11 +14,15 @@ lookup, launch, memory, one stream) and a compile step; everything else lives he
   the device's stream (a serial task as a single thread, a parallel task as a grid-stride
   loop), and no synchronisation unless the host needs data (a return value, a written numpy
   array);
-- the status block: kernels record faults (and return values) in device memory, read back
-  at the next synchronisation, where a fault raises `KernelRuntimeError` naming kernel, array
-  and index, as on the CPU.
-Caches: loaded modules by key (base class), device memory per buffer (its mirror), one
-context buffer and numpy staging per launch context (grow-only).
+- the status block: kernels record faults, adstack overflows and return values in device
+  memory, read back (into pinned memory) at the next synchronisation, where a fault raises
+  `KernelRuntimeError` naming kernel, array and index, and an overflow `AdStackOverflowError`
+  naming kernel and task, as on the CPU;
+- the adstack sizing service's GPU kernels (`GpuReducer`, `GpuRequired`), the adstack heap
+  (`GpuHeap`) and device graphs (`GpuGraph`, for `jr.graph`).
+Caches: loaded modules by key (base class), device memory per buffer (its mirror), a locals
+buffer and numpy staging per launch context (grow-only), wrappers of foreign device arrays per
+live object, the sizing scratch and the heap per device (grow-only).
 """
 from __future__ import annotations
 
@@ -513,7 +517,8 @@ class GpuLaunch:
 
     Each instance has its own small class whose `__call__` is generated straight-line code
     (`make_call`), regenerated when an array argument is packed: the residency checks of the
-    data it uses, the compare-and-skip upload of the context, one driver call per task."""
+    data it uses, the staging of host arrays, one driver call per task (inlined from
+    `GpuDriver.launch_source`)."""
 
     def __new__(cls, device: GpuDevice, context: Any) -> "GpuLaunch":
         return super().__new__(type("GpuLaunch", (cls,), {}))
