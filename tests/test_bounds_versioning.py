@@ -90,3 +90,38 @@ def test_multidimensional_boxes_split_anywhere_by_the_pool(threads, grain):
     i, j, m = np.meshgrid(np.arange(5), np.arange(7), np.arange(9), indexing="ij")
     expected = np.where((i >= 1) & (m >= 2) & (m < 8), i * 10000 + j * 100 + m + 3, 0)
     np.testing.assert_array_equal(a, expected)
+
+
+@jr.kernel
+def strided(x: nd(dtype=jr.f32, ndim=1), y: nd(dtype=jr.f32, ndim=1), k: jr.i32, n: jr.i32):
+    for i in range(n):
+        y[i] = x[2 * i + k] - x[k + 3 * i - 2 * i]
+
+
+@pytest.mark.parametrize("k, n, bad", [(1, 5, None), (0, 5, None), (2, 5, 10), (-1, 3, -1)])
+def test_coefficients_and_invariant_offsets(k, n, bad):
+    x = np.arange(10, dtype=np.float32) ** 2
+    y = np.zeros(5, np.float32)
+    if bad is None:
+        strided(x, y, k, n)
+        i = np.arange(n)
+        np.testing.assert_array_equal(y[:n], x[2 * i + k] - x[k + i])
+        return
+    with pytest.raises(jr.KernelRuntimeError, match=rf"index {bad} out of bounds"):
+        strided(x, y, k, n)
+        jr.sync()
+
+
+@pytest.mark.cpu_only
+def test_an_index_that_wraps_its_type_stays_checked():
+    """i + k in i32 wraps past 2**31 - 1: the versioned test must not call it inside (the
+    kernel's wrapped index would be negative), so the checked loop reports it."""
+    @jr.kernel
+    def wrap(x: nd(dtype=jr.f32, ndim=1), k: jr.i32):
+        for i in range(2):
+            x[i + k] = 1.0
+
+    x = np.zeros(4, np.float32)
+    with pytest.raises(jr.KernelRuntimeError, match="out of bounds"):
+        wrap(x, 2**31 - 1)
+    assert (x == 0).all()

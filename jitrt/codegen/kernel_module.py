@@ -105,7 +105,9 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     proven = bounds.affine_accesses(task)
     if proven:      # two copies of the loop: without their checks when the box is inside
         fast_bb, checked_bb = fn.append_basic_block("unchecked"), fn.append_basic_block("checked")
-        b.cbranch(bounds.box_inside(b, proven, begins, exts, em.extents), fast_bb, checked_bb)
+        inside = bounds.box_inside(b, proven, begins, exts, em.extents,
+                                   lambda e: em.to_slot(em.expr(e), e.dtype))
+        b.cbranch(inside, fast_bb, checked_bb)
         b.position_at_end(fast_bb)
         em.unchecked = set(proven)
         emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
