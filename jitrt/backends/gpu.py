@@ -30,7 +30,11 @@ import ctypes
 import weakref
 from typing import Any, Protocol
 
+import numpy as np
+
+from .. import dtypes
 from ..codegen import abi
+from ..data import Field, Ndarray
 from ..ir import nodes as n
 from ..codegen.targets import Target as CodegenTarget
 from .base import Device, DeviceTarget, EntryPoint
@@ -170,7 +174,6 @@ class ForeignMirror(DeviceMirror):
 def cuda_array(obj: Any) -> tuple[int, tuple[int, ...], Any, bool] | None:
     """(pointer, shape, numpy dtype, read-only) of a C-contiguous `__cuda_array_interface__`
     object, or None when it is not one."""
-    import numpy as np
     try:
         cai = obj.__cuda_array_interface__
     except AttributeError:
@@ -359,8 +362,6 @@ class GpuDevice(Device):
     def wrap_foreign(self, obj: Any) -> Any:
         """A jitrt ndarray over a torch/CuPy device array (no copy), the same one for the
         same live object; None if `obj` is not a C-contiguous device array of a jitrt dtype."""
-        from .. import dtypes
-        from ..data import Ndarray
         found = self._foreign.get(id(obj))
         if found is not None and found[0]() is obj:
             return found[1]
@@ -442,6 +443,11 @@ class GpuDevice(Device):
         self.driver.close()
 
 
+def unique(mirrors: list[DeviceMirror]) -> list[DeviceMirror]:
+    """`mirrors` without repeats, in order."""
+    return list({id(m): m for m in mirrors}.values())
+
+
 class GpuGraph:
     """Bound launches recorded into one device graph (`jr.graph`): `replay()` brings changed
     host data to the device, stages host arrays, launches the graph (one driver call for all
@@ -475,12 +481,8 @@ class GpuGraph:
         # what each captured launch's parameters were (a graph holds them by value)
         self.captured = {id(e): ctypes.string_at(e.context.addr, 8 * e.slots)
                          for e in entries}
-        seen: dict[int, DeviceMirror] = {}
-        for entry in entries:
-            for m in entry.read_mirrors() + entry.written_mirrors():
-                seen[id(m)] = m
-        self.mirrors = list(seen.values())
-        self.written = list({id(m): m for e in entries for m in e.written_mirrors()}.values())
+        self.mirrors = unique([m for e in entries for m in e.inputs])
+        self.written = unique([m for e in entries for m in e.outputs])
         self.staged = [e for e in entries if e.staging]
 
     def recapture_if_changed(self, entries: list["GpuLaunch"]) -> None:
@@ -516,9 +518,10 @@ class GpuLaunch:
     """The entry point of one launch context on a GPU (called with the context's address).
 
     Each instance has its own small class whose `__call__` is generated straight-line code
-    (`make_call`), regenerated when an array argument is packed: the residency checks of the
-    data it uses, the staging of host arrays, one driver call per task (inlined from
-    `GpuDriver.launch_source`)."""
+    (`make_call`): the residency checks of its fields (inlined) and of its array arguments
+    (two lists that packing an argument updates in place), the staging of host arrays, one
+    driver call per task (inlined from `GpuDriver.launch_source`). The code is generated again
+    only when the context starts staging host arrays."""
 
     def __new__(cls, device: GpuDevice, context: Any) -> "GpuLaunch":
         return super().__new__(type("GpuLaunch", (cls,), {}))
@@ -569,14 +572,18 @@ class GpuLaunch:
         self.arrays: dict[int, tuple[Any, Any, bool]] = {}
         self.staging: dict[int, tuple[int, int]] = {}     # slot -> (device ptr, bytes)
         self.returns = compiled.lowered.tasked.ret is not None
+        self.field_inputs = unique([f._mirror for f in self.fields])
+        self.field_outputs = [f._mirror for f in self.written_fields]
+        self.array_inputs: list[DeviceMirror] = []     # updated in place by `refresh`
+        self.array_outputs: list[DeviceMirror] = []
+        self.staged_code = False       # whether the generated code stages host arrays
         self.refresh()
+        setattr(type(self), "__call__", self.make_call())
 
     def pack(self, buf: Any, slot: int, v: Any, dt: Any, ndim: int, need_grad: bool,
              written: bool = True) -> bool:
         """`arguments.pack_array` for this device: device addresses in the slots; a plain
         numpy array gets a staging buffer of this context (grow-only)."""
-        from ..data import Field, Ndarray
-        import numpy as np
         host = None        # memory jitrt does not own: staged in (and out) at each launch
         if type(v) is not Ndarray and not isinstance(v, (np.ndarray, Field)):
             v = self.device.wrap_foreign(v)      # a torch/CuPy device array, or None
@@ -614,30 +621,39 @@ class GpuLaunch:
         return True
 
     def refresh(self) -> None:
-        """Recompute the device copies a launch makes current (`inputs`) and marks newer
-        (`outputs`), and the generated `__call__`: at creation and whenever an array argument
-        is packed."""
-        self.inputs = list({id(m): m for m in self.read_mirrors() + self.written_mirrors()}
-                           .values())
-        self.outputs = self.written_mirrors()
-        setattr(type(self), "__call__", self.make_call())
+        """After an array argument is packed: the device copies a launch makes current and
+        marks newer (the generated code reads the array lists, updated here in place; it is
+        generated again only when staging starts)."""
+        reads, writes = self.array_mirrors()
+        self.array_inputs[:] = unique(reads + writes)
+        self.array_outputs[:] = writes
+        self.inputs = unique(self.field_inputs + self.array_inputs)
+        self.outputs = self.field_outputs + self.array_outputs
+        if bool(self.staging) != self.staged_code:
+            setattr(type(self), "__call__", self.make_call())
 
     def make_call(self) -> Any:
         driver = self.device.driver
         env: dict[str, Any] = {"counters": self.device.counters,
                                "pv": self.param_values, "params": self.params_addr,
                                "buf": self.context.buf, "stage_in": self.stage_in,
-                               "results": self.results}
+                               "results": self.results, "ain": self.array_inputs,
+                               "aout": self.array_outputs}
         lines = ["def __call__(self, addr):"]
+        self.staged_code = bool(self.staging)
+        has_arrays = any(p.kind == "ndarray" for p in self.context.compiled.params)
 
         def launch(function: str, grid: str, block: str) -> list[str]:
             code, names = driver.launch_source(function, grid, block, "params")
             env.update(names)
             return ["    " + line for line in code]
-        for k, m in enumerate(self.inputs):
+        for k, m in enumerate(self.field_inputs):
             env[f"m{k}"] = m
             lines.append(f"    if m{k}.host_newer: m{k}.to_device()")
-        lines.append("    copy_out = stage_in()" if self.staging else "    copy_out = None")
+        if has_arrays:
+            lines.append("    for m in ain:\n        if m.host_newer: m.to_device()")
+        if self.staged_code:
+            lines.append("    copy_out = stage_in()")
         lines.append("    counters['h2d_skipped'] += 1")      # arguments go by value
         last = None        # the threads-launched parameter as the previous task left it
         for k, (function, kind, size, block, grid, largest) in enumerate(self.tasks):
@@ -662,11 +678,13 @@ class GpuLaunch:
         if len(self.tasks) == 1 and last is not None:   # constant: set once, here
             self.param_values[0] = last
             lines = [ln for ln in lines if not ln.startswith("    pv[0] =")]
-        for k, m in enumerate(self.outputs):
+        for k, m in enumerate(self.field_outputs):
             env[f"o{k}"] = m
             lines.append(f"    o{k}.device_newer = True")
-        if self.staging or self.returns:
-            lines.append("    results(copy_out)")
+        if has_arrays:
+            lines.append("    for m in aout: m.device_newer = True")
+        if self.staged_code or self.returns:
+            lines.append("    results(copy_out)" if self.staged_code else "    results(None)")
         source = "\n".join(lines)
         exec(compile(source, f"<jitrt gpu entry {self.context.compiled.name}>", "exec"),
              env)  # noqa: S102
@@ -715,22 +733,17 @@ class GpuLaunch:
             self.param_values[0] = grid * block
             driver.launch(function, grid, block, self.params_addr)
 
-    def written_mirrors(self) -> list[DeviceMirror]:
-        out = [f._mirror for f in self.written_fields]
+    def array_mirrors(self) -> tuple[list[DeviceMirror], list[DeviceMirror]]:
+        """The device copies of the current array arguments: (read, written)."""
+        reads, writes = [], []
         for slot, (v, host, written) in self.arrays.items():
             if host is None:
+                reads += [v._mirror] + ([v.grad._mirror] if v.grad is not None else [])
                 if written:
-                    out.append(v._mirror)
+                    writes.append(v._mirror)
                 if (self.arg_of_slot[slot], True) in self.written_arrays:
-                    out.append(v.grad._mirror)
-        return out
-
-    def read_mirrors(self) -> list[DeviceMirror]:
-        out = [f._mirror for f in self.fields]
-        for v, host, _ in self.arrays.values():
-            if host is None:
-                out += [v._mirror] + ([v.grad._mirror] if v.grad is not None else [])
-        return out
+                    writes.append(v.grad._mirror)
+        return reads, writes
 
     def finish(self, copy_out: list[tuple[Any, int]]) -> None:
         """After the kernels: written data is newer on the device; staged host arrays the
