@@ -47,12 +47,7 @@ class Tape:
             raise RuntimeError("jr.ad.Tape cannot be nested")
         if self.clear_gradients:
             for f in live_grad_fields():
-                grad = f.grad
-                if grad._mirror is not None:
-                    grad.fill(0)
-                else:
-                    grad._data.fill(0)      # Field.fill, inlined: a Tape is on the step's path
-                    grad.gen += 1
+                f.grad.fill(0)
         program.tape = self
         program_mod.ACTIVE[0] = program.tape_token   # launchers now record themselves
         self._program = program

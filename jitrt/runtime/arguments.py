@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import dtypes
-from ..data import Field, Ndarray
+from ..data import CURRENT_DEVICE, Field, Ndarray
 from ..errors import KernelArgError
 from ..ir import nodes as n
 
@@ -156,7 +156,6 @@ def as_host_array(v: Any) -> Any:
     returned unchanged (and then rejected by `specialize`)."""
     if isinstance(v, (Ndarray, np.ndarray, Field)):   # a field is not an ndarray argument
         return v
-    from ..data import CURRENT_DEVICE
     device = CURRENT_DEVICE[0]
     if device is not None and hasattr(v, "__cuda_array_interface__"):
         wrapped = device.wrap_foreign(v)    # a torch/CuPy device array: no copy
