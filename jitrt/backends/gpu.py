@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import weakref
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -523,6 +523,8 @@ class GpuLaunch:
     driver call per task (inlined from `GpuDriver.launch_source`). The code is generated again
     only when the context starts staging host arrays."""
 
+    __call__: Callable[["GpuLaunch", int], None]   # generated per instance (`make_call`)
+
     def __new__(cls, device: GpuDevice, context: Any) -> "GpuLaunch":
         return super().__new__(type("GpuLaunch", (cls,), {}))
 
@@ -714,11 +716,6 @@ class GpuLaunch:
                     copy_out.append((host, ptr))
         return copy_out
 
-    def __call__(self, addr: int) -> None:      # replaced per instance by `make_call`
-        copy_out = self.prepare()
-        self.launch_tasks()
-        self.finish(copy_out)
-
     def launch_tasks(self) -> None:
         """One kernel per task on the stream (what a graph captures)."""
         driver = self.device.driver
@@ -744,13 +741,6 @@ class GpuLaunch:
                 if (self.arg_of_slot[slot], True) in self.written_arrays:
                     writes.append(v.grad._mirror)
         return reads, writes
-
-    def finish(self, copy_out: list[tuple[Any, int]]) -> None:
-        """After the kernels: written data is newer on the device; staged host arrays the
-        kernels wrote are copied back and a return value read (the only synchronisations)."""
-        for m in self.outputs:
-            m.device_newer = True
-        self.results(copy_out)
 
     def results(self, copy_out: list[tuple[Any, int]] | None) -> None:
         """Copy staged arrays the kernels wrote back and read a return value (the only

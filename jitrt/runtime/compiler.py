@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import logger as log
 from ..codegen import abi, sizing
+from ..errors import KernelCompileError
 from ..codegen.kernel_module import AccessSite, LaunchableTask, build_module
 from ..frontend.context import CompileContext
 from ..frontend.lower import lower_kernel
@@ -196,7 +197,6 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
                                         lowered.local_types)
     target = device.codegen_target
     if target.is_gpu and layout.gpu_slots > abi.GPU_MAX_PARAM_SLOTS:
-        from ..errors import KernelCompileError
         raise KernelCompileError(
             f"kernel {name}: its launch context has {layout.gpu_slots} slots (fields, "
             f"arguments, shapes), more than the {abi.GPU_MAX_PARAM_SLOTS} a GPU kernel takes "
