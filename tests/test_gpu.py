@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import jitrt as jr
+from test_adstack_sizing import make_problem     # the data-dependent recurrence and its loss
 
 nd = jr.types.ndarray
 gpu_only = pytest.mark.gpu_only
@@ -197,24 +198,9 @@ def test_replacing_the_program_brings_device_data_home():
     assert x[5] == 15
 
 
-def _recurrence(n, dtype):
-    x = jr.field(dtype, shape=(n,), needs_grad=True)
-    loss = jr.field(dtype, shape=(), needs_grad=True)
-
-    @jr.kernel
-    def recur(cnt: nd(dtype=jr.i32, ndim=1)):
-        for i in x:
-            v = x[i]
-            for _ in range(cnt[i]):
-                v = jr.sin(v) * 1.1 + 0.1
-            loss[None] += v
-
-    return x, loss, recur
-
-
 def _grad_on(arch, xv, cnt, **options):
     jr.init(arch=arch, offline_cache=False, **options)
-    x, loss, recur = _recurrence(len(xv), jr.f64)
+    x, loss, recur = make_problem(len(xv), jr.f64)
     x.from_numpy(xv)
     recur(cnt)
     loss.grad[None] = 1.0
@@ -243,7 +229,7 @@ def test_adstack_overflow_is_raised_at_sync_naming_kernel_and_task(arch):
     xv = rng.uniform(-1, 1, 4096)
     cnt = rng.integers(3, 9, 4096).astype(np.int32)
     jr.init(arch=arch, offline_cache=False, ad_stack_size=2)
-    x, loss, recur = _recurrence(4096, jr.f64)
+    x, loss, recur = make_problem(4096, jr.f64)
     x.from_numpy(xv)
     loss.grad[None] = 1.0
     recur.grad(cnt)                              # asynchronous: reported at the next sync
@@ -321,7 +307,7 @@ def test_graph_with_changed_arguments_updates_instead_of_instantiating(arch):
 
 def test_graph_of_grad_launches_rechecks_adstack_sizes(arch):
     n = 2048
-    x, loss, recur = _recurrence(n, jr.f64)
+    x, loss, recur = make_problem(n, jr.f64)
     rng = np.random.default_rng(5)
     x.from_numpy(rng.uniform(-1, 1, n))
     cnt = jr.ndarray(jr.i32, shape=(n,))
