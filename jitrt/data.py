@@ -209,14 +209,14 @@ class _Buffer:
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
-        """The device memory (CUDA programs only: CuPy, torch.as_tensor, numba accept it).
+        """The device memory (GPU programs only: CuPy, torch.as_tensor, numba accept it).
         The data is brought to the device and the stream synchronised first; a consumer's
         writes are seen by later launches and host reads (call `.touch()` after them so that
         caches keyed on the generation see the change)."""
         device = CURRENT_DEVICE[0]
-        if device is None or device.arch != "cuda":
+        if device is None or not hasattr(device, "export_ptr"):
             raise AttributeError("__cuda_array_interface__: the current program is not on "
-                                 "a CUDA device (jr.init(arch=jr.cuda))")
+                                 "a GPU (jr.init(arch=jr.cuda))")
         ptr = device.export_ptr(self)
         return {"shape": self.shape, "typestr": self.dtype.np.str, "data": (ptr, False),
                 "strides": None, "version": 3, "stream": None}

@@ -25,10 +25,11 @@ def optimized_ir(kernel, *args, **kwargs) -> str:
     return optimize(lower_module(kernel, params, templates, name, program, cpu_target()))
 
 
-def gpu_asm(kernel, *args, arch: str = "cuda", sm: int = 80, **kwargs) -> str:
+def gpu_asm(kernel, *args, arch: str = "cuda", sm: int = 80, gfx: str = "gfx942",
+            **kwargs) -> str:
     """The GPU assembly (PTX for arch="cuda" and compute capability `sm`, AMDGCN for
-    arch="amdgpu") that jitrt generates for `kernel` specialised to these arguments. Needs no
-    GPU: it stops after code generation."""
+    arch="amdgpu" and the gfx target `gfx`) that jitrt generates for `kernel` specialised to
+    these arguments. Needs no GPU: it stops after code generation."""
     from .runtime.compiler import lower_for_target
     from .runtime.arguments import bind_args, specialize
     if arch not in ("cuda", "amdgpu"):
@@ -36,7 +37,7 @@ def gpu_asm(kernel, *args, arch: str = "cuda", sm: int = 80, **kwargs) -> str:
     program = _program.current()
     values = bind_args(kernel, args, kwargs)
     params, _, templates, name = specialize(kernel, values, program.config)
-    return lower_for_target(kernel, params, templates, name, program, arch, sm)
+    return lower_for_target(kernel, params, templates, name, program, arch, sm, gfx)
 
 
 def max_reducer_dispatch_count() -> int:

@@ -3,8 +3,9 @@ per arch under test, and the default cache location is a temporary directory for
 session.
 
 Archs: `JITRT_TEST_ARCHS=cpu,cuda` (comma-separated); by default cpu, plus cuda where a CUDA
-GPU answers. Tests of CPU-only machinery carry `@pytest.mark.cpu_only` and run once, on the
-CPU; `@pytest.mark.gpu_only` tests skip without a GPU arch.
+GPU answers and amdgpu where a ROCm GPU does. Tests of CPU-only machinery carry
+`@pytest.mark.cpu_only` and run once, on the CPU; `@pytest.mark.gpu_only` tests skip without a
+GPU arch.
 
 `jr.init` is cheap (the worker pool and the loaded native code are kept process-wide), so it
 runs before every test: kernels defined at module level recompile in each test that uses them,
@@ -29,7 +30,8 @@ import jitrt as jr  # noqa: E402  (after the cache location is set)
 
 def _default_archs() -> list[str]:
     from jitrt.backends import gpu_probe
-    return ["cpu"] + (["cuda"] if gpu_probe.cuda_available()[0] else [])
+    return ["cpu"] + (["cuda"] if gpu_probe.cuda_available()[0] else []) + (
+        ["amdgpu"] if gpu_probe.hip_available()[0] else [])
 
 
 ARCHS = [a.strip() for a in os.environ.get("JITRT_TEST_ARCHS", "").split(",") if a.strip()] \
@@ -52,12 +54,16 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("arch", archs, scope="function")
 
 
-# ---- every kernel the CPU suite compiles is also assembled for sm_80 and sm_90 ----------------
-# (ptxas runs without a GPU: codegen regressions for CUDA are caught on any machine; set
-# JITRT_TEST_PTX=0 to skip)
+# ---- every kernel the CPU suite compiles is also built for the GPUs ----------------------------
+# CUDA: PTX assembled by ptxas for sm_80 and sm_90. AMDGPU: code objects linked by ld.lld for
+# gfx942 (wave64) and gfx1100 (wave32), each checked to hold one kernel descriptor per GPU
+# symbol with the kernarg size of its parameters. Neither needs a GPU: codegen regressions are
+# caught on any machine. JITRT_TEST_PTX=0 / JITRT_TEST_AMDGPU=0 skip them.
+AMDGPU_TARGETS = ("gfx942", "gfx1100")
+
+
 class _PtxOnly:
-    """The compile half of a CUDA device: the GPU build of a kernel (task kernels, sizing
-    kernels) assembled for sm_80 and sm_90; ptxas raises on bad PTX."""
+    """The compile half of a CUDA device: ptxas raises on bad PTX."""
     arch = "cuda"
 
     def __init__(self):
@@ -71,33 +77,84 @@ class _PtxOnly:
         return b""
 
 
-def _assemble_ptx_too(real):
+class _CodeObjectOnly:
+    """The compile half of an AMDGPU device: keeps each target's code object to check."""
+    arch = "amdgpu"
+
+    def __init__(self):
+        from jitrt.backends import amdgcn
+        self.amdgcn, self.codegen_target = amdgcn, amdgcn.codegen_target()
+        self.code_objects = {}
+
+    def compile(self, module):
+        text = str(module)
+        for gfx in AMDGPU_TARGETS:
+            self.code_objects[gfx] = self.amdgcn.compile_code_object(text, gfx)
+        return b""
+
+
+def expected_kernarg_size(artifact, symbol):
+    """Bytes of parameters of a GPU kernel: one i64 per context slot, the threads launched,
+    and the sizing kernels' result pointers."""
+    role = symbol.rsplit("_", 2)[-2]         # jk_<hash>_<role>_kernel
+    pointers = {"required": 2}.get(role, 1 if role.startswith("red") else 0)
+    return 8 * (artifact.layout.gpu_slots + 1 + pointers)
+
+
+def check_code_objects(artifact, code_objects):
+    for gfx, code_object in code_objects.items():
+        found = CODE_OBJECT_CHECK["amdgcn"].kernel_descriptors(code_object)
+        assert sorted(found) == sorted(artifact.symbols), (gfx, sorted(found), artifact.symbols)
+        for symbol in artifact.symbols:
+            got = found[symbol]
+            assert got.kernarg_size == expected_kernarg_size(artifact, symbol), (gfx, symbol)
+            assert got.wave32 == (gfx == "gfx1100"), (gfx, symbol)
+
+
+def _build_for_gpus_too(real, checks):
     def build_artifact(kernel, params, name, ctx, kir, cfg, device):
         artifact = real(kernel, params, name, ctx, kir, cfg, device)
         if device.arch == "cpu":
-            real(kernel, params, name, ctx, kir, cfg, _PtxOnly())
-            PTX_CHECKED[0] += 1
+            if "ptx" in checks:
+                real(kernel, params, name, ctx, kir, cfg, _PtxOnly())
+                GPU_BUILDS["ptx"] += 1
+            if "amdgpu" in checks:
+                amd = _CodeObjectOnly()
+                check_code_objects(real(kernel, params, name, ctx, kir, cfg, amd),
+                                   amd.code_objects)
+                GPU_BUILDS["amdgpu"] += 1
         return artifact
     return build_artifact
 
 
-PTX_CHECKED = [0]
+GPU_BUILDS = {"ptx": 0, "amdgpu": 0}
+CODE_OBJECT_CHECK = {}
 
 
-def _install_ptx_check():
-    from jitrt.backends import nvptx
+def _install_gpu_builds():
+    from jitrt.backends import amdgcn, nvptx
     from jitrt.runtime import compiler
+    checks = set()
     if os.environ.get("JITRT_TEST_PTX", "1") != "0" and nvptx.ptxas_path() is not None:
-        compiler.build_artifact = _assemble_ptx_too(compiler.build_artifact)
+        checks.add("ptx")
+    if os.environ.get("JITRT_TEST_AMDGPU", "1") != "0" and amdgcn.linker() is not None:
+        checks.add("amdgpu")
+        CODE_OBJECT_CHECK["amdgcn"] = amdgcn
+    if checks:
+        compiler.build_artifact = _build_for_gpus_too(compiler.build_artifact, checks)
 
 
-_install_ptx_check()
+_install_gpu_builds()
 
 
 def pytest_terminal_summary(terminalreporter):
-    if PTX_CHECKED[0]:
-        terminalreporter.write_line(f"PTX of {PTX_CHECKED[0]} kernels assembled by ptxas for "
+    if GPU_BUILDS["ptx"]:
+        terminalreporter.write_line(f"PTX of {GPU_BUILDS['ptx']} kernels assembled by ptxas for "
                                     "sm_80 and sm_90")
+    if GPU_BUILDS["amdgpu"]:
+        terminalreporter.write_line(
+            f"AMDGPU code objects of {GPU_BUILDS['amdgpu']} kernels linked for "
+            f"{' and '.join(AMDGPU_TARGETS)}, kernel descriptors checked")
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.cpu_only
 class RecordingDriver:
     name = "cuda"
     multiprocessors, max_threads_per_multiprocessor = 4, 256
+    dlpack_device_type, max_grid_threads = 2, (1 << 31) * 1024
 
     def __init__(self):
         self.calls, self._memory = [], {}

@@ -65,6 +65,8 @@ class CudaDriver:
     """The calls the GPU launch path makes, through cuda-bindings, on one device."""
 
     name = "cuda"
+    dlpack_device_type = 2                  # kDLCUDA
+    max_grid_threads = (1 << 31) * 1024     # blocks in x below 2^31, 1024 threads each
 
     def __init__(self, device_id: int) -> None:
         from cuda.bindings import driver as cu  # type: ignore[import-not-found]

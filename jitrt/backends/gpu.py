@@ -40,7 +40,7 @@ from ..codegen.targets import Target as CodegenTarget
 from .base import Device, DeviceTarget, EntryPoint
 
 DEFAULT_BLOCK = 128
-MAX_GRID = (1 << 31) - 1     # CUDA's limit on blocks in x
+MAX_GRID = (1 << 31) - 1     # the most blocks in x a launch asks for (CUDA's limit)
 
 
 def host_expr(e: n.Expr, layout: abi.ContextLayout) -> str | None:
@@ -78,6 +78,8 @@ class GpuDriver(Protocol):
     name: str
     multiprocessors: int
     max_threads_per_multiprocessor: int
+    dlpack_device_type: int       # DLPack's device type of its memory (kDLCUDA, kDLROCM)
+    max_grid_threads: int         # the most threads (blocks * block size) one launch may have
 
     def load_module(self, image: bytes) -> Any: ...
     def function(self, module: Any, name: str) -> int: ...
@@ -271,7 +273,7 @@ class GpuDevice(Device):
         self._status_host = (ctypes.c_int64 * abi.STATUS_SLOTS).from_address(self._pinned)
         self.launches: list["GpuLaunch"] = []
         self.launch_at: dict[int, "GpuLaunch"] = {}     # context address -> its entry
-        self.dlpack_device_type = 2 if target.arch == "cuda" else 10    # kDLCUDA, kDLROCM
+        self.dlpack_device_type = driver.dlpack_device_type
         self._foreign: dict[int, tuple[Any, Any]] = {}  # id(object) -> (weak ref, ndarray)
         self._scratch, self._scratch_size = 0, 0
         self.mirrors: list[DeviceMirror] = []
@@ -551,18 +553,15 @@ class GpuLaunch:
         self.params_addr = ctypes.addressof(self.params)
         ir_tasks = compiled.lowered.tasked.tasks
         resident = device.max_resident_threads
-        if device.arch == "amdgpu":       # its kernels assume AMDGPU_BLOCK threads per block
-            from ..codegen.kernel_module import AMDGPU_BLOCK
-            blocks = [AMDGPU_BLOCK for _ in compiled.tasks]
-        else:
-            blocks = [t.block_dim or DEFAULT_BLOCK for t in compiled.tasks]
+        blocks = [t.block_dim or DEFAULT_BLOCK for t in compiled.tasks]
+        limit = device.driver.max_grid_threads
         # per task: (function, kind, box size from the context or None, block, resident grid,
         # largest grid). A task with adstacks keeps to the resident threads (each owns a heap
         # slice); others get one thread per point of the box (more loads in flight)
         self.tasks = [(compiled.functions[t.symbol], t.kind,
                        box_size_function(ir_tasks[t.index], compiled.layout)
                        if t.kind == "parallel" else None, block, max(1, resident // block),
-                       max(1, resident // block) if t.stacks else MAX_GRID)
+                       max(1, resident // block) if t.stacks else min(MAX_GRID, limit // block))
                       for t, block in zip(compiled.tasks, blocks)]
         self.fields = [b for f in compiled.field_objs for b in (f, f.grad) if b is not None]
         writes = compiled.lowered.writes

@@ -28,10 +28,21 @@ def cuda_available() -> tuple[bool, str]:
 
 def hip_available() -> tuple[bool, str]:
     try:
-        from hip import hip  # type: ignore[import-not-found]  # noqa: F401
+        from hip import hip  # type: ignore[import-not-found]
     except ImportError:
         return False, "the AMDGPU runtime needs hip-python and ROCm (pip install 'jitrt[hip]')"
-    return False, "hip-python imported but no ROCm device runtime is usable here"
+    try:
+        result = hip.hipInit(0)
+    except Exception as exc:    # hip-python raises when libamdhip64.so cannot be loaded
+        return False, (f"hip-python could not load the HIP runtime, libamdhip64.so "
+                       f"(ROCm is not installed, or not on the library path): {exc}")
+    err = result[0] if isinstance(result, tuple) else result
+    if err != hip.hipError_t.hipSuccess:
+        return False, f"hipInit failed ({err}); no usable AMD GPU driver"
+    err, count = hip.hipGetDeviceCount()
+    if err != hip.hipError_t.hipSuccess or count == 0:
+        return False, "no AMD GPU found"
+    return True, ""
 
 
 def require(arch: str) -> str:

@@ -23,7 +23,7 @@ from . import abi, bounds
 from .emit_expr import I32, I64, ExprEmitter, ll_type
 from .emit_adstack import AdStackEmitter
 from .emit_stmt import StmtEmitter
-from .targets import Target
+from .targets import MAX_BLOCK, Target
 
 I8P = ir.IntType(8).as_pointer()
 I64P = I64.as_pointer()
@@ -117,10 +117,10 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     b.position_at_end(exit_bb)
     flush = em.reductions
     em.reductions = {}
-    if flush and target.name == "cuda":
+    if flush and target.is_gpu:
         block_sum(em, flush, name)
         # one atomic per block, not per thread: thread 0 holds the block's sums
-        tid = b.call(sreg(module, "llvm.nvvm.read.ptx.sreg.tid.x"), [])
+        tid = target.thread_in_block(module, b)
         with b.if_then(b.icmp_unsigned("==", tid, ir.Constant(I32, 0))):
             flush_partials(em, flush, task)
     else:
@@ -129,42 +129,37 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     return fn
 
 
-def sreg(module: ir.Module, name: str) -> ir.Function:
-    """An NVPTX special-register read (`llvm.nvvm.read.ptx.sreg.*`), declared once."""
-    found = module.globals.get(name)
-    return found if found is not None else ir.Function(  # type: ignore[return-value]
-        module, ir.FunctionType(I32, []), name)
-
-
 def block_sum(em: FunctionEmitter, flush: dict, name: str) -> None:
     """Sum each `+=` partial over the thread block into thread 0's partial: a warp sum, one
     value per warp in shared memory, a barrier, then warp 0 sums those (every thread of the
     block comes here: each calls its task function once)."""
-    module, b = em.module, em.builder
-    lane = b.call(sreg(module, "llvm.nvvm.read.ptx.sreg.laneid"), [])
-    tid = b.call(sreg(module, "llvm.nvvm.read.ptx.sreg.tid.x"), [])
-    ntid = b.call(sreg(module, "llvm.nvvm.read.ptx.sreg.ntid.x"), [])
-    warp, warps = b.lshr(tid, ir.Constant(I32, 5)), b.lshr(ntid, ir.Constant(I32, 5))
-    barrier = module.globals.get("llvm.nvvm.barrier0") or ir.Function(
-        module, ir.FunctionType(ir.VoidType(), []), "llvm.nvvm.barrier0")
+    module, b, target = em.module, em.builder, em.target
+    tid = target.thread_in_block(module, b)
+    size = target.warp_size(module, b)
+    lane = b.and_(tid, b.sub(size, ir.Constant(I32, 1)))
+    warp = b.udiv(tid, size)
+    warps = b.udiv(target.block_size(module, b), size)
+    slots = MAX_BLOCK // min(target.warp_sizes)
     shared = []
     for k, (ref, _) in enumerate(flush):
         ty = ll_type(ref.dtype)
-        smem = ir.GlobalVariable(module, ir.ArrayType(ty, 32), f"{name}_sum{k}", addrspace=3)
+        smem = ir.GlobalVariable(module, ir.ArrayType(ty, slots), f"{name}_sum{k}",
+                                 addrspace=3)
         smem.linkage = "internal"
-        smem.initializer = ir.Constant(ir.ArrayType(ty, 32), None)
+        smem.initializer = ir.Constant(ir.ArrayType(ty, slots), ir.Undefined)
         acc = em.local_ptr(f"$partial{k}", ref.dtype)
-        v = warp_sum(module, b, b.load(acc), ref.dtype)
+        v = warp_sum(em, b.load(acc), ref.dtype, lane)
         with b.if_then(b.icmp_unsigned("==", lane, ir.Constant(I32, 0))):
             b.store(v, b.gep(smem, [ir.Constant(I32, 0), warp]))
         shared.append((smem, acc, ref.dtype, ty))
-    b.call(barrier, [])
+    target.barrier(module, b)
     with b.if_then(b.icmp_unsigned("==", warp, ir.Constant(I32, 0))):
         for smem, acc, dt, ty in shared:
-            mine = b.load(b.gep(smem, [ir.Constant(I32, 0), lane]))
+            used = b.icmp_unsigned("<", lane, warps)
+            mine = b.load(b.gep(smem, [ir.Constant(I32, 0),
+                                       b.select(used, lane, ir.Constant(I32, 0))]))
             zero = ir.Constant(ty, 0.0 if dt.is_float else 0)
-            v = b.select(b.icmp_unsigned("<", lane, warps), mine, zero)
-            b.store(warp_sum(module, b, v, dt), acc)
+            b.store(warp_sum(em, b.select(used, mine, zero), dt, lane), acc)
 
 
 def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
@@ -257,23 +252,30 @@ def flush_partials(em: FunctionEmitter, flush: dict, task: n.Task) -> None:
                                      ref.dtype, task.loc), task.loc))
 
 
-def warp_sum(module: ir.Module, b: ir.IRBuilder, v: ir.Value, dt: dtypes.DataType) -> ir.Value:
-    """The sum of `v` over the 32 lanes of a (converged, full) warp, in lane 0."""
-    shfl = module.globals.get("llvm.nvvm.shfl.sync.down.i32") or ir.Function(
-        module, ir.FunctionType(I32, [I32, I32, I32, I32]), "llvm.nvvm.shfl.sync.down.i32")
-    full, clamp = ir.Constant(I32, -1), ir.Constant(I32, 0x1F)
+def warp_sum(em: FunctionEmitter, v: ir.Value, dt: dtypes.DataType, lane: ir.Value
+             ) -> ir.Value:
+    """The sum of `v` over the lanes of a (converged, full) warp, in lane 0. A target whose
+    warp size is known only to its backend (AMDGPU: 32 or 64) skips the steps past it."""
+    module, b, target = em.module, em.builder, em.target
+    size = target.warp_size(module, b)
     bits = ir.IntType(dt.bits)
-    for delta in (16, 8, 4, 2, 1):
+
+    def shuffle(x: ir.Value, delta: int) -> ir.Value:
+        return target.shuffle_down(module, b, x, delta, lane)
+    for delta in (32, 16, 8, 4, 2, 1):
+        if delta >= max(target.warp_sizes):
+            continue
         raw = v if not dt.is_float else b.bitcast(v, bits)
         if dt.bits == 64:
-            lo = b.call(shfl, [full, b.trunc(raw, I32), ir.Constant(I32, delta), clamp])
-            hi = b.call(shfl, [full, b.trunc(b.lshr(raw, ir.Constant(I64, 32)), I32),
-                               ir.Constant(I32, delta), clamp])
+            lo = shuffle(b.trunc(raw, I32), delta)
+            hi = shuffle(b.trunc(b.lshr(raw, ir.Constant(I64, 32)), I32), delta)
             other = b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), ir.Constant(I64, 32)))
         else:
-            wide = raw if dt.bits == 32 else b.zext(raw, I32)
-            got = b.call(shfl, [full, wide, ir.Constant(I32, delta), clamp])
+            got = shuffle(raw if dt.bits == 32 else b.zext(raw, I32), delta)
             other = got if dt.bits == 32 else b.trunc(got, bits)
+        if delta >= min(target.warp_sizes):     # a step only warps wider than delta take
+            other = b.select(b.icmp_unsigned(">", size, ir.Constant(I32, delta)), other,
+                             ir.Constant(bits, 0))
         if dt.is_float:
             v = b.fadd(v, b.bitcast(other, v.type))
         else:
@@ -302,16 +304,13 @@ def emit_entry(module: ir.Module, target: Target, layout: abi.ContextLayout,
     return fn
 
 
-AMDGPU_BLOCK = 256   # AMDGPU kernels read no block size register: the launch path uses this
-
-
 def gpu_kernel(module: ir.Module, target: Target, name: str, slots: int, pointers: int = 0
                ) -> ir.Function:
     """A kernel `(slot 0, ..., slot <slots - 1>, threads launched, *pointers)`: the launch
     context by value, one 64-bit parameter per slot."""
     ty = ir.FunctionType(ir.VoidType(), [I64] * (slots + 1) + [I64P] * pointers)
     fn = ir.Function(module, ty, name)
-    fn.calling_convention = "ptx_kernel" if target.name == "cuda" else "amdgpu_kernel"
+    target.mark_kernel(fn)
     return fn
 
 
@@ -344,16 +343,9 @@ def locals_slot_ptr(em: FunctionEmitter, slot: int) -> ir.Value:
 
 def global_thread(module: ir.Module, target: Target, b: ir.IRBuilder) -> ir.Value:
     """This thread's index in the whole grid (block index * block size + thread index)."""
-    def read(reg: str) -> ir.Value:
-        f = module.globals.get(reg) or ir.Function(module, ir.FunctionType(I32, []), reg)
-        return b.zext(b.call(f, []), I64)
-    if target.name == "cuda":
-        block, dim = read("llvm.nvvm.read.ptx.sreg.ctaid.x"), read("llvm.nvvm.read.ptx.sreg.ntid.x")
-        thread = read("llvm.nvvm.read.ptx.sreg.tid.x")
-    else:
-        block, thread = read("llvm.amdgcn.workgroup.id.x"), read("llvm.amdgcn.workitem.id.x")
-        dim = ir.Constant(I64, AMDGPU_BLOCK)
-    return b.add(b.mul(block, dim), thread)
+    block = b.zext(target.block_index(module, b), I64)
+    size = b.zext(target.block_size(module, b), I64)
+    return b.add(b.mul(block, size), b.zext(target.thread_in_block(module, b), I64))
 
 
 def load_kernel_locals(em: FunctionEmitter, names: set[str],

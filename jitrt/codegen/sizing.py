@@ -31,10 +31,21 @@ class SizeEmitter:
 
     def __init__(self, module: ir.Module, fn: ir.Function, b: ir.IRBuilder, ctx: ir.Value,
                  layout: abi.ContextLayout, params: tuple, fields: tuple,
-                 reduced: dict[se.MaxOverRange, ir.Value] | None = None) -> None:
+                 reduced: dict[se.MaxOverRange, ir.Value] | None = None,
+                 target: Target | None = None) -> None:
         self.module, self.fn, self.b, self.ctx = module, fn, b, ctx
         self.layout, self.params, self.fields = layout, params, fields
         self.reduced = reduced or {}
+        self.target = target
+
+    def alloca(self) -> ir.Value:
+        """An i64 variable in the function's entry block (the target's address space)."""
+        with self.b.goto_block(self.fn.entry_basic_block):
+            if self.fn.entry_basic_block.instructions:
+                self.b.position_before(self.fn.entry_basic_block.instructions[0])
+            if self.target is not None:
+                return self.target.alloca(self.b, I64, "")
+            return self.b.alloca(I64)
 
     def slot(self, k: int) -> ir.Value:
         return self.b.load(self.b.gep(self.ctx, [ir.Constant(I64, k)]))
@@ -106,9 +117,7 @@ class SizeEmitter:
     def serial_max(self, e: se.MaxOverRange, env: dict[str, ir.Value]) -> ir.Value:
         b = self.b
         begin, end = self.value(e.begin, env), self.value(e.end, env)
-        with b.goto_block(self.fn.entry_basic_block):  # allocas only in the entry block
-            acc = b.alloca(I64)
-            i = b.alloca(I64)
+        acc, i = self.alloca(), self.alloca()
         b.store(ZERO, acc)
         b.store(begin, i)
         cond, body, done = (self.fn.append_basic_block(x) for x in ("mcond", "mbody", "mdone"))
@@ -137,7 +146,7 @@ def max_loop(em: SizeEmitter, spec: se.MaxOverRange, begin: ir.Value, first: ir.
     """The maximum (at least 0) of the spec's body over var = begin + i for i = first,
     first + step, ... < end: one thread's or one chunk's share of a max-reducer."""
     b, fn = em.b, em.fn
-    acc, i = b.alloca(I64), b.alloca(I64)
+    acc, i = em.alloca(), em.alloca()
     b.store(ZERO, acc)
     b.store(first, i)
     cond, body, done = (fn.append_basic_block(x) for x in ("cond", "body", "done"))
@@ -191,7 +200,7 @@ def emit_gpu_reducer(module: ir.Module, target: Target, prefix: str, k: int,
     launched, out = fn.args[slots:]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     ctx = gpu_context(b, target, fn, slots)
-    em = SizeEmitter(module, fn, b, ctx, layout, params, fields)
+    em = SizeEmitter(module, fn, b, ctx, layout, params, fields, target=target)
     begin, end = em.value(spec.begin, {}), em.value(spec.end, {})
     partial = max_loop(em, spec, begin, global_thread(module, target, b), b.sub(end, begin),
                        launched)
@@ -215,7 +224,7 @@ def emit_required(module: ir.Module, prefix: str, capacities: list[se.SizeExpr],
         b = ir.IRBuilder(fn.append_basic_block("entry"))
     reduced = {spec: b.load(b.gep(results, [ir.Constant(I64, k)])) for k, spec in
                enumerate(specs)}
-    em = SizeEmitter(module, fn, b, ctx, layout, params, fields, reduced)
+    em = SizeEmitter(module, fn, b, ctx, layout, params, fields, reduced, target)
     for k, cap in enumerate(capacities):
         b.store(em.value(cap, {}), b.gep(out, [ir.Constant(I64, k)]))
     b.ret_void()

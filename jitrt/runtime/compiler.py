@@ -290,10 +290,11 @@ def lower_module(kernel: "KernelLike", params: tuple[n.Param, ...],
 
 def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
                      template_values: dict[str, Any],
-                     name: str, program: "Program", arch: str, sm: int = 80) -> str:
-    """GPU assembly (PTX for sm_<sm>, or AMDGCN for gfx90a) of a kernel specialization: the same
-    frontend, passes and lowering as any launch, with the GPU target hooks and the backend's
-    own compile step (libdevice linked for CUDA). No GPU or GPU runtime is needed."""
+                     name: str, program: "Program", arch: str, sm: int = 80,
+                     gfx: str = "gfx942") -> str:
+    """GPU assembly (PTX for sm_<sm>, or AMDGCN for `gfx`) of a kernel specialization: the
+    same frontend, passes and lowering as any launch, with the GPU target hooks and the
+    backend's own compile step (libdevice linked for CUDA). No GPU or GPU runtime is needed."""
     cfg = program.config
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
     lowered, layout = passes(kernel, params, ctx, kir, cfg)
@@ -302,14 +303,7 @@ def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
         module, _, _ = build_module(lowered.tasked, nvptx.codegen_target(), layout, "jk",
                                     lowered.local_types)
         return nvptx.compile_ptx(module, sm)
-    import llvmlite.binding as llvm
-
-    from ..backends.llvm_setup import LLVM_LOCK, init_llvm
-    from ..codegen.targets import AMDGPU
-    init_llvm()
-    module, _, _ = build_module(lowered.tasked, AMDGPU, layout, "jk", lowered.local_types)
-    with LLVM_LOCK:
-        mod = llvm.parse_assembly(str(module))
-        mod.verify()
-        tm = llvm.Target.from_triple(AMDGPU.triple).create_target_machine(cpu="gfx90a", opt=3)
-        return str(tm.emit_assembly(mod))
+    from ..backends import amdgcn
+    module, _, _ = build_module(lowered.tasked, amdgcn.codegen_target(), layout, "jk",
+                                lowered.local_types)
+    return amdgcn.assembly(module, gfx)
