@@ -196,6 +196,7 @@ def define(module: ir.Module, fn: str, ty: ir.Type) -> ir.Function:
     nargs = 2 if fn == "pow" else 1
     func = ir.Function(module, ir.FunctionType(ty, [ty] * nargs), name)
     func.linkage = "internal"
+    func.attributes.add("alwaysinline")     # so that a loop calling it can vectorize
     b = ir.IRBuilder(func.append_basic_block("entry"))
     args = [a if ty == F64 else b.fpext(a, F64) for a in func.args]
     if fn == "exp":
