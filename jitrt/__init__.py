@@ -14,7 +14,7 @@ The pipeline: frontend (AST -> IR) -> passes (pipeline.py) -> codegen (LLVM IR) 
 """
 from __future__ import annotations
 
-from . import ad, debug, profiler, types
+from . import ad, debug, math, profiler, types
 from ._version import __version__ as __version__
 from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableError, ConfigError,
@@ -24,6 +24,7 @@ from .frontend.builtins import (MATH, atomic_add, atomic_max, atomic_min, atomic
                                 loop_config, ndrange, pow_ as pow, static)
 from .kernel import func, kernel
 from .data import Field, Ndarray, field, ndarray
+from .linalg import Matrix, Vector
 from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
 from .types import template
@@ -47,6 +48,7 @@ sqrt, tanh, floor, ceil = MATH["sqrt"], MATH["tanh"], MATH["floor"], MATH["ceil"
 
 __all__ = ["ad", "AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
            "Field", "JitrtError", "KernelArgError", "KernelCompileError", "KernelRuntimeError",
+           "Matrix", "Vector", "math",
            "Ndarray", "OfflineCacheError", "amdgpu", "atomic_add", "atomic_max", "atomic_min",
            "atomic_sub", "cast", "ceil", "clear_cache", "cos", "cpu", "cuda", "debug", "exp",
            "f32", "f64", "field", "floor", "func", "gpu", "Graph", "graph", "i16", "i32", "i64",

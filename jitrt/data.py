@@ -81,12 +81,14 @@ class _Buffer:
     """What Field and Ndarray share: the numpy buffer, host access and the generation."""
 
     __slots__ = ("_data", "dtype", "shape", "gen", "ptr", "alloc_id", "grad", "name",
-                 "named", "_mirror", "__weakref__")
+                 "named", "_mirror", "element_shape", "__weakref__")
 
     def __init__(self, dtype: Any, shape: Any, needs_grad: bool, name: str | None,
                  kind: str, storage: np.ndarray | None = None) -> None:
         self.dtype: DataType = dtypes.coerce(dtype)
         self.shape = _shape(shape)
+        # vectors/matrices (jr.Vector.field...): the trailing dimensions holding components
+        self.element_shape: tuple[int, ...] = ()
         self._data = np.zeros(self.shape, dtype=self.dtype.np) if storage is None else storage
         self.ptr: int = self._data.ctypes.data
         self._mirror: Any = None   # a GPU's copy of the data (backends/gpu.py), if any
@@ -302,6 +304,8 @@ def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
     if shape is _NO_SHAPE:
         raise TypeError("jr.field() needs a shape: shape=(n,) or (n, m), or shape=() for a "
                         "scalar field (read and written as x[None])")
+    if hasattr(dtype, "element_field"):       # jr.field(jr.math.vec3, shape=N)
+        return dtype.element_field(shape, needs_grad, name)  # type: ignore[no-any-return]
     return Field(dtype, shape, needs_grad, name, "field")
 
 
@@ -317,6 +321,8 @@ def ndarray(dtype: Any, shape: Any, needs_grad: bool = False, name: str | None =
 
         a = jr.ndarray(jr.i32, shape=(N,)); a.from_numpy(np.arange(N, dtype=np.int32))
     """
+    if hasattr(dtype, "element_ndarray"):     # jr.ndarray(jr.math.vec3, shape=N)
+        return dtype.element_ndarray(shape, needs_grad, name)  # type: ignore[no-any-return]
     return Ndarray(dtype, shape, needs_grad, name, "ndarray")
 
 

@@ -71,6 +71,11 @@ def from_numpy(dtype: np.dtype) -> DataType | None:
     return _BY_NP.get(np.dtype(dtype))
 
 
+# the current program's default float type (set by jr.init): the component type of
+# jr.math.vec3 and other vector types declared without one
+DEFAULT_FP = [f32]
+
+
 def coerce(value: object) -> DataType:
     """Accept a DataType, a dtype name, a numpy dtype or the Python types int/float."""
     if isinstance(value, DataType):

@@ -40,7 +40,7 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
             params.append(n.Param(p.name, "template"))
         elif isinstance(ann, NdarrayType):
             params.append(n.Param(p.name, "ndarray", ann.dtype, ann.ndim if ann.ndim is not None
-                                  else -1))
+                                  else -1, element_shape=ann.element_shape))
         elif ann is int or ann is float or isinstance(ann, dtypes.DataType):
             params.append(n.Param(p.name, "scalar", ann if isinstance(ann, dtypes.DataType)
                                   else None, 0))

@@ -372,7 +372,7 @@ def _string_store(a: ND(dtype=jr.f32, ndim=1)):
 
 def _tuple_of_values(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        t = (a[i], a[i])  # noqa: F841
+        t = (jr.Vector([a[i], a[i]]), a[i])  # noqa: F841  (a vector and a scalar: no type)
 
 
 def _range_step(a: ND(dtype=jr.f32, ndim=1)):
@@ -390,7 +390,7 @@ UNSUPPORTED = [
     (_lambda, "Lambda"), (_yield, "Yield"), (_global, "Global"), (_star_args, "Starred"),
     (_del, "Delete"), (_import, "Import"), (_walrus, "NamedExpr"), (_dict, "Dict"),
     (_comprehension, "list comprehensions"), (_string_store, "str"),
-    (_tuple_of_values, "tuples of run-time values"), (_range_step, "step other than 1"),
+    (_tuple_of_values, "vector component must be a scalar"), (_range_step, "step other than 1"),
     (_assert, "Assert"),
 ]
 

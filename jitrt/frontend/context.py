@@ -54,6 +54,8 @@ class CompileContext:
     origins: dict[str, tuple[str, int, int, int]] = field(default_factory=dict)
     inline_counter: int = 0
     inline_depth: int = 0
+    # ndarray parameter index -> the component dimensions of its vector/matrix elements
+    array_elements: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     def field_ref(self, fld: Any, name: str) -> n.FieldRef:
         ref = self.field_refs.get(id(fld))
@@ -71,7 +73,7 @@ class CompileContext:
 @dataclass
 class Scope:
     """Names visible in one function body: its own bindings, then its globals and closure."""
-    bindings: dict[str, LocalVar | PyValue | n.ArrayRef | n.Arg]
+    bindings: dict[str, Any]      # LocalVar | PyValue | n.ArrayRef | n.Arg | VecVar
     globals: dict[str, Any]
     prefix: str = ""
     params: frozenset[str] = frozenset()
@@ -146,3 +148,23 @@ class LoweringHost:
         emit: Callable[[n.Stmt], None]
         typed: Callable[..., n.Expr]
         sub_lowerer: Callable[..., Any]
+        assign_target: Callable[..., None]
+        mark_assigned: Callable[[str], None]
+        # vectors and matrices (vectors.py)
+        vec_literal: Callable[..., Any]
+        vec_attribute: Callable[..., Any]
+        vec_index: Callable[..., Any]
+        vec_binary: Callable[..., Any]
+        vec_map: Callable[..., Any]
+        vec_function: Callable[..., Any]
+        vec_local_value: Callable[..., Any]
+        call_vec_method: Callable[..., Any]
+        construct: Callable[..., Any]
+        matmul: Callable[..., Any]
+        math: Callable[..., Any]
+        element_shape: Callable[..., tuple[int, ...]]
+        whole_element: Callable[..., Any]
+        load_element: Callable[..., Any]
+        store_element: Callable[..., None]
+        assign_vec_local: Callable[..., None]
+        assign_vec_component: Callable[..., None]

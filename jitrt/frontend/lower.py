@@ -16,9 +16,10 @@ from .lower_call import CallLowering
 from .lower_expr import ExprLowering
 from .lower_stmt import StmtLowering
 from .source import SourceInfo
+from .vectors import VectorLowering
 
 
-class FunctionLowerer(ExprLowering, CallLowering, StmtLowering):
+class FunctionLowerer(ExprLowering, CallLowering, StmtLowering, VectorLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:
@@ -47,6 +48,8 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
             bindings[p.name] = n.Arg(i, p.name, p.dtype)  # type: ignore[arg-type]
         elif p.kind == "ndarray":
             bindings[p.name] = n.ArrayRef(i, p.name, p.dtype, p.ndim)  # type: ignore[arg-type]
+            if p.element_shape:
+                ctx.array_elements[i] = p.element_shape
         else:
             bindings[p.name] = PyValue(template_values[p.name])
         arg_index += 1

@@ -20,6 +20,7 @@ from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .func import Func
 from .lower_expr import Value, describe, is_number
+from .vectors import VecMethod, VecValue, VecVar, as_vector
 
 MAX_INLINE_DEPTH = 24
 COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
@@ -46,6 +47,9 @@ class CallLowering(LoweringHost):
             pass
         if isinstance(obj, Func):
             return self.inline(obj, node)
+        vector_call = self.vector_call(obj, node)
+        if vector_call is not None:
+            return vector_call
         if getattr(type(obj), "is_jitrt_kernel", False):
             raise self.err(node, f"kernel '{obj.name}' cannot be called from a kernel; "
                            "make it a @jr.func")
@@ -77,6 +81,28 @@ class CallLowering(LoweringHost):
         if obj is bi.PY_RANGE or obj is bi.ndrange:
             raise self.err(node, f"{describe(obj)}() can only be the iterable of a for loop")
         raise self.err(node, f"calling {describe(obj)} is not supported in kernels")
+
+    def vector_call(self, obj: Any, node: ast.Call) -> Value | None:
+        """Constructors (`jr.Vector`, `jr.math.vec3`...), methods (`v.norm()`), `jr.math.dot`
+        and friends, and math functions of a vector (element-wise); None for other calls."""
+        from ..linalg import Matrix, MatrixType, Vector
+        from ..math import VECTOR_FUNCTIONS
+        if isinstance(obj, VecMethod):
+            return self.call_vec_method(obj, node)
+        if obj is Vector or obj is Matrix or isinstance(obj, MatrixType):
+            return self.construct(obj, node)
+        if isinstance(obj, bi.Builtin) and obj in VECTOR_FUNCTIONS:
+            return self.vec_function(VECTOR_FUNCTIONS[obj],
+                                     [as_vector(self.expr(a)) for a in node.args], node)
+        if isinstance(obj, bi.Builtin) and obj.name in bi.MATH and len(node.args) == 1:
+            v = self.expr(node.args[0])
+            if isinstance(v, VecValue):
+                return self.vec_map(v, lambda x: self.math(obj.name, x, node))
+        if obj is bi.PY_ABS and len(node.args) == 1:
+            v = self.expr(node.args[0])
+            if isinstance(v, VecValue):
+                return self.vec_map(v, lambda x: self.math("abs", x, node))
+        return None
 
     def one_value(self, node: ast.Call) -> n.Expr:
         if len(node.args) != 1:
@@ -170,7 +196,7 @@ class CallLowering(LoweringHost):
         prefix = self.ctx.fresh_prefix(func.name)
         bindings: dict[str, Any] = {}
         for name, v in bound.arguments.items():
-            if not isinstance(v, (PyValue, n.ArrayRef, n.Expr)):
+            if not isinstance(v, (PyValue, n.ArrayRef, n.Expr, VecValue)):
                 v = PyValue(v)  # a default value
             bindings[name] = self.bind_func_param(func, name, v, prefix, node)
         sub = self.sub_lowerer(func.source(), Scope(bindings, function_globals(func.fn), prefix))
@@ -202,6 +228,15 @@ class CallLowering(LoweringHost):
         passed by reference (writes reach the caller)."""
         if isinstance(v, n.ArrayRef) or (isinstance(v, PyValue) and not is_number(v)):
             return v
+        if isinstance(v, VecValue):        # by value: a fresh local per component
+            components = []
+            for k, x in enumerate(v.items):
+                e = self.value(node, x)
+                var = LocalVar(f"{prefix}{name}${k}", e.dtype)
+                self.ctx.local_types[var.ir_name] = e.dtype
+                self.emit(n.Assign(var.ir_name, e, self.loc(node)))
+                components.append(var)
+            return VecVar(v.shape, tuple(components))
         if name in func.template_params:
             if isinstance(v, n.Local):
                 return LocalVar(v.name, v.dtype)

@@ -18,6 +18,7 @@ from ..dtypes import DataType
 from ..ir import nodes as n
 from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .source import SourceInfo
+from .vectors import VecValue, VecVar
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
           ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -37,7 +38,7 @@ class ShapeOf:
     ref: n.ArrayRef
 
 
-Value = n.Expr | PyValue | n.ArrayRef | ShapeOf
+Value = n.Expr | PyValue | n.ArrayRef | ShapeOf | VecValue
 
 
 def is_number(v: Any) -> bool:
@@ -72,6 +73,8 @@ class ExprLowering(LoweringHost):
             return v
         if is_number(v):
             return self.const(v.obj, node)  # type: ignore[union-attr]
+        if isinstance(v, VecValue):
+            raise self.err(node, f"expected a number, got a vector/matrix of shape {v.shape}")
         what = v.obj if isinstance(v, PyValue) else v
         raise self.err(node, f"expected a number, got {describe(what)}")
 
@@ -137,6 +140,8 @@ class ExprLowering(LoweringHost):
                                "run zero times (Python would raise NameError); assign it "
                                "before the if/loop")
             return n.Local(found.ir_name, found.dtype, self.loc(node))
+        if isinstance(found, VecVar):
+            return self.vec_local_value(found, node)
         if isinstance(found, PyValue) and node.id not in self.scope.bindings and isinstance(
                 found.obj, (bool, int, float, tuple, str)):
             self.ctx.captured[node.id] = repr(found.obj)  # a key part of the offline cache
@@ -146,12 +151,14 @@ class ExprLowering(LoweringHost):
         items = [self.expr(e) for e in node.elts]
         if all(isinstance(i, PyValue) for i in items):
             return PyValue(tuple(i.obj for i in items))  # type: ignore[union-attr]
-        raise self.err(node, "tuples of run-time values are not supported in kernels")
+        return self.vec_literal(node, items)   # [a, b, c]: a vector; [[..], [..]]: a matrix
 
     expr_List = expr_Tuple
 
     def expr_Attribute(self, node: ast.Attribute) -> Value:
         base = self.expr(node.value)
+        if isinstance(base, VecValue):
+            return self.vec_attribute(base, node)
         if isinstance(base, PyValue):
             obj = base.obj
             if is_field(obj) and node.attr == "grad" and obj.grad is None:
@@ -172,6 +179,11 @@ class ExprLowering(LoweringHost):
 
     def expr_Subscript(self, node: ast.Subscript) -> Value:
         base = self.expr(node.value)
+        if isinstance(base, VecValue):
+            return self.vec_index(base, node.slice)
+        whole = self.whole_element(node, base)
+        if whole is not None:
+            return self.load_element(whole, node)
         if isinstance(base, ShapeOf):
             axis = self.expr(node.slice)
             if not (is_number(axis) and isinstance(axis.obj, int)):  # type: ignore[union-attr]
@@ -226,12 +238,16 @@ class ExprLowering(LoweringHost):
         return ref, tuple(indices)
 
     def expr_BinOp(self, node: ast.BinOp) -> Value:
+        if isinstance(node.op, ast.MatMult):
+            return self.matmul(self.expr(node.left), self.expr(node.right), node)
         op = BINOPS.get(type(node.op))
         if op is None:
             raise self.err(node, f"operator {type(node.op).__name__} is not supported")
         return self.binary(op, self.expr(node.left), self.expr(node.right), node)
 
     def binary(self, op: str, a: Value, b: Value, node: ast.AST) -> Value:
+        if isinstance(a, VecValue) or isinstance(b, VecValue):
+            return self.vec_binary(op, a, b, node)       # element-wise, scalars broadcast
         if is_number(a) and is_number(b):
             return PyValue(self.fold(op, a.obj, b.obj, node))  # type: ignore[union-attr]
         if op == "**":
@@ -287,6 +303,10 @@ class ExprLowering(LoweringHost):
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
         v = self.expr(node.operand)
+        if isinstance(v, VecValue) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            if isinstance(node.op, ast.UAdd):
+                return v
+            return self.vec_binary("*", v, PyValue(-1), node)
         if is_number(v):
             fold: Any = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
                          ast.Invert: operator.invert}[type(node.op)]

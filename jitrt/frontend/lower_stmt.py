@@ -15,6 +15,7 @@ from ..ir import nodes as n
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import BINOPS, Value, is_field, is_number
+from .vectors import VecValue, VecVar
 
 
 class StmtLowering(LoweringHost):
@@ -79,6 +80,15 @@ class StmtLowering(LoweringHost):
         if len(node.targets) != 1:
             raise self.err(node, "chained assignment (a = b = c) is not supported in kernels")
         target = node.targets[0]
+        if isinstance(target, ast.Tuple) and not isinstance(node.value, ast.Tuple):
+            v = self.expr(node.value)          # a, b, c = vector (components, then rows)
+            if not isinstance(v, VecValue) or v.shape[0] != len(target.elts):
+                raise self.err(node, "tuple assignment needs a tuple or a vector of the same "
+                               "length")
+            parts = [v.row(k) if len(v.shape) == 2 else v.items[k] for k in range(v.shape[0])]
+            for t, part in zip(target.elts, parts):
+                self.assign_target(t, self.snapshot(part, node), node)
+            return
         if isinstance(target, ast.Tuple):
             if not isinstance(node.value, ast.Tuple) or len(node.value.elts) != len(target.elts):
                 raise self.err(node, "tuple assignment needs a tuple of the same length")
@@ -109,15 +119,59 @@ class StmtLowering(LoweringHost):
             raise self.err(node.annotation, "annotation must be a jitrt dtype such as jr.f32")
         self.assign_local(node.target, self.expr(node.value), node, dt)
 
+    def snapshot(self, v: Value, node: ast.AST) -> Value:
+        """A run-time scalar copied into a fresh local (tuple assignment evaluates every right
+        side before assigning)."""
+        if isinstance(v, VecValue):
+            return VecValue(v.shape, tuple(self.snapshot(x, node) for x in v.items))
+        if isinstance(v, n.Expr) and not isinstance(v, n.Const):
+            tmp = self.ctx.fresh_prefix("tmp") + "v"
+            self.ctx.local_types[tmp] = v.dtype
+            self.emit(n.Assign(tmp, v, self.loc(node)))
+            return n.Local(tmp, v.dtype, self.loc(node))
+        return v
+
     def assign_target(self, target: ast.AST, v: Value, node: ast.AST) -> None:
         if isinstance(target, ast.Name):
             self.assign_local(target, v, node)
         elif isinstance(target, ast.Subscript):
+            if self.assign_vector_part(target, v, node):
+                return
+            if isinstance(v, VecValue):
+                raise self.err(node, f"cannot store a vector/matrix of shape {v.shape} into "
+                               "one element")
             ref, indices = self.global_access(target)
             value = self.typed(v, ref.dtype, target)
             self.emit(n.Store(ref, indices, value, self.loc(node)))
         else:
             raise self.err(target, f"cannot assign to {type(target).__name__}")
+
+    def assign_vector_part(self, target: ast.Subscript, v: Value, node: ast.AST) -> bool:
+        """Stores into vectors: `x[i] = v` (a whole element of a field/ndarray of vectors),
+        `x[i][k] = s` (one component of one), `v[k] = s` (a component of a vector local)."""
+        if isinstance(target.value, ast.Name) and isinstance(
+                self.scope.bindings.get(target.value.id), VecVar):
+            self.assign_vec_component(target, self.scope.bindings[target.value.id], v)
+            self.mark_assigned(target.value.id)
+            return True
+        base = self.expr(target.value)
+        whole = self.whole_element(target, base)
+        if whole is not None:
+            self.store_element(whole, v, node)
+            return True
+        if isinstance(target.value, ast.Subscript):     # x[i][k]: one component
+            outer = self.whole_element(target.value, self.expr(target.value.value))
+            if outer is not None:
+                ref, idx, element = outer
+                current = self.load_element(outer, target)
+                part = self.vec_index(current, target.slice)
+                sub = part.items if isinstance(part, VecValue) else (part,)
+                values = v.items if isinstance(v, VecValue) else (v,) * len(sub)
+                for load, x in zip(sub, values):
+                    self.emit(n.Store(ref, load.indices, self.typed(x, ref.dtype, node),
+                                      self.loc(node)))
+                return True
+        return False
 
     def typed(self, v: Value, dt: dtypes.DataType, node: ast.AST,
               what: str = "store") -> n.Expr:
@@ -145,6 +199,12 @@ class StmtLowering(LoweringHost):
         if isinstance(binding, (n.Arg, n.ArrayRef)) or (
                 isinstance(binding, PyValue) and name in self.scope.params):
             raise self.err(target, f"cannot assign to parameter '{name}'; copy it into a local")
+        if isinstance(v, VecValue) or isinstance(binding, VecVar):
+            if declared is not None:
+                raise self.err(target, "a vector/matrix local takes no scalar annotation")
+            self.assign_vec_local(name, v, node)
+            self.mark_assigned(name)
+            return
         if isinstance(v, (PyValue, n.ArrayRef)) and not is_number(v) and not isinstance(
                 binding, LocalVar):
             self.scope.bindings[name] = v  # a compile-time alias (a field, a constant tuple...)
@@ -187,6 +247,8 @@ class StmtLowering(LoweringHost):
         op = BINOPS.get(type(node.op))
         if op is None:
             raise self.err(node, f"operator {type(node.op).__name__} is not supported")
+        if isinstance(node.target, ast.Subscript) and self.aug_assign_vector(node, op):
+            return
         if isinstance(node.target, ast.Subscript):
             ref, indices = self.global_access(node.target)
             rhs = self.expr(node.value)
@@ -204,6 +266,34 @@ class StmtLowering(LoweringHost):
             raise self.err(node.target, "augmented assignment needs a name or an element")
         current = self.expr(node.target)
         self.assign_local(node.target, self.binary(op, current, self.expr(node.value), node), node)
+
+    def aug_assign_vector(self, node: ast.AugAssign, op: str) -> bool:
+        """`x[i] += v` on a whole vector element (atomic per component for + and -), and
+        `v[k] += s` on a vector local's component."""
+        target = node.target
+        assert isinstance(target, ast.Subscript)
+        if isinstance(target.value, ast.Name) and isinstance(
+                self.scope.bindings.get(target.value.id), VecVar):
+            current = self.expr(target)
+            self.assign_target(target, self.binary(op, current, self.expr(node.value), node),
+                               node)
+            return True
+        base = self.expr(target.value)
+        whole = self.whole_element(target, base)
+        if whole is not None:
+            self.store_element(whole, self.expr(node.value), node, op)
+            return True
+        if isinstance(target.value, ast.Subscript):       # x[i][k] += s
+            outer = self.whole_element(target.value, self.expr(target.value.value))
+            if outer is not None:
+                ref = outer[0]
+                part = self.vec_index(self.load_element(outer, target), target.slice)
+                if isinstance(part, VecValue):
+                    raise self.err(target, "x[i][k] += ... needs a single component")
+                found = (ref, part.indices, ())
+                self.store_element(found, self.expr(node.value), node, op)
+                return True
+        return False
 
     def stmt_Return(self, node: ast.Return) -> None:
         raise self.err(node, "return is only allowed as the last statement of a kernel or func")
@@ -281,8 +371,9 @@ class StmtLowering(LoweringHost):
         source = self.expr(it)
         if isinstance(source, PyValue) and is_field(source.obj):
             zero = n.Const(0, dtypes.i32, self.loc(it))
+            shape = source.obj.shape[:len(source.obj.shape) - len(self.element_shape(source))]
             extents: list[tuple[n.Expr, n.Expr]] = [
-                (zero, n.Const(s, dtypes.i32, self.loc(it))) for s in source.obj.shape]
+                (zero, n.Const(s, dtypes.i32, self.loc(it))) for s in shape]
             return self.range_for(node, extents, it)
         raise self.err(it, "a kernel for loop iterates over range(), jr.ndrange(), a field "
                        "or jr.static(...)")

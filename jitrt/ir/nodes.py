@@ -272,6 +272,7 @@ class Param:
     dtype: DataType | None = None
     ndim: int = 0
     needs_grad: bool = False
+    element_shape: tuple[int, ...] = ()   # ndarray of vectors/matrices: trailing dimensions
 
 
 @dataclass(frozen=True)

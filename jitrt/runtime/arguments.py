@@ -207,7 +207,14 @@ def specialize(kernel: "KernelLike", values: list[Any], cfg: Any
             dt = got
             if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
                 raise fail(kernel, p, want + " (C-contiguous)", describe(v))
-            params.append(n.Param(p.name, "ndarray", dt, ndim, has_grad))
+            element = p.element_shape
+            if element and (ndim < len(element) or tuple(v.shape[ndim - len(element):])
+                            != element):
+                raise fail(kernel, p, want.replace("an ndarray", "an ndarray of "
+                                                   f"{'x'.join(map(str, element))} elements "
+                                                   f"(trailing dimensions {element})"),
+                           describe(v) + f" shape={tuple(v.shape)}")
+            params.append(n.Param(p.name, "ndarray", dt, ndim, has_grad, element))
             key.append((dt, ndim, has_grad))
             name_parts.append(f"nd({dt.name},{ndim})")
         else:

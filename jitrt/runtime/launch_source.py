@@ -56,6 +56,9 @@ def array_lines(handle: "LaunchHandle", env: dict[str, Any], slow: str) -> list[
                   f"        if not pack_array(buf, {slot}, a{i}, dt{i}, {p.ndim}, {need_grad}, "
                   f"{written}): {slow}",
                   f"        last{i}[:] = watch_state(a{i})"]
+        if p.element_shape:      # the components' trailing dimensions must match
+            lines.insert(-1, f"        if tuple(a{i}.shape[{p.ndim - len(p.element_shape)}:]) "
+                             f"!= {p.element_shape!r}: {slow}")
     return lines
 
 

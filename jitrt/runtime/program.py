@@ -124,8 +124,9 @@ def _init(arch: Any = None, **options: Any) -> Program:
     if previous is not None:
         _close(previous)
     _current = program
-    from .. import data
+    from .. import data, dtypes
     data.CURRENT_DEVICE[0] = program.device if program.arch != "cpu" else None
+    dtypes.DEFAULT_FP[0] = program.config.default_fp     # what jr.math.vec3 fields store
     ACTIVE[0] = program
     store = program.cache_store
     log.logger.info("jitrt %s: arch=%s (device %d), %d thread(s), offline cache %s",

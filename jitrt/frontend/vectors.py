@@ -1,0 +1,473 @@
+"""Vectors and matrices in kernels: compile-time aggregates of scalar values.
+
+Stage: frontend (a mixin of the lowering visitor). A `VecValue` is a shape ((n,) or (n, m))
+and its components, each a scalar IR expression or a compile-time number; every operation
+on it (element-wise arithmetic with broadcasting of scalars, `@`, methods such as `.dot()`
+and `.inverse()`, the math functions) unrolls into scalar IR here, so vectors live in
+registers and the passes (autodiff included) see only scalars. A vector local is one scalar
+local per component (`VecVar`). In memory a field or ndarray of vectors keeps the components
+as trailing dimensions: `x[i]` of a vec3 field loads x[i, 0], x[i, 1], x[i, 2].
+Caches nothing.
+"""
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from .. import dtypes
+from ..ir import nodes as n
+from ..linalg import MatrixType
+from .context import LocalVar, LoweringHost, PyValue
+
+
+@dataclass(frozen=True)
+class VecValue:
+    shape: tuple[int, ...]            # (n,) for a vector, (n, m) for a matrix
+    items: tuple[Any, ...]            # row-major components: n.Expr or PyValue numbers
+
+    @property
+    def rows(self) -> int:
+        return self.shape[0]
+
+    @property
+    def cols(self) -> int:
+        return self.shape[1] if len(self.shape) == 2 else 0
+
+    def at(self, i: int, j: int | None = None) -> Any:
+        return self.items[i if j is None else i * self.shape[1] + j]
+
+    def row(self, i: int) -> "VecValue":
+        m = self.shape[1]
+        return VecValue((m,), self.items[i * m:(i + 1) * m])
+
+
+@dataclass(frozen=True)
+class VecVar:
+    """A vector or matrix local: one scalar local per component."""
+    shape: tuple[int, ...]
+    components: tuple[LocalVar, ...]
+
+
+@dataclass(frozen=True)
+class VecMethod:
+    """`v.norm` waiting for its call."""
+    vec: VecValue
+    name: str
+
+
+METHODS = ("dot", "cross", "norm", "norm_sqr", "normalized", "outer_product", "transpose",
+           "trace", "determinant", "inverse", "sum", "max", "min", "any", "all", "cast")
+SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
+
+
+def size(shape: tuple[int, ...]) -> int:
+    total = 1
+    for s in shape:
+        total *= s
+    return total
+
+
+def constant_vector(v: Any) -> VecValue | None:
+    """A compile-time tuple/list of numbers (or of equal-length rows) as a VecValue."""
+    if not isinstance(v, PyValue) or not isinstance(v.obj, (tuple, list)) or not v.obj:
+        return None
+    obj = v.obj
+    number = (int, float)
+    if all(isinstance(x, number) and not isinstance(x, bool) for x in obj):
+        return VecValue((len(obj),), tuple(PyValue(x) for x in obj))
+    if all(isinstance(r, (tuple, list)) and r and len(r) == len(obj[0]) and all(
+            isinstance(x, number) and not isinstance(x, bool) for x in r) for r in obj):
+        return VecValue((len(obj), len(obj[0])), tuple(PyValue(x) for r in obj for x in r))
+    return None
+
+
+def as_vector(v: Any) -> Any:
+    """`v` itself, or a VecValue when it is a constant tuple/list of numbers."""
+    return constant_vector(v) or v
+
+
+class VectorLowering(LoweringHost):
+    """The vector and matrix part of the lowering visitor."""
+
+    # ---- building ---------------------------------------------------------------------
+    def vec_literal(self, node: ast.List | ast.Tuple, items: list[Any]) -> VecValue:
+        """`[a, b, c]` (a vector) or `[[a, b], [c, d]]` (a matrix; rows may be vectors)."""
+        if all(isinstance(i, VecValue) and len(i.shape) == 1 for i in items):
+            widths = {i.shape[0] for i in items}
+            if len(widths) != 1:
+                raise self.err(node, "matrix rows must have the same length")
+            return VecValue((len(items), widths.pop()),
+                            tuple(x for i in items for x in i.items))
+        for item, src in zip(items, node.elts):
+            self.scalar_component(item, src)
+        return VecValue((len(items),), tuple(items))
+
+    def scalar_component(self, v: Any, node: ast.AST) -> Any:
+        if isinstance(v, VecValue):
+            raise self.err(node, "a vector component must be a scalar (nested vectors make a "
+                           "matrix only when every row is a vector of the same length)")
+        if isinstance(v, n.Expr):
+            return v
+        if isinstance(v, PyValue) and isinstance(v.obj, (int, float)) and not isinstance(
+                v.obj, type):
+            return v
+        raise self.err(node, "a vector component must be a number")
+
+    def construct(self, kind: Any, node: ast.Call) -> VecValue:
+        """`jr.Vector([...])`, `jr.Matrix([[...]])`, `jr.math.vec3(x, y, z)`, `vec3(s)`,
+        `vec3(v2, z)` (vector arguments are flattened, as in Taichi)."""
+        from ..linalg import Matrix, Vector
+        args = [as_vector(self.expr(a)) for a in node.args]
+        dtype = None
+        for kw in node.keywords:
+            if kw.arg != "dtype":
+                raise self.err(node, f"unexpected keyword argument '{kw.arg}'")
+            dt = self.expr(kw.value)
+            dtype = dt.obj if isinstance(dt, PyValue) else None
+        if kind is Vector or kind is Matrix:
+            if len(args) != 1 or not isinstance(args[0], VecValue):
+                what = "a list of components" if kind is Vector else "a list of rows"
+                raise self.err(node, f"jr.{kind.__name__}() takes {what}")
+            v = args[0]
+            if (kind is Matrix) != (len(v.shape) == 2):
+                raise self.err(node, "jr.Matrix() needs a list of rows; jr.Vector() a flat list")
+            return self.vec_cast(v, dtype, node) if dtype is not None else v
+        assert isinstance(kind, MatrixType)
+        flat: list[Any] = []
+        for a, src in zip(args, node.args):
+            flat += list(a.items) if isinstance(a, VecValue) else [self.scalar_component(a, src)]
+        want = size(kind.shape)
+        if len(flat) == 1 and want > 1:
+            flat = flat * want
+        if len(flat) != want:
+            raise self.err(node, f"{kind!r} needs {want} components, got {len(flat)}")
+        dt = kind.dtype or self.ctx.default_fp
+        return self.vec_cast(VecValue(kind.shape, tuple(flat)), dt, node)
+
+    def vec_cast(self, v: VecValue, dt: Any, node: ast.AST) -> VecValue:
+        if not isinstance(dt, dtypes.DataType):
+            raise self.err(node, "dtype must be a jitrt dtype such as jr.f32")
+        return VecValue(v.shape, tuple(self.cast(self.value(node, x), dt) for x in v.items))
+
+    # ---- element-wise ------------------------------------------------------------------
+    def vec_binary(self, op: str, a: Any, b: Any, node: ast.AST) -> VecValue:
+        a, b = as_vector(a), as_vector(b)
+        va, vb = isinstance(a, VecValue), isinstance(b, VecValue)
+        if va and vb and a.shape != b.shape:
+            raise self.err(node, f"shapes {a.shape} and {b.shape} do not match for {op}")
+        shape = a.shape if va else b.shape
+        count = size(shape)
+        xs = a.items if va else (a,) * count
+        ys = b.items if vb else (b,) * count
+        return VecValue(shape, tuple(self.binary(op, x, y, node) for x, y in zip(xs, ys)))
+
+    def vec_map(self, v: VecValue, fn: Any) -> VecValue:
+        return VecValue(v.shape, tuple(fn(x) for x in v.items))
+
+    def matmul(self, a: Any, b: Any, node: ast.AST) -> Any:
+        a, b = as_vector(a), as_vector(b)
+        if not (isinstance(a, VecValue) and isinstance(b, VecValue)):
+            raise self.err(node, "@ needs two vectors or matrices")
+        if len(a.shape) == 1 and len(b.shape) == 1:
+            return self.vec_dot(a, b, node)
+        left = a if len(a.shape) == 2 else VecValue((1, a.rows), a.items)
+        right = b if len(b.shape) == 2 else VecValue((b.rows, 1), b.items)
+        if left.cols != right.rows:
+            raise self.err(node, f"@ of shapes {a.shape} and {b.shape} does not match")
+        out = []
+        for i in range(left.rows):
+            for j in range(right.cols):
+                out.append(self.sum_of([self.binary("*", left.at(i, k), right.at(k, j), node)
+                                        for k in range(left.cols)], node))
+        if len(a.shape) == 1:
+            return VecValue((right.cols,), tuple(out))
+        if len(b.shape) == 1:
+            return VecValue((left.rows,), tuple(out))
+        return VecValue((left.rows, right.cols), tuple(out))
+
+    def sum_of(self, values: list[Any], node: ast.AST) -> Any:
+        total = values[0]
+        for v in values[1:]:
+            total = self.binary("+", total, v, node)
+        return total
+
+    def vec_dot(self, a: VecValue, b: VecValue, node: ast.AST) -> Any:
+        if a.shape != b.shape or len(a.shape) != 1:
+            raise self.err(node, f"dot needs two vectors of one length, got {a.shape} and "
+                           f"{b.shape}")
+        return self.sum_of([self.binary("*", x, y, node) for x, y in zip(a.items, b.items)],
+                           node)
+
+    # ---- methods ------------------------------------------------------------------------
+    def vec_attribute(self, v: VecValue, node: ast.Attribute) -> Any:
+        name = node.attr
+        if name in METHODS:
+            return PyValue(VecMethod(v, name))
+        if name == "T":
+            return self.transpose(v, node)
+        if name in ("n", "m"):
+            return PyValue(v.shape[0] if name == "n" else (v.shape[1] if v.cols else 1))
+        if len(v.shape) == 1 and name and all(c in SWIZZLE for c in name):
+            picks = [SWIZZLE[c] for c in name]
+            if max(picks) >= v.rows:
+                raise self.err(node, f"a {v.rows}-component vector has no '{name}'")
+            if len(picks) == 1:
+                return v.items[picks[0]]
+            return VecValue((len(picks),), tuple(v.items[k] for k in picks))
+        raise self.err(node, f"vectors and matrices have no attribute '{name}'")
+
+    def call_vec_method(self, m: VecMethod, node: ast.Call) -> Any:
+        args = [as_vector(self.expr(a)) for a in node.args]
+        return self.vec_function(m.name, [m.vec, *args], node)
+
+    def vec_function(self, name: str, args: list[Any], node: ast.Call) -> Any:
+        v = args[0]
+        if not isinstance(v, VecValue):
+            raise self.err(node, f"{name}() needs a vector or matrix")
+        wants = {"dot": 1, "cross": 1, "outer_product": 1, "cast": 1}.get(name, 0)
+        if len(args) - 1 != wants:
+            raise self.err(node, f".{name}() takes {wants} argument(s), got {len(args) - 1}")
+        other = args[1] if wants else None
+        if name == "cast":
+            dt = other.obj if isinstance(other, PyValue) else None
+            return self.vec_cast(v, dt, node)
+        if wants and not isinstance(other, VecValue):
+            raise self.err(node, f".{name}() needs a vector argument")
+        assert other is None or isinstance(other, VecValue)
+        if name == "dot" and other is not None:
+            return self.vec_dot(v, other, node)
+        if name == "cross" and other is not None:
+            return self.cross(v, other, node)
+        if name == "outer_product" and other is not None:
+            return VecValue((v.rows, other.rows),
+                            tuple(self.binary("*", x, y, node)
+                                  for x, y in itertools.product(v.items, other.items)))
+        if name == "norm_sqr":
+            return self.sum_of([self.binary("*", x, x, node) for x in v.items], node)
+        if name == "norm":
+            return self.math("sqrt", self.vec_function("norm_sqr", [v], node), node)
+        if name == "normalized":
+            inv = self.binary("/", PyValue(1.0), self.vec_function("norm", [v], node), node)
+            return self.vec_binary("*", v, inv, node)
+        if name in ("sum", "max", "min"):
+            out = v.items[0]
+            for x in v.items[1:]:
+                out = self.binary("+", out, x, node) if name == "sum" else \
+                    self.pairwise(name, out, x, node)
+            return out
+        if name in ("any", "all"):
+            truths = [self.truth(self.value(node, x)) for x in v.items]
+            out = truths[0]
+            for t in truths[1:]:
+                out = n.Binary("or" if name == "any" else "and", out, t, dtypes.i32,
+                               self.loc(node))
+            return out
+        if name == "transpose":
+            return self.transpose(v, node)
+        if len(v.shape) != 2 or v.rows != v.cols:
+            raise self.err(node, f".{name}() needs a square matrix, got shape {v.shape}")
+        if name == "trace":
+            return self.sum_of([v.at(i, i) for i in range(v.rows)], node)
+        if name == "determinant":
+            return self.determinant(v, node)
+        return self.inverse(v, node)
+
+    def pairwise(self, op: str, a: Any, b: Any, node: ast.AST) -> Any:
+        ea, eb, dt = self.operands(a, b, node)
+        return n.Binary(op, ea, eb, dt, self.loc(node))
+
+    def math(self, fn: str, x: Any, node: ast.AST) -> n.Expr:
+        e = self.value(node, x)
+        if not e.dtype.is_float:
+            e = self.cast(e, self.ctx.default_fp)
+        return n.Math(fn, (e,), e.dtype, self.loc(node))
+
+    def transpose(self, v: VecValue, node: ast.AST) -> VecValue:
+        if len(v.shape) != 2:
+            raise self.err(node, ".transpose() needs a matrix")
+        return VecValue((v.cols, v.rows), tuple(v.at(i, j) for j in range(v.cols)
+                                                for i in range(v.rows)))
+
+    def cross(self, a: VecValue, b: VecValue, node: ast.AST) -> Any:
+        if a.shape != b.shape or a.shape not in ((2,), (3,)):
+            raise self.err(node, f"cross needs two 2- or 3-component vectors, got {a.shape} "
+                           f"and {b.shape}")
+        mul, sub = (lambda x, y: self.binary("*", x, y, node)), (
+            lambda x, y: self.binary("-", x, y, node))
+        x, y = a.items, b.items
+        if a.shape == (2,):
+            return sub(mul(x[0], y[1]), mul(x[1], y[0]))
+        return VecValue((3,), (sub(mul(x[1], y[2]), mul(x[2], y[1])),
+                               sub(mul(x[2], y[0]), mul(x[0], y[2])),
+                               sub(mul(x[0], y[1]), mul(x[1], y[0]))))
+
+    def determinant(self, v: VecValue, node: ast.AST) -> Any:
+        """Laplace expansion along the first row (unrolled; sizes up to 4)."""
+        if v.rows > 4:
+            raise self.err(node, "determinant() is supported up to 4x4")
+        if v.rows == 1:
+            return v.at(0, 0)
+        terms = []
+        for j in range(v.rows):
+            minor = VecValue((v.rows - 1, v.rows - 1),
+                             tuple(v.at(i, k) for i in range(1, v.rows) for k in range(v.rows)
+                                   if k != j))
+            term = self.binary("*", v.at(0, j), self.determinant(minor, node), node)
+            terms.append(term if j % 2 == 0 else self.binary("*", PyValue(-1), term, node))
+        return self.sum_of(terms, node)
+
+    def inverse(self, v: VecValue, node: ast.AST) -> VecValue:
+        """The adjugate over the determinant (sizes up to 4; no pivoting: a singular matrix
+        gives inf/nan, as in the peers)."""
+        if v.rows > 4:
+            raise self.err(node, "inverse() is supported up to 4x4")
+        det = self.determinant(v, node)
+        inv_det = self.binary("/", PyValue(1.0), det, node)
+        if v.rows == 1:
+            return VecValue((1, 1), (inv_det,))
+        out = []
+        for i in range(v.rows):
+            for j in range(v.rows):      # adj[i][j] = cofactor[j][i]
+                minor = VecValue((v.rows - 1, v.rows - 1),
+                                 tuple(v.at(r, c) for r in range(v.rows) if r != j
+                                       for c in range(v.rows) if c != i))
+                cof = self.determinant(minor, node)
+                if (i + j) % 2:
+                    cof = self.binary("*", PyValue(-1), cof, node)
+                out.append(self.binary("*", cof, inv_det, node))
+        return VecValue(v.shape, tuple(out))
+
+    # ---- indexing ------------------------------------------------------------------------
+    def vec_index(self, v: VecValue, index_node: ast.AST) -> Any:
+        items = list(index_node.elts) if isinstance(index_node, ast.Tuple) else [index_node]
+        ks = []
+        for item in items:
+            k = self.expr(item)
+            if not (isinstance(k, PyValue) and isinstance(k.obj, int)):
+                raise self.err(item, "a vector or matrix index must be known at compile time "
+                               "(a constant or a jr.static loop variable)")
+            ks.append(k.obj)
+        if len(ks) > len(v.shape):
+            raise self.err(index_node, f"too many indices for shape {v.shape}")
+        for k, extent in zip(ks, v.shape):
+            if not -extent <= k < extent:
+                raise self.err(index_node, f"index {k} out of range for shape {v.shape}")
+        ks = [k % extent for k, extent in zip(ks, v.shape)]
+        if len(v.shape) == 1:
+            return v.items[ks[0]]
+        if len(ks) == 1:
+            return v.row(ks[0])
+        return v.at(ks[0], ks[1])
+
+    def element_shape(self, base: Any) -> tuple[int, ...]:
+        """The trailing component dimensions of a field or ndarray of vectors, else ()."""
+        if isinstance(base, PyValue):
+            return tuple(getattr(base.obj, "element_shape", ()))
+        if isinstance(base, n.ArrayRef):
+            return self.ctx.array_elements.get(base.arg, ())
+        return ()
+
+    def element_indices(self, index_node: ast.expr) -> list[ast.expr]:
+        if isinstance(index_node, ast.Tuple):
+            return list(index_node.elts)
+        if isinstance(index_node, ast.Constant) and index_node.value is None:
+            return []
+        return [index_node]
+
+    def whole_element(self, node: ast.Subscript, base: Any) -> tuple[Any, tuple, tuple] | None:
+        """(ref, outer indices, element shape) when `node` names a whole vector element of a
+        field or ndarray of vectors (`x[i]` of a vec3 field), else None."""
+        element = self.element_shape(base)
+        if not element:
+            return None
+        items = self.element_indices(node.slice)
+        ref = base if isinstance(base, n.ArrayRef) else None
+        ndim = (ref.ndim if ref is not None else len(base.obj.shape))
+        if len(items) != ndim - len(element):
+            return None
+        dummy = ast.Subscript(value=node.value, slice=ast.Tuple(
+            elts=items + [ast.Constant(0)] * len(element), ctx=ast.Load()), ctx=ast.Load())
+        ast.copy_location(dummy, node)
+        ast.copy_location(dummy.slice, node.slice)
+        ref, indices = self.global_access(dummy, base)
+        return ref, indices[:len(items)], element
+
+    def element_refs(self, ref: Any, outer: tuple, element: tuple[int, ...], loc: n.Loc
+                     ) -> list[tuple[n.Expr, ...]]:
+        return [outer + tuple(n.Const(k, dtypes.i32, loc) for k in ks)
+                for ks in itertools.product(*(range(e) for e in element))]
+
+    def load_element(self, found: tuple, node: ast.AST) -> VecValue:
+        ref, outer, element = found
+        loc = self.loc(node)
+        return VecValue(element, tuple(n.Load(ref, idx, ref.dtype, loc)
+                                       for idx in self.element_refs(ref, outer, element, loc)))
+
+    def store_element(self, found: tuple, v: Any, node: ast.AST, op: str | None = None
+                      ) -> None:
+        """`x[i] = v` (or `x[i] += v` with op "+"/"-": atomic per component) for a whole
+        vector element; a scalar `v` is broadcast."""
+        ref, outer, element = found
+        loc = self.loc(node)
+        v = as_vector(v)
+        if isinstance(v, VecValue) and v.shape != element:
+            raise self.err(node, f"cannot store a value of shape {v.shape} into an element of "
+                           f"shape {element}")
+        idxs = self.element_refs(ref, outer, element, loc)
+        values = v.items if isinstance(v, VecValue) else (v,) * len(idxs)
+        for idx, x in zip(idxs, values):
+            if op is None:
+                self.emit(n.Store(ref, idx, self.typed(x, ref.dtype, node), loc))
+            elif op in ("+", "-"):
+                atomic = n.Atomic("add" if op == "+" else "sub", ref, idx,
+                                  self.typed(x, ref.dtype, node), ref.dtype, loc)
+                self.emit(n.Eval(atomic, loc))
+            else:
+                new = self.binary(op, n.Load(ref, idx, ref.dtype, loc), x, node)
+                self.emit(n.Store(ref, idx, self.typed(new, ref.dtype, node), loc))
+
+    # ---- locals ------------------------------------------------------------------------
+    def vec_local_value(self, var: VecVar, node: ast.AST) -> VecValue:
+        loc = self.loc(node)
+        return VecValue(var.shape, tuple(n.Local(c.ir_name, c.dtype, loc)
+                                         for c in var.components))
+
+    def assign_vec_local(self, name: str, v: Any, node: ast.AST) -> None:
+        binding = self.scope.bindings.get(name)
+        loc = self.loc(node)
+        if isinstance(binding, VecVar):
+            if not isinstance(v, VecValue) or v.shape != binding.shape:
+                got = v.shape if isinstance(v, VecValue) else "a scalar"
+                raise self.err(node, f"'{name}' is a vector/matrix of shape {binding.shape}; "
+                               f"cannot assign {got}")
+            for c, x in zip(binding.components, v.items):
+                self.emit(n.Assign(c.ir_name, self.typed(x, c.dtype, node), loc))
+            return
+        if binding is not None and not isinstance(binding, PyValue):
+            raise self.err(node, f"'{name}' is a scalar local; cannot assign a vector to it")
+        components = []
+        for k, x in enumerate(v.items):
+            e = self.value(node, x)
+            var = LocalVar(f"{self.scope.prefix}{name}${k}", e.dtype)
+            self.ctx.local_types[var.ir_name] = e.dtype
+            self.emit(n.Assign(var.ir_name, e, loc))
+            components.append(var)
+        self.scope.bindings[name] = VecVar(v.shape, tuple(components))
+
+    def assign_vec_component(self, target: ast.Subscript, var: VecVar, v: Any) -> None:
+        """`v[k] = s` / `m[i, j] = s` (and a whole row `m[i] = row`) on a vector local."""
+        v = as_vector(v)
+        current = self.vec_local_value(var, target)
+        part = self.vec_index(current, target.slice)
+        positions = [k for k, x in enumerate(current.items)
+                     if any(x is p for p in (part.items if isinstance(part, VecValue)
+                                             else (part,)))]
+        values = v.items if isinstance(v, VecValue) else (v,) * len(positions)
+        if len(values) != len(positions):
+            raise self.err(target, f"cannot assign shape {getattr(v, 'shape', ())} to "
+                           f"{len(positions)} component(s)")
+        for k, x in zip(positions, values):
+            c = var.components[k]
+            self.emit(n.Assign(c.ir_name, self.typed(x, c.dtype, target), self.loc(target)))

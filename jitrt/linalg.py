@@ -1,0 +1,139 @@
+"""Small vectors and matrices: `jr.Vector`, `jr.Matrix`, `jr.types.vector/matrix`, `jr.math.vec3`.
+
+Stage: API (types) used by the frontend. A `VectorType`/`MatrixType` is an element type of a
+fixed size and a scalar dtype. In kernels, vectors and matrices are compile-time aggregates of
+scalar values (`frontend/vectors.py`): every operation unrolls into scalar IR, so they live in
+registers and autodiff sees only scalars. In memory, a field or ndarray of vectors stores the
+components as trailing dimensions: a `jr.Vector.field(3, jr.f32, shape=(N,))` holds an (N, 3)
+array, and `to_numpy()` returns that shape (as Taichi does).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from .dtypes import DataType
+
+
+@dataclass(frozen=True)
+class MatrixType:
+    """n x m components of `dtype` (a vector type has m = 0: shape (n,))."""
+    n: int
+    m: int
+    dtype: DataType | None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.n,) if self.m == 0 else (self.n, self.m)
+
+    def __call__(self, *values: Any) -> Any:
+        """Outside kernels: a numpy array of this shape (inside, the frontend lowers it)."""
+        flat = np.asarray(values[0] if len(values) == 1 else values,
+                          dtype=None if self.dtype is None else self.dtype.np)
+        return flat.reshape(self.shape) if flat.size == int(np.prod(self.shape)) else \
+            np.full(self.shape, flat, dtype=flat.dtype)
+
+    def element_field(self, shape: Any = (), needs_grad: bool = False,
+                      name: str | None = None) -> Any:
+        """A field of this type (`jr.field(jr.math.vec3, shape=N)`)."""
+        return _field(self, shape, needs_grad, name)
+
+    def element_ndarray(self, shape: Any = (), needs_grad: bool = False,
+                        name: str | None = None) -> Any:
+        return _ndarray(self, shape, needs_grad, name)
+
+    field = element_field
+
+    def __repr__(self) -> str:
+        dt = self.dtype.name if self.dtype else "None"
+        if self.m == 0:
+            return f"jr.types.vector({self.n}, {dt})"
+        return f"jr.types.matrix({self.n}, {self.m}, {dt})"
+
+
+VectorType = MatrixType
+
+
+def _check_size(k: Any, what: str) -> int:
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 32:
+        raise TypeError(f"{what} must be an int from 1 to 32, got {k!r}")
+    return k
+
+
+def vector(n: int, dtype: Any = None) -> MatrixType:
+    """The type of an n-component vector: `jr.types.vector(3, jr.f32)`."""
+    return MatrixType(_check_size(n, "vector size"), 0, None if dtype is None
+                      else dtypes.coerce(dtype))
+
+
+def matrix(n: int, m: int, dtype: Any = None) -> MatrixType:
+    """The type of an n x m matrix: `jr.types.matrix(3, 3, jr.f32)`."""
+    return MatrixType(_check_size(n, "matrix rows"), _check_size(m, "matrix columns"),
+                      None if dtype is None else dtypes.coerce(dtype))
+
+
+def element_type(dtype: Any) -> tuple[DataType, tuple[int, ...]]:
+    """(scalar dtype, element shape) of a dtype or a vector/matrix type (one without a dtype,
+    such as `jr.math.vec3`, takes the current program's default float type)."""
+    if isinstance(dtype, MatrixType):
+        return dtype.dtype or dtypes.DEFAULT_FP[0], dtype.shape
+    return dtypes.coerce(dtype), ()
+
+
+def _field(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None) -> Any:
+    from .data import Field, _shape
+    dt, element = element_type(kind)
+    f = Field(dt, _shape(shape) + element, needs_grad, name, "field")
+    f.element_shape = element
+    if f.grad is not None:
+        f.grad.element_shape = element
+    return f
+
+
+def _ndarray(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None) -> Any:
+    from .data import Ndarray, _shape
+    dt, element = element_type(kind)
+    a = Ndarray(dt, _shape(shape) + element, needs_grad, name, "ndarray")
+    a.element_shape = element
+    if a.grad is not None:
+        a.grad.element_shape = element
+    return a
+
+
+class Vector:
+    """`jr.Vector([x, y, z])` in kernels (a vector value); `jr.Vector.field(3, jr.f32,
+    shape=N)` and `jr.Vector.ndarray(3, jr.f32, shape=N)` make storage of vectors."""
+
+    def __new__(cls, values: Any, dtype: Any = None) -> Any:  # type: ignore[misc]
+        return np.asarray(values, dtype=None if dtype is None else dtypes.coerce(dtype).np)
+
+    @staticmethod
+    def field(n: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
+              name: str | None = None) -> Any:
+        return _field(vector(n, dtype), shape, needs_grad, name)
+
+    @staticmethod
+    def ndarray(n: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
+                name: str | None = None) -> Any:
+        return _ndarray(vector(n, dtype), shape, needs_grad, name)
+
+
+class Matrix:
+    """`jr.Matrix([[a, b], [c, d]])` in kernels; `jr.Matrix.field(n, m, dtype, shape=...)`
+    and `jr.Matrix.ndarray(...)` make storage of matrices."""
+
+    def __new__(cls, values: Any, dtype: Any = None) -> Any:  # type: ignore[misc]
+        return np.asarray(values, dtype=None if dtype is None else dtypes.coerce(dtype).np)
+
+    @staticmethod
+    def field(n: int, m: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
+              name: str | None = None) -> Any:
+        return _field(matrix(n, m, dtype), shape, needs_grad, name)
+
+    @staticmethod
+    def ndarray(n: int, m: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
+                name: str | None = None) -> Any:
+        return _ndarray(matrix(n, m, dtype), shape, needs_grad, name)
