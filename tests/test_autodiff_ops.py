@@ -642,7 +642,9 @@ def test_func_writing_through_a_template_parameter(rng):
 
 
 def test_grad_accumulates_across_launches(rng):
-    """Two grad launches without clearing add up (the Tape is what clears)."""
+    """Two grad launches without clearing the inputs' gradients add up (the Tape is what
+    clears); the output's seed is used up by the first (a store resets the gradient of what
+    it overwrote, as in Taichi), so it is seeded again."""
     x, _, y = grad_fields()
     xv = rng.uniform(-1, 1, N)
     x.from_numpy(xv)
@@ -654,9 +656,47 @@ def test_grad_accumulates_across_launches(rng):
 
     w = rng.uniform(-1, 1, N)
     (g1,) = run_grad(k, [x], y, w)
+    np.testing.assert_array_equal(y.grad.to_numpy(), 0)
+    y.grad.from_numpy(w)
     k.grad()
     np.testing.assert_allclose(x.grad.to_numpy(), 2 * g1, **EXACT)
     np.testing.assert_allclose(g1, w * 3 * xv ** 2, **EXACT)
+
+
+def test_a_store_resets_the_gradient_it_overwrote():
+    """Overwriting a value hides the earlier value from the result: three kernels each
+    overwriting loss give x.grad from the last store only; an in-place update y = 2y + 1 gives
+    dy_old = 2 (not 2 + the stale 1)."""
+    x = jr.field(jr.f64, shape=(), needs_grad=True)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+    y = jr.field(jr.f64, shape=4, needs_grad=True)
+
+    @jr.kernel
+    def scale(c: jr.f64):
+        loss[None] = x[None] * c
+
+    @jr.kernel
+    def in_place():
+        for i in y:
+            y[i] = y[i] * 2.0 + 1.0
+
+    @jr.kernel
+    def total():
+        for i in y:
+            loss[None] += y[i]
+
+    x[None] = 1.0
+    with jr.ad.Tape(loss=loss):
+        scale(1.0)
+        scale(2.0)
+        scale(4.0)
+    assert x.grad[None] == 4.0
+    y.from_numpy(np.arange(4.0))
+    with jr.ad.Tape(loss=loss):
+        in_place()
+        in_place()
+        total()
+    np.testing.assert_array_equal(y.grad.to_numpy(), 4.0)
 
 
 def test_tape_clears_ndarray_gradients_between_tapes(rng):

@@ -12,8 +12,9 @@ every loop bound in a bound local):
   assignment reads its adjoint from the top, pops, and propagates into its right-hand side;
 - flags and bounds assigned inside loops are integer adstacks, so the reverse sweep follows the
   forward path exactly (branch flags, reversed loops with the recorded bounds);
-- global stores and `+=` propagate the adjoint of their target into their value; loads add
-  into the gradient of their source (atomically).
+- global stores and `+=` propagate the adjoint of their target into their value (a store
+  then resets that adjoint to 0: the old value was overwritten); loads add into the gradient
+  of their source (atomically).
 Adjoint rules are the table in `adjoint_rules.py`. while/break/continue cannot be
 differentiated and raise `KernelCompileError` at their location.
 """
@@ -229,7 +230,7 @@ def reverse(body: n.Body, st: TaskAd) -> n.Body:
                 backprop(sub(s.value, st), n.Local("adj$" + s.name, s.value.dtype, s.loc), st,
                          out)
         elif isinstance(s, n.Store):
-            target_adjoint(s.ref, s.indices, s.value, False, s.loc, st, out)
+            target_adjoint(s.ref, s.indices, s.value, False, s.loc, st, out, overwrite=True)
         elif isinstance(s, n.Eval) and isinstance(s.expr, n.Atomic) and \
                 s.expr.op in ("add", "sub"):
             a = s.expr
@@ -243,12 +244,18 @@ def reverse(body: n.Body, st: TaskAd) -> n.Body:
 
 
 def target_adjoint(ref: n.Ref, indices: tuple[n.Expr, ...], value: n.Expr, negate: bool,
-                   loc: n.Loc, st: TaskAd, out: list[n.Stmt]) -> None:
+                   loc: n.Loc, st: TaskAd, out: list[n.Stmt], overwrite: bool = False) -> None:
+    """The adjoint of `ref[indices] = value` (overwrite) or `+= value`: the target's
+    gradient flows into the value. A plain store overwrote the old value, so the gradient it
+    held is used up here and reset to 0 (as Taichi and Quadrants do): earlier writes of the
+    same element, and reads of it before the store, then see only what they contributed."""
     if not (ref.dtype.is_float and st.has_grad(ref)):
         return
     g = st.fresh("g", ref.dtype)
     idx = tuple(sub(i, st) for i in indices)
     out.append(n.Assign(g, n.Load(ref.adjoint(), idx, ref.dtype, loc), loc))
+    if overwrite:
+        out.append(n.Store(ref.adjoint(), idx, n.Const(0.0, ref.dtype, loc), loc))
     adj: n.Expr = n.Local(g, ref.dtype, loc)
     if negate:
         adj = n.Unary("neg", adj, ref.dtype, loc)
