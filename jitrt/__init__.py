@@ -20,8 +20,9 @@ from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableError, ConfigError,
                      JitrtError, KernelArgError, KernelCompileError, KernelRuntimeError,
                      OfflineCacheError)
-from .frontend.builtins import (MATH, atomic_add, atomic_max, atomic_min, atomic_sub, cast,
-                                loop_config, ndrange, pow_ as pow, static)
+from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min, atomic_sub,
+                                cast, clamp, exp2, log2, loop_config, ndrange, pow_ as pow,
+                                rsqrt, select, sign, static)
 from .kernel import func, kernel
 from .data import Field, Ndarray, field, ndarray
 from .linalg import Matrix, Vector
@@ -45,13 +46,16 @@ cpu, cuda, amdgpu, gpu = _Arch("cpu"), _Arch("cuda"), _Arch("amdgpu"), _Arch("gp
 
 sin, cos, tan, exp, log = MATH["sin"], MATH["cos"], MATH["tan"], MATH["exp"], MATH["log"]
 sqrt, tanh, floor, ceil = MATH["sqrt"], MATH["tanh"], MATH["floor"], MATH["ceil"]
+asin, acos, atan, sinh, cosh, round = (MATH[k] for k in ("asin", "acos", "atan", "sinh", "cosh",
+                                                         "round"))
 
-__all__ = ["ad", "AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
-           "Field", "JitrtError", "KernelArgError", "KernelCompileError", "KernelRuntimeError",
-           "Matrix", "Vector", "math",
-           "Ndarray", "OfflineCacheError", "amdgpu", "atomic_add", "atomic_max", "atomic_min",
-           "atomic_sub", "cast", "ceil", "clear_cache", "cos", "cpu", "cuda", "debug", "exp",
-           "f32", "f64", "field", "floor", "func", "gpu", "Graph", "graph", "i16", "i32", "i64",
-           "i8", "init",
-           "kernel", "log", "loop_config", "ndarray", "ndrange", "profiler", "pow", "reset", "sin",
-           "sqrt", "static", "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8"]
+__all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
+           "Field", "Graph", "JitrtError", "KernelArgError", "KernelCompileError",
+           "KernelRuntimeError", "Matrix", "Ndarray", "OfflineCacheError", "Vector", "acos", "ad",
+           "amdgpu", "asin", "atan", "atan2", "atomic_add", "atomic_max", "atomic_min",
+           "atomic_sub", "cast", "ceil", "clamp", "clear_cache", "cos", "cosh", "cpu", "cuda",
+           "debug", "exp", "exp2", "f32", "f64", "field", "floor", "func", "gpu", "graph", "i16",
+           "i32", "i64", "i8", "init", "kernel", "log", "log2", "loop_config", "math", "ndarray",
+           "ndrange", "pow", "profiler", "reset", "round", "rsqrt", "select", "sign", "sin",
+           "sinh", "sqrt", "static", "sync", "tan", "tanh", "template", "types", "u16", "u32",
+           "u64", "u8"]

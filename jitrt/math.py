@@ -7,8 +7,14 @@ are i32. In kernels, `jr.math.vec3(x, y, z)` builds a vector; `dot`, `cross`, `n
 from __future__ import annotations
 
 from . import dtypes
-from .frontend.builtins import Builtin
+from .frontend.builtins import (MATH, Builtin, atan2, clamp, exp2, log2, pow_ as pow, rsqrt,
+                                select, sign)
 from .linalg import matrix, vector
+
+sin, cos, tan, exp, log, sqrt, tanh = (MATH[k] for k in ("sin", "cos", "tan", "exp", "log",
+                                                         "sqrt", "tanh"))
+floor, ceil, asin, acos, atan, sinh, cosh, round = (
+    MATH[k] for k in ("floor", "ceil", "asin", "acos", "atan", "sinh", "cosh", "round"))
 
 vec2, vec3, vec4 = vector(2), vector(3), vector(4)
 ivec2, ivec3, ivec4 = vector(2, dtypes.i32), vector(3, dtypes.i32), vector(4, dtypes.i32)
@@ -20,5 +26,7 @@ normalize = Builtin("normalized")
 length = Builtin("norm")
 VECTOR_FUNCTIONS = {dot: "dot", cross: "cross", normalize: "normalized", length: "norm"}
 
-__all__ = ["cross", "dot", "ivec2", "ivec3", "ivec4", "length", "mat2", "mat3", "mat4",
-           "normalize", "vec2", "vec3", "vec4"]
+__all__ = ["acos", "asin", "atan", "atan2", "ceil", "clamp", "cos", "cosh", "cross", "dot",
+           "exp", "exp2", "floor", "ivec2", "ivec3", "ivec4", "length", "log", "log2", "mat2",
+           "mat3", "mat4", "normalize", "pow", "round", "rsqrt", "select", "sign", "sin", "sinh",
+           "sqrt", "tan", "tanh", "vec2", "vec3", "vec4"]

@@ -29,7 +29,8 @@ def compiled(fn, ty):
     b.position_at_end(loop)
     i = b.phi(i64)
     i.add_incoming(ir.Constant(i64, 0), entry)
-    args = [b.load(b.gep(x, [i]))] + ([b.load(b.gep(y, [i]))] if fn == "pow" else [])
+    args = [b.load(b.gep(x, [i]))] + ([b.load(b.gep(y, [i]))] if fn in pm.TWO_ARGUMENTS
+                                      else [])
     b.store(b.call(target, args), b.gep(out, [i]))
     nxt = b.add(i, ir.Constant(i64, 1))
     i.add_incoming(nxt, loop)
@@ -69,7 +70,8 @@ def ulps(got, want):
 
 
 NUMPY = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "exp": np.exp, "log": np.log,
-         "tanh": np.tanh}
+         "tanh": np.tanh, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+         "sinh": np.sinh, "cosh": np.cosh}
 
 
 def samples(fn, dt, rng):
@@ -79,8 +81,12 @@ def samples(fn, dt, rng):
     elif fn == "log":
         x = np.exp(rng.uniform(-740, 709, n))
         x[:8] = [5e-324, 1e-310, 2.2250738585072014e-308, 0.5, 1.0, 2.0, 1e308, 1.5]
-    elif fn == "tanh":
+    elif fn in ("tanh", "sinh", "cosh"):
         x = np.concatenate([rng.uniform(-25, 25, n // 2), rng.uniform(-0.2, 0.2, n // 2)])
+    elif fn in ("asin", "acos"):
+        x = np.concatenate([rng.uniform(-1, 1, n - 6), [-1.0, 1.0, 0.0, 1e-300, 0.999999, -0.5]])
+    elif fn == "atan":
+        x = np.concatenate([rng.uniform(-3, 3, n // 2), np.exp(rng.uniform(-30, 30, n // 2))])
     else:
         x = np.concatenate([rng.uniform(-10, 10, n // 2), rng.uniform(-1e5, 1e5, n // 2)])
     if dt == np.float32:
@@ -91,7 +97,8 @@ def samples(fn, dt, rng):
 
 
 # measured worst cases are well inside these (f32 results round once from f64: 1 ulp)
-BOUND = {"sin": 2, "cos": 2, "tan": 4, "exp": 2, "log": 2, "tanh": 3}
+BOUND = {"sin": 2, "cos": 2, "tan": 4, "exp": 2, "log": 2, "tanh": 3, "asin": 4, "acos": 4,
+         "atan": 3, "sinh": 3, "cosh": 3}
 
 
 @pytest.mark.cpu_only
@@ -131,3 +138,16 @@ def test_portable_pow(rng):
         want32 = np.power(x.astype(np.float32), y.astype(np.float32))
     finite = np.isfinite(want32) & (want32 != 0)
     assert ulps(got32[finite], want32[finite]).max() <= 2
+
+
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_portable_atan2(dt, rng):
+    y = np.concatenate([rng.uniform(-5, 5, 4000), [0.0, -0.0, 0.0, -0.0, 1.0, -1.0, np.inf,
+                                                   -np.inf, np.inf, 1.0, np.nan, 0.0]])
+    x = np.concatenate([rng.uniform(-5, 5, 4000), [1.0, 1.0, -1.0, -1.0, 0.0, -0.0, np.inf,
+                                                   -np.inf, 2.0, np.inf, 1.0, np.nan]])
+    y, x = y.astype(dt), x.astype(dt)
+    got, want = run("atan2", y, x), np.arctan2(y, x)
+    assert ulps(got, want).max() <= 3, list(zip(y, x, got, want))[:5]
+    np.testing.assert_array_equal(np.signbit(got[-12:-2]), np.signbit(want[-12:-2]))

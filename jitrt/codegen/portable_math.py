@@ -18,7 +18,12 @@ where this same IR compiles too):
 - tanh: e / (e + 2) with e = e^(2|x|) - 1 (the polynomial itself for small |x|), the sign
   restored; 1 beyond |x| = 22;
 - pow: exp(y log|x|) with C's special cases (negative x needs an integer y; an odd y keeps
-  the sign); its relative error grows with |y log|x||.
+  the sign); its relative error grows with |y log|x||;
+- atan: |x| > 1 through pi/2 - atan(1/|x|), then above tan(pi/12) through
+  pi/6 + atan((x sqrt3 - 1) / (x + sqrt3)), then an odd Taylor series to x^27; atan2 from it
+  with the quadrant and signed zeros of C's atan2; asin and acos as atan2 of x and
+  sqrt((1 - x)(1 + x));
+- sinh and cosh from exp (sinh of |x| < 0.34 from the e^x - 1 polynomial, no cancellation).
 """
 from __future__ import annotations
 
@@ -27,7 +32,9 @@ import math
 from llvmlite import ir
 
 F64, F32, I64 = ir.DoubleType(), ir.FloatType(), ir.IntType(64)
-FUNCTIONS = ("sin", "cos", "tan", "exp", "log", "tanh", "pow")
+FUNCTIONS = ("sin", "cos", "tan", "exp", "log", "tanh", "pow", "asin", "acos", "atan", "atan2",
+             "sinh", "cosh")
+TWO_ARGUMENTS = ("pow", "atan2")
 
 LN2_HI, LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
 PIO2 = (1.57079632673412561417e+00, 6.07710050630396597660e-11,
@@ -184,6 +191,77 @@ def body_pow(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.fcmp_ordered("==", y, c(0.0)), c(1.0), r)
 
 
+def atan_positive(b: ir.IRBuilder, a: ir.Value) -> ir.Value:
+    """atan(a) for a >= 0 (inf included)."""
+    inv = b.fcmp_ordered(">", a, c(1.0))
+    t = b.select(inv, b.fdiv(c(1.0), a), a)
+    far = b.fcmp_ordered(">", t, c(2.0 - math.sqrt(3.0)))          # tan(pi/12)
+    sqrt3 = c(math.sqrt(3.0))
+    t = b.select(far, b.fdiv(b.fsub(b.fmul(t, sqrt3), c(1.0)), b.fadd(t, sqrt3)), t)
+    z = b.fmul(t, t)
+    series = b.fadd(t, b.fmul(b.fmul(t, z),
+                              horner(b, z, [(-1.0) ** k / (2 * k + 1) for k in range(1, 14)])))
+    series = b.fadd(b.select(far, c(math.pi / 6), c(0.0)), series)
+    return b.select(inv, b.fsub(c(math.pi / 2), series), series)
+
+
+def body_atan(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    r = atan_positive(b, fabs(b, x))
+    out = b.select(b.fcmp_ordered("<", x, c(0.0)), b.fneg(r), r)
+    return b.select(is_nan(b, x), x, out)
+
+
+def copysign(b: ir.IRBuilder, mag: ir.Value, sign_of: ir.Value) -> ir.Value:
+    bits = b.and_(b.bitcast(mag, I64), ir.Constant(I64, (1 << 63) - 1))
+    sign = b.and_(b.bitcast(sign_of, I64), ir.Constant(I64, 1 << 63))
+    return b.bitcast(b.or_(bits, sign), F64)
+
+
+def body_atan2(b: ir.IRBuilder, y: ir.Value, x: ir.Value) -> ir.Value:
+    """C's atan2: the angle of (x, y) in [-pi, pi], signed zeros and infinities included."""
+    ay, ax = fabs(b, y), fabs(b, x)
+    both_inf = b.and_(b.fcmp_ordered("==", ay, c(math.inf)), b.fcmp_ordered("==", ax, c(math.inf)))
+    ratio = b.select(both_inf, c(1.0), b.fdiv(ay, ax))      # 0/0 -> nan: handled below
+    base = atan_positive(b, ratio)
+    base = b.select(b.fcmp_ordered("==", ay, c(0.0)), c(0.0), base)
+    x_negative = b.icmp_signed("<", b.bitcast(x, I64), ir.Constant(I64, 0))   # -0 too
+    angle = b.select(x_negative, b.fsub(c(math.pi), base), base)
+    out = copysign(b, angle, y)
+    return b.select(b.or_(is_nan(b, x), is_nan(b, y)), b.fadd(x, y), out)
+
+
+def one_minus_square_root(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """sqrt((1 - x)(1 + x)): sqrt(1 - x^2) without cancellation near |x| = 1."""
+    fn = b.module.globals.get("llvm.sqrt.f64") or ir.Function(
+        b.module, ir.FunctionType(F64, [F64]), "llvm.sqrt.f64")
+    return b.call(fn, [b.fmul(b.fsub(c(1.0), x), b.fadd(c(1.0), x))])
+
+
+def body_sinh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    a = fabs(b, x)
+    small = expm1_small(b, a)
+    small = b.fmul(c(0.5), b.fadd(small, b.fdiv(small, b.fadd(small, c(1.0)))))
+    e = body_exp(b, a)
+    large = b.fmul(c(0.5), b.fsub(e, b.fdiv(c(1.0), e)))
+    large = b.select(b.fcmp_ordered(">", a, c(700.0)), huge_half_exp(b, a), large)
+    mag = b.select(b.fcmp_ordered("<", a, c(0.34)), small, large)
+    out = copysign(b, mag, x)
+    return b.select(is_nan(b, x), x, out)
+
+
+def huge_half_exp(b: ir.IRBuilder, a: ir.Value) -> ir.Value:
+    """e^a / 2 for a where e^a itself overflows but the half may not: (e^(a/2) / 2) e^(a/2)."""
+    half = body_exp(b, b.fmul(a, c(0.5)))
+    return b.fmul(b.fmul(half, c(0.5)), half)
+
+
+def body_cosh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    a = fabs(b, x)
+    e = body_exp(b, a)
+    out = b.fmul(c(0.5), b.fadd(e, b.fdiv(c(1.0), e)))
+    return b.select(b.fcmp_ordered(">", a, c(700.0)), huge_half_exp(b, a), out)
+
+
 def define(module: ir.Module, fn: str, ty: ir.Type) -> ir.Function:
     """`jitrt_<fn>_<f32|f64>` in `module` (defined once), taking one argument (two for pow)."""
     if fn not in FUNCTIONS:
@@ -193,7 +271,7 @@ def define(module: ir.Module, fn: str, ty: ir.Type) -> ir.Function:
     found = module.globals.get(name)
     if found is not None:
         return found  # type: ignore[return-value]
-    nargs = 2 if fn == "pow" else 1
+    nargs = 2 if fn in TWO_ARGUMENTS else 1
     func = ir.Function(module, ir.FunctionType(ty, [ty] * nargs), name)
     func.linkage = "internal"
     func.attributes.add("alwaysinline")     # so that a loop calling it can vectorize
@@ -207,6 +285,17 @@ def define(module: ir.Module, fn: str, ty: ir.Type) -> ir.Function:
         out = body_tanh(b, args[0])
     elif fn == "pow":
         out = body_pow(b, args[0], args[1])
+    elif fn == "atan2":
+        out = body_atan2(b, args[0], args[1])
+    elif fn == "atan":
+        out = body_atan(b, args[0])
+    elif fn in ("asin", "acos"):
+        root = one_minus_square_root(b, args[0])
+        out = body_atan2(b, args[0], root) if fn == "asin" else body_atan2(b, root, args[0])
+    elif fn == "sinh":
+        out = body_sinh(b, args[0])
+    elif fn == "cosh":
+        out = body_cosh(b, args[0])
     else:
         out = trig(b, args[0], fn)
     b.ret(out if ty == F64 else b.fptrunc(out, F32))

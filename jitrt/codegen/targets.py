@@ -21,7 +21,10 @@ MAX_BLOCK = 1024       # the most threads per block a GPU launch uses (jr.loop_c
 MATH_INTRINSIC = {"sin": "llvm.sin", "cos": "llvm.cos", "tan": "llvm.tan", "exp": "llvm.exp",
                   "log": "llvm.log", "sqrt": "llvm.sqrt", "tanh": "llvm.tanh",
                   "floor": "llvm.floor", "ceil": "llvm.ceil", "abs": "llvm.fabs",
-                  "pow": "llvm.pow"}
+                  "pow": "llvm.pow", "asin": "llvm.asin", "acos": "llvm.acos",
+                  "atan": "llvm.atan", "atan2": "llvm.atan2", "sinh": "llvm.sinh",
+                  "cosh": "llvm.cosh", "round": "llvm.roundeven"}
+INSTRUCTIONS = ("sqrt", "floor", "ceil", "abs", "round")   # every GPU has these as instructions
 
 
 class _PrivateAlloca(ir.instructions.AllocaInstr):
@@ -126,7 +129,7 @@ class NvptxTarget(Target):
         b.call(intrinsic(module, "llvm.nvvm.barrier0", ir.VoidType()), [])
 
     def math_symbol(self, fn: str, ty: ir.Type) -> str:
-        if fn in ("sqrt", "floor", "ceil", "abs"):
+        if fn in INSTRUCTIONS:
             return super().math_symbol(fn, ty)
         single = isinstance(ty, ir.FloatType)
         return f"__nv_{fn}{'f' if single else ''}"
@@ -185,9 +188,9 @@ class AmdgpuTarget(Target):
 
     def math_function(self, module: ir.Module, fn: str, ty: ir.Type, nargs: int
                       ) -> ir.Function:
-        """sqrt, floor, ceil and abs are instructions; the transcendentals come from jitrt's
+        """sqrt, floor, ceil, abs, round are instructions; the transcendentals come from jitrt's
         portable math (LLVM cannot lower them for AMDGPU, and ROCm's device libraries are
         not on every machine that builds code objects)."""
-        if fn in ("sqrt", "floor", "ceil", "abs"):
+        if fn in INSTRUCTIONS:
             return super().math_function(module, fn, ty, nargs)
         return portable_math.define(module, fn, ty)

@@ -32,9 +32,21 @@ def _np1(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda x: f(x)
 
 
-MATH = {name: Builtin(name, _np1(getattr(np, name))) for name in
-        ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil")}
+# one-argument math functions that become an IR Math op (numpy's name where it differs)
+NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan"}
+MATH = {name: Builtin(name, _np1(getattr(np, NUMPY_NAMES.get(name, name)))) for name in
+        ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil", "asin", "acos",
+         "atan", "sinh", "cosh", "round")}
 pow_ = Builtin("pow", lambda a, b: a ** b)
+atan2 = Builtin("atan2", np.arctan2)
+# spelled in terms of the above by the frontend
+rsqrt = Builtin("rsqrt", lambda x: 1.0 / np.sqrt(x))
+log2 = Builtin("log2", np.log2)
+exp2 = Builtin("exp2", np.exp2)
+sign = Builtin("sign", np.sign)
+clamp = Builtin("clamp", np.clip)
+select = Builtin("select", lambda c, a, b: np.where(c, a, b))
+DERIVED = (rsqrt, log2, exp2, sign, clamp, select)
 static = Builtin("static", lambda x: x)
 cast = Builtin("cast", None)
 loop_config = Builtin("loop_config", None)
@@ -63,10 +75,15 @@ PYTHON_EQUIVALENTS: dict[Any, Builtin] = {
     math.sin: MATH["sin"], math.cos: MATH["cos"], math.tan: MATH["tan"], math.exp: MATH["exp"],
     math.log: MATH["log"], math.sqrt: MATH["sqrt"], math.tanh: MATH["tanh"],
     math.floor: MATH["floor"], math.ceil: MATH["ceil"], math.pow: pow_,
+    math.asin: MATH["asin"], math.acos: MATH["acos"], math.atan: MATH["atan"],
+    math.sinh: MATH["sinh"], math.cosh: MATH["cosh"], math.atan2: atan2, math.log2: log2,
 }
-# numpy's ufuncs of the same meaning (kernels often start life as numpy code)
-PYTHON_EQUIVALENTS.update({getattr(np, name): MATH[name] for name in MATH})
-PYTHON_EQUIVALENTS[np.power] = pow_
+# numpy's ufuncs of the same meaning (kernels often start life as numpy code); np.round
+# rounds half to even, as jr.round does (Python's round() returns an int: not mapped)
+PYTHON_EQUIVALENTS.update({getattr(np, NUMPY_NAMES.get(name, name)): MATH[name]
+                           for name in MATH})
+PYTHON_EQUIVALENTS.update({np.power: pow_, np.arctan2: atan2, np.log2: log2, np.exp2: exp2,
+                           np.sign: sign, np.clip: clamp, np.where: select})
 PY_ABS, PY_MIN, PY_MAX, PY_INT, PY_FLOAT, PY_RANGE, PY_LEN = (
     builtins.abs, builtins.min, builtins.max, builtins.int, builtins.float, builtins.range,
     builtins.len)

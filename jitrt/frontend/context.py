@@ -162,6 +162,7 @@ class LoweringHost:
         construct: Callable[..., Any]
         matmul: Callable[..., Any]
         math: Callable[..., Any]
+        pairwise: Callable[..., Any]
         element_shape: Callable[..., tuple[int, ...]]
         whole_element: Callable[..., Any]
         load_element: Callable[..., Any]

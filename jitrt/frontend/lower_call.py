@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 from typing import Any
 
 import numpy as np
@@ -157,11 +158,69 @@ class CallLowering(LoweringHost):
             if len(node.args) != 2:
                 raise self.err(node, "jr.pow() takes 2 arguments")
             return self.power(self.expr(node.args[0]), self.expr(node.args[1]), node)
+        if fn is bi.atan2:
+            if len(node.args) != 2:
+                raise self.err(node, "jr.atan2(y, x) takes 2 arguments")
+            y, x, dt = self.operands(self.expr(node.args[0]), self.expr(node.args[1]), node)
+            if not dt.is_float:
+                dt = self.ctx.default_fp
+            return n.Math("atan2", (self.cast(y, dt), self.cast(x, dt)), dt, loc)
+        if fn in bi.DERIVED:
+            return self.derived_math(fn, node)
         if fn is bi.cast:
             return self.cast_call(node)
         if fn in bi.ATOMICS:
             return self.atomic(bi.ATOMICS[fn], node)
         raise self.err(node, f"jr.{fn.name}() is not supported here")
+
+    def derived_math(self, fn: bi.Builtin, node: ast.Call) -> Value:
+        """Functions spelled with the others: rsqrt, log2, exp2 (as pow(2, x)), sign, clamp
+        and select (element-wise on vectors)."""
+        wants = {"clamp": 3, "select": 3}.get(fn.name, 1)
+        if len(node.args) != wants:
+            raise self.err(node, f"jr.{fn.name}() takes {wants} argument(s)")
+        args = [self.expr(a) for a in node.args]
+        if any(isinstance(a, VecValue) for a in args):
+            return self.vec_elementwise(fn, args, node)
+        return self.derived_scalar(fn, args, node)
+
+    def vec_elementwise(self, fn: bi.Builtin, args: list[Any], node: ast.Call) -> Value:
+        shape = next(a.shape for a in args if isinstance(a, VecValue))
+        count = len(next(a.items for a in args if isinstance(a, VecValue)))
+        columns = []
+        for a in args:
+            if isinstance(a, VecValue) and a.shape != shape:
+                raise self.err(node, f"jr.{fn.name}(): shapes {a.shape} and {shape} differ")
+            columns.append(a.items if isinstance(a, VecValue) else (a,) * count)
+        return VecValue(shape, tuple(self.derived_scalar(fn, list(parts), node)
+                                     for parts in zip(*columns)))
+
+    def derived_scalar(self, fn: bi.Builtin, args: list[Any], node: ast.Call) -> Value:
+        loc = self.loc(node)
+        if fn is bi.rsqrt:
+            return self.binary("/", PyValue(1.0), self.math("sqrt", args[0], node), node)
+        if fn is bi.log2:
+            return self.binary("*", self.math("log", args[0], node),
+                               PyValue(1.0 / math.log(2.0)), node)
+        if fn is bi.exp2:
+            x = self.value(node, args[0])
+            return self.power(PyValue(2.0), x if x.dtype.is_float else
+                              self.cast(x, self.ctx.default_fp), node)
+        if fn is bi.sign:
+            x = self.value(node, args[0])
+            one, zero = self.const(1, node, x.dtype), self.const(0, node, x.dtype)
+            minus = self.const(-1, node, x.dtype) if x.dtype.is_signed or x.dtype.is_float \
+                else zero
+            positive = n.Binary(">", x, zero, dtypes.i32, loc)
+            negative = n.Binary("<", x, zero, dtypes.i32, loc)
+            return n.Select(positive, one, n.Select(negative, minus, zero, x.dtype, loc),
+                            x.dtype, loc)
+        if fn is bi.clamp:
+            lo = self.pairwise("max", args[0], args[1], node)
+            return self.pairwise("min", lo, args[2], node)
+        cond = self.truth(self.value(node, args[0]))         # select(cond, a, b)
+        a, b, dt = self.operands(args[1], args[2], node)
+        return n.Select(cond, a, b, dt, loc)
 
     def cast_call(self, node: ast.Call) -> Value:
         args = list(node.args) + [k.value for k in node.keywords if k.arg == "dtype"]

@@ -136,7 +136,8 @@ class Cast(Expr):
     loc: Loc = _loc()
 
 
-MATH_FUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil", "abs", "pow")
+MATH_FUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil", "abs", "pow",
+              "asin", "acos", "atan", "atan2", "sinh", "cosh", "round")
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,18 @@ def _min_max(e: n.Binary, g: n.Expr, b: Build) -> Pairs:
     return [(e.a, b.select(picks_c, zero, g)), (e.b, b.select(picks_c, g, zero))]
 
 
+def one_minus_square(e: n.Math, b: Build) -> n.Expr:
+    """1 - x^2 of the argument, as (1 - x)(1 + x)."""
+    x, one = e.args[0], b.c(1, e.dtype)
+    return b.mul(b.bin("-", one, x), b.bin("+", one, x))
+
+
+def atan2_rule(e: n.Math, g: n.Expr, b: Build) -> Pairs:
+    y, x = e.args
+    r2 = b.bin("+", b.mul(x, x), b.mul(y, y))
+    return [(y, b.div(b.mul(g, x), r2)), (x, b.neg(b.div(b.mul(g, y), r2)))]
+
+
 BINARY_RULES: dict[str, Rule] = {
     "+": lambda e, g, b: [(e.a, g), (e.b, g)],
     "-": lambda e, g, b: [(e.a, g), (e.b, b.neg(g))],
@@ -81,6 +93,14 @@ MATH_RULES: dict[str, Rule] = {
     "tanh": lambda e, g, b: [(e.args[0], b.mul(g, b.bin("-", b.c(1, e.dtype), b.mul(e, e))))],
     "abs": lambda e, g, b: [(e.args[0], b.select(b.less(e.args[0], b.zero(e.dtype)),
                                                  b.neg(g), g))],
+    "asin": lambda e, g, b: [(e.args[0], b.div(g, b.math("sqrt", one_minus_square(e, b))))],
+    "acos": lambda e, g, b: [(e.args[0], b.neg(b.div(g, b.math("sqrt",
+                                                              one_minus_square(e, b)))))],
+    "atan": lambda e, g, b: [(e.args[0], b.div(g, b.bin("+", b.c(1, e.dtype),
+                                                        b.mul(e.args[0], e.args[0]))))],
+    "atan2": lambda e, g, b: atan2_rule(e, g, b),
+    "sinh": lambda e, g, b: [(e.args[0], b.mul(g, b.math("cosh", e.args[0])))],
+    "cosh": lambda e, g, b: [(e.args[0], b.mul(g, b.math("sinh", e.args[0])))],
     "pow": lambda e, g, b: [
         (e.args[0], b.mul(g, b.mul(e.args[1], b.math("pow", e.args[0], b.bin(
             "-", e.args[1], b.c(1, e.dtype)))))),
@@ -91,8 +111,8 @@ MATH_RULES: dict[str, Rule] = {
 # Ops whose derivative is zero almost everywhere (or that only produce integers/flags): the
 # reverse sweep sends nothing through them. Every other float op needs a rule above; a new op
 # in neither table is a compile error, never a silent zero gradient (tests/test_layers.py).
-ZERO_DERIVATIVE = frozenset({"//", "floor", "ceil", "<", "<=", ">", ">=", "==", "!=", "and",
-                             "or", "<<", ">>", "&", "|", "^", "ipow", "not", "invert"})
+ZERO_DERIVATIVE = frozenset({"//", "floor", "ceil", "round", "<", "<=", ">", ">=", "==", "!=",
+                             "and", "or", "<<", ">>", "&", "|", "^", "ipow", "not", "invert"})
 
 
 def has_zero_derivative(e: n.Expr) -> bool:
