@@ -21,7 +21,8 @@ from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableErro
                      JitrtError, KernelArgError, KernelCompileError, KernelRuntimeError,
                      OfflineCacheError)
 from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min, atomic_sub,
-                                cast, clamp, exp2, log2, loop_config, ndrange, pow_ as pow,
+                                cast, clamp, exp2, grouped, log2, loop_config, ndrange,
+                                pow_ as pow,
                                 rsqrt, select, sign, static)
 from .kernel import func, kernel
 from .data import Field, Ndarray, field, ndarray
@@ -54,7 +55,8 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "KernelRuntimeError", "Matrix", "Ndarray", "OfflineCacheError", "Vector", "acos", "ad",
            "amdgpu", "asin", "atan", "atan2", "atomic_add", "atomic_max", "atomic_min",
            "atomic_sub", "cast", "ceil", "clamp", "clear_cache", "cos", "cosh", "cpu", "cuda",
-           "debug", "exp", "exp2", "f32", "f64", "field", "floor", "func", "gpu", "graph", "i16",
+           "debug", "exp", "exp2", "f32", "f64", "field", "floor", "func", "gpu", "graph",
+           "grouped", "i16",
            "i32", "i64", "i8", "init", "kernel", "log", "log2", "loop_config", "math", "ndarray",
            "ndrange", "pow", "profiler", "reset", "round", "rsqrt", "select", "sign", "sin",
            "sinh", "sqrt", "static", "sync", "tan", "tanh", "template", "types", "u16", "u32",

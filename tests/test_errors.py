@@ -99,12 +99,25 @@ def helper(v):
 
 
 def test_calling_a_plain_python_function():
+    """A plain Python function is inlined like a @jr.func; an error inside it points there."""
     @jr.kernel
     def k():
         for i in range(4):
-            x[i] = helper(i)  # @plainfn
+            x[i] = helper(i)
 
-    assert_points_at(compile_error(k), "plainfn", "helper(", "helper", "not supported")
+    k()
+    assert x.to_numpy()[:4].tolist() == [1, 2, 3, 4]
+
+    @jr.kernel
+    def bad():
+        for i in range(4):
+            x[i] = broken_helper(i)
+    assert_points_at(compile_error(bad), "brokenfn", "print", "not supported")
+
+
+def broken_helper(v):
+    print(v)  # @brokenfn
+    return v
 
 
 def test_calling_numpy():
@@ -172,13 +185,13 @@ def test_continue_in_outermost_loop():
     assert_points_at(compile_error(k), "continue", "continue", "outermost")
 
 
-def test_range_with_step():
+def test_range_with_a_zero_step():
     @jr.kernel
     def k():
-        for i in range(0, 16, 2):  # @step
+        for i in range(0, 16, 0):  # @step
             x[i] = 1.0
 
-    assert_points_at(compile_error(k), "step", "2)", "step")
+    assert_points_at(compile_error(k), "step", "0)", "step must not be zero")
 
 
 def test_wrong_index_count_on_field():

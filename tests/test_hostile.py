@@ -376,7 +376,7 @@ def _tuple_of_values(a: ND(dtype=jr.f32, ndim=1)):
 
 
 def _range_step(a: ND(dtype=jr.f32, ndim=1)):
-    for i in range(0, a.shape[0], 2):
+    for i in range(0, a.shape[0], 0):
         a[i] = 1.0
 
 
@@ -390,7 +390,7 @@ UNSUPPORTED = [
     (_lambda, "Lambda"), (_yield, "Yield"), (_global, "Global"), (_star_args, "Starred"),
     (_del, "Delete"), (_import, "Import"), (_walrus, "NamedExpr"), (_dict, "Dict"),
     (_comprehension, "list comprehensions"), (_string_store, "str"),
-    (_tuple_of_values, "vector component must be a scalar"), (_range_step, "step other than 1"),
+    (_tuple_of_values, "vector component must be a scalar"), (_range_step, "step must not be zero"),
     (_assert, "Assert"),
 ]
 

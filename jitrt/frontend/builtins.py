@@ -57,6 +57,20 @@ atomic_max = Builtin("atomic_max", None)
 ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}
 
 
+class grouped:
+    """`for I in jr.grouped(x)` (a field) or `jr.grouped(jr.ndrange(...))`: one loop over the
+    box whose index `I` is an integer vector (`x[I]` indexes with all of it)."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+
+    def __iter__(self):
+        import itertools
+        if isinstance(self.source, ndrange):
+            return (np.array(i) for i in self.source)
+        return (np.array(i) for i in itertools.product(*(range(s) for s in self.source.shape)))
+
+
 class ndrange:
     """`for i, j in jr.ndrange(n, (b, e))`: a box of loop indices (parallel at the outermost
     level). Outside kernels it iterates like nested ranges."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import inspect
 import math
+import types
+import weakref
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,15 @@ from .lower_expr import Value, describe, is_number
 from .vectors import VecMethod, VecValue, VecVar, as_vector
 
 MAX_INLINE_DEPTH = 24
+_PLAIN_FUNCS: "weakref.WeakKeyDictionary[Any, Func]" = weakref.WeakKeyDictionary()
+
+
+def plain_func(fn: Any) -> Func:
+    """The Func of a plain Python function called from a kernel (made once per function)."""
+    found = _PLAIN_FUNCS.get(fn)
+    if found is None:
+        found = _PLAIN_FUNCS[fn] = Func(fn)
+    return found
 COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
 
 
@@ -48,6 +59,9 @@ class CallLowering(LoweringHost):
             pass
         if isinstance(obj, Func):
             return self.inline(obj, node)
+        if isinstance(obj, types.FunctionType) and obj.__name__ != "<lambda>" and \
+                not getattr(obj, "__module__", "").startswith(("numpy", "math")):
+            return self.inline(plain_func(obj), node)     # a plain Python function: as @jr.func
         vector_call = self.vector_call(obj, node)
         if vector_call is not None:
             return vector_call

@@ -224,13 +224,17 @@ class ExprLowering(LoweringHost):
             items = list(sl.elts)
         else:
             items = [sl]
-        if len(items) != ndim:
+        values: list[tuple[ast.AST, Value]] = []
+        for item in items:          # an index vector (jr.grouped) counts as its components
+            v = self.expr(item)
+            values += [(item, x) for x in v.items] if isinstance(v, VecValue) else [(item, v)]
+        if len(values) != ndim:
             hint = " (use x[None] for a 0-d field)" if ndim == 0 else ""
-            raise self.err(node, f"'{ref.name}' has {ndim} dimension(s) but {len(items)} "
+            raise self.err(node, f"'{ref.name}' has {ndim} dimension(s) but {len(values)} "
                            f"index(es) were given{hint}")
         indices = []
-        for item in items:
-            e = self.value(item)
+        for item, v in values:
+            e = self.value(item, v)
             if not e.dtype.is_int:
                 raise self.err(item, f"index must be an integer, got {e.dtype.name}")
             indices.append(self.cast(e, dtypes.i64) if e.dtype.bits == 64 else
@@ -248,6 +252,14 @@ class ExprLowering(LoweringHost):
     def binary(self, op: str, a: Value, b: Value, node: ast.AST) -> Value:
         if isinstance(a, VecValue) or isinstance(b, VecValue):
             return self.vec_binary(op, a, b, node)       # element-wise, scalars broadcast
+        if isinstance(a, PyValue) and isinstance(b, PyValue) and not is_number(a) and \
+                not is_number(b) and op in n.COMPARE_OPS and not isinstance(a.obj, NoValue) \
+                and not isinstance(b.obj, NoValue):
+            # compile-time Python values of any kind: jr.static(mode == "fast")
+            try:
+                return PyValue(int(bool(PY_BINOPS[op](a.obj, b.obj))))
+            except TypeError as exc:
+                raise self.err(node, f"compile-time comparison fails: {exc}") from None
         if is_number(a) and is_number(b):
             return PyValue(self.fold(op, a.obj, b.obj, node))  # type: ignore[union-attr]
         if op == "**":
@@ -327,6 +339,10 @@ class ExprLowering(LoweringHost):
         left = self.expr(node.left)
         result: Value | None = None
         for op_node, right_node in zip(node.ops, node.comparators):
+            if isinstance(op_node, (ast.In, ast.NotIn, ast.Is, ast.IsNot)):
+                left = self.membership(op_node, left, self.expr(right_node), node)
+                result = left if result is None else self.logic("and", result, left, node)
+                continue
             op = CMPOPS.get(type(op_node))
             if op is None:
                 raise self.err(node, f"comparison {type(op_node).__name__} is not supported")
@@ -336,6 +352,19 @@ class ExprLowering(LoweringHost):
             left = right
         assert result is not None
         return result
+
+    def membership(self, op: ast.cmpop, a: Value, b: Value, node: ast.AST) -> Value:
+        """`in`, `not in`, `is`, `is not` of compile-time values (as 0/1)."""
+        if not (isinstance(a, PyValue) and isinstance(b, PyValue)):
+            raise self.err(node, f"'{type(op).__name__}' compares values known at compile "
+                           "time only")
+        try:
+            found = {ast.In: lambda: a.obj in b.obj, ast.NotIn: lambda: a.obj not in b.obj,
+                     ast.Is: lambda: a.obj is b.obj,
+                     ast.IsNot: lambda: a.obj is not b.obj}[type(op)]()
+        except TypeError as exc:
+            raise self.err(node, f"compile-time comparison fails: {exc}") from None
+        return PyValue(int(found))
 
     def logic(self, op: str, a: Value, b: Value, node: ast.AST) -> Value:
         if is_number(a) and is_number(b):

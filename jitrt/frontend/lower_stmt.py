@@ -360,14 +360,24 @@ class StmtLowering(LoweringHost):
         if node.orelse:
             raise self.err(node, "for/else is not supported in kernels")
         it = node.iter
+        while isinstance(it, ast.IfExp):      # an iterable chosen at compile time
+            cond = self.expr(it.test)
+            if not isinstance(cond, PyValue):
+                raise self.err(it.test, "the condition choosing a loop's iterable must be known "
+                               "at compile time (jr.static(...))")
+            it = it.body if cond.obj else it.orelse
         if isinstance(it, ast.Call):
             callee = self.expr(it.func)
             if isinstance(callee, PyValue) and callee.obj is bi.static:
                 return self.static_for(node, self.static_value(it))
             if isinstance(callee, PyValue) and callee.obj is bi.PY_RANGE:
+                if len(it.args) == 3 and not self.is_constant_one(it.args[2]):
+                    return self.stepped_range_for(node, it)
                 return self.range_for(node, [self.range_bounds(it)])
             if isinstance(callee, PyValue) and callee.obj is bi.ndrange:
                 return self.range_for(node, [self.extent(a) for a in it.args], it)
+            if isinstance(callee, PyValue) and callee.obj is bi.grouped:
+                return self.grouped_for(node, it)
         source = self.expr(it)
         if isinstance(source, PyValue) and is_field(source.obj):
             zero = n.Const(0, dtypes.i32, self.loc(it))
@@ -377,6 +387,88 @@ class StmtLowering(LoweringHost):
             return self.range_for(node, extents, it)
         raise self.err(it, "a kernel for loop iterates over range(), jr.ndrange(), a field "
                        "or jr.static(...)")
+
+    def is_constant_one(self, node: ast.AST) -> bool:
+        step = self.expr(node)
+        return is_number(step) and step.obj == 1  # type: ignore[union-attr]
+
+    def stepped_range_for(self, node: ast.For, call: ast.Call) -> None:
+        """`for i in range(a, b, step)`: a loop over the count of values, i = a + k * step
+        assigned first in the body (a constant or run-time step, either sign; a run-time step
+        of 0 runs no iteration, where Python raises ValueError)."""
+        if call.keywords or not isinstance(node.target, ast.Name):
+            raise self.err(call, "range(a, b, step) needs positional arguments and one loop "
+                           "variable")
+        begin, end = self.index_value(call.args[0]), self.index_value(call.args[1])
+        step = self.index_value(call.args[2])
+        if isinstance(step, n.Const) and step.value == 0:
+            raise self.err(call.args[2], "range() step must not be zero")
+        dt = dtypes.i64 if dtypes.i64 in (begin.dtype, end.dtype, step.dtype) else dtypes.i32
+        loc = self.loc(call)
+        names = []
+        for part, value in (("begin", begin), ("step", step)):     # evaluated once, before
+            name = self.ctx.fresh_prefix("range") + part
+            self.ctx.local_types[name] = dt
+            self.emit(n.Assign(name, self.cast(value, dt), loc))
+            alias = f"__jr_{name.replace('$', '_')}"
+            self.scope.bindings[alias] = LocalVar(name, dt)
+            self.mark_assigned(alias)
+            names.append(alias)
+        b, s = (n.Local(self.scope.bindings[a].ir_name, dt, loc) for a in names)
+        e = self.cast(end, dt)
+
+        def c(v: int) -> n.Expr:
+            return n.Const(v, dt, loc)
+
+        def binary(op: str, x: n.Expr, y: n.Expr) -> n.Expr:
+            return n.Binary(op, x, y, dt, loc)
+        up = binary("//", binary("-", binary("+", binary("-", e, b), s), c(1)), s)
+        down = binary("//", binary("-", binary("-", binary("-", b, e), s), c(1)),
+                      n.Unary("neg", s, dt, loc))
+        positive = n.Binary(">", s, c(0), dtypes.i32, loc)
+        negative = n.Binary("<", s, c(0), dtypes.i32, loc)
+        count = binary("max", n.Select(positive, up, n.Select(negative, down, c(0), dt, loc),
+                                       dt, loc), c(0))
+        counter = f"__jr_k_{len(self.ctx.local_types)}"
+        assign = ast.Assign(targets=[node.target], value=ast.BinOp(
+            left=ast.Name(names[0], ast.Load()), op=ast.Add(), right=ast.BinOp(
+                left=ast.Name(counter, ast.Load()), op=ast.Mult(),
+                right=ast.Name(names[1], ast.Load()))))
+        loop = ast.For(target=ast.Name(counter, ast.Store()), iter=call,
+                       body=[assign, *node.body], orelse=[])
+        for x in ast.walk(assign):
+            ast.copy_location(x, node.target)
+        ast.copy_location(loop, node)
+        self.range_for(loop, [(c(0), count)])
+
+    def grouped_for(self, node: ast.For, call: ast.Call) -> None:
+        """`for I in jr.grouped(x)` / `jr.grouped(jr.ndrange(...))`: the box's loop with `I`
+        an integer vector of its indices."""
+        if len(call.args) != 1 or not isinstance(node.target, ast.Name):
+            raise self.err(call, "jr.grouped() takes a field or a jr.ndrange(...), and one "
+                           "loop variable")
+        inner = call.args[0]
+        extents: list[tuple[n.Expr, n.Expr]]
+        if isinstance(inner, ast.Call) and self.expr(inner.func) == PyValue(bi.ndrange):
+            extents = [self.extent(a) for a in inner.args]
+        else:
+            source = self.expr(inner)
+            if not (isinstance(source, PyValue) and is_field(source.obj)):
+                raise self.err(inner, "jr.grouped() takes a field or a jr.ndrange(...)")
+            zero = n.Const(0, dtypes.i32, self.loc(inner))
+            shape = source.obj.shape[:len(source.obj.shape) - len(self.element_shape(source))]
+            extents = [(zero, n.Const(s, dtypes.i32, self.loc(inner))) for s in shape]
+        name = node.target.id
+        parts = [f"{name}$g{k}" for k in range(len(extents))]
+        targets: list[ast.expr] = [ast.Name(p, ast.Store()) for p in parts]
+        loop = ast.For(target=ast.Tuple(targets, ast.Store()), iter=call, body=node.body,
+                       orelse=[])
+        ast.copy_location(loop, node)
+        ast.copy_location(loop.target, node.target)
+        for el in targets:
+            ast.copy_location(el, node.target)
+        self.group_names = (name, parts)
+        self.range_for(loop, extents)
 
     def range_bounds(self, call: ast.Call) -> tuple[n.Expr, n.Expr]:
         args = call.args
@@ -430,8 +522,14 @@ class StmtLowering(LoweringHost):
         self.serialize_next, self.block_dim_next = False, 0
         self.loops.append("parallel" if parallel else "serial")
         self.depth += 1
+        group: tuple[str, list[str]] | None = getattr(self, "group_names", None)
+        if group is not None:            # jr.grouped: the loop variables as one index vector
+            del self.group_names
+            self.scope.bindings[group[0]] = VecVar(
+                (len(group[1]),), tuple(self.scope.bindings[p] for p in group[1]))
         before = self.scope.assigned
-        inside = None if before is None else before | {name.id for name in names}
+        inside = None if before is None else before | {name.id for name in names} | (
+            {group[0]} if group is not None else set())
         try:
             body, _ = self.branch_assigned(inside, lambda: self.lower_block(node.body))
         finally:

@@ -385,14 +385,16 @@ class VectorLowering(LoweringHost):
         items = self.element_indices(node.slice)
         ref = base if isinstance(base, n.ArrayRef) else None
         ndim = (ref.ndim if ref is not None else len(base.obj.shape))
-        if len(items) != ndim - len(element):
+        count = sum(len(self.scope.bindings[i.id].components) if isinstance(i, ast.Name) and
+                    isinstance(self.scope.bindings.get(i.id), VecVar) else 1 for i in items)
+        if count != ndim - len(element):
             return None
         dummy = ast.Subscript(value=node.value, slice=ast.Tuple(
             elts=items + [ast.Constant(0)] * len(element), ctx=ast.Load()), ctx=ast.Load())
         ast.copy_location(dummy, node)
         ast.copy_location(dummy.slice, node.slice)
         ref, indices = self.global_access(dummy, base)
-        return ref, indices[:len(items)], element
+        return ref, indices[:count], element
 
     def element_refs(self, ref: Any, outer: tuple, element: tuple[int, ...], loc: n.Loc
                      ) -> list[tuple[n.Expr, ...]]:

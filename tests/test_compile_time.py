@@ -1,0 +1,126 @@
+"""Compile-time Python in kernels, as in Taichi: jr.static over any Python value (strings
+too), iterables chosen at compile time, range() with a step, jr.grouped, and plain Python
+functions inlined like @jr.func."""
+import numpy as np
+import pytest
+
+import jitrt as jr
+
+nd = jr.types.ndarray
+MODE = "fast"
+WEIGHTS = (1.0, 2.0, 4.0)
+
+
+def helper(a, b):               # a plain function: inlined like a @jr.func
+    return a * 2.0 + b
+
+
+def test_static_strings_membership_and_iterable_choice():
+    @jr.kernel
+    def k(out: nd(dtype=jr.f32, ndim=1), tag: jr.template()):
+        if jr.static(MODE == "fast"):
+            out[0] = 1.0
+        else:
+            out[0] = 2.0
+        if jr.static(tag in ("a", "b")):
+            out[1] = 10.0
+        if jr.static(tag is None):
+            out[1] = 20.0
+        total = 0.0
+        jr.loop_config(serialize=True)
+        for j in (range(3) if jr.static(tag == "a") else jr.static(range(5))):
+            total += WEIGHTS[0] * j
+        out[2] = total
+    out = np.zeros(3, np.float32)
+    k(out, "a")
+    assert out.tolist() == [1.0, 10.0, 3.0]
+    k(out, None)
+    assert out.tolist() == [1.0, 20.0, 10.0]
+
+
+@pytest.mark.parametrize("begin,end,step", [(0, 10, 3), (10, 0, -3), (5, 5, 2), (2, 9, 1),
+                                            (-4, 7, 5), (9, -9, -4), (3, 1, 2)])
+def test_range_with_a_step(begin, end, step):
+    @jr.kernel
+    def parallel(out: nd(dtype=jr.i32, ndim=1), b: jr.i32, e: jr.i32, s: jr.i32):
+        for i in range(b, e, s):                  # a run-time step: the outermost loop
+            out[i + 10] = i
+
+    @jr.kernel
+    def const_serial(out: nd(dtype=jr.i32, ndim=1)) -> jr.i32:
+        count = 0
+        jr.loop_config(serialize=True)
+        for _ in range(1):
+            for i in range(begin, end, step):      # constant step inside a loop
+                out[count] = i
+                count += 1
+        return count
+    out = np.full(30, -99, np.int32)
+    parallel(out, begin, end, step)
+    want = np.full(30, -99, np.int32)
+    for i in range(begin, end, step):
+        want[i + 10] = i
+    np.testing.assert_array_equal(out, want)
+    out[:] = -99
+    n = const_serial(out)
+    assert n == len(range(begin, end, step))
+    assert out[:n].tolist() == list(range(begin, end, step))
+
+
+def test_range_step_zero_is_a_compile_error():
+    @jr.kernel
+    def k(out: nd(dtype=jr.i32, ndim=1)):
+        for i in range(0, 4, 0):
+            out[i] = 1
+    with pytest.raises(jr.KernelCompileError, match="step must not be zero"):
+        k(np.zeros(4, np.int32))
+
+
+def test_grouped_loops_give_index_vectors():
+    x = jr.field(jr.f32, shape=(3, 4))
+    v = jr.Vector.field(2, jr.f32, shape=(3, 4))
+
+    @jr.kernel
+    def k():
+        for g in jr.grouped(x):
+            x[g] = g[0] * 10 + g[1]
+            v[g] = g * 1.0
+        for g in jr.grouped(jr.ndrange((1, 3), 2)):
+            x[g] += 100.0
+    k()
+    i, j = np.meshgrid(np.arange(3), np.arange(4), indexing="ij")
+    want = (i * 10 + j).astype(np.float32)
+    want[1:3, 0:2] += 100
+    np.testing.assert_array_equal(x.to_numpy(), want)
+    np.testing.assert_array_equal(v.to_numpy(), np.stack([i, j], -1))
+
+
+def test_plain_python_functions_are_inlined():
+    def inner(x):
+        return helper(x, 1.0) * WEIGHTS[2]
+
+    @jr.kernel
+    def k(a: nd(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] = inner(a[i])
+    a = np.arange(4, dtype=np.float32)
+    k(a)
+    np.testing.assert_allclose(a, (np.arange(4) * 2 + 1) * 4.0)
+
+
+def test_lambdas_and_runtime_tuple_indices_are_clear_errors():
+    square = lambda v: v * v  # noqa: E731
+
+    @jr.kernel
+    def with_lambda(a: nd(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] = square(a[i])
+
+    @jr.kernel
+    def with_index(a: nd(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] = WEIGHTS[i]
+    with pytest.raises(jr.KernelCompileError, match="lambda"):
+        with_lambda(np.zeros(2, np.float32))
+    with pytest.raises(jr.KernelCompileError, match="constant index"):
+        with_index(np.zeros(2, np.float32))
