@@ -26,7 +26,7 @@ from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min,
                                 rsqrt, select, sign, static)
 from .kernel import func, kernel
 from .data import Field, Ndarray, field, ndarray
-from .linalg import Matrix, Vector
+from .linalg import Matrix, Struct, Vector
 from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
 from .types import template
@@ -52,7 +52,8 @@ asin, acos, atan, sinh, cosh, round = (MATH[k] for k in ("asin", "acos", "atan",
 
 __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
            "Field", "Graph", "JitrtError", "KernelArgError", "KernelCompileError",
-           "KernelRuntimeError", "Matrix", "Ndarray", "OfflineCacheError", "Vector", "acos", "ad",
+           "KernelRuntimeError", "Matrix", "Ndarray", "OfflineCacheError", "Struct", "Vector",
+           "acos", "ad",
            "amdgpu", "asin", "atan", "atan2", "atomic_add", "atomic_max", "atomic_min",
            "atomic_sub", "cast", "ceil", "clamp", "clear_cache", "cos", "cosh", "cpu", "cuda",
            "debug", "exp", "exp2", "f32", "f64", "field", "floor", "func", "gpu", "graph",

@@ -137,3 +137,73 @@ class Matrix:
     def ndarray(n: int, m: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
                 name: str | None = None) -> Any:
         return _ndarray(matrix(n, m, dtype), shape, needs_grad, name)
+
+
+@dataclass(frozen=True)
+class StructType:
+    """Named members, each a dtype or a vector/matrix type: `jr.types.struct(pos=vec3, m=f32)`.
+    Stored as one field (or ndarray) per member (structure of arrays)."""
+    members: tuple[tuple[str, Any], ...]
+
+    def field(self, shape: Any = (), needs_grad: bool = False,
+              name: str | None = None) -> "StructField":
+        return StructField(self, shape, needs_grad, name)
+
+    element_field = field
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.members)
+        return f"jr.types.struct({inner})"
+
+
+def struct(**members: Any) -> StructType:
+    """The type of a struct with these members: `jr.types.struct(pos=jr.math.vec3, m=jr.f32)`."""
+    if not members:
+        raise TypeError("a struct needs at least one member")
+    for k, v in members.items():
+        if not isinstance(v, MatrixType):
+            dtypes.coerce(v)        # raises TypeError for what is not a dtype
+    return StructType(tuple(members.items()))
+
+
+class StructField:
+    """A field of structs (`jr.Struct.field({...}, shape=N)`): one field per member, reached as
+    `s.pos` (a field) or, in kernels, `s[i].pos`. `to_numpy()` is a dict of arrays."""
+
+    def __init__(self, kind: StructType, shape: Any, needs_grad: bool,
+                 name: str | None) -> None:
+        from .data import _shape, field
+        self.kind, self.shape = kind, _shape(shape)
+        self.members = {k: field(t, self.shape, needs_grad,
+                                 None if name is None else f"{name}.{k}")
+                        for k, t in kind.members}
+        self.element_shape = ()
+
+    def __getattr__(self, name: str) -> Any:
+        members = self.__dict__.get("members", {})
+        if name in members:
+            return members[name]
+        raise AttributeError(f"struct field has no member '{name}'")
+
+    def to_numpy(self) -> dict[str, np.ndarray]:
+        return {k: f.to_numpy() for k, f in self.members.items()}
+
+    def from_numpy(self, arrays: dict[str, Any]) -> None:
+        unknown = set(arrays) - set(self.members)
+        if unknown:
+            raise KeyError(f"struct field has no member(s) {sorted(unknown)}")
+        for k, a in arrays.items():
+            self.members[k].from_numpy(a)
+
+    def fill(self, value: Any) -> None:
+        for f in self.members.values():
+            f.fill(value)
+
+
+class Struct:
+    """`jr.Struct.field({"pos": jr.math.vec3, "mass": jr.f32}, shape=N)`."""
+
+    @staticmethod
+    def field(members: dict[str, Any], shape: Any = (), needs_grad: bool = False,
+              name: str | None = None) -> StructField:
+        return struct(**members).field(shape, needs_grad, name)

@@ -6,9 +6,9 @@ from typing import Any
 
 from . import dtypes
 from .dtypes import DataType
-from .linalg import MatrixType, matrix, vector
+from .linalg import MatrixType, matrix, struct, vector
 
-__all__ = ["NdarrayType", "Template", "matrix", "ndarray", "template", "vector"]
+__all__ = ["NdarrayType", "Template", "matrix", "ndarray", "struct", "template", "vector"]
 
 
 @dataclass(frozen=True)

@@ -226,3 +226,42 @@ def test_misuse_is_a_located_compile_error(fn, words):
     with pytest.raises(jr.KernelCompileError, match=words) as info:
         kernel(*args)
     assert info.value.line > fn.__code__.co_firstlineno
+
+
+def test_struct_fields(rng):
+    particle = jr.types.struct(pos=jr.math.vec3, vel=jr.math.vec3, mass=jr.f32)
+    ps = particle.field(shape=N, needs_grad=False)
+    tags = jr.Struct.field({"weight": jr.f64, "id": jr.i32}, shape=(4,))
+    assert repr(particle).startswith("jr.types.struct(pos=")
+
+    @jr.kernel
+    def step(dt: jr.f32):
+        for i in ps:
+            ps[i].vel += jr.math.vec3(0.0, -9.8, 0.0) * dt
+            ps[i].pos = ps[i].pos + ps[i].vel * dt
+            ps[i].mass = ps[i].mass * 2.0
+        for j in tags:
+            tags[j].id = j * 3
+            tags[j].weight += 0.5
+    pos, vel = rand(rng, N, 3, dtype=np.float32), rand(rng, N, 3, dtype=np.float32)
+    ps.from_numpy({"pos": pos, "vel": vel, "mass": np.ones(N, np.float32)})
+    step(0.1)
+    got = ps.to_numpy()
+    vel2 = vel + np.array([0, -0.98, 0], np.float32)
+    np.testing.assert_allclose(got["vel"], vel2, rtol=1e-6)
+    np.testing.assert_allclose(got["pos"], pos + vel2 * np.float32(0.1), rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(got["mass"], 2.0)
+    np.testing.assert_array_equal(ps.mass.to_numpy(), 2.0)         # a member is a field
+    assert tags.to_numpy()["id"].tolist() == [0, 3, 6, 9]
+    assert tags.to_numpy()["weight"].tolist() == [0.5] * 4
+    with pytest.raises(KeyError, match="colour"):
+        tags.from_numpy({"colour": np.zeros(4)})
+    with pytest.raises(TypeError):
+        jr.types.struct(a="not a dtype")
+
+    @jr.kernel
+    def bad():
+        for j in tags:
+            tags[j].colour = 1
+    with pytest.raises(jr.KernelCompileError, match="no member 'colour'"):
+        bad()

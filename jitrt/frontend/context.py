@@ -169,3 +169,5 @@ class LoweringHost:
         store_element: Callable[..., None]
         assign_vec_local: Callable[..., None]
         assign_vec_component: Callable[..., None]
+        load_member: Callable[..., Any]
+        store_member: Callable[..., bool]

@@ -18,7 +18,7 @@ from ..dtypes import DataType
 from ..ir import nodes as n
 from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .source import SourceInfo
-from .vectors import VecValue, VecVar
+from .vectors import StructElement, VecValue, VecVar
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
           ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -38,7 +38,7 @@ class ShapeOf:
     ref: n.ArrayRef
 
 
-Value = n.Expr | PyValue | n.ArrayRef | ShapeOf | VecValue
+Value = n.Expr | PyValue | n.ArrayRef | ShapeOf | VecValue | StructElement
 
 
 def is_number(v: Any) -> bool:
@@ -159,6 +159,8 @@ class ExprLowering(LoweringHost):
         base = self.expr(node.value)
         if isinstance(base, VecValue):
             return self.vec_attribute(base, node)
+        if isinstance(base, StructElement):
+            return self.load_member(base, node)
         if isinstance(base, PyValue):
             obj = base.obj
             if is_field(obj) and node.attr == "grad" and obj.grad is None:
@@ -181,6 +183,8 @@ class ExprLowering(LoweringHost):
         base = self.expr(node.value)
         if isinstance(base, VecValue):
             return self.vec_index(base, node.slice)
+        if isinstance(base, PyValue) and type(base.obj).__name__ == "StructField":
+            return StructElement(base.obj, node)          # s[i], waiting for .member
         whole = self.whole_element(node, base)
         if whole is not None:
             return self.load_element(whole, node)

@@ -134,6 +134,8 @@ class StmtLowering(LoweringHost):
     def assign_target(self, target: ast.AST, v: Value, node: ast.AST) -> None:
         if isinstance(target, ast.Name):
             self.assign_local(target, v, node)
+        elif isinstance(target, ast.Attribute) and self.store_member(target, v, node):
+            return
         elif isinstance(target, ast.Subscript):
             if self.assign_vector_part(target, v, node):
                 return
@@ -248,6 +250,9 @@ class StmtLowering(LoweringHost):
         if op is None:
             raise self.err(node, f"operator {type(node.op).__name__} is not supported")
         if isinstance(node.target, ast.Subscript) and self.aug_assign_vector(node, op):
+            return
+        if isinstance(node.target, ast.Attribute) and self.store_member(
+                node.target, self.expr(node.value), node, op):
             return
         if isinstance(node.target, ast.Subscript):
             ref, indices = self.global_access(node.target)
@@ -379,6 +384,10 @@ class StmtLowering(LoweringHost):
             if isinstance(callee, PyValue) and callee.obj is bi.grouped:
                 return self.grouped_for(node, it)
         source = self.expr(it)
+        if isinstance(source, PyValue) and type(source.obj).__name__ == "StructField":
+            zero = n.Const(0, dtypes.i32, self.loc(it))
+            return self.range_for(node, [(zero, n.Const(s, dtypes.i32, self.loc(it)))
+                                         for s in source.obj.shape], it)
         if isinstance(source, PyValue) and is_field(source.obj):
             zero = n.Const(0, dtypes.i32, self.loc(it))
             shape = source.obj.shape[:len(source.obj.shape) - len(self.element_shape(source))]

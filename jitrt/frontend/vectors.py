@@ -51,6 +51,13 @@ class VecVar:
 
 
 @dataclass(frozen=True)
+class StructElement:
+    """`s[i]` of a struct field, waiting for `.member`."""
+    field: Any                        # linalg.StructField
+    node: ast.Subscript
+
+
+@dataclass(frozen=True)
 class VecMethod:
     """`v.norm` waiting for its call."""
     vec: VecValue
@@ -429,6 +436,40 @@ class VectorLowering(LoweringHost):
             else:
                 new = self.binary(op, n.Load(ref, idx, ref.dtype, loc), x, node)
                 self.emit(n.Store(ref, idx, self.typed(new, ref.dtype, node), loc))
+
+    # ---- structs -----------------------------------------------------------------------
+    def struct_member(self, element: StructElement, attr: str, node: ast.AST
+                      ) -> tuple[ast.Subscript, Any]:
+        """(the subscript, the member field) of `s[i].attr`."""
+        member = element.field.members.get(attr)
+        if member is None:
+            raise self.err(node, f"the struct has no member '{attr}' (members: "
+                           f"{', '.join(element.field.members)})")
+        return element.node, PyValue(member)
+
+    def load_member(self, element: StructElement, node: ast.Attribute) -> Any:
+        sub, member = self.struct_member(element, node.attr, node)
+        whole = self.whole_element(sub, member)
+        if whole is not None:
+            return self.load_element(whole, sub)
+        ref, indices = self.global_access(sub, member)
+        return n.Load(ref, indices, ref.dtype, self.loc(node))
+
+    def store_member(self, target: ast.Attribute, v: Any, node: ast.AST,
+                     op: str | None = None) -> bool:
+        """`s[i].attr = v` (or `op=` v); False when `target` is not a struct member."""
+        if not isinstance(target.value, ast.Subscript):
+            return False
+        element = self.expr(target.value)
+        if not isinstance(element, StructElement):
+            return False
+        sub, member = self.struct_member(element, target.attr, target)
+        whole = self.whole_element(sub, member)
+        if whole is None:
+            ref, indices = self.global_access(sub, member)
+            whole = (ref, indices, ())
+        self.store_element(whole, v, node, op)
+        return True
 
     # ---- locals ------------------------------------------------------------------------
     def vec_local_value(self, var: VecVar, node: ast.AST) -> VecValue:
