@@ -127,7 +127,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("arch", "cpu", str, _check_arch, True, "cpu | cuda | amdgpu | gpu"),
     Option("device_id", 0, _parse_int, _int_in(0, 1 << 16, "the GPU to use; 0 is the first"),
            False, "which device of the arch (GPUs; the CPU is device 0)"),
-    Option("debug", False, _parse_bool, _check_bool, True, "extra runtime checks"),
+    Option("debug", False, _parse_bool, _check_bool, True, "compile assert statements in"),
     Option("offline_cache", True, _parse_bool, _check_bool, False, "use the on-disk kernel cache"),
     Option("offline_cache_dir", None, str, _check_dir, False,
            "cache directory (else JITRT_CACHE_DIR, else XDG)"),

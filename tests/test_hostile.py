@@ -382,7 +382,8 @@ def _range_step(a: ND(dtype=jr.f32, ndim=1)):
 
 def _assert(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        assert a[i] > 0
+        with open("x"):
+            a[i] = 0.0
 
 
 UNSUPPORTED = [
@@ -391,7 +392,7 @@ UNSUPPORTED = [
     (_del, "Delete"), (_import, "Import"), (_walrus, "NamedExpr"), (_dict, "Dict"),
     (_comprehension, "list comprehensions"), (_string_store, "str"),
     (_tuple_of_values, "vector component must be a scalar"), (_range_step, "step must not be zero"),
-    (_assert, "Assert"),
+    (_assert, "With"),
 ]
 
 

@@ -303,6 +303,59 @@ class ExprEmitter(EmitterHost):
         fn = self.target.math_function(self.module, e.fn, ll_type(e.dtype), len(args))
         return self.builder.call(fn, args)
 
+    # ---- debugging aids -------------------------------------------------------------------
+    def expr_Assertion(self, e: n.Assertion) -> ir.Value:
+        site = self.add_site(e.message, e.loc, "assert")
+        failed = self.builder.icmp_signed("==", self.expr(e.cond), ir.Constant(
+            ll_type(e.cond.dtype), 0))
+        with self.builder.if_then(failed, likely=False):
+            self.record_fault(site, [])
+        return ir.Constant(I32, 0)
+
+    def expr_Print(self, e: n.Print) -> ir.Value:
+        """printf on the CPU (flushed at once), vprintf on CUDA; AMDGPU has no printf here."""
+        b = self.builder
+        spec, values = [], []
+        for a in e.args:
+            v = self.expr(a)
+            if a.dtype.is_float:
+                spec.append("%g")
+                values.append(v if a.dtype.bits == 64 else b.fpext(v, ir.DoubleType()))
+            else:
+                spec.append("%lld" if a.dtype.is_signed else "%llu")
+                values.append(v if a.dtype.bits == 64 else (
+                    b.sext(v, I64) if a.dtype.is_signed else b.zext(v, I64)))
+        text = "".join(p.replace("%", "%%") + (spec[k] if k < len(spec) else "")
+                       for k, p in enumerate(e.pieces))
+        data = bytearray(text.encode() + b"\0")
+        fmt_ty = ir.ArrayType(ir.IntType(8), len(data))
+        fmt = ir.GlobalVariable(self.module, fmt_ty, f"jitrt_fmt{self.next_id()}")
+        fmt.linkage, fmt.global_constant = "internal", True
+        fmt.initializer = ir.Constant(fmt_ty, data)
+        i8p = ir.IntType(8).as_pointer()
+        fmt_ptr = b.bitcast(fmt, i8p)
+        if self.target.name == "cuda":
+            with b.goto_block(self.alloca_block):
+                buf = self.target.alloca(b, ir.ArrayType(I64, max(len(values), 1)), "printbuf")
+            for k, v in enumerate(values):
+                slot = b.gep(buf, [ir.Constant(I32, 0), ir.Constant(I32, k)])
+                b.store(v, b.bitcast(slot, v.type.as_pointer()))
+            vprintf = self.module.globals.get("vprintf") or ir.Function(
+                self.module, ir.FunctionType(I32, [i8p, i8p]), "vprintf")
+            b.call(vprintf, [fmt_ptr, b.bitcast(buf, i8p)])
+            return ir.Constant(I32, 0)
+        if self.target.is_gpu:
+            from ..errors import error_at
+            raise error_at(e.loc, f"print() in kernels is not supported on {self.target.name} "
+                           "in this version (CPU and CUDA only)")
+        printf = self.module.globals.get("printf") or ir.Function(
+            self.module, ir.FunctionType(I32, [i8p], var_arg=True), "printf")
+        fflush = self.module.globals.get("fflush") or ir.Function(
+            self.module, ir.FunctionType(I32, [i8p]), "fflush")
+        b.call(printf, [fmt_ptr, *values])
+        b.call(fflush, [ir.Constant(i8p, None)])
+        return ir.Constant(I32, 0)
+
     # ---- global memory ------------------------------------------------------------------
     def expr_Load(self, e: n.Load) -> ir.Value:
         access = self.element_ptr(e.ref, e.indices, e.loc, "read")

@@ -66,9 +66,11 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self._ids += 1
         return self._ids
 
-    def add_site(self, ref: n.Ref, loc: n.Loc, kind: str) -> int:
+    def add_site(self, ref: n.Ref | str, loc: n.Loc, kind: str) -> int:
+        """A fault site: an access (named by its ref) or an assertion (named by its message)."""
         from ..ir.printer import ref_text
-        self.sites.append(AccessSite(ref_text(ref).split(":", 1)[1], loc, kind))
+        name = ref if isinstance(ref, str) else ref_text(ref).split(":", 1)[1]
+        self.sites.append(AccessSite(name, loc, kind))
         return len(self.sites) - 1
 
     def finish(self) -> None:

@@ -98,6 +98,6 @@ PYTHON_EQUIVALENTS.update({getattr(np, NUMPY_NAMES.get(name, name)): MATH[name]
                            for name in MATH})
 PYTHON_EQUIVALENTS.update({np.power: pow_, np.arctan2: atan2, np.log2: log2, np.exp2: exp2,
                            np.sign: sign, np.clip: clamp, np.where: select})
-PY_ABS, PY_MIN, PY_MAX, PY_INT, PY_FLOAT, PY_RANGE, PY_LEN = (
+PY_ABS, PY_MIN, PY_MAX, PY_INT, PY_FLOAT, PY_RANGE, PY_LEN, PY_PRINT = (
     builtins.abs, builtins.min, builtins.max, builtins.int, builtins.float, builtins.range,
-    builtins.len)
+    builtins.len, builtins.print)

@@ -54,6 +54,7 @@ class CompileContext:
     origins: dict[str, tuple[str, int, int, int]] = field(default_factory=dict)
     inline_counter: int = 0
     inline_depth: int = 0
+    debug: bool = False       # jr.init(debug=True): asserts are compiled in
     # ndarray parameter index -> the component dimensions of its vector/matrix elements
     array_elements: dict[int, tuple[int, ...]] = field(default_factory=dict)
 

@@ -68,6 +68,8 @@ class CallLowering(LoweringHost):
         if getattr(type(obj), "is_jitrt_kernel", False):
             raise self.err(node, f"kernel '{obj.name}' cannot be called from a kernel; "
                            "make it a @jr.func")
+        if obj is bi.PY_PRINT:
+            return self.print_call(node)
         if node.keywords and obj is not bi.cast:
             raise self.err(node, f"keyword arguments are not supported for {describe(obj)}")
         if isinstance(obj, dtypes.DataType):
@@ -235,6 +237,38 @@ class CallLowering(LoweringHost):
         cond = self.truth(self.value(node, args[0]))         # select(cond, a, b)
         a, b, dt = self.operands(args[1], args[2], node)
         return n.Select(cond, a, b, dt, loc)
+
+    def print_call(self, node: ast.Call) -> Value:
+        """`print(a, "text", v, sep=..., end=...)`: compile-time values become text, numbers
+        are printed by the device (CPU: printf; CUDA: vprintf), vectors as [x, y, z]."""
+        options = {"sep": " ", "end": "\n"}
+        for kw in node.keywords:
+            value = self.expr(kw.value)
+            if kw.arg not in options or not (isinstance(value, PyValue) and
+                                             isinstance(value.obj, str)):
+                raise self.err(kw.value, "print() takes sep= and end= strings only")
+            options[kw.arg] = value.obj
+        pieces, args = [""], []
+
+        def put(v: Value, src: ast.AST) -> None:
+            if isinstance(v, VecValue):
+                pieces[-1] += "["
+                for k, x in enumerate(v.items):
+                    if k:
+                        pieces[-1] += ", "
+                    put(x, src)
+                pieces[-1] += "]"
+            elif isinstance(v, PyValue) and not is_number(v):
+                pieces[-1] += str(v.obj)
+            else:
+                args.append(self.value(src, v))
+                pieces.append("")
+        for k, a in enumerate(node.args):
+            if k:
+                pieces[-1] += options["sep"]
+            put(self.expr(a), a)
+        pieces[-1] += options["end"]
+        return n.Print(tuple(pieces), tuple(args), dtypes.i32, self.loc(node))
 
     def cast_call(self, node: ast.Call) -> Value:
         args = list(node.args) + [k.value for k in node.keywords if k.arg == "dtype"]

@@ -51,6 +51,22 @@ class StmtLowering(LoweringHost):
         if isinstance(v, n.Expr) and has_side_effect(v):
             self.emit(n.Eval(v, self.loc(node)))
 
+    def stmt_Assert(self, node: ast.Assert) -> None:
+        """Checked when the program runs with jr.init(debug=True) (as in Taichi), else
+        skipped: a failure raises KernelRuntimeError with the message at the next sync."""
+        if not self.ctx.debug:
+            return
+        cond = self.truth(self.value(node.test))
+        message = ast.unparse(node.test)
+        if node.msg is not None:
+            msg = self.expr(node.msg)
+            if not (isinstance(msg, PyValue) and isinstance(msg.obj, str)):
+                raise self.err(node.msg, "an assert message must be a string known at compile "
+                               "time")
+            message = msg.obj
+        self.emit(n.Eval(n.Assertion(cond, message, dtypes.i32, self.loc(node)),
+                         self.loc(node)))
+
     def is_loop_config(self, call: ast.Call) -> bool:
         """`jr.loop_config(serialize=True)`: the next loop runs serially on one thread;
         `jr.loop_config(block_dim=N)`: on GPUs, its blocks have N threads (a multiple of 32
@@ -584,7 +600,7 @@ class StmtLowering(LoweringHost):
 
 
 def has_side_effect(e: Any) -> bool:
-    if isinstance(e, n.Atomic):
+    if isinstance(e, (n.Atomic, n.Assertion, n.Print)):
         return True
     for value in vars(e).values():
         if isinstance(value, n.Expr) and has_side_effect(value):

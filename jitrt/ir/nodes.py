@@ -136,6 +136,26 @@ class Cast(Expr):
     loc: Loc = _loc()
 
 
+@dataclass(frozen=True)
+class Assertion(Expr):
+    """`assert cond, message` (compiled with jr.init(debug=True) only): 0; when `cond` is 0 it
+    records a fault the host raises as KernelRuntimeError with the message and location."""
+    cond: Expr
+    message: str
+    dtype: DataType
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class Print(Expr):
+    """`print(...)` in a kernel: `pieces` are text and `args` interleaved ("%" marks where each
+    argument goes); 0. CPU only (a compile error on GPUs in this version)."""
+    pieces: tuple[str, ...]
+    args: tuple[Expr, ...]
+    dtype: DataType
+    loc: Loc = _loc()
+
+
 MATH_FUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil", "abs", "pow",
               "asin", "acos", "atan", "atan2", "sinh", "cosh", "round")
 

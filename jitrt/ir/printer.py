@@ -37,6 +37,10 @@ def expr_text(e: n.Expr) -> str:
     if isinstance(e, n.Atomic):
         idx = ", ".join(expr_text(i) for i in e.indices)
         return f"atomic_{e.op}({ref_text(e.ref)}[{idx}], {expr_text(e.value)})"
+    if isinstance(e, n.Assertion):
+        return f"assert({expr_text(e.cond)}, {e.message!r})"
+    if isinstance(e, n.Print):
+        return f"print({e.pieces!r}, {', '.join(expr_text(a) for a in e.args)})"
     if isinstance(e, n.StackTop):
         return f"top(stack{e.stack.id}:{e.stack.name})"
     if isinstance(e, n.StackTopAdj):

@@ -167,7 +167,7 @@ def key_parts(source: str, ctx: CompileContext, kir: n.KernelIR, cfg: Any,
 
 def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values: dict[str, Any],
              name: str, cfg: Any) -> tuple[CompileContext, n.KernelIR]:
-    ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params)
+    ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params, debug=cfg.debug)
     return ctx, lower_kernel(kernel.source(), kernel.fn, params, template_values, ctx, kernel.ret)
 
 

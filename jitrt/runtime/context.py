@@ -90,6 +90,10 @@ def raise_fault(buf: Any, compiled: "CompiledKernel") -> None:
     buf[abi.SLOT_ERROR] = buf[abi.SLOT_ERROR_AXIS] = buf[abi.SLOT_ERROR_INDEX] = 0
     site = compiled.sites[site_id]
     line = source_line(site.loc)
+    if site.kind == "assert":
+        raise KernelRuntimeError(
+            f"kernel {compiled.name}: assertion failed at {site.loc}: {site.name}"
+            + ("\n" + caret_text(line, site.loc.col) if line else ""))
     raise KernelRuntimeError(
         f"kernel {compiled.name}: index {index} out of bounds on axis {axis} of '{site.name}' "
         f"({site.kind}) at {site.loc}; the access was skipped"
