@@ -128,6 +128,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("device_id", 0, _parse_int, _int_in(0, 1 << 16, "the GPU to use; 0 is the first"),
            False, "which device of the arch (GPUs; the CPU is device 0)"),
     Option("debug", False, _parse_bool, _check_bool, True, "compile assert statements in"),
+    Option("random_seed", 0, _parse_int, _int_in(0, (1 << 64) - 1, "an integer seed"), False,
+           "where jr.random()'s sequence starts"),
     Option("offline_cache", True, _parse_bool, _check_bool, False, "use the on-disk kernel cache"),
     Option("offline_cache_dir", None, str, _check_dir, False,
            "cache directory (else JITRT_CACHE_DIR, else XDG)"),
@@ -158,6 +160,7 @@ class Config:
     arch: str
     device_id: int
     debug: bool
+    random_seed: int
     offline_cache: bool
     offline_cache_dir: str | None
     offline_cache_max_bytes: int

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from .. import dtypes
 from ..ir import nodes as n
 from .context import CompileContext, PyValue, Scope, function_globals
 from .lower_call import CallLowering
@@ -36,6 +37,20 @@ class FunctionLowerer(ExprLowering, CallLowering, StmtLowering, VectorLowering):
         sub = FunctionLowerer(src, self.ctx, scope, False, self.depth + 1, self.loops)
         sub.block = self.block
         return sub
+
+
+def random_prologue(ctx: CompileContext, loc: n.Loc) -> list[n.Stmt]:
+    """The start of a kernel calling jr.random(): this launch's value of the program-wide
+    state (then advanced), and the call counter of code outside parallel loops."""
+    from . import random as rnd
+    state = ctx.field_ref(rnd.state_field(), "jr.random state")
+    u = dtypes.u64
+    ctx.local_types[rnd.SEED_LOCAL] = u
+    ctx.local_types["$rng_serial"] = u
+    launch = n.Local(rnd.SEED_LOCAL, u, loc)
+    return [n.Assign(rnd.SEED_LOCAL, n.Load(state, (), u, loc), loc),
+            n.Store(state, (), n.Binary("+", launch, n.Const(1, u, loc), u, loc), loc),
+            n.Assign("$rng_serial", n.Const(0, u, loc), loc)]
 
 
 def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
@@ -76,5 +91,7 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
     elif ret is not None:
         raise src.error(src.tree, f"kernel is annotated to return {ret!r} but has no final "
                         "return statement")
+    if ctx.random_used:
+        lowerer.block[:0] = random_prologue(ctx, src.loc(src.tree))
     return n.KernelIR(ctx.kernel_name, params, tuple(ctx.field_refs.values()),
                       tuple(lowerer.block), ret)

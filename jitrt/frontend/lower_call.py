@@ -70,6 +70,8 @@ class CallLowering(LoweringHost):
                            "make it a @jr.func")
         if obj is bi.PY_PRINT:
             return self.print_call(node)
+        if obj is bi.random:
+            return self.random_call(node)
         if node.keywords and obj is not bi.cast:
             raise self.err(node, f"keyword arguments are not supported for {describe(obj)}")
         if isinstance(obj, dtypes.DataType):
@@ -237,6 +239,34 @@ class CallLowering(LoweringHost):
         cond = self.truth(self.value(node, args[0]))         # select(cond, a, b)
         a, b, dt = self.operands(args[1], args[2], node)
         return n.Select(cond, a, b, dt, loc)
+
+    def random_call(self, node: ast.Call) -> Value:
+        """`jr.random()` (the default float, uniform in [0, 1)), `jr.random(jr.f64)`,
+        `jr.random(jr.i32)` (all bits): see frontend/random.py."""
+        from . import random as rnd
+        args = list(node.args) + [k.value for k in node.keywords if k.arg == "dtype"]
+        if len(args) > 1 or any(k.arg != "dtype" for k in node.keywords):
+            raise self.err(node, "jr.random() takes at most a dtype")
+        dt: Any = self.ctx.default_fp
+        if args:
+            want = getattr(self.expr(args[0]), "obj", None)
+            dt = self.ctx.default_fp if want is float else (
+                self.ctx.default_ip if want is int else want)
+            if not isinstance(dt, DataType):
+                raise self.err(args[0], "jr.random(dtype) needs a jitrt dtype such as jr.f32")
+        loc, u = self.loc(node), dtypes.u64
+        self.ctx.random_used = True
+        scope = self.ctx.random_scopes[-1] if self.ctx.random_scopes else ("$rng_serial", ())
+        counter, loop_vars = scope
+        self.ctx.local_types[counter] = u
+        calls = n.Local(counter, u, loc)
+        self.emit(n.Assign(counter, n.Binary("+", calls, n.Const(1, u, loc), u, loc), loc))
+        h = rnd.mix(n.Local(rnd.SEED_LOCAL, u, loc), loc)
+        for var in loop_vars:
+            index = n.Cast(n.Local(var, self.ctx.local_types[var], loc), u, loc)
+            h = rnd.mix(n.Binary("^", h, index, u, loc), loc)
+        h = rnd.mix(n.Binary("^", h, n.Local(counter, u, loc), u, loc), loc)
+        return rnd.value(h, dt, loc)
 
     def print_call(self, node: ast.Call) -> Value:
         """`print(a, "text", v, sep=..., end=...)`: compile-time values become text, numbers

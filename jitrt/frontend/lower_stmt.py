@@ -555,12 +555,19 @@ class StmtLowering(LoweringHost):
         before = self.scope.assigned
         inside = None if before is None else before | {name.id for name in names} | (
             {group[0]} if group is not None else set())
+        counter = f"$rng{len(self.ctx.random_scopes)}_{len(self.ctx.local_types)}"
+        if parallel:                     # jr.random(): a call counter per iteration
+            self.ctx.random_scopes.append((counter, tuple(vars_)))
         try:
             body, _ = self.branch_assigned(inside, lambda: self.lower_block(node.body))
         finally:
             self.loops.pop()
             self.depth -= 1
             self.scope.assigned = before   # the body may run zero times
+            if parallel:
+                self.ctx.random_scopes.pop()
+        if parallel and counter in self.ctx.local_types:
+            body = (n.Assign(counter, n.Const(0, dtypes.u64, loc), loc),) + tuple(body)
         if parallel:
             self.emit(n.ParFor(tuple(vars_), tuple(self.cast(b, self.ctx.local_types[v]) for
                                                    (b, _), v in zip(extents, vars_)),

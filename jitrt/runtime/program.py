@@ -127,6 +127,8 @@ def _init(arch: Any = None, **options: Any) -> Program:
     from .. import data, dtypes
     data.CURRENT_DEVICE[0] = program.device if program.arch != "cpu" else None
     dtypes.DEFAULT_FP[0] = program.config.default_fp     # what jr.math.vec3 fields store
+    from ..frontend import random as random_mod
+    random_mod.reset(program.config.random_seed)
     ACTIVE[0] = program
     store = program.cache_store
     log.logger.info("jitrt %s: arch=%s (device %d), %d thread(s), offline cache %s",

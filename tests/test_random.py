@@ -1,0 +1,67 @@
+"""jr.random(): uniform floats in [0, 1) (and integer bits), different per element, per call
+and per launch, repeating exactly after jr.init(random_seed=...) on every arch."""
+import numpy as np
+import pytest
+
+import jitrt as jr
+
+N = 1 << 16
+x = jr.field(jr.f32, shape=(N,))
+pairs = jr.field(jr.f64, shape=(N, 2))
+ints = jr.field(jr.i32, shape=(8,))
+
+
+@jr.kernel
+def draw():
+    for i in x:
+        x[i] = jr.random()
+        for k in range(2):
+            pairs[i, k] = jr.random(jr.f64)
+    s = 0
+    while s < 8:                       # serial code: the call counter still advances
+        ints[s] = jr.random(jr.i32)
+        s += 1
+
+
+def test_uniform_and_distinct(arch):
+    jr.init(arch=arch, offline_cache=False, random_seed=7)
+    draw()
+    a, p, i1 = x.to_numpy(), pairs.to_numpy(), ints.to_numpy().copy()
+    assert 0.0 <= a.min() and a.max() < 1.0 and 0.0 <= p.min() and p.max() < 1.0
+    assert abs(a.mean() - 0.5) < 0.01 and abs(p.mean() - 0.5) < 0.01
+    assert abs(np.corrcoef(p[:, 0], p[:, 1])[0, 1]) < 0.02     # calls in one iteration differ
+    assert len(np.unique(a)) > 0.99 * N
+    assert len(set(i1.tolist())) == 8
+    hist, _ = np.histogram(a, bins=16, range=(0, 1))
+    assert hist.min() > 0.9 * N / 16
+    draw()                                                     # the next launch differs
+    assert (x.to_numpy() != a).mean() > 0.99
+    jr.init(arch=arch, offline_cache=False, random_seed=7)    # the same seed: the same numbers
+    draw()
+    np.testing.assert_array_equal(x.to_numpy(), a)
+    np.testing.assert_array_equal(ints.to_numpy(), i1)
+    jr.init(arch=arch, offline_cache=False, random_seed=8)
+    draw()
+    assert (x.to_numpy() != a).mean() > 0.99
+
+
+def test_random_in_a_differentiated_kernel_has_no_gradient():
+    w = jr.field(jr.f64, shape=(16,), needs_grad=True)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def k():
+        for i in w:
+            loss[None] += w[i] * 2.0 + jr.random(jr.f64) * 0.0
+    with jr.ad.Tape(loss=loss):
+        k()
+    np.testing.assert_array_equal(w.grad.to_numpy(), 2.0)
+
+
+def test_bad_dtype_is_a_compile_error():
+    @jr.kernel
+    def k():
+        for i in x:
+            x[i] = jr.random("f32")
+    with pytest.raises(jr.KernelCompileError, match="jitrt dtype"):
+        k()
