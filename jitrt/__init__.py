@@ -22,7 +22,8 @@ from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableErro
                      OfflineCacheError)
 from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min, atomic_sub,
                                 cast, clamp, exp2, grouped, log2, loop_config, ndrange,
-                                pow_ as pow, random, rsqrt, select, sign, static)
+                                pow_ as pow, randn, random, rsqrt, select, sign,
+                                static)
 from .kernel import func, kernel
 from .data import Field, Ndarray, field, ndarray
 from .linalg import Matrix, Struct, Vector
@@ -43,6 +44,7 @@ class _Arch(str):
 
 
 cpu, cuda, amdgpu, gpu = _Arch("cpu"), _Arch("cuda"), _Arch("amdgpu"), _Arch("gpu")
+ScalarField = MatrixField = Field       # the peers' names of a field's type (annotations)
 
 sin, cos, tan, exp, log = MATH["sin"], MATH["cos"], MATH["tan"], MATH["exp"], MATH["log"]
 sqrt, tanh, floor, ceil = MATH["sqrt"], MATH["tanh"], MATH["floor"], MATH["ceil"]
@@ -51,12 +53,11 @@ asin, acos, atan, sinh, cosh, round = (MATH[k] for k in ("asin", "acos", "atan",
 
 __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
            "Field", "Graph", "JitrtError", "KernelArgError", "KernelCompileError",
-           "KernelRuntimeError", "Matrix", "Ndarray", "OfflineCacheError", "Struct", "Vector",
-           "acos", "ad",
-           "amdgpu", "asin", "atan", "atan2", "atomic_add", "atomic_max", "atomic_min",
-           "atomic_sub", "cast", "ceil", "clamp", "clear_cache", "cos", "cosh", "cpu", "cuda",
-           "debug", "exp", "exp2", "f32", "f64", "field", "floor", "func", "gpu", "graph",
-           "grouped", "i16", "i32", "i64", "i8", "init", "kernel", "log", "log2", "loop_config",
-           "math", "ndarray", "ndrange", "pow", "profiler", "random", "reset", "round", "rsqrt",
-           "select", "sign", "sin", "sinh", "sqrt", "static", "sync", "tan", "tanh", "template",
-           "types", "u16", "u32", "u64", "u8"]
+           "KernelRuntimeError", "Matrix", "MatrixField", "Ndarray", "OfflineCacheError",
+           "ScalarField", "Struct", "Vector", "acos", "ad", "amdgpu", "asin", "atan", "atan2",
+           "atomic_add", "atomic_max", "atomic_min", "atomic_sub", "cast", "ceil", "clamp",
+           "clear_cache", "cos", "cosh", "cpu", "cuda", "debug", "exp", "exp2", "f32", "f64",
+           "field", "floor", "func", "gpu", "graph", "grouped", "i16", "i32", "i64", "i8", "init",
+           "kernel", "log", "log2", "loop_config", "math", "ndarray", "ndrange", "pow", "profiler",
+           "randn", "random", "reset", "round", "rsqrt", "select", "sign", "sin", "sinh", "sqrt",
+           "static", "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8"]

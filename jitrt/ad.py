@@ -1,6 +1,8 @@
 """`jr.ad.Tape`: record forward launches, then run their adjoints in reverse.
 
-Stage: runtime (autodiff driver). On entry the tape clears the gradients of every live field
+Stage: runtime (autodiff driver). Also the gradient controls of the peers: `no_grad`
+kernels (never recorded), `grad_replaced` functions with a `grad_for` backward (recorded as one
+step), `clear_all_gradients()`. On entry the tape clears the gradients of every live field
 that has one and sets `program.ACTIVE` to the program's tape token, so that every launcher
 records (kernel, arguments, handle) on its own fast path. On exit it checks that no recorded
 launch changed data that decides the trip counts of the same or an earlier recorded launch (the
@@ -32,12 +34,12 @@ class Tape:
         self.loss = loss
         self.clear_gradients = clear_gradients
         self.entries: list[tuple[Any, tuple]] = []
-        self.handles: list["LaunchHandle"] = []   # the LaunchHandle of each entry
+        self.handles: list["LaunchHandle | None"] = []   # per entry (None: grad_replaced)
         self._program: "Program | None" = None
 
     def record(self, kernel: "KernelLike", values: list[Any] | tuple[Any, ...],
-               handle: "LaunchHandle") -> None:
-        if not kernel.adjoint:
+               handle: "LaunchHandle | None") -> None:
+        if not kernel.adjoint and not getattr(kernel, "grad_disabled", False):
             self.entries.append((kernel, tuple(values)))
             self.handles.append(handle)
 
@@ -82,6 +84,8 @@ class Tape:
         written: dict[int, int] = {}                 # id of data -> last entry writing it
         any_reads = False
         for j, h in enumerate(handles):
+            if h is None:                            # a grad_replaced step: the user's own
+                continue
             reads, writes = h.tape_plan or _tape_plan(h)
             any_reads = any_reads or bool(reads)
             values = entries[j][1]
@@ -90,6 +94,8 @@ class Tape:
         if not any_reads:
             return                                   # no loop bound reads any data
         for k, h in enumerate(handles):
+            if h is None:
+                continue
             values = entries[k][1]
             for ref in h.tape_plan[0]:
                 j = written.get(id(values[ref] if ref.__class__ is int else ref[1]), -1)
@@ -98,7 +104,9 @@ class Tape:
 
     def refuse(self, k: int, j: int, ref: Any) -> None:
         first, later = self.entries[k][0], self.entries[j][0]
-        c = self.handles[k].compiled
+        handle = self.handles[k]
+        assert handle is not None           # only kernels' entries are checked
+        c = handle.compiled
         name = f"argument '{c.params[ref].name}'" if isinstance(ref, int) else \
             f"field '{c.lowered.tasked.fields[ref[0]].name}'"
         when = "itself" if j == k else f"kernel {later.qualname} (launched later)"
@@ -124,3 +132,71 @@ def _tape_plan(handle: "LaunchHandle") -> Plan:
                 tuple(a for a, g in ws.arrays if not g)
         plan = handle.tape_plan = (refs(c.lowered.bound_reads), refs(c.lowered.writes))
     return plan  # type: ignore[no-any-return]
+
+
+def clear_all_gradients() -> None:
+    """Set the gradient of every live field to 0 (what a Tape does on entry)."""
+    for f in live_grad_fields():
+        f.grad.fill(0)
+
+
+def no_grad(kernel: Any) -> Any:
+    """`@jr.ad.no_grad` above `@jr.kernel`: the kernel runs in the forward pass but a Tape does
+    not record it and its `.grad(...)` does nothing (as in Taichi)."""
+    if not getattr(type(kernel), "is_jitrt_kernel", False):
+        raise TypeError("@jr.ad.no_grad goes above @jr.kernel")
+    kernel.grad_disabled = True
+    return kernel
+
+
+class _ReplacedStep:
+    """A `grad_replaced` function as a Tape entry: its backward is the user's."""
+    adjoint = False
+
+    def __init__(self, fn: Any) -> None:
+        self.fn, self.backward, self.qualname = fn, None, fn.__qualname__
+
+    def grad(self, *values: Any) -> None:
+        if self.backward is None:
+            raise AutodiffError(f"{self.qualname} is @jr.ad.grad_replaced but has no "
+                                "@jr.ad.grad_for(...) backward")
+        self.backward(*values)
+
+
+def grad_replaced(fn: Any) -> Any:
+    """`@jr.ad.grad_replaced` on a Python function that launches kernels: inside a Tape its
+    launches are not recorded one by one; the function is recorded as one step, and in the
+    reverse pass the function given by `@jr.ad.grad_for(fn)` runs instead, with the same
+    arguments (how checkpointing recomputes forward steps instead of storing them)."""
+    step = _ReplacedStep(fn)
+
+    def replaced(*args: Any) -> Any:
+        program = program_mod.current()
+        tape = program.tape
+        if tape is None:
+            return fn(*args)
+        program.tape = None
+        program_mod.ACTIVE[0] = program           # its own launches: not recorded
+        try:
+            result = fn(*args)
+        finally:
+            program.tape = tape
+            program_mod.ACTIVE[0] = program.tape_token
+        tape.record(step, args, None)  # type: ignore[arg-type]
+        return result
+    replaced.__wrapped__ = fn          # type: ignore[attr-defined]
+    replaced.__name__ = getattr(fn, "__name__", "replaced")
+    replaced.replaced_step = step      # type: ignore[attr-defined]
+    return replaced
+
+
+def grad_for(primal: Any) -> Any:
+    """`@jr.ad.grad_for(f)` on the backward of a `@jr.ad.grad_replaced` function `f`."""
+    step = getattr(primal, "replaced_step", None)
+    if step is None:
+        raise TypeError("@jr.ad.grad_for(f) needs f decorated with @jr.ad.grad_replaced")
+
+    def register(backward: Any) -> Any:
+        step.backward = backward
+        return backward
+    return register

@@ -50,6 +50,10 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
     return tuple(params)
 
 
+def _no_gradient(*args: Any, **kwargs: Any) -> None:
+    """The `.grad` of a `@jr.ad.no_grad` kernel: nothing to do."""
+
+
 # a kernel's `__call__` until its first launch installs the fast path
 _FIRST_CALL = launcher.user_facing(launcher.dispatch, "__call__", packed=True)
 
@@ -82,6 +86,7 @@ class Kernel:
         self._source: SourceInfo | None = None
         self.handles: dict[Any, Any] = {}
         self._grad_kernel: Kernel | None = None
+        self.grad_disabled = False     # @jr.ad.no_grad: never recorded, .grad does nothing
 
     def source(self) -> SourceInfo:
         if self._source is None:
@@ -93,9 +98,11 @@ class Kernel:
         return _BIND(self, args, kwargs)
 
     @property
-    def grad(self) -> "Kernel":
+    def grad(self) -> Any:
         if self.adjoint:
             raise AttributeError("the adjoint kernel has no .grad")
+        if self.grad_disabled:
+            return _no_gradient
         if self._grad_kernel is None:
             self._grad_kernel = Kernel(self.fn, adjoint=True)
             self._grad_kernel._source = self._source

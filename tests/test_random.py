@@ -65,3 +65,28 @@ def test_bad_dtype_is_a_compile_error():
             x[i] = jr.random("f32")
     with pytest.raises(jr.KernelCompileError, match="jitrt dtype"):
         k()
+
+
+def test_randn_is_standard_normal():
+    z = jr.field(jr.f64, shape=(N,))
+
+    @jr.kernel
+    def k():
+        for i in z:
+            z[i] = jr.randn(jr.f64)
+    k()
+    v = z.to_numpy()
+    assert abs(v.mean()) < 0.02 and abs(v.std() - 1.0) < 0.02
+    assert np.isfinite(v).all() and abs((np.abs(v) < 1).mean() - 0.6827) < 0.01
+
+
+def test_two_calls_in_one_expression_differ():
+    d = jr.field(jr.f64, shape=(N,))
+
+    @jr.kernel
+    def k():
+        for i in d:
+            d[i] = jr.random(jr.f64) - jr.random(jr.f64)
+    k()
+    v = d.to_numpy()
+    assert (v != 0).all() and abs(v.mean()) < 0.01

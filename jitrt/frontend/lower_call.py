@@ -72,6 +72,8 @@ class CallLowering(LoweringHost):
             return self.print_call(node)
         if obj is bi.random:
             return self.random_call(node)
+        if obj is bi.randn:
+            return self.randn_call(node)
         if node.keywords and obj is not bi.cast:
             raise self.err(node, f"keyword arguments are not supported for {describe(obj)}")
         if isinstance(obj, dtypes.DataType):
@@ -259,14 +261,32 @@ class CallLowering(LoweringHost):
         scope = self.ctx.random_scopes[-1] if self.ctx.random_scopes else ("$rng_serial", ())
         counter, loop_vars = scope
         self.ctx.local_types[counter] = u
+        # this call's number, kept in a fresh local: the value is used later in the
+        # expression, after other calls may have advanced the counter
+        mine = self.ctx.fresh_prefix("rng") + "n"
+        self.ctx.local_types[mine] = u
         calls = n.Local(counter, u, loc)
-        self.emit(n.Assign(counter, n.Binary("+", calls, n.Const(1, u, loc), u, loc), loc))
+        self.emit(n.Assign(mine, n.Binary("+", calls, n.Const(1, u, loc), u, loc), loc))
+        self.emit(n.Assign(counter, n.Local(mine, u, loc), loc))
         h = rnd.mix(n.Local(rnd.SEED_LOCAL, u, loc), loc)
         for var in loop_vars:
             index = n.Cast(n.Local(var, self.ctx.local_types[var], loc), u, loc)
             h = rnd.mix(n.Binary("^", h, index, u, loc), loc)
-        h = rnd.mix(n.Binary("^", h, n.Local(counter, u, loc), u, loc), loc)
-        return rnd.value(h, dt, loc)
+        h = rnd.mix(n.Binary("^", h, n.Local(mine, u, loc), u, loc), loc)
+        bits = self.ctx.fresh_prefix("rng") + "bits"         # hashed once, here
+        self.ctx.local_types[bits] = u
+        self.emit(n.Assign(bits, h, loc))
+        return rnd.value(n.Local(bits, u, loc), dt, loc)
+
+    def randn_call(self, node: ast.Call) -> Value:
+        """`jr.randn()`: a standard normal float (Box-Muller from two jr.random() values)."""
+        u1, u2 = self.random_call(node), self.random_call(node)
+        if not isinstance(u1, n.Expr) or not u1.dtype.is_float:
+            raise self.err(node, "jr.randn(dtype) needs a float dtype")
+        radius = self.math("sqrt", self.binary("*", PyValue(-2.0), self.math(
+            "log", self.binary("-", PyValue(1.0), u1, node), node), node), node)
+        angle = self.binary("*", PyValue(2.0 * math.pi), u2, node)
+        return self.binary("*", radius, self.math("cos", angle, node), node)
 
     def print_call(self, node: ast.Call) -> Value:
         """`print(a, "text", v, sep=..., end=...)`: compile-time values become text, numbers

@@ -1,0 +1,95 @@
+"""The peers' gradient controls: @jr.ad.no_grad kernels, @jr.ad.grad_replaced functions with a
+@jr.ad.grad_for backward (checkpointing), jr.ad.clear_all_gradients, Tape(clear_gradients=)."""
+import numpy as np
+import pytest
+
+import jitrt as jr
+
+N = 8
+
+
+def make():
+    x = jr.field(jr.f64, shape=N, needs_grad=True)
+    y = jr.field(jr.f64, shape=N, needs_grad=True)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def square():
+        for i in x:
+            y[i] = x[i] * x[i]
+
+    @jr.kernel
+    def total():
+        for i in y:
+            loss[None] += y[i]
+    return x, y, loss, square, total
+
+
+def test_no_grad_kernels_are_not_recorded():
+    x, y, loss, square, total = make()
+    calls = jr.field(jr.i32, shape=())
+
+    @jr.ad.no_grad
+    @jr.kernel
+    def count():
+        calls[None] += 1
+
+    x.from_numpy(np.arange(N, dtype=np.float64))
+    with jr.ad.Tape(loss=loss):
+        square()
+        count()
+        total()
+    assert calls[None] == 1                        # it ran forward, once
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * np.arange(N))
+    count.grad()                                   # nothing to do
+    with pytest.raises(TypeError, match="above @jr.kernel"):
+        jr.ad.no_grad(lambda: None)
+
+
+def test_grad_replaced_runs_the_users_backward():
+    x, y, loss, square, total = make()
+    seen = []
+
+    @jr.ad.grad_replaced
+    def forward(scale):
+        square()                                   # not recorded by itself
+        seen.append(("forward", scale))
+
+    @jr.ad.grad_for(forward)
+    def backward(scale):
+        seen.append(("backward", scale))
+        square()                                   # recompute (checkpointing), then its grad
+        square.grad()
+
+    x.from_numpy(np.arange(N, dtype=np.float64))
+    with jr.ad.Tape(loss=loss):
+        forward(3)
+        total()
+    assert seen == [("forward", 3), ("backward", 3)]
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * np.arange(N))
+    forward(4)                                     # outside a Tape: just the function
+    assert seen[-1] == ("forward", 4)
+
+    @jr.ad.grad_replaced
+    def lonely():
+        pass
+    with pytest.raises(jr.AutodiffError, match="no @jr.ad.grad_for"):
+        with jr.ad.Tape(loss=loss):
+            lonely()
+    with pytest.raises(TypeError, match="grad_replaced"):
+        jr.ad.grad_for(square)
+
+
+def test_clear_all_gradients_and_tape_without_clearing():
+    x, y, loss, square, total = make()
+    x.from_numpy(np.ones(N))
+    with jr.ad.Tape(loss=loss):
+        square()
+        total()
+    np.testing.assert_allclose(x.grad.to_numpy(), 2.0)
+    with jr.ad.Tape(loss=loss, clear_gradients=False):   # accumulates onto the last one
+        square()
+        total()
+    np.testing.assert_allclose(x.grad.to_numpy(), 4.0)
+    jr.ad.clear_all_gradients()
+    assert not x.grad.to_numpy().any() and not y.grad.to_numpy().any()
