@@ -93,3 +93,22 @@ def test_clear_all_gradients_and_tape_without_clearing():
     np.testing.assert_allclose(x.grad.to_numpy(), 4.0)
     jr.ad.clear_all_gradients()
     assert not x.grad.to_numpy().any() and not y.grad.to_numpy().any()
+
+
+def test_constant_loop_bounds_need_no_adstack():
+    """Loops with constant bounds record nothing: a kernel with no loop state runs its grad
+    even with a forced adstack capacity of 1 (it overflowed before)."""
+    jr.init(offline_cache=False, ad_stack_size=1)
+    x = jr.field(jr.f64, shape=N, needs_grad=True)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def k():
+        for i in x:
+            for j in range(4):
+                for m in range(3):
+                    loss[None] += x[i] * j * m
+    x.from_numpy(np.ones(N))
+    with jr.ad.Tape(loss=loss):
+        k()
+    np.testing.assert_allclose(x.grad.to_numpy(), 18.0)

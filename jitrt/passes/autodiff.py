@@ -8,6 +8,7 @@ writes that pushes every loop-carried local onto an adstack, then the reverse sw
 Within a task body (after `normalize`, which stores every if-condition in a flag local and
 every loop bound in a bound local):
 - a local assigned once outside loops is a plain value; its adjoint is a local `adj$<name>`;
+- constant loop bounds stay constants (nothing to record for the reverse sweep);
 - every other local is an adstack: assignments push, reads see the top, and in reverse an
   assignment reads its adjoint from the top, pops, and propagates into its right-hand side;
 - flags and bounds assigned inside loops are integer adstacks, so the reverse sweep follows the
@@ -62,10 +63,15 @@ def normalize(body: n.Body, st: TaskAd) -> n.Body:
                             normalize(s.orelse, st), s.loc))
         elif isinstance(s, n.For):
             dt = s.begin.dtype
-            b, e = st.fresh("begin", dt), st.fresh("end", dt)
-            out += [n.Assign(b, s.begin, s.loc), n.Assign(e, s.end, s.loc)]
-            out.append(n.For(s.var, n.Local(b, dt, s.loc), n.Local(e, dt, s.loc),
-                             normalize(s.body, st), s.loc))
+            bounds = []
+            for part, value in (("begin", s.begin), ("end", s.end)):
+                if isinstance(value, n.Const):   # a constant bound needs no record (no stack)
+                    bounds.append(value)
+                    continue
+                name = st.fresh(part, dt)
+                out.append(n.Assign(name, value, s.loc))
+                bounds.append(n.Local(name, dt, s.loc))
+            out.append(n.For(s.var, bounds[0], bounds[1], normalize(s.body, st), s.loc))
         elif isinstance(s, (n.While, n.Break, n.Continue)):
             what = {n.While: "a while loop", n.Break: "break", n.Continue: "continue"}[type(s)]
             raise error_at(s.loc, f"{what} cannot be differentiated; use a for loop over "
