@@ -22,8 +22,8 @@ from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableErro
                      OfflineCacheError)
 from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min, atomic_sub,
                                 cast, clamp, exp2, grouped, log2, loop_config, ndrange,
-                                pow_ as pow, randn, random, rsqrt, select, sign,
-                                static)
+                                polar_decompose, pow_ as pow, randn, random, rsqrt,
+                                select, sign, static, svd, sym_eig)
 from .kernel import func, kernel
 from .data import Field, Ndarray, field, ndarray
 from .linalg import Matrix, Struct, Vector
@@ -58,6 +58,7 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "atomic_add", "atomic_max", "atomic_min", "atomic_sub", "cast", "ceil", "clamp",
            "clear_cache", "cos", "cosh", "cpu", "cuda", "debug", "exp", "exp2", "f32", "f64",
            "field", "floor", "func", "gpu", "graph", "grouped", "i16", "i32", "i64", "i8", "init",
-           "kernel", "log", "log2", "loop_config", "math", "ndarray", "ndrange", "pow", "profiler",
-           "randn", "random", "reset", "round", "rsqrt", "select", "sign", "sin", "sinh", "sqrt",
-           "static", "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8"]
+           "kernel", "log", "log2", "loop_config", "math", "ndarray", "ndrange", "polar_decompose",
+           "pow", "profiler", "randn", "random", "reset", "round", "rsqrt", "select", "sign",
+           "sin", "sinh", "sqrt", "static", "svd", "sym_eig", "sync", "tan", "tanh", "template",
+           "types", "u16", "u32", "u64", "u8"]

@@ -372,7 +372,7 @@ def _string_store(a: ND(dtype=jr.f32, ndim=1)):
 
 def _tuple_of_values(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        t = (jr.Vector([a[i], a[i]]), a[i])  # noqa: F841  (a vector and a scalar: no type)
+        t = [jr.Vector([a[i], a[i]]), a[i]]  # noqa: F841  (a list: neither vector nor matrix)
 
 
 def _range_step(a: ND(dtype=jr.f32, ndim=1)):
@@ -391,7 +391,7 @@ UNSUPPORTED = [
     (_lambda, "Lambda"), (_yield, "Yield"), (_global, "Global"), (_star_args, "Starred"),
     (_del, "Delete"), (_import, "Import"), (_walrus, "NamedExpr"), (_dict, "Dict"),
     (_comprehension, "list comprehensions"), (_string_store, "str"),
-    (_tuple_of_values, "vector component must be a scalar"), (_range_step, "step must not be zero"),
+    (_tuple_of_values, "neither a vector nor a matrix"), (_range_step, "step must not be zero"),
     (_assert, "With"),
 ]
 

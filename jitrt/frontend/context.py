@@ -174,4 +174,5 @@ class LoweringHost:
         assign_vec_local: Callable[..., None]
         assign_vec_component: Callable[..., None]
         load_member: Callable[..., Any]
+        tuple_index: Callable[..., Any]
         store_member: Callable[..., bool]

@@ -112,6 +112,8 @@ class CallLowering(LoweringHost):
             return self.call_vec_method(obj, node)
         if obj is Vector or obj is Matrix or isinstance(obj, MatrixType):
             return self.construct(obj, node)
+        if isinstance(obj, bi.Builtin) and obj in bi.DECOMPOSITIONS:
+            return self.decomposition(obj, node)
         if isinstance(obj, bi.Builtin) and obj in VECTOR_FUNCTIONS:
             return self.vec_function(VECTOR_FUNCTIONS[obj],
                                      [as_vector(self.expr(a)) for a in node.args], node)
@@ -124,6 +126,18 @@ class CallLowering(LoweringHost):
             if isinstance(v, VecValue):
                 return self.vec_map(v, lambda x: self.math("abs", x, node))
         return None
+
+    def decomposition(self, fn: bi.Builtin, node: ast.Call) -> Value:
+        """`jr.polar_decompose/svd/sym_eig(A)`: the 2x2 funcs of jitrt/matrix_functions.py."""
+        from .. import matrix_functions
+        if len(node.args) != 1:
+            raise self.err(node, f"jr.{fn.name}(A) takes one matrix")
+        a = self.expr(node.args[0])
+        if not isinstance(a, VecValue) or a.shape != (2, 2):
+            shape = a.shape if isinstance(a, VecValue) else "a scalar"
+            raise self.err(node, f"jr.{fn.name}() supports 2x2 matrices in this version, got "
+                           f"{shape}")
+        return self.inline(getattr(matrix_functions, bi.DECOMPOSITIONS[fn]), node)
 
     def one_value(self, node: ast.Call) -> n.Expr:
         if len(node.args) != 1:

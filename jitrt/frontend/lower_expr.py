@@ -18,7 +18,7 @@ from ..dtypes import DataType
 from ..ir import nodes as n
 from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .source import SourceInfo
-from .vectors import StructElement, VecValue, VecVar
+from .vectors import StructElement, TupleValue, VecValue, VecVar
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
           ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -38,7 +38,7 @@ class ShapeOf:
     ref: n.ArrayRef
 
 
-Value = n.Expr | PyValue | n.ArrayRef | ShapeOf | VecValue | StructElement
+Value = n.Expr | PyValue | n.ArrayRef | ShapeOf | VecValue | StructElement | TupleValue
 
 
 def is_number(v: Any) -> bool:
@@ -75,6 +75,8 @@ class ExprLowering(LoweringHost):
             return self.const(v.obj, node)  # type: ignore[union-attr]
         if isinstance(v, VecValue):
             raise self.err(node, f"expected a number, got a vector/matrix of shape {v.shape}")
+        if isinstance(v, TupleValue):
+            raise self.err(node, f"expected a number, got a tuple of {len(v.items)} values")
         what = v.obj if isinstance(v, PyValue) else v
         raise self.err(node, f"expected a number, got {describe(what)}")
 
@@ -183,6 +185,8 @@ class ExprLowering(LoweringHost):
         base = self.expr(node.value)
         if isinstance(base, VecValue):
             return self.vec_index(base, node.slice)
+        if isinstance(base, TupleValue):
+            return self.tuple_index(base, node.slice)
         if isinstance(base, PyValue) and type(base.obj).__name__ == "StructField":
             return StructElement(base.obj, node)          # s[i], waiting for .member
         whole = self.whole_element(node, base)

@@ -15,7 +15,7 @@ from ..ir import nodes as n
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import BINOPS, Value, is_field, is_number
-from .vectors import VecValue, VecVar
+from .vectors import TupleValue, VecValue, VecVar
 
 
 class StmtLowering(LoweringHost):
@@ -98,6 +98,10 @@ class StmtLowering(LoweringHost):
         target = node.targets[0]
         if isinstance(target, ast.Tuple) and not isinstance(node.value, ast.Tuple):
             v = self.expr(node.value)          # a, b, c = vector (components, then rows)
+            if isinstance(v, TupleValue) and len(v.items) == len(target.elts):
+                for t, part in zip(target.elts, v.items):
+                    self.assign_target(t, self.snapshot(part, node), node)
+                return
             if not isinstance(v, VecValue) or v.shape[0] != len(target.elts):
                 raise self.err(node, "tuple assignment needs a tuple or a vector of the same "
                                "length")
@@ -140,6 +144,8 @@ class StmtLowering(LoweringHost):
         side before assigning)."""
         if isinstance(v, VecValue):
             return VecValue(v.shape, tuple(self.snapshot(x, node) for x in v.items))
+        if isinstance(v, TupleValue):
+            return TupleValue(tuple(self.snapshot(x, node) for x in v.items))
         if isinstance(v, n.Expr) and not isinstance(v, n.Const):
             tmp = self.ctx.fresh_prefix("tmp") + "v"
             self.ctx.local_types[tmp] = v.dtype
@@ -217,6 +223,11 @@ class StmtLowering(LoweringHost):
         if isinstance(binding, (n.Arg, n.ArrayRef)) or (
                 isinstance(binding, PyValue) and name in self.scope.params):
             raise self.err(target, f"cannot assign to parameter '{name}'; copy it into a local")
+        if isinstance(v, TupleValue):      # a tuple of run-time values: its parts, snapshotted
+            self.scope.bindings[name] = TupleValue(tuple(self.snapshot(x, node)
+                                                         for x in v.items))
+            self.mark_assigned(name)
+            return
         if isinstance(v, VecValue) or isinstance(binding, VecVar):
             if declared is not None:
                 raise self.err(target, "a vector/matrix local takes no scalar annotation")

@@ -51,6 +51,13 @@ class VecVar:
 
 
 @dataclass(frozen=True)
+class TupleValue:
+    """A tuple of run-time values that is not a vector (`(U, P)`, `(v, s)`): unpacked by
+    `a, b = t`, indexed by constants; what a func returns when it returns several values."""
+    items: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
 class StructElement:
     """`s[i]` of a struct field, waiting for `.member`."""
     field: Any                        # linalg.StructField
@@ -99,14 +106,19 @@ class VectorLowering(LoweringHost):
     """The vector and matrix part of the lowering visitor."""
 
     # ---- building ---------------------------------------------------------------------
-    def vec_literal(self, node: ast.List | ast.Tuple, items: list[Any]) -> VecValue:
-        """`[a, b, c]` (a vector) or `[[a, b], [c, d]]` (a matrix; rows may be vectors)."""
+    def vec_literal(self, node: ast.List | ast.Tuple, items: list[Any]) -> Any:
+        """`[a, b, c]` (a vector) or `[[a, b], [c, d]]` (a matrix; rows may be vectors); a
+        tuple of anything else (matrices, vectors and scalars mixed) is a TupleValue."""
         if all(isinstance(i, VecValue) and len(i.shape) == 1 for i in items):
             widths = {i.shape[0] for i in items}
-            if len(widths) != 1:
-                raise self.err(node, "matrix rows must have the same length")
-            return VecValue((len(items), widths.pop()),
-                            tuple(x for i in items for x in i.items))
+            if len(widths) == 1:
+                return VecValue((len(items), widths.pop()),
+                                tuple(x for i in items for x in i.items))
+        if any(isinstance(i, (VecValue, TupleValue)) for i in items):
+            if isinstance(node, ast.List):
+                raise self.err(node, "a list of vectors of different lengths or mixed with "
+                               "scalars is neither a vector nor a matrix (use a tuple)")
+            return TupleValue(tuple(items))
         for item, src in zip(items, node.elts):
             self.scalar_component(item, src)
         return VecValue((len(items),), tuple(items))
@@ -347,6 +359,15 @@ class VectorLowering(LoweringHost):
         return VecValue(v.shape, tuple(out))
 
     # ---- indexing ------------------------------------------------------------------------
+    def tuple_index(self, t: TupleValue, index_node: ast.AST) -> Any:
+        k = self.expr(index_node)
+        if not (isinstance(k, PyValue) and isinstance(k.obj, int)):
+            raise self.err(index_node, "a tuple index must be known at compile time")
+        if not -len(t.items) <= k.obj < len(t.items):
+            raise self.err(index_node, f"index {k.obj} out of range for a tuple of "
+                           f"{len(t.items)}")
+        return t.items[k.obj]
+
     def vec_index(self, v: VecValue, index_node: ast.AST) -> Any:
         items = list(index_node.elts) if isinstance(index_node, ast.Tuple) else [index_node]
         ks = []

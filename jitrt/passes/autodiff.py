@@ -63,7 +63,7 @@ def normalize(body: n.Body, st: TaskAd) -> n.Body:
                             normalize(s.orelse, st), s.loc))
         elif isinstance(s, n.For):
             dt = s.begin.dtype
-            bounds = []
+            bounds: list[n.Expr] = []
             for part, value in (("begin", s.begin), ("end", s.end)):
                 if isinstance(value, n.Const):   # a constant bound needs no record (no stack)
                     bounds.append(value)

@@ -1,0 +1,107 @@
+"""jr.polar_decompose, jr.svd, jr.sym_eig on 2x2 matrices: reconstructions and properties
+against numpy, f32 and f64, gradients against finite differences, degenerate inputs (identity,
+zero matrix, equal eigenvalues) with finite values and gradients."""
+import numpy as np
+import pytest
+
+import jitrt as jr
+
+N = 32
+
+
+def run(A, dt=jr.f64):
+    """(U, P, Us, S, V, evals, evecs) of each matrix of A (N, 2, 2)."""
+    m = jr.Matrix.field(2, 2, dt, shape=len(A))
+    outs = [jr.Matrix.field(2, 2, dt, shape=len(A)) for _ in range(5)]
+    evals = jr.Vector.field(2, dt, shape=len(A))
+    U, P, Us, S, V = outs
+
+    @jr.kernel
+    def k():
+        for i in m:
+            U[i], P[i] = jr.polar_decompose(m[i])
+            Us[i], S[i], V[i] = jr.svd(m[i])
+            evals[i], evecs = jr.sym_eig(m[i] + m[i].transpose())
+            m[i] = evecs
+    m.from_numpy(A)
+    k()
+    return [f.to_numpy() for f in outs] + [evals.to_numpy(), m.to_numpy()]
+
+
+@pytest.mark.parametrize("dt,tol", [(jr.f64, 1e-12), (jr.f32, 2e-5)])
+def test_decompositions(dt, tol, rng):
+    A = rng.uniform(-1, 1, (N, 2, 2))
+    A[:4] = [np.eye(2), np.zeros((2, 2)), 2 * np.eye(2), [[0, 1], [1, 0]]]
+    U, P, Us, S, V, evals, evecs = run(A.astype(dt.np), dt)
+    eye = np.broadcast_to(np.eye(2), A.shape)
+    np.testing.assert_allclose(U @ P, A, atol=tol)
+    np.testing.assert_allclose(U @ U.transpose(0, 2, 1), eye, atol=tol)
+    np.testing.assert_allclose(np.linalg.det(U), 1, atol=tol)
+    np.testing.assert_allclose(P, P.transpose(0, 2, 1), atol=tol)
+    np.testing.assert_allclose(Us @ S @ V.transpose(0, 2, 1), A, atol=tol)
+    np.testing.assert_allclose(np.abs(np.diagonal(S, axis1=1, axis2=2)),
+                               np.linalg.svd(A, compute_uv=False), atol=tol)
+    np.testing.assert_allclose(S[:, 0, 1], 0, atol=tol)
+    sym = A + A.transpose(0, 2, 1)
+    np.testing.assert_allclose(np.sort(evals, 1), np.linalg.eigvalsh(sym), atol=4 * tol)
+    np.testing.assert_allclose(sym @ evecs, evecs * evals[:, None, :], atol=4 * tol)
+    np.testing.assert_allclose(U[1], np.eye(2))             # the zero matrix: U = I
+    np.testing.assert_allclose(evecs[0], np.eye(2))         # equal eigenvalues: I
+    for arr in (U, P, Us, S, V, evals, evecs):
+        assert np.isfinite(arr).all()
+
+
+def test_gradients_against_finite_differences(rng):
+    m = jr.Matrix.field(2, 2, jr.f64, shape=N, needs_grad=True)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+    w = rng.uniform(-1, 1, (3, 2, 2))
+    w0, w1 = (tuple(map(tuple, w[k].tolist())) for k in (0, 1))
+
+    @jr.kernel
+    def k():
+        for i in m:
+            U, P = jr.polar_decompose(m[i])
+            Us, S, V = jr.svd(m[i])
+            ev, vecs = jr.sym_eig(m[i] + m[i].transpose())
+            loss[None] += (U * jr.Matrix(w0)).sum() + S.trace() * 0.5 + \
+                ev[0] * ev[1] + (P * jr.Matrix(w1)).sum()
+
+    def value(A):
+        out = 0.0
+        for a in A:
+            u, s, vt = np.linalg.svd(a)
+            d = np.diag([1.0, np.sign(np.linalg.det(a))])
+            rot = u @ d @ vt                        # the rotation of the polar decomposition
+            p = rot.T @ a
+            ev = np.linalg.eigvalsh(a + a.T)
+            out += (rot * w[0]).sum() + 0.5 * (s[0] + s[1] * np.sign(np.linalg.det(a))) + \
+                ev[0] * ev[1] + (p * w[1]).sum()
+        return out
+    A = rng.uniform(-1, 1, (N, 2, 2)) + np.eye(2)
+    A[0] = np.eye(2)                                # the identity: finite gradients
+    m.from_numpy(A)
+    with jr.ad.Tape(loss=loss):
+        k()
+    assert loss[None] == pytest.approx(value(A), rel=1e-10)
+    grad = m.grad.to_numpy()
+    assert np.isfinite(grad).all()
+    eps = 1e-6
+    for i in range(1, 6):
+        for idx in np.ndindex(2, 2):
+            plus, minus = A.copy(), A.copy()
+            plus[i][idx] += eps
+            minus[i][idx] -= eps
+            num = (value(plus[i:i + 1]) - value(minus[i:i + 1])) / (2 * eps)
+            assert grad[i][idx] == pytest.approx(num, rel=1e-5, abs=1e-6)
+
+
+def test_3x3_is_a_clear_error():
+    m = jr.Matrix.field(3, 3, jr.f32, shape=4)
+
+    @jr.kernel
+    def k():
+        for i in m:
+            U, P = jr.polar_decompose(m[i])
+            m[i] = U
+    with pytest.raises(jr.KernelCompileError, match="2x2 matrices in this version"):
+        k()
