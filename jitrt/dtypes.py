@@ -71,19 +71,21 @@ def from_numpy(dtype: np.dtype) -> DataType | None:
     return _BY_NP.get(np.dtype(dtype))
 
 
-# the current program's default float type (set by jr.init): the component type of
-# jr.math.vec3 and other vector types declared without one
+# the current program's default float and integer types (set by jr.init): what `float` and
+# `int` mean as dtypes (jr.field(float, ...)), and the component type of jr.math.vec3
 DEFAULT_FP = [f32]
+DEFAULT_IP = [i32]
 
 
 def coerce(value: object) -> DataType:
-    """Accept a DataType, a dtype name, a numpy dtype or the Python types int/float."""
+    """Accept a DataType, a dtype name, a numpy dtype or the Python types int/float (the
+    program's default integer and float types, as in Taichi)."""
     if isinstance(value, DataType):
         return value
     if value is int:
-        return i32
+        return DEFAULT_IP[0]
     if value is float:
-        return f32
+        return DEFAULT_FP[0]
     if isinstance(value, str) and value in BY_NAME:
         return BY_NAME[value]
     try:

@@ -115,6 +115,19 @@ class Vector:
               name: str | None = None) -> Any:
         return _field(vector(n, dtype), shape, needs_grad, name)
 
+    # in kernels: constant vectors (the frontend calls these specs and builds the value)
+    @staticmethod
+    def zero(dtype: Any, n: int) -> tuple:
+        return dtype, (n,), 0, None
+
+    @staticmethod
+    def one(dtype: Any, n: int) -> tuple:
+        return dtype, (n,), 1, None
+
+    @staticmethod
+    def unit(n: int, i: int, dtype: Any = float) -> tuple:
+        return dtype, (n,), 0, (lambda k: k == i)
+
     @staticmethod
     def ndarray(n: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
                 name: str | None = None) -> Any:
@@ -132,6 +145,14 @@ class Matrix:
     def field(n: int, m: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
               name: str | None = None) -> Any:
         return _field(matrix(n, m, dtype), shape, needs_grad, name)
+
+    @staticmethod
+    def zero(dtype: Any, n: int, m: int) -> tuple:
+        return dtype, (n, m), 0, None
+
+    @staticmethod
+    def identity(dtype: Any, n: int) -> tuple:
+        return dtype, (n, n), 0, (lambda k: k % (n + 1) == 0)
 
     @staticmethod
     def ndarray(n: int, m: int, dtype: Any, shape: Any = (), needs_grad: bool = False,

@@ -50,8 +50,8 @@ def _sym_eig2x2(A):
 def _svd2d(A):
     """(U, S, V) with A = U S V^T, U and V rotations, S diagonal (S[1, 1] takes the sign of
     det(A), as in Taichi)."""
-    R, P = _polar_decompose2d(A)
-    sig, V = _sym_eig2x2(P)
+    R, P = polar_decompose2d(A)
+    sig, V = sym_eig2x2(P)
     return R @ V, Matrix([[sig[0], 0.0], [0.0, sig[1]]]), V
 
 

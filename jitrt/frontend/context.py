@@ -145,6 +145,7 @@ class LoweringHost:
         operands: Callable[..., Any]
         power: Callable[..., Any]
         global_access: Callable[..., Any]
+        access: Callable[..., Any]
         err: Callable[..., Exception]
         loc: Callable[..., n.Loc]
         # calls (lower_call) and statements (lower_stmt)
@@ -175,4 +176,6 @@ class LoweringHost:
         assign_vec_component: Callable[..., None]
         load_member: Callable[..., Any]
         tuple_index: Callable[..., Any]
+        filled: Callable[..., Any]
+        vec_cast: Callable[..., Any]
         store_member: Callable[..., bool]

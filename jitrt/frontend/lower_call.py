@@ -60,7 +60,8 @@ class CallLowering(LoweringHost):
         if isinstance(obj, Func):
             return self.inline(obj, node)
         if isinstance(obj, types.FunctionType) and obj.__name__ != "<lambda>" and \
-                not getattr(obj, "__module__", "").startswith(("numpy", "math")):
+                not (getattr(obj, "__module__", None) or "").startswith(("numpy", "math",
+                                                                        "jitrt")):
             return self.inline(plain_func(obj), node)     # a plain Python function: as @jr.func
         vector_call = self.vector_call(obj, node)
         if vector_call is not None:
@@ -110,6 +111,8 @@ class CallLowering(LoweringHost):
         from ..math import VECTOR_FUNCTIONS
         if isinstance(obj, VecMethod):
             return self.call_vec_method(obj, node)
+        if obj in (Vector.zero, Vector.one, Vector.unit, Matrix.zero, Matrix.identity):
+            return self.filled(obj, node)
         if obj is Vector or obj is Matrix or isinstance(obj, MatrixType):
             return self.construct(obj, node)
         if isinstance(obj, bi.Builtin) and obj in bi.DECOMPOSITIONS:
@@ -125,6 +128,13 @@ class CallLowering(LoweringHost):
             v = self.expr(node.args[0])
             if isinstance(v, VecValue):
                 return self.vec_map(v, lambda x: self.math("abs", x, node))
+        if (obj is bi.PY_INT or obj is bi.PY_FLOAT or isinstance(obj, DataType)) and \
+                len(node.args) == 1 and not node.keywords:
+            v = self.expr(node.args[0])                  # int(v): element-wise, as in Taichi
+            if isinstance(v, VecValue):
+                dt: Any = self.ctx.default_ip if obj is bi.PY_INT else (
+                    self.ctx.default_fp if obj is bi.PY_FLOAT else obj)
+                return self.vec_cast(v, dt, node)
         return None
 
     def decomposition(self, fn: bi.Builtin, node: ast.Call) -> Value:

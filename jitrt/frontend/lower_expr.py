@@ -189,9 +189,6 @@ class ExprLowering(LoweringHost):
             return self.tuple_index(base, node.slice)
         if isinstance(base, PyValue) and type(base.obj).__name__ == "StructField":
             return StructElement(base.obj, node)          # s[i], waiting for .member
-        whole = self.whole_element(node, base)
-        if whole is not None:
-            return self.load_element(whole, node)
         if isinstance(base, ShapeOf):
             axis = self.expr(node.slice)
             if not (is_number(axis) and isinstance(axis.obj, int)):  # type: ignore[union-attr]
@@ -208,12 +205,26 @@ class ExprLowering(LoweringHost):
                 return PyValue(base.obj[idx.obj])  # type: ignore[union-attr]
             except IndexError:
                 raise self.err(node.slice, f"index {idx.obj} out of range") from None  # type: ignore
-        ref, indices = self.global_access(node, base)
+        ref, indices, element = self.access(node, base)
+        if element:                     # x[i] of a field of vectors: the whole vector
+            return self.load_element((ref, indices, element), node)
         return n.Load(ref, indices, ref.dtype, self.loc(node))
 
     def global_access(self, node: ast.Subscript, base: Value | None = None
                       ) -> tuple[n.Ref, tuple[n.Expr, ...]]:
-        """The ref and index expressions of `x[i, j]` where x is a field or an ndarray."""
+        """The ref and index expressions of one element `x[i, j]` of a field or ndarray."""
+        ref, indices, element = self.access(node, base)
+        if element:
+            raise self.err(node, f"'{ref.name}[...]' is a whole vector/matrix element here; "
+                           "index one component (x[i][k] or x[i, k])")
+        return ref, indices
+
+    def access(self, node: ast.Subscript, base: Value | None = None
+               ) -> tuple[n.Ref, tuple[n.Expr, ...], tuple[int, ...]]:
+        """(ref, indices, element shape) of `x[i, j]` where x is a field or an ndarray: the
+        element shape is () for one scalar element, and the component dimensions when the
+        indices name a whole vector/matrix element (x[i] of a vec3 field). Each index
+        expression is evaluated once."""
         base = self.expr(node.value) if base is None else base
         if isinstance(base, PyValue) and is_field(base.obj):
             # an unnamed field is named as the kernel's source does (`x`, `x.grad`) in errors
@@ -236,6 +247,11 @@ class ExprLowering(LoweringHost):
         for item in items:          # an index vector (jr.grouped) counts as its components
             v = self.expr(item)
             values += [(item, x) for x in v.items] if isinstance(v, VecValue) else [(item, v)]
+        element = self.element_shape(base)
+        if element and len(values) == ndim - len(element):
+            ndim = len(values)
+        else:
+            element = ()
         if len(values) != ndim:
             hint = " (use x[None] for a 0-d field)" if ndim == 0 else ""
             raise self.err(node, f"'{ref.name}' has {ndim} dimension(s) but {len(values)} "
@@ -247,7 +263,7 @@ class ExprLowering(LoweringHost):
                 raise self.err(item, f"index must be an integer, got {e.dtype.name}")
             indices.append(self.cast(e, dtypes.i64) if e.dtype.bits == 64 else
                            self.cast(e, dtypes.i32))
-        return ref, tuple(indices)
+        return ref, tuple(indices), element
 
     def expr_BinOp(self, node: ast.BinOp) -> Value:
         if isinstance(node.op, ast.MatMult):

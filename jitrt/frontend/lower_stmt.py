@@ -161,27 +161,25 @@ class StmtLowering(LoweringHost):
         elif isinstance(target, ast.Subscript):
             if self.assign_vector_part(target, v, node):
                 return
+            ref, indices, element = self.access(target)
+            if element:                   # x[i] = v on a field of vectors
+                self.store_element((ref, indices, element), v, node)
+                return
             if isinstance(v, VecValue):
                 raise self.err(node, f"cannot store a vector/matrix of shape {v.shape} into "
                                "one element")
-            ref, indices = self.global_access(target)
             value = self.typed(v, ref.dtype, target)
             self.emit(n.Store(ref, indices, value, self.loc(node)))
         else:
             raise self.err(target, f"cannot assign to {type(target).__name__}")
 
     def assign_vector_part(self, target: ast.Subscript, v: Value, node: ast.AST) -> bool:
-        """Stores into vectors: `x[i] = v` (a whole element of a field/ndarray of vectors),
-        `x[i][k] = s` (one component of one), `v[k] = s` (a component of a vector local)."""
+        """Stores into parts of vectors: `x[i][k] = s` (one component of an element of a
+        field/ndarray of vectors), `v[k] = s` (a component of a vector local)."""
         if isinstance(target.value, ast.Name) and isinstance(
                 self.scope.bindings.get(target.value.id), VecVar):
             self.assign_vec_component(target, self.scope.bindings[target.value.id], v)
             self.mark_assigned(target.value.id)
-            return True
-        base = self.expr(target.value)
-        whole = self.whole_element(target, base)
-        if whole is not None:
-            self.store_element(whole, v, node)
             return True
         if isinstance(target.value, ast.Subscript):     # x[i][k]: one component
             outer = self.whole_element(target.value, self.expr(target.value.value))
@@ -282,8 +280,11 @@ class StmtLowering(LoweringHost):
                 node.target, self.expr(node.value), node, op):
             return
         if isinstance(node.target, ast.Subscript):
-            ref, indices = self.global_access(node.target)
+            ref, indices, element = self.access(node.target)
             rhs = self.expr(node.value)
+            if element:                   # x[i] += v on a field of vectors
+                self.store_element((ref, indices, element), rhs, node, op)
+                return
             if op in ("+", "-"):
                 value = self.typed(rhs, ref.dtype, node.value)
                 atomic = n.Atomic("add" if op == "+" else "sub", ref, indices, value, ref.dtype,
@@ -309,11 +310,6 @@ class StmtLowering(LoweringHost):
             current = self.expr(target)
             self.assign_target(target, self.binary(op, current, self.expr(node.value), node),
                                node)
-            return True
-        base = self.expr(target.value)
-        whole = self.whole_element(target, base)
-        if whole is not None:
-            self.store_element(whole, self.expr(node.value), node, op)
             return True
         if isinstance(target.value, ast.Subscript):       # x[i][k] += s
             outer = self.whole_element(target.value, self.expr(target.value.value))

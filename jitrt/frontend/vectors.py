@@ -165,6 +165,30 @@ class VectorLowering(LoweringHost):
         dt = kind.dtype or self.ctx.default_fp
         return self.vec_cast(VecValue(kind.shape, tuple(flat)), dt, node)
 
+    def filled(self, kind: Any, node: ast.Call) -> VecValue:
+        """`jr.Vector.zero(dtype, n)`, `jr.Vector.one(dtype, n)`, `jr.Matrix.zero(dtype, n, m)`,
+        `jr.Matrix.identity(dtype, n)`, `jr.Vector.unit(n, k, dtype)`."""
+        args = [self.expr(a) for a in node.args]
+        if not all(isinstance(a, PyValue) for a in args):
+            raise self.err(node, "the arguments must be known at compile time")
+        vals = [a.obj for a in args]
+        try:
+            dt_arg, shape, fill, diagonal = kind(*vals)
+        except TypeError as exc:
+            raise self.err(node, str(exc)) from None
+        dt = {int: self.ctx.default_ip, float: self.ctx.default_fp}.get(dt_arg, dt_arg)
+        if not isinstance(dt, dtypes.DataType):
+            raise self.err(node, "the dtype must be a jitrt dtype (or int/float)")
+        count = size(shape)
+        items = []
+        for k in range(count):
+            value = fill
+            if diagonal is not None:
+                value = 1 if (diagonal(k)) else 0
+            items.append(n.Const(float(value) if dt.is_float else int(value), dt,
+                                 self.loc(node)))
+        return VecValue(shape, tuple(items))
+
     def vec_cast(self, v: VecValue, dt: Any, node: ast.AST) -> VecValue:
         if not isinstance(dt, dtypes.DataType):
             raise self.err(node, "dtype must be a jitrt dtype such as jr.f32")
@@ -251,6 +275,7 @@ class VectorLowering(LoweringHost):
         other = args[1] if wants else None
         if name == "cast":
             dt = other.obj if isinstance(other, PyValue) else None
+            dt = {int: self.ctx.default_ip, float: self.ctx.default_fp}.get(dt, dt)  # type: ignore
             return self.vec_cast(v, dt, node)
         if wants and not isinstance(other, VecValue):
             raise self.err(node, f".{name}() needs a vector argument")
@@ -397,32 +422,14 @@ class VectorLowering(LoweringHost):
             return self.ctx.array_elements.get(base.arg, ())
         return ()
 
-    def element_indices(self, index_node: ast.expr) -> list[ast.expr]:
-        if isinstance(index_node, ast.Tuple):
-            return list(index_node.elts)
-        if isinstance(index_node, ast.Constant) and index_node.value is None:
-            return []
-        return [index_node]
-
     def whole_element(self, node: ast.Subscript, base: Any) -> tuple[Any, tuple, tuple] | None:
         """(ref, outer indices, element shape) when `node` names a whole vector element of a
-        field or ndarray of vectors (`x[i]` of a vec3 field), else None."""
-        element = self.element_shape(base)
-        if not element:
+        field or ndarray of vectors (`x[i]` of a vec3 field), else None (nothing evaluated
+        when `base` holds no vectors)."""
+        if not self.element_shape(base):
             return None
-        items = self.element_indices(node.slice)
-        ref = base if isinstance(base, n.ArrayRef) else None
-        ndim = (ref.ndim if ref is not None else len(base.obj.shape))
-        count = sum(len(self.scope.bindings[i.id].components) if isinstance(i, ast.Name) and
-                    isinstance(self.scope.bindings.get(i.id), VecVar) else 1 for i in items)
-        if count != ndim - len(element):
-            return None
-        dummy = ast.Subscript(value=node.value, slice=ast.Tuple(
-            elts=items + [ast.Constant(0)] * len(element), ctx=ast.Load()), ctx=ast.Load())
-        ast.copy_location(dummy, node)
-        ast.copy_location(dummy.slice, node.slice)
-        ref, indices = self.global_access(dummy, base)
-        return ref, indices[:count], element
+        ref, indices, element = self.access(node, base)
+        return (ref, indices, element) if element else None
 
     def element_refs(self, ref: Any, outer: tuple, element: tuple[int, ...], loc: n.Loc
                      ) -> list[tuple[n.Expr, ...]]:
@@ -470,26 +477,32 @@ class VectorLowering(LoweringHost):
 
     def load_member(self, element: StructElement, node: ast.Attribute) -> Any:
         sub, member = self.struct_member(element, node.attr, node)
-        whole = self.whole_element(sub, member)
-        if whole is not None:
-            return self.load_element(whole, sub)
-        ref, indices = self.global_access(sub, member)
+        ref, indices, shape = self.access(sub, member)
+        if shape:
+            return self.load_element((ref, indices, shape), sub)
         return n.Load(ref, indices, ref.dtype, self.loc(node))
 
     def store_member(self, target: ast.Attribute, v: Any, node: ast.AST,
                      op: str | None = None) -> bool:
-        """`s[i].attr = v` (or `op=` v); False when `target` is not a struct member."""
+        """`s[i].attr = v` (or `op=` v) on a struct member, `x[i].y = s` on a component of a
+        vector element; False when `target` is neither."""
         if not isinstance(target.value, ast.Subscript):
             return False
-        element = self.expr(target.value)
-        if not isinstance(element, StructElement):
+        base = self.expr(target.value.value)
+        if isinstance(base, PyValue) and type(base.obj).__name__ == "StructField":
+            sub, member = self.struct_member(StructElement(base.obj, target.value),
+                                             target.attr, target)
+            self.store_element(self.access(sub, member), v, node, op)
+            return True
+        if not self.element_shape(base) or target.attr not in SWIZZLE:
             return False
-        sub, member = self.struct_member(element, target.attr, target)
-        whole = self.whole_element(sub, member)
-        if whole is None:
-            ref, indices = self.global_access(sub, member)
-            whole = (ref, indices, ())
-        self.store_element(whole, v, node, op)
+        ref, outer, shape = self.access(target.value, base)
+        k = SWIZZLE[target.attr]
+        if len(shape) != 1 or k >= shape[0]:
+            raise self.err(target, f"a vector of shape {shape} has no component "
+                           f"'{target.attr}'")
+        loc = self.loc(target)
+        self.store_element((ref, outer + (n.Const(k, dtypes.i32, loc),), ()), v, node, op)
         return True
 
     # ---- locals ------------------------------------------------------------------------

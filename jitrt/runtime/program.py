@@ -126,7 +126,8 @@ def _init(arch: Any = None, **options: Any) -> Program:
     _current = program
     from .. import data, dtypes
     data.CURRENT_DEVICE[0] = program.device if program.arch != "cpu" else None
-    dtypes.DEFAULT_FP[0] = program.config.default_fp     # what jr.math.vec3 fields store
+    dtypes.DEFAULT_FP[0] = program.config.default_fp     # what float and jr.math.vec3 mean
+    dtypes.DEFAULT_IP[0] = program.config.default_ip
     from ..frontend import random as random_mod
     random_mod.reset(program.config.random_seed)
     ACTIVE[0] = program
