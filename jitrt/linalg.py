@@ -83,24 +83,25 @@ def element_type(dtype: Any) -> tuple[DataType, tuple[int, ...]]:
     return dtypes.coerce(dtype), ()
 
 
-def _field(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None) -> Any:
-    from .data import Field, _shape
+def _storage(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
+             ndarray: bool) -> Any:
+    """A field (or ndarray) of `kind`: the components as trailing dimensions."""
+    from .data import Field, Ndarray, _shape
     dt, element = element_type(kind)
-    f = Field(dt, _shape(shape) + element, needs_grad, name, "field")
-    f.element_shape = element
-    if f.grad is not None:
-        f.grad.element_shape = element
-    return f
+    cls = Ndarray if ndarray else Field
+    out = cls(dt, _shape(shape) + element, needs_grad, name, "ndarray" if ndarray else "field")
+    out.element_shape = element
+    if out.grad is not None:
+        out.grad.element_shape = element
+    return out
+
+
+def _field(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None) -> Any:
+    return _storage(kind, shape, needs_grad, name, False)
 
 
 def _ndarray(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None) -> Any:
-    from .data import Ndarray, _shape
-    dt, element = element_type(kind)
-    a = Ndarray(dt, _shape(shape) + element, needs_grad, name, "ndarray")
-    a.element_shape = element
-    if a.grad is not None:
-        a.grad.element_shape = element
-    return a
+    return _storage(kind, shape, needs_grad, name, True)
 
 
 class Vector:

@@ -20,8 +20,6 @@ import importlib.util
 import os
 import shutil
 import struct
-import subprocess
-import tempfile
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -30,6 +28,7 @@ from llvmlite import ir
 from ..codegen.targets import AmdgpuTarget
 from ..errors import BackendUnavailableError
 from .llvm_setup import LLVM_LOCK, init_llvm, optimize
+from .tools import transform
 
 TRIPLE = "amdgcn-amd-amdhsa"
 DEFAULT_GFX = "gfx942"
@@ -105,17 +104,8 @@ def link(obj: bytes) -> bytes:
         raise BackendUnavailableError(
             "arch=amdgpu: linking a code object needs ld.lld (ROCm ships one; or Debian's "
             "'lld' package, or pip install ziglang; JITRT_LD_LLD names another)")
-    with tempfile.TemporaryDirectory(prefix="jitrt-lld-") as tmp:
-        src, out = os.path.join(tmp, "k.o"), os.path.join(tmp, "k.hsaco")
-        with open(src, "wb") as f:
-            f.write(obj)
-        done = subprocess.run([*command, "-shared", "--no-undefined", src, "-o", out],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"ld.lld rejected the generated AMDGPU object: "
-                               f"{done.stderr.strip()[:2000]}")
-        with open(out, "rb") as f:
-            return f.read()
+    return transform([*command, "-shared", "--no-undefined"], obj, ".o", ".hsaco",
+                     "ld.lld rejected the generated AMDGPU object")
 
 
 def compile_code_object(module: ir.Module | str, gfx: str) -> bytes:

@@ -14,8 +14,6 @@ import functools
 import glob
 import os
 import shutil
-import subprocess
-import tempfile
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -23,6 +21,7 @@ from llvmlite import ir
 from ..codegen.targets import NvptxTarget
 from ..errors import BackendUnavailableError
 from .llvm_setup import LLVM_LOCK, init_llvm, optimize
+from .tools import transform
 
 TRIPLE = "nvptx64-nvidia-cuda"
 
@@ -99,14 +98,5 @@ def assemble(ptx: str, sm: int) -> bytes | None:
     tool = ptxas_path()
     if tool is None:
         return None
-    with tempfile.TemporaryDirectory(prefix="jitrt-ptxas-") as tmp:
-        src, out = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
-        with open(src, "w") as f:
-            f.write(ptx)
-        done = subprocess.run([tool, f"-arch=sm_{sm}", "-O3", src, "-o", out],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"ptxas rejected the generated PTX for sm_{sm}: "
-                               f"{done.stderr.strip()[:2000]}")
-        with open(out, "rb") as f:
-            return f.read()
+    return transform([tool, f"-arch=sm_{sm}", "-O3"], ptx.encode(), ".ptx", ".cubin",
+                     f"ptxas rejected the generated PTX for sm_{sm}")
