@@ -44,6 +44,7 @@ class _Arch(str):
 
 
 cpu, cuda, amdgpu, gpu = _Arch("cpu"), _Arch("cuda"), _Arch("amdgpu"), _Arch("gpu")
+x64 = arm64 = cpu                       # the peers' names of the host CPU arch
 ScalarField = MatrixField = Field       # the peers' names of a field's type (annotations)
 
 sin, cos, tan, exp, log = MATH["sin"], MATH["cos"], MATH["tan"], MATH["exp"], MATH["log"]
@@ -62,3 +63,9 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "pow", "profiler", "randn", "random", "reset", "round", "rsqrt", "select", "sign",
            "sin", "sinh", "sqrt", "static", "svd", "sym_eig", "sync", "tan", "tanh", "template",
            "types", "u16", "u32", "u64", "u8"]
+
+
+def __getattr__(name: str) -> object:
+    """A peer's name jitrt lacks: an AttributeError that says what to use instead."""
+    from .peer_names import missing
+    raise missing("jitrt", name)

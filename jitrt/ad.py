@@ -200,3 +200,8 @@ def grad_for(primal: Any) -> Any:
         step.backward = backward
         return backward
     return register
+
+
+def __getattr__(name: str) -> object:
+    from .peer_names import missing
+    raise missing("jitrt.ad", name)

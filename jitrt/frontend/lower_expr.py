@@ -169,7 +169,9 @@ class ExprLowering(LoweringHost):
                 raise self.err(node, f"field {obj.name!r} has no gradient (needs_grad=False)")
             try:
                 return PyValue(getattr(obj, node.attr))
-            except AttributeError:
+            except AttributeError as exc:
+                if type(exc).__name__ == "NotInJitrt":       # a peer's name, with advice
+                    raise self.err(node, str(exc)) from None
                 raise self.err(node, f"{describe(obj)} has no attribute '{node.attr}'") from None
         if isinstance(base, n.ArrayRef):
             if node.attr == "shape":
