@@ -108,19 +108,39 @@ def test_plain_python_functions_are_inlined():
     np.testing.assert_allclose(a, (np.arange(4) * 2 + 1) * 4.0)
 
 
-def test_lambdas_and_runtime_tuple_indices_are_clear_errors():
+def test_lambdas_are_a_clear_error():
     square = lambda v: v * v  # noqa: E731
 
     @jr.kernel
     def with_lambda(a: nd(dtype=jr.f32, ndim=1)):
         for i in range(a.shape[0]):
             a[i] = square(a[i])
-
-    @jr.kernel
-    def with_index(a: nd(dtype=jr.f32, ndim=1)):
-        for i in range(a.shape[0]):
-            a[i] = WEIGHTS[i]
     with pytest.raises(jr.KernelCompileError, match="lambda"):
         with_lambda(np.zeros(2, np.float32))
-    with pytest.raises(jr.KernelCompileError, match="constant index"):
-        with_index(np.zeros(2, np.float32))
+
+
+OFFSETS = (-1, 0, 1, 7)
+NAMES = ("a", "b")
+
+
+def test_run_time_indices_into_constant_tuples(arch):
+    @jr.kernel
+    def k(a: nd(dtype=jr.f32, ndim=1), idx: nd(dtype=jr.i32, ndim=1),
+          out: nd(dtype=jr.i32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] = WEIGHTS[idx[i]] if idx[i] < 10 else -1.0    # the untaken side: no read
+            out[i] = OFFSETS[idx[i] % 4]
+    a, out = np.zeros(5, np.float32), np.zeros(5, np.int32)
+    idx = np.array([0, 1, 2, -1, 20], np.int32)
+    k(a, idx, out)
+    assert a.tolist() == [1.0, 2.0, 4.0, 4.0, -1.0]
+    assert out.tolist() == [OFFSETS[j % 4] for j in idx.tolist()]
+    with pytest.raises(jr.KernelRuntimeError, match=r"index 3 out of bounds .* of 'WEIGHTS'"):
+        k(a, np.array([0, 1, 2, 3, 4], np.int32), out)
+
+    @jr.kernel
+    def strings(out: nd(dtype=jr.i32, ndim=1)):
+        for i in range(out.shape[0]):
+            out[i] = NAMES[i]
+    with pytest.raises(jr.KernelCompileError, match="tuple of numbers"):
+        strings(np.zeros(2, np.int32))

@@ -201,6 +201,8 @@ class ExprLowering(LoweringHost):
             return n.Shape(base.ref, axis.obj, dtypes.i32, self.loc(node))  # type: ignore
         if isinstance(base, PyValue) and isinstance(base.obj, (tuple, list)):
             idx = self.expr(node.slice)
+            if isinstance(idx, n.Expr) and idx.dtype.is_int:
+                return self.table_lookup(base.obj, idx, node)
             if not (is_number(idx) and isinstance(idx.obj, int)):  # type: ignore[union-attr]
                 raise self.err(node.slice, "a compile-time tuple needs a constant index")
             try:
@@ -211,6 +213,30 @@ class ExprLowering(LoweringHost):
         if element:                     # x[i] of a field of vectors: the whole vector
             return self.load_element((ref, indices, element), node)
         return n.Load(ref, indices, ref.dtype, self.loc(node))
+
+    def table_lookup(self, table: Any, idx: n.Expr, node: ast.Subscript) -> Value:
+        """`WEIGHTS[i]` of a compile-time tuple of numbers with a run-time `i`: a load from a
+        hidden constant field holding the table (one per distinct table and type), so an
+        index out of range is the usual bounds error naming the tuple; negative indices count
+        from the end, as in Python."""
+        numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in table)
+        if not table or not numbers:
+            raise self.err(node.slice, "a run-time index needs a compile-time tuple of "
+                           "numbers; copy other tables into a field")
+        floats = any(isinstance(x, float) for x in table)
+        dt = self.ctx.default_fp if floats else (
+            self.ctx.default_ip if all(dtypes.fits(int(x), self.ctx.default_ip) for x in table)
+            else dtypes.i64)
+        name = ast.unparse(node.value)
+        ref = self.ctx.field_ref(constant_table(tuple(table), dt, name), name)
+        loc, size = self.loc(node), len(table)
+        i: n.Expr = self.cast(idx, dtypes.i64) if idx.dtype.bits == 64 else self.cast(
+            idx, dtypes.i32)
+        if i.dtype.is_signed:                       # Python's negative indices
+            i = n.Select(n.Binary("<", i, n.Const(0, i.dtype, loc), dtypes.i32, loc),
+                         n.Binary("+", i, n.Const(size, i.dtype, loc), i.dtype, loc), i,
+                         i.dtype, loc)
+        return n.Load(ref, (i,), dt, loc)
 
     def global_access(self, node: ast.Subscript, base: Value | None = None
                       ) -> tuple[n.Ref, tuple[n.Expr, ...]]:
@@ -443,3 +469,21 @@ def describe(obj: Any) -> str:
         return f"type {obj.__name__}"
     name = getattr(obj, "__name__", None)
     return f"{type(obj).__name__} {name}" if name else f"{type(obj).__name__} {obj!r}"[:80]
+
+
+_TABLES: dict[tuple[Any, ...], Any] = {}
+
+
+def constant_table(values: tuple[Any, ...], dt: DataType, name: str) -> Any:
+    """The hidden field holding a compile-time tuple indexed at run time (made once per
+    table, type and name)."""
+    key = (values, dt, name)
+    found = _TABLES.get(key)
+    if found is None:
+        import numpy as np
+
+        from ..data import Field
+        found = Field(dt, (len(values),), False, name, "field")
+        found.from_numpy(np.array(values, dtype=dt.np))
+        _TABLES[key] = found
+    return found
