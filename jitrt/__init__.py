@@ -27,6 +27,7 @@ from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min,
 from .kernel import func, kernel
 from .data import Field, Ndarray, field, ndarray
 from .linalg import Matrix, Struct, Vector
+from .layout import i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741,F401 (jr.ij...)
 from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
 from .types import template
@@ -49,8 +50,8 @@ ScalarField = MatrixField = Field       # the peers' names of a field's type (an
 
 sin, cos, tan, exp, log = MATH["sin"], MATH["cos"], MATH["tan"], MATH["exp"], MATH["log"]
 sqrt, tanh, floor, ceil = MATH["sqrt"], MATH["tanh"], MATH["floor"], MATH["ceil"]
-asin, acos, atan, sinh, cosh, round = (MATH[k] for k in ("asin", "acos", "atan", "sinh", "cosh",
-                                                         "round"))
+asin, acos, atan, sinh, cosh, round = (MATH[fn] for fn in ("asin", "acos", "atan", "sinh",
+                                                           "cosh", "round"))
 
 __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
            "Field", "Graph", "JitrtError", "KernelArgError", "KernelCompileError",
@@ -60,9 +61,9 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "clear_cache", "cos", "cosh", "cpu", "cuda", "debug", "exp", "exp2", "f32", "f64",
            "field", "floor", "func", "gpu", "graph", "grouped", "i16", "i32", "i64", "i8", "init",
            "kernel", "log", "log2", "loop_config", "math", "ndarray", "ndrange", "polar_decompose",
-           "pow", "profiler", "randn", "random", "reset", "round", "rsqrt", "select", "sign",
-           "sin", "sinh", "sqrt", "static", "svd", "sym_eig", "sync", "tan", "tanh", "template",
-           "types", "u16", "u32", "u64", "u8"]
+           "pow", "profiler", "randn", "random", "reset", "root", "round", "rsqrt", "select",
+           "sign", "sin", "sinh", "sqrt", "static", "svd", "sym_eig", "sync", "tan", "tanh",
+           "template", "types", "u16", "u32", "u64", "u8"]
 
 
 def __getattr__(name: str) -> object:

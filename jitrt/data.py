@@ -241,6 +241,42 @@ class Field(_Buffer):
         self.from_numpy(tensor.detach().cpu().numpy())
 
 
+class PendingField(Field):
+    """A field declared without a shape, waiting for `jr.root....place(x)`."""
+    __slots__ = ()
+
+    def __init__(self, dtype: Any, needs_grad: bool, name: str | None,
+                 element_shape: tuple[int, ...] = ()) -> None:
+        self.dtype = dtypes.coerce(dtype)
+        self.name = name or "field"
+        self.named = name is not None
+        self.element_shape = element_shape
+        self.grad = None
+        if needs_grad:
+            if not self.dtype.is_float:
+                raise TypeError(f"needs_grad=True needs a float dtype, got {self.dtype!r}")
+            self.grad = PendingField(self.dtype, False, self.name + ".grad", element_shape)
+            self.grad.named = self.named
+
+    def __getattr__(self, attr: str) -> Any:
+        raise RuntimeError(f"field '{self.name}' has no shape yet: give it one with "
+                           f"jr.root.dense(jr.i, n).place({self.name}) (or create it with "
+                           "shape=...)")
+
+    def place_with(self, shape: tuple[int, ...]) -> None:
+        """Become an ordinary Field of `shape` (plus the element's component dimensions)."""
+        grad, element = self.grad, self.element_shape
+        Field.__init__(self, self.dtype, shape + element, False,
+                            self.name if self.named else None, "field")
+        self.__class__ = Field  # type: ignore[assignment]
+        self.element_shape = element
+        if isinstance(grad, PendingField):
+            grad.place_with(shape)
+            self.grad = grad
+            _grad_fields.append(weakref.ref(self))
+
+
+
 class Ndarray(_Buffer):
     """Data passed to kernels as an argument: `a = jr.ndarray(jr.i32, shape=(N,))`."""
     __slots__ = ("_owner", "readonly")
@@ -301,9 +337,11 @@ def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
         x = jr.field(jr.f32, shape=(1024,), needs_grad=True)
         x.fill(1.0); x[3] = 2.0; x.to_numpy()
     """
-    if shape is _NO_SHAPE:
-        raise TypeError("jr.field() needs a shape: shape=(n,) or (n, m), or shape=() for a "
-                        "scalar field (read and written as x[None])")
+    if shape is _NO_SHAPE or shape is None:     # placed later: jr.root.dense(...).place(x)
+        if hasattr(dtype, "element_field"):       # a vector/matrix type
+            return PendingField(dtype.dtype or dtypes.DEFAULT_FP[0], needs_grad, name,
+                                dtype.shape)
+        return PendingField(dtype, needs_grad, name)
     if hasattr(dtype, "element_field"):       # jr.field(jr.math.vec3, shape=N)
         return dtype.element_field(shape, needs_grad, name)  # type: ignore[no-any-return]
     return Field(dtype, shape, needs_grad, name, "field")

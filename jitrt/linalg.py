@@ -36,7 +36,7 @@ class MatrixType:
         return flat.reshape(self.shape) if flat.size == int(np.prod(self.shape)) else \
             np.full(self.shape, flat, dtype=flat.dtype)
 
-    def element_field(self, shape: Any = (), needs_grad: bool = False,
+    def element_field(self, shape: Any = None, needs_grad: bool = False,
                       name: str | None = None) -> Any:
         """A field of this type (`jr.field(jr.math.vec3, shape=N)`)."""
         return _field(self, shape, needs_grad, name)
@@ -86,8 +86,10 @@ def element_type(dtype: Any) -> tuple[DataType, tuple[int, ...]]:
 def _storage(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
              ndarray: bool) -> Any:
     """A field (or ndarray) of `kind`: the components as trailing dimensions."""
-    from .data import Field, Ndarray, _shape
+    from .data import Field, Ndarray, PendingField, _shape
     dt, element = element_type(kind)
+    if shape is None and not ndarray:        # placed later: jr.root.dense(...).place(x)
+        return PendingField(dt, needs_grad, name, element)
     cls = Ndarray if ndarray else Field
     out = cls(dt, _shape(shape) + element, needs_grad, name, "ndarray" if ndarray else "field")
     out.element_shape = element
@@ -112,7 +114,7 @@ class Vector:
         return np.asarray(values, dtype=None if dtype is None else dtypes.coerce(dtype).np)
 
     @staticmethod
-    def field(n: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
+    def field(n: int, dtype: Any, shape: Any = None, needs_grad: bool = False,
               name: str | None = None) -> Any:
         return _field(vector(n, dtype), shape, needs_grad, name)
 
@@ -143,7 +145,7 @@ class Matrix:
         return np.asarray(values, dtype=None if dtype is None else dtypes.coerce(dtype).np)
 
     @staticmethod
-    def field(n: int, m: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
+    def field(n: int, m: int, dtype: Any, shape: Any = None, needs_grad: bool = False,
               name: str | None = None) -> Any:
         return _field(matrix(n, m, dtype), shape, needs_grad, name)
 

@@ -7,14 +7,13 @@ in the KernelCompileError). Caches nothing.
 """
 from __future__ import annotations
 
-_LAYOUT = ("SNode layouts are not supported yet: create each field with its shape, "
-           "jr.field(dtype, shape=(n, m)) (docs/porting.md)")
+_LAYOUT = ("only dense layouts through jr.root.dense(jr.ij, (n, m)).place(x) are supported "
+           "(or create each field with its shape, jr.field(dtype, shape=(n, m)))")
 _SPARSE = "sparse SNodes (pointer, bitmasked, dynamic) are not supported"
 _ARCH = "jitrt runs on jr.cpu, jr.cuda and jr.amdgpu (jr.gpu picks the first GPU found)"
 
 MISSING: dict[str, str] = {
-    **{k: _LAYOUT for k in ("root", "i", "j", "k", "l", "ij", "ik", "jk", "ijk", "ijkl",
-                            "axes", "FieldsBuilder", "SNode", "Layout", "AOS", "SOA")},
+    **{k: _LAYOUT for k in ("axes", "FieldsBuilder", "SNode", "Layout", "AOS", "SOA")},
     **{k: _SPARSE for k in ("activate", "deactivate", "is_active", "append", "length",
                             "get_addr", "deactivate_all_snodes", "rescale_index")},
     **{k: _ARCH for k in ("vulkan", "metal", "opengl", "gles", "dx11", "dx12", "cc",

@@ -662,8 +662,9 @@ def test_garbage_environment_is_a_clear_error_in_a_fresh_process(tmp_path, var, 
 # ---- host-side traps -------------------------------------------------------------------------
 
 def test_host_side_traps_name_the_problem():
-    with pytest.raises(TypeError, match="needs a shape"):
-        jr.field(jr.f32)
+    unplaced = jr.field(jr.f32, name="u")         # placed later (jr.root...): not usable yet
+    with pytest.raises(RuntimeError, match="'u' has no shape yet"):
+        unplaced.to_numpy()
     x = jr.field(jr.f32, shape=(2, 3), name="x")
     with pytest.raises(IndexError, match=r"x has 2 dimension\(s\).*1 index"):
         x[1]

@@ -62,6 +62,10 @@ class CompileContext:
     array_elements: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     def field_ref(self, fld: Any, name: str) -> n.FieldRef:
+        if type(fld).__name__ == "PendingField":
+            from ..errors import KernelCompileError
+            raise KernelCompileError(f"field '{name}' has no shape yet: place it first "
+                                     f"(jr.root.dense(jr.i, n).place({name}))")
         ref = self.field_refs.get(id(fld))
         if ref is None:
             ref = n.FieldRef(len(self.field_objs), name, fld.dtype, tuple(fld.shape))
