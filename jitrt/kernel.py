@@ -20,6 +20,7 @@ from .frontend.source import SourceInfo, capture
 from .ir import nodes as n
 from .runtime import launcher
 from .types import NdarrayType, Template
+from .linalg import MatrixType
 
 
 def parse_params(fn: Callable) -> tuple[n.Param, ...]:
@@ -79,10 +80,10 @@ class Kernel:
             ret = dtypes.i32
         elif ret is float:
             ret = dtypes.f32
-        if ret is not None and not isinstance(ret, dtypes.DataType):
+        if ret is not None and not isinstance(ret, (dtypes.DataType, MatrixType)):
             raise KernelCompileError(f"kernel {fn.__qualname__}: return annotation must be a "
-                                     f"jitrt dtype, got {ret!r}")
-        self.ret: dtypes.DataType | None = ret
+                                     f"jitrt dtype or a vector/matrix type, got {ret!r}")
+        self.ret: Any = ret       # a DataType, a vector/matrix type, or None
         self._source: SourceInfo | None = None
         self.handles: dict[Any, Any] = {}
         self._grad_kernel: Kernel | None = None

@@ -265,3 +265,30 @@ def test_struct_fields(rng):
             tags[j].colour = 1
     with pytest.raises(jr.KernelCompileError, match="no member 'colour'"):
         bad()
+
+
+def test_kernels_return_vectors_and_matrices(arch):
+    @jr.kernel
+    def total(a: nd(dtype=jr.f32, ndim=1)) -> jr.math.vec3:
+        s = jr.math.vec3(0.0)
+        jr.loop_config(serialize=True)
+        for i in range(a.shape[0]):
+            s += jr.math.vec3(a[i], a[i] * 2.0, 1.0)
+        return s
+
+    @jr.kernel
+    def fixed() -> jr.types.matrix(2, 2, jr.i32):
+        return jr.Matrix([[1, 2], [3, 4]])
+
+    @jr.kernel
+    def wrong() -> jr.math.vec2:
+        return jr.math.vec3(1.0, 2.0, 3.0)
+    got = total(np.arange(4, dtype=np.float32))
+    assert got.tolist() == [6.0, 12.0, 4.0] and got.dtype == np.float32
+    assert fixed().tolist() == [[1, 2], [3, 4]]
+    bound = total.bind(np.ones(3, np.float32))
+    first = bound()
+    first[0] = 99.0                                  # a copy: the next result is unaffected
+    assert bound().tolist() == [3.0, 6.0, 3.0]
+    with pytest.raises(jr.KernelCompileError, match=r"return shape \(2,\)"):
+        wrong()

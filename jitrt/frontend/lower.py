@@ -11,13 +11,14 @@ import ast
 from typing import Any
 
 from .. import dtypes
+from ..linalg import MatrixType
 from ..ir import nodes as n
 from .context import CompileContext, PyValue, Scope, function_globals
 from .lower_call import CallLowering
 from .lower_expr import ExprLowering
 from .lower_stmt import StmtLowering
 from .source import SourceInfo
-from .vectors import VectorLowering
+from .vectors import VecValue, VectorLowering
 
 
 class FunctionLowerer(ExprLowering, CallLowering, StmtLowering, VectorLowering):
@@ -53,6 +54,36 @@ def random_prologue(ctx: CompileContext, loc: n.Loc) -> list[n.Stmt]:
             n.Assign("$rng_serial", n.Const(0, u, loc), loc)]
 
 
+RETURN_FIELD = "jr.return"
+_RETURN_FIELDS: dict[tuple[Any, ...], Any] = {}
+
+
+def store_vector_return(lowerer: FunctionLowerer, kind: Any, node: ast.Return,
+                        ctx: CompileContext, fn: Any) -> None:
+    """`return v` of a kernel annotated `-> jr.math.vec3` (or a matrix type): the components
+    go to a hidden field of that shape, which the launcher returns as a numpy array."""
+    from ..data import Field
+    from ..linalg import element_type
+    dt, shape = element_type(kind)
+    key = (fn, dt, shape)
+    found = _RETURN_FIELDS.get(key)
+    if found is None:
+        found = _RETURN_FIELDS[key] = Field(dt, shape, False, RETURN_FIELD, "field")
+    ref = ctx.field_ref(found, RETURN_FIELD)
+    assert node.value is not None
+    value_node = node.value
+    v = lowerer.expr(value_node)
+    if not isinstance(v, VecValue) or v.shape != shape:
+        got = v.shape if isinstance(v, VecValue) else "a scalar"
+        raise lowerer.err(value_node, f"the kernel is annotated to return shape {shape}, "
+                          f"got {got}")
+    loc = lowerer.loc(node)
+    for flat, x in enumerate(v.items):
+        idx = tuple(n.Const(k, dtypes.i32, loc) for k in
+                    ((flat,) if len(shape) == 1 else divmod(flat, shape[1])))
+        lowerer.emit(n.Store(ref, idx, lowerer.typed(x, dt, value_node, "return"), loc))
+
+
 def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
                  template_values: dict[str, Any], ctx: CompileContext,
                  ret: Any) -> n.KernelIR:
@@ -85,6 +116,9 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
         elif ret is None:
             raise src.error(ret_stmt, "kernel returns a value but has no return annotation "
                             "(add -> jr.f32 or similar)")
+        elif isinstance(ret, MatrixType):
+            store_vector_return(lowerer, ret, ret_stmt, ctx, fn)
+            ret = None
         else:
             e = lowerer.typed(lowerer.expr(ret_stmt.value), ret, ret_stmt.value, "return")
             lowerer.emit(n.Return(e, src.loc(ret_stmt)))

@@ -106,7 +106,7 @@ class BoundLaunch(LaunchContext):
             lines.append("    if buf[0]: raise_fault(buf, c)")
         if c.sizing is not None:
             lines.append(f"    if buf[{abi.SLOT_OVERFLOW}]: self.overflow()")
-        lines += return_lines(c.lowered.tasked.ret)
+        lines += return_lines(c.lowered.tasked.ret, c, env)
         lines = lines[:1] + serialized(lines[1:], env, self.program)
         source = "\n".join(lines)
         exec(compile(source, f"<jitrt bound launch {c.name}>", "exec"), env)  # noqa: S102

@@ -126,8 +126,15 @@ def entry_lines(name: str, env: dict[str, Any], program: "Program") -> list[str]
     return ["    t0 = clock()", "    entry(addr)", "    ktimes.add(clock() - t0)"]
 
 
-def return_lines(ret: dtypes.DataType | None) -> list[str]:
-    """The launcher's return statement: the value in the context's return slot, decoded."""
+def return_lines(ret: dtypes.DataType | None, c: Any = None,
+                 env: dict[str, Any] | None = None) -> list[str]:
+    """The launcher's return statement: the value in the context's return slot, decoded (a
+    vector/matrix return: a copy of the kernel's hidden return field)."""
+    if ret is None and c is not None and env is not None:
+        for f in c.field_objs:
+            if f.name == "jr.return":
+                env["retf"] = f
+                return ["    return retf.to_numpy()"]
     if ret is None:
         return []
     if ret.is_float:

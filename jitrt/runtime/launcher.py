@@ -201,7 +201,7 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
                else []))
     if c.sizing is not None:
         body.append(f"    if buf[{abi.SLOT_OVERFLOW}]: handle.overflow()")
-    body += return_lines(c.lowered.tasked.ret)
+    body += return_lines(c.lowered.tasked.ret, c, env)
     source = "\n".join(head + serialized(body, env, handle.program))
     exec(compile(source, f"<jitrt {mode} launcher {c.name}>", "exec"), env)  # noqa: S102
     launch = env["launch"]
