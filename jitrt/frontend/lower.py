@@ -18,10 +18,11 @@ from .lower_call import CallLowering
 from .lower_expr import ExprLowering
 from .lower_stmt import StmtLowering
 from .source import SourceInfo
+from .structs import StructLowering
 from .vectors import VecValue, VectorLowering
 
 
-class FunctionLowerer(ExprLowering, CallLowering, StmtLowering, VectorLowering):
+class FunctionLowerer(ExprLowering, CallLowering, StmtLowering, VectorLowering, StructLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:

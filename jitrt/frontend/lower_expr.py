@@ -18,7 +18,8 @@ from ..dtypes import DataType
 from ..ir import nodes as n
 from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .source import SourceInfo
-from .vectors import StructElement, TupleValue, VecValue, VecVar
+from .structs import StructElement
+from .vectors import TupleValue, VecValue, VecVar
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
           ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",

@@ -58,13 +58,6 @@ class TupleValue:
 
 
 @dataclass(frozen=True)
-class StructElement:
-    """`s[i]` of a struct field, waiting for `.member`."""
-    field: Any                        # linalg.StructField
-    node: ast.Subscript
-
-
-@dataclass(frozen=True)
 class VecMethod:
     """`v.norm` waiting for its call."""
     vec: VecValue
@@ -464,46 +457,6 @@ class VectorLowering(LoweringHost):
             else:
                 new = self.binary(op, n.Load(ref, idx, ref.dtype, loc), x, node)
                 self.emit(n.Store(ref, idx, self.typed(new, ref.dtype, node), loc))
-
-    # ---- structs -----------------------------------------------------------------------
-    def struct_member(self, element: StructElement, attr: str, node: ast.AST
-                      ) -> tuple[ast.Subscript, Any]:
-        """(the subscript, the member field) of `s[i].attr`."""
-        member = element.field.members.get(attr)
-        if member is None:
-            raise self.err(node, f"the struct has no member '{attr}' (members: "
-                           f"{', '.join(element.field.members)})")
-        return element.node, PyValue(member)
-
-    def load_member(self, element: StructElement, node: ast.Attribute) -> Any:
-        sub, member = self.struct_member(element, node.attr, node)
-        ref, indices, shape = self.access(sub, member)
-        if shape:
-            return self.load_element((ref, indices, shape), sub)
-        return n.Load(ref, indices, ref.dtype, self.loc(node))
-
-    def store_member(self, target: ast.Attribute, v: Any, node: ast.AST,
-                     op: str | None = None) -> bool:
-        """`s[i].attr = v` (or `op=` v) on a struct member, `x[i].y = s` on a component of a
-        vector element; False when `target` is neither."""
-        if not isinstance(target.value, ast.Subscript):
-            return False
-        base = self.expr(target.value.value)
-        if isinstance(base, PyValue) and type(base.obj).__name__ == "StructField":
-            sub, member = self.struct_member(StructElement(base.obj, target.value),
-                                             target.attr, target)
-            self.store_element(self.access(sub, member), v, node, op)
-            return True
-        if not self.element_shape(base) or target.attr not in SWIZZLE:
-            return False
-        ref, outer, shape = self.access(target.value, base)
-        k = SWIZZLE[target.attr]
-        if len(shape) != 1 or k >= shape[0]:
-            raise self.err(target, f"a vector of shape {shape} has no component "
-                           f"'{target.attr}'")
-        loc = self.loc(target)
-        self.store_element((ref, outer + (n.Const(k, dtypes.i32, loc),), ()), v, node, op)
-        return True
 
     # ---- locals ------------------------------------------------------------------------
     def vec_local_value(self, var: VecVar, node: ast.AST) -> VecValue:
