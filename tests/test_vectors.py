@@ -292,3 +292,20 @@ def test_kernels_return_vectors_and_matrices(arch):
     assert bound().tolist() == [3.0, 6.0, 3.0]
     with pytest.raises(jr.KernelCompileError, match=r"return shape \(2,\)"):
         wrong()
+
+
+def test_templates_over_vector_and_matrix_fields():
+    v = jr.Vector.field(3, jr.f32, shape=4)
+    m = jr.Matrix.field(2, 2, jr.f32, shape=4)
+
+    @jr.kernel
+    def scale(f: jr.template(), s: jr.f32):
+        for i in f:
+            f[i] = f[i] * s
+    v.fill(1.0)
+    m.fill(2.0)
+    scale(v, 2.0)
+    scale(m, 3.0)
+    np.testing.assert_array_equal(v.to_numpy(), 2.0)
+    np.testing.assert_array_equal(m.to_numpy(), 6.0)
+    assert isinstance(v, jr.MatrixField) and isinstance(v, jr.ScalarField)
