@@ -68,6 +68,14 @@ def codegen_target() -> NvptxTarget:
     return NvptxTarget("cuda", TRIPLE, str(target_machine(80).target_data), True)
 
 
+def drop_unused(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
+    """Remove the internal functions nothing calls (most of a linked libdevice)."""
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0))
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_global_dead_code_eliminate_pass()
+    mpm.run(mod, pb)
+
+
 def compile_ptx(module: ir.Module | str, sm: int) -> str:
     """PTX for compute capability `sm` (80 for 8.0...), libdevice linked in where used."""
     text = str(module)
@@ -88,6 +96,7 @@ def compile_ptx(module: ir.Module | str, sm: int) -> str:
             for fn in mod.functions:     # keep only what the kernels call
                 if fn.name.startswith("__nv_") and not fn.is_declaration:
                     fn.linkage = llvm.Linkage.internal
+            drop_unused(mod, tm)         # before O3 works on all of libdevice's functions
         optimize(mod, tm)
         return str(tm.emit_assembly(mod))
 
