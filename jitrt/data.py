@@ -267,14 +267,13 @@ class PendingField(Field):
         """Become an ordinary Field of `shape` (plus the element's component dimensions)."""
         grad, element = self.grad, self.element_shape
         Field.__init__(self, self.dtype, shape + element, False,
-                            self.name if self.named else None, "field")
+                       self.name if self.named else None, "field")
         self.__class__ = Field  # type: ignore[assignment]
         self.element_shape = element
         if isinstance(grad, PendingField):
             grad.place_with(shape)
             self.grad = grad
             _grad_fields.append(weakref.ref(self))
-
 
 
 class Ndarray(_Buffer):
@@ -337,13 +336,12 @@ def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
         x = jr.field(jr.f32, shape=(1024,), needs_grad=True)
         x.fill(1.0); x[3] = 2.0; x.to_numpy()
     """
-    if shape is _NO_SHAPE or shape is None:     # placed later: jr.root.dense(...).place(x)
-        if hasattr(dtype, "element_field"):       # a vector/matrix type
-            return PendingField(dtype.dtype or dtypes.DEFAULT_FP[0], needs_grad, name,
-                                dtype.shape)
-        return PendingField(dtype, needs_grad, name)
-    if hasattr(dtype, "element_field"):       # jr.field(jr.math.vec3, shape=N)
+    if shape is _NO_SHAPE:
+        shape = None                              # placed later: jr.root.dense(...).place(x)
+    if hasattr(dtype, "element_field"):           # jr.field(jr.math.vec3, shape=N)
         return dtype.element_field(shape, needs_grad, name)  # type: ignore[no-any-return]
+    if shape is None:
+        return PendingField(dtype, needs_grad, name)
     return Field(dtype, shape, needs_grad, name, "field")
 
 

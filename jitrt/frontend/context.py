@@ -16,6 +16,11 @@ from ..dtypes import DataType
 from ..ir import nodes as n
 
 
+# the hidden field a kernel annotated `-> jr.math.vec3` returns through (lower.py writes it,
+# the runtime's launchers return a copy of it)
+RETURN_FIELD = "jr.return"
+
+
 @dataclass(frozen=True)
 class PyValue:
     """A compile-time Python object: a constant, a module, a field, a builtin, a func..."""
@@ -182,4 +187,6 @@ class LoweringHost:
         tuple_index: Callable[..., Any]
         filled: Callable[..., Any]
         vec_cast: Callable[..., Any]
+        new_vec_var: Callable[..., Any]
+        fresh_local: Callable[..., n.Local]
         store_member: Callable[..., bool]

@@ -13,7 +13,7 @@ from typing import Any
 from .. import dtypes
 from ..linalg import MatrixType
 from ..ir import nodes as n
-from .context import CompileContext, PyValue, Scope, function_globals
+from .context import RETURN_FIELD, CompileContext, PyValue, Scope, function_globals
 from .lower_call import CallLowering
 from .lower_expr import ExprLowering
 from .lower_stmt import StmtLowering
@@ -55,7 +55,6 @@ def random_prologue(ctx: CompileContext, loc: n.Loc) -> list[n.Stmt]:
             n.Assign("$rng_serial", n.Const(0, u, loc), loc)]
 
 
-RETURN_FIELD = "jr.return"
 _RETURN_FIELDS: dict[tuple[Any, ...], Any] = {}
 
 

@@ -23,7 +23,7 @@ from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .func import Func
 from .lower_expr import Value, describe, is_number
-from .vectors import VecMethod, VecValue, VecVar, as_vector
+from .vectors import VecMethod, VecValue, as_vector
 
 MAX_INLINE_DEPTH = 24
 _PLAIN_FUNCS: "weakref.WeakKeyDictionary[Any, Func]" = weakref.WeakKeyDictionary()
@@ -287,20 +287,15 @@ class CallLowering(LoweringHost):
         self.ctx.local_types[counter] = u
         # this call's number, kept in a fresh local: the value is used later in the
         # expression, after other calls may have advanced the counter
-        mine = self.ctx.fresh_prefix("rng") + "n"
-        self.ctx.local_types[mine] = u
         calls = n.Local(counter, u, loc)
-        self.emit(n.Assign(mine, n.Binary("+", calls, n.Const(1, u, loc), u, loc), loc))
-        self.emit(n.Assign(counter, n.Local(mine, u, loc), loc))
+        mine = self.fresh_local(n.Binary("+", calls, n.Const(1, u, loc), u, loc), "rng", loc)
+        self.emit(n.Assign(counter, mine, loc))
         h = rnd.mix(n.Local(rnd.SEED_LOCAL, u, loc), loc)
         for var in loop_vars:
             index = n.Cast(n.Local(var, self.ctx.local_types[var], loc), u, loc)
             h = rnd.mix(n.Binary("^", h, index, u, loc), loc)
-        h = rnd.mix(n.Binary("^", h, n.Local(mine, u, loc), u, loc), loc)
-        bits = self.ctx.fresh_prefix("rng") + "bits"         # hashed once, here
-        self.ctx.local_types[bits] = u
-        self.emit(n.Assign(bits, h, loc))
-        return rnd.value(n.Local(bits, u, loc), dt, loc)
+        bits = self.fresh_local(rnd.mix(n.Binary("^", h, mine, u, loc), loc), "rng", loc)
+        return rnd.value(bits, dt, loc)
 
     def randn_call(self, node: ast.Call) -> Value:
         """`jr.randn()`: a standard normal float (Box-Muller from two jr.random() values)."""
@@ -410,14 +405,7 @@ class CallLowering(LoweringHost):
         if isinstance(v, n.ArrayRef) or (isinstance(v, PyValue) and not is_number(v)):
             return v
         if isinstance(v, VecValue):        # by value: a fresh local per component
-            components = []
-            for k, x in enumerate(v.items):
-                e = self.value(node, x)
-                var = LocalVar(f"{prefix}{name}${k}", e.dtype)
-                self.ctx.local_types[var.ir_name] = e.dtype
-                self.emit(n.Assign(var.ir_name, e, self.loc(node)))
-                components.append(var)
-            return VecVar(v.shape, tuple(components))
+            return self.new_vec_var(prefix + name, v, node)
         if name in func.template_params:
             if isinstance(v, n.Local):
                 return LocalVar(v.name, v.dtype)

@@ -112,15 +112,8 @@ class StmtLowering(LoweringHost):
         if isinstance(target, ast.Tuple):
             if not isinstance(node.value, ast.Tuple) or len(node.value.elts) != len(target.elts):
                 raise self.err(node, "tuple assignment needs a tuple of the same length")
-            values = [self.expr(v) for v in node.value.elts]
-            temps = []
-            for v, src in zip(values, node.value.elts):  # evaluate every right side first
-                if isinstance(v, n.Expr):
-                    tmp = self.ctx.fresh_prefix("tmp") + "v"
-                    self.ctx.local_types[tmp] = v.dtype
-                    self.emit(n.Assign(tmp, v, self.loc(src)))
-                    v = n.Local(tmp, v.dtype, self.loc(src))
-                temps.append(v)
+            # evaluate every right side first
+            temps = [self.snapshot(self.expr(v), v) for v in node.value.elts]
             for t, v in zip(target.elts, temps):
                 self.assign_target(t, v, node)
             return
@@ -147,11 +140,15 @@ class StmtLowering(LoweringHost):
         if isinstance(v, TupleValue):
             return TupleValue(tuple(self.snapshot(x, node) for x in v.items))
         if isinstance(v, n.Expr) and not isinstance(v, n.Const):
-            tmp = self.ctx.fresh_prefix("tmp") + "v"
-            self.ctx.local_types[tmp] = v.dtype
-            self.emit(n.Assign(tmp, v, self.loc(node)))
-            return n.Local(tmp, v.dtype, self.loc(node))
+            return self.fresh_local(v, "tmp", self.loc(node))
         return v
+
+    def fresh_local(self, value: n.Expr, base: str, loc: n.Loc) -> n.Local:
+        """`value` assigned once to a new local here; the read of that local."""
+        name = self.ctx.fresh_prefix(base) + "v"
+        self.ctx.local_types[name] = value.dtype
+        self.emit(n.Assign(name, value, loc))
+        return n.Local(name, value.dtype, loc)
 
     def assign_target(self, target: ast.AST, v: Value, node: ast.AST) -> None:
         if isinstance(target, ast.Name):

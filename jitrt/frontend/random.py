@@ -16,6 +16,7 @@ from .. import dtypes
 from ..ir import nodes as n
 
 _STATE: list[Any] = [None]
+_SEED = [0]
 GOLDEN = 0x9E3779B97F4A7C15
 MIX1, MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 SEED_LOCAL = "$rng_launch"
@@ -25,13 +26,18 @@ def state_field() -> Any:
     """The program-wide random state (a 0-d u64 field), made once."""
     if _STATE[0] is None:
         from ..data import Field
-        _STATE[0] = Field(dtypes.u64, (), False, "jr.random state", "field")
+        state = Field(dtypes.u64, (), False, "jr.random state", "field")
+        state[None] = _SEED[0]
+        _STATE[0] = state
     return _STATE[0]
 
 
 def reset(seed: int) -> None:
-    """Start the sequence again from `seed` (jr.init(random_seed=...))."""
-    state_field()[None] = seed & ((1 << 64) - 1)
+    """Start the sequence again from `seed` (jr.init(random_seed=...)); nothing to do until
+    a kernel calls jr.random."""
+    _SEED[0] = seed & ((1 << 64) - 1)
+    if _STATE[0] is not None:
+        _STATE[0][None] = _SEED[0]
 
 
 def mix(x: n.Expr, loc: n.Loc) -> n.Expr:

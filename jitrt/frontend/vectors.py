@@ -477,14 +477,18 @@ class VectorLowering(LoweringHost):
             return
         if binding is not None and not isinstance(binding, PyValue):
             raise self.err(node, f"'{name}' is a scalar local; cannot assign a vector to it")
+        self.scope.bindings[name] = self.new_vec_var(self.scope.prefix + name, v, node)
+
+    def new_vec_var(self, ir_name: str, v: VecValue, node: ast.AST) -> VecVar:
+        """A new vector local `ir_name$k` per component, assigned `v` here."""
         components = []
         for k, x in enumerate(v.items):
             e = self.value(node, x)
-            var = LocalVar(f"{self.scope.prefix}{name}${k}", e.dtype)
+            var = LocalVar(f"{ir_name}${k}", e.dtype)
             self.ctx.local_types[var.ir_name] = e.dtype
-            self.emit(n.Assign(var.ir_name, e, loc))
+            self.emit(n.Assign(var.ir_name, e, self.loc(node)))
             components.append(var)
-        self.scope.bindings[name] = VecVar(v.shape, tuple(components))
+        return VecVar(v.shape, tuple(components))
 
     def assign_vec_component(self, target: ast.Subscript, var: VecVar, v: Any) -> None:
         """`v[k] = s` / `m[i, j] = s` (and a whole row `m[i] = row`) on a vector local."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .. import dtypes
 from ..codegen import abi
 from ..data import Ndarray
+from ..frontend.context import RETURN_FIELD
 from .arguments import INT_RANGE, changed_expr, watch_state
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ def return_lines(ret: dtypes.DataType | None, c: Any = None,
     vector/matrix return: a copy of the kernel's hidden return field)."""
     if ret is None and c is not None and env is not None:
         for f in c.field_objs:
-            if f.name == "jr.return":
+            if f.name == RETURN_FIELD:
                 env["retf"] = f
                 return ["    return retf.to_numpy()"]
     if ret is None:
