@@ -16,6 +16,7 @@ from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
 from . import abi
+from .declare import declare
 from .emitter_host import EmitterHost
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -340,20 +341,15 @@ class ExprEmitter(EmitterHost):
             for k, v in enumerate(values):
                 slot = b.gep(buf, [ir.Constant(I32, 0), ir.Constant(I32, k)])
                 b.store(v, b.bitcast(slot, v.type.as_pointer()))
-            vprintf = self.module.globals.get("vprintf") or ir.Function(
-                self.module, ir.FunctionType(I32, [i8p, i8p]), "vprintf")
-            b.call(vprintf, [fmt_ptr, b.bitcast(buf, i8p)])
+            b.call(declare(self.module, "vprintf", I32, (i8p, i8p)),
+                   [fmt_ptr, b.bitcast(buf, i8p)])
             return ir.Constant(I32, 0)
         if self.target.is_gpu:
             from ..errors import error_at
             raise error_at(e.loc, f"print() in kernels is not supported on {self.target.name} "
                            "in this version (CPU and CUDA only)")
-        printf = self.module.globals.get("printf") or ir.Function(
-            self.module, ir.FunctionType(I32, [i8p], var_arg=True), "printf")
-        fflush = self.module.globals.get("fflush") or ir.Function(
-            self.module, ir.FunctionType(I32, [i8p]), "fflush")
-        b.call(printf, [fmt_ptr, *values])
-        b.call(fflush, [ir.Constant(i8p, None)])
+        b.call(declare(self.module, "printf", I32, (i8p,), var_arg=True), [fmt_ptr, *values])
+        b.call(declare(self.module, "fflush", I32, (i8p,)), [ir.Constant(i8p, None)])
         return ir.Constant(I32, 0)
 
     # ---- global memory ------------------------------------------------------------------

@@ -31,6 +31,8 @@ import math
 
 from llvmlite import ir
 
+from .declare import declare
+
 F64, F32, I64 = ir.DoubleType(), ir.FloatType(), ir.IntType(64)
 FUNCTIONS = ("sin", "cos", "tan", "exp", "log", "tanh", "pow", "asin", "acos", "atan", "atan2",
              "sinh", "cosh")
@@ -54,10 +56,8 @@ def horner(b: ir.IRBuilder, x: ir.Value, coefs: list[float]) -> ir.Value:
 
 
 def unary(b: ir.IRBuilder, name: str, x: ir.Value) -> ir.Value:
-    """A call of the f64 intrinsic `llvm.<name>.f64` (every target lowers floor and fabs)."""
-    full = f"llvm.{name}.f64"
-    fn = b.module.globals.get(full) or ir.Function(b.module, ir.FunctionType(F64, [F64]), full)
-    return b.call(fn, [x])
+    """A call of the f64 intrinsic `llvm.<name>.f64` (every target lowers floor, fabs, sqrt)."""
+    return b.call(declare(b.module, f"llvm.{name}.f64", F64, (F64,)), [x])
 
 
 def floor(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
@@ -232,9 +232,7 @@ def body_atan2(b: ir.IRBuilder, y: ir.Value, x: ir.Value) -> ir.Value:
 
 def one_minus_square_root(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """sqrt((1 - x)(1 + x)): sqrt(1 - x^2) without cancellation near |x| = 1."""
-    fn = b.module.globals.get("llvm.sqrt.f64") or ir.Function(
-        b.module, ir.FunctionType(F64, [F64]), "llvm.sqrt.f64")
-    return b.call(fn, [b.fmul(b.fsub(c(1.0), x), b.fadd(c(1.0), x))])
+    return unary(b, "sqrt", b.fmul(b.fsub(c(1.0), x), b.fadd(c(1.0), x)))
 
 
 def body_sinh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from . import portable_math
+from .declare import declare
 
 I32 = ir.IntType(32)
 MAX_BLOCK = 1024       # the most threads per block a GPU launch uses (jr.loop_config's limit)
@@ -36,15 +37,6 @@ class _PrivateAlloca(ir.instructions.AllocaInstr):
 
     def descr(self, buf: list[str]) -> None:
         buf.append(f"alloca {self.allocated_type}, addrspace(5)")
-
-
-def intrinsic(module: ir.Module, name: str, ret: ir.Type, args: tuple[ir.Type, ...] = ()
-              ) -> ir.Function:
-    """The declaration of intrinsic `name` in `module`, made once."""
-    found = module.globals.get(name)
-    if found is not None:
-        return found  # type: ignore[return-value]
-    return ir.Function(module, ir.FunctionType(ret, list(args)), name)
 
 
 @dataclass(frozen=True)
@@ -105,7 +97,7 @@ class NvptxTarget(Target):
     warp_sizes: tuple[int, ...] = (32,)
 
     def _sreg(self, module: ir.Module, b: ir.IRBuilder, reg: str) -> ir.Value:
-        return b.call(intrinsic(module, f"llvm.nvvm.read.ptx.sreg.{reg}", I32), [])
+        return b.call(declare(module, f"llvm.nvvm.read.ptx.sreg.{reg}", I32), [])
 
     def thread_in_block(self, module: ir.Module, b: ir.IRBuilder) -> ir.Value:
         return self._sreg(module, b, "tid.x")
@@ -121,12 +113,12 @@ class NvptxTarget(Target):
 
     def shuffle_down(self, module: ir.Module, b: ir.IRBuilder, v: ir.Value, delta: int,
                      lane: ir.Value) -> ir.Value:
-        shfl = intrinsic(module, "llvm.nvvm.shfl.sync.down.i32", I32, (I32, I32, I32, I32))
+        shfl = declare(module, "llvm.nvvm.shfl.sync.down.i32", I32, (I32, I32, I32, I32))
         return b.call(shfl, [ir.Constant(I32, -1), v, ir.Constant(I32, delta),
                              ir.Constant(I32, 0x1F)])
 
     def barrier(self, module: ir.Module, b: ir.IRBuilder) -> None:
-        b.call(intrinsic(module, "llvm.nvvm.barrier0", ir.VoidType()), [])
+        b.call(declare(module, "llvm.nvvm.barrier0", ir.VoidType()), [])
 
     def math_symbol(self, fn: str, ty: ir.Type) -> str:
         if fn in INSTRUCTIONS:
@@ -150,7 +142,7 @@ class AmdgpuTarget(Target):
         set.add(fn.attributes, f'"amdgpu-flat-work-group-size"="1,{MAX_BLOCK}"')
 
     def _read(self, module: ir.Module, b: ir.IRBuilder, name: str) -> ir.Value:
-        return b.call(intrinsic(module, f"llvm.amdgcn.{name}", I32), [])
+        return b.call(declare(module, f"llvm.amdgcn.{name}", I32), [])
 
     def thread_in_block(self, module: ir.Module, b: ir.IRBuilder) -> ir.Value:
         return self._read(module, b, "workitem.id.x")
@@ -161,7 +153,7 @@ class AmdgpuTarget(Target):
     def block_size(self, module: ir.Module, b: ir.IRBuilder) -> ir.Value:
         # hsa_kernel_dispatch_packet_t.workgroup_size_x: a u16 at byte 4 of the packet
         packet_ty = ir.IntType(8).as_pointer(4)
-        packet = b.call(intrinsic(module, "llvm.amdgcn.dispatch.ptr", packet_ty), [])
+        packet = b.call(declare(module, "llvm.amdgcn.dispatch.ptr", packet_ty), [])
         field = b.bitcast(b.gep(packet, [ir.Constant(I32, 4)]), ir.IntType(16).as_pointer(4))
         size = b.load(field)
         size.set_metadata("invariant.load", module.add_metadata([]))
@@ -172,13 +164,13 @@ class AmdgpuTarget(Target):
 
     def shuffle_down(self, module: ir.Module, b: ir.IRBuilder, v: ir.Value, delta: int,
                      lane: ir.Value) -> ir.Value:
-        permute = intrinsic(module, "llvm.amdgcn.ds.bpermute", I32, (I32, I32))
+        permute = declare(module, "llvm.amdgcn.ds.bpermute", I32, (I32, I32))
         source = b.shl(b.add(lane, ir.Constant(I32, delta)), ir.Constant(I32, 2))
         return b.call(permute, [source, v])
 
     def barrier(self, module: ir.Module, b: ir.IRBuilder) -> None:
         b.fence("release", "workgroup")
-        b.call(intrinsic(module, "llvm.amdgcn.s.barrier", ir.VoidType()), [])
+        b.call(declare(module, "llvm.amdgcn.s.barrier", ir.VoidType()), [])
         b.fence("acquire", "workgroup")
 
     def alloca(self, builder: ir.IRBuilder, ty: ir.Type, name: str) -> ir.Value:
