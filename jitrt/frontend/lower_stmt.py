@@ -178,19 +178,31 @@ class StmtLowering(LoweringHost):
             self.assign_vec_component(target, self.scope.bindings[target.value.id], v)
             self.mark_assigned(target.value.id)
             return True
-        if isinstance(target.value, ast.Subscript):     # x[i][k]: one component
-            outer = self.whole_element(target.value, self.expr(target.value.value))
-            if outer is not None:
-                ref, idx, element = outer
-                current = self.load_element(outer, target)
-                part = self.vec_index(current, target.slice)
-                sub = part.items if isinstance(part, VecValue) else (part,)
-                values = v.items if isinstance(v, VecValue) else (v,) * len(sub)
-                for load, x in zip(sub, values):
-                    self.emit(n.Store(ref, load.indices, self.typed(x, ref.dtype, node),
-                                      self.loc(node)))
-                return True
-        return False
+        outer = self.vector_element_of(target)
+        if outer is None:
+            return False
+        self.component_store(outer, target, v, node)
+        return True
+
+    def vector_element_of(self, target: ast.Subscript) -> Any:
+        """The whole element `x[i]` of a field/ndarray of vectors that `x[i][k]` indexes
+        (ref, indices, element shape), else None."""
+        if not isinstance(target.value, ast.Subscript):
+            return None
+        return self.whole_element(target.value, self.expr(target.value.value))
+
+    def component_store(self, outer: Any, target: ast.Subscript, v: Value, node: ast.AST,
+                        op: str | None = None) -> None:
+        """`x[i][k] = v` (or `op=`): component(s) k of the vector element `outer` (a matrix
+        row takes a vector)."""
+        part = self.vec_index(self.load_element(outer, target), target.slice)
+        loads = part.items if isinstance(part, VecValue) else (part,)
+        values = v.items if isinstance(v, VecValue) else (v,) * len(loads)
+        if len(values) != len(loads):
+            raise self.err(node, f"cannot store {len(values)} value(s) into {len(loads)} "
+                           "component(s)")
+        for load, x in zip(loads, values):
+            self.store_element((outer[0], load.indices, ()), x, node, op)
 
     def typed(self, v: Value, dt: dtypes.DataType, node: ast.AST,
               what: str = "store") -> n.Expr:
@@ -298,8 +310,8 @@ class StmtLowering(LoweringHost):
         self.assign_local(node.target, self.binary(op, current, self.expr(node.value), node), node)
 
     def aug_assign_vector(self, node: ast.AugAssign, op: str) -> bool:
-        """`x[i] += v` on a whole vector element (atomic per component for + and -), and
-        `v[k] += s` on a vector local's component."""
+        """`v[k] += s` on a vector local's component, `x[i][k] += s` on a component of an
+        element of a field of vectors (atomic for + and -)."""
         target = node.target
         assert isinstance(target, ast.Subscript)
         if isinstance(target.value, ast.Name) and isinstance(
@@ -308,17 +320,11 @@ class StmtLowering(LoweringHost):
             self.assign_target(target, self.binary(op, current, self.expr(node.value), node),
                                node)
             return True
-        if isinstance(target.value, ast.Subscript):       # x[i][k] += s
-            outer = self.whole_element(target.value, self.expr(target.value.value))
-            if outer is not None:
-                ref = outer[0]
-                part = self.vec_index(self.load_element(outer, target), target.slice)
-                if isinstance(part, VecValue):
-                    raise self.err(target, "x[i][k] += ... needs a single component")
-                found = (ref, part.indices, ())
-                self.store_element(found, self.expr(node.value), node, op)
-                return True
-        return False
+        outer = self.vector_element_of(target)
+        if outer is None:
+            return False
+        self.component_store(outer, target, self.expr(node.value), node, op)
+        return True
 
     def stmt_Return(self, node: ast.Return) -> None:
         raise self.err(node, "return is only allowed as the last statement of a kernel or func")
