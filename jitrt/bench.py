@@ -6,7 +6,8 @@ all four arrays. Each is launched with jitrt ndarrays, with plain numpy arrays a
 launch (`k.bind(*args)`, called with no arguments). The floor is what no launcher can beat
 from Python: a ctypes call of an empty native function compiled with llvmlite, taking as many
 int64 arguments as the kernel has parameters. Every case is timed as the median of `repeats`
-runs of `launches` calls each, with one `jr.sync()` at the end of each run.
+runs of `launches` calls each, with one `jr.sync()` at the end of each run. Where numba is
+installed, the same kernels under its `@njit` are timed in the same run.
 `benchmarks/launch_overhead.py` is a thin script over `main()`.
 """
 from __future__ import annotations
@@ -119,6 +120,7 @@ def measure(launches: int = 20000, repeats: int = 5) -> list[Row]:
         ("L1", "numpy array", fill_l1, (*host, s, t)),
         ("L1", "bound launch k.bind(...)()", fill_l1.bind(*nd, s, t), ()),
     ]
+    cases += numba_cases(host, s, t)
     rows = [Row(level, name, time_launches(fn, args, launches, repeats))
             for level, name, fn, args in cases]
     i = np.arange(N, dtype=f32)
@@ -128,6 +130,32 @@ def measure(launches: int = 20000, repeats: int = 5) -> list[Row]:
             values = arr.to_numpy() if isinstance(arr, jr.Ndarray) else arr
             assert np.array_equal(values, expect), f"wrong kernel output {values} != {expect}"
     return rows
+
+
+def numba_cases(host: list[np.ndarray], s: float, t: int) -> list[tuple[str, str, Any, tuple]]:
+    """The same two kernels under numba's `@njit`, called with numpy arrays, when numba is
+    installed (it is not a dependency): its dispatcher is a C extension, the reference the
+    launch path is measured against."""
+    try:
+        import numba
+    except ImportError:
+        return []
+
+    @numba.njit
+    def l0(out: Any) -> None:
+        for i in range(out.shape[0]):
+            out[i] = i
+
+    @numba.njit
+    def l1(a: Any, b: Any, c: Any, d: Any, s: float, t: int) -> None:
+        for i in range(a.shape[0]):
+            a[i] = i
+            b[i] = i * s
+            c[i] = i + t
+            d[i] = s * (i + t)
+
+    name = f"numba {numba.__version__} @njit, numpy array"
+    return [("L0", name, l0, (host[0],)), ("L1", name, l1, (*host, s, t))]
 
 
 # ---- slow corners: several specializations, launches under a Tape ---------------------------

@@ -181,7 +181,8 @@ def test_alternating_specializations_share_one_router():
     for _ in range(3):
         iota_any(a32)
         iota_any(a64)
-    assert type(iota_any).__call__.__name__ == "route"
+    # natives of both specializations in a chain ("launch"), ending in the Python router
+    assert type(iota_any).__call__.__name__ in ("route", "launch")
     stats = jr.debug.stats()
     assert stats["compiles"] == 2 and stats["launches"] == 6
     np.testing.assert_array_equal(a32, [0, 2, 4, 6])

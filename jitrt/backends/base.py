@@ -112,6 +112,12 @@ class Device(abc.ABC):
 
     # ---- launches -----------------------------------------------------------------------
     @property
+    def native_launch_addr(self) -> int | None:
+        """The runtime's CPython-callable launcher (`codegen/native_launcher.py`) when launches
+        on this device can run through it (the CPU), else None."""
+        return None
+
+    @property
     @abc.abstractmethod
     def max_resident_threads(self) -> int:
         """Threads that may run a task at once: the adstack heap holds one slice per thread."""

@@ -98,9 +98,10 @@ class WorkerPool:
     def __init__(self, num_threads: int, grain: int, spin_limit: int = 100_000,
                  store: Any = None) -> None:
         names = ["jitrt_parallel_for", "jitrt_worker", "jitrt_interrupt_state",
-                 "jitrt_on_sigint"]
+                 "jitrt_on_sigint", "jitrt_launch"]
         addrs = engine().load("jitrt_runtime", runtime_object(store), names)
         self.parallel_for_addr = addrs["jitrt_parallel_for"]
+        self.launch_addr = addrs["jitrt_launch"]     # codegen/native_launcher.py
         self._state = (ctypes.c_int64 * threadpool.POOL_SLOTS)()
         self.address = ctypes.addressof(self._state)
         interrupt_state = ctypes.CFUNCTYPE(ctypes.c_int64)(addrs["jitrt_interrupt_state"])()
@@ -251,6 +252,10 @@ class CpuDevice(Device):
     @property
     def max_resident_threads(self) -> int:
         return self.pool.num_threads
+
+    @property
+    def native_launch_addr(self) -> int | None:
+        return self.pool.launch_addr
 
     def fill_context_header(self, buf: Any) -> None:
         buf[abi.SLOT_POOL] = self.pool.address

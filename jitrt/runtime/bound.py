@@ -14,6 +14,7 @@ import numpy as np
 from ..codegen import abi
 from ..data import Ndarray
 from ..errors import KernelArgError
+from . import native_launch
 from .arguments import changed_expr, describe, fail, specialize, watch_state
 from .context import LaunchContext, raise_fault
 from .launch_source import entry_lines, return_lines, serialized, sizing_lines
@@ -112,7 +113,8 @@ class BoundLaunch(LaunchContext):
         exec(compile(source, f"<jitrt bound launch {c.name}>", "exec"), env)  # noqa: S102
         call = env["__call__"]
         call.source = source
-        return call
+        self.python_call = call        # what a native `__call__` falls back to
+        return native_launch.for_bound(self, call) or call
 
     def _pack(self, i: int) -> None:
         c = self.compiled

@@ -14,6 +14,7 @@ from .. import dtypes
 from ..codegen import abi
 from ..data import Ndarray
 from ..frontend.context import RETURN_FIELD
+from . import native_launch
 from .arguments import INT_RANGE, changed_expr, watch_state
 
 if TYPE_CHECKING:
@@ -60,6 +61,9 @@ def array_lines(handle: "LaunchHandle", env: dict[str, Any], slow: str) -> list[
         if p.element_shape:      # the components' trailing dimensions must match
             lines.insert(-1, f"        if tuple(a{i}.shape[{p.ndim - len(p.element_shape)}:]) "
                              f"!= {p.element_shape!r}: {slow}")
+        if handle.native_table is not None:   # the native launcher matches it by identity
+            env["native_words"], env["packed"] = handle.native_table, native_launch.packed
+            lines.append(f"        packed(native_words, {i}, a{i}, {p.ndim}, {written})")
     return lines
 
 
@@ -91,10 +95,12 @@ def serialized(body: list[str], env: dict[str, Any], program: "Program") -> list
     """Wrap a launcher body in the program's launch lock. A launch packs the handle's shared
     context buffer and the adstack heap is per program, so launches from several Python
     threads (the native call releases the GIL) run one at a time instead of mixing their
-    arguments. Reentrant: the slow path may call back into a launcher."""
-    env["acquire"], env["release"] = program.launch_lock.acquire, program.launch_lock.release
-    return ["    acquire()", "    try:"] + ["    " + line for line in body] + \
-        ["    finally:", "        release()"]
+    arguments. Reentrant: the slow path may call back into a launcher. `held` counts the
+    Python launches in flight, which native launches wait for (`runtime/native_launch.py`)."""
+    lock = program.launch_lock
+    env["acquire"], env["release"], env["held"] = lock.acquire, lock.release, lock.held
+    return ["    acquire()", "    held[0] += 1", "    try:"] + ["    " + line for line in body] + \
+        ["    finally:", "        held[0] -= 1", "        release()"]
 
 
 def sizing_lines(handle: "LaunchHandle", env: dict[str, Any], sizing: Any = None) -> list[str]:

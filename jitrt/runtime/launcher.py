@@ -14,10 +14,13 @@ Anything unexpected falls back to `dispatch`.
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 from typing import TYPE_CHECKING, Any
 
 from ..codegen import abi
 from ..errors import JitrtError
+from . import native_launch
 from . import program as program_mod
 from .arguments import (MISSING, as_host_array, bind_args, describe, fail, specialize,
                         written_params)
@@ -95,11 +98,21 @@ def check_writable(handle: "LaunchHandle", values: list[Any]) -> None:
 
 
 def install_fast_path(kernel: "KernelLike", handle: "LaunchHandle", program: "Program") -> None:
-    """The kernel's `__call__`: the handle's launcher, or a router over every handle of the
-    current program (the one just used first)."""
+    """The kernel's `__call__`: the handle's native launcher or its Python launcher; with
+    several specializations a router over every handle of the current program (the one just
+    used first), behind a chain of their native launchers (each falls back to the next)."""
     handles = [handle] + [h for h in kernel.handles.values()
                           if h.program is program and h is not handle]
-    fast = handle.launcher if len(handles) == 1 else make_router(kernel, handles, program)
+    if len(handles) == 1:
+        fast = handle.launcher
+    else:
+        fast = make_router(kernel, handles, program)
+    fallback = fast if len(handles) == 1 else functools.partial(fast, kernel)
+    natives = [h for h in handles if h.native is not None]
+    for h in reversed(natives):
+        native_launch.set_fallback(h.native_table, h.python_fallback if len(handles) == 1
+                                   else fallback)
+        fallback = fast = h.native
     setattr(type(kernel), "__call__", fast)
 
 
@@ -152,15 +165,20 @@ class LaunchHandle(LaunchContext):
         super().__init__(compiled, program)
         self.kernel = kernel
         self.template_values = template_values
-        self.launch_count = [0]
+        self.launch_count = (ctypes.c_int64 * 1)()   # also counted by native launches
         self.written = written_params(compiled)
         # per ndarray parameter: what it remembers of the last array packed (`watch_state`)
         self.last_arrays: list[list[Any]] = [[MISSING, None, None, None, 0, None]
                                              for _ in compiled.params]
         self.tape_plan: Any = None     # what jr.ad.Tape checks of this kernel (built on use)
+        native = native_launch.for_handle(self)
+        self.python_fallback: Any = None   # what the native launcher calls (set by activate)
+        self.native_table = None if native is None else native.table
         self.recording_launch = make_launcher(self, "record")
         self.launcher = make_launcher(self, "fast")
         self.try_launch = make_launcher(self, "try")
+        # the kernel's `__call__` when it has one specialization: native, else `launcher`
+        self.native = None if native is None else native_launch.activate(native, self)
 
 
 def make_launcher(handle: LaunchHandle, mode: str) -> Any:

@@ -11,6 +11,7 @@ and are summed on demand.
 """
 from __future__ import annotations
 
+import ctypes
 import threading
 import weakref
 from collections import Counter
@@ -25,6 +26,27 @@ from ..errors import BackendUnavailableError
 ARCHES = config_mod.ARCHES
 
 
+class LaunchLock:
+    """The program's launch lock: a reentrant lock and `held`, the number of Python launches
+    (and handle builds) in flight, which a native launch (`runtime/native_launch.py`) reads: it
+    holds the GIL and runs only when `held` is 0. Generated launchers inline `acquire(); held[0]
+    += 1` and the reverse."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.held = (ctypes.c_int64 * 1)()
+        self.acquire, self.release = self.lock.acquire, self.lock.release
+
+    def __enter__(self) -> "LaunchLock":
+        self.lock.acquire()
+        self.held[0] += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.held[0] -= 1
+        self.lock.release()
+
+
 class Program:
     def __init__(self, cfg: config_mod.Config) -> None:
         self.config = cfg
@@ -37,7 +59,7 @@ class Program:
         self.device: Device = create_device(cfg.arch, cfg.device_id, cfg, self.cache_store)
         self.arch = self.device.arch
         self.counters: Counter[str] = Counter()
-        self.launch_lock = threading.RLock()   # launches from several threads run in turn
+        self.launch_lock = LaunchLock()   # launches from several threads run in turn
         self.handles: list[Any] = []   # every LaunchHandle built by this program
         from .adstack import AdStackHeap
         from .registry import Registry

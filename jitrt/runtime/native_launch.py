@@ -1,0 +1,294 @@
+"""Native launches: the launch tables of `codegen/native_launcher.py` and the builtins over them.
+
+Stage: runtime. Input: a `LaunchHandle` (or a `BoundLaunch`) and its generated Python launcher.
+Output: a builtin function (`PyCFunction_NewEx` over the runtime module's `jitrt_launch`) that
+runs the steady-state launch in native code and calls the Python launcher for anything else;
+it becomes the kernel's `__call__` (a bound launch's). Only kernels whose launch the table can
+describe get one: the CPU, no per-launch adstack sizing, no vector return, no profiler, every
+parameter an ndarray, a template or a scalar. `layout()` measures, once per process, the
+CPython offsets the launcher reads (tuple size and items, an object's type, a float's value,
+`ACTIVE`'s items, a ctypes array's buffer, `gen` and `grad` slots) and checks each on live
+objects; if one does not hold (another Python implementation or build), or
+`JITRT_NATIVE_LAUNCH=0`, there are no native launches and the Python launchers serve.
+Caches: the layout (per process), the table and builtin (per handle or bound launch).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..codegen import abi
+from ..codegen import native_launcher as nl
+from ..data import Ndarray
+from ..frontend.context import RETURN_FIELD
+from . import program as program_mod
+from .arguments import INT_RANGE, NPY_C_CONTIGUOUS, NPY_WRITEABLE
+
+if TYPE_CHECKING:
+    from .bound import BoundLaunch
+    from .launcher import LaunchHandle
+
+
+class LaunchTable(ctypes.Array):  # type: ignore[type-arg]
+    """The words `jitrt_launch` reads; `keep` holds what the words point at."""
+    _type_ = ctypes.c_int64
+    _length_ = 0
+
+
+_NEW_BUILTIN = ctypes.pythonapi.PyCFunction_NewEx
+_NEW_BUILTIN.restype = ctypes.py_object
+_NEW_BUILTIN.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
+_layout: dict[str, int] | None | bool = False     # False: not measured yet
+
+
+def _word(addr: int) -> int:
+    return ctypes.c_ssize_t.from_address(addr).value
+
+
+def _slot_offset(cls: type, name: str) -> int | None:
+    """The byte offset of the `__slots__` member `name` in instances of `cls`, found by storing
+    two marker objects and looking for their addresses."""
+    probe: Any = object.__new__(cls)
+    markers = (object(), object())
+    offset = None
+    for marker in markers:
+        setattr(probe, name, marker)
+        found = [off for off in range(16, cls.__basicsize__, 8)
+                 if _word(id(probe) + off) == id(marker)]
+        if len(found) != 1 or (offset is not None and found[0] != offset):
+            return None
+        offset = found[0]
+    return offset
+
+
+def layout() -> dict[str, int] | None:
+    """The CPython offsets and C API addresses a launch table needs, or None (no native
+    launches in this process)."""
+    global _layout
+    if _layout is not False:
+        return _layout if isinstance(_layout, dict) else None
+    _layout = None
+    gil = getattr(sys, "_is_gil_enabled", lambda: True)()   # free-threaded builds: no
+    if os.environ.get("JITRT_NATIVE_LAUNCH", "1") == "0" or ctypes.sizeof(ctypes.c_void_p) != 8 \
+            or not gil:
+        return None
+    a, b, x = object(), object(), 2.75
+    pair, table = (a, b), (ctypes.c_int64 * 2)()
+    checks = [_word(id(pair) + 16) == 2, _word(id(pair) + 24) == id(a),
+              _word(id(pair) + 32) == id(b), _word(id(x) + 8) == id(float),
+              ctypes.c_double.from_address(id(x) + 16).value == x,
+              _word(_word(id(program_mod.ACTIVE) + 24)) == id(program_mod.ACTIVE[0]),
+              _word(id(table) + nl.CTYPES_BUFFER_OFFSET) == ctypes.addressof(table)]
+    arr = np.zeros((3, 5), np.float32)[::2]      # numpy's PyArrayObject fields
+    checks += [_word(id(arr) + 16) == arr.ctypes.data,
+               ctypes.c_int32.from_address(id(arr) + 24).value == 2,
+               _word(_word(id(arr) + 32)) == 2 and _word(_word(id(arr) + 32) + 8) == 5,
+               _word(id(arr) + 56) == id(arr.dtype),
+               ctypes.c_int32.from_address(id(arr) + 64).value & NPY_C_CONTIGUOUS == 0,
+               ctypes.c_int32.from_address(id(arr) + 64).value & NPY_WRITEABLE != 0]
+    gen, grad = _slot_offset(Ndarray, "gen"), _slot_offset(Ndarray, "grad")
+    if not all(checks) or gen is None or grad is None:
+        return None
+    if not all(hasattr(ctypes.pythonapi, name) for name in nl.API_WORDS):
+        return None
+    api = {name: ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+           for name in nl.API_WORDS}
+    _layout = {"tuple_size": 16, "tuple_items": 24, "type": 8, "float_value": 16,
+               "list_items": 24, "gen": gen, "grad": grad, "np_data": 16, "np_nd": 24,
+               "np_dims": 32, "np_descr": 56, "np_flags": 64, **api}  # type: ignore[dict-item]
+    return _layout
+
+
+def _gen_offset(obj: Any) -> int | None:
+    cls = type(obj)
+    cache = _gen_offsets.get(cls)
+    if cache is None:
+        cache = _gen_offsets[cls] = (_slot_offset(cls, "gen") or 0,)
+    return cache[0] or None
+
+
+_gen_offsets: dict[type, tuple[int]] = {}
+
+
+class _Builder:
+    """A launch table under construction: header words, parameter and bump records."""
+
+    def __init__(self, lay: dict[str, int], nparams: int, nbumps: int,
+                 array_ndims: dict[int, int] | None = None) -> None:
+        records = nl.HEADER_WORDS + nl.RECORD_WORDS * (nparams + nbumps)
+        self.array_records: dict[int, int] = {}     # parameter -> word of its array record
+        for i, ndim in (array_ndims or {}).items():
+            self.array_records[i] = records
+            records += nl.A_SHAPE + ndim
+        self.table = type("LaunchTable", (LaunchTable,), {"_length_": records})()
+        self.table.keep = []
+        t = self.table
+        t[nl.T_NP_DATA], t[nl.T_NP_ND], t[nl.T_NP_DIMS] = \
+            lay["np_data"], lay["np_nd"], lay["np_dims"]
+        t[nl.T_NP_DESCR], t[nl.T_NP_FLAGS] = lay["np_descr"], lay["np_flags"]
+        t[nl.T_NPARAMS], t[nl.T_NBUMPS] = nparams, nbumps
+        t[nl.T_TUPLE_SIZE], t[nl.T_TUPLE_ITEMS] = lay["tuple_size"], lay["tuple_items"]
+        t[nl.T_TYPE], t[nl.T_FLOAT_VALUE] = lay["type"], lay["float_value"]
+        t[nl.T_FLOAT_TYPE], t[nl.T_LONG_TYPE], t[nl.T_NONE] = id(float), id(int), id(None)
+        for k, name in enumerate(nl.API_WORDS):
+            t[nl.T_API + k] = lay[name]
+        self.nparams, self.nbumps = nparams, 0
+
+    def obj(self, word: int, value: Any) -> None:
+        """A word that points at a Python object (kept alive by the table)."""
+        self.table.keep.append(value)
+        self.table[word] = id(value)
+
+    def param(self, i: int, kind: int, slot: int, a: int = 0, b: int = 0) -> None:
+        at = nl.HEADER_WORDS + nl.RECORD_WORDS * i
+        self.table[at:at + 4] = [kind, slot, a, b]
+
+    def bump(self, arg: int, obj: Any, gen: int, grad: int = 0) -> None:
+        at = nl.HEADER_WORDS + nl.RECORD_WORDS * (self.nparams + self.nbumps)
+        if obj is not None:
+            self.table.keep.append(obj)
+        self.table[at:at + 4] = [arg, id(obj) if obj is not None else 0, gen, grad]
+        self.nbumps += 1
+
+    def finish(self, context: Any, fallback: Any, count: Any) -> Any:
+        """Fill the launch words and make the builtin."""
+        t, c = self.table, context.compiled
+        set_fallback(t, fallback)
+        t[nl.T_HELD] = ctypes.addressof(context.program.launch_lock.held)
+        self.obj(nl.T_FINISH, _finish(context))
+        t[nl.T_CONTEXT], t[nl.T_ENTRY] = context.addr, c.entry_addr
+        t[nl.T_OVERFLOW_SLOT] = abi.SLOT_OVERFLOW if c.sizing is not None else 0
+        ret = c.lowered.tasked.ret
+        if ret is not None:
+            t[nl.T_RETURN_KIND] = nl.RET_FLOAT if ret.is_float else \
+                nl.RET_SIGNED if ret.is_signed else nl.RET_UNSIGNED
+            t[nl.T_RETURN_MASK] = ((1 << ret.bits) - 1) if ret.bits < 64 else -1
+        t[nl.T_COUNT_ADDR] = ctypes.addressof(count)
+        name = ctypes.create_string_buffer(b"launch")
+        t.keep.append(name)
+        t[nl.T_METHOD_DEF:nl.T_METHOD_DEF + 4] = [
+            ctypes.addressof(name), context.program.device.native_launch_addr,
+            nl.METH_VARARGS_KEYWORDS, 0]
+        return _NEW_BUILTIN(ctypes.addressof(t), t, None)
+
+
+def _eligible(context: Any) -> dict[str, int] | None:
+    """The layout, when this context's launch can be native."""
+    c, program = context.compiled, context.program
+    if getattr(program.device, "native_launch_addr", None) is None or program.profile \
+            is not None or context.sizing is not None:
+        return None
+    if any(f.name == RETURN_FIELD for f in c.field_objs):
+        return None
+    return layout()
+
+
+def _finish(context: Any) -> Any:
+    """What the native launcher calls after a fault or an overflow: raise it."""
+    buf, compiled = context.buf, context.compiled
+
+    def finish() -> None:
+        if buf[abi.SLOT_ERROR]:
+            context.fault()
+        if compiled.sizing is not None and buf[abi.SLOT_OVERFLOW]:
+            context.overflow()
+    return finish
+
+
+def set_fallback(table: Any, fallback: Any) -> None:
+    """Where a launch that is not the table's steady state goes (same arguments)."""
+    table.fallback = fallback       # kept alive by the table
+    table[nl.T_FALLBACK] = id(fallback)
+
+
+def for_handle(handle: "LaunchHandle") -> _Builder | None:
+    """The launch table of a handle's native `__call__` (`.table`), or None; `activate`
+    makes the builtin once the handle's Python launchers exist. Those write each packed
+    ndarray's identity into the table (`array_word`)."""
+    lay = _eligible(handle)
+    params = handle.compiled.params
+    if lay is None or any(p.kind not in ("ndarray", "scalar", "template") for p in params):
+        return None
+    writes = handle.compiled.lowered.writes
+    c = handle.compiled
+    build = _Builder(lay, len(params), len(writes.fields) + len(writes.arrays),
+                     {i: p.ndim for i, p in enumerate(params) if p.kind == "ndarray"})
+    build.table[nl.T_NARGS] = len(params)
+    build.table[nl.T_ACTIVE] = id(program_mod.ACTIVE) + lay["list_items"]
+    build.obj(nl.T_PROGRAM, handle.program)
+    for i, p in enumerate(params):
+        slot = c.layout.param_slots[i]
+        if p.kind == "ndarray":
+            build.param(i, nl.P_ARRAY, slot, 0, build.array_records[i])
+        elif p.kind == "template":
+            value = handle.template_values[i]
+            build.table.keep.append(value)
+            build.param(i, nl.P_TEMPLATE, 0, id(value))
+        elif p.dtype is not None and p.dtype.is_float:
+            build.param(i, nl.P_FLOAT, slot)
+        else:
+            assert p.dtype is not None
+            lo, hi = INT_RANGE[p.dtype]
+            build.param(i, nl.P_INT, slot, lo, min(hi, (1 << 63) - 1))
+    if not _add_field_bumps(build, c):
+        return None
+    for arg, grad in writes.arrays:     # only a jitrt Ndarray has a generation
+        build.bump(arg, Ndarray, lay["gen"], lay["grad"] if grad else 0)
+    return build
+
+
+def activate(build: _Builder, handle: "LaunchHandle") -> Any:
+    """The builtin `__call__` of a handle, falling back to its Python launcher."""
+    handle.python_fallback = functools.partial(handle.launcher, handle.kernel)
+    return build.finish(handle, handle.python_fallback, handle.launch_count)
+
+
+def _add_field_bumps(build: _Builder, c: Any) -> bool:
+    for slot, grad in c.lowered.writes.fields:
+        fld = c.field_objs[slot].grad if grad else c.field_objs[slot]
+        offset = _gen_offset(fld)
+        if offset is None:
+            return False
+        build.bump(-1, fld, offset)
+    return True
+
+
+def packed(table: Any, i: int, a: Any, ndim: int, written: bool) -> None:
+    """Record in `table` the array the Python launcher just packed for parameter `i` (of
+    `ndim` dimensions): a jitrt ndarray by identity, a numpy array with the state the native
+    launcher re-checks (what `arguments.changed_expr` compares), anything else not at all
+    (another library's array is repacked by every launch)."""
+    rec = nl.HEADER_WORDS + nl.RECORD_WORDS * i
+    at = table[rec + 3]
+    if type(a) is Ndarray:
+        table[rec + 2], table[at + nl.A_NUMPY] = id(a), 0
+    elif isinstance(a, np.ndarray) and a.ndim == ndim:
+        flags = NPY_C_CONTIGUOUS | (NPY_WRITEABLE if written else 0)
+        table[at:at + nl.A_SHAPE + ndim] = [1, a.ctypes.data, id(a.dtype), flags, ndim,
+                                            *a.shape]
+        table[rec + 2] = id(a)
+    else:
+        table[rec + 2] = 0
+
+
+def for_bound(bound: "BoundLaunch", python_call: Any) -> Any:
+    """The builtin `__call__` of a bound launch (no arguments), or None: a bound numpy
+    array is re-checked before every call, which the Python `__call__` does."""
+    lay = _eligible(bound)
+    if lay is None or bound.watch:
+        return None
+    c = bound.compiled
+    build = _Builder(lay, 0, len(c.lowered.writes.fields) + len(bound.array_bumps))
+    if not _add_field_bumps(build, c):
+        return None
+    for cell in bound.array_bumps:
+        offset = _gen_offset(cell[0])
+        if offset is None:
+            return None
+        build.bump(-1, cell[0], offset)
+    return build.finish(bound, functools.partial(python_call, bound), bound.handle.launch_count)
