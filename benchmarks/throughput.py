@@ -70,6 +70,57 @@ def total(x: ND(dtype=jr.f32, ndim=1), out: ND(dtype=jr.f32, ndim=1)):
         out[0] += x[i]
 
 
+def numba_kernels() -> dict[str, Any] | None:
+    """The same loops under numba's `@njit(parallel=True)` (its defaults), or None when numba
+    is not installed (it is not a dependency)."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    prange = numba.prange
+
+    @numba.njit(parallel=True)
+    def nb_copy(x, y):  # type: ignore[no-untyped-def]
+        for i in prange(x.shape[0]):
+            y[i] = x[i]
+
+    @numba.njit(parallel=True)
+    def nb_saxpy(a, x, y):  # type: ignore[no-untyped-def]
+        for i in prange(x.shape[0]):
+            y[i] = a * x[i] + y[i]
+
+    @numba.njit(parallel=True)
+    def nb_stencil(u, v):  # type: ignore[no-untyped-def]
+        for i in prange(1, u.shape[0] - 1):
+            for j in range(1, u.shape[1] - 1):
+                v[i, j] = np.float32(0.25) * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1]
+                                              + u[i, j + 1]) - u[i, j]
+
+    @numba.njit(parallel=True)
+    def nb_gather(x, idx, y):  # type: ignore[no-untyped-def]
+        for i in prange(idx.shape[0]):
+            y[i] = x[idx[i]] * np.float32(2.0)
+
+    @numba.njit(parallel=True)
+    def nb_sines(x, y):  # type: ignore[no-untyped-def]
+        for i in prange(x.shape[0]):
+            v = x[i]
+            for _ in range(8):
+                v = np.sin(v)
+            y[i] = v
+
+    @numba.njit(parallel=True)
+    def nb_total(x):  # type: ignore[no-untyped-def]
+        s = np.float32(0.0)
+        for i in prange(x.shape[0]):
+            s += x[i]
+        return s
+
+    return {"copy": nb_copy, "saxpy": nb_saxpy, "stencil": nb_stencil, "gather": nb_gather,
+            "sines": nb_sines, "total": nb_total, "version": numba.__version__,
+            "set_threads": numba.set_num_threads, "max_threads": numba.config.NUMBA_NUM_THREADS}
+
+
 def best_ms(fn: Callable[[], Any], repeats: int) -> float:
     fn()
     times = []
@@ -80,8 +131,9 @@ def best_ms(fn: Callable[[], Any], repeats: int) -> float:
     return min(times) * 1e3
 
 
-def cases(n: int, grid: int, rng: np.random.Generator) -> list[tuple[str, int, Any, Any]]:
-    """(name, bytes moved, jitrt call, numpy call) per kernel, with checked outputs."""
+def cases(n: int, grid: int, rng: np.random.Generator,
+          nb: dict[str, Any] | None) -> list[tuple[str, int, Any, Any, Any]]:
+    """(name, bytes moved, jitrt call, numpy call, numba call or None) per kernel."""
     x = rng.random(n, dtype=np.float32)
     y = rng.random(n, dtype=np.float32)
     idx = rng.integers(0, n, n, dtype=np.int32)
@@ -107,13 +159,23 @@ def cases(n: int, grid: int, rng: np.random.Generator) -> list[tuple[str, int, A
         out[0] = 0.0
         total(x, out)
 
+    a = np.float32(2.0)
+    nbc: dict[str, Any] = {}
+    if nb is not None:
+        nbc = {"copy": lambda: nb["copy"](x, ys), "saxpy": lambda: nb["saxpy"](a, x, y),
+               "stencil": lambda: nb["stencil"](u, v), "gather": lambda: nb["gather"](x, idx, ys),
+               "sines": lambda: nb["sines"](x, ys), "total": lambda: nb["total"](x)}
     return [
-        ("copy", 2 * n * f4, lambda: copy(x, ys), lambda: ys.__setitem__(slice(None), x)),
-        ("saxpy", 3 * n * f4, lambda: saxpy(2.0, x, y), lambda: np.add(2.0 * x, y)),
-        (f"stencil {grid}x{grid}", 2 * grid * grid * f4, lambda: stencil(u, v), np_stencil),
-        ("gather", 3 * n * f4, lambda: gather(x, idx, ys), lambda: x[idx] * 2),
-        ("8 x sin", 2 * n * f4, lambda: sines(x, ys), np_sines),
-        ("sum into out[0]", n * f4, jr_total, lambda: x.sum()),
+        ("copy", 2 * n * f4, lambda: copy(x, ys), lambda: ys.__setitem__(slice(None), x),
+         nbc.get("copy")),
+        ("saxpy", 3 * n * f4, lambda: saxpy(2.0, x, y), lambda: np.add(2.0 * x, y),
+         nbc.get("saxpy")),
+        (f"stencil {grid}x{grid}", 2 * grid * grid * f4, lambda: stencil(u, v), np_stencil,
+         nbc.get("stencil")),
+        ("gather", 3 * n * f4, lambda: gather(x, idx, ys), lambda: x[idx] * 2,
+         nbc.get("gather")),
+        ("8 x sin", 2 * n * f4, lambda: sines(x, ys), np_sines, nbc.get("sines")),
+        ("sum into out[0]", n * f4, jr_total, lambda: x.sum(), nbc.get("total")),
     ]
 
 
@@ -147,23 +209,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", default="1,0", help="thread counts, 0 = all cores")
     args = ap.parse_args(argv)
+    nb = numba_kernels()
     rows = []
     for threads in (int(t) for t in args.threads.split(",")):
         jr.init(offline_cache=False, num_threads=threads or None)
         check(4096, 64)
         count = jr.runtime.program.current().pool.num_threads
-        for name, nbytes, jr_call, np_call in cases(args.n, args.grid,
-                                                      np.random.default_rng(0)):
+        if nb is not None:
+            nb["set_threads"](min(count, nb["max_threads"]))
+        for name, nbytes, jr_call, np_call, nb_call in cases(args.n, args.grid,
+                                                               np.random.default_rng(0), nb):
             jr_ms = best_ms(jr_call, args.repeats)
             np_ms = best_ms(np_call, args.repeats)
-            rows.append((count, name, jr_ms, nbytes / jr_ms / 1e6, np_ms))
+            nb_ms = best_ms(nb_call, args.repeats) if nb_call is not None else float("nan")
+            rows.append((count, name, jr_ms, nbytes / jr_ms / 1e6, np_ms, nb_ms))
     print(f"throughput: n={args.n}, grid={args.grid}, min of {args.repeats} runs, f32; "
-          f"numpy {np.__version__} (single-threaded)")
+          f"numpy {np.__version__} (single-threaded)"
+          + (f"; numba {nb['version']} @njit(parallel=True)" if nb else "; numba not installed"))
     print(f"{'threads':>7}  {'kernel':<18} {'jitrt ms':>9} {'jitrt GB/s':>10} {'numpy ms':>9} "
-          f"{'jitrt/numpy':>11}")
-    for count, name, jr_ms, gbs, np_ms in rows:
+          f"{'jitrt/numpy':>11} {'numba ms':>9} {'jitrt/numba':>11}")
+    for count, name, jr_ms, gbs, np_ms, nb_ms in rows:
         print(f"{count:>7}  {name:<18} {jr_ms:9.2f} {gbs:10.1f} {np_ms:9.2f} "
-              f"{jr_ms / np_ms:10.2f}x")
+              f"{jr_ms / np_ms:10.2f}x {nb_ms:9.2f} {jr_ms / nb_ms:10.2f}x")
     return 0
 
 

@@ -125,3 +125,71 @@ def test_an_index_that_wraps_its_type_stays_checked():
     with pytest.raises(jr.KernelRuntimeError, match="out of bounds"):
         wrap(x, 2**31 - 1)
     assert (x == 0).all()
+
+
+# ---- gathers: x[idx[i]] checked by one scan of idx per chunk (the CPU) ----------------------
+
+@jr.kernel
+def gather(x: nd(dtype=jr.f32, ndim=1), idx: nd(dtype=jr.i32, ndim=1),
+           y: nd(dtype=jr.f32, ndim=1)):
+    for i in range(idx.shape[0]):
+        y[i] = x[idx[i]] * 2.0
+
+
+@pytest.mark.parametrize("n", [1, 17, 5000, 100_000])
+def test_gather_inside_is_exact(n):
+    rng = np.random.default_rng(n)
+    x = rng.random(n, dtype=np.float32)
+    idx = rng.integers(0, n, n, dtype=np.int32)
+    y = np.zeros(n, np.float32)
+    gather(x, idx, y)
+    np.testing.assert_array_equal(y, x[idx] * 2)
+
+
+@pytest.mark.parametrize("bad", [-1, 64, -(1 << 31), (1 << 31) - 1])
+def test_gather_with_a_bad_index_reports_it(bad):
+    x = np.arange(64, dtype=np.float32)
+    idx = np.arange(64, dtype=np.int32)[::-1].copy()
+    idx[40] = bad
+    y = np.zeros(64, np.float32)
+    with pytest.raises(jr.KernelRuntimeError, match=rf"index {bad} out of bounds on axis 0 "
+                                                    r"of 'x'"):
+        gather(x, idx, y)
+        jr.sync()
+    assert y[0] == 126 and y[41] == 44       # the other points ran
+
+
+def test_gather_whose_indices_the_kernel_overwrites_stays_checked():
+    """out[i] = src[idx[i]] with out and idx views of one buffer (out = buf[1:], idx = buf[:-1]):
+    each store changes the next index, so a scan of idx before the loop proves nothing."""
+    @jr.kernel
+    def chase(src: nd(dtype=jr.i32, ndim=1), idx: nd(dtype=jr.i32, ndim=1),
+              out: nd(dtype=jr.i32, ndim=1)):
+        for i in range(idx.shape[0]):
+            out[i] = src[idx[i]]
+
+    jr.init(num_threads=1)
+    buf = np.zeros(5, np.int32)
+    src = np.array([7, 0, 0, 0], np.int32)
+    with pytest.raises(jr.KernelRuntimeError, match=r"index 7 out of bounds on axis 0 of 'src'"):
+        chase(src, buf[:-1], buf[1:])
+        jr.sync()
+
+
+def test_gather_from_a_field_and_an_index_expression_with_a_cast():
+    f = jr.field(jr.f64, shape=(32,))
+    f.from_numpy(np.arange(32, dtype=np.float64))
+
+    @jr.kernel
+    def pick(idx: nd(dtype=jr.i64, ndim=1), out: nd(dtype=jr.f64, ndim=1)):
+        for i in range(idx.shape[0]):
+            out[i] = f[idx[i]] + f[i % 32]
+
+    idx = np.arange(100, dtype=np.int64) % 32
+    out = np.zeros(100)
+    pick(idx, out)
+    np.testing.assert_array_equal(out, 2 * (np.arange(100) % 32))
+    idx[99] = 32
+    with pytest.raises(jr.KernelRuntimeError, match=r"index 32 out of bounds on axis 0 of 'f"):
+        pick(idx, out)
+        jr.sync()

@@ -16,7 +16,7 @@ check in both copies.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from llvmlite import ir
 
@@ -130,3 +130,136 @@ def box_inside(b: ir.IRBuilder, accesses: dict[AccessKey, list[Affine]],
                                    b.icmp_signed("<=", high, top)))
             ok = b.and_(ok, inside)
     return ok
+
+
+# ---- gathers: an index read from an array -------------------------------------------------
+
+def _index_source(e: n.Expr) -> n.Load | None:
+    """The load `e` is (through widening signed casts): the index of a gather `x[idx[i]]`."""
+    while isinstance(e, n.Cast) and e.dtype.is_int and e.x.dtype.is_int and \
+            e.x.dtype.is_signed and e.dtype.is_signed and e.dtype.bits >= e.x.dtype.bits:
+        e = e.x
+    if isinstance(e, n.Load) and e.dtype.is_int and e.dtype.is_signed and len(e.indices) == 1:
+        return e
+    return None
+
+
+def written_refs(task: n.Task) -> set[n.Ref]:
+    return ({s.ref for s in walk_stmts(task.body) if isinstance(s, n.Store)}
+            | {e.ref for e in all_exprs(task.body) if isinstance(e, n.Atomic)})
+
+
+def gathered_accesses(task: n.Task, proven: dict[AccessKey, list[Affine]]
+                      ) -> dict[AccessKey, list[Affine | AccessKey]]:
+    """Accesses not proven by `affine_accesses` whose every index is affine or read by a
+    proven 1-D access from an array the task does not write (`x[idx[i]]`, `u[idx[i], j]`):
+    the minimum and maximum of the values that array holds over the task's range bound the
+    index (`range_of_values`)."""
+    changing = assigned_names(task.body) | set(task.vars)
+    variables = {v: k for k, v in enumerate(task.vars) if v not in assigned_names(task.body)}
+    written = written_refs(task)
+    keys = [(e.ref, e.indices) for e in all_exprs(task.body) if isinstance(e, (n.Load, n.Atomic))]
+    keys += [(s.ref, s.indices) for s in walk_stmts(task.body) if isinstance(s, n.Store)]
+    found: dict[AccessKey, list[Affine | AccessKey]] = {}
+    for ref, indices in keys:
+        if (ref, indices) in proven or not indices:
+            continue
+        axes: list[Affine | AccessKey] = []
+        for index in indices:
+            src = _index_source(index)
+            if src is not None and src.ref not in written and (src.ref, src.indices) in proven:
+                axes.append((src.ref, src.indices))
+                continue
+            ax = affine(index, variables, changing)
+            if ax is None:
+                break
+            axes.append(ax)
+        else:
+            if any(not isinstance(ax, Affine) for ax in axes):
+                found[(ref, indices)] = axes
+    return found
+
+
+def gathers_inside(em: Any, task: n.Task, gathers: dict[AccessKey, list[Affine | AccessKey]],
+                   proven: dict[AccessKey, list[Affine]], inside: ir.Value, lo: ir.Value,
+                   hi: ir.Value, begin: ir.Value) -> ir.Value:
+    """`inside` and, for every gather, its index sources' values over this chunk (variable
+    begin + lo .. begin + hi - 1 of a one-variable task) inside the gathered array's extent,
+    and no array the task writes overlapping a source (else a store could change an index
+    after it was checked). The sources are read only when `inside` holds (their own accesses
+    are then in bounds); one pass over each, a min/max reduction LLVM vectorizes."""
+    b, fn = em.builder, em.fn
+    start, scan, join = b.block, fn.append_basic_block("gather_scan"), \
+        fn.append_basic_block("gather_checked")
+    b.cbranch(inside, scan, join)
+    b.position_at_end(scan)
+    ok: ir.Value = ir.Constant(I1, 1)
+    ranges: dict[AccessKey, tuple[ir.Value, ir.Value]] = {}
+    for axes in gathers.values():
+        for ax in axes:
+            if not isinstance(ax, Affine) and ax not in ranges:
+                ranges[ax] = range_of_values(em, ax, proven[ax][0], lo, hi, begin)
+    for (ref, _), axes in gathers.items():
+        for ax, extent in zip(axes, em.extents(ref)):
+            if not isinstance(ax, Affine):
+                low, high = ranges[ax]
+                ok = b.and_(ok, b.and_(b.icmp_signed(">=", low, ir.Constant(I64, 0)),
+                                       b.icmp_signed("<", high, extent)))
+    for src in {key[0] for key in ranges}:
+        for w in written_refs(task):
+            ok = b.and_(ok, _disjoint(em, src, w))
+    scanned = b.block
+    b.branch(join)
+    b.position_at_end(join)
+    result = b.phi(I1)
+    result.add_incoming(ir.Constant(I1, 0), start)
+    result.add_incoming(ok, scanned)
+    return result
+
+
+def _span(em: Any, ref: n.Ref) -> tuple[ir.Value, ir.Value]:
+    b = em.builder
+    size: ir.Value = ir.Constant(I64, ref.dtype.bits // 8)
+    for extent in em.extents(ref):
+        size = b.mul(size, extent)
+    start = b.ptrtoint(em.data_ptr(ref), I64)
+    return start, b.add(start, size)
+
+
+def _disjoint(em: Any, a: n.Ref, c: n.Ref) -> ir.Value:
+    b = em.builder
+    (a0, a1), (c0, c1) = _span(em, a), _span(em, c)
+    return b.or_(b.icmp_unsigned("<=", a1, c0), b.icmp_unsigned("<=", c1, a0))
+
+
+def range_of_values(em: Any, source: AccessKey, ax: Affine, lo: ir.Value, hi: ir.Value,
+                    begin: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(min, max) as i64 of `source`'s values at coef * v + offset for v in begin + lo ..
+    begin + hi - 1 ((INT64_MAX, INT64_MIN) for an empty chunk)."""
+    b, fn = em.builder, em.fn
+    ref = source[0]
+    data = em.data_ptr(ref)
+    coef = ir.Constant(I64, ax.coef)
+    off = em.to_slot(em.expr(ax.offset), ax.offset.dtype)
+    top, bottom = ir.Constant(I64, (1 << 63) - 1), ir.Constant(I64, -(1 << 63))
+    head, body, done = (fn.append_basic_block(f"gather_{k}") for k in ("head", "body", "done"))
+    entry = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    k, mn, mx = b.phi(I64), b.phi(I64), b.phi(I64)
+    for phi, init in ((k, lo), (mn, top), (mx, bottom)):
+        phi.add_incoming(init, entry)
+    b.cbranch(b.icmp_signed("<", k, hi), body, done)
+    b.position_at_end(body)
+    at = b.add(b.mul(b.add(begin, k), coef), off)
+    value = b.load(b.gep(data, [at]))
+    if ref.dtype.bits < 64:
+        value = b.sext(value, I64)
+    new_mn = b.select(b.icmp_signed("<", value, mn), value, mn)
+    new_mx = b.select(b.icmp_signed(">", value, mx), value, mx)
+    k.add_incoming(b.add(k, ir.Constant(I64, 1)), body)
+    mn.add_incoming(new_mn, body)
+    mx.add_incoming(new_mx, body)
+    b.branch(head)
+    b.position_at_end(done)
+    return mn, mx

@@ -8,7 +8,7 @@ context's error record for the host to report.
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from llvmlite import ir
 
@@ -18,6 +18,9 @@ from ..ir import nodes as n
 from . import abi
 from .declare import declare
 from .emitter_host import EmitterHost
+
+if TYPE_CHECKING:
+    from . import bounds
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 
@@ -389,11 +392,14 @@ class ExprEmitter(EmitterHost):
     def element_ptr(self, ref: n.Ref, indices: tuple[n.Expr, ...], loc: n.Loc,
                     kind: str) -> Access:
         b = self.builder
-        idx = [self.expr(i) for i in indices]
-        idx = [v if v.type == I64 else sext_constant(v) if isinstance(v, ir.Constant)
-               else b.sext(v, I64) for v in idx]
+        proven = self.unchecked.get((ref, indices))
+        if proven is not None:      # in bounds for the whole box: affine axes in 64 bits
+            idx = [self.wide(i) if isinstance(ax, tuple) else self.affine_index(ax)
+                   for ax, i in zip(proven, indices)]     # (a gather's axis is a tuple)
+        else:
+            idx = [self.wide(i) for i in indices]
         extents = self.extents(ref)
-        if (ref, indices) in self.unchecked:    # proven in bounds for the whole box
+        if proven is not None:
             offset0: ir.Value = ir.Constant(I64, 0)
             for v, ext in zip(idx, extents):
                 offset0 = b.add(b.mul(offset0, ext), v)
@@ -411,6 +417,21 @@ class ExprEmitter(EmitterHost):
             offset = b.add(b.mul(offset, ext), v)
         site = self.add_site(ref, loc, kind)
         return Access(ok, b.gep(self.data_ptr(ref), [offset]), site, axes)
+
+    def wide(self, index: n.Expr) -> ir.Value:
+        """An index as the i64 the access uses (sign-extended)."""
+        v = self.expr(index)
+        if v.type == I64:
+            return v
+        return sext_constant(v) if isinstance(v, ir.Constant) else self.builder.sext(v, I64)
+
+    def affine_index(self, ax: "bounds.Affine") -> ir.Value:
+        """coef * variable + offset from the variable's 64-bit copy: the box test proved this
+        is the index's value (no wrap in its type) at every point of the box."""
+        b = self.builder
+        var = b.load(self.local_ptr(f"$wide{ax.var}", dtypes.i64))
+        offset = self.to_slot(self.expr(ax.offset), ax.offset.dtype)
+        return b.add(b.mul(var, ir.Constant(I64, ax.coef)), offset)
 
     def guarded(self, access: Access, emit: Callable[[ir.Value], ir.Value | None],
                 fallback: ir.Value | None) -> ir.Value | None:

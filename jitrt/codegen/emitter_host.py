@@ -30,7 +30,7 @@ class EmitterHost:
         tid: ir.Value
         reductions: dict[Any, ir.Value]
         invariants: dict[int, ir.Value]
-        unchecked: set[Any]          # accesses proven in bounds (codegen/bounds.py)
+        unchecked: dict[Any, Any]    # accesses proven in bounds -> axes (codegen/bounds.py)
         interrupt_epoch: ir.Value | None
         interrupt_counter: ir.Value | None
         next_id: Callable[[], int]

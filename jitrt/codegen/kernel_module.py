@@ -58,7 +58,8 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.tid: ir.Value = ir.Constant(I64, 0)
         self.reductions: dict = {}   # reduction key -> accumulator alloca (parallel tasks)
         self.invariants: dict[int, ir.Value] = {}   # context slot -> its load at entry
-        self.unchecked: set = set()    # accesses the current loop copy runs without checks
+        # accesses the current loop copy runs without checks -> their axes (codegen/bounds.py)
+        self.unchecked: dict = {}
         self.interrupt_epoch: ir.Value | None = None     # see codegen/interrupts.py
         self.interrupt_counter: ir.Value | None = None
 
@@ -105,15 +106,19 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     counter = em.local_ptr("$index", dtypes.i64)
     exit_bb = fn.append_basic_block("exit")
     proven = bounds.affine_accesses(task)
+    # CPU, one variable: gathers x[idx[i]] are checked by one scan of idx over the chunk
+    gathers = bounds.gathered_accesses(task, proven) if d == 1 and not target.is_gpu else {}
     if proven:      # two copies of the loop: without their checks when the box is inside
         fast_bb, checked_bb = fn.append_basic_block("unchecked"), fn.append_basic_block("checked")
         inside = bounds.box_inside(b, proven, begins, exts, em.extents,
                                    lambda e: em.to_slot(em.expr(e), e.dtype))
+        if gathers:
+            inside = bounds.gathers_inside(em, task, gathers, proven, inside, lo, hi, begins[0])
         b.cbranch(inside, fast_bb, checked_bb)
         b.position_at_end(fast_bb)
-        em.unchecked = set(proven)
+        em.unchecked = {**proven, **gathers}
         emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
-        em.unchecked = set()
+        em.unchecked = {}
         b.position_at_end(checked_bb)
     emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
     b.position_at_end(exit_bb)
@@ -182,16 +187,12 @@ def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     b.position_at_end(body_bb)
     rest = idx
     for k in reversed(range(d)):
-        var_dt = local_types[task.vars[k]]
         if d == 1:
             coord = rest
         else:
             coord = b.srem(rest, exts[k])
             rest = b.sdiv(rest, exts[k])
-        value = b.add(coord, begins[k])
-        if var_dt.bits == 32:
-            value = b.trunc(value, I32)
-        b.store(value, em.local_ptr(task.vars[k], var_dt))
+        set_var(em, task, local_types, k, b.add(coord, begins[k]))
     em.body(task.body)
     b.store(b.add(b.load(counter), step), counter)
     b.branch(cond_bb)
@@ -199,6 +200,9 @@ def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
 
 def set_var(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
             k: int, value: ir.Value) -> None:
+    """Task variable k = `value` (an i64), and its 64-bit copy `$wide<k>`, from which the
+    unchecked loop computes proven indices without truncating and widening them again."""
+    em.builder.store(value, em.local_ptr(f"$wide{k}", dtypes.i64))
     var_dt = local_types[task.vars[k]]
     if var_dt.bits == 32:
         value = em.builder.trunc(value, I32)
