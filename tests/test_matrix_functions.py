@@ -95,13 +95,125 @@ def test_gradients_against_finite_differences(rng):
             assert grad[i][idx] == pytest.approx(num, rel=1e-5, abs=1e-6)
 
 
-def test_3x3_is_a_clear_error():
-    m = jr.Matrix.field(3, 3, jr.f32, shape=4)
+def run3(A, dt=jr.f64):
+    """(U, P, Us, S, V, evals, evecs) of each matrix of A (n, 3, 3): the 3x3 decompositions."""
+    m = jr.Matrix.field(3, 3, dt, shape=len(A))
+    U, P, Us, S, V, E = (jr.Matrix.field(3, 3, dt, shape=len(A)) for _ in range(6))
+    evals = jr.Vector.field(3, dt, shape=len(A))
+
+    @jr.kernel
+    def k():
+        for i in m:
+            U[i], P[i] = jr.polar_decompose(m[i])
+            Us[i], S[i], V[i] = jr.svd(m[i])
+            evals[i], E[i] = jr.sym_eig(m[i] + m[i].transpose())
+    m.from_numpy(A)
+    k()
+    return [f.to_numpy() for f in (U, P, Us, S, V)] + [evals.to_numpy(), E.to_numpy()]
+
+
+DEGENERATE3 = [np.eye(3), np.zeros((3, 3)), 2 * np.eye(3), np.diag([1.0, 1.0, 2.0]),
+               [[0, 1, 0], [1, 0, 0], [0, 0, 1]], np.diag([3.0, -1.0, 2.0]),
+               np.outer([1.0, 2.0, 3.0], [0.5, -1.0, 2.0])]     # rank 1
+
+
+@pytest.mark.parametrize("dt,tol", [(jr.f64, 1e-12), (jr.f32, 5e-5)])
+def test_3x3_decompositions(dt, tol, rng):
+    A = rng.uniform(-1, 1, (N, 3, 3))
+    A[:len(DEGENERATE3)] = DEGENERATE3
+    U, P, Us, S, V, evals, evecs = run3(A.astype(dt.np), dt)
+    eye = np.broadcast_to(np.eye(3), A.shape)
+    for arr in (U, P, Us, S, V, evals, evecs):
+        assert np.isfinite(arr).all()
+    np.testing.assert_allclose(U @ P, A, atol=tol)
+    np.testing.assert_allclose(U @ U.transpose(0, 2, 1), eye, atol=tol)
+    np.testing.assert_allclose(np.linalg.det(U), 1, atol=tol)
+    np.testing.assert_allclose(P, P.transpose(0, 2, 1), atol=tol)
+    np.testing.assert_allclose(Us @ S @ V.transpose(0, 2, 1), A, atol=tol)
+    for R in (Us, V):
+        np.testing.assert_allclose(R @ R.transpose(0, 2, 1), eye, atol=tol)
+        np.testing.assert_allclose(np.linalg.det(R), 1, atol=tol)
+    sigma = np.diagonal(S, axis1=1, axis2=2)
+    np.testing.assert_allclose(np.abs(sigma), np.linalg.svd(A, compute_uv=False), atol=tol)
+    off = S - sigma[:, :, None] * np.eye(3)
+    np.testing.assert_allclose(off, 0, atol=tol)
+    assert (sigma[:, 0] >= sigma[:, 1] - tol).all() and (sigma[:, 1] >= np.abs(sigma[:, 2]) - tol).all()
+    det = np.linalg.det(A)
+    signed = np.abs(det) > 1e-3
+    assert (np.sign(sigma[signed, 2]) == np.sign(det[signed])).all()   # Taichi's convention
+    sym = A + A.transpose(0, 2, 1)
+    np.testing.assert_allclose(evals, np.linalg.eigvalsh(sym)[:, ::-1], atol=4 * tol)
+    np.testing.assert_allclose(sym @ evecs, evecs * evals[:, None, :], atol=8 * tol)
+    np.testing.assert_allclose(np.linalg.det(evecs), 1, atol=tol)
+    np.testing.assert_allclose(U[0], np.eye(3), atol=tol)     # the identity
+    np.testing.assert_allclose(U[1], np.eye(3), atol=tol)     # the zero matrix: U = I
+
+
+def test_3x3_gradients_against_finite_differences(rng):
+    """Through polar_decompose (which is the SVD, then two products) and sym_eig: each kernel
+    of 3x3 decompositions and its adjoint is large, so two small kernels."""
+    m = jr.Matrix.field(3, 3, jr.f64, shape=6, needs_grad=True)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+    w = rng.uniform(-1, 1, (2, 3, 3))
+    w0, w1 = (tuple(map(tuple, w[k].tolist())) for k in (0, 1))
+
+    @jr.kernel
+    def polar():
+        for i in m:
+            U, P = jr.polar_decompose(m[i])
+            loss[None] += (U * jr.Matrix(w0)).sum() + (P * jr.Matrix(w1)).sum()
+
+    distinct = jr.field(jr.f64, shape=6)      # an eigenvector is defined (no repeated value)
+    distinct.from_numpy(np.array([0.0, 0.0, 1.0, 1.0, 1.0, 1.0]))
+
+    @jr.kernel
+    def eig():
+        for i in m:
+            ev, vecs = jr.sym_eig(m[i] + m[i].transpose())
+            loss[None] += ev[0] * ev[2] + ev[1] + distinct[i] * vecs[0, 0] * vecs[0, 0]
+
+    def polar_value(A):
+        out = 0.0
+        for a in A:
+            u, _, vt = np.linalg.svd(a)
+            rot = u @ np.diag([1.0, 1.0, np.sign(np.linalg.det(a))]) @ vt
+            out += (rot * w[0]).sum() + (rot.T @ a * w[1]).sum()
+        return out
+
+    def eig_value(A):
+        out = 0.0
+        for a, d in zip(A, distinct.to_numpy()[-len(A):]):
+            ev, vecs = np.linalg.eigh(a + a.T)
+            out += ev[2] * ev[0] + ev[1] + d * vecs[0, 2] ** 2
+        return out
+    A = rng.uniform(-1, 1, (6, 3, 3)) + 2 * np.eye(3)
+    A[0] = np.eye(3)                                # the identity: finite gradients
+    A[1] = np.diag([2.0, 2.0, 1.0])                 # two equal singular values
+    for kernel, value in ((polar, polar_value), (eig, eig_value)):
+        m.from_numpy(A)
+        loss[None] = 0.0
+        with jr.ad.Tape(loss=loss):
+            kernel()
+        assert loss[None] == pytest.approx(value(A), rel=1e-10)
+        grad = m.grad.to_numpy()
+        assert np.isfinite(grad).all()
+        eps = 1e-6
+        for i in range(2, 6):
+            for idx in np.ndindex(3, 3):
+                plus, minus = A.copy(), A.copy()
+                plus[i][idx] += eps
+                minus[i][idx] -= eps
+                num = (value(plus[i:i + 1]) - value(minus[i:i + 1])) / (2 * eps)
+                assert grad[i][idx] == pytest.approx(num, rel=1e-5, abs=1e-6)
+
+
+def test_other_shapes_are_a_clear_error():
+    m = jr.Matrix.field(4, 4, jr.f32, shape=4)
 
     @jr.kernel
     def k():
         for i in m:
             U, P = jr.polar_decompose(m[i])
             m[i] = U
-    with pytest.raises(jr.KernelCompileError, match="2x2 matrices in this version"):
+    with pytest.raises(jr.KernelCompileError, match="2x2 and 3x3 matrices"):
         k()

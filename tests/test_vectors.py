@@ -309,3 +309,45 @@ def test_templates_over_vector_and_matrix_fields():
     np.testing.assert_array_equal(v.to_numpy(), 2.0)
     np.testing.assert_array_equal(m.to_numpy(), 6.0)
     assert isinstance(v, jr.MatrixField) and isinstance(v, jr.ScalarField)
+
+
+def test_self_assignment_reads_the_whole_matrix_first():
+    """`S = J.T @ S @ J` on a matrix local: every component of the right side is read
+    before any component of S is written (was: later components read updated ones)."""
+    out, A, J = (jr.Matrix.field(3, 3, jr.f64, shape=()) for _ in range(3))
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (3, 3))
+    j = np.linalg.qr(rng.uniform(-1, 1, (3, 3)))[0]
+    A.from_numpy(a)
+    J.from_numpy(j)
+
+    @jr.kernel
+    def k():
+        S = A[None]
+        R = J[None]
+        S = R.transpose() @ S @ R
+        v = jr.Vector([S[0, 0], S[1, 1], S[2, 2]])
+        v = jr.Vector([v[2], v[0], v[1]])          # a permutation of itself
+        S[0, 0], S[1, 1], S[2, 2] = v[0], v[1], v[2]
+        out[None] = S
+
+    k()
+    expected = j.T @ a @ j
+    expected[0, 0], expected[1, 1], expected[2, 2] = expected[2, 2], expected[0, 0], \
+        expected[1, 1]
+    np.testing.assert_allclose(out.to_numpy(), expected, rtol=1e-12, atol=1e-14)
+
+
+def test_a_matrix_local_has_one_type():
+    """Constants in a literal adapt to its typed components: an f64 entry makes every entry
+    f64, so a later f64 assignment to a position that first held 0.0 is not rounded."""
+    out = jr.Matrix.field(2, 2, jr.f64, shape=())
+
+    @jr.kernel
+    def k(c: jr.f64, s: jr.f64):
+        J = jr.Matrix([[c, 0.0], [0.0, 1.0]])
+        J = jr.Matrix([[c, s], [s, c]])
+        out[None] = J
+
+    k(0.1, 0.3)
+    np.testing.assert_array_equal(out.to_numpy(), [[0.1, 0.3], [0.3, 0.1]])

@@ -138,16 +138,19 @@ class CallLowering(LoweringHost):
         return None
 
     def decomposition(self, fn: bi.Builtin, node: ast.Call) -> Value:
-        """`jr.polar_decompose/svd/sym_eig(A)`: the 2x2 funcs of jitrt/matrix_functions.py."""
+        """`jr.polar_decompose/svd/sym_eig(A)`: the 2x2 or 3x3 funcs of
+        jitrt/matrix_functions.py."""
         from .. import matrix_functions
         if len(node.args) != 1:
             raise self.err(node, f"jr.{fn.name}(A) takes one matrix")
         a = self.expr(node.args[0])
-        if not isinstance(a, VecValue) or a.shape != (2, 2):
+        if not isinstance(a, VecValue) or a.shape not in ((2, 2), (3, 3)):
             shape = a.shape if isinstance(a, VecValue) else "a scalar"
-            raise self.err(node, f"jr.{fn.name}() supports 2x2 matrices in this version, got "
-                           f"{shape}")
-        return self.inline(getattr(matrix_functions, bi.DECOMPOSITIONS[fn]), node)
+            raise self.err(node, f"jr.{fn.name}() supports 2x2 and 3x3 matrices, got {shape}")
+        name = bi.DECOMPOSITIONS[fn]
+        if a.shape == (3, 3):
+            name = name.replace("2x2", "3x3").replace("2d", "3d")
+        return self.inline(getattr(matrix_functions, name), node)
 
     def one_value(self, node: ast.Call) -> n.Expr:
         if len(node.args) != 1:

@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import dtypes
 from ..ir import nodes as n
+from ..passes.walk import walk_expr
 from ..linalg import MatrixType
 from .context import LocalVar, LoweringHost, PyValue
 
@@ -101,7 +102,10 @@ class VectorLowering(LoweringHost):
     # ---- building ---------------------------------------------------------------------
     def vec_literal(self, node: ast.List | ast.Tuple, items: list[Any]) -> Any:
         """`[a, b, c]` (a vector) or `[[a, b], [c, d]]` (a matrix; rows may be vectors); a
-        tuple of anything else (matrices, vectors and scalars mixed) is a TupleValue."""
+        tuple of anything else (matrices, vectors and scalars mixed) is a TupleValue. A row of
+        constants next to vector rows (`[[c, s, 0.0], [0.0, 0.0, 1.0]]`) is a vector too."""
+        if any(isinstance(i, VecValue) for i in items):
+            items = [as_vector(i) for i in items]
         if all(isinstance(i, VecValue) and len(i.shape) == 1 for i in items):
             widths = {i.shape[0] for i in items}
             if len(widths) == 1:
@@ -472,6 +476,10 @@ class VectorLowering(LoweringHost):
                 got = v.shape if isinstance(v, VecValue) else "a scalar"
                 raise self.err(node, f"'{name}' is a vector/matrix of shape {binding.shape}; "
                                f"cannot assign {got}")
+            mine = {c.ir_name for c in binding.components}
+            if any(isinstance(e, n.Local) and e.name in mine for x in v.items
+                   if isinstance(x, n.Expr) for e in walk_expr(x)):
+                v = self.snapshot(v, node)   # `S = J.T @ S @ J`: read all of S before writing
             for c, x in zip(binding.components, v.items):
                 self.emit(n.Assign(c.ir_name, self.typed(x, c.dtype, node), loc))
             return
@@ -480,10 +488,18 @@ class VectorLowering(LoweringHost):
         self.scope.bindings[name] = self.new_vec_var(self.scope.prefix + name, v, node)
 
     def new_vec_var(self, ir_name: str, v: VecValue, node: ast.AST) -> VecVar:
-        """A new vector local `ir_name$k` per component, assigned `v` here."""
+        """A new vector local `ir_name$k` per component, assigned `v` here. All components
+        have one type, as a Taichi matrix has: the promotion of the typed components' types
+        (Python number constants adapt, as in arithmetic), so that `J = [[c, 0.0], ...]` with
+        an f64 `c` is an f64 matrix and a later f64 assignment to J[0, 1] is not rounded."""
+        values = [self.value(node, x) for x in v.items]
+        typed = [e.dtype for x, e in zip(v.items, values) if not isinstance(x, PyValue)]
+        dt = (typed or [e.dtype for e in values])[0]
+        for other in typed or [e.dtype for e in values]:
+            dt = dtypes.promote(dt, other)
         components = []
         for k, x in enumerate(v.items):
-            e = self.value(node, x)
+            e = self.typed(x, dt, node)
             var = LocalVar(f"{ir_name}${k}", e.dtype)
             self.ctx.local_types[var.ir_name] = e.dtype
             self.emit(n.Assign(var.ir_name, e, self.loc(node)))
