@@ -137,7 +137,8 @@ def test_3x3_decompositions(dt, tol, rng):
     np.testing.assert_allclose(np.abs(sigma), np.linalg.svd(A, compute_uv=False), atol=tol)
     off = S - sigma[:, :, None] * np.eye(3)
     np.testing.assert_allclose(off, 0, atol=tol)
-    assert (sigma[:, 0] >= sigma[:, 1] - tol).all() and (sigma[:, 1] >= np.abs(sigma[:, 2]) - tol).all()
+    assert (sigma[:, 0] >= sigma[:, 1] - tol).all()
+    assert (sigma[:, 1] >= np.abs(sigma[:, 2]) - tol).all()
     det = np.linalg.det(A)
     signed = np.abs(det) > 1e-3
     assert (np.sign(sigma[signed, 2]) == np.sign(det[signed])).all()   # Taichi's convention

@@ -189,4 +189,5 @@ class LoweringHost:
         vec_cast: Callable[..., Any]
         new_vec_var: Callable[..., Any]
         fresh_local: Callable[..., n.Local]
+        snapshot: Callable[..., Any]
         store_member: Callable[..., bool]
