@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from . import portable_math
+from . import portable_math, vector_math
 from .declare import declare
 
 I32 = ir.IntType(32)
@@ -52,6 +52,11 @@ class Target:
         return builder.alloca(ty, name=name)
 
     def math_function(self, module: ir.Module, fn: str, ty: ir.Type, nargs: int) -> ir.Function:
+        """The function computing `fn` on `ty`. On the CPU, f32 sin, cos, tan, exp, log and
+        pow are jitrt's own branch-free IR (`vector_math`), which loops vectorize; LLVM turns
+        `llvm.sin.f32` and the like into a call of libm's `sinf` per element."""
+        if not self.is_gpu and isinstance(ty, ir.FloatType) and fn in vector_math.FUNCTIONS:
+            return vector_math.define(module, fn)
         name = self.math_symbol(fn, ty)
         existing = module.globals.get(name)
         if existing is not None:
