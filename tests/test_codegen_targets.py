@@ -212,3 +212,50 @@ def test_import_and_cpu_work_without_gpu_packages(tmp_path):
                           env=env, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip() == "ok"
+
+
+@jr.kernel
+def saxpy_kernel(a: jr.f32, x: nd(dtype=jr.f32, ndim=1), y: nd(dtype=jr.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+def ptx_loops(ptx: str, entry: str) -> list[list[str]]:
+    """The instructions of each loop of one entry's PTX: from a label to the last branch back
+    to it (structure only, no exact LLVM output)."""
+    body = ptx[ptx.index(f".entry {entry}("):]
+    body = body[:body.index("\n}")]
+    lines = [line.strip() for line in body.splitlines()]
+    loops = []
+    for k, line in enumerate(lines):
+        label = re.match(r"^(\$L\w+):$", line)
+        if label:
+            back = [j for j in range(k + 1, len(lines))
+                    if re.search(rf"\bbra(\.uni)?\s+{re.escape(label.group(1))};", lines[j])]
+            if back:
+                loops.append(lines[k:back[-1] + 1])
+    return loops
+
+
+def test_unchecked_gpu_loop_hoists_the_context_and_skips_fault_traffic():
+    """The PTX of saxpy has a loop (the copy the bounds pre-check allows) whose body loads and
+    stores the arrays but reads no kernel parameter or context slot and has no atomic or call
+    (the fault record): the invariants were hoisted and the checks are gone."""
+    x = np.ones(64, np.float32)
+    ptx = jr.debug.gpu_asm(saxpy_kernel, 2.0, x, x.copy(), arch="cuda")
+    loops = ptx_loops(ptx, "jk_task0_kernel")
+    assert loops, "no loop in the task kernel"
+    def leaves(body: list[str]) -> int:       # branches to a label outside the loop
+        inside = {line[:-1] for line in body if line.endswith(":")}
+        targets = [m.group(1) for line in body for m in [re.search(r"\bbra(?:\.uni)?\s+"
+                                                                     r"(\$L\w+);", line)] if m]
+        return sum(t not in inside for t in targets)
+
+    clean = [body for body in loops
+             if any(s.startswith("ld.global") for s in body)
+             and any(s.startswith("st.global") for s in body)
+             and not any(s.startswith(("ld.param", "atom", "call")) for s in body)
+             and leaves(body) <= 1]
+    assert clean, "\n\n".join("\n".join(b) for b in loops)
+    checked = [body for body in loops if body not in clean]
+    assert checked or "jitrt_record_fault" in ptx     # the checked copy is still there
