@@ -4,9 +4,10 @@
 
 Kernels (f32): a copy (the memory-bandwidth reference), saxpy `y = a*x + y`, a 5-point stencil
 over a grid x grid array (`jr.ndrange`), a gather `y[i] = x[idx[i]] * 2`, eight `sin` per
-element, and a sum into one element (`out[0] += x[i]`). Each is timed as the minimum of
-`--repeats` runs after a warm-up, for each thread count in `--threads` (0: all cores), in one
-process, and checked against numpy. GB/s counts each input read once and each output written
+element, a sum into one element (`out[0] += x[i]`), and two more of the same kinds: a dot
+product into one element and a 2-D blend `v = a*u + (1-a)*v` over the grid. Each is timed as
+the minimum of `--repeats` runs after a warm-up, for each thread count in `--threads` (0: all
+cores), in one process, and checked against numpy. GB/s counts each input read once and each output written
 once. numba (`@njit(parallel=True)`, its defaults) is measured only if it imports; it is not a
 dependency. Prints one table; ratios are jitrt time over the reference's time.
 """
@@ -70,6 +71,19 @@ def total(x: ND(dtype=jr.f32, ndim=1), out: ND(dtype=jr.f32, ndim=1)):
         out[0] += x[i]
 
 
+# two more of the same kinds, not among the issue's five: a dot product and a 2-D blend
+@jr.kernel
+def dot(x: ND(dtype=jr.f32, ndim=1), y: ND(dtype=jr.f32, ndim=1), out: ND(dtype=jr.f32, ndim=1)):
+    for i in range(x.shape[0]):
+        out[0] += x[i] * y[i]
+
+
+@jr.kernel
+def blend(a: jr.f32, u: ND(dtype=jr.f32, ndim=2), v: ND(dtype=jr.f32, ndim=2)):
+    for i, j in jr.ndrange(u.shape[0], u.shape[1]):
+        v[i, j] = a * u[i, j] + (1.0 - a) * v[i, j]
+
+
 def numba_kernels() -> dict[str, Any] | None:
     """The same loops under numba's `@njit(parallel=True)` (its defaults), or None when numba
     is not installed (it is not a dependency)."""
@@ -116,8 +130,22 @@ def numba_kernels() -> dict[str, Any] | None:
             s += x[i]
         return s
 
+    @numba.njit(parallel=True)
+    def nb_dot(x, y):  # type: ignore[no-untyped-def]
+        s = np.float32(0.0)
+        for i in prange(x.shape[0]):
+            s += x[i] * y[i]
+        return s
+
+    @numba.njit(parallel=True)
+    def nb_blend(a, u, v):  # type: ignore[no-untyped-def]
+        for i in prange(u.shape[0]):
+            for j in range(u.shape[1]):
+                v[i, j] = a * u[i, j] + (np.float32(1.0) - a) * v[i, j]
+
     return {"copy": nb_copy, "saxpy": nb_saxpy, "stencil": nb_stencil, "gather": nb_gather,
-            "sines": nb_sines, "total": nb_total, "version": numba.__version__,
+            "sines": nb_sines, "total": nb_total, "dot": nb_dot, "blend": nb_blend,
+            "version": numba.__version__,
             "set_threads": numba.set_num_threads, "max_threads": numba.config.NUMBA_NUM_THREADS}
 
 
@@ -164,7 +192,12 @@ def cases(n: int, grid: int, rng: np.random.Generator,
     if nb is not None:
         nbc = {"copy": lambda: nb["copy"](x, ys), "saxpy": lambda: nb["saxpy"](a, x, y),
                "stencil": lambda: nb["stencil"](u, v), "gather": lambda: nb["gather"](x, idx, ys),
-               "sines": lambda: nb["sines"](x, ys), "total": lambda: nb["total"](x)}
+               "sines": lambda: nb["sines"](x, ys), "total": lambda: nb["total"](x),
+               "dot": lambda: nb["dot"](x, y), "blend": lambda: nb["blend"](a, u, v)}
+
+    def jr_dot() -> None:
+        out[0] = 0.0
+        dot(x, y, out)
     return [
         ("copy", 2 * n * f4, lambda: copy(x, ys), lambda: ys.__setitem__(slice(None), x),
          nbc.get("copy")),
@@ -176,6 +209,9 @@ def cases(n: int, grid: int, rng: np.random.Generator,
          nbc.get("gather")),
         ("8 x sin", 2 * n * f4, lambda: sines(x, ys), np_sines, nbc.get("sines")),
         ("sum into out[0]", n * f4, jr_total, lambda: x.sum(), nbc.get("total")),
+        ("dot into out[0]", 2 * n * f4, jr_dot, lambda: np.dot(x, y), nbc.get("dot")),
+        (f"blend {grid}x{grid}", 3 * grid * grid * f4, lambda: blend(0.25, u, v),
+         lambda: 0.25 * u + 0.75 * v, nbc.get("blend")),
     ]
 
 
@@ -200,6 +236,12 @@ def check(n: int, grid: int) -> None:
     out = np.zeros(1, np.float32)
     total(x, out)
     assert np.isclose(out[0], x.sum(dtype=np.float64), rtol=1e-4)
+    out[0] = 0.0
+    dot(x, x, out)
+    assert np.isclose(out[0], (x.astype(np.float64) ** 2).sum(), rtol=1e-4)
+    w = v.copy()
+    blend(0.25, u, v)
+    assert np.allclose(v, 0.25 * u + 0.75 * w, rtol=1e-6)
 
 
 def main(argv: list[str] | None = None) -> int:
