@@ -7,9 +7,9 @@ over a grid x grid array (`jr.ndrange`), a gather `y[i] = x[idx[i]] * 2`, eight 
 element, a sum into one element (`out[0] += x[i]`), and two more of the same kinds: a dot
 product into one element and a 2-D blend `v = a*u + (1-a)*v` over the grid. Each is timed as
 the minimum of `--repeats` runs after a warm-up, for each thread count in `--threads` (0: all
-cores), in one process, and checked against numpy. GB/s counts each input read once and each output written
-once. numba (`@njit(parallel=True)`, its defaults) is measured only if it imports; it is not a
-dependency. Prints one table; ratios are jitrt time over the reference's time.
+cores), in one process, and checked against numpy. GB/s counts each input read once and each
+output written once. numba (`@njit(parallel=True)`, its defaults) is measured only if it
+imports; it is not a dependency. Prints one table; ratios are jitrt time over the reference's time.
 """
 from __future__ import annotations
 
