@@ -14,6 +14,12 @@ The pipeline: frontend (AST -> IR) -> passes (pipeline.py) -> codegen (LLVM IR) 
 """
 from __future__ import annotations
 
+# numpy first, from this shallow import depth. Imported four levels down (jitrt -> ad ->
+# runtime.program -> config), numpy's import took ~15 ms longer on CPython 3.11: its typing
+# modules' many small calls sat on a boundary of the interpreter's frame-stack chunks, and
+# each call mapped and unmapped a chunk (~900 mmap/munmap pairs; docs/performance.md).
+import numpy as _numpy  # noqa: F401
+
 from . import ad, debug, math, profiler, types
 from ._version import __version__ as __version__
 from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
@@ -32,8 +38,10 @@ from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
 from .types import template
 
-# The launch path and the CPU backend (llvmlite's LLVM library) load with the package, so
-# that jr.init() and the first launch pay only for their own work.
+# The launch path and the cache store load with the package; the compile pipeline (frontend
+# lowering, passes, codegen) loads with the first compile and the CPU backend (llvmlite's LLVM
+# library) with jr.init(), so that `import jitrt` pays for neither (docs/performance.md,
+# "Start-up").
 from .cache import store as _store  # noqa: E402,F401
 from .runtime import launcher as _launcher  # noqa: E402,F401
 

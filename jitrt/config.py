@@ -7,14 +7,14 @@ option here is the only step needed for it to reach the key.
 """
 from __future__ import annotations
 
-import difflib
 import os
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any, Callable
 
 import numpy as np
 
+from .frozen import frozen
 from . import dtypes
 from .errors import ConfigError
 
@@ -113,7 +113,7 @@ def _check_dtype(kind: str) -> Callable[[Any], dtypes.DataType]:
     return check
 
 
-@dataclass(frozen=True)
+@frozen
 class Option:
     name: str
     default: Any
@@ -155,7 +155,7 @@ OPTIONS: tuple[Option, ...] = (
 OPTION_BY_NAME = {opt.name: opt for opt in OPTIONS}
 
 
-@dataclass(frozen=True)
+@frozen
 class Config:
     arch: str
     device_id: int
@@ -188,6 +188,7 @@ def resolve(**explicit: Any) -> Config:
     if unknown:
         hints = []
         for name in unknown:
+            import difflib   # only to suggest a name for a misspelt option
             close = difflib.get_close_matches(name, list(OPTION_BY_NAME), n=1)
             hints.append(f"'{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
         raise TypeError(f"jr.init() got unknown option(s) {', '.join(hints)}; valid options: "

@@ -6,12 +6,12 @@ numpy dtype, its size and whether it is a float, signed or unsigned integer. The
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from .frozen import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class DataType:
     name: str
     bits: int

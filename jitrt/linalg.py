@@ -9,16 +9,16 @@ array, and `to_numpy()` returns that shape (as Taichi does).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .frozen import frozen
 from . import dtypes
 from .dtypes import DataType
 
 
-@dataclass(frozen=True)
+@frozen
 class MatrixType:
     """n x m components of `dtype` (a vector type has m = 0: shape (n,))."""
     n: int
@@ -163,7 +163,7 @@ class Matrix:
         return _ndarray(matrix(n, m, dtype), shape, needs_grad, name)
 
 
-@dataclass(frozen=True)
+@frozen
 class StructType:
     """Named members, each a dtype or a vector/matrix type: `jr.types.struct(pos=vec3, m=f32)`.
     Stored as one field (or ndarray) per member (structure of arrays)."""

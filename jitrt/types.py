@@ -1,9 +1,9 @@
 """Parameter annotations: `jr.types.ndarray(dtype, ndim)` and `jr.template()`."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from .frozen import frozen
 from . import dtypes
 from .dtypes import DataType
 from .linalg import MatrixType, matrix, struct, vector
@@ -11,7 +11,7 @@ from .linalg import MatrixType, matrix, struct, vector
 __all__ = ["NdarrayType", "Template", "matrix", "ndarray", "struct", "template", "vector"]
 
 
-@dataclass(frozen=True)
+@frozen
 class NdarrayType:
     dtype: DataType | None = None
     ndim: int | None = None              # of the array in memory (component dims included)
@@ -32,7 +32,7 @@ def ndarray(dtype: Any = None, ndim: int | None = None) -> NdarrayType:
     return NdarrayType(None if dtype is None else dtypes.coerce(dtype), ndim)
 
 
-@dataclass(frozen=True)
+@frozen
 class Template:
     def __repr__(self) -> str:
         return "jr.template()"

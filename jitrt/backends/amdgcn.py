@@ -20,14 +20,14 @@ import importlib.util
 import os
 import shutil
 import struct
-from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from ..frozen import frozen
 from ..codegen.targets import AmdgpuTarget
 from ..errors import BackendUnavailableError
-from .llvm_setup import LLVM_LOCK, init_llvm, optimize
+from .llvm_setup import LLVM_LOCK, init_all_targets, optimize
 from .tools import transform
 
 TRIPLE = "amdgcn-amd-amdhsa"
@@ -41,7 +41,7 @@ def wave_size(gfx: str) -> int:
 
 @functools.lru_cache(maxsize=None)
 def target_machine(gfx: str) -> llvm.TargetMachine:
-    init_llvm()
+    init_all_targets()
     target = llvm.Target.from_triple(TRIPLE)
     tm = target.create_target_machine(cpu=gfx, opt=3, reloc="pic")
     return tm
@@ -112,7 +112,7 @@ def compile_code_object(module: ir.Module | str, gfx: str) -> bytes:
     return link(compile_object(module, gfx))
 
 
-@dataclass(frozen=True)
+@frozen
 class KernelDescriptor:
     """What a code object's kernel descriptor (`<name>.kd`, 64 bytes) says of one kernel."""
     kernarg_size: int        # bytes of kernel arguments

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import abc
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from llvmlite import ir
 
+from ..frozen import frozen
 from ..codegen.targets import Target as CodegenTarget
 
 
-@dataclass(frozen=True)
+@frozen
 class DeviceTarget:
     """What code is generated for: the part of a device that reaches the offline-cache key."""
     arch: str          # "cpu" | "cuda" | "amdgpu"

@@ -168,18 +168,23 @@ def chain_sigint(handler: int, previous_slot: int) -> bool:
 
 
 def runtime_object(store: Any) -> bytes:
-    """Object code of the runtime module, from the offline cache when there is one."""
+    """Object code of the runtime module, from the offline cache when there is one.
+
+    The key names the module's inputs, not its text: building the module and printing it
+    cost several ms of every start. `build_runtime_module` is a function of jitrt's sources
+    (`compiler_hash`), the triple and data layout only (no process address, no Python version:
+    the native launcher reads such things from its tables), so these inputs decide the text."""
     tm = host_target_machine()
-    module = threadpool.build_runtime_module(llvm.get_process_triple(), str(tm.target_data))
+    triple, data_layout = llvm.get_process_triple(), str(tm.target_data)
     if store is None:
-        return compile_object(module)
+        return compile_object(threadpool.build_runtime_module(triple, data_layout))
     from ..cache import keys
     key = "runtime-" + xxhash.xxh3_128_hexdigest(
-        "\0".join([str(module), keys.host_target(), keys.llvm_versions(),
+        "\0".join([triple, data_layout, keys.host_target(), keys.llvm_versions(),
                    keys.compiler_hash()]).encode())
     obj = store.load(key)
     if not isinstance(obj, bytes):
-        obj = compile_object(module)
+        obj = compile_object(threadpool.build_runtime_module(triple, data_layout))
         store.save(key, "jitrt runtime (thread pool)", obj)
     return obj
 

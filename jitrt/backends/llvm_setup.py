@@ -1,7 +1,8 @@
 """One-time LLVM set-up and the host target machine.
 
-Stage: backend. Initialises llvmlite's targets once per process and builds the host
-`TargetMachine` (cached) used to emit object code for the CPU.
+Stage: backend. Initialises llvmlite's targets once per process (the host's; all of them
+when a GPU compile step asks) and builds the host `TargetMachine` (cached) used to emit
+object code for the CPU.
 """
 from __future__ import annotations
 
@@ -18,9 +19,19 @@ LLVM_LOCK = threading.RLock()
 
 @functools.lru_cache(maxsize=None)
 def init_llvm() -> None:
+    """The host's target, assembly printer and parser: what the CPU backend needs (all of
+    LLVM's targets took another ~1 ms of every start)."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    llvm.initialize_native_asmparser()
+
+
+@functools.lru_cache(maxsize=None)
+def init_all_targets() -> None:
+    """Every target LLVM was built with: the GPU compile steps (NVPTX, AMDGPU)."""
+    init_llvm()
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
-    llvm.initialize_native_asmparser()
 
 
 @functools.lru_cache(maxsize=None)

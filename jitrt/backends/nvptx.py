@@ -20,7 +20,7 @@ from llvmlite import ir
 
 from ..codegen.targets import NvptxTarget
 from ..errors import BackendUnavailableError
-from .llvm_setup import LLVM_LOCK, init_llvm, optimize
+from .llvm_setup import LLVM_LOCK, init_all_targets, optimize
 from .tools import transform
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -58,7 +58,7 @@ def ptxas_path() -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def target_machine(sm: int) -> llvm.TargetMachine:
-    init_llvm()
+    init_all_targets()
     return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=f"sm_{sm}", opt=3)
 
 

@@ -12,13 +12,15 @@ of jitrt's own source files (a changed compiler never reuses an old entry).
 from __future__ import annotations
 
 import functools
-import pathlib
-from dataclasses import dataclass, fields
+import os
+from dataclasses import fields
 
 import xxhash
 
+from ..frozen import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class CacheKeyParts:
     kernel_source: str
     func_sources: tuple[tuple[str, str], ...]
@@ -45,12 +47,25 @@ def cache_key(parts: CacheKeyParts) -> str:
 
 @functools.lru_cache(maxsize=None)
 def compiler_hash() -> str:
-    """Hash of every .py file of the jitrt package (read once per process)."""
-    root = pathlib.Path(__file__).resolve().parent.parent
+    """Hash of every .py file of the jitrt package (read once per process), in path order.
+    (`os.scandir` and plain reads: `pathlib`'s rglob and read_bytes took 2-3x as long.)"""
+    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    files: list[tuple[list[str], str]] = []
+    pending = [(root, "")]
+    while pending:
+        directory, rel = pending.pop()
+        with os.scandir(directory) as entries:
+            for e in entries:
+                if e.is_dir():
+                    if e.name != "__pycache__":
+                        pending.append((e.path, f"{rel}{e.name}/"))
+                elif e.name.endswith(".py"):
+                    files.append(((rel + e.name).split("/"), e.path))
     h = xxhash.xxh3_64()
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
+    for parts, path in sorted(files):
+        h.update("/".join(parts).encode())
+        with open(path, "rb") as f:
+            h.update(f.read())
     return h.hexdigest()
 
 

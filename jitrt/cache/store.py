@@ -18,18 +18,17 @@ Location: `offline_cache_dir`, else `JITRT_CACHE_DIR`, else `$XDG_CACHE_HOME/jit
 """
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import pickle
 import struct
-import tempfile
 import time
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import xxhash
+
+from ..frozen import frozen
 
 MAGIC = b"JITRTKC\0"
 FORMAT_VERSION = 3
@@ -67,7 +66,7 @@ class EntryError(Exception):
         self.kind = kind
 
 
-@dataclass(frozen=True)
+@frozen
 class EntryInfo:
     path: pathlib.Path
     key: str
@@ -78,6 +77,7 @@ class EntryInfo:
 
 
 def encode(key: str, kernel_name: str, artifact: Any) -> bytes:
+    import json
     payload = pickle.dumps(artifact, protocol=pickle.HIGHEST_PROTOCOL)
     header = json.dumps({"key": key, "kernel_name": kernel_name, "created": time.time(),
                          "payload_bytes": len(payload),
@@ -86,6 +86,7 @@ def encode(key: str, kernel_name: str, artifact: Any) -> bytes:
 
 
 def decode_header(data: bytes) -> tuple[dict, int]:
+    import json   # here, not with the module: `import jitrt` does not need it
     if len(data) < _PREFIX.size:
         raise EntryError("truncated", "the file is truncated")
     magic, version, hlen = _PREFIX.unpack_from(data)
@@ -155,6 +156,7 @@ class CacheStore:
         return artifact
 
     def save(self, key: str, kernel_name: str, artifact: Any) -> None:
+        import tempfile   # (with shutil, random, bz2, lzma) only when a kernel was compiled
         tmp = None
         try:
             self.dir.mkdir(parents=True, exist_ok=True)

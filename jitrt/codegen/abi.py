@@ -5,11 +5,13 @@ a fixed header (error record, thread-pool and runtime pointers, return value), t
 pointer per field (and its gradient), then per kernel parameter its slots (a scalar: one slot,
 floats stored as double, ints sign/zero-extended; an ndarray: data pointer, gradient pointer and
 one slot per axis for the shape). Compiled code reads every address from here, never embeds one.
+Also the records a compiled kernel hands its launches (`AccessSite`: what a fault in the
+error slot names; `LaunchableTask`: what a device launches), kept here, away from the LLVM
+lowering, because the offline cache stores them and a warm start unpickles them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..frozen import frozen
 from ..ir import nodes as n
 from ..passes.offload import assigned_names
 
@@ -44,7 +46,7 @@ STATUS_OVERFLOW_LAUNCH = 12   # the launch id of the context whose adstack overf
 DEVICE_WRITTEN = (SLOT_ERROR, SLOT_ERROR_AXIS, SLOT_ERROR_INDEX, SLOT_RETURN, SLOT_OVERFLOW)
 
 
-@dataclass(frozen=True)
+@frozen
 class ContextLayout:
     field_slots: tuple[int, ...]        # per field table entry: data pointer slot
     field_grad_slots: tuple[int, ...]   # per field: gradient pointer slot
@@ -116,3 +118,27 @@ def layout_for(params: tuple[n.Param, ...], fields: tuple[n.FieldRef, ...],
     return ContextLayout(tuple(field_slots), tuple(grad_slots), tuple(param_slots),
                          slot + len(local_slots), tuple(task_slots), tuple(stack_slots),
                          local_slots)
+
+
+# ---- what a compiled kernel tells its launches (stored in the offline cache) ----------------
+
+@frozen
+class AccessSite:
+    """A checked field or ndarray access: a fault in `SLOT_ERROR` is 1 + its index."""
+    name: str
+    loc: n.Loc
+    kind: str
+
+
+@frozen
+class LaunchableTask:
+    """One task as a launch sees it. The CPU fuses every task into `<prefix>_entry`; a GPU
+    launches `symbol` once per task, in order (a serial task as a one-thread grid)."""
+    index: int
+    kind: str              # "parallel" | "serial"
+    symbol: str            # the function a device launches for this task ("" if fused only)
+    ndim: int              # parallel: dimensions of the box (grid size = product of extents)
+    cost: int              # estimated work of one iteration
+    reductions: int        # `+=` accumulated per chunk (or per block) before one atomic
+    stacks: int            # adstacks (their capacities come from the sizing plan)
+    block_dim: int = 0     # GPU threads per block from jr.loop_config (0: the device's default)

@@ -15,11 +15,11 @@ check in both copies.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from llvmlite import ir
 
+from ..frozen import frozen
 from .. import dtypes
 from ..ir import nodes as n
 from ..passes.offload import assigned_names
@@ -29,7 +29,7 @@ from .emit_expr import I1, I64
 AccessKey = tuple[n.Ref, tuple[n.Expr, ...]]
 
 
-@dataclass(frozen=True)
+@frozen
 class Affine:
     """index = coef * variable + offset (offset: an expression the body does not change)."""
     var: int

@@ -11,8 +11,6 @@ list says, per task, what a device launches.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from llvmlite import ir
 
 from .. import dtypes
@@ -20,6 +18,7 @@ from ..ir import nodes as n
 from ..passes.offload import assigned_names
 from ..passes.walk import walk_expr
 from . import abi, bounds
+from .abi import AccessSite, LaunchableTask
 from .emit_expr import I32, I64, ExprEmitter, ll_type
 from .emit_adstack import AdStackEmitter
 from .emit_stmt import StmtEmitter
@@ -32,13 +31,6 @@ TASK_TYPE = ir.FunctionType(ir.VoidType(), [I64P, I64P, I64, I64, I64])
 GPU_TASK_TYPE = ir.FunctionType(ir.VoidType(), [I64P, I64P, I64, I64, I64, I64])
 PARALLEL_FOR_TYPE = ir.FunctionType(ir.VoidType(), [I8P, TASK_TYPE.as_pointer(), I64P, I64P, I64,
                                                     I64])
-
-
-@dataclass(frozen=True)
-class AccessSite:
-    name: str
-    loc: n.Loc
-    kind: str
 
 
 class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
@@ -429,20 +421,6 @@ def emit_gpu_serial(module: ir.Module, target: Target, layout: abi.ContextLayout
                 em.builder.store(em.to_slot(v, dt), locals_slot_ptr(em, slot))
     em.finish()
     return em.fn
-
-
-@dataclass(frozen=True)
-class LaunchableTask:
-    """One task as a launch sees it. The CPU fuses every task into `<prefix>_entry`; a GPU
-    launches `symbol` once per task, in order (a serial task as a one-thread grid)."""
-    index: int
-    kind: str              # "parallel" | "serial"
-    symbol: str            # the function a device launches for this task ("" if fused only)
-    ndim: int              # parallel: dimensions of the box (grid size = product of extents)
-    cost: int              # estimated work of one iteration
-    reductions: int        # `+=` accumulated per chunk (or per block) before one atomic
-    stacks: int            # adstacks (their capacities come from the sizing plan)
-    block_dim: int = 0     # GPU threads per block from jr.loop_config (0: the device's default)
 
 
 def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayout,

@@ -9,10 +9,9 @@ one GPU.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from llvmlite import ir
 
+from ..frozen import frozen
 from . import portable_math, vector_math
 from .declare import declare
 
@@ -39,7 +38,7 @@ class _PrivateAlloca(ir.instructions.AllocaInstr):
         buf.append(f"alloca {self.allocated_type}, addrspace(5)")
 
 
-@dataclass(frozen=True)
+@frozen
 class Target:
     name: str
     triple: str
@@ -96,7 +95,7 @@ class Target:
         raise NotImplementedError(self.name)
 
 
-@dataclass(frozen=True)
+@frozen
 class NvptxTarget(Target):
     kernel_cc: str = "ptx_kernel"
     warp_sizes: tuple[int, ...] = (32,)
@@ -132,7 +131,7 @@ class NvptxTarget(Target):
         return f"__nv_{fn}{'f' if single else ''}"
 
 
-@dataclass(frozen=True)
+@frozen
 class AmdgpuTarget(Target):
     """AMDGPU (amdgcn-amd-amdhsa). The IR does not depend on the gfx target: the wavefront
     size is read from `llvm.amdgcn.wavefrontsize` (a constant once the gfx target is known,

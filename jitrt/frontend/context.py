@@ -11,6 +11,7 @@ import builtins
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..frozen import frozen
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
@@ -21,7 +22,7 @@ from ..ir import nodes as n
 RETURN_FIELD = "jr.return"
 
 
-@dataclass(frozen=True)
+@frozen
 class PyValue:
     """A compile-time Python object: a constant, a module, a field, a builtin, a func..."""
     obj: Any
@@ -37,7 +38,7 @@ class NoValue:
         return f"the result of @jr.func '{self.func_name}', which returns no value"
 
 
-@dataclass(frozen=True)
+@frozen
 class LocalVar:
     ir_name: str
     dtype: DataType

@@ -8,11 +8,10 @@ comparisons and logic give i32 0/1. Operations on two compile-time numbers fold 
 from __future__ import annotations
 
 import ast
-import difflib
 import operator
-from dataclasses import dataclass
 from typing import Any
 
+from ..frozen import frozen
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
@@ -33,7 +32,7 @@ PY_BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": opera
 INT_ONLY_OPS = ("&", "|", "^", "<<", ">>")
 
 
-@dataclass(frozen=True)
+@frozen
 class ShapeOf:
     """`a.shape` of an ndarray argument, waiting for its `[axis]`."""
     ref: n.ArrayRef
@@ -132,6 +131,7 @@ class ExprLowering(LoweringHost):
     def expr_Name(self, node: ast.Name) -> Value:
         found = self.scope.lookup(node.id)
         if found is None:
+            import difflib   # a misspelt name only: not loaded by every compile
             close = difflib.get_close_matches(
                 node.id, list(self.scope.bindings) + list(self.scope.globals), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""

@@ -9,16 +9,16 @@ Caches nothing.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Any
 
+from ..frozen import frozen
 from .. import dtypes
 from ..ir import nodes as n
 from .context import LoweringHost, PyValue
 from .vectors import SWIZZLE
 
 
-@dataclass(frozen=True)
+@frozen
 class StructElement:
     """`s[i]` of a struct field, waiting for `.member`."""
     field: Any                        # linalg.StructField

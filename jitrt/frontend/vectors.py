@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import ast
 import itertools
-from dataclasses import dataclass
 from typing import Any
 
+from ..frozen import frozen
 from .. import dtypes
 from ..ir import nodes as n
 from ..passes.walk import walk_expr
@@ -23,7 +23,7 @@ from ..linalg import MatrixType
 from .context import LocalVar, LoweringHost, PyValue
 
 
-@dataclass(frozen=True)
+@frozen
 class VecValue:
     shape: tuple[int, ...]            # (n,) for a vector, (n, m) for a matrix
     items: tuple[Any, ...]            # row-major components: n.Expr or PyValue numbers
@@ -44,21 +44,21 @@ class VecValue:
         return VecValue((m,), self.items[i * m:(i + 1) * m])
 
 
-@dataclass(frozen=True)
+@frozen
 class VecVar:
     """A vector or matrix local: one scalar local per component."""
     shape: tuple[int, ...]
     components: tuple[LocalVar, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class TupleValue:
     """A tuple of run-time values that is not a vector (`(U, P)`, `(v, s)`): unpacked by
     `a, b = t`, indexed by constants; what a func returns when it returns several values."""
     items: tuple[Any, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class VecMethod:
     """`v.norm` waiting for its call."""
     vec: VecValue

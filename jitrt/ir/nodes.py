@@ -8,13 +8,14 @@ Global memory is named by refs: `FieldRef` (a slot in the kernel's field table) 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING
 
+from ..frozen import frozen
 from ..dtypes import DataType, i32
 
 
-@dataclass(frozen=True)
+@frozen
 class Loc:
     file: str
     line: int
@@ -33,7 +34,7 @@ def _loc() -> Loc:
 
 # ---- global memory references -------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class FieldRef:
     slot: int
     name: str
@@ -49,7 +50,7 @@ class FieldRef:
         return replace(self, grad=True)
 
 
-@dataclass(frozen=True)
+@frozen
 class ArrayRef:
     arg: int
     name: str
@@ -66,7 +67,7 @@ Ref = FieldRef | ArrayRef
 
 # ---- expressions --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class Expr:
     if TYPE_CHECKING:   # every expression node has these two fields (each subclass declares them)
         @property
@@ -76,14 +77,14 @@ class Expr:
         def loc(self) -> Loc: ...
 
 
-@dataclass(frozen=True)
+@frozen
 class Const(Expr):
     value: int | float
     dtype: DataType
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Arg(Expr):
     """A scalar kernel argument."""
     index: int
@@ -92,14 +93,14 @@ class Arg(Expr):
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Local(Expr):
     name: str
     dtype: DataType
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Unary(Expr):
     op: str  # neg | not | invert
     x: Expr
@@ -110,7 +111,7 @@ class Unary(Expr):
 COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
 
 
-@dataclass(frozen=True)
+@frozen
 class Binary(Expr):
     """`op` in + - * / // % ** & | ^ << >> min max and or, or a comparison (result i32)."""
     op: str
@@ -120,7 +121,7 @@ class Binary(Expr):
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Select(Expr):
     cond: Expr
     a: Expr
@@ -129,14 +130,14 @@ class Select(Expr):
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Cast(Expr):
     x: Expr
     dtype: DataType
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Assertion(Expr):
     """`assert cond, message` (compiled with jr.init(debug=True) only): 0; when `cond` is 0 it
     records a fault the host raises as KernelRuntimeError with the message and location."""
@@ -146,7 +147,7 @@ class Assertion(Expr):
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Print(Expr):
     """`print(...)` in a kernel: `pieces` are text and `args` interleaved ("%" marks where each
     argument goes); 0. CPU only (a compile error on GPUs in this version)."""
@@ -160,7 +161,7 @@ MATH_FUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil"
               "asin", "acos", "atan", "atan2", "sinh", "cosh", "round")
 
 
-@dataclass(frozen=True)
+@frozen
 class Math(Expr):
     fn: str
     args: tuple[Expr, ...]
@@ -168,7 +169,7 @@ class Math(Expr):
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Load(Expr):
     ref: Ref
     indices: tuple[Expr, ...]
@@ -176,7 +177,7 @@ class Load(Expr):
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Shape(Expr):
     """`a.shape[axis]` of an ndarray argument (field shapes fold to constants in the frontend)."""
     ref: ArrayRef
@@ -188,7 +189,7 @@ class Shape(Expr):
 ATOMIC_OPS = ("add", "sub", "min", "max")
 
 
-@dataclass(frozen=True)
+@frozen
 class Atomic(Expr):
     """Atomic read-modify-write of global memory; its value is the old content."""
     op: str
@@ -201,7 +202,7 @@ class Atomic(Expr):
 
 # ---- statements ---------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class Stmt:
     if TYPE_CHECKING:   # every statement node has a location (each subclass declares it)
         @property
@@ -211,14 +212,14 @@ class Stmt:
 Body = tuple[Stmt, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Assign(Stmt):
     name: str
     value: Expr
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Store(Stmt):
     ref: Ref
     indices: tuple[Expr, ...]
@@ -226,13 +227,13 @@ class Store(Stmt):
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Eval(Stmt):
     expr: Expr
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class If(Stmt):
     cond: Expr
     body: Body
@@ -240,7 +241,7 @@ class If(Stmt):
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class For(Stmt):
     """A serial `for var in range(begin, end)` (step 1)."""
     var: str
@@ -250,30 +251,30 @@ class For(Stmt):
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class While(Stmt):
     cond: Expr
     body: Body
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Break(Stmt):
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Continue(Stmt):
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class Return(Stmt):
     value: Expr
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class ParFor(Stmt):
     """An outermost loop: `vars` range over the box `begins[k] <= vars[k] < ends[k]`."""
     vars: tuple[str, ...]
@@ -286,7 +287,7 @@ class ParFor(Stmt):
 
 # ---- kernels and tasks --------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class Param:
     name: str
     kind: str  # scalar | ndarray | template
@@ -296,7 +297,7 @@ class Param:
     element_shape: tuple[int, ...] = ()   # ndarray of vectors/matrices: trailing dimensions
 
 
-@dataclass(frozen=True)
+@frozen
 class KernelIR:
     name: str
     params: tuple[Param, ...]
@@ -305,7 +306,7 @@ class KernelIR:
     ret: DataType | None
 
 
-@dataclass(frozen=True)
+@frozen
 class Task:
     """A unit of execution: `serial` runs `body` once; `parallel` runs it for every point of the
     box given by `begins`/`ends` (evaluated in the enclosing serial code). `captures` are the
@@ -324,7 +325,7 @@ class Task:
     block_dim: int = 0             # GPU threads per block (0: the device's default)
 
 
-@dataclass(frozen=True)
+@frozen
 class TaskedKernel:
     name: str
     params: tuple[Param, ...]
@@ -335,7 +336,7 @@ class TaskedKernel:
 
 # ---- autodiff: adstacks -------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class AdStack:
     """A per-thread stack of (primal, adjoint) pairs for one loop-carried local of one task."""
     id: int
@@ -343,7 +344,7 @@ class AdStack:
     dtype: DataType
 
 
-@dataclass(frozen=True)
+@frozen
 class StackInit(Stmt):
     """Empty the stack and push one (value, 0) pair: the local's value before the task body,
     so a read before any push sees what the primal kernel would see."""
@@ -352,20 +353,20 @@ class StackInit(Stmt):
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class StackPush(Stmt):
     stack: AdStack
     value: Expr
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class StackPop(Stmt):
     stack: AdStack
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class StackAccAdj(Stmt):
     """Add `value` to the adjoint of the top entry."""
     stack: AdStack
@@ -373,21 +374,21 @@ class StackAccAdj(Stmt):
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class StackTop(Expr):
     stack: AdStack
     dtype: DataType
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class StackTopAdj(Expr):
     stack: AdStack
     dtype: DataType
     loc: Loc = _loc()
 
 
-@dataclass(frozen=True)
+@frozen
 class ReverseFor(Stmt):
     """`for var in reversed(range(begin, end))`: the adjoint of a serial `For`."""
     var: str

@@ -12,9 +12,9 @@ sizeexpr.py. A loop whose pushes depend on a bound outside the grammar raises
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from ..frozen import frozen
 from ..errors import error_at
 from ..ir import nodes as n
 from . import sizeexpr as se
@@ -25,7 +25,7 @@ class NotSizable(Exception):
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class Untraceable:
     reason: str
     synthetic: bool = False   # a bound local made by `normalize`: the reason stands alone

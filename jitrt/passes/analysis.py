@@ -8,13 +8,12 @@ pass.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..frozen import frozen
 from ..ir import nodes as n
 from .walk import all_exprs, walk_expr, walk_stmts
 
 
-@dataclass(frozen=True)
+@frozen
 class WriteSet:
     fields: tuple[tuple[int, bool], ...]   # (field slot, grad)
     arrays: tuple[tuple[int, bool], ...]   # (param index, grad)

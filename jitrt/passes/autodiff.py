@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from ..frozen import frozen
 from .. import dtypes
 from ..dtypes import DataType
 from ..errors import error_at
@@ -270,7 +271,7 @@ def target_adjoint(ref: n.Ref, indices: tuple[n.Expr, ...], value: n.Expr, negat
 
 # ---- whole tasks and kernels ----------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class AdjointTask:
     task: n.Task               # the grad task (forward sweep + reverse sweep)
     normalized: n.Body         # the normalized primal body (for sizing)

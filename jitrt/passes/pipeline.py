@@ -6,37 +6,21 @@ for grad kernels, the sizing plan of every adstack.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Callable
 
 from ..dtypes import DataType
 from ..errors import KernelCompileError
 from ..ir import nodes as n
 from ..ir.verify import verify
-from . import sizeexpr as se
 from .adstack_sizing import task_capacities
-from .analysis import WriteSet, bound_reads, write_set
+from .analysis import bound_reads, write_set
 from .autodiff import AdjointTask, differentiate
 from .cost import iteration_cost
+from .lowered import LoweredKernel, StackSizing
 from .offload import offload
 from .reductions import reducible_atomics
 from .simplify import simplify
-
-
-@dataclass(frozen=True)
-class StackSizing:
-    task: int                      # index of the grad task owning the stack
-    stack: n.AdStack
-    capacity: se.SizeExpr | None   # None: outside the grammar (allowed with ad_stack_size=N)
-
-
-@dataclass(frozen=True)
-class LoweredKernel:
-    tasked: n.TaskedKernel
-    writes: WriteSet
-    local_types: dict[str, DataType]
-    stacks: tuple[StackSizing, ...] = field(default=())
-    bound_reads: WriteSet = field(default=WriteSet((), ()))   # data that decides trip counts
 
 
 def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: bool = False,

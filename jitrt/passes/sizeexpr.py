@@ -9,79 +9,80 @@ form used as a key.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterator, Union
 
+from ..frozen import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class Const:
     value: int
 
 
-@dataclass(frozen=True)
+@frozen
 class ScalarArg:
     index: int
     name: str
 
 
-@dataclass(frozen=True)
+@frozen
 class FieldLoad:
     slot: int                        # the kernel's field table slot
     name: str
     indices: tuple["SizeExpr", ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class NdarrayRead:
     arg: int
     name: str
     indices: tuple["SizeExpr", ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class NdarrayShape:
     arg: int
     name: str
     axis: int
 
 
-@dataclass(frozen=True)
+@frozen
 class BoundVar:
     name: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Add:
     a: "SizeExpr"
     b: "SizeExpr"
 
 
-@dataclass(frozen=True)
+@frozen
 class Sub:
     """max(a - b, 0)."""
     a: "SizeExpr"
     b: "SizeExpr"
 
 
-@dataclass(frozen=True)
+@frozen
 class Mul:
     a: "SizeExpr"
     b: "SizeExpr"
 
 
-@dataclass(frozen=True)
+@frozen
 class Max:
     a: "SizeExpr"
     b: "SizeExpr"
 
 
-@dataclass(frozen=True)
+@frozen
 class Min:
     a: "SizeExpr"
     b: "SizeExpr"
 
 
-@dataclass(frozen=True)
+@frozen
 class MaxOverRange:
     """max over var in [begin, end) of body; 0 for an empty range."""
     var: str

@@ -22,13 +22,13 @@ from __future__ import annotations
 import ctypes
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xxhash
 
+from ..frozen import frozen
 from .. import logger as log
 from ..codegen import abi
 from ..errors import AdStackOverflowError
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 
 
-@dataclass(frozen=True)
+@frozen
 class AdStackSizingInfo:
     registry_id: int
     kernel_name: str
@@ -49,7 +49,7 @@ class AdStackSizingInfo:
     max_reducer_specs: tuple[se.MaxOverRange, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Dep:
     """One thing a capacity reads: a field, an ndarray argument, a shape, a scalar argument."""
     kind: str        # field | array | shape | scalar

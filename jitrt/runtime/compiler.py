@@ -9,35 +9,35 @@ the LaunchHandle; the offline cache stores the `Artifact` it was instantiated fr
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..frozen import frozen
 from .. import logger as log
-from ..codegen import abi, sizing
+from ..codegen import abi
+from ..codegen.abi import AccessSite, LaunchableTask
 from ..errors import KernelCompileError
-from ..codegen.kernel_module import AccessSite, LaunchableTask, build_module
-from ..frontend.context import CompileContext
-from ..frontend.lower import lower_kernel
 from ..ir import nodes as n
 from ..ir.printer import kernel_text
-from ..passes.pipeline import LoweredKernel, run_pipeline
 from ..passes import sizeexpr as se
-from ..passes.walk import all_exprs, walk_stmts
+from ..passes.lowered import LoweredKernel
 from .._version import __version__
 from ..cache import keys
 from ..cache.keys import CacheKeyParts, cache_key
 from .adstack import SizingPlan
 from .registry import fnv1a64_fold32
 
+# The frontend's lowering, the passes and codegen (llvmlite's IR builder) are imported by the
+# functions that run them, not with this module: `import jitrt` does not load them, and a
+# process whose kernels all come from the offline cache loads the frontend only.
 if TYPE_CHECKING:
     from ..backends.base import Device
+    from ..frontend.context import CompileContext
     from .program import Program
     from .seams import KernelLike
 
 
-@dataclass(frozen=True)
+@frozen
 class CompiledKernel:
     name: str
     params: tuple[n.Param, ...]
@@ -54,6 +54,7 @@ class CompiledKernel:
 
 
 def used_refs(kernel: n.TaskedKernel) -> list[n.Ref]:
+    from ..passes.walk import all_exprs, walk_stmts
     refs: list[n.Ref] = []
     for task in kernel.tasks:
         for e in all_exprs(task.body):
@@ -65,7 +66,7 @@ def used_refs(kernel: n.TaskedKernel) -> list[n.Ref]:
     return refs
 
 
-@dataclass(frozen=True)
+@frozen
 class Artifact:
     """What the offline cache stores for one compiled kernel: object code and all metadata."""
     name: str
@@ -167,6 +168,8 @@ def key_parts(source: str, ctx: CompileContext, kir: n.KernelIR, cfg: Any,
 
 def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values: dict[str, Any],
              name: str, cfg: Any) -> tuple[CompileContext, n.KernelIR]:
+    from ..frontend.context import CompileContext
+    from ..frontend.lower import lower_kernel
     ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params, debug=cfg.debug)
     return ctx, lower_kernel(kernel.source(), kernel.fn, params, template_values, ctx, kernel.ret)
 
@@ -174,6 +177,7 @@ def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values:
 def passes(kernel: "KernelLike", params: tuple[n.Param, ...], ctx: CompileContext, kir: n.KernelIR,
            cfg: Any) -> tuple[LoweredKernel, abi.ContextLayout]:
     """The pass pipeline for one specialization, and the launch-context layout it implies."""
+    from ..passes.pipeline import run_pipeline
     def has_grad(ref: n.Ref) -> bool:
         if isinstance(ref, n.FieldRef):
             return ref.slot < len(ctx.field_objs) and ctx.field_objs[ref.slot].grad is not None
@@ -188,6 +192,8 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
                    ctx: CompileContext,
                    kir: n.KernelIR, cfg: Any, device: "Device") -> Artifact:
     """Passes, codegen and LLVM: everything the offline cache lets a warm start skip."""
+    import hashlib
+    from ..codegen.kernel_module import build_module
     t0 = time.perf_counter()
     lowered, layout = passes(kernel, params, ctx, kir, cfg)
     t1 = time.perf_counter()
@@ -257,6 +263,7 @@ def add_sizing_functions(module: Any, prefix: str, lowered: LoweredKernel,
                          layout: abi.ContextLayout, params: tuple[n.Param, ...],
                          target: Any = None) -> list[se.MaxOverRange]:
     """Max-reducers for every distinct closed MaxOverRange, and the capacity function."""
+    from ..codegen import sizing
     if not lowered.stacks or any(s.capacity is None for s in lowered.stacks):
         return []
     specs: list[se.MaxOverRange] = []
@@ -281,6 +288,7 @@ def lower_module(kernel: "KernelLike", params: tuple[n.Param, ...],
                  template_values: dict[str, Any], name: str, program: "Program",
                  target: Any) -> Any:
     """The LLVM module (before optimisation) of a kernel specialization for a codegen target."""
+    from ..codegen.kernel_module import build_module
     cfg = program.config
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
     lowered, layout = passes(kernel, params, ctx, kir, cfg)
@@ -295,6 +303,7 @@ def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
     """GPU assembly (PTX for sm_<sm>, or AMDGCN for `gfx`) of a kernel specialization: the
     same frontend, passes and lowering as any launch, with the GPU target hooks and the
     backend's own compile step (libdevice linked for CUDA). No GPU or GPU runtime is needed."""
+    from ..codegen.kernel_module import build_module
     cfg = program.config
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
     lowered, layout = passes(kernel, params, ctx, kir, cfg)

@@ -1,0 +1,236 @@
+"""Start-up: what `import jitrt` and a warm start load, `@frozen` records, source capture.
+
+The time itself is measured by `benchmarks/cold_warm_start.py` (docs/performance.md); these
+tests keep what makes it short: the compile pipeline is not imported with the package, a
+process whose kernels all come from the offline cache imports no pass, `@frozen` classes
+behave as `@dataclass(frozen=True)` ones do, and kernel sources are read without inspect's
+tokenizer where the code object tells where they end.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import json
+import os
+import pathlib
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import jitrt as jr
+from jitrt.frontend import source
+from jitrt.frozen import frozen
+
+pytestmark = pytest.mark.cpu_only
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def run_python(code: str, *args: str, script: pathlib.Path | None = None) -> dict:
+    """Run `code` in a fresh interpreter (from `script` when given: kernels need a file)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if script is not None:
+        script.write_text(code)
+    command = [str(script)] if script is not None else ["-c", code]
+    proc = subprocess.run([sys.executable, *command, *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ---- what is imported -----------------------------------------------------------------------
+
+COMPILE_PIPELINE = ("jitrt.frontend.lower", "jitrt.passes.pipeline", "jitrt.passes.autodiff",
+                    "jitrt.codegen.sizing", "jitrt.backends.cpu", "llvmlite.binding")
+
+
+def test_import_jitrt_loads_no_compiler_and_no_llvm():
+    loaded = run_python("import json, sys, jitrt; print(json.dumps(sorted(sys.modules)))")
+    assert not [m for m in COMPILE_PIPELINE if m in loaded]
+    # every public name still resolves
+    assert all(getattr(jr, name) is not None for name in jr.__all__)
+
+
+WARM = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import jitrt as jr
+    jr.init(offline_cache=True, offline_cache_dir=sys.argv[1])
+    x = jr.field(jr.f32, shape=(8,), needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def recurrence(cnt: jr.types.ndarray(dtype=jr.i32, ndim=1)):
+        for i in x:
+            v = x[i]
+            for _ in range(cnt[i]):
+                v = jr.sin(v) * 1.1 + 0.1
+            loss[None] += v
+
+    x.from_numpy(np.linspace(0.1, 0.8, 8).astype(np.float32))
+    with jr.ad.Tape(loss=loss):
+        recurrence(np.arange(8, dtype=np.int32) % 3 + 1)
+    print(json.dumps({"stats": jr.debug.stats(), "grad": x.grad.to_numpy().tolist(),
+                      "modules": sorted(sys.modules)}))
+""")
+
+
+def test_a_warm_start_imports_no_pass(tmp_path):
+    script = tmp_path / "warm.py"
+    cold = run_python(WARM, str(tmp_path / "cache"), script=script)
+    warm = run_python(WARM, str(tmp_path / "cache"), script=script)
+    assert cold["stats"]["compiles"] == 2 and warm["stats"]["compiles"] == 0
+    assert warm["stats"]["offline_cache_hits"] == 2 and warm["grad"] == cold["grad"]
+    passes = [m for m in warm["modules"] if m.startswith("jitrt.passes.")]
+    # the records the cache stores (lowered kernels, SizeExprs, write sets) and nothing else
+    assert set(passes) <= {"jitrt.passes.lowered", "jitrt.passes.sizeexpr",
+                           "jitrt.passes.analysis", "jitrt.passes.walk",
+                           "jitrt.passes.offload"}, passes
+    assert "jitrt.codegen.sizing" not in warm["modules"]
+
+
+# ---- @frozen --------------------------------------------------------------------------------
+
+def _loc() -> object:
+    return dataclasses.field(default="nowhere", compare=False, repr=False)
+
+
+def make_pair(deco):
+    @deco
+    class Base:
+        name: str
+
+    @deco
+    class Node(Base):
+        """A node."""
+        kids: tuple
+        size: int = 1
+        loc: str = _loc()
+
+        @property
+        def twice(self) -> int:
+            return 2 * self.size
+    return Base, Node
+
+
+@pytest.mark.parametrize("deco", [frozen, dataclasses.dataclass(frozen=True)],
+                         ids=["frozen", "dataclass"])
+def test_frozen_behaves_as_a_frozen_dataclass(deco):
+    Base, Node = make_pair(deco)
+    a = Node("a", (Base("k"),), 3, loc="here")
+    assert repr(a) == "make_pair.<locals>.Node(name='a', kids=(make_pair.<locals>.Base(" \
+                      "name='k'),), size=3)"
+    assert a == Node("a", (Base("k"),), 3, "elsewhere")     # loc is not compared
+    assert hash(a) == hash(Node("a", (Base("k"),), 3)) == hash(("a", (Base("k"),), 3))
+    assert a != Node("a", (Base("k"),), 4) and a != Base("a") and Base("a") != Node("a", ())
+    assert Node(kids=(), name="b").size == 1 and a.twice == 6
+    assert dataclasses.is_dataclass(a) and [f.name for f in dataclasses.fields(a)] == \
+        ["name", "kids", "size", "loc"]
+    b = dataclasses.replace(a, size=5)
+    assert (b.size, b.loc, b.name) == (5, "here", "a") and a.size == 3
+    assert Node.__match_args__ == ("name", "kids", "size", "loc")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.size = 4
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del a.name
+    with pytest.raises(TypeError):
+        Node("a")
+    with pytest.raises(TypeError):
+        Node("a", (), 1, "x", "extra")
+
+
+def test_frozen_records_pickle_as_dataclasses_do():
+    from jitrt.ir import nodes as n
+    expr = n.Binary("+", n.Const(1, jr.i32, n.Loc("f.py", 3, 4)), n.Arg(0, "k", jr.i32),
+                    jr.i32)
+    back = pickle.loads(pickle.dumps(expr))
+    assert back == expr and back.a.loc == n.Loc("f.py", 3, 4) and back.dtype is jr.i32
+    assert dataclasses.fields(back)[0].name == "op"
+
+
+def test_frozen_keeps_methods_the_class_defines_and_refuses_what_it_lacks():
+    @frozen
+    class Named:
+        value: int
+
+        def __repr__(self) -> str:
+            return f"<{self.value}>"
+
+    @frozen
+    class ByValue:
+        value: int
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, ByValue) and other.value % 10 == self.value % 10
+
+    assert repr(Named(3)) == "<3>"
+    assert ByValue(1) == ByValue(11) and hash(ByValue(1)) == hash((1,))
+    with pytest.raises(TypeError, match="default_factory"):
+        @frozen
+        class WithFactory:
+            items: list = dataclasses.field(default_factory=list)
+    with pytest.raises(TypeError, match="follows default argument"):
+        @frozen
+        class Misordered:
+            a: int = 0
+            b: int
+
+
+# ---- source capture -------------------------------------------------------------------------
+
+@jr.kernel
+def captured(a: jr.types.ndarray(dtype=jr.f32, ndim=1),
+             k: jr.f32):
+    for i in range(a.shape[0]):
+        a[i] = (a[i] *
+                k)
+    # a comment after the last statement
+
+
+def nested_kernel():
+    if True:
+        @jr.kernel
+        def inner(a: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+            for i in range(a.shape[0]):
+                a[i] = 1.0
+        return inner
+
+
+def trailing_string(a: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+    for i in range(a.shape[0]):
+        a[i] = 2.0
+    """a string statement: its line is traced, so the code object reaches it"""
+
+
+def wrapped(fn):
+    @functools.wraps(fn)
+    def wrapper(*args):
+        return fn(*args)
+    return wrapper
+
+
+def test_capture_takes_statements_without_code_and_asks_inspect_for_wrappers():
+    info = source.capture(trailing_string)
+    assert info.text.rstrip().endswith('so the code object reaches it"""')
+    assert info.text == "".join(inspect.getsourcelines(trailing_string)[0])
+    assert source._from_code(wrapped(trailing_string)) is None    # inspect unwraps it
+    assert source.capture(wrapped(trailing_string)).text == info.text
+
+
+def test_capture_reads_the_function_from_its_code_object():
+    fast = source._from_code(captured.fn)
+    assert fast is not None
+    filename, start, lines, indent, text, tree = fast
+    inspected, first = inspect.getsourcelines(captured.fn)
+    assert (filename, start, indent) == (__file__, first, 0)
+    assert inspected[:len(lines)] == lines     # inspect may also take the trailing comment
+    assert all(line.strip().startswith("#") for line in inspected[len(lines):])
+    assert text.startswith("@jr.kernel\ndef captured(") and text.endswith("k)\n")
+
+    inner = nested_kernel()
+    filename, start, lines, indent, text, tree = source._from_code(inner.fn)
+    assert lines == inspect.getsourcelines(inner.fn)[0] and indent == 8
+    assert inner.source().loc(tree.body[0]).line == start + 2
