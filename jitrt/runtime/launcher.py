@@ -158,7 +158,8 @@ def make_router(kernel: "KernelLike", handles: list["LaunchHandle"], program: "P
 class LaunchHandle(LaunchContext):
     """One (kernel, specialization) of one program: its compiled kernel, launch context and
     generated launchers (`launcher` falls back to `dispatch`, `try_launch` returns MISS,
-    `recording_launch` also records the launch on the program's Tape)."""
+    `record` also records the launch on the program's Tape). The last two are generated on
+    first use: most kernels never run under a Tape or beside another specialization."""
 
     def __init__(self, kernel: "KernelLike", compiled: CompiledKernel, program: "Program",
                  template_values: dict[int, Any]) -> None:
@@ -174,11 +175,23 @@ class LaunchHandle(LaunchContext):
         native = native_launch.for_handle(self)
         self.python_fallback: Any = None   # what the native launcher calls (set by activate)
         self.native_table = None if native is None else native.table
-        self.recording_launch = make_launcher(self, "record")
+        self._recording: Any = None    # the "record" and "try" launchers, made on first use
+        self._try: Any = None
         self.launcher = make_launcher(self, "fast")
-        self.try_launch = make_launcher(self, "try")
         # the kernel's `__call__` when it has one specialization: native, else `launcher`
         self.native = None if native is None else native_launch.activate(native, self)
+
+
+    def record(self, kernel: Any, *args: Any) -> Any:
+        if self._recording is None:
+            self._recording = make_launcher(self, "record")
+        return self._recording(kernel, *args)
+
+    @property
+    def try_launch(self) -> Any:
+        if self._try is None:
+            self._try = make_launcher(self, "try")
+        return self._try
 
 
 def make_launcher(handle: LaunchHandle, mode: str) -> Any:
@@ -199,7 +212,7 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
     record: list[str] = []
     plain_args = "".join(", " + a for a in argnames)
     if mode == "fast":
-        env["recording"] = handle.recording_launch
+        env["recording"] = handle.record
         sig = "".join(f"{a}=MISSING, " for a in argnames)
         # positional-only: a keyword argument always goes to `kw`, never to a slot by its name
         head = [f"def launch(self, {sig}/, *extra, **kw):",

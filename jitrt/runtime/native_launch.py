@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..codegen import abi
-from ..codegen import native_launcher as nl
+from ..codegen import launch_table as nl
 from ..data import Ndarray
 from ..frontend.context import RETURN_FIELD
 from . import program as program_mod

@@ -1,0 +1,43 @@
+"""The layout of a native launch table: word indices and record formats, shared by the launcher
+that reads tables (`native_launcher.py`, LLVM IR) and the runtime that fills them
+(`runtime/native_launch.py`).
+
+Stage: codegen (constants only; no llvmlite import, so filling a table loads no IR builder).
+"""
+from __future__ import annotations
+
+# ---- the launch table: word indices --------------------------------------------------------
+T_METHOD_DEF = 0        # 4 words: the PyMethodDef of the builtin (name, function, flags, doc)
+T_FALLBACK = 4          # callable(*args, **kwargs): the generated Python launcher
+T_NARGS = 5             # positional arguments expected
+T_ACTIVE = 6            # address of the `ob_item` field of program.ACTIVE, 0: no program check
+T_PROGRAM = 7           # the object ACTIVE[0] must be
+T_HELD = 8              # address of the launch lock's `held` count (an i64)
+T_FINISH = 10           # called after a fault or overflow: raises the error
+T_CONTEXT, T_ENTRY = 11, 12     # context buffer address, fused entry `void(i64 context)`
+T_OVERFLOW_SLOT = 13    # context slot of the overflow flag, 0: the kernel has no adstacks
+T_RETURN_KIND, T_RETURN_MASK = 14, 15   # RET_*; the mask of an unsigned return
+T_COUNT_ADDR = 16       # address of the handle's launch counter (an i64)
+T_NPARAMS, T_NBUMPS = 18, 19
+T_TUPLE_SIZE, T_TUPLE_ITEMS = 20, 21    # byte offsets in a tuple object
+T_TYPE, T_FLOAT_VALUE = 22, 23          # byte offsets of ob_type and of a float's value
+T_FLOAT_TYPE, T_LONG_TYPE, T_NONE = 24, 25, 26
+T_NP_DATA, T_NP_ND, T_NP_DIMS, T_NP_DESCR, T_NP_FLAGS = 40, 41, 42, 43, 44  # numpy array offsets
+API_WORDS = ("PyObject_Call", "PyObject_CallNoArgs", "Py_IncRef", "Py_DecRef",
+             "PyLong_AsLongLongAndOverflow", "PyFloat_FromDouble", "PyLong_FromLongLong",
+             "PyLong_FromUnsignedLongLong")
+T_API = 27              # the C API functions above, in that order (up to word 39)
+HEADER_WORDS = 48
+RECORD_WORDS = 4
+# a parameter record (one per parameter, from HEADER_WORDS): kind, context slot, a, b
+P_ARRAY, P_TEMPLATE, P_FLOAT, P_INT = 1, 2, 3, 4   # ARRAY/TEMPLATE: a = the expected object
+# (0: none yet); ARRAY: b = the word index of its array record; INT: a..b = the accepted range
+# an array record (one per ndarray parameter, after the bump records): 0 for a jitrt ndarray;
+# for a numpy array: 1, data pointer, dtype object, required flags, ndim, then the shape
+A_NUMPY, A_DATA, A_DESCR, A_FLAGS, A_NDIM, A_SHAPE = 0, 1, 2, 3, 4, 5
+# a bump record (after the parameter records): argument index or -1, the object (-1) or the
+# type an argument must have (its generation is bumped only then), byte offset of the `gen`
+# slot, byte offset of the `grad` slot to follow first (0: none)
+RET_NONE, RET_FLOAT, RET_SIGNED, RET_UNSIGNED = 0, 1, 2, 3
+METH_VARARGS_KEYWORDS = 0x0001 | 0x0002
+CTYPES_BUFFER_OFFSET = 16   # where a ctypes array object keeps its buffer pointer (checked)
