@@ -141,3 +141,30 @@ def test_wrong_argument_counts_are_compile_errors():
             x[i] = jr.clamp(x[i], 0.0)
     with pytest.raises(jr.KernelCompileError, match=r"clamp\(\) takes 3"):
         k(np.zeros(2, np.float32))
+
+
+def test_vector_math_only_where_loops_vectorize():
+    """f32 sin in a parallel task's own loop is jitrt's branch-free code (the loop vectorizes);
+    inside an inner loop, whose iterations depend on each other, it is libm's scalar sinf,
+    which is faster there (codegen/targets.py)."""
+    nd = jr.types.ndarray
+
+    @jr.kernel
+    def straight(x: nd(dtype=jr.f32, ndim=1), y: nd(dtype=jr.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            y[i] = jr.sin(x[i])
+
+    @jr.kernel
+    def chained(x: nd(dtype=jr.f32, ndim=1), n: nd(dtype=jr.i32, ndim=1)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(n[i]):
+                v = jr.sin(v)
+            x[i] = v
+
+    x = np.linspace(0, 1, 64, dtype=np.float32)
+    assert "llvm.sin.f32" not in jr.debug.optimized_ir(straight, x, x.copy())
+    assert "llvm.sin.f32" in jr.debug.optimized_ir(chained, x, np.ones(64, np.int32))
+    y = x.copy()
+    chained(y, np.full(64, 2, np.int32))
+    np.testing.assert_allclose(y, np.sin(np.sin(x)), rtol=1e-6)

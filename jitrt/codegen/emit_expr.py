@@ -304,7 +304,10 @@ class ExprEmitter(EmitterHost):
                 return v
             return self.builder.select(self.builder.icmp_signed("<", v, ir.Constant(v.type, 0)),
                                        self.builder.neg(v), v)
-        fn = self.target.math_function(self.module, e.fn, ll_type(e.dtype), len(args))
+        # only the body of a parallel task's own loop vectorizes (not inner loops)
+        vectorizable = self.vectorizable and not self.loop_targets
+        fn = self.target.math_function(self.module, e.fn, ll_type(e.dtype), len(args),
+                                       vectorizable)
         return self.builder.call(fn, args)
 
     # ---- debugging aids -------------------------------------------------------------------

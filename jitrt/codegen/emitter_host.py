@@ -25,6 +25,7 @@ class EmitterHost:
         alloca_block: ir.Block
         locals: dict[str, ir.Value]
         loop_targets: list[tuple[ir.Block, ir.Block]]
+        vectorizable: bool               # a parallel task's body (codegen/targets.py, math)
         stacks: dict[tuple[int, int], tuple[ir.Value, ir.Value, ir.Value]]
         task_index: int
         tid: ir.Value

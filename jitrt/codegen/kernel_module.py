@@ -44,6 +44,7 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.builder = ir.IRBuilder(self.start_block)
         self.locals: dict[str, ir.Value] = {}
         self.loop_targets: list[tuple[ir.Block, ir.Block]] = []
+        self.vectorizable = False      # set for a parallel task's body: math may be vector code
         self._ids = 0
         self.stacks: dict[tuple[int, int], tuple[ir.Value, ir.Value, ir.Value]] = {}
         self.task_index = 0
@@ -85,6 +86,7 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     step = fn.args[5] if target.is_gpu else ir.Constant(I64, 1)
     em = FunctionEmitter(module, target, layout, fn, ctx, sites)
     em.task_index, em.tid = index, tid
+    em.vectorizable = True
     b = em.builder
     d = len(task.vars)
     begins = [b.load(b.gep(caps, [ir.Constant(I64, k)])) for k in range(d)]

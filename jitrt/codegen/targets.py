@@ -50,11 +50,16 @@ class Target:
     def alloca(self, builder: ir.IRBuilder, ty: ir.Type, name: str) -> ir.Value:
         return builder.alloca(ty, name=name)
 
-    def math_function(self, module: ir.Module, fn: str, ty: ir.Type, nargs: int) -> ir.Function:
+    def math_function(self, module: ir.Module, fn: str, ty: ir.Type, nargs: int,
+                      vectorizable: bool = True) -> ir.Function:
         """The function computing `fn` on `ty`. On the CPU, f32 sin, cos, tan, exp, log and
         pow are jitrt's own branch-free IR (`vector_math`), which loops vectorize; LLVM turns
-        `llvm.sin.f32` and the like into a call of libm's `sinf` per element."""
-        if not self.is_gpu and isinstance(ty, ir.FloatType) and fn in vector_math.FUNCTIONS:
+        `llvm.sin.f32` and the like into a call of libm's `sinf` per element. Where the call
+        cannot be vectorized (`vectorizable` False: inside a loop of a task's body, whose
+        iterations depend on each other, or in a serial task), libm's scalar function is
+        faster than the branch-free code (about 2.7x on `v = sin(v)` chains)."""
+        if not self.is_gpu and vectorizable and isinstance(ty, ir.FloatType) and \
+                fn in vector_math.FUNCTIONS:
             return vector_math.define(module, fn)
         name = self.math_symbol(fn, ty)
         existing = module.globals.get(name)
@@ -182,8 +187,8 @@ class AmdgpuTarget(Target):
         builder._insert(instr)
         return builder.addrspacecast(instr, ty.as_pointer())
 
-    def math_function(self, module: ir.Module, fn: str, ty: ir.Type, nargs: int
-                      ) -> ir.Function:
+    def math_function(self, module: ir.Module, fn: str, ty: ir.Type, nargs: int,
+                      vectorizable: bool = True) -> ir.Function:
         """sqrt, floor, ceil, abs, round are instructions; the transcendentals come from jitrt's
         portable math (LLVM cannot lower them for AMDGPU, and ROCm's device libraries are
         not on every machine that builds code objects)."""
