@@ -28,6 +28,27 @@ def run(A, dt=jr.f64):
     return [f.to_numpy() for f in outs] + [evals.to_numpy(), m.to_numpy()]
 
 
+def check_gradient(m, loss, kernel, value, A, rows):
+    """Run `kernel` under a Tape on the matrices A: the loss equals `value(A)` (numpy), every
+    gradient is finite, and the gradient of the matrices `rows` matches central differences
+    of `value`."""
+    m.from_numpy(A)
+    loss[None] = 0.0
+    with jr.ad.Tape(loss=loss):
+        kernel()
+    assert loss[None] == pytest.approx(value(A), rel=1e-10)
+    grad = m.grad.to_numpy()
+    assert np.isfinite(grad).all()
+    eps = 1e-6
+    for i in rows:
+        for idx in np.ndindex(A.shape[1:]):
+            plus, minus = A.copy(), A.copy()
+            plus[i][idx] += eps
+            minus[i][idx] -= eps
+            num = (value(plus[i:i + 1]) - value(minus[i:i + 1])) / (2 * eps)
+            assert grad[i][idx] == pytest.approx(num, rel=1e-5, abs=1e-6)
+
+
 @pytest.mark.parametrize("dt,tol", [(jr.f64, 1e-12), (jr.f32, 2e-5)])
 def test_decompositions(dt, tol, rng):
     A = rng.uniform(-1, 1, (N, 2, 2))
@@ -79,20 +100,7 @@ def test_gradients_against_finite_differences(rng):
         return out
     A = rng.uniform(-1, 1, (N, 2, 2)) + np.eye(2)
     A[0] = np.eye(2)                                # the identity: finite gradients
-    m.from_numpy(A)
-    with jr.ad.Tape(loss=loss):
-        k()
-    assert loss[None] == pytest.approx(value(A), rel=1e-10)
-    grad = m.grad.to_numpy()
-    assert np.isfinite(grad).all()
-    eps = 1e-6
-    for i in range(1, 6):
-        for idx in np.ndindex(2, 2):
-            plus, minus = A.copy(), A.copy()
-            plus[i][idx] += eps
-            minus[i][idx] -= eps
-            num = (value(plus[i:i + 1]) - value(minus[i:i + 1])) / (2 * eps)
-            assert grad[i][idx] == pytest.approx(num, rel=1e-5, abs=1e-6)
+    check_gradient(m, loss, k, value, A, range(1, 6))
 
 
 def run3(A, dt=jr.f64):
@@ -191,21 +199,7 @@ def test_3x3_gradients_against_finite_differences(rng):
     A[0] = np.eye(3)                                # the identity: finite gradients
     A[1] = np.diag([2.0, 2.0, 1.0])                 # two equal singular values
     for kernel, value in ((polar, polar_value), (eig, eig_value)):
-        m.from_numpy(A)
-        loss[None] = 0.0
-        with jr.ad.Tape(loss=loss):
-            kernel()
-        assert loss[None] == pytest.approx(value(A), rel=1e-10)
-        grad = m.grad.to_numpy()
-        assert np.isfinite(grad).all()
-        eps = 1e-6
-        for i in range(2, 6):
-            for idx in np.ndindex(3, 3):
-                plus, minus = A.copy(), A.copy()
-                plus[i][idx] += eps
-                minus[i][idx] -= eps
-                num = (value(plus[i:i + 1]) - value(minus[i:i + 1])) / (2 * eps)
-                assert grad[i][idx] == pytest.approx(num, rel=1e-5, abs=1e-6)
+        check_gradient(m, loss, kernel, value, A, range(2, 6))
 
 
 def test_other_shapes_are_a_clear_error():
