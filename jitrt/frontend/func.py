@@ -28,11 +28,20 @@ class Func:
 
     def __init__(self, fn: Callable) -> None:
         self.fn = fn
-        self.name = fn.__name__
+        self.is_lambda = fn.__name__ == "<lambda>"
+        self.name = "lambda" if self.is_lambda else fn.__name__
         self._source: SourceInfo | None = None
         anns = getattr(fn, "__annotations__", {})
         self.template_params = frozenset(
             k for k, v in anns.items() if isinstance(resolve_annotation(fn, v), Template))
+
+    @property
+    def key(self) -> str:
+        """What names the func's source in a cache key: its qualified name; a lambda's also
+        has its text (the lambdas of one scope share a qualified name)."""
+        if self.is_lambda:
+            return f"{self.fn.__qualname__}:{self.source().text}"
+        return str(self.fn.__qualname__)
 
     def source(self) -> SourceInfo:
         if self._source is None:

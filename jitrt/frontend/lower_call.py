@@ -59,10 +59,10 @@ class CallLowering(LoweringHost):
             pass
         if isinstance(obj, Func):
             return self.inline(obj, node)
-        if isinstance(obj, types.FunctionType) and obj.__name__ != "<lambda>" and \
+        if isinstance(obj, types.FunctionType) and \
                 not (getattr(obj, "__module__", None) or "").startswith(("numpy", "math",
                                                                         "jitrt")):
-            return self.inline(plain_func(obj), node)     # a plain Python function: as @jr.func
+            return self.inline(plain_func(obj), node)     # a plain function or lambda: inlined
         vector_call = self.vector_call(obj, node)
         if vector_call is not None:
             return vector_call
@@ -380,8 +380,8 @@ class CallLowering(LoweringHost):
             bindings[name] = self.bind_func_param(func, name, v, prefix, node)
         sub = self.sub_lowerer(func.source(), Scope(bindings, function_globals(func.fn), prefix))
         src = func.source()
-        self.ctx.used_funcs[func.fn.__qualname__] = src.text
-        self.ctx.origins[func.fn.__qualname__] = (src.filename, src.first_line,
+        self.ctx.used_funcs[func.key] = src.text
+        self.ctx.origins[func.key] = (src.filename, src.first_line,
                                                   src.text.count("\n") + 1, src.indent)
         body = func.source().tree.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):

@@ -10,7 +10,9 @@ import ast
 import inspect
 import linecache
 import re
+import sys
 import textwrap
+from typing import Any
 
 from ..frozen import frozen
 from ..errors import KernelCompileError, error_at
@@ -39,6 +41,9 @@ class SourceInfo:
 
 def capture(fn) -> SourceInfo:
     """Read and parse `fn`'s source. Raises KernelCompileError if the source is unavailable."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and code.co_name == "<lambda>":
+        return _lambda_source(fn)
     found = _from_code(fn)
     if found is None:
         found = _from_inspect(fn)
@@ -51,6 +56,41 @@ def capture(fn) -> SourceInfo:
 
 
 _Found = tuple[str, int, list[str], int, str, ast.stmt]
+
+
+def _lambda_source(fn) -> SourceInfo:
+    """A lambda as `def <lambda>(params): return body`: the lambda expression is found in its
+    file's AST by its first line (and, when a line holds several, by the columns of its code's
+    instructions); its text is the lambda alone, so two lambdas never share a cache key."""
+    code = fn.__code__
+    filename, line = code.co_filename, code.co_firstlineno
+    file_lines = linecache.getlines(filename)
+    try:
+        tree = ast.parse("".join(file_lines))
+    except (SyntaxError, ValueError):
+        tree = None
+    found = [node for node in ast.walk(tree) if isinstance(node, ast.Lambda)
+             and node.lineno == line] if tree is not None else []
+    if len(found) > 1 and hasattr(code, "co_positions"):
+        cols = [(ln, col) for ln, _, col, _ in code.co_positions() if ln and col]
+        found = [lam for lam in found if all(
+            (lam.lineno, lam.col_offset) <= pos <= (lam.end_lineno, lam.end_col_offset)
+            for pos in cols)]
+    if len(found) != 1:
+        raise KernelCompileError(
+            f"cannot find the source of the lambda {fn.__qualname__} (line {line}): a lambda "
+            "called from a kernel must be written in a Python file, alone on its line or with "
+            "its own columns; or make it a def", filename, line, 0)
+    lam = found[0]
+    text = ast.get_source_segment("".join(file_lines), lam) or ""
+    expr = ast.parse(text, mode="eval").body
+    assert isinstance(expr, ast.Lambda)
+    extra: dict[str, Any] = {"type_params": []} if sys.version_info >= (3, 12) else {}
+    body = ast.copy_location(ast.Return(value=expr.body), expr.body)
+    fdef = ast.FunctionDef(name="<lambda>", args=expr.args, body=[body], decorator_list=[],
+                           returns=None, type_comment=None, **extra)
+    ast.fix_missing_locations(ast.copy_location(fdef, expr))
+    return SourceInfo(filename, line, lam.col_offset, text, tuple(file_lines), fdef)
 
 
 def _parsed(filename: str, start: int, lines: list[str]) -> _Found:
