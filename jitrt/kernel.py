@@ -11,6 +11,7 @@ inlined where called) lives in the frontend (`frontend/func.py`).
 from __future__ import annotations
 
 import inspect
+import typing
 from typing import Any, Callable
 
 from . import dtypes
@@ -76,14 +77,19 @@ class Kernel:
         self.qualname = f"{fn.__module__}.{fn.__qualname__}"
         self.params = parse_params(fn)
         ret = resolve_annotation(fn, fn.__annotations__.get("return"))
-        if ret is int:
-            ret = dtypes.i32
-        elif ret is float:
-            ret = dtypes.f32
-        if ret is not None and not isinstance(ret, (dtypes.DataType, MatrixType)):
+        if typing.get_origin(ret) is tuple:
+            ret = typing.get_args(ret)         # -> tuple[jr.f32, jr.math.vec3]
+        elements = ret if isinstance(ret, tuple) else (ret,)
+        elements = tuple(dtypes.i32 if t is int else dtypes.f32 if t is float else t
+                         for t in elements)
+        if ret is not None and (not elements or not all(
+                isinstance(t, (dtypes.DataType, MatrixType)) for t in elements)):
             raise KernelCompileError(f"kernel {fn.__qualname__}: return annotation must be a "
-                                     f"jitrt dtype or a vector/matrix type, got {ret!r}")
-        self.ret: Any = ret       # a DataType, a vector/matrix type, or None
+                                     "jitrt dtype, a vector/matrix type or a tuple of them, "
+                                     f"got {ret!r}")
+        # a DataType, a vector/matrix type, a tuple of those (-> (jr.f32, jr.i32)), or None
+        self.ret: Any = elements if isinstance(ret, tuple) else \
+            (elements[0] if ret is not None else None)
         self._source: SourceInfo | None = None
         self.handles: dict[Any, Any] = {}
         self._grad_kernel: Kernel | None = None

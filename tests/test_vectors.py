@@ -294,6 +294,34 @@ def test_kernels_return_vectors_and_matrices(arch):
         wrong()
 
 
+def test_kernels_return_tuples(arch):
+    """`-> (jr.f32, jr.i32, jr.math.vec3)` or `-> tuple[...]`: a tuple of Python scalars and
+    numpy arrays, as Taichi's multiple return values."""
+    @jr.kernel
+    def stats(a: nd(dtype=jr.f32, ndim=1)) -> (jr.f32, jr.i32, jr.math.vec3):
+        s = 0.0
+        m = 0
+        jr.loop_config(serialize=True)
+        for i in range(a.shape[0]):
+            s += a[i]
+            m = max(m, int(a[i]))
+        return s, m, jr.Vector([1.0, 2.0, s])
+
+    @jr.kernel
+    def constants() -> tuple[jr.f64, int]:
+        return 1.5, 7
+
+    @jr.kernel
+    def short() -> (jr.f32, jr.f32):
+        return 1.0, 2.0, 3.0
+    s, m, v = stats(np.arange(5, dtype=np.float32))
+    assert (s, m) == (10.0, 4) and type(s) is float and type(m) is int
+    assert v.tolist() == [1.0, 2.0, 10.0]
+    assert constants() == (1.5, 7)
+    with pytest.raises(jr.KernelCompileError, match="return 2 values"):
+        short()
+
+
 def test_templates_over_vector_and_matrix_fields():
     v = jr.Vector.field(3, jr.f32, shape=4)
     m = jr.Matrix.field(2, 2, jr.f32, shape=4)

@@ -15,11 +15,11 @@ from ..linalg import MatrixType
 from ..ir import nodes as n
 from .context import RETURN_FIELD, CompileContext, PyValue, Scope, function_globals
 from .lower_call import CallLowering
-from .lower_expr import ExprLowering
+from .lower_expr import ExprLowering, describe
 from .lower_stmt import StmtLowering
 from .source import SourceInfo
 from .structs import StructLowering
-from .vectors import VecValue, VectorLowering
+from .vectors import TupleValue, VecValue, VectorLowering
 
 
 class FunctionLowerer(ExprLowering, CallLowering, StmtLowering, VectorLowering, StructLowering):
@@ -58,21 +58,53 @@ def random_prologue(ctx: CompileContext, loc: n.Loc) -> list[n.Stmt]:
 _RETURN_FIELDS: dict[tuple[Any, ...], Any] = {}
 
 
-def store_vector_return(lowerer: FunctionLowerer, kind: Any, node: ast.Return,
-                        ctx: CompileContext, fn: Any) -> None:
-    """`return v` of a kernel annotated `-> jr.math.vec3` (or a matrix type): the components
-    go to a hidden field of that shape, which the launcher returns as a numpy array."""
+def return_field(ctx: CompileContext, fn: Any, kind: Any, index: int | None) -> Any:
+    """The hidden field a kernel returns a vector/matrix (or element `index` of a tuple)
+    through: `jr.return`, or `jr.return.<index>` (a 0-d field for a scalar element)."""
     from ..data import Field
     from ..linalg import element_type
-    dt, shape = element_type(kind)
-    key = (fn, dt, shape)
+    dt, shape = element_type(kind) if isinstance(kind, MatrixType) else (kind, ())
+    name = RETURN_FIELD if index is None else f"{RETURN_FIELD}.{index}"
+    key = (fn, dt, shape, index)
     found = _RETURN_FIELDS.get(key)
     if found is None:
-        found = _RETURN_FIELDS[key] = Field(dt, shape, False, RETURN_FIELD, "field")
-    ref = ctx.field_ref(found, RETURN_FIELD)
+        found = _RETURN_FIELDS[key] = Field(dt, shape, False, name, "field")
+    return dt, shape, ctx.field_ref(found, name)
+
+
+def store_tuple_return(lowerer: FunctionLowerer, kinds: tuple, node: ast.Return,
+                       ctx: CompileContext, fn: Any) -> None:
+    """`return a, v` of a kernel annotated `-> (jr.f32, jr.math.vec3)`: each element goes to
+    its own hidden field; the launcher returns a tuple of Python scalars and numpy arrays."""
+    assert node.value is not None
+    v = lowerer.expr(node.value)
+    items = v.items if isinstance(v, (TupleValue, VecValue)) and not (
+        isinstance(v, VecValue) and len(v.shape) != 1) else None
+    if isinstance(v, PyValue) and isinstance(v.obj, tuple):     # constants: `return 1.5, 2`
+        items = tuple(PyValue(x) for x in v.obj)
+    if items is None or len(items) != len(kinds):
+        raise lowerer.err(node.value, f"the kernel is annotated to return {len(kinds)} values, "
+                          f"got {describe(v)}")
+    loc = lowerer.loc(node)
+    for k, (kind, item) in enumerate(zip(kinds, items)):
+        if isinstance(kind, MatrixType):
+            store_vector_return(lowerer, kind, node, ctx, fn, item, k)
+        else:
+            _, _, ref = return_field(ctx, fn, kind, k)
+            lowerer.emit(n.Store(ref, (), lowerer.typed(item, kind, node.value, "return"),
+                                 loc))
+
+
+def store_vector_return(lowerer: FunctionLowerer, kind: Any, node: ast.Return,
+                        ctx: CompileContext, fn: Any, v: Any = None,
+                        index: int | None = None) -> None:
+    """`return v` of a kernel annotated `-> jr.math.vec3` (or a matrix type): the components
+    go to a hidden field of that shape, which the launcher returns as a numpy array."""
+    dt, shape, ref = return_field(ctx, fn, kind, index)
     assert node.value is not None
     value_node = node.value
-    v = lowerer.expr(value_node)
+    if v is None:
+        v = lowerer.expr(value_node)
     if not isinstance(v, VecValue) or v.shape != shape:
         got = v.shape if isinstance(v, VecValue) else "a scalar"
         raise lowerer.err(value_node, f"the kernel is annotated to return shape {shape}, "
@@ -118,6 +150,9 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
                             "(add -> jr.f32 or similar)")
         elif isinstance(ret, MatrixType):
             store_vector_return(lowerer, ret, ret_stmt, ctx, fn)
+            ret = None
+        elif isinstance(ret, tuple):
+            store_tuple_return(lowerer, ret, ret_stmt, ctx, fn)
             ret = None
         else:
             e = lowerer.typed(lowerer.expr(ret_stmt.value), ret, ret_stmt.value, "return")

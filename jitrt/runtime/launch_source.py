@@ -142,6 +142,14 @@ def return_lines(ret: dtypes.DataType | None, c: Any = None,
             if f.name == RETURN_FIELD:
                 env["retf"] = f
                 return ["    return retf.to_numpy()"]
+        parts = sorted((int(f.name.rsplit(".", 1)[1]), f) for f in c.field_objs
+                       if f.name.startswith(RETURN_FIELD + "."))
+        if parts:       # a tuple: scalars from 0-d fields, vectors/matrices as arrays
+            items = []
+            for k, f in parts:
+                env[f"retf{k}"] = f
+                items.append(f"retf{k}[None]" if f.shape == () else f"retf{k}.to_numpy()")
+            return [f"    return ({', '.join(items)},)"]
     if ret is None:
         return []
     if ret.is_float:

@@ -183,7 +183,7 @@ def _eligible(context: Any) -> dict[str, int] | None:
     if getattr(program.device, "native_launch_addr", None) is None or program.profile \
             is not None or context.sizing is not None:
         return None
-    if any(f.name == RETURN_FIELD for f in c.field_objs):
+    if any(f.name.startswith(RETURN_FIELD) for f in c.field_objs):
         return None
     return layout()
 
