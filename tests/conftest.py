@@ -5,7 +5,8 @@ session.
 Archs: `JITRT_TEST_ARCHS=cpu,cuda` (comma-separated); by default cpu, plus cuda where a CUDA
 GPU answers and amdgpu where a ROCm GPU does. Tests of CPU-only machinery carry
 `@pytest.mark.cpu_only` and run once, on the CPU; `@pytest.mark.gpu_only` tests skip without a
-GPU arch.
+GPU arch. Every distinct kernel compiled for the CPU is also built for the GPUs (below), except
+in tests marked `@pytest.mark.no_gpu_builds` (kernels too large to build three times per run).
 
 `jr.init` is cheap (the worker pool and the loaded native code are kept process-wide), so it
 runs before every test: kernels defined at module level recompile in each test that uses them,
@@ -41,6 +42,8 @@ ARCHS = [a.strip() for a in os.environ.get("JITRT_TEST_ARCHS", "").split(",") if
 def pytest_configure(config):
     config.addinivalue_line("markers", "cpu_only: tests of CPU-only machinery (run on cpu)")
     config.addinivalue_line("markers", "gpu_only: tests that need a GPU arch")
+    config.addinivalue_line("markers", "no_gpu_builds: kernels too large to also build for the "
+                            "GPUs in every run (the GPU suite still runs them on a GPU)")
 
 
 def pytest_generate_tests(metafunc):
@@ -116,7 +119,7 @@ def _build_for_gpus_too(real, checks):
 
     def build_artifact(kernel, params, name, ctx, kir, cfg, device):
         artifact = real(kernel, params, name, ctx, kir, cfg, device)
-        if device.arch == "cpu" and artifact.prefix not in seen:
+        if device.arch == "cpu" and artifact.prefix not in seen and not NO_GPU_BUILDS[0]:
             seen.add(artifact.prefix)
             if "ptx" in checks:
                 real(kernel, params, name, ctx, kir, cfg, _PtxOnly())
@@ -136,6 +139,7 @@ def _build_for_gpus_too(real, checks):
 
 
 GPU_BUILDS = {"ptx": 0, "amdgpu": 0}
+NO_GPU_BUILDS = [False]     # the running test carries @pytest.mark.no_gpu_builds
 CODE_OBJECT_CHECK = {}
 
 
@@ -163,6 +167,13 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"AMDGPU code objects of {GPU_BUILDS['amdgpu']} distinct kernels linked for "
             f"{' and '.join(AMDGPU_TARGETS)}, kernel descriptors checked")
+
+
+@pytest.fixture(autouse=True)
+def _gpu_builds_for_this_test(request):
+    NO_GPU_BUILDS[0] = request.node.get_closest_marker("no_gpu_builds") is not None
+    yield
+    NO_GPU_BUILDS[0] = False
 
 
 @pytest.fixture(autouse=True)

@@ -158,6 +158,7 @@ def test_3x3_decompositions(dt, tol, rng):
     np.testing.assert_allclose(U[1], np.eye(3), atol=tol)     # the zero matrix: U = I
 
 
+@pytest.mark.no_gpu_builds     # two adjoints of 3x3 decompositions: ~90 s more for PTX + AMDGPU
 def test_3x3_gradients_against_finite_differences(rng):
     """Through polar_decompose (which is the SVD, then two products) and sym_eig: each kernel
     of 3x3 decompositions and its adjoint is large, so two small kernels."""
