@@ -53,14 +53,14 @@ class Target:
     def math_function(self, module: ir.Module, fn: str, ty: ir.Type, nargs: int,
                       vectorizable: bool = True) -> ir.Function:
         """The function computing `fn` on `ty`. On the CPU, f32 sin, cos, tan, exp, log and
-        pow are jitrt's own branch-free IR (`vector_math`), which loops vectorize; LLVM turns
-        `llvm.sin.f32` and the like into a call of libm's `sinf` per element. Where the call
+        pow and f64 sin, cos, tan, exp and log (`vector_math.provides`) are jitrt's own
+        branch-free IR (`vector_math`), which loops vectorize; LLVM turns `llvm.sin.f32` and
+        the like into a call of libm's `sinf` per element. Where the call
         cannot be vectorized (`vectorizable` False: inside a loop of a task's body, whose
         iterations depend on each other, or in a serial task), libm's scalar function is
         faster than the branch-free code (about 2.7x on `v = sin(v)` chains)."""
-        if not self.is_gpu and vectorizable and isinstance(ty, ir.FloatType) and \
-                fn in vector_math.FUNCTIONS:
-            return vector_math.define(module, fn)
+        if not self.is_gpu and vectorizable and vector_math.provides(fn, ty):
+            return vector_math.define(module, fn, ty)
         name = self.math_symbol(fn, ty)
         existing = module.globals.get(name)
         if existing is not None:
