@@ -139,6 +139,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("ad_stack_size", 0, _parse_int,
            _int_in(0, 1 << 24, "0 sizes adstacks exactly; N forces every stack to N entries"),
            True, "0: size adstacks exactly; N: force every stack to N"),
+    Option("ad_stack_experimental_enabled", True, _parse_bool, _check_bool, True,
+           "False: a gradient that needs adstacks is a compile error (Quadrants' switch)"),
     Option("default_fp", dtypes.f32, str, _check_dtype("a float"), True, "type of float literals"),
     Option("default_ip", dtypes.i32, str, _check_dtype("an integer"), True, "type of int literals"),
     Option("num_threads", None, _parse_optional_int, _check_threads, False,
@@ -165,6 +167,7 @@ class Config:
     offline_cache_dir: str | None
     offline_cache_max_bytes: int
     ad_stack_size: int
+    ad_stack_experimental_enabled: bool
     default_fp: dtypes.DataType
     default_ip: dtypes.DataType
     num_threads: int | None

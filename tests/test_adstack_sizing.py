@@ -587,3 +587,36 @@ def test_16m_element_bound_array_is_reduced_by_compiled_code(rng):
     expect = sin_recurrence(np.full(3, 0.25), counts)[1]
     np.testing.assert_allclose(g[hot], expect, rtol=1e-5)
     assert g[1] == 1.0 and g[n // 3] == 1.0
+
+
+def test_quadrants_switch_turns_adstacks_off():
+    """jr.init(ad_stack_experimental_enabled=False), Quadrants' switch: a gradient that needs
+    adstacks is a compile error naming the option; kernels without them are unaffected."""
+    jr.init(ad_stack_experimental_enabled=False)
+    x = jr.field(jr.f32, shape=(4,), needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+    n = jr.ndarray(jr.i32, shape=(4,))
+    n.fill(3)
+
+    @jr.kernel
+    def carried(n: jr.types.ndarray(dtype=jr.i32, ndim=1)):
+        for i in x:
+            v = x[i]
+            for _ in range(n[i]):
+                v = jr.sin(v)
+            loss[None] += v
+
+    @jr.kernel
+    def plain():
+        for i in x:
+            loss[None] += x[i] * x[i]
+
+    x.fill(1.0)
+    carried(n)                                   # the forward kernel needs no adstack
+    with pytest.raises(jr.KernelCompileError, match="ad_stack_experimental_enabled=False"):
+        carried.grad(n)
+    with jr.ad.Tape(loss=loss):
+        plain()
+    np.testing.assert_allclose(x.grad.to_numpy(), 2.0)
+    with pytest.raises(jr.ConfigError):
+        jr.init(ad_stack_experimental_enabled="maybe")

@@ -166,6 +166,11 @@ def key_parts(source: str, ctx: CompileContext, kir: n.KernelIR, cfg: Any,
         compiler_hash=keys.compiler_hash())
 
 
+def source_place(kernel: "KernelLike") -> tuple[str, int, int]:
+    src = kernel.source()
+    return src.filename, src.first_line, 0
+
+
 def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values: dict[str, Any],
              name: str, cfg: Any) -> tuple[CompileContext, n.KernelIR]:
     from ..frontend.context import CompileContext
@@ -185,6 +190,13 @@ def passes(kernel: "KernelLike", params: tuple[n.Param, ...], ctx: CompileContex
 
     lowered = run_pipeline(kir, ctx.local_types, grad=kernel.adjoint, has_grad=has_grad,
                            ad_stack_size=cfg.ad_stack_size)
+    if lowered.stacks and not cfg.ad_stack_experimental_enabled:
+        names = ", ".join(sorted({s.stack.name for s in lowered.stacks}))
+        raise KernelCompileError(
+            f"kernel {kernel.qualname}: its gradient needs adstacks (loop-carried {names} in a "
+            "loop whose values the reverse pass must replay), and "
+            "jr.init(ad_stack_experimental_enabled=False) turns them off; leave it at its "
+            "default (True) to size them exactly", *source_place(kernel))
     return lowered, abi.layout_for(params, lowered.tasked.fields, lowered.tasked.tasks)
 
 
