@@ -24,7 +24,8 @@ from .. import dtypes
 from ..ir import nodes as n
 from ..passes.offload import assigned_names
 from ..passes.walk import all_exprs, walk_stmts
-from .emit_expr import I1, I64
+
+I1, I64 = ir.IntType(1), ir.IntType(64)
 
 AccessKey = tuple[n.Ref, tuple[n.Expr, ...]]
 

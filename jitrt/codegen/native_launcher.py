@@ -26,6 +26,8 @@ running meanwhile, so it needs no lock calls.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from llvmlite import ir
 
 from .abi import SLOT_ERROR, SLOT_RETURN
@@ -102,203 +104,229 @@ def _numpy_unchanged(fn: ir.Function, b: ir.IRBuilder, t: _Table, arr: ir.Value,
 
 
 def emit(module: ir.Module) -> ir.Function:
+    """Add `jitrt_launch` to the runtime module: the checks, the parameter and bump loops over
+    the table's records, the entry and the return value, and the fallback."""
     fn = ir.Function(module, ir.FunctionType(I8P, [I8P, I8P, I8P]), "jitrt_launch")
-    self_obj, args, kwargs = fn.args
-    blocks = {name: fn.append_basic_block(name) for name in (
-        "entry", "positional", "locked", "param", "param_next", "array", "scalar", "float",
-        "long_to_float", "store_float", "int", "store_int", "params_done", "bump", "bump_obj",
-        "bump_next", "bumped", "finish", "ret", "fallback")}
-    b = ir.IRBuilder(blocks["entry"])
-    words_addr = b.load(b.inttoptr(b.add(b.ptrtoint(self_obj, I64), c64(CTYPES_BUFFER_OFFSET)),
-                                   I64P.as_pointer()))
-    t = _Table(b, words_addr)
-    call = t.fn("PyObject_Call", I8P, [I8P, I8P, I8P])
-    call0 = t.fn("PyObject_CallNoArgs", I8P, [I8P])
-    decref = t.fn("Py_DecRef", ir.VoidType(), [I8P])
-    as_long = t.fn("PyLong_AsLongLongAndOverflow", I64, [I8P, I32.as_pointer()])
-    overflow = b.alloca(I32)
-    null = ir.Constant(I8P, None)
-
-    def obj(word: int) -> ir.Value:
-        return b.inttoptr(t.word(word), I8P)
-
-    # -- keywords, argument count, the active program, no Python launch in flight
-    nargs = t.at(args, t.word(T_TUPLE_SIZE), I64)
-    ok = b.and_(b.icmp_unsigned("==", kwargs, null), b.icmp_signed("==", nargs, t.word(T_NARGS)))
-    b.cbranch(ok, blocks["positional"], blocks["fallback"])
-    b.position_at_end(blocks["positional"])
-    active_field = t.word(T_ACTIVE)
-    check_active = fn.append_basic_block("check_active")
-    check_held = fn.append_basic_block("check_held")
-    b.cbranch(b.icmp_unsigned("==", active_field, c64(0)), check_held, check_active)
-    b.position_at_end(check_active)
-    items0 = b.load(b.inttoptr(active_field, I64P.as_pointer()))
-    b.cbranch(b.icmp_unsigned("==", b.load(items0), t.word(T_PROGRAM)), check_held,
-              blocks["fallback"])
-    b.position_at_end(check_held)
-    held = b.load(b.inttoptr(t.word(T_HELD), I64P))
-    b.cbranch(b.icmp_unsigned("==", held, c64(0)), blocks["locked"], blocks["fallback"])
-
-    # -- each parameter (scalars are written as they are read: nothing else uses the
-    # context now, and every launch writes all of them)
-    b.position_at_end(blocks["locked"])
-    ctx = b.inttoptr(t.word(T_CONTEXT), I64P)
-    items = b.inttoptr(b.add(b.ptrtoint(args, I64), t.word(T_TUPLE_ITEMS)), I8P.as_pointer())
-    nparams = t.word(T_NPARAMS)
-    b.branch(blocks["param"])
-    b.position_at_end(blocks["param"])
-    k = b.phi(I64)
-    k.add_incoming(c64(0), blocks["locked"])
-    b.cbranch(b.icmp_signed("<", k, nparams), blocks["param_next"], blocks["params_done"])
-    b.position_at_end(blocks["param_next"])
-    rec = b.add(c64(HEADER_WORDS), b.mul(k, c64(RECORD_WORDS)))
-    kind, slot = t.word(rec), t.word(b.add(rec, c64(1)))
-    lo, hi = t.word(b.add(rec, c64(2))), t.word(b.add(rec, c64(3)))
-    arg = b.load(b.gep(items, [k]))
-    next_k = b.add(k, c64(1))
-    cont = fn.append_basic_block("param_ok")
-    b.cbranch(b.icmp_signed("<=", kind, c64(P_TEMPLATE)), blocks["array"], blocks["scalar"])
-    b.position_at_end(blocks["array"])      # ARRAY or TEMPLATE: the very object expected
-    same = fn.append_basic_block("same_object")
-    b.cbranch(b.icmp_unsigned("==", b.ptrtoint(arg, I64), lo), same, blocks["fallback"])
-    b.position_at_end(same)
-    numpy_bb = fn.append_basic_block("numpy_array")
-    is_numpy = b.and_(b.icmp_signed("==", kind, c64(P_ARRAY)),
-                      b.icmp_unsigned("!=", t.word(b.add(hi, c64(A_NUMPY))), c64(0)))
-    b.cbranch(is_numpy, numpy_bb, cont)
-    b.position_at_end(numpy_bb)
-    _numpy_unchanged(fn, b, t, arg, hi, cont, blocks["fallback"])
-    b.position_at_end(blocks["scalar"])
-    arg_type = t.at(arg, t.word(T_TYPE), I64)
-    is_long = b.icmp_unsigned("==", arg_type, t.word(T_LONG_TYPE))
-    b.cbranch(b.icmp_signed("==", kind, c64(P_FLOAT)), blocks["float"], blocks["int"])
-    b.position_at_end(blocks["float"])
-    float_value = t.at(arg, t.word(T_FLOAT_VALUE), F64)   # read only when it is a float
-    b.cbranch(b.icmp_unsigned("==", arg_type, t.word(T_FLOAT_TYPE)), blocks["store_float"],
-              blocks["long_to_float"])
-    b.position_at_end(blocks["long_to_float"])
-    from_long_ok = fn.append_basic_block("from_long_ok")
-    b.cbranch(is_long, from_long_ok, blocks["fallback"])
-    b.position_at_end(from_long_ok)
-    b.store(ir.Constant(I32, 0), overflow)
-    as_int = b.call(as_long, [arg, overflow])
-    converted = b.sitofp(as_int, F64)
-    b.cbranch(b.icmp_signed("==", b.load(overflow), ir.Constant(I32, 0)), blocks["store_float"],
-              blocks["fallback"])
-    b.position_at_end(blocks["store_float"])
-    value = b.phi(F64)
-    value.add_incoming(float_value, blocks["float"])
-    value.add_incoming(converted, from_long_ok)
-    b.store(value, b.bitcast(b.gep(ctx, [slot]), F64.as_pointer()))
-    b.branch(cont)
-    b.position_at_end(blocks["int"])
-    read_int = fn.append_basic_block("read_int")
-    b.cbranch(is_long, read_int, blocks["fallback"])
-    b.position_at_end(read_int)
-    b.store(ir.Constant(I32, 0), overflow)
-    v = b.call(as_long, [arg, overflow])
-    in_range = b.and_(b.icmp_signed("==", b.load(overflow), ir.Constant(I32, 0)),
-                      b.and_(b.icmp_signed(">=", v, lo), b.icmp_signed("<=", v, hi)))
-    b.cbranch(in_range, blocks["store_int"], blocks["fallback"])
-    b.position_at_end(blocks["store_int"])
-    b.store(v, b.gep(ctx, [slot]))
-    b.branch(cont)
-    b.position_at_end(cont)
-    k.add_incoming(next_k, cont)
-    b.branch(blocks["param"])
-
-    # -- the launch counter and the write set's generations
-    b.position_at_end(blocks["params_done"])
-    count_ptr = b.inttoptr(t.word(T_COUNT_ADDR), I64P)
-    b.store(b.add(b.load(count_ptr), c64(1)), count_ptr)
-    bumps_at = b.add(c64(HEADER_WORDS), b.mul(nparams, c64(RECORD_WORDS)))
-    nbumps = t.word(T_NBUMPS)
-    b.branch(blocks["bump"])
-    b.position_at_end(blocks["bump"])
-    j = b.phi(I64)
-    j.add_incoming(c64(0), blocks["params_done"])
-    b.cbranch(b.icmp_signed("<", j, nbumps), blocks["bump_obj"], blocks["bumped"])
-    b.position_at_end(blocks["bump_obj"])
-    brec = b.add(bumps_at, b.mul(j, c64(RECORD_WORDS)))
-    arg_index = t.word(brec)
-    of_arg, of_const, got = (fn.append_basic_block(n) for n in ("bump_arg", "bump_const",
-                                                                 "bump_target"))
-    b.cbranch(b.icmp_signed(">=", arg_index, c64(0)), of_arg, of_const)
-    b.position_at_end(of_arg)
-    from_arg = b.load(b.gep(items, [arg_index]))
-    typed = fn.append_basic_block("bump_typed")   # a numpy argument has no generation
-    b.cbranch(b.icmp_unsigned("==", t.at(from_arg, t.word(T_TYPE), I64),
-                              t.word(b.add(brec, c64(1)))), typed, blocks["bump_next"])
-    b.position_at_end(typed)
-    b.branch(got)
-    b.position_at_end(of_const)
-    from_table = b.inttoptr(t.word(b.add(brec, c64(1))), I8P)
-    b.branch(got)
-    b.position_at_end(got)
-    target = b.phi(I8P)
-    target.add_incoming(from_arg, typed)
-    target.add_incoming(from_table, of_const)
-    grad_offset = t.word(b.add(brec, c64(3)))
-    follow, bump_at = fn.append_basic_block("bump_grad"), fn.append_basic_block("bump_gen")
-    b.cbranch(b.icmp_unsigned("==", grad_offset, c64(0)), bump_at, follow)
-    b.position_at_end(follow)
-    grad = t.at(target, grad_offset, I8P)
-    b.branch(bump_at)
-    b.position_at_end(bump_at)
-    owner = b.phi(I8P)
-    owner.add_incoming(target, got)
-    owner.add_incoming(grad, follow)
-    gen_slot = t.slot_ptr(owner, t.word(b.add(brec, c64(2))))
-    old = b.load(gen_slot)
-    b.store(ir.Constant(I32, 0), overflow)
-    new = b.call(t.fn("PyLong_FromLongLong", I8P, [I64]),
-                 [b.add(b.call(as_long, [old, overflow]), c64(1))])
-    # out of memory for an int: the generation stays, and CPython reports the launch's
-    # pending MemoryError as a SystemError once it returns (the launch itself completes)
-    store_bb, skip_bb = fn.append_basic_block("bump_store"), blocks["bump_next"]
-    b.cbranch(b.icmp_unsigned("==", new, null), skip_bb, store_bb)
-    b.position_at_end(store_bb)
-    b.store(new, gen_slot)
-    b.call(decref, [old])
-    b.branch(skip_bb)
-    b.position_at_end(skip_bb)
-    j.add_incoming(b.add(j, c64(1)), skip_bb)
-    b.branch(blocks["bump"])
-
-    # -- the entry (the GIL stays held: see the module docstring)
-    b.position_at_end(blocks["bumped"])
-    entry = b.inttoptr(t.word(T_ENTRY), ir.FunctionType(ir.VoidType(), [I64]).as_pointer())
-    b.call(entry, [t.word(T_CONTEXT)])
-    fault = b.load(b.gep(ctx, [c64(SLOT_ERROR)]))
-    ov_slot = t.word(T_OVERFLOW_SLOT)
-    ov = b.select(b.icmp_unsigned("==", ov_slot, c64(0)), c64(0), b.load(b.gep(ctx, [ov_slot])))
-    b.cbranch(b.icmp_unsigned("==", b.or_(fault, ov), c64(0)), blocks["ret"], blocks["finish"])
-    b.position_at_end(blocks["finish"])
-    b.ret(b.call(call0, [obj(T_FINISH)]))    # raises: NULL
-
-    # -- the return value
-    b.position_at_end(blocks["ret"])
-    raw = b.load(b.gep(ctx, [c64(SLOT_RETURN)]))
-    kind = t.word(T_RETURN_KIND)
-    none_bb, float_bb, int_bb, uint_bb = (
-        fn.append_basic_block(n) for n in ("ret_none", "ret_float", "ret_int", "ret_uint"))
-    sw = b.switch(kind, none_bb)
-    sw.add_case(c64(RET_FLOAT), float_bb)
-    sw.add_case(c64(RET_SIGNED), int_bb)
-    sw.add_case(c64(RET_UNSIGNED), uint_bb)
-    b.position_at_end(none_bb)
-    none = obj(T_NONE)
-    b.call(t.fn("Py_IncRef", ir.VoidType(), [I8P]), [none])
-    b.ret(none)
-    b.position_at_end(float_bb)     # NULL when building a value fails: its exception is set
-    b.ret(b.call(t.fn("PyFloat_FromDouble", I8P, [F64]), [b.bitcast(raw, F64)]))
-    b.position_at_end(int_bb)
-    b.ret(b.call(t.fn("PyLong_FromLongLong", I8P, [I64]), [raw]))
-    b.position_at_end(uint_bb)
-    b.ret(b.call(t.fn("PyLong_FromUnsignedLongLong", I8P, [I64]),
-                 [b.and_(raw, t.word(T_RETURN_MASK))]))
-
-    # -- anything but the steady state: the fallback, with the same arguments
-    b.position_at_end(blocks["fallback"])
-    b.ret(b.call(call, [obj(T_FALLBACK), args, kwargs]))
+    _LaunchIR(fn).emit()
     return fn
+
+
+class _LaunchIR:
+    """The builder state of `jitrt_launch`; each method emits one phase of the launch."""
+
+    def __init__(self, fn: ir.Function) -> None:
+        self.fn = fn
+        self.self_obj, self.args, self.kwargs = fn.args
+        self.b = b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.fallback = fn.append_basic_block("fallback")
+        words = b.load(b.inttoptr(b.add(b.ptrtoint(self.self_obj, I64),
+                                        c64(CTYPES_BUFFER_OFFSET)), I64P.as_pointer()))
+        self.t = t = _Table(b, words)
+        self.as_long = t.fn("PyLong_AsLongLongAndOverflow", I64, [I8P, I32.as_pointer()])
+        self.overflow = b.alloca(I32)
+        self.null = ir.Constant(I8P, None)
+        self.ctx: ir.Value = ir.Constant(I64P, None)     # set by `checks`
+        self.items: ir.Value = ir.Constant(I8P.as_pointer(), None)
+
+    def block(self, name: str) -> ir.Block:
+        return self.fn.append_basic_block(name)
+
+    def obj(self, word: int) -> ir.Value:
+        return self.b.inttoptr(self.t.word(word), I8P)
+
+    def long_value(self, obj: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """(the int's value, whether it fits an i64) of an exact int object."""
+        b = self.b
+        b.store(ir.Constant(I32, 0), self.overflow)
+        value = b.call(self.as_long, [obj, self.overflow])
+        return value, b.icmp_signed("==", b.load(self.overflow), ir.Constant(I32, 0))
+
+    def emit(self) -> None:
+        self.checks()
+        self.record_loop(T_NPARAMS, c64(HEADER_WORDS), "param", self.param)
+        b, t = self.b, self.t
+        count_ptr = b.inttoptr(t.word(T_COUNT_ADDR), I64P)
+        b.store(b.add(b.load(count_ptr), c64(1)), count_ptr)
+        bumps_at = b.add(c64(HEADER_WORDS), b.mul(t.word(T_NPARAMS), c64(RECORD_WORDS)))
+        self.record_loop(T_NBUMPS, bumps_at, "bump", self.bump)
+        self.run_and_return()
+        b.position_at_end(self.fallback)      # anything but the steady state, same arguments
+        call = t.fn("PyObject_Call", I8P, [I8P, I8P, I8P])
+        b.ret(b.call(call, [self.obj(T_FALLBACK), self.args, self.kwargs]))
+
+    def checks(self) -> None:
+        """Keywords, argument count, the active program, no Python launch in flight."""
+        b, t = self.b, self.t
+        nargs = t.at(self.args, t.word(T_TUPLE_SIZE), I64)
+        positional, check_active, check_held, ok_bb = (
+            self.block(n) for n in ("positional", "check_active", "check_held", "checked"))
+        ok = b.and_(b.icmp_unsigned("==", self.kwargs, self.null),
+                    b.icmp_signed("==", nargs, t.word(T_NARGS)))
+        b.cbranch(ok, positional, self.fallback)
+        b.position_at_end(positional)
+        active_field = t.word(T_ACTIVE)
+        b.cbranch(b.icmp_unsigned("==", active_field, c64(0)), check_held, check_active)
+        b.position_at_end(check_active)
+        items0 = b.load(b.inttoptr(active_field, I64P.as_pointer()))
+        b.cbranch(b.icmp_unsigned("==", b.load(items0), t.word(T_PROGRAM)), check_held,
+                  self.fallback)
+        b.position_at_end(check_held)
+        held = b.load(b.inttoptr(t.word(T_HELD), I64P))
+        b.cbranch(b.icmp_unsigned("==", held, c64(0)), ok_bb, self.fallback)
+        b.position_at_end(ok_bb)
+        self.ctx = b.inttoptr(t.word(T_CONTEXT), I64P)
+        self.items = b.inttoptr(b.add(b.ptrtoint(self.args, I64), t.word(T_TUPLE_ITEMS)),
+                                I8P.as_pointer())
+
+    def record_loop(self, count_word: int, first: ir.Value, name: str,
+                    body: Callable[[ir.Value, ir.Value, ir.Block], None]) -> None:
+        """for k in range(table[count_word]): body(k, word index of record k, next block)."""
+        b = self.b
+        start, head, step_bb, done = b.block, self.block(name), self.block(f"{name}_next"), \
+            self.block(f"{name}_done")
+        b.branch(head)
+        b.position_at_end(head)
+        k = b.phi(I64)
+        k.add_incoming(c64(0), start)
+        body_bb = self.block(f"{name}_body")
+        b.cbranch(b.icmp_signed("<", k, self.t.word(count_word)), body_bb, done)
+        b.position_at_end(body_bb)
+        body(k, b.add(first, b.mul(k, c64(RECORD_WORDS))), step_bb)
+        b.position_at_end(step_bb)
+        k.add_incoming(b.add(k, c64(1)), step_bb)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def param(self, k: ir.Value, rec: ir.Value, cont: ir.Block) -> None:
+        """One parameter record: an ndarray or template must be the very object expected
+        (a numpy array also unchanged); a scalar an exact float or int, written to its slot
+        (nothing else uses the context now, and every launch writes all of them)."""
+        b, t = self.b, self.t
+        kind, slot = t.word(rec), t.word(b.add(rec, c64(1)))
+        lo, hi = t.word(b.add(rec, c64(2))), t.word(b.add(rec, c64(3)))
+        arg = b.load(b.gep(self.items, [k]))
+        array, scalar, same, numpy_bb = (self.block(n) for n in (
+            "array", "scalar", "same_object", "numpy_array"))
+        b.cbranch(b.icmp_signed("<=", kind, c64(P_TEMPLATE)), array, scalar)
+        b.position_at_end(array)
+        b.cbranch(b.icmp_unsigned("==", b.ptrtoint(arg, I64), lo), same, self.fallback)
+        b.position_at_end(same)
+        is_numpy = b.and_(b.icmp_signed("==", kind, c64(P_ARRAY)),
+                          b.icmp_unsigned("!=", t.word(b.add(hi, c64(A_NUMPY))), c64(0)))
+        b.cbranch(is_numpy, numpy_bb, cont)
+        b.position_at_end(numpy_bb)
+        _numpy_unchanged(self.fn, b, t, arg, hi, cont, self.fallback)
+        b.position_at_end(scalar)
+        self.scalar(kind, arg, b.gep(self.ctx, [slot]), lo, hi, cont)
+
+    def scalar(self, kind: ir.Value, arg: ir.Value, slot_ptr: ir.Value, lo: ir.Value,
+               hi: ir.Value, cont: ir.Block) -> None:
+        b, t = self.b, self.t
+        arg_type = t.at(arg, t.word(T_TYPE), I64)
+        is_long = b.icmp_unsigned("==", arg_type, t.word(T_LONG_TYPE))
+        float_bb, long_to_float, from_long, store_float, int_bb, read_int, store_int = (
+            self.block(n) for n in ("float", "long_to_float", "from_long", "store_float",
+                                    "int", "read_int", "store_int"))
+        b.cbranch(b.icmp_signed("==", kind, c64(P_FLOAT)), float_bb, int_bb)
+        b.position_at_end(float_bb)
+        float_value = t.at(arg, t.word(T_FLOAT_VALUE), F64)   # read only when it is a float
+        b.cbranch(b.icmp_unsigned("==", arg_type, t.word(T_FLOAT_TYPE)), store_float,
+                  long_to_float)
+        b.position_at_end(long_to_float)
+        b.cbranch(is_long, from_long, self.fallback)
+        b.position_at_end(from_long)
+        as_int, fits = self.long_value(arg)
+        converted = b.sitofp(as_int, F64)
+        b.cbranch(fits, store_float, self.fallback)
+        b.position_at_end(store_float)
+        value = b.phi(F64)
+        value.add_incoming(float_value, float_bb)
+        value.add_incoming(converted, from_long)
+        b.store(value, b.bitcast(slot_ptr, F64.as_pointer()))
+        b.branch(cont)
+        b.position_at_end(int_bb)
+        b.cbranch(is_long, read_int, self.fallback)
+        b.position_at_end(read_int)
+        v, fits = self.long_value(arg)
+        in_range = b.and_(fits, b.and_(b.icmp_signed(">=", v, lo), b.icmp_signed("<=", v, hi)))
+        b.cbranch(in_range, store_int, self.fallback)
+        b.position_at_end(store_int)
+        b.store(v, slot_ptr)
+        b.branch(cont)
+
+    def bump(self, j: ir.Value, brec: ir.Value, next_bb: ir.Block) -> None:
+        """One bump record: a new int, one more, in the `gen` slot of the object (an argument
+        of the expected type, or the record's own object; through its `grad` slot if set)."""
+        b, t = self.b, self.t
+        arg_index = t.word(brec)
+        of_arg, typed, of_const, got, follow, bump_at, store_bb = (self.block(n) for n in (
+            "bump_arg", "bump_typed", "bump_const", "bump_target", "bump_grad", "bump_gen",
+            "bump_store"))
+        b.cbranch(b.icmp_signed(">=", arg_index, c64(0)), of_arg, of_const)
+        b.position_at_end(of_arg)
+        from_arg = b.load(b.gep(self.items, [arg_index]))
+        b.cbranch(b.icmp_unsigned("==", t.at(from_arg, t.word(T_TYPE), I64),   # numpy: none
+                                  t.word(b.add(brec, c64(1)))), typed, next_bb)
+        b.position_at_end(typed)
+        b.branch(got)
+        b.position_at_end(of_const)
+        from_table = b.inttoptr(t.word(b.add(brec, c64(1))), I8P)
+        b.branch(got)
+        b.position_at_end(got)
+        target = b.phi(I8P)
+        target.add_incoming(from_arg, typed)
+        target.add_incoming(from_table, of_const)
+        grad_offset = t.word(b.add(brec, c64(3)))
+        b.cbranch(b.icmp_unsigned("==", grad_offset, c64(0)), bump_at, follow)
+        b.position_at_end(follow)
+        grad = t.at(target, grad_offset, I8P)
+        b.branch(bump_at)
+        b.position_at_end(bump_at)
+        owner = b.phi(I8P)
+        owner.add_incoming(target, got)
+        owner.add_incoming(grad, follow)
+        gen_slot = t.slot_ptr(owner, t.word(b.add(brec, c64(2))))
+        old = b.load(gen_slot)
+        value, _ = self.long_value(old)
+        new = b.call(t.fn("PyLong_FromLongLong", I8P, [I64]), [b.add(value, c64(1))])
+        # out of memory for an int: the generation stays, and CPython reports the launch's
+        # pending MemoryError as a SystemError once it returns (the launch itself completes)
+        b.cbranch(b.icmp_unsigned("==", new, self.null), next_bb, store_bb)
+        b.position_at_end(store_bb)
+        b.store(new, gen_slot)
+        b.call(t.fn("Py_DecRef", ir.VoidType(), [I8P]), [old])
+        b.branch(next_bb)
+
+    def run_and_return(self) -> None:
+        """The entry (the GIL stays held: see the module docstring), a fault or overflow
+        handed to `finish` (which raises), else the return slot decoded."""
+        b, t, ctx = self.b, self.t, self.ctx
+        entry = b.inttoptr(t.word(T_ENTRY), ir.FunctionType(ir.VoidType(), [I64]).as_pointer())
+        b.call(entry, [t.word(T_CONTEXT)])
+        fault = b.load(b.gep(ctx, [c64(SLOT_ERROR)]))
+        ov_slot = t.word(T_OVERFLOW_SLOT)
+        ov = b.select(b.icmp_unsigned("==", ov_slot, c64(0)), c64(0),
+                      b.load(b.gep(ctx, [ov_slot])))
+        finish, ret = self.block("finish"), self.block("ret")
+        b.cbranch(b.icmp_unsigned("==", b.or_(fault, ov), c64(0)), ret, finish)
+        b.position_at_end(finish)
+        b.ret(b.call(t.fn("PyObject_CallNoArgs", I8P, [I8P]), [self.obj(T_FINISH)]))  # NULL
+        b.position_at_end(ret)
+        raw = b.load(b.gep(ctx, [c64(SLOT_RETURN)]))
+        none_bb, float_bb, int_bb, uint_bb = (
+            self.block(n) for n in ("ret_none", "ret_float", "ret_int", "ret_uint"))
+        sw = b.switch(t.word(T_RETURN_KIND), none_bb)
+        sw.add_case(c64(RET_FLOAT), float_bb)
+        sw.add_case(c64(RET_SIGNED), int_bb)
+        sw.add_case(c64(RET_UNSIGNED), uint_bb)
+        b.position_at_end(none_bb)
+        none = self.obj(T_NONE)
+        b.call(t.fn("Py_IncRef", ir.VoidType(), [I8P]), [none])
+        b.ret(none)
+        b.position_at_end(float_bb)     # NULL when building a value fails: its exception is set
+        b.ret(b.call(t.fn("PyFloat_FromDouble", I8P, [F64]), [b.bitcast(raw, F64)]))
+        b.position_at_end(int_bb)
+        b.ret(b.call(t.fn("PyLong_FromLongLong", I8P, [I64]), [raw]))
+        b.position_at_end(uint_bb)
+        b.ret(b.call(t.fn("PyLong_FromUnsignedLongLong", I8P, [I64]),
+                     [b.and_(raw, t.word(T_RETURN_MASK))]))

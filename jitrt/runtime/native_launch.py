@@ -104,15 +104,14 @@ def layout() -> dict[str, int] | None:
     return _layout
 
 
-def _gen_offset(obj: Any) -> int | None:
-    cls = type(obj)
-    cache = _gen_offsets.get(cls)
-    if cache is None:
-        cache = _gen_offsets[cls] = (_slot_offset(cls, "gen") or 0,)
-    return cache[0] or None
+_GEN_OFFSETS: dict[type, int | None] = {}
 
 
-_gen_offsets: dict[type, tuple[int]] = {}
+def _gen_offset(cls: type) -> int | None:
+    """The byte offset of the `gen` slot of `cls`'s instances (measured once per class)."""
+    if cls not in _GEN_OFFSETS:
+        _GEN_OFFSETS[cls] = _slot_offset(cls, "gen")
+    return _GEN_OFFSETS[cls]
 
 
 class _Builder:
@@ -251,7 +250,7 @@ def activate(build: _Builder, handle: "LaunchHandle") -> Any:
 def _add_field_bumps(build: _Builder, c: Any) -> bool:
     for slot, grad in c.lowered.writes.fields:
         fld = c.field_objs[slot].grad if grad else c.field_objs[slot]
-        offset = _gen_offset(fld)
+        offset = _gen_offset(type(fld))
         if offset is None:
             return False
         build.bump(-1, fld, offset)
@@ -287,7 +286,7 @@ def for_bound(bound: "BoundLaunch", python_call: Any) -> Any:
     if not _add_field_bumps(build, c):
         return None
     for cell in bound.array_bumps:
-        offset = _gen_offset(cell[0])
+        offset = _gen_offset(type(cell[0]))
         if offset is None:
             return None
         build.bump(-1, cell[0], offset)
