@@ -127,6 +127,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("arch", "cpu", str, _check_arch, True, "cpu | cuda | amdgpu | gpu"),
     Option("device_id", 0, _parse_int, _int_in(0, 1 << 16, "the GPU to use; 0 is the first"),
            False, "which device of the arch (GPUs; the CPU is device 0)"),
+    Option("enable_fallback", True, _parse_bool, _check_bool, False,
+           "a GPU arch this machine lacks falls back to the CPU with a warning (Taichi's "
+           "default); False: jr.BackendUnavailableError"),
     Option("debug", False, _parse_bool, _check_bool, True, "compile assert statements in"),
     Option("random_seed", 0, _parse_int, _int_in(0, (1 << 64) - 1, "an integer seed"), False,
            "where jr.random()'s sequence starts"),
@@ -161,6 +164,7 @@ OPTION_BY_NAME = {opt.name: opt for opt in OPTIONS}
 class Config:
     arch: str
     device_id: int
+    enable_fallback: bool
     debug: bool
     random_seed: int
     offline_cache: bool

@@ -180,7 +180,7 @@ def _gpu_builds_for_this_test(request):
 def fresh_program(arch):
     if arch == "none":
         pytest.skip("needs a GPU arch (JITRT_TEST_ARCHS=cuda on a machine with a GPU)")
-    program = jr.init(arch=arch, offline_cache=False)
+    program = jr.init(arch=arch, offline_cache=False, enable_fallback=False)  # never the CPU
     yield program
     jr.reset()
 

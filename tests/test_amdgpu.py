@@ -101,7 +101,7 @@ def test_no_linker_is_a_clear_error(monkeypatch):
 @pytest.mark.skipif(gpu_probe.hip_available()[0], reason="a ROCm GPU is present here")
 def test_init_amdgpu_without_rocm_is_a_clear_error():
     with pytest.raises(jr.BackendUnavailableError) as info:
-        jr.init(arch=jr.amdgpu)
+        jr.init(arch=jr.amdgpu, enable_fallback=False)
     text = str(info.value)
     assert "arch=amdgpu" in text
     if importlib.util.find_spec("hip") is not None:

@@ -156,20 +156,39 @@ def test_init_cuda_without_runtime_is_a_clear_error():
     a = np.ones(4, np.float32)
     trig(a, 1.0)
     with pytest.raises(jr.BackendUnavailableError) as info:
-        jr.init(arch=jr.cuda)
+        jr.init(arch=jr.cuda, enable_fallback=False)
     text = str(info.value)
     assert "arch=cuda" in text
     if importlib.util.find_spec("cuda") is None:
         assert "cuda-bindings" in text
     assert isinstance(info.value, jr.JitrtError)
     with pytest.raises(jr.BackendUnavailableError, match="arch=cuda"):
-        jr.init(arch="cuda")
+        jr.init(arch="cuda", enable_fallback=False)
     with pytest.raises(jr.BackendUnavailableError, match="arch=gpu"):
-        jr.init(arch=jr.gpu)
+        jr.init(arch=jr.gpu, enable_fallback=False)
     with pytest.raises(jr.ConfigError, match=r"arch=.*expected one of cpu, cuda, amdgpu, gpu"):
         jr.init(arch="tpu")
     trig(a, 1.0)                                   # the CPU program is still the current one
     assert jr.debug.stats()["launches"] == 2
+
+
+@pytest.mark.skipif(gpu_probe.cuda_available()[0], reason="a CUDA GPU is present here")
+@pytest.mark.parametrize("wanted", ["cuda", "gpu"])
+def test_init_gpu_without_runtime_falls_back_to_the_cpu_with_one_warning(wanted, monkeypatch):
+    monkeypatch.delenv("JITRT_ENABLE_FALLBACK", raising=False)
+    with pytest.warns(UserWarning) as record:
+        program = jr.init(arch=wanted, offline_cache=False)
+    lines = [str(w.message) for w in record]
+    assert len(lines) == 1, lines
+    assert f"arch={wanted} is not available" in lines[0] and "falling back to arch=cpu" in lines[0]
+    assert record[0].filename == __file__          # the warning points at the caller's jr.init
+    assert program.arch == "cpu" and program.config.arch == "cpu"
+    y = np.ones(4, np.float32)
+    saxpy_kernel(2.0, np.arange(4, dtype=np.float32), y)     # kernels run on the CPU program
+    assert y.tolist() == [1, 3, 5, 7] and jr.debug.stats()["launches"] == 1
+    monkeypatch.setenv("JITRT_ENABLE_FALLBACK", "0")
+    with pytest.raises(jr.BackendUnavailableError, match=f"arch={wanted}"):
+        jr.init(arch=wanted)
 
 
 BLOCKED_GPU_SCRIPT = r"""
@@ -184,7 +203,7 @@ for arch, words in (("cuda", ("arch=cuda", "cuda-bindings")),
                     ("amdgpu", ("arch=amdgpu", "hip-python")),
                     ("gpu", ("cuda-bindings", "hip-python"))):
     try:
-        jr.init(arch=arch)
+        jr.init(arch=arch, enable_fallback=False)
     except jr.BackendUnavailableError as exc:
         assert all(w in str(exc) for w in words), str(exc)
     else:

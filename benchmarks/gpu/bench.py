@@ -199,7 +199,7 @@ def adstack_rows(drv: Any, n: int) -> list[tuple[str, str, str, str]]:
 
 
 def main() -> None:
-    program = jr.init(arch=jr.cuda, offline_cache=False)
+    program = jr.init(arch=jr.cuda, offline_cache=False, enable_fallback=False)
     device = program.device
     rows = launch_rows(device.driver) + saxpy_rows(device)
     rows += adstack_rows(device.driver, 1 << 20) + adstack_rows(device.driver, 1024)

@@ -13,7 +13,7 @@ import jitrt as jr
 
 
 def main() -> None:
-    jr.init(arch=jr.cuda, offline_cache=False)
+    jr.init(arch=jr.cuda, offline_cache=False, enable_fallback=False)
     n = 1 << 20
     x = jr.field(jr.f32, shape=(n,), needs_grad=True)
     loss = jr.field(jr.f32, shape=(), needs_grad=True)

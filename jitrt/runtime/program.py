@@ -121,12 +121,14 @@ def init(arch: Any = None, **options: Any) -> Program:
             `JITRT_ARCH` overrides it.
         **options: `debug`, `offline_cache`, `offline_cache_dir`, `offline_cache_max_bytes`,
             `ad_stack_size`, `default_fp`, `default_ip`, `num_threads`, `parallel_grain`,
-            `device_id`, `kernel_profiler`, `log_level` (docs/usage.md, "Configuration");
-            each also from `JITRT_<NAME>`.
+            `device_id`, `enable_fallback`, `kernel_profiler`, `log_level` (docs/usage.md,
+            "Configuration"); each also from `JITRT_<NAME>`.
 
-    Returns the Program. Raises `jr.ConfigError` for a bad value (naming the option and the
-    accepted values), `TypeError` for an unknown option, `jr.BackendUnavailableError` when the
-    arch's runtime or device is missing. A failed init leaves the previous program in place.
+    Returns the Program. A GPU arch whose runtime or device is missing falls back to the CPU
+    with one warning naming what is missing (as Taichi does); with `enable_fallback=False` it
+    raises `jr.BackendUnavailableError` instead. Raises `jr.ConfigError` for a bad value
+    (naming the option and the accepted values), `TypeError` for an unknown option. A failed
+    init leaves the previous program in place.
     """
     with _init_lock:
         return _init(arch, **options)
@@ -142,7 +144,7 @@ def _init(arch: Any = None, **options: Any) -> Program:
     if previous is not None and previous.arch != "cpu" and (
             cfg.arch == previous.arch or cfg.arch == "gpu"):
         _close(previous)     # one context per GPU: the new program opens it again
-    program = Program(cfg)
+    program = _start(cfg)
     if previous is not None:
         _close(previous)
     _current = program
@@ -159,6 +161,21 @@ def _init(arch: Any = None, **options: Any) -> Program:
                     program.device.max_resident_threads,
                     store.dir if store is not None else "off")
     return program
+
+
+def _start(cfg: config_mod.Config) -> Program:
+    """The Program of `cfg`; a GPU arch this machine cannot run becomes the CPU when
+    `cfg.enable_fallback` (one warning line with the reason), else the error propagates."""
+    try:
+        return Program(cfg)
+    except BackendUnavailableError as exc:
+        if not cfg.enable_fallback or cfg.arch == "cpu":
+            raise
+        import dataclasses
+        import warnings
+        warnings.warn(f"{exc}; falling back to arch=cpu (jr.init(enable_fallback=False) makes "
+                      "this an error)", stacklevel=4)
+        return Program(dataclasses.replace(cfg, arch="cpu", device_id=0))
 
 
 def clear_cache() -> int:
