@@ -9,6 +9,7 @@ import pytest
 import jitrt as jr
 from jitrt.backends import gpu, nvptx
 from jitrt.backends.base import DeviceTarget
+from jitrt.runtime import native_launch
 from jitrt.runtime import program as program_mod
 
 nd = jr.types.ndarray
@@ -129,3 +130,162 @@ def test_host_writes_upload_before_the_next_launch_only(fake):
     scale(host)
     # staged in, launched, copied out, then the status block read at the synchronisation
     assert [c[0] for c in fake.calls] == ["h2d", "launch", "d2h", "d2h"]
+
+
+# ---- the native GPU entry (codegen/native_gpu_entry.py) over a fake driver ------------------
+
+LAUNCH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7,
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+CURRENT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int64))
+FAKE_CONTEXT, FAKE_STREAM = 0x7700, 0x55
+
+
+class NativeDriver(RecordingDriver):
+    """The recording driver plus native words: its 'cuLaunchKernel' and 'cuCtxGetCurrent'
+    are ctypes callbacks that record what the native entry passed."""
+
+    def __init__(self):
+        super().__init__()
+        self.native_calls, self.handles, self.fail_with = [], [], 0
+        self.current = FAKE_CONTEXT
+
+        def launch(function, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
+            slots = (self.entry_slots or 0)
+            threads = ctypes.c_uint64.from_address(
+                ctypes.c_void_p.from_address(params + 8 * slots).value).value
+            self.native_calls.append((self.handles[function - 1], gx, (gy, gz), bx,
+                                      (by, bz, shmem), stream, threads, extra))
+            return self.fail_with
+
+        def current(out):
+            out[0] = self.current
+            return 0
+        self.entry_slots = None
+        self._callbacks = (LAUNCH_FN(launch), CURRENT_FN(current))
+
+    def native_words(self):
+        launch, current = (ctypes.cast(cb, ctypes.c_void_p).value for cb in self._callbacks)
+        return launch, current, FAKE_CONTEXT, FAKE_STREAM
+
+    def function_handle(self, function):
+        self.handles.append(function)
+        return len(self.handles)
+
+    def launch_error(self, code):
+        return RuntimeError(f"fake launch failed with {code}")
+
+
+@pytest.fixture
+def native_fake():
+    if native_launch.layout() is None:
+        pytest.skip("no native launches in this Python")
+    driver = NativeDriver()
+    target = DeviceTarget("cuda", nvptx.TRIPLE, nvptx.codegen_target().data_layout, "sm_90",
+                          "fake")
+    device = gpu.GpuDevice(0, driver, target, nvptx.codegen_target(), lambda module: b"")
+    program = program_mod.current()
+    program_mod._close(program)
+    program.device = device
+    program_mod.ACTIVE[0] = program
+    yield driver
+    program_mod._close(program)
+
+
+def launches(driver):
+    return [c for c in driver.calls if c[0] == "launch"]
+
+
+def test_steady_state_gpu_launches_run_natively(native_fake):
+    @jr.kernel
+    def step(src: nd(dtype=jr.f32, ndim=1), dst: nd(dtype=jr.f32, ndim=1), n: jr.i32):
+        for i in range(n):
+            dst[i] = src[i] * 0.5
+
+    a, b = jr.ndarray(jr.f32, shape=(1000,)), jr.ndarray(jr.f32, shape=(1000,))
+    step(a, b, 1000)                                 # packs, builds the tables: Python
+    entry = next(iter(step.handles.values())).entry
+    native_fake.entry_slots = entry.slots
+    function = entry.tasks[0][0]
+    native_fake.calls.clear()
+    before = jr.debug.stats()
+    b._mirror.device_newer = False
+    for n, grid in ((1000, 8), (100, 1), (129, 2), (0, 1)):
+        step(a, b, n)
+        assert native_fake.native_calls[-1] == (function, grid, (1, 1), 128, (1, 1, 0),
+                                                FAKE_STREAM, grid * 128, None)
+    assert launches(native_fake) == []               # no Python entry ran
+    assert b._mirror.device_newer is True            # the native entry marked it
+    after = jr.debug.stats()
+    assert after["launches"] - before["launches"] == 4
+    assert after["h2d_skipped"] - before["h2d_skipped"] == 4
+
+
+def test_native_gpu_entry_hands_what_must_move_to_python(native_fake):
+    x = jr.field(jr.f32, shape=(64,))
+
+    @jr.kernel
+    def bump():
+        for i in x:
+            x[i] += 1.0
+
+    bump()
+    native_fake.entry_slots = next(iter(bump.handles.values())).entry.slots
+    native_fake.calls.clear()
+    bump()
+    assert native_fake.native_calls and launches(native_fake) == []
+    x.fill(2.0)                                      # the host copy is newer: Python uploads
+    bump()
+    assert [c[0] for c in native_fake.calls] == ["h2d", "launch"]
+    native_fake.calls.clear()
+    bump()
+    assert native_fake.calls == []                   # native again
+    native_fake.current = 0x1234                     # another driver context is current
+    bump()
+    assert [c[0] for c in native_fake.calls] == ["launch"]
+    native_fake.current = FAKE_CONTEXT
+    native_fake.fail_with = 700
+    with pytest.raises(RuntimeError, match="fake launch failed with 700"):
+        bump()
+    native_fake.fail_with = 0
+    count = len(native_fake.native_calls)
+    bump()                                           # and the next launch works
+    assert len(native_fake.native_calls) == count + 1
+
+
+def test_staged_and_returning_gpu_launches_stay_in_python(native_fake):
+    @jr.kernel
+    def scale(h: nd(dtype=jr.f32, ndim=1)):
+        for i in range(h.shape[0]):
+            h[i] *= 2.0
+
+    @jr.kernel
+    def total(h: nd(dtype=jr.f32, ndim=1)) -> jr.i32:
+        return h.shape[0]
+
+    host = np.zeros(5, np.float32)
+    for kernel, arg in ((scale, host), (total, jr.ndarray(jr.f32, shape=(3,)))):
+        kernel(arg)
+        native_fake.entry_slots = next(iter(kernel.handles.values())).entry.slots
+        native_fake.calls.clear()
+        count = len(native_fake.native_calls)
+        kernel(arg)
+        assert len(native_fake.native_calls) == count      # the Python entry launched it
+        assert launches(native_fake)
+
+
+def test_two_dimensional_and_serial_tasks_natively(native_fake):
+    @jr.kernel
+    def two(a: nd(dtype=jr.f32, ndim=2)):
+        a[0, 0] = 1.0
+        for i, j in jr.ndrange((1, a.shape[0]), a.shape[1]):
+            a[i, j] = 2.0
+
+    a = jr.ndarray(jr.f32, shape=(30, 20))
+    two(a)
+    native_fake.entry_slots = next(iter(two.handles.values())).entry.slots
+    native_fake.calls.clear()
+    two(a)
+    assert launches(native_fake) == []
+    serial, box = native_fake.native_calls[-2:]
+    assert (serial[1], serial[3], serial[6]) == (1, 1, 1)
+    assert (box[1], box[3], box[6]) == (5, 128, 5 * 128)     # 29 x 20 = 580 points

@@ -19,6 +19,9 @@ def create_device(arch: str, device_id: int, cfg: Any, store: Any) -> Device:
     name = gpu_probe.require(arch)      # raises BackendUnavailableError saying what is missing
     if name == "cuda":
         from . import cuda
-        return cuda.open_device(device_id)
-    from . import amdgpu
-    return amdgpu.open_device(device_id)
+        device = cuda.open_device(device_id)
+    else:
+        from . import amdgpu
+        device = amdgpu.open_device(device_id)
+    device.runtime_store = store      # native launches cache the host runtime module there
+    return device

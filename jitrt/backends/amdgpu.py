@@ -112,6 +112,17 @@ class HipDriver:
                 f"{params}, None)",
                 "if err[0] != _hip_ok: _hip_check(err, 'hipModuleLaunchKernel')"], names
 
+    def native_words(self) -> tuple[int, int, int, int] | None:
+        """None: HIP launches stay in the Python entry (hipModuleLaunchKernel has the shape
+        the native GPU entry calls, but no AMD GPU was ever available to run it on)."""
+        return None
+
+    def function_handle(self, function: Any) -> int:
+        return int(function)
+
+    def launch_error(self, code: int) -> Exception:
+        return HipError(f"hipModuleLaunchKernel failed: error {code}")
+
     # ---- graphs ---------------------------------------------------------------------------
     def begin_capture(self) -> None:
         self.bind()

@@ -117,6 +117,14 @@ class Device(abc.ABC):
         on this device can run through it (the CPU), else None."""
         return None
 
+    def native_entry(self, context: Any, lay: dict[str, int],
+                     slot_offset: Callable[[type, str], int | None]) -> tuple[int, int]:
+        """(function, argument) the native launcher calls for a launch of `context`: the
+        kernel's fused entry with the context's address (the CPU). `lay` is the launcher's
+        CPython layout and `slot_offset(cls, name)` measures a `__slots__` member's offset
+        (a GPU's entry table needs both)."""
+        return context.compiled.entry_addr, context.addr
+
     @property
     @abc.abstractmethod
     def max_resident_threads(self) -> int:
@@ -152,6 +160,14 @@ class Device(abc.ABC):
         ...
 
     counters: dict[str, int] = {}   # device-side counters merged into jr.debug.stats()
+
+    def stat_counts(self) -> dict[str, int]:
+        """The device's counters as `jr.debug.stats()` reports them."""
+        return self.counters
+
+    def reset_counts(self) -> None:
+        for name in self.counters:
+            self.counters[name] = 0
     # a launch's fault record is in its context right after it (the CPU); GPUs report faults
     # at the next synchronisation instead, so launchers need not look
     faults_in_context = True

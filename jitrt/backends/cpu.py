@@ -97,9 +97,7 @@ class WorkerPool:
 
     def __init__(self, num_threads: int, grain: int, spin_limit: int = 100_000,
                  store: Any = None) -> None:
-        names = ["jitrt_parallel_for", "jitrt_worker", "jitrt_interrupt_state",
-                 "jitrt_on_sigint", "jitrt_launch"]
-        addrs = engine().load("jitrt_runtime", runtime_object(store), names)
+        addrs = runtime_functions(store)
         self.parallel_for_addr = addrs["jitrt_parallel_for"]
         self.launch_addr = addrs["jitrt_launch"]     # codegen/native_launcher.py
         self._state = (ctypes.c_int64 * threadpool.POOL_SLOTS)()
@@ -165,6 +163,16 @@ def chain_sigint(handler: int, previous_slot: int) -> bool:
         return libc.sigaction(signal.SIGINT, ctypes.byref(new), None) == 0
     except (OSError, AttributeError, ValueError):
         return False
+
+
+RUNTIME_SYMBOLS = ["jitrt_parallel_for", "jitrt_worker", "jitrt_interrupt_state",
+                   "jitrt_on_sigint", "jitrt_launch", "jitrt_gpu_entry"]
+
+
+def runtime_functions(store: Any) -> dict[str, int]:
+    """The runtime module's functions, loaded once per process (the CPU pool and a GPU
+    device's native launches share them)."""
+    return engine().load("jitrt_runtime", runtime_object(store), RUNTIME_SYMBOLS)
 
 
 def runtime_object(store: Any) -> bytes:

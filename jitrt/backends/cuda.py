@@ -10,6 +10,7 @@ chosen.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import struct
 import subprocess
@@ -153,6 +154,27 @@ class CudaDriver:
                 f"err, = _cu_launch({function}, {grid}, 1, 1, {block}, 1, 1, 0, _cu_stream, "
                 f"{params}, 0)",
                 "if err != _cu_ok: _cu_check((err,), 'cuLaunchKernel')"], names
+
+    def native_words(self) -> tuple[int, int, int, int] | None:
+        """libcuda's cuLaunchKernel and cuCtxGetCurrent, the context and the stream, for the
+        native GPU entry (the same library cuda-bindings loaded)."""
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            launch, current = (ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+                               for name in ("cuLaunchKernel", "cuCtxGetCurrent"))
+        except (OSError, AttributeError):
+            return None
+        if not launch or not current:
+            return None
+        return launch, current, int(self.context), int(self.stream)
+
+    def function_handle(self, function: Any) -> int:
+        return int(function)
+
+    def launch_error(self, code: int) -> Exception:
+        err = self.cu.CUresult(code)
+        _, name = self.cu.cuGetErrorName(err)
+        return CudaError(f"cuLaunchKernel failed: {name.decode() if name else code}")
 
     # ---- graphs ---------------------------------------------------------------------------
     def begin_capture(self) -> None:

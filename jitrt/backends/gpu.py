@@ -27,6 +27,7 @@ live object, the sizing scratch and the heap per device (grow-only).
 from __future__ import annotations
 
 import ctypes
+import functools
 import weakref
 from typing import Any, Callable, Protocol
 
@@ -34,6 +35,7 @@ import numpy as np
 
 from .. import dtypes
 from ..codegen import abi
+from ..codegen import launch_table as lt
 from ..data import Field, Ndarray
 from ..ir import nodes as n
 from ..codegen.targets import Target as CodegenTarget
@@ -73,6 +75,31 @@ def box_size_function(task: n.Task, layout: abi.ContextLayout) -> Any:
     return eval("lambda buf: " + " * ".join(extents or ["1"]))  # noqa: S307 (built above)
 
 
+def box_bounds(task: n.Task, layout: abi.ContextLayout) -> list[int] | None:
+    """The task's box for the native GPU entry: per extent (begin is a slot, begin, end is a
+    slot, end), each bound a constant or one context slot; None when a bound is anything else
+    or the box has more than `MAX_EXTENTS` extents (that launch then stays in Python)."""
+    def bound(e: n.Expr) -> tuple[int, int] | None:
+        if isinstance(e, n.Const) and isinstance(e.value, int):
+            return 0, e.value
+        if isinstance(e, n.Arg) and e.dtype.is_int:
+            return 1, layout.param_slots[e.index]
+        if isinstance(e, n.Shape):
+            return 1, layout.array_shape_slot(e.ref, e.axis)
+        if isinstance(e, n.Cast) and e.dtype.is_int and e.x.dtype.is_int:
+            return bound(e.x)
+        return None
+    if len(task.begins) > lt.MAX_EXTENTS:
+        return None
+    words: list[int] = []
+    for be, ee in zip(task.begins, task.ends):
+        begin, end = bound(be), bound(ee)
+        if begin is None or end is None:
+            return None
+        words += [*begin, *end]
+    return words
+
+
 class GpuDriver(Protocol):
     """What the launch path needs from a GPU API (addresses and handles are ints)."""
     name: str
@@ -103,6 +130,12 @@ class GpuDriver(Protocol):
     def memset(self, dst: int, nbytes: int) -> None: ...
     def synchronize(self) -> None: ...
     def close(self) -> None: ...
+    def native_words(self) -> tuple[int, int, int, int] | None:
+        """(launch function, get-current function, driver context, stream) as integers for
+        the native GPU entry (`codegen/native_gpu_entry.py`), or None: launches stay in
+        Python."""
+    def function_handle(self, function: Any) -> int: ...
+    def launch_error(self, code: int) -> Exception: ...
 
 
 class DeviceMirror:
@@ -280,6 +313,9 @@ class GpuDevice(Device):
         self.counters: dict[str, int] = {"h2d_skipped": 0, "h2d_uploads": 0, "allocations": 0,
                                          "graph_instantiations": 0, "graph_updates": 0,
                                          "graph_replays": 0}
+        self.native_skips = (ctypes.c_int64 * 1)()   # h2d_skipped of native launches
+        self.runtime_store: Any = None    # the offline cache, for the host runtime module
+        self._native: Any = False         # False: not looked at yet; None: no native launches
         self.closed = False
 
     # ---- code ---------------------------------------------------------------------------
@@ -308,6 +344,42 @@ class GpuDevice(Device):
     @property
     def max_resident_threads(self) -> int:
         return self.driver.multiprocessors * self.driver.max_threads_per_multiprocessor
+
+    @property
+    def native_launch_addr(self) -> int | None:
+        native = self.native_functions()
+        return None if native is None else native["jitrt_launch"]  # type: ignore[no-any-return]
+
+    def native_functions(self) -> dict[str, Any] | None:
+        """The host runtime's functions and the driver's words that native launches on this
+        device need, loaded on first use; None where the driver offers no native launch."""
+        if self._native is False:
+            self._native = None
+            words = self.driver.native_words()
+            if words is not None:
+                from .cpu import runtime_functions
+                self._native = {**runtime_functions(self.runtime_store), "words": words}
+        return self._native  # type: ignore[no-any-return]
+
+    def native_entry(self, context: Any, lay: dict[str, int],
+                     slot_offset: Callable[[type, str], int | None]) -> tuple[int, int]:
+        """The native GPU entry and this context's GPU entry table (`lay`: the native
+        launcher's CPython layout; `slot_offset` measures `DeviceMirror`'s slots)."""
+        native = self.native_functions()
+        assert native is not None
+        newer = [slot_offset(DeviceMirror, name) for name in ("host_newer", "device_newer")]
+        api = [lay[name] for name in lt.G_API_NAMES]
+        table = self.launch_at[context.addr].native_table(native, api, newer)
+        return native["jitrt_gpu_entry"], table
+
+    def stat_counts(self) -> dict[str, int]:
+        counts = dict(self.counters)
+        counts["h2d_skipped"] += self.native_skips[0]
+        return counts
+
+    def reset_counts(self) -> None:
+        super().reset_counts()
+        self.native_skips[0] = 0
 
     def fill_context_header(self, buf: Any) -> None:
         buf[abi.SLOT_RUNTIME] = self.status
@@ -578,6 +650,7 @@ class GpuLaunch:
         self.array_inputs: list[DeviceMirror] = []     # updated in place by `refresh`
         self.array_outputs: list[DeviceMirror] = []
         self.staged_code = False       # whether the generated code stages host arrays
+        self.native: Any = None        # the GPU entry table (`native_table`), once asked for
         self.refresh()
         setattr(type(self), "__call__", self.make_call())
 
@@ -632,6 +705,71 @@ class GpuLaunch:
         self.outputs = self.field_outputs + self.array_outputs
         if bool(self.staging) != self.staged_code:
             setattr(type(self), "__call__", self.make_call())
+        if self.native is not None:
+            self.write_native_mirrors()
+
+    def native_table(self, native: dict[str, Any], api: list[int],
+                     newer: list[int | None]) -> int:
+        """The address of this context's GPU entry table (`launch_table.G_*`), built once:
+        what `codegen/native_gpu_entry.py` reads to launch without Python. Without the mirror
+        slot offsets (`newer`) every launch goes to the Python entry."""
+        if self.native is None:
+            arrays = sum(p.kind == "ndarray" for p in self.context.compiled.params)
+            self.native_inputs = len(self.field_inputs) + 2 * arrays     # capacities
+            self.native_outputs = len(self.field_outputs) + 2 * arrays
+            ntasks = len(self.tasks)
+            first_input = lt.G_HEADER_WORDS + lt.TASK_WORDS * ntasks
+            t = (ctypes.c_int64 * (first_input + self.native_inputs + self.native_outputs))()
+            keep = [functools.partial(self, self.context.addr), self.raise_native_error]
+            self.native_keep = keep
+            t[lt.G_LAUNCH], t[lt.G_GET_CURRENT], t[lt.G_GPU_CONTEXT], t[lt.G_STREAM] = \
+                native["words"]
+            t[lt.G_PARAMS], t[lt.G_THREADS] = self.params_addr, \
+                ctypes.addressof(self.param_values)
+            t[lt.G_CONTEXT] = self.context.addr
+            t[lt.G_PYTHON_ENTRY], t[lt.G_ON_ERROR] = id(keep[0]), id(keep[1])
+            t[lt.G_SKIPPED] = ctypes.addressof(self.device.native_skips)
+            t[lt.G_HOST_NEWER], t[lt.G_DEVICE_NEWER] = (v or 0 for v in newer)
+            t[lt.G_TRUE] = id(True)
+            t[lt.G_API:lt.G_API + len(lt.G_API_NAMES)] = api
+            t[lt.G_NTASKS], t[lt.G_TASKS] = ntasks, lt.G_HEADER_WORDS
+            t[lt.G_INPUTS], t[lt.G_OUTPUTS] = first_input, first_input + self.native_inputs
+            self.native_slow_tasks = None in newer     # no offsets: always Python
+            ir_tasks = self.context.compiled.lowered.tasked.tasks
+            for k, (task, (function, kind, size, block, grid, largest)) in enumerate(
+                    zip(self.context.compiled.tasks, self.tasks)):
+                bounds = box_bounds(ir_tasks[task.index], self.context.compiled.layout) \
+                    if size is not None else []
+                if bounds is None:
+                    self.native_slow_tasks, bounds = True, []
+                extents = -1 if kind == "serial" else len(bounds) // 4 if size is not None \
+                    else 0
+                at = lt.G_HEADER_WORDS + lt.TASK_WORDS * k
+                handle = self.device.driver.function_handle(function)
+                record = [handle, block, largest if size is not None else grid, extents]
+                t[at:at + 4 + len(bounds)] = record + bounds
+            self.native = t
+            self.write_native_mirrors()
+        return ctypes.addressof(self.native)
+
+    def write_native_mirrors(self) -> None:
+        """The GPU entry table's inputs, outputs and whether launches must go to Python (a
+        staged host array, a return value, a box the table cannot describe)."""
+        t = self.native
+        t[lt.G_SLOW] = int(bool(self.staging) or self.returns or self.native_slow_tasks
+                           or len(self.inputs) > self.native_inputs
+                           or len(self.outputs) > self.native_outputs)
+        if t[lt.G_SLOW]:
+            t[lt.G_NINPUTS] = t[lt.G_NOUTPUTS] = 0
+            return
+        t[lt.G_NINPUTS], t[lt.G_NOUTPUTS] = len(self.inputs), len(self.outputs)
+        first_in, first_out = t[lt.G_INPUTS], t[lt.G_OUTPUTS]
+        t[first_in:first_in + len(self.inputs)] = [id(m) for m in self.inputs]
+        t[first_out:first_out + len(self.outputs)] = [id(m) for m in self.outputs]
+
+    def raise_native_error(self) -> None:
+        """What the native GPU entry calls when the driver refused a launch."""
+        raise self.device.driver.launch_error(int(self.native[lt.G_ERROR]))
 
     def make_call(self) -> Any:
         driver = self.device.driver

@@ -29,6 +29,7 @@ SLOT_ADSTACK_HEAP = 9   # base address of the per-thread adstack heap
 SLOT_INTERRUPT_EPOCH = 10   # the interrupt counter when this launch started (set by the entry)
 SLOT_LAUNCH_ID = 11     # GPUs: which launch context this is (named in a fault report)
 ERROR_INTERRUPTED = -1  # in SLOT_ERROR: a Ctrl-C arrived during the launch, which stopped early
+ERROR_RAISED = -2       # in SLOT_ERROR: a native GPU entry's Python call raised (exception set)
 HEADER_SLOTS = 12
 POOL_INTERRUPTS = 29    # in the CPU pool state: the address of the process's interrupt counter
 

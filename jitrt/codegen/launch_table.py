@@ -18,6 +18,7 @@ T_CONTEXT, T_ENTRY = 11, 12     # context buffer address, fused entry `void(i64 
 T_OVERFLOW_SLOT = 13    # context slot of the overflow flag, 0: the kernel has no adstacks
 T_RETURN_KIND, T_RETURN_MASK = 14, 15   # RET_*; the mask of an unsigned return
 T_COUNT_ADDR = 16       # address of the handle's launch counter (an i64)
+T_ENTRY_ARG = 17        # what the entry is called with: the context (CPU), a GPU entry table
 T_NPARAMS, T_NBUMPS = 18, 19
 T_TUPLE_SIZE, T_TUPLE_ITEMS = 20, 21    # byte offsets in a tuple object
 T_TYPE, T_FLOAT_VALUE = 22, 23          # byte offsets of ob_type and of a float's value
@@ -41,3 +42,27 @@ A_NUMPY, A_DATA, A_DESCR, A_FLAGS, A_NDIM, A_SHAPE = 0, 1, 2, 3, 4, 5
 RET_NONE, RET_FLOAT, RET_SIGNED, RET_UNSIGNED = 0, 1, 2, 3
 METH_VARARGS_KEYWORDS = 0x0001 | 0x0002
 CTYPES_BUFFER_OFFSET = 16   # where a ctypes array object keeps its buffer pointer (checked)
+
+# ---- the GPU entry table (`native_gpu_entry.py`): one per GPU launch context ----------------
+G_LAUNCH = 0            # the driver's cuLaunchKernel-shaped function (hipModuleLaunchKernel too)
+G_GET_CURRENT = 1       # cuCtxGetCurrent-shaped: int(void **)
+G_GPU_CONTEXT = 2       # the driver context launches need current on the calling thread
+G_STREAM, G_PARAMS, G_THREADS = 3, 4, 5   # stream; kernel parameter array; threads-launched word
+G_CONTEXT = 6           # the host launch context (its SLOT_ERROR takes ERROR_RAISED)
+G_SLOW = 7              # nonzero: every launch goes to the Python entry (staging, a return value)
+G_PYTHON_ENTRY = 8      # callable(): the generated Python entry of this context
+G_ON_ERROR = 9          # callable(): raises the driver error stored in G_ERROR
+G_ERROR = 10
+G_SKIPPED = 11          # address of the device's native h2d_skipped count (an i64)
+G_HOST_NEWER, G_DEVICE_NEWER = 12, 13     # byte offsets of those DeviceMirror slots
+G_TRUE = 14             # the `True` object
+G_API = 15              # Py_IncRef, Py_DecRef, PyObject_CallNoArgs (words 15-17)
+G_NINPUTS, G_NOUTPUTS, G_NTASKS = 18, 19, 20
+G_INPUTS, G_OUTPUTS, G_TASKS = 21, 22, 23  # word index of the first input / output / task
+G_HEADER_WORDS = 24
+G_API_NAMES = ("Py_IncRef", "Py_DecRef", "PyObject_CallNoArgs")
+# a task record: function, block size, grid (a fixed grid) or its cap (a box), extents: -1 a
+# serial task (one thread), 0 a fixed grid, k a box of k extents, then k (begin, end) pairs of
+# bound words, each pair (is a context slot, value)
+MAX_EXTENTS = 4
+TASK_WORDS = 4 + 4 * MAX_EXTENTS

@@ -30,16 +30,16 @@ from typing import Callable
 
 from llvmlite import ir
 
-from .abi import SLOT_ERROR, SLOT_RETURN
+from .abi import ERROR_RAISED, SLOT_ERROR, SLOT_RETURN
 from .kernel_module import I8P, I64P
 from .launch_table import (A_DATA, A_DESCR, A_FLAGS, A_NDIM, A_NUMPY, A_SHAPE, API_WORDS,
                            CTYPES_BUFFER_OFFSET, HEADER_WORDS, P_ARRAY, P_FLOAT, P_TEMPLATE,
                            RECORD_WORDS, RET_FLOAT, RET_SIGNED, RET_UNSIGNED, T_ACTIVE, T_API,
-                           T_CONTEXT, T_COUNT_ADDR, T_ENTRY, T_FALLBACK, T_FINISH, T_FLOAT_TYPE,
-                           T_FLOAT_VALUE, T_HELD, T_LONG_TYPE, T_NARGS, T_NBUMPS, T_NONE,
-                           T_NP_DATA, T_NP_DESCR, T_NP_DIMS, T_NP_FLAGS, T_NP_ND, T_NPARAMS,
-                           T_OVERFLOW_SLOT, T_PROGRAM, T_RETURN_KIND, T_RETURN_MASK, T_TUPLE_ITEMS,
-                           T_TUPLE_SIZE, T_TYPE)
+                           T_CONTEXT, T_COUNT_ADDR, T_ENTRY, T_ENTRY_ARG, T_FALLBACK, T_FINISH,
+                           T_FLOAT_TYPE, T_FLOAT_VALUE, T_HELD, T_LONG_TYPE, T_NARGS, T_NBUMPS,
+                           T_NONE, T_NP_DATA, T_NP_DESCR, T_NP_DIMS, T_NP_FLAGS, T_NP_ND,
+                           T_NPARAMS, T_OVERFLOW_SLOT, T_PROGRAM, T_RETURN_KIND, T_RETURN_MASK,
+                           T_TUPLE_ITEMS, T_TUPLE_SIZE, T_TYPE)
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 F64 = ir.DoubleType()
@@ -298,18 +298,28 @@ class _LaunchIR:
         b.branch(next_bb)
 
     def run_and_return(self) -> None:
-        """The entry (the GIL stays held: see the module docstring), a fault or overflow
-        handed to `finish` (which raises), else the return slot decoded."""
+        """The entry (the GIL stays held: see the module docstring) with the table's entry
+        argument (the context on the CPU, a GPU entry table on GPUs), a fault or overflow handed
+        to `finish` (which raises), a GPU entry's raised exception returned as NULL, else the
+        return slot decoded."""
         b, t, ctx = self.b, self.t, self.ctx
         entry = b.inttoptr(t.word(T_ENTRY), ir.FunctionType(ir.VoidType(), [I64]).as_pointer())
-        b.call(entry, [t.word(T_CONTEXT)])
-        fault = b.load(b.gep(ctx, [c64(SLOT_ERROR)]))
+        b.call(entry, [t.word(T_ENTRY_ARG)])
+        error_slot = b.gep(ctx, [c64(SLOT_ERROR)])
+        fault = b.load(error_slot)
         ov_slot = t.word(T_OVERFLOW_SLOT)
         ov = b.select(b.icmp_unsigned("==", ov_slot, c64(0)), c64(0),
                       b.load(b.gep(ctx, [ov_slot])))
-        finish, ret = self.block("finish"), self.block("ret")
+        finish, raised, ret = self.block("finish"), self.block("raised"), self.block("ret")
         b.cbranch(b.icmp_unsigned("==", b.or_(fault, ov), c64(0)), ret, finish)
+        b.position_at_end(raised)     # a GPU entry's Python call raised: its exception is set
+        b.store(c64(0), error_slot)
+        b.ret(self.null)
         b.position_at_end(finish)
+        is_raised = b.icmp_signed("==", fault, c64(ERROR_RAISED))
+        finish_call = self.block("finish_call")
+        b.cbranch(is_raised, raised, finish_call)
+        b.position_at_end(finish_call)
         b.ret(b.call(t.fn("PyObject_CallNoArgs", I8P, [I8P]), [self.obj(T_FINISH)]))  # NULL
         b.position_at_end(ret)
         raw = b.load(b.gep(ctx, [c64(SLOT_RETURN)]))

@@ -25,7 +25,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .abi import ERROR_INTERRUPTED, POOL_INTERRUPTS, SLOT_ERROR, SLOT_INTERRUPT_EPOCH
-from . import native_launcher
+from . import native_gpu_entry, native_launcher
 from .kernel_module import I8P, I64P, TASK_TYPE
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -264,4 +264,5 @@ def build_runtime_module(triple: str, data_layout: str) -> ir.Module:
     _parallel_for(module, triple)
     _worker(module, run_chunks, triple)
     native_launcher.emit(module)   # the CPython-callable launcher (see its module)
+    native_gpu_entry.emit(module)  # what it calls for a kernel on a GPU
     return module

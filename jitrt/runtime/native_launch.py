@@ -4,8 +4,10 @@ Stage: runtime. Input: a `LaunchHandle` (or a `BoundLaunch`) and its generated P
 Output: a builtin function (`PyCFunction_NewEx` over the runtime module's `jitrt_launch`) that
 runs the steady-state launch in native code and calls the Python launcher for anything else;
 it becomes the kernel's `__call__` (a bound launch's). Only kernels whose launch the table can
-describe get one: the CPU, no per-launch adstack sizing, no vector return, no profiler, every
-parameter an ndarray, a template or a scalar. `layout()` measures, once per process, the
+describe get one: no per-launch adstack sizing, no vector return, no profiler, every parameter
+an ndarray, a template or a scalar, a device with a native entry (the CPU: the kernel's fused
+entry; a GPU whose driver offers one: `jitrt_gpu_entry` over the context's GPU entry table,
+`backends/gpu.py`). `layout()` measures, once per process, the
 CPython offsets the launcher reads (tuple size and items, an object's type, a float's value,
 `ACTIVE`'s items, a ctypes array's buffer, `gen` and `grad` slots) and checks each on live
 objects; if one does not hold (another Python implementation or build), or
@@ -50,7 +52,7 @@ def _word(addr: int) -> int:
     return ctypes.c_ssize_t.from_address(addr).value
 
 
-def _slot_offset(cls: type, name: str) -> int | None:
+def slot_offset(cls: type, name: str) -> int | None:
     """The byte offset of the `__slots__` member `name` in instances of `cls`, found by storing
     two marker objects and looking for their addresses."""
     probe: Any = object.__new__(cls)
@@ -91,7 +93,7 @@ def layout() -> dict[str, int] | None:
                _word(id(arr) + 56) == id(arr.dtype),
                ctypes.c_int32.from_address(id(arr) + 64).value & NPY_C_CONTIGUOUS == 0,
                ctypes.c_int32.from_address(id(arr) + 64).value & NPY_WRITEABLE != 0]
-    gen, grad = _slot_offset(Ndarray, "gen"), _slot_offset(Ndarray, "grad")
+    gen, grad = slot_offset(Ndarray, "gen"), slot_offset(Ndarray, "grad")
     if not all(checks) or gen is None or grad is None:
         return None
     if not all(hasattr(ctypes.pythonapi, name) for name in nl.API_WORDS):
@@ -110,7 +112,7 @@ _GEN_OFFSETS: dict[type, int | None] = {}
 def _gen_offset(cls: type) -> int | None:
     """The byte offset of the `gen` slot of `cls`'s instances (measured once per class)."""
     if cls not in _GEN_OFFSETS:
-        _GEN_OFFSETS[cls] = _slot_offset(cls, "gen")
+        _GEN_OFFSETS[cls] = slot_offset(cls, "gen")
     return _GEN_OFFSETS[cls]
 
 
@@ -124,6 +126,7 @@ class _Builder:
         for i, ndim in (array_ndims or {}).items():
             self.array_records[i] = records
             records += nl.A_SHAPE + ndim
+        self.lay = lay
         self.table = type("LaunchTable", (LaunchTable,), {"_length_": records})()
         self.table.keep = []
         t = self.table
@@ -160,8 +163,12 @@ class _Builder:
         set_fallback(t, fallback)
         t[nl.T_HELD] = ctypes.addressof(context.program.launch_lock.held)
         self.obj(nl.T_FINISH, _finish(context))
-        t[nl.T_CONTEXT], t[nl.T_ENTRY] = context.addr, c.entry_addr
-        t[nl.T_OVERFLOW_SLOT] = abi.SLOT_OVERFLOW if c.sizing is not None else 0
+        device = context.program.device
+        t[nl.T_CONTEXT] = context.addr
+        t[nl.T_ENTRY], t[nl.T_ENTRY_ARG] = device.native_entry(context, self.lay, slot_offset)
+        # a GPU reports overflows at the next synchronisation, not in the context
+        t[nl.T_OVERFLOW_SLOT] = abi.SLOT_OVERFLOW if c.sizing is not None and \
+            device.faults_in_context else 0
         ret = c.lowered.tasked.ret
         if ret is not None:
             t[nl.T_RETURN_KIND] = nl.RET_FLOAT if ret.is_float else \
@@ -171,7 +178,7 @@ class _Builder:
         name = ctypes.create_string_buffer(b"launch")
         t.keep.append(name)
         t[nl.T_METHOD_DEF:nl.T_METHOD_DEF + 4] = [
-            ctypes.addressof(name), context.program.device.native_launch_addr,
+            ctypes.addressof(name), device.native_launch_addr,
             nl.METH_VARARGS_KEYWORDS, 0]
         return _NEW_BUILTIN(ctypes.addressof(t), t, None)
 

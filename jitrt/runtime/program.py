@@ -88,7 +88,7 @@ class Program:
     def stats(self) -> dict[str, int]:
         out = {k: 0 for k in STAT_NAMES}
         out.update(self.counters)
-        for name, value in self.device.counters.items():
+        for name, value in self.device.stat_counts().items():
             out[name] = out.get(name, 0) + value
         out["launches"] += sum(h.launch_count[0] for h in self.handles)
         out["launch_cache_hits"] += sum(s.hits[0] for s in self.sizing_states)
@@ -96,8 +96,7 @@ class Program:
 
     def reset_stats(self) -> None:
         self.counters.clear()
-        for name in self.device.counters:
-            self.device.counters[name] = 0
+        self.device.reset_counts()
         for h in self.handles:
             h.launch_count[0] = 0
         for state in self.sizing_states:
