@@ -50,6 +50,8 @@ class Tape:
         if self.clear_gradients:
             for f in live_grad_fields():
                 f.grad.fill(0)
+        if self.loss is not None:
+            self.loss.fill(0)     # as Taichi: the recorded step computes the loss afresh
         program.tape = self
         program_mod.ACTIVE[0] = program.tape_token   # launchers now record themselves
         self._program = program

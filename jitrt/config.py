@@ -187,10 +187,50 @@ class Config:
 assert [f.name for f in fields(Config)] == [o.name for o in OPTIONS], "Config and OPTIONS differ"
 
 
+# Taichi's names for jitrt options, and Taichi options that have nothing to do in jitrt
+# (accepted with one warning each, so a ported `ti.init(...)` line runs unchanged)
+PEER_ALIASES = {"cpu_max_num_threads": "num_threads",
+                "offline_cache_file_path": "offline_cache_dir"}
+PEER_IGNORED = {
+    "device_memory_GB": "GPU memory is allocated per array, not preallocated",
+    "device_memory_fraction": "GPU memory is allocated per array, not preallocated",
+    "check_out_of_bound": "bounds are always checked",
+    "fast_math": "jitrt keeps IEEE semantics",
+    "advanced_optimization": "LLVM's O3 pipeline always runs",
+    "opt_level": "LLVM's O3 pipeline always runs",
+    "cfg_optimization": "not a jitrt pass",
+    "flatten_if": "not a jitrt pass",
+    "make_thread_local": "not a jitrt pass",
+    "make_block_local": "not a jitrt pass",
+    "dynamic_index": "run-time indices into vectors are always allowed where jitrt allows them",
+    "default_cpu_block_dim": "CPU loops are split by jr.init(parallel_grain=...)",
+    "default_gpu_block_dim": "use jr.loop_config(block_dim=...) per loop",
+    "print_ir": "use jr.debug (docs/usage.md)",
+    "verbose": "use jr.init(log_level=...)",
+    "excepthook": "jitrt's errors already omit its internal frames",
+}
+
+
+def peer_options(explicit: dict[str, Any]) -> dict[str, Any]:
+    """`explicit` with Taichi's option names mapped to jitrt's and the options jitrt has no
+    use for dropped, one `UserWarning` each."""
+    out = {}
+    for name, value in explicit.items():
+        if name in PEER_IGNORED:
+            warnings.warn(f"jr.init({name}=...) is a Taichi option jitrt ignores: "
+                          f"{PEER_IGNORED[name]}", stacklevel=5)
+        elif name in PEER_ALIASES and PEER_ALIASES[name] not in explicit:
+            out[PEER_ALIASES[name]] = value
+        else:
+            out[name] = value
+    return out
+
+
 def resolve(**explicit: Any) -> Config:
     """Build a Config from explicit arguments, then `JITRT_<NAME>` variables, then defaults.
     Every value is checked; a bad one is a `ConfigError` naming the option and what it
-    accepts."""
+    accepts. Taichi's spellings of options are accepted (`peer_options`)."""
+    explicit = peer_options(explicit)
     unknown = sorted(set(explicit) - set(OPTION_BY_NAME))
     if unknown:
         hints = []

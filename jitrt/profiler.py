@@ -9,13 +9,19 @@ off the launchers contain no timing code at all, so it costs nothing per launch.
     jr.profiler.print_info()   # a table: kernel, launches, total/min/mean/max ms
     jr.profiler.stats()        # the same as {kernel name: {"count", "total_ms", ...}}
     jr.profiler.clear()
+
+Taichi's names work too: `print_kernel_profiler_info()`, `clear_kernel_profiler_info()`,
+`query_kernel_profiler_info(name)` (an object with `counter`, `min`, `max`, `avg` in ms, over
+the kernel's specializations) and `get_kernel_profiler_total_time()` (seconds).
 """
 from __future__ import annotations
 
 from .runtime import program as program_mod
 from .runtime.profile import KernelProfile, KernelTimes
 
-__all__ = ["KernelProfile", "KernelTimes", "clear", "print_info", "stats"]
+__all__ = ["KernelProfile", "KernelTimes", "clear", "clear_kernel_profiler_info",
+           "get_kernel_profiler_total_time", "print_info", "print_kernel_profiler_info",
+           "query_kernel_profiler_info", "stats"]
 
 
 def stats() -> dict[str, dict[str, float]]:
@@ -45,3 +51,44 @@ def clear() -> None:
     if profile is not None:
         for t in profile.kernels.values():
             t.count, t.total, t.min, t.max = 0, 0.0, float("inf"), 0.0
+
+
+class KernelQuery:
+    """Taichi's `KernelProfilerQueryResult`: launches and times (ms) of one kernel."""
+
+    def __init__(self, counter: int, min: float, max: float, avg: float) -> None:
+        self.counter, self.min, self.max, self.avg = counter, min, max, avg
+
+    def __repr__(self) -> str:
+        return (f"KernelQuery(counter={self.counter}, min={self.min:.4f}, max={self.max:.4f}, "
+                f"avg={self.avg:.4f})")
+
+
+def query_kernel_profiler_info(name: str) -> KernelQuery:
+    """Taichi's query by kernel name: every specialization of the kernel `name` (rows
+    `module.name[...]`; the adjoint's `module.name.grad[...]`, queried as "name.grad") taken
+    together; zeros if never launched."""
+    def base(row: str) -> str:
+        return row.split("[", 1)[0]
+    rows = [s for row, s in stats().items()
+            if base(row) == name or base(row).endswith("." + name)]
+    count = sum(int(s["count"]) for s in rows)
+    if not count:
+        return KernelQuery(0, 0.0, 0.0, 0.0)
+    return KernelQuery(count, min(s["min_ms"] for s in rows), max(s["max_ms"] for s in rows),
+                       sum(s["total_ms"] for s in rows) / count)
+
+
+def get_kernel_profiler_total_time() -> float:
+    """Taichi's name: the time of every profiled launch, in seconds."""
+    return sum(s["total_ms"] for s in stats().values()) / 1e3
+
+
+def print_kernel_profiler_info(mode: str = "count") -> None:
+    """Taichi's name for `print_info()` (its `mode` only changes Taichi's layout)."""
+    print_info()
+
+
+def clear_kernel_profiler_info() -> None:
+    """Taichi's name for `clear()`."""
+    clear()

@@ -95,6 +95,26 @@ def test_clear_all_gradients_and_tape_without_clearing():
     assert not x.grad.to_numpy().any() and not y.grad.to_numpy().any()
 
 
+def test_entering_a_tape_zeroes_its_loss():
+    """As Taichi's Tape: a step that adds into the loss computes it afresh each time (it grew
+    by one step's loss per Tape before)."""
+    x, y, loss, square, total = make()
+    x.from_numpy(np.full(N, 2.0))
+    losses = []
+    for _ in range(3):
+        with jr.ad.Tape(loss=loss):
+            square()
+            total()
+        losses.append(loss[None])
+    assert losses == [4.0 * N] * 3
+    np.testing.assert_allclose(x.grad.to_numpy(), 4.0)
+    nd_loss = jr.ndarray(jr.f64, shape=(), needs_grad=True)
+    nd_loss.fill(5.0)
+    with jr.ad.Tape(loss=nd_loss):
+        pass
+    assert nd_loss.to_numpy() == 0.0
+
+
 def test_constant_loop_bounds_need_no_adstack():
     """Loops with constant bounds record nothing: a kernel with no loop state runs its grad
     even with a forced adstack capacity of 1 (it overflowed before)."""

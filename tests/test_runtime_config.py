@@ -249,6 +249,33 @@ def test_kernel_profiler_counts_and_times_forward_and_grad_separately(capsys):
     assert jr.profiler.stats() == {}
 
 
+def test_taichi_profiler_names_and_init_options(capsys):
+    with pytest.warns(UserWarning, match=r"device_memory_GB=\.\.\.\) is a Taichi option jitrt "
+                                         r"ignores"):
+        program = jr.init(offline_cache=False, kernel_profiler=True, cpu_max_num_threads=1,
+                          device_memory_GB=2)
+    assert program.config.num_threads == 1          # Taichi's name for num_threads
+    x = jr.field(jr.f32, shape=(8,), needs_grad=True)
+
+    @jr.kernel
+    def twice():
+        for i in x:
+            x[i] *= 2.0
+
+    for _ in range(3):
+        twice()
+    twice.grad()
+    q = jr.profiler.query_kernel_profiler_info("twice")
+    assert q.counter == 3 and 0 < q.min <= q.avg <= q.max
+    assert jr.profiler.query_kernel_profiler_info("twice.grad").counter == 1
+    assert jr.profiler.query_kernel_profiler_info("other").counter == 0
+    assert 0 < jr.profiler.get_kernel_profiler_total_time() < 60
+    jr.profiler.print_kernel_profiler_info()
+    assert "twice[]" in capsys.readouterr().out
+    jr.profiler.clear_kernel_profiler_info()
+    assert jr.profiler.stats() == {}
+
+
 def test_profiler_off_generates_no_timing_code():
     jr.init(offline_cache=False)
 

@@ -379,3 +379,18 @@ def test_a_matrix_local_has_one_type():
 
     k(0.1, 0.3)
     np.testing.assert_array_equal(out.to_numpy(), [[0.1, 0.3], [0.3, 0.1]])
+
+
+def test_cast_of_a_vector_is_element_wise():
+    """`jr.cast(v, dtype)` of a vector casts each component, as Taichi's `ti.cast` and
+    `v.cast(dtype)` do."""
+    x = jr.Vector.field(2, jr.f32, shape=4)
+
+    @jr.kernel
+    def k() -> jr.i32:
+        b = jr.cast(x[0] * 10.0 + 2.5, jr.i32)
+        c = x[1].cast(jr.i32)
+        return b[0] + b[1] * 100 + c[0] * 10000
+
+    x.from_numpy(np.array([[0.16, 0.55], [3.7, 0.0], [0, 0], [0, 0]], np.float32))
+    assert k() == 4 + 8 * 100 + 3 * 10000

@@ -349,7 +349,10 @@ class CallLowering(LoweringHost):
         target = self.expr(args[1])
         if not (isinstance(target, PyValue) and isinstance(target.obj, DataType)):
             raise self.err(args[1], "jr.cast() needs a jitrt dtype such as jr.f32")
-        return self.cast(self.value(args[0]), target.obj)
+        value = self.expr(args[0])
+        if isinstance(value, VecValue):        # element-wise, as Taichi's ti.cast
+            return self.vec_cast(value, target.obj, node)
+        return self.cast(self.value(args[0], value), target.obj)
 
     def atomic(self, op: str, node: ast.Call) -> Value:
         if len(node.args) != 2 or not isinstance(node.args[0], ast.Subscript):
