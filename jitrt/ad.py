@@ -1,4 +1,5 @@
-"""`jr.ad.Tape`: record forward launches, then run their adjoints in reverse.
+"""`jr.ad.Tape`: record forward launches, then run their adjoints in reverse; `jr.ad.FwdMode`:
+forward mode, every launch inside it computing tangents beside its values.
 
 Stage: runtime (autodiff driver). Also the gradient controls of the peers: `no_grad`
 kernels (never recorded), `grad_replaced` functions with a `grad_for` backward (recorded as one
@@ -10,14 +11,23 @@ reverse pass re-runs the forward sweeps and would replay other trip counts: a wr
 so an `AutodiffError` naming both kernels and the data), clears the gradients of recorded
 ndarray arguments, seeds `loss.grad = 1` and launches `kernel.grad(*args)` for the recorded
 launches in reverse order.
+
+`FwdMode(loss=..., param=..., seed=...)` on entry zeroes every live dual (unless
+`clear_gradients=False`), writes the seed into `param.dual` and sets `program.ACTIVE` to the
+program's FwdMode token: every launcher then takes its slow path, where `dispatch` runs the
+kernel's forward-mode kernel instead (compiled and cached once per specialization, its
+launchers expecting that token). On exit `param.dual` is zeroed again; the tangents stay in the
+duals of what the kernels wrote (`loss.dual`).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .errors import AutodiffError
 from .runtime import program as program_mod
-from .data import Field, Ndarray, live_grad_fields
+from .data import Field, Ndarray, live_dual_buffers, live_grad_fields
 
 if TYPE_CHECKING:
     from .runtime.launcher import LaunchHandle
@@ -44,9 +54,7 @@ class Tape:
             self.handles.append(handle)
 
     def __enter__(self) -> "Tape":
-        program = program_mod.current()
-        if program.tape is not None:
-            raise RuntimeError("jr.ad.Tape cannot be nested")
+        program = _check_no_mode(self)
         if self.clear_gradients:
             for f in live_grad_fields():
                 f.grad.fill(0)
@@ -61,8 +69,7 @@ class Tape:
         program = self._program
         assert program is not None, "Tape.__exit__ without __enter__"
         program.tape = None
-        if program_mod.ACTIVE[0] is program.tape_token:
-            program_mod.ACTIVE[0] = program
+        _leave(program, program.tape_token)
         if exc_type is not None:
             return
         self.grad()
@@ -134,6 +141,87 @@ def _tape_plan(handle: "LaunchHandle") -> Plan:
                 tuple(a for a, g in ws.arrays if not g)
         plan = handle.tape_plan = (refs(c.lowered.bound_reads), refs(c.lowered.writes))
     return plan  # type: ignore[no-any-return]
+
+
+class FwdMode:
+    """Forward-mode autodiff (as Taichi's `ti.ad.FwdMode`): inside the `with` block every
+    kernel launch runs its forward-mode version, which computes the same values and, in the
+    `.dual` of everything it writes, their derivative along `seed` (a Jacobian-vector
+    product). `param` and `loss` (one, or a list) need `needs_dual=True`.
+
+    Args:
+        loss: the output(s) whose `.dual` holds the result after the block.
+        param: the input the derivatives are taken with respect to.
+        seed: one value per element of `param` (row-major): `param.dual` during the block.
+            Default `[1.0]` for a param of one element; required for larger ones.
+        clear_gradients: zero every dual on entry (default) or keep what they hold.
+    """
+
+    def __init__(self, loss: Any, param: Any, seed: Any = None,
+                 clear_gradients: bool = True) -> None:
+        self.losses = list(loss) if isinstance(loss, (list, tuple)) else [loss]
+        for x in self.losses + [param]:
+            what = "param" if x is param else "loss"
+            if not isinstance(x, (Field, Ndarray)):
+                raise TypeError(f"FwdMode({what}=...) needs a field or ndarray, got "
+                                f"{type(x).__name__}")
+            if x.dual is None:
+                raise ValueError(f"FwdMode({what}=...): '{x.name}' was created without "
+                                 "needs_dual=True")
+        self.loss, self.param = loss, param
+        size = int(np.prod(param.shape, dtype=np.int64))
+        if seed is None:
+            if size != 1:
+                raise ValueError(
+                    f"FwdMode: param '{param.name}' has {size} elements (shape "
+                    f"{param.shape}); give seed=[...] with one value per element, e.g. a 1 at "
+                    "the element to differentiate with respect to and 0 elsewhere")
+            seed = [1.0]
+        self.seed = np.asarray(seed, dtype=param.dtype.np).reshape(-1)
+        if self.seed.size != size:
+            raise ValueError(f"FwdMode: seed has {self.seed.size} values but param "
+                             f"'{param.name}' has {size} elements (shape {param.shape})")
+        self.clear_gradients = clear_gradients
+        self._program: "Program | None" = None
+
+    def __enter__(self) -> "FwdMode":
+        program = _check_no_mode(self)
+        if self.clear_gradients:
+            clear_all_duals()
+        self.param.dual.from_numpy(self.seed.reshape(self.param.shape))
+        program.fwd = self
+        program_mod.ACTIVE[0] = program.fwd_token   # launches go to their forward kernels
+        self._program = program
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        program = self._program
+        assert program is not None, "FwdMode.__exit__ without __enter__"
+        program.fwd = None
+        _leave(program, program.fwd_token)
+        self.param.dual.fill(0)                      # the seed is cleared, results stay
+
+
+def _check_no_mode(mode: Any) -> "Program":
+    """The current program, if no Tape or FwdMode is active in it (they do not nest)."""
+    program = program_mod.current()
+    active = program.tape if program.tape is not None else program.fwd
+    if active is not None:
+        raise RuntimeError(f"jr.ad.{type(mode).__name__} cannot be used inside "
+                           f"jr.ad.{type(active).__name__} (they do not nest)")
+    return program
+
+
+def _leave(program: "Program", token: object) -> None:
+    """Launches go back to the program's own kernels (unless jr.init replaced it meanwhile)."""
+    if program_mod.ACTIVE[0] is token:
+        program_mod.ACTIVE[0] = program
+
+
+def clear_all_duals() -> None:
+    """Set the dual of every live field and ndarray to 0 (what a FwdMode does on entry)."""
+    for b in live_dual_buffers():
+        b.dual.fill(0)
 
 
 def clear_all_gradients() -> None:

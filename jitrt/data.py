@@ -5,7 +5,8 @@ with them). A `Field` is global data that kernels reach by closure; an `Ndarray`
 passed to kernels as an argument. Both own a C-contiguous numpy buffer whose address never
 changes, and a generation counter `gen` bumped by every host write (`x[i] = v`, `from_numpy`,
 `fill`) and by every launch of a kernel whose write set contains them. Caches observe data by
-(identity, generation) and never re-read it.
+(identity, generation) and never re-read it. `needs_grad=True` adds `.grad` (reverse mode),
+`needs_dual=True` adds `.dual` (forward mode): buffers of the same shape and dtype.
 """
 from __future__ import annotations
 
@@ -28,6 +29,20 @@ CURRENT_DEVICE: list[Any] = [None]
 # numpy < 2.1 imports DLPack tensors read-only and cannot export read-only views through it
 DLPACK_WRITABLE = bool(np.from_dlpack(np.zeros(1)).flags.writeable)
 _grad_fields: list["weakref.ref[Field]"] = []   # pruned as fields die (cheaper than a WeakSet)
+_dual_buffers: list["weakref.ref[_Buffer]"] = []   # fields and ndarrays with a dual
+
+
+def live_dual_buffers() -> list["_Buffer"]:
+    """Every field and ndarray alive now that has a dual (a FwdMode clears them on entry)."""
+    alive = [b for b in (r() for r in _dual_buffers) if b is not None]
+    if len(alive) != len(_dual_buffers):
+        _dual_buffers[:] = [weakref.ref(b) for b in alive]
+    return alive
+
+
+def _check_float(dtype: DataType, flag: str) -> None:
+    if not dtype.is_float:
+        raise TypeError(f"{flag}=True needs a float dtype, got {dtype!r}")
 
 
 def live_grad_fields() -> list["Field"]:
@@ -81,10 +96,10 @@ class _Buffer:
     """What Field and Ndarray share: the numpy buffer, host access and the generation."""
 
     __slots__ = ("_data", "dtype", "shape", "gen", "ptr", "alloc_id", "grad", "name",
-                 "named", "_mirror", "element_shape", "__weakref__")
+                 "named", "_mirror", "element_shape", "dual", "__weakref__")
 
     def __init__(self, dtype: Any, shape: Any, needs_grad: bool, name: str | None,
-                 kind: str, storage: np.ndarray | None = None) -> None:
+                 kind: str, storage: np.ndarray | None = None, needs_dual: bool = False) -> None:
         self.dtype: DataType = dtypes.coerce(dtype)
         self.shape = _shape(shape)
         # vectors/matrices (jr.Vector.field...): the trailing dimensions holding components
@@ -97,13 +112,18 @@ class _Buffer:
         self.name = name or f"{kind}{self.alloc_id}"
         self.named = name is not None   # else errors use the kernel's source name
         self.grad: Any = None
+        self.dual: Any = None
         if needs_grad:
-            if not self.dtype.is_float:
-                raise TypeError(f"needs_grad=True needs a float dtype, got {self.dtype!r}")
+            _check_float(self.dtype, "needs_grad")
             self.grad = type(self)(self.dtype, self.shape, False, self.name + ".grad", kind)
             self.grad.named = self.named
             if kind == "field":
                 _grad_fields.append(weakref.ref(self))  # type: ignore[arg-type]
+        if needs_dual:
+            _check_float(self.dtype, "needs_dual")
+            self.dual = type(self)(self.dtype, self.shape, False, self.name + ".dual", kind)
+            self.dual.named = self.named
+            _dual_buffers.append(weakref.ref(self))
 
     @property
     def ndim(self) -> int:
@@ -112,6 +132,10 @@ class _Buffer:
     @property
     def needs_grad(self) -> bool:
         return self.grad is not None
+
+    @property
+    def needs_dual(self) -> bool:
+        return self.dual is not None
 
     # On a GPU the data may be newer in device memory: every host read goes through `_host()`
     # (which downloads it then) and every host write ends in `_wrote()` (the next launch
@@ -246,17 +270,20 @@ class PendingField(Field):
     __slots__ = ()
 
     def __init__(self, dtype: Any, needs_grad: bool, name: str | None,
-                 element_shape: tuple[int, ...] = ()) -> None:
+                 element_shape: tuple[int, ...] = (), needs_dual: bool = False) -> None:
         self.dtype = dtypes.coerce(dtype)
         self.name = name or "field"
         self.named = name is not None
         self.element_shape = element_shape
-        self.grad = None
+        self.grad = self.dual = None
         if needs_grad:
-            if not self.dtype.is_float:
-                raise TypeError(f"needs_grad=True needs a float dtype, got {self.dtype!r}")
+            _check_float(self.dtype, "needs_grad")
             self.grad = PendingField(self.dtype, False, self.name + ".grad", element_shape)
             self.grad.named = self.named
+        if needs_dual:
+            _check_float(self.dtype, "needs_dual")
+            self.dual = PendingField(self.dtype, False, self.name + ".dual", element_shape)
+            self.dual.named = self.named
 
     def __getattr__(self, attr: str) -> Any:
         raise RuntimeError(f"field '{self.name}' has no shape yet: give it one with "
@@ -265,7 +292,7 @@ class PendingField(Field):
 
     def place_with(self, shape: tuple[int, ...]) -> None:
         """Become an ordinary Field of `shape` (plus the element's component dimensions)."""
-        grad, element = self.grad, self.element_shape
+        grad, dual, element = self.grad, self.dual, self.element_shape
         Field.__init__(self, self.dtype, shape + element, False,
                        self.name if self.named else None, "field")
         self.__class__ = Field  # type: ignore[assignment]
@@ -274,6 +301,10 @@ class PendingField(Field):
             grad.place_with(shape)
             self.grad = grad
             _grad_fields.append(weakref.ref(self))
+        if isinstance(dual, PendingField):
+            dual.place_with(shape)
+            self.dual = dual
+            _dual_buffers.append(weakref.ref(self))
 
 
 class Ndarray(_Buffer):
@@ -317,7 +348,7 @@ _NO_SHAPE: Any = object()
 
 
 def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
-          name: str | None = None) -> Field:
+          name: str | None = None, needs_dual: bool = False) -> Field:
     """A global array kernels reach by name (a module global or a closure variable).
 
     Args:
@@ -326,6 +357,8 @@ def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
             `x[None]`.
         needs_grad: also allocate `x.grad` (float dtypes only), for reverse-mode autodiff.
         name: the name used in error messages (default: the name the kernel source uses).
+        needs_dual: also allocate `x.dual` (float dtypes only), for forward-mode autodiff
+            (`jr.ad.FwdMode`).
 
     Raises:
         TypeError: no shape, a non-integer extent, or a dtype jitrt does not know.
@@ -339,27 +372,30 @@ def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
     if shape is _NO_SHAPE:
         shape = None                              # placed later: jr.root.dense(...).place(x)
     if hasattr(dtype, "element_field"):           # jr.field(jr.math.vec3, shape=N)
-        return dtype.element_field(shape, needs_grad, name)  # type: ignore[no-any-return]
+        return dtype.element_field(shape, needs_grad, name,  # type: ignore[no-any-return]
+                                   needs_dual=needs_dual)
     if shape is None:
-        return PendingField(dtype, needs_grad, name)
-    return Field(dtype, shape, needs_grad, name, "field")
+        return PendingField(dtype, needs_grad, name, needs_dual=needs_dual)
+    return Field(dtype, shape, needs_grad, name, "field", needs_dual=needs_dual)
 
 
-def ndarray(dtype: Any, shape: Any, needs_grad: bool = False, name: str | None = None) -> Ndarray:
+def ndarray(dtype: Any, shape: Any, needs_grad: bool = False, name: str | None = None,
+            needs_dual: bool = False) -> Ndarray:
     """An array passed to kernels as an argument (`jr.types.ndarray(...)` parameters).
 
     Same arguments as `jr.field`. A plain numpy array may be passed where a kernel takes an
     ndarray; a jitrt ndarray adds a generation counter (exact adstack-sizing caches), `.grad`
-    with `needs_grad=True`, and the cheapest launches. `jr.ndarray.from_dlpack(obj)` wraps
-    another library's array without copying.
+    with `needs_grad=True`, `.dual` with `needs_dual=True`, and the cheapest launches.
+    `jr.ndarray.from_dlpack(obj)` wraps another library's array without copying.
 
     Example::
 
         a = jr.ndarray(jr.i32, shape=(N,)); a.from_numpy(np.arange(N, dtype=np.int32))
     """
     if hasattr(dtype, "element_ndarray"):     # jr.ndarray(jr.math.vec3, shape=N)
-        return dtype.element_ndarray(shape, needs_grad, name)  # type: ignore[no-any-return]
-    return Ndarray(dtype, shape, needs_grad, name, "ndarray")
+        return dtype.element_ndarray(shape, needs_grad, name,  # type: ignore[no-any-return]
+                                     needs_dual=needs_dual)
+    return Ndarray(dtype, shape, needs_grad, name, "ndarray", needs_dual=needs_dual)
 
 
 ndarray.from_dlpack = Ndarray.from_dlpack  # type: ignore[attr-defined]

@@ -5,8 +5,9 @@ Stage: API (above the runtime). `Kernel` reads its parameters from the annotatio
 `__call__` is the kernel's fast path (`runtime/launcher.py`: the launcher of its one
 specialization, or a router over several); a call that matches none goes to `dispatch`, which
 validates the arguments, finds or builds the handle for the specialization, and installs the
-fast path. `.grad` is the adjoint kernel, `.bind(...)` a bound launch. `Func` (`@jr.func`,
-inlined where called) lives in the frontend (`frontend/func.py`).
+fast path. `.grad` is the adjoint kernel, `.bind(...)` a bound launch; `forward_kernel(...)`
+is the forward-mode kernel a launch inside `jr.ad.FwdMode` runs. `Func` (`@jr.func`, inlined
+where called) lives in the frontend (`frontend/func.py`).
 """
 from __future__ import annotations
 
@@ -65,14 +66,17 @@ class Kernel:
 
     is_jitrt_kernel = True   # how the frontend recognises a kernel called from a kernel
 
-    def __new__(cls, fn: Callable, adjoint: bool = False) -> "Kernel":
+    def __new__(cls, fn: Callable, adjoint: bool = False,
+                dual_args: tuple[int, ...] | None = None) -> "Kernel":
         # One class per kernel, so that the fast launcher can be installed as `__call__`.
         sub = type(f"Kernel[{fn.__qualname__}]", (cls,), {"__call__": _FIRST_CALL})
         return super().__new__(sub)
 
-    def __init__(self, fn: Callable, adjoint: bool = False) -> None:
+    def __init__(self, fn: Callable, adjoint: bool = False,
+                 dual_args: tuple[int, ...] | None = None) -> None:
         self.fn = fn
         self.adjoint = adjoint
+        self.dual_args = dual_args
         self.name = fn.__name__
         self.qualname = f"{fn.__module__}.{fn.__qualname__}"
         self.params = parse_params(fn)
@@ -93,7 +97,12 @@ class Kernel:
         self._source: SourceInfo | None = None
         self.handles: dict[Any, Any] = {}
         self._grad_kernel: Kernel | None = None
+        self._forward_kernels: dict[tuple[int, ...], Kernel] = {}
         self.grad_disabled = False     # @jr.ad.no_grad: never recorded, .grad does nothing
+        if dual_args is not None:      # the duals of these ndarrays come as hidden parameters
+            self.params += tuple(n.Param(f"{self.params[i].name}.dual", "ndarray",
+                                         self.params[i].dtype, self.params[i].ndim)
+                                 for i in dual_args)
 
     def source(self) -> SourceInfo:
         if self._source is None:
@@ -115,8 +124,19 @@ class Kernel:
             self._grad_kernel._source = self._source
         return self._grad_kernel
 
+    def forward_kernel(self, dual_args: tuple[int, ...]) -> "Kernel":
+        """The forward-mode kernel (primal values and tangents) for launches whose ndarray
+        arguments at `dual_args` have a dual (passed after the others); made on first use."""
+        fwd = self._forward_kernels.get(dual_args)
+        if fwd is None:
+            fwd = self._forward_kernels[dual_args] = Kernel(self.fn, dual_args=dual_args)
+            fwd._source = self._source
+        return fwd
+
     def __repr__(self) -> str:
-        return f"<jitrt kernel {self.qualname}{' (grad)' if self.adjoint else ''}>"
+        mode = " (grad)" if self.adjoint else " (forward mode)" if self.dual_args is not None \
+            else ""
+        return f"<jitrt kernel {self.qualname}{mode}>"
 
 
 _BIND = launcher.user_facing(launcher.bind, "bind")

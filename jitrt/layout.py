@@ -7,7 +7,8 @@ chained levels give the product, as in Taichi) and turns it into an ordinary `Fi
 so every reference a program already holds sees the placed field. Storage is row-major over
 that shape, one array per field (Taichi interleaves fields placed together and blocks chained
 levels in memory: the logical indices and `to_numpy()` are the same, only the memory order
-differs). Gradients are placed with their fields (`lazy_grad()` has nothing to do). Sparse
+differs). Gradients and duals are placed with their fields (`lazy_grad()` and `lazy_dual()`
+have nothing to do). Sparse
 layouts raise NotImplementedError. Caches nothing.
 """
 from __future__ import annotations
@@ -59,6 +60,9 @@ class Node:
 
     def lazy_grad(self) -> None:
         """Gradients are placed with their fields: nothing to do."""
+
+    def lazy_dual(self) -> None:
+        """Duals (`needs_dual=True`) are placed with their fields: nothing to do."""
 
     def pointer(self, *args: Any) -> Any:
         raise NotImplementedError("sparse layouts (pointer) are not supported: use dense")

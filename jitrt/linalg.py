@@ -37,13 +37,13 @@ class MatrixType:
             np.full(self.shape, flat, dtype=flat.dtype)
 
     def element_field(self, shape: Any = None, needs_grad: bool = False,
-                      name: str | None = None) -> Any:
+                      name: str | None = None, needs_dual: bool = False) -> Any:
         """A field of this type (`jr.field(jr.math.vec3, shape=N)`)."""
-        return _field(self, shape, needs_grad, name)
+        return _field(self, shape, needs_grad, name, needs_dual)
 
     def element_ndarray(self, shape: Any = (), needs_grad: bool = False,
-                        name: str | None = None) -> Any:
-        return _ndarray(self, shape, needs_grad, name)
+                        name: str | None = None, needs_dual: bool = False) -> Any:
+        return _ndarray(self, shape, needs_grad, name, needs_dual)
 
     field = element_field
 
@@ -84,26 +84,30 @@ def element_type(dtype: Any) -> tuple[DataType, tuple[int, ...]]:
 
 
 def _storage(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
-             ndarray: bool) -> Any:
+             ndarray: bool, needs_dual: bool = False) -> Any:
     """A field (or ndarray) of `kind`: the components as trailing dimensions."""
     from .data import Field, Ndarray, PendingField, _shape
     dt, element = element_type(kind)
     if shape is None and not ndarray:        # placed later: jr.root.dense(...).place(x)
-        return PendingField(dt, needs_grad, name, element)
+        return PendingField(dt, needs_grad, name, element, needs_dual)
     cls = Ndarray if ndarray else Field
-    out = cls(dt, _shape(shape) + element, needs_grad, name, "ndarray" if ndarray else "field")
+    out = cls(dt, _shape(shape) + element, needs_grad, name, "ndarray" if ndarray else "field",
+              needs_dual=needs_dual)
     out.element_shape = element
-    if out.grad is not None:
-        out.grad.element_shape = element
+    for derived in (out.grad, out.dual):
+        if derived is not None:
+            derived.element_shape = element
     return out
 
 
-def _field(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None) -> Any:
-    return _storage(kind, shape, needs_grad, name, False)
+def _field(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
+           needs_dual: bool = False) -> Any:
+    return _storage(kind, shape, needs_grad, name, False, needs_dual)
 
 
-def _ndarray(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None) -> Any:
-    return _storage(kind, shape, needs_grad, name, True)
+def _ndarray(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
+             needs_dual: bool = False) -> Any:
+    return _storage(kind, shape, needs_grad, name, True, needs_dual)
 
 
 class Vector:
@@ -115,8 +119,8 @@ class Vector:
 
     @staticmethod
     def field(n: int, dtype: Any, shape: Any = None, needs_grad: bool = False,
-              name: str | None = None) -> Any:
-        return _field(vector(n, dtype), shape, needs_grad, name)
+              name: str | None = None, needs_dual: bool = False) -> Any:
+        return _field(vector(n, dtype), shape, needs_grad, name, needs_dual)
 
     # in kernels: constant vectors (the frontend calls these specs and builds the value)
     @staticmethod
@@ -133,8 +137,8 @@ class Vector:
 
     @staticmethod
     def ndarray(n: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
-                name: str | None = None) -> Any:
-        return _ndarray(vector(n, dtype), shape, needs_grad, name)
+                name: str | None = None, needs_dual: bool = False) -> Any:
+        return _ndarray(vector(n, dtype), shape, needs_grad, name, needs_dual)
 
 
 class Matrix:
@@ -146,8 +150,8 @@ class Matrix:
 
     @staticmethod
     def field(n: int, m: int, dtype: Any, shape: Any = None, needs_grad: bool = False,
-              name: str | None = None) -> Any:
-        return _field(matrix(n, m, dtype), shape, needs_grad, name)
+              name: str | None = None, needs_dual: bool = False) -> Any:
+        return _field(matrix(n, m, dtype), shape, needs_grad, name, needs_dual)
 
     @staticmethod
     def zero(dtype: Any, n: int, m: int) -> tuple:
@@ -159,8 +163,8 @@ class Matrix:
 
     @staticmethod
     def ndarray(n: int, m: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
-                name: str | None = None) -> Any:
-        return _ndarray(matrix(n, m, dtype), shape, needs_grad, name)
+                name: str | None = None, needs_dual: bool = False) -> Any:
+        return _ndarray(matrix(n, m, dtype), shape, needs_grad, name, needs_dual)
 
 
 @frozen

@@ -28,7 +28,6 @@ MISSING: dict[str, str] = {
     "kernel_profiler_print": "use jr.profiler.print_info() with jr.init(kernel_profiler=True)",
     "print_kernel_profiler_info": "use jr.profiler.print_info() with "
                                   "jr.init(kernel_profiler=True)",
-    "FwdMode": "forward-mode autodiff is not supported yet: use jr.ad.Tape (reverse mode)",
     "real_func": "use @jr.func (always inlined)",
     "dataclass": "use jr.types.struct(...)",
 }

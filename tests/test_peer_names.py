@@ -14,8 +14,7 @@ def test_a_peer_name_says_what_to_use(name):
 
 
 def test_forward_mode_and_unknown_names():
-    with pytest.raises(AttributeError, match="forward-mode autodiff is not supported"):
-        jr.ad.FwdMode  # noqa: B018
+    assert "FwdMode" not in MISSING and jr.ad.FwdMode is not None   # tests/test_forward_ad.py
     with pytest.raises(AttributeError, match="has no attribute 'nonexistent'"):
         jr.nonexistent  # noqa: B018
     assert jr.x64 == jr.cpu == jr.arm64

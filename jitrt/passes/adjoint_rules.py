@@ -1,10 +1,14 @@
 """Adjoint rules: for each differentiable operation, the adjoints of its operands.
 
-Stage: used by `autodiff.py`. `RULES[op](node, g, b)` returns a list of (operand, adjoint
-expression) pairs for an expression node whose output adjoint is `g`; `b` is a small builder
-with typed helpers (constants, arithmetic, math calls, selects). Keyed by the IR op: Binary
-ops by their operator, Unary by its op, Math by its function name, plus Select and Cast.
-Operations absent from the table have zero derivative (comparisons, integer ops, floor/ceil).
+Stage: used by `autodiff.py` (reverse mode) and `forward_ad.py` (forward mode).
+`RULES[op](node, g, b)` returns a list of (operand, adjoint expression) pairs for an expression
+node whose output adjoint is `g`; `b` is a small builder with typed helpers (constants,
+arithmetic, math calls, selects). Keyed by the IR op: Binary ops by their operator, Unary by its
+op, Math by its function name, plus Select and Cast. Operations absent from the table have zero
+derivative (comparisons, integer ops, floor/ceil). Forward mode relies on two properties every
+rule keeps: the pairs list the node's operands in order, and each adjoint is `g` times the
+partial derivative (linear in `g`), so with `g` := an operand's tangent it is that operand's
+term of the tangent of the node.
 """
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 Input: the `KernelIR` the frontend built for one specialization, and the types of its locals.
 Output: a `LoweredKernel`: the tasks codegen turns into functions, the kernel's write set and,
-for grad kernels, the sizing plan of every adstack.
+for grad kernels, the sizing plan of every adstack. Forward-mode kernels (`duals` given) get
+their tangents before offload (`forward_ad.py`).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .adstack_sizing import task_capacities
 from .analysis import bound_reads, write_set
 from .autodiff import AdjointTask, differentiate
 from .cost import iteration_cost
+from .forward_ad import Duals, forward_mode
 from .lowered import LoweredKernel, StackSizing
 from .offload import offload
 from .reductions import reducible_atomics
@@ -25,10 +27,13 @@ from .simplify import simplify
 
 def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: bool = False,
                  has_grad: Callable[[n.Ref], bool] | None = None,
-                 ad_stack_size: int = 0) -> LoweredKernel:
+                 ad_stack_size: int = 0, duals: Duals | None = None) -> LoweredKernel:
     local_types = dict(local_types)          # passes add locals; the frontend's table stays
     verify(kernel, local_types)              # 1. the frontend's output is well typed
     kernel = simplify(kernel)                # 2. fold constants (bounds become constants)
+    if duals is not None:                    # 2b. forward mode: tangents beside the values
+        kernel = forward_mode(kernel, local_types, duals)
+        verify(kernel, local_types)
     tasked = offload(kernel, local_types)    # 3. outermost loops -> parallel tasks
     bounds = bound_reads(tasked)             # 4. data that decides trip counts (Tape check)
     stacks: tuple[StackSizing, ...] = ()

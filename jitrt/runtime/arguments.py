@@ -223,8 +223,8 @@ def specialize(kernel: "KernelLike", values: list[Any], cfg: Any
             templates[p.name] = v
             key.append(tkey)
             name_parts.append(text)
-    grad = ".grad" if kernel.adjoint else ""
-    name = f"{kernel.qualname}{grad}[{','.join(name_parts)}]"
+    mode = ".grad" if kernel.adjoint else ".fwd" if kernel.dual_args is not None else ""
+    name = f"{kernel.qualname}{mode}[{','.join(name_parts)}]"
     return tuple(params), tuple(key), templates, name
 
 

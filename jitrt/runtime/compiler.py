@@ -4,7 +4,9 @@ Stage: runtime (the driver of the pipeline). Input: a kernel, its concrete param
 template values, and the program (whose `device` compiles and loads, and whose target is part of
 the offline-cache key). Output: a `CompiledKernel`: the launchable tasks, entry address,
 context layout, access sites, write set and field table. The caller (the launcher) caches it in
-the LaunchHandle; the offline cache stores the `Artifact` it was instantiated from.
+the LaunchHandle; the offline cache stores the `Artifact` it was instantiated from. A
+forward-mode kernel (`kernel.dual_args` set) also gets the duals of its fields appended to its
+field table right after the frontend (`with_dual_fields`), and the pass pipeline a `Duals` map.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from .registry import fnv1a64_fold32
 if TYPE_CHECKING:
     from ..backends.base import Device
     from ..frontend.context import CompileContext
+    from ..passes.forward_ad import Duals
     from .program import Program
     from .seams import KernelLike
 
@@ -176,7 +179,39 @@ def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values:
     from ..frontend.context import CompileContext
     from ..frontend.lower import lower_kernel
     ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params, debug=cfg.debug)
-    return ctx, lower_kernel(kernel.source(), kernel.fn, params, template_values, ctx, kernel.ret)
+    kir = lower_kernel(kernel.source(), kernel.fn, params, template_values, ctx, kernel.ret)
+    if kernel.dual_args is not None:
+        kir = with_dual_fields(ctx, kir)
+    return ctx, kir
+
+
+def with_dual_fields(ctx: CompileContext, kir: n.KernelIR) -> n.KernelIR:
+    """Forward mode: the dual of every field the kernel reaches joins its field table, after
+    the fields of the frontend (before the offline-cache lookup, so the key's field layouts
+    cover them and a kernel loaded from the cache finds them in the same slots)."""
+    for fld, ref in zip(list(ctx.field_objs), kir.fields):
+        if getattr(fld, "dual", None) is not None:
+            ctx.field_ref(fld.dual, f"{ref.name}.dual")
+    return dataclasses.replace(kir, fields=tuple(ctx.field_refs.values()))
+
+
+def dual_refs(kernel: "KernelLike", params: tuple[n.Param, ...], ctx: CompileContext
+              ) -> Duals | None:
+    """Where the forward pass finds each dual: the dual fields `with_dual_fields` added, and
+    the hidden parameters (after the kernel's own) holding the duals of ndarray arguments."""
+    if kernel.dual_args is None:
+        return None
+    from ..passes.forward_ad import Duals
+    fields = tuple((slot, ctx.field_refs[id(fld.dual)])
+                   for slot, fld in enumerate(ctx.field_objs)
+                   if getattr(fld, "dual", None) is not None and id(fld.dual) in ctx.field_refs)
+    first = len(params) - len(kernel.dual_args)
+    arrays = []
+    for k, arg in enumerate(kernel.dual_args):
+        p = params[first + k]
+        assert p.dtype is not None          # concrete parameters of a specialization
+        arrays.append((arg, n.ArrayRef(first + k, p.name, p.dtype, p.ndim)))
+    return Duals(fields, tuple(arrays))
 
 
 def passes(kernel: "KernelLike", params: tuple[n.Param, ...], ctx: CompileContext, kir: n.KernelIR,
@@ -189,7 +224,8 @@ def passes(kernel: "KernelLike", params: tuple[n.Param, ...], ctx: CompileContex
         return params[ref.arg].needs_grad
 
     lowered = run_pipeline(kir, ctx.local_types, grad=kernel.adjoint, has_grad=has_grad,
-                           ad_stack_size=cfg.ad_stack_size)
+                           ad_stack_size=cfg.ad_stack_size,
+                           duals=dual_refs(kernel, params, ctx))
     if lowered.stacks and not cfg.ad_stack_experimental_enabled:
         names = ", ".join(sorted({s.stack.name for s in lowered.stacks}))
         raise KernelCompileError(

@@ -10,6 +10,8 @@ a launcher (`launch_source.py`) whose steady state packs arguments in place (an 
 identical to the last one is not repacked), bumps the write set's generations, runs the device
 entry and checks the fault slot. A launcher first compares `program.ACTIVE[0]` with its program:
 a re-`init` or `reset` sends it here, and a recording `jr.ad.Tape` makes it record the launch.
+Inside a `jr.ad.FwdMode` every launch comes here and goes on to the kernel's forward-mode
+kernel (`launch_forward`), whose launchers expect the program's `fwd_token` instead.
 Anything unexpected falls back to `dispatch`.
 """
 from __future__ import annotations
@@ -61,10 +63,24 @@ def dispatch(kernel: "KernelLike", args: tuple, kwargs: dict) -> Any:
     values = [as_host_array(v) if p.kind == "ndarray" else v
               for p, v in zip(kernel.params, values)]
     program = program_mod.current()
+    if program.fwd is not None and kernel.dual_args is None:
+        return launch_forward(kernel, values)
     with program.launch_lock:   # one thread builds a handle; others wait
         handle = handle_for(kernel, values)
         install_fast_path(kernel, handle, program)
     return handle.launcher(kernel, *values)
+
+
+def launch_forward(kernel: "KernelLike", values: list[Any]) -> Any:
+    """A launch inside `jr.ad.FwdMode`: the forward-mode kernel of `kernel`, given the duals
+    of the ndarray arguments that have one after the arguments themselves."""
+    if kernel.adjoint:
+        raise JitrtError(f"kernel {kernel.qualname}: its reverse-mode .grad cannot run inside "
+                         "jr.ad.FwdMode; launch it outside the with-block")
+    duals = tuple(i for i, (p, v) in enumerate(zip(kernel.params, values))
+                  if p.kind == "ndarray" and getattr(v, "dual", None) is not None)
+    fwd: Any = kernel.forward_kernel(duals)
+    return fwd(*values, *(values[i].dual for i in duals))
 
 
 def handle_for(kernel: "KernelLike", values: list[Any]) -> "LaunchHandle":
@@ -123,7 +139,7 @@ def make_router(kernel: "KernelLike", handles: list["LaunchHandle"], program: "P
     argnames = [f"a{i}" for i in range(len(kernel.params))]
     all_args = "(" + "".join(a + ", " for a in argnames) + ")"
     env: dict[str, Any] = {"dispatch": DISPATCH, "MISS": MISS, "MISSING": MISSING,
-                           "active": program_mod.ACTIVE, "prog": program}
+                           "active": program_mod.ACTIVE, "prog": handles[0].active_key}
     sig = "".join(f"{a}=MISSING, " for a in argnames)
     lines = [f"def route(self, {sig}/, *extra, **kw):",
              "    if extra or kw or active[0] is not prog:",
@@ -165,6 +181,9 @@ class LaunchHandle(LaunchContext):
                  template_values: dict[int, Any]) -> None:
         super().__init__(compiled, program)
         self.kernel = kernel
+        # what `ACTIVE[0]` is when this handle's launches may run: the program, or for a
+        # forward-mode kernel the program's FwdMode token (it runs inside FwdMode only)
+        self.active_key: Any = program if kernel.dual_args is None else program.fwd_token
         self.template_values = template_values
         self.launch_count = (ctypes.c_int64 * 1)()   # also counted by native launches
         self.written = written_params(compiled)
@@ -205,8 +224,8 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
     env: dict[str, Any] = {"buf": handle.buf, "dbuf": handle.dbuf, "addr": handle.addr,
                            "entry": handle.entry, "cnt": handle.launch_count, "MISSING": MISSING,
                            "handle": handle, "dispatch": DISPATCH, "MISS": MISS,
-                           "active": program_mod.ACTIVE, "prog": handle.program,
-                           "token": handle.program.tape_token}
+                           "active": program_mod.ACTIVE, "prog": handle.active_key,
+                           "program": handle.program, "token": handle.program.tape_token}
     all_args = "(" + "".join(a + ", " for a in argnames) + ")"
     slow = "return MISS" if mode == "try" else f"return dispatch(self, {all_args}, {{}})"
     record: list[str] = []
@@ -223,7 +242,7 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
     else:
         head = [f"def launch(self{plain_args}):"]
         if mode == "record":
-            record = [f"    prog.tape.record(self, {all_args}, handle)"]
+            record = [f"    program.tape.record(self, {all_args}, handle)"]
     body = (scalar_lines(c, slow) + array_lines(handle, env, slow)
             + template_lines(handle, env, slow) + record + ["    cnt[0] += 1"]
             + sizing_lines(handle, env) + bump_lines(c, env)

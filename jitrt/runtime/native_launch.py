@@ -226,7 +226,7 @@ def for_handle(handle: "LaunchHandle") -> _Builder | None:
                      {i: p.ndim for i, p in enumerate(params) if p.kind == "ndarray"})
     build.table[nl.T_NARGS] = len(params)
     build.table[nl.T_ACTIVE] = id(program_mod.ACTIVE) + lay["list_items"]
-    build.obj(nl.T_PROGRAM, handle.program)
+    build.obj(nl.T_PROGRAM, handle.active_key)
     for i, p in enumerate(params):
         slot = c.layout.param_slots[i]
         if p.kind == "ndarray":

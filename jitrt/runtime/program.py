@@ -4,8 +4,10 @@ Stage: runtime. `init()` replaces the current program (fresh in-memory caches: l
 of the old program are not used again; the disk cache stays). `current()` returns the program,
 creating a default one on first use. `ACTIVE[0]` is what every generated launcher compares
 with the program it was built for, in one identity test: the current program, its
-`tape_token` while a `jr.ad.Tape` records, or None after `reset()`. A mismatch sends the launch
-to the slow path, so neither `init` nor a Tape walks the kernels ever declared. Counters behind
+`tape_token` while a `jr.ad.Tape` records, its `fwd_token` inside a `jr.ad.FwdMode` (where
+forward-mode kernels compare with it instead), or None after `reset()`. A mismatch sends the
+launch to the slow path, so neither `init` nor a Tape nor FwdMode walks the kernels ever
+declared. Counters behind
 `jr.debug.stats()` live here; per-launch counters live in the launch handles (a list cell each)
 and are summed on demand.
 """
@@ -67,6 +69,8 @@ class Program:
         self.heap = self.device.adstack_heap() or AdStackHeap()
         self.tape: Any = None          # the active jr.ad.Tape, if any
         self.tape_token = object()     # ACTIVE[0] while a Tape records
+        self.fwd: Any = None           # the active jr.ad.FwdMode, if any
+        self.fwd_token = object()      # ACTIVE[0] inside FwdMode (what forward kernels expect)
         self.spec_cache: dict[Any, tuple[tuple, int]] = {}   # max-reducer per-spec cache
         # every live LaunchSizing (handles, bound launches): weak, so that discarded bound
         # launches do not accumulate

@@ -23,5 +23,10 @@ class KernelLike(Protocol):
     params: tuple[n.Param, ...]
     ret: DataType | None
     handles: dict[Any, Any]       # specialization key -> LaunchHandle
+    # a forward-mode kernel: the ndarray parameters whose duals follow the kernel's own
+    # parameters as hidden ones (None: not forward mode)
+    dual_args: tuple[int, ...] | None
 
     def source(self) -> SourceInfo: ...
+
+    def forward_kernel(self, dual_args: tuple[int, ...]) -> "KernelLike": ...
