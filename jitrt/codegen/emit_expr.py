@@ -375,8 +375,28 @@ class ExprEmitter(EmitterHost):
         else:
             op = {"add": "add", "sub": "sub", "min": "umin", "max": "umax"}[e.op]
         zero = ir.Constant(ll_type(dt), 0.0 if dt.is_float else 0)
+        if e.ref in self.private:       # only this iteration touches the element: plain
+            return self.guarded(access, lambda ptr: self.plain_rmw(op, ptr, value), zero)
         return self.guarded(
             access, lambda ptr: self.builder.atomic_rmw(op, ptr, value, "monotonic"), zero)
+
+    def plain_rmw(self, op: str, ptr: ir.Value, value: ir.Value) -> ir.Value:
+        """`op` applied to `*ptr` and `value` without atomicity; returns the old value."""
+        b = self.builder
+        old = b.load(ptr)
+        if op in ("fadd", "fsub", "add", "sub"):
+            new = getattr(b, op)(old, value)
+        elif op in ("fmin", "fmax"):
+            take = b.or_(b.fcmp_ordered("<" if op == "fmin" else ">", value, old),
+                         b.fcmp_unordered("uno", old, old))     # as minnum/maxnum
+            new = b.select(take, value, old)
+        else:
+            cmp = {"min": ("<", True), "max": (">", True), "umin": ("<", False),
+                   "umax": (">", False)}[op]
+            test = b.icmp_signed if cmp[1] else b.icmp_unsigned
+            new = b.select(test(cmp[0], value, old), value, old)
+        b.store(new, ptr)
+        return old
 
     def data_ptr(self, ref: n.Ref) -> ir.Value:
         slot = (self.layout.field_slot(ref) if isinstance(ref, n.FieldRef)

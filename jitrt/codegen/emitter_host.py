@@ -30,6 +30,7 @@ class EmitterHost:
         task_index: int
         tid: ir.Value
         reductions: dict[Any, ir.Value]
+        private: frozenset[Any]      # fields whose atomics need no atomicity (passes/reductions)
         invariants: dict[int, ir.Value]
         unchecked: dict[Any, Any]    # accesses proven in bounds -> axes (codegen/bounds.py)
         interrupt_epoch: ir.Value | None

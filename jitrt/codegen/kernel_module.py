@@ -50,6 +50,7 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.task_index = 0
         self.tid: ir.Value = ir.Constant(I64, 0)
         self.reductions: dict = {}   # reduction key -> accumulator alloca (parallel tasks)
+        self.private: frozenset = frozenset()   # fields whose atomics need no atomicity
         self.invariants: dict[int, ir.Value] = {}   # context slot -> its load at entry
         # accesses the current loop copy runs without checks -> their axes (codegen/bounds.py)
         self.unchecked: dict = {}
@@ -97,6 +98,8 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     for k, key in enumerate(task.reductions):
         acc = em.local_ptr(f"$partial{k}", key[0].dtype)
         em.reductions[key] = acc
+    from ..passes.reductions import private_refs    # (a warm start imports no pass)
+    em.private = private_refs(task)      # atomics no other iteration races with: plain
     counter = em.local_ptr("$index", dtypes.i64)
     exit_bb = fn.append_basic_block("exit")
     proven = bounds.affine_accesses(task)

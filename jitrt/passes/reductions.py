@@ -5,7 +5,13 @@ in a parallel loop is an atomic add on one address from every thread, which seri
 cache line. When the element's indices are constants and the task never reads or stores that data
 otherwise, the task keeps a private partial sum per chunk and adds it once at the end of the chunk
 (as Taichi's reduction optimisation does). Floating-point sums are then associated differently, as
-with any parallel reduction."""
+with any parallel reduction.
+
+`private_refs(task)`: the fields whose every access in a parallel task uses the task's own loop
+variables at fixed index positions (`x.grad[f, p] += ...` in a loop over `p`, as adjoints
+emit). No two iterations touch the same element of such a field, so codegen makes their
+atomics plain read-modify-writes (Taichi's atomic demotion): no `lock cmpxchg` loop on x86, no
+device atomic on GPUs, and loops that vectorize."""
 from __future__ import annotations
 
 from ..ir import nodes as n
@@ -41,3 +47,44 @@ def reducible_atomics(body: n.Body) -> list[ReductionKey]:
         elif isinstance(e, n.Atomic) and (id(e) not in evals or reduction_key(e) is None):
             touched.add(e.ref)
     return [key for key in candidates if key[0] not in touched]
+
+
+def private_refs(task: n.Task) -> frozenset[n.Ref]:
+    """Fields whose elements only one iteration of the parallel `task` touches (see the
+    module docstring): for each loop variable a fixed index position holding exactly that
+    variable, in every load, store and atomic of the field. Ndarrays are left out (two
+    arguments may be the same memory), and so is everything when a loop variable is assigned
+    in the body."""
+    if task.kind != "parallel" or not task.vars:
+        return frozenset()
+    if any(isinstance(st, n.Assign) and st.name in task.vars for st in walk_stmts(task.body)):
+        return frozenset()
+    accesses: dict[n.Ref, list[tuple[n.Expr, ...]]] = {}
+    atomics: set[n.Ref] = set()
+    for st in walk_stmts(task.body):
+        if isinstance(st, n.Store):
+            accesses.setdefault(st.ref, []).append(st.indices)
+    for e in all_exprs(task.body):
+        if isinstance(e, (n.Load, n.Atomic)):
+            accesses.setdefault(e.ref, []).append(e.indices)
+            if isinstance(e, n.Atomic):
+                atomics.add(e.ref)
+
+    def var_positions(indices: tuple[n.Expr, ...]) -> dict[str, set[int]]:
+        found: dict[str, set[int]] = {v: set() for v in task.vars}
+        for k, i in enumerate(indices):
+            if isinstance(i, n.Local) and i.name in found:
+                found[i.name].add(k)
+        return found
+
+    private = set()
+    for ref in atomics:
+        if not isinstance(ref, n.FieldRef):
+            continue
+        common = None
+        for indices in accesses[ref]:
+            found = var_positions(indices)
+            common = found if common is None else {v: common[v] & found[v] for v in common}
+        if common is not None and all(common.values()):
+            private.add(ref)
+    return frozenset(private)
