@@ -314,8 +314,38 @@ def test_static_range_is_unrolled(rng):
         v, dvx, dvw = v * wv + np.sin(v) * (j + 1), dvx * d, dvw * d + v
     check_loss_and_grad(x, loss, v, dvx)
     np.testing.assert_allclose(w.grad.to_numpy(), dvw, **CLOSE)
-    for info in jr.debug.sizing_infos(k):
-        assert info.max_reducer_specs == ()
+    assert jr.debug.sizing_infos(k) == ()          # straight-line: renamed, no adstack
+
+
+def test_straight_line_renaming_keeps_branches_and_loops_right(rng):
+    """A local reassigned at the top level and also in a branch or a loop keeps its adstack;
+    one reassigned only at the top level is renamed, also where a loop reads it in between."""
+    x, loss = scalar_fields()
+    xv = rng.uniform(-1, 1, N)
+    x.from_numpy(xv)
+
+    @jr.kernel
+    def k():
+        for i in x:
+            a = x[i]
+            b = x[i] * 2.0
+            t = 0.0
+            for j in range(2):
+                t += a * b             # reads a's first version
+            a = a * a                  # top level only: renamed
+            if x[i] > 0:
+                b = b * 3.0            # also in a branch: b stays a stack
+            a = a + b
+            loss[None] += a + t
+
+    with jr.ad.Tape(loss=loss):
+        k()
+    b = np.where(xv > 0, 6.0 * xv, 2.0 * xv)
+    expect = np.sum(xv * xv + b + 4.0 * xv * xv)
+    db = np.where(xv > 0, 6.0, 2.0)
+    check_loss_and_grad(x, loss, expect, 2 * xv + db + 8.0 * xv)
+    (info,) = jr.debug.sizing_infos(k)
+    assert "b" in info.stack_names and "a" not in info.stack_names
 
 
 def test_ndrange_outer_loop_2d(rng):

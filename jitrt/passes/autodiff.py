@@ -31,7 +31,7 @@ from ..errors import error_at
 from ..ir import nodes as n
 from .adjoint_rules import Build, has_zero_derivative, rule_for
 from .offload import assigned_names
-from .walk import all_exprs, map_expr, walk_expr
+from .walk import all_exprs, bodies_of, map_expr, map_stmt, walk_expr
 
 
 @dataclass
@@ -279,9 +279,45 @@ class AdjointTask:
     primal_index: int = -1     # index of the primal task it differentiates
 
 
+def rename_straight_line(body: n.Body, local_types: dict[str, DataType]) -> n.Body:
+    """A parallel task's body with each assignment of a local that is assigned more than once,
+    always at the top level of the body (straight-line code: what a `jr.static` loop unrolls
+    to, `v += ...` repeated), given a name of its own, and the reads after it renamed: every
+    version is then assigned once and is a plain value in the adjoint instead of an adstack."""
+    top: dict[str, int] = {}
+    for s in body:
+        if isinstance(s, n.Assign):
+            top[s.name] = top.get(s.name, 0) + 1
+    nested = set().union(*(assigned_names(inner) for s in body for inner in bodies_of(s)))
+    names = {name for name, count in top.items() if count > 1 and name not in nested}
+    if not names:
+        return body
+    current: dict[str, str] = {}
+    versions: dict[str, int] = {}
+
+    def read(x: n.Expr) -> n.Expr:
+        if isinstance(x, n.Local) and x.name in current:
+            return replace(x, name=current[x.name])
+        return x
+    out: list[n.Stmt] = []
+    for s in body:
+        s = map_stmt(s, read)
+        if isinstance(s, n.Assign) and s.name in names:
+            versions[s.name] = versions.get(s.name, 0) + 1
+            new = f"{s.name}$v{versions[s.name]}"
+            local_types[new] = local_types[s.name]
+            current[s.name] = new
+            s = replace(s, name=new)
+        out.append(s)
+    return tuple(out)
+
+
 def adjoint_task(task: n.Task, st: TaskAd) -> AdjointTask:
     local_types, loc = st.local_types, task.loc
-    body = normalize(task.body, st)
+    body = task.body
+    if task.kind == "parallel":
+        body = rename_straight_line(body, local_types)
+    body = normalize(body, st)
     classify(body, st)
     inits = tuple(n.StackInit(stack, n.Local(name, stack.dtype, loc), loc)
                   for name, stack in st.stack_vars.items())

@@ -2,7 +2,8 @@
 
 Stage: shared by passes. `exprs_of(stmt)` yields a statement's own expressions, `bodies_of`
 its nested bodies, `walk_expr` every sub-expression, `walk_stmts` every statement of a body;
-`map_expr` rebuilds an expression bottom-up through a node rewrite.
+`map_expr` rebuilds an expression bottom-up through a node rewrite, `map_stmt` a statement
+(its expressions and nested bodies) through one.
 """
 from __future__ import annotations
 
@@ -63,3 +64,16 @@ def map_expr(e: n.Expr, fn: Callable[[n.Expr], n.Expr]) -> n.Expr:
         elif isinstance(v, tuple) and v and isinstance(v[0], n.Expr):
             changes[name] = tuple(map_expr(x, fn) for x in v)
     return fn(replace(e, **changes) if changes else e)
+
+
+def map_stmt(s: n.Stmt, fn: Callable[[n.Expr], n.Expr]) -> n.Stmt:
+    """`s` with `map_expr(e, fn)` applied to each of its expressions, nested bodies included."""
+    changes: dict = {}
+    for name, v in vars(s).items():
+        if isinstance(v, n.Expr):
+            changes[name] = map_expr(v, fn)
+        elif isinstance(v, tuple) and name in ("indices", "begins", "ends"):
+            changes[name] = tuple(map_expr(x, fn) for x in v)
+        elif isinstance(v, tuple) and name in ("body", "orelse"):
+            changes[name] = tuple(map_stmt(x, fn) for x in v)
+    return replace(s, **changes) if changes else s
