@@ -15,9 +15,10 @@ Stage: codegen (built once per process by `backends/cpu.py`). Functions:
   launch returns). Kernels compare the counter with the value their launch started with on
   loop back edges, and `jitrt_run_chunks` before each chunk, so a Ctrl-C stops a running
   kernel. `jitrt_interrupt_state()` returns the address of {counter, previous handler}.
-- `jitrt_worker(pool, tid)`: a worker's loop. It spins (x86 `pause`) for `spin_limit` polls
-  after its last job, then polls every 200 us with `usleep`: no per-launch wake-up through the
-  OS, and an idle process uses almost no CPU.
+- `jitrt_worker(pool, tid)`: a worker's loop. It polls for `spin_limit` polls after its last
+  job (the first `PAUSE_POLLS` with x86 `pause`, then with `sched_yield`, so that on a busy
+  machine it lets the launching thread run), then every 200 us with `usleep`: no per-launch
+  wake-up through the OS, and an idle process uses almost no CPU.
 Pool layout (i64 slots, one cache line per group): see the POOL_* constants.
 """
 from __future__ import annotations
@@ -51,6 +52,16 @@ class _Pool:
 
     def store(self, slot: int, value: ir.Value, order: str = "monotonic") -> None:
         self.b.store_atomic(value, self.ptr(slot), order, 8)
+
+
+PAUSE_POLLS = 2000     # a worker's idle polls with `pause` before it polls with sched_yield
+
+
+def _sched_yield(module: ir.Module) -> ir.Function:
+    found = module.globals.get("sched_yield")
+    if isinstance(found, ir.Function):
+        return found
+    return ir.Function(module, ir.FunctionType(I32, []), "sched_yield")
 
 
 def _pause(module: ir.Module, b: ir.IRBuilder, triple: str) -> None:
@@ -178,8 +189,7 @@ def _wait_done(module: ir.Module, fn: ir.Function, b: ir.IRBuilder, p: _Pool,
     holding a chunk may have been descheduled on a busy machine)."""
     wait_bb, spin_bb = fn.append_basic_block("wait"), fn.append_basic_block("spin")
     yield_bb, pause_bb = fn.append_basic_block("yield"), fn.append_basic_block("pause")
-    sched_yield = module.globals.get("sched_yield") or ir.Function(
-        module, ir.FunctionType(I32, []), "sched_yield")
+    sched_yield = _sched_yield(module)
     spins = b.alloca(I64)
     b.store(c64(0), spins)
     b.branch(wait_bb)
@@ -227,7 +237,15 @@ def _worker(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir.Funct
     b.store(count, spins)
     b.cbranch(b.icmp_signed("<", count, p.load(POOL_SPIN)), spin, sleep)
     b.position_at_end(spin)
+    # the first polls `pause`; later ones yield the core, so that an idle worker sharing a
+    # core with the launching thread (a busy machine) gives it way instead of spinning on it
+    pause_bb, yield_bb = fn.append_basic_block("pause"), fn.append_basic_block("yield")
+    b.cbranch(b.icmp_signed("<", count, c64(PAUSE_POLLS)), pause_bb, yield_bb)
+    b.position_at_end(pause_bb)
     _pause(module, b, triple)
+    b.branch(loop)
+    b.position_at_end(yield_bb)
+    b.call(_sched_yield(module), [])
     b.branch(loop)
     b.position_at_end(sleep)
     b.call(usleep, [ir.Constant(I32, 200)])
