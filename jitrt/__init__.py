@@ -27,7 +27,7 @@ from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableErro
                      JitrtError, KernelArgError, KernelCompileError, KernelRuntimeError,
                      OfflineCacheError)
 from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min, atomic_sub,
-                                cast, clamp, exp2, grouped, log2, loop_config, ndrange,
+                                cast, clamp, eig, exp2, grouped, log2, loop_config, ndrange,
                                 polar_decompose, pow_ as pow, randn, random, rsqrt,
                                 select, sign, static, svd, sym_eig)
 from .kernel import func, kernel
@@ -66,7 +66,8 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "KernelRuntimeError", "Matrix", "MatrixField", "Ndarray", "OfflineCacheError",
            "ScalarField", "Struct", "Vector", "acos", "ad", "amdgpu", "asin", "atan", "atan2",
            "atomic_add", "atomic_max", "atomic_min", "atomic_sub", "cast", "ceil", "clamp",
-           "clear_cache", "cos", "cosh", "cpu", "cuda", "debug", "exp", "exp2", "f32", "f64",
+           "clear_cache", "cos", "cosh", "cpu", "cuda", "debug", "eig", "exp", "exp2", "f32",
+           "f64",
            "field", "floor", "func", "gpu", "graph", "grouped", "i16", "i32", "i64", "i8", "init",
            "kernel", "log", "log2", "loop_config", "math", "ndarray", "ndrange", "polar_decompose",
            "pow", "profiler", "randn", "random", "reset", "root", "round", "rsqrt", "select",

@@ -2,7 +2,8 @@
 
 Stage: API (kernel library). `jr.polar_decompose(A)`, `jr.svd(A)` and `jr.sym_eig(A)` in a
 kernel inline one of these funcs for a 2x2 or 3x3 matrix (`frontend/lower_call.py` dispatches
-on the shape). They are differentiable like any kernel code.
+on the shape), `jr.eig(A)` (non-symmetric, complex results as in Taichi) for a 2x2 one. They
+are differentiable like any kernel code.
 - 2x2: closed forms. Degenerate inputs are guarded so that values and gradients stay finite:
   a matrix with A00 + A11 = A10 - A01 = 0 (the zero matrix) has U = I; a symmetric matrix
   with equal eigenvalues (the identity) has eigenvectors I and the eigenvector angle's
@@ -67,8 +68,49 @@ def _svd2d(A):
     return R @ V, Matrix([[sig[0], 0.0], [0.0, sig[1]]]), V
 
 
-# what jr.polar_decompose/svd/sym_eig inline for a 2x2 matrix
+def _eig2x2(A):
+    """Taichi's `ti.eig` of a real 2x2 matrix: (eigenvalues as a 2x2 matrix whose rows are
+    (real, imaginary) parts, the first with the larger real part or the positive imaginary
+    part; eigenvectors as the columns of a 4x2 matrix, each (re, im, re, im), of unit norm).
+    The eigenvector of one eigenvalue is a column of A minus the other eigenvalue times I
+    (Cayley-Hamilton), the first column as in Taichi unless it vanishes (then the second:
+    Taichi divides by zero there); A = cI gives the unit vectors, as in Taichi."""
+    tr = A[0, 0] + A[1, 1]
+    gap = tr * tr - 4.0 * (A[0, 0] * A[1, 1] - A[0, 1] * A[1, 0])
+    real = gap > 0.0
+    flat = abs(gap) < TINY
+    half = 0.5 * select(flat, 0.0, sqrt(select(flat, 1.0, abs(gap))))
+    mean = 0.5 * tr
+    l1r, l1i = mean + select(real, half, 0.0), select(real, 0.0, half)
+    l2r, l2i = mean - select(real, half, 0.0), select(real, 0.0, -half)
+    v1 = eig_vector2x2(A, l2r, l2i, 1.0)
+    v2 = eig_vector2x2(A, l1r, l1i, 0.0)
+    return (Matrix([[l1r, l1i], [l2r, l2i]]),
+            Matrix([[v1[0], v2[0]], [v1[1], v2[1]], [v1[2], v2[2]], [v1[3], v2[3]]]))
+
+
+def _eig_vector2x2(A, other_r, other_i, which):
+    """A unit column of A - (other_r + i other_i) I, as (re, im, re, im); for A = cI the unit
+    vector Taichi gives: e1 (`which` 1, the first eigenvalue's) or e0 (`which` 0)."""
+    c0 = Vector([A[0, 0] - other_r, -other_i, A[1, 0], 0.0])
+    c1 = Vector([A[0, 1], 0.0, A[1, 1] - other_r, -other_i])
+    n0 = c0.norm_sqr()
+    n1 = c1.norm_sqr()
+    first = n0 >= TINY
+    v = c0
+    if not first:
+        v = c1
+    nv = select(first, n0, n1)
+    scalar = nv < TINY
+    v = v / sqrt(select(scalar, 1.0, nv))
+    if scalar:
+        v = Vector([1.0 - which, 0.0, which, 0.0])
+    return v
+
+
+# what jr.polar_decompose/svd/sym_eig/eig inline for a 2x2 matrix
 polar_decompose2d, sym_eig2x2, svd2d = Func(_polar_decompose2d), Func(_sym_eig2x2), Func(_svd2d)
+eig2x2, eig_vector2x2 = Func(_eig2x2), Func(_eig_vector2x2)
 
 
 # ---- 3x3: cyclic Jacobi, sorted, then a Givens QR (the scheme of McAdams et al., 2011) -------

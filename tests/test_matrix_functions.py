@@ -213,3 +213,60 @@ def test_other_shapes_are_a_clear_error():
             m[i] = U
     with pytest.raises(jr.KernelCompileError, match="2x2 and 3x3 matrices"):
         k()
+
+
+def eig_numpy(A):
+    """Taichi's layout of eig for one 2x2 matrix, from numpy: eigenvalues ordered as jr.eig
+    orders them (larger real part first; the positive imaginary part first)."""
+    w = np.linalg.eigvals(A)
+    w = sorted(w, key=lambda z: (-z.real, -z.imag))
+    return np.array([[z.real, z.imag] for z in w])
+
+
+def test_eig_2x2_real_complex_and_degenerate(rng):
+    A = rng.uniform(-1, 1, (N, 2, 2))
+    A[0] = np.diag([1.5, 1.5])                 # cI: Taichi's unit eigenvectors
+    A[1] = [[1.0, 5.0], [0.0, 2.0]]            # a first column of A - l2 I that vanishes
+    A[2] = [[0.0, -2.0], [1.0, 0.0]]           # complex pair
+    m = jr.Matrix.field(2, 2, jr.f64, shape=N)
+    vals = jr.Matrix.field(2, 2, jr.f64, shape=N)
+    vecs = jr.Matrix.field(4, 2, jr.f64, shape=N)
+
+    @jr.kernel
+    def k():
+        for i in m:
+            vals[i], vecs[i] = jr.eig(m[i], jr.f64)
+    m.from_numpy(A)
+    k()
+    got_vals, got_vecs = vals.to_numpy(), vecs.to_numpy()
+    for i in range(N):
+        np.testing.assert_allclose(got_vals[i], eig_numpy(A[i]), atol=1e-12)
+        for col in range(2):
+            lam = got_vals[i][col][0] + 1j * got_vals[i][col][1]
+            v = got_vecs[i][0::2, col] + 1j * got_vecs[i][1::2, col]
+            assert np.linalg.norm(v) == pytest.approx(1.0, rel=1e-12)
+            np.testing.assert_allclose(A[i] @ v, lam * v, atol=1e-10)
+    np.testing.assert_array_equal(got_vecs[0], [[0, 1], [0, 0], [1, 0], [0, 0]])
+
+
+def test_eig_gradient_against_finite_differences(rng):
+    m = jr.Matrix.field(2, 2, jr.f64, shape=4, needs_grad=True)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def k():
+        for i in m:
+            vals, vecs = jr.eig(m[i])
+            loss[None] += vals[0, 0] * 0.7 + vals[1, 1] * vals[1, 1] + vecs[2, 0] * 0.3
+
+    def value(A):
+        total = 0.0
+        for a in A:
+            w = eig_numpy(a)
+            # the first eigenvector as jr.eig takes it: the first column of A - l2 I, unit norm
+            col = a[:, 0] - np.array([w[1, 0] + 1j * w[1, 1], 0])
+            total += w[0, 0] * 0.7 + w[1, 1] ** 2 + (col[1] / np.linalg.norm(col)).real * 0.3
+        return total
+
+    A = rng.uniform(-1, 1, (4, 2, 2))
+    check_gradient(m, loss, k, value, A, range(4))

@@ -50,7 +50,9 @@ random = Builtin("random", lambda dtype=None: np.random.random())
 polar_decompose = Builtin("polar_decompose")
 svd = Builtin("svd")
 sym_eig = Builtin("sym_eig")
-DECOMPOSITIONS = {polar_decompose: "polar_decompose2d", svd: "svd2d", sym_eig: "sym_eig2x2"}
+eig = Builtin("eig")
+DECOMPOSITIONS = {polar_decompose: "polar_decompose2d", svd: "svd2d", sym_eig: "sym_eig2x2",
+                  eig: "eig2x2"}
 randn = Builtin("randn", lambda dtype=None: np.random.standard_normal())
 DERIVED = (rsqrt, log2, exp2, sign, clamp, select)
 static = Builtin("static", lambda x: x)

@@ -141,16 +141,26 @@ class CallLowering(LoweringHost):
         """`jr.polar_decompose/svd/sym_eig(A)`: the 2x2 or 3x3 funcs of
         jitrt/matrix_functions.py."""
         from .. import matrix_functions
-        if len(node.args) != 1:
-            raise self.err(node, f"jr.{fn.name}(A) takes one matrix")
-        a = self.expr(node.args[0])
-        if not isinstance(a, VecValue) or a.shape not in ((2, 2), (3, 3)):
+        args = list(node.args) + [k.value for k in node.keywords if k.arg == "dt"]
+        if len(args) not in (1, 2) or any(k.arg != "dt" for k in node.keywords):
+            raise self.err(node, f"jr.{fn.name}(A, dt=None) takes one matrix and an optional "
+                           "dtype")
+        if len(args) == 2:      # Taichi's `dt`: accepted; the results have A's dtype
+            dt = self.expr(args[1])
+            if not (isinstance(dt, PyValue) and (isinstance(dt.obj, DataType)
+                                                 or dt.obj in (float, None))):
+                raise self.err(args[1], f"jr.{fn.name}(A, dt): dt must be a dtype")
+        a = self.expr(args[0])
+        sizes = ((2, 2),) if fn is bi.eig else ((2, 2), (3, 3))
+        if not isinstance(a, VecValue) or a.shape not in sizes:
             shape = a.shape if isinstance(a, VecValue) else "a scalar"
-            raise self.err(node, f"jr.{fn.name}() supports 2x2 and 3x3 matrices, got {shape}")
+            what = "2x2 matrices (as Taichi's)" if fn is bi.eig else "2x2 and 3x3 matrices"
+            raise self.err(node, f"jr.{fn.name}() supports {what}, got {shape}")
         name = bi.DECOMPOSITIONS[fn]
         if a.shape == (3, 3):
             name = name.replace("2x2", "3x3").replace("2d", "3d")
-        return self.inline(getattr(matrix_functions, name), node)
+        call = ast.Call(func=node.func, args=[args[0]], keywords=[])
+        return self.inline(getattr(matrix_functions, name), ast.copy_location(call, node))
 
     def one_value(self, node: ast.Call) -> n.Expr:
         if len(node.args) != 1:
