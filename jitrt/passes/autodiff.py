@@ -166,7 +166,7 @@ def backprop(e: n.Expr, g: n.Expr, st: TaskAd, out: list[n.Stmt]) -> None:
             out.append(scope_accumulate(st, e.name, g, e.loc))
         return
     if isinstance(e, n.Load):
-        if st.has_grad(e.ref):
+        if st.has_grad(e.ref) and not e.ref.grad:   # a gradient read is a constant here
             out.append(n.Eval(n.Atomic("add", e.ref.adjoint(), e.indices, g, e.dtype, e.loc),
                               e.loc))
         return
@@ -387,6 +387,23 @@ def scope_adjoint_slots(kernel: n.TaskedKernel, local_types: dict[str, DataType]
     return slots
 
 
+RANDOM_STATE = "jr.random state"    # the field `frontend/random.py` draws launch seeds from
+
+
+def refuse_random(kernel: n.TaskedKernel) -> None:
+    """A kernel that calls jr.random() cannot be differentiated: its adjoint launch reads the
+    random state later and would draw other numbers than the forward launch did (a silently
+    wrong gradient). Taichi refuses it too."""
+    for task in kernel.tasks:
+        for e in all_exprs(task.body):
+            if isinstance(e, n.Load) and isinstance(e.ref, n.FieldRef) and \
+                    e.ref.name == RANDOM_STATE:
+                raise error_at(e.loc, "a kernel that calls jr.random() or jr.randn() cannot be "
+                               "differentiated: its adjoint would draw other numbers than the "
+                               "forward launch; draw them in another kernel into a field and "
+                               "read that field here")
+
+
 def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
                   has_grad: Callable[[n.Ref], bool]
                   ) -> tuple[n.TaskedKernel, list[AdjointTask | None]]:
@@ -396,6 +413,7 @@ def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
     hidden f64 field appended to the field table (`$scope_adjoints`, zeroed by a first serial
     task): readers add their adjoint there atomically; the defining task seeds its own adjoint
     of that local from it."""
+    refuse_random(kernel)
     tasks: list[n.Task] = []
     infos: list[AdjointTask | None] = []
     fields = kernel.fields
