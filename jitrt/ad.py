@@ -232,9 +232,15 @@ def clear_all_gradients() -> None:
 
 def no_grad(kernel: Any) -> Any:
     """`@jr.ad.no_grad` above `@jr.kernel`: the kernel runs in the forward pass but a Tape does
-    not record it and its `.grad(...)` does nothing (as in Taichi)."""
+    not record it and its `.grad(...)` does nothing (as in Taichi). On a plain Python function
+    that launches kernels: the function is one Tape step whose backward does nothing (its own
+    launches are not recorded), as Taichi's."""
     if not getattr(type(kernel), "is_jitrt_kernel", False):
-        raise TypeError("@jr.ad.no_grad goes above @jr.kernel")
+        if not callable(kernel):
+            raise TypeError("@jr.ad.no_grad goes on a @jr.kernel or a Python function")
+        replaced = grad_replaced(kernel)
+        grad_for(replaced)(lambda *args, **kwargs: None)
+        return replaced
     kernel.grad_disabled = True
     return kernel
 
@@ -277,6 +283,7 @@ def grad_replaced(fn: Any) -> Any:
     replaced.__wrapped__ = fn          # type: ignore[attr-defined]
     replaced.__name__ = getattr(fn, "__name__", "replaced")
     replaced.replaced_step = step      # type: ignore[attr-defined]
+    replaced.grad = step.grad          # type: ignore[attr-defined]  # f.grad(...): its backward
     return replaced
 
 

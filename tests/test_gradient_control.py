@@ -42,8 +42,6 @@ def test_no_grad_kernels_are_not_recorded():
     assert calls[None] == 1                        # it ran forward, once
     np.testing.assert_allclose(x.grad.to_numpy(), 2 * np.arange(N))
     count.grad()                                   # nothing to do
-    with pytest.raises(TypeError, match="above @jr.kernel"):
-        jr.ad.no_grad(lambda: None)
 
 
 def test_grad_replaced_runs_the_users_backward():
@@ -132,3 +130,43 @@ def test_constant_loop_bounds_need_no_adstack():
     with jr.ad.Tape(loss=loss):
         k()
     np.testing.assert_allclose(x.grad.to_numpy(), 18.0)
+
+
+def test_no_grad_on_a_python_function_and_grad_of_a_replaced_function():
+    """As Taichi: @no_grad on a Python function makes it one Tape step with an empty
+    backward; a @grad_replaced function's `.grad(...)` runs its @grad_for backward."""
+    x = jr.field(jr.f32, shape=4, needs_grad=True)
+    total = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def func(mul: jr.f32):
+        for i in range(4):
+            jr.atomic_add(total[None], x[i] * mul)
+
+    @jr.ad.no_grad
+    def skipped(mul):
+        func(mul)
+        func(mul)
+
+    with jr.ad.Tape(loss=total):
+        skipped(4)
+        func(5)
+    assert x.grad.to_numpy().tolist() == [5.0] * 4
+    assert total[None] == 0.0                      # x is 0: only the recorded structure counts
+
+    @jr.ad.grad_replaced
+    def forward(mul):
+        func(mul)
+        func(mul)
+
+    @jr.ad.grad_for(forward)
+    def backward(mul):
+        func.grad(mul)
+
+    x.grad.fill(0.0)
+    total.grad[None] = 1.0
+    forward(4)
+    forward.grad(4)
+    assert x.grad.to_numpy().tolist() == [4.0] * 4
+    with pytest.raises(TypeError, match="no_grad goes on"):
+        jr.ad.no_grad(3)
