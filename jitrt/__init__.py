@@ -30,9 +30,11 @@ from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min,
                                 cast, clamp, eig, exp2, grouped, log2, loop_config, ndrange,
                                 polar_decompose, pow_ as pow, randn, random, rsqrt,
                                 select, sign, static, svd, sym_eig)
+from .frontend.builtins import abs_ as _builtins_abs, max_ as _builtins_max, \
+    min_ as _builtins_min
 from .kernel import func, kernel
 from .data import Field, Ndarray, field, ndarray
-from .linalg import Matrix, Struct, Vector
+from .linalg import Matrix, Struct, Vector, rgb_to_hex
 from .layout import i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741,F401 (jr.ij...)
 from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
@@ -60,6 +62,9 @@ sin, cos, tan, exp, log = MATH["sin"], MATH["cos"], MATH["tan"], MATH["exp"], MA
 sqrt, tanh, floor, ceil = MATH["sqrt"], MATH["tanh"], MATH["floor"], MATH["ceil"]
 asin, acos, atan, sinh, cosh, round = (MATH[fn] for fn in ("asin", "acos", "atan", "sinh",
                                                            "cosh", "round"))
+# Taichi's ti.min/ti.max/ti.abs (element-wise); left out of __all__ so that `from jitrt import *`
+# keeps Python's own min, max and abs
+min, max, abs = _builtins_min, _builtins_max, _builtins_abs
 
 __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
            "Field", "Graph", "JitrtError", "KernelArgError", "KernelCompileError",
@@ -72,7 +77,7 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "kernel", "log", "log2", "loop_config", "math", "ndarray", "ndrange", "polar_decompose",
            "pow", "profiler", "randn", "random", "reset", "root", "round", "rsqrt", "select",
            "sign", "sin", "sinh", "sqrt", "static", "svd", "sym_eig", "sync", "tan", "tanh",
-           "template", "types", "u16", "u32", "u64", "u8"]
+           "template", "types", "u16", "u32", "u64", "u8", "rgb_to_hex"]
 
 
 def __getattr__(name: str) -> object:

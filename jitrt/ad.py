@@ -39,8 +39,10 @@ class Tape:
     def __init__(self, loss: Any = None, clear_gradients: bool = True) -> None:
         if loss is not None and not isinstance(loss, (Field, Ndarray)):
             raise TypeError(f"Tape(loss=...) needs a field or ndarray, got {type(loss).__name__}")
-        if loss is not None and loss.grad is None:
-            raise ValueError(f"Tape(loss=...): '{loss.name}' was created without needs_grad=True")
+        if loss is not None and not loss.needs_grad:    # an implicit gradient does not count
+            raise ValueError(f"Tape(loss=...): '{loss.name}' was created without needs_grad=True"
+                             + (" (and its gradient was neither placed nor given by "
+                                "jr.root.lazy_grad())" if loss.grad is not None else ""))
         self.loss = loss
         self.clear_gradients = clear_gradients
         self.entries: list[tuple[Any, tuple]] = []

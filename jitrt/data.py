@@ -6,7 +6,11 @@ passed to kernels as an argument. Both own a C-contiguous numpy buffer whose add
 changes, and a generation counter `gen` bumped by every host write (`x[i] = v`, `from_numpy`,
 `fill`) and by every launch of a kernel whose write set contains them. Caches observe data by
 (identity, generation) and never re-read it. `needs_grad=True` adds `.grad` (reverse mode),
-`needs_dual=True` adds `.dual` (forward mode): buffers of the same shape and dtype.
+`needs_dual=True` adds `.dual` (forward mode): buffers of the same shape and dtype. A float
+field declared without a shape (placed later by `jr.root`) always gets a gradient placed with it,
+marked `implicit` until the program asks for it (`needs_grad=True`, `place(x.grad)`,
+`jr.root.lazy_grad()`): the runtime differentiates through it, a Tape refuses it as a loss.
+Host access to one element of a vector/matrix field (`v[i]`) gives a `FieldElement` view.
 """
 from __future__ import annotations
 
@@ -30,6 +34,20 @@ CURRENT_DEVICE: list[Any] = [None]
 DLPACK_WRITABLE = bool(np.from_dlpack(np.zeros(1)).flags.writeable)
 _grad_fields: list["weakref.ref[Field]"] = []   # pruned as fields die (cheaper than a WeakSet)
 _dual_buffers: list["weakref.ref[_Buffer]"] = []   # fields and ndarrays with a dual
+_user_fields: list["weakref.ref[Field]"] = []   # fields made by jr.field & co (lazy_grad)
+
+
+def track(f: "Field") -> "Field":
+    """Remember a field the program created (`jr.root.lazy_grad()` gives it a gradient)."""
+    if len(_user_fields) > 64 and len(_user_fields) & (len(_user_fields) - 1) == 0:
+        _user_fields[:] = [r for r in _user_fields if r() is not None]   # amortised pruning
+    _user_fields.append(weakref.ref(f))
+    return f
+
+
+def live_user_fields() -> list["Field"]:
+    """Every field alive now that the program created with `jr.field`, `jr.Vector.field`..."""
+    return [f for f in (r() for r in _user_fields) if f is not None]
 
 
 def live_dual_buffers() -> list["_Buffer"]:
@@ -74,12 +92,22 @@ def _shape(shape: Any) -> tuple[int, ...]:
     return out
 
 
-def _host_index(key: Any, shape: tuple[int, ...], name: str) -> Any:
-    """A host-side element index: `x[i]`, `x[i, j]`, `x[None]` for a 0-d field."""
+def _host_index(key: Any, shape: tuple[int, ...], name: str,
+                element_shape: tuple[int, ...] = ()) -> Any:
+    """A host-side index: `x[i]`, `x[i, j]`, `x[None]` for a 0-d field. With vector/matrix
+    elements, either one index per element dimension (the whole element) or one per storage
+    dimension (one component)."""
     if key is None:
         key = ()
     index = key if isinstance(key, tuple) else (key,)
-    if len(index) != len(shape):
+    outer = len(shape) - len(element_shape)
+    if len(index) != len(shape) and not (element_shape and len(index) == outer):
+        if element_shape:
+            raise IndexError(
+                f"{name} is a field of {element_shape} elements with shape {shape[:outer]} "
+                f"(storage {shape}): give {outer} index(es) for an element or {len(shape)} "
+                f"for one component, not {len(index)}: {key!r}"
+                + (" (use x[None] for the element of a 0-d field)" if not outer else ""))
         hint = " (use x[None] for a 0-d field or ndarray)" if not shape else ""
         raise IndexError(f"{name} has {len(shape)} dimension(s) (shape {shape}) but "
                          f"{len(index)} index(es) were given: {key!r}{hint}")
@@ -96,7 +124,7 @@ class _Buffer:
     """What Field and Ndarray share: the numpy buffer, host access and the generation."""
 
     __slots__ = ("_data", "dtype", "shape", "gen", "ptr", "alloc_id", "grad", "name",
-                 "named", "_mirror", "element_shape", "dual", "__weakref__")
+                 "named", "_mirror", "element_shape", "dual", "implicit", "__weakref__")
 
     def __init__(self, dtype: Any, shape: Any, needs_grad: bool, name: str | None,
                  kind: str, storage: np.ndarray | None = None, needs_dual: bool = False) -> None:
@@ -113,6 +141,7 @@ class _Buffer:
         self.named = name is not None   # else errors use the kernel's source name
         self.grad: Any = None
         self.dual: Any = None
+        self.implicit = False   # a gradient placed with its field, not asked for (see top)
         if needs_grad:
             _check_float(self.dtype, "needs_grad")
             self.grad = type(self)(self.dtype, self.shape, False, self.name + ".grad", kind)
@@ -131,7 +160,24 @@ class _Buffer:
 
     @property
     def needs_grad(self) -> bool:
-        return self.grad is not None
+        """Whether the program asked for a gradient (an implicit one does not count)."""
+        return self.grad is not None and not self.grad.implicit
+
+    @property
+    def n(self) -> int:
+        """Components of a vector element, rows of a matrix element (as Taichi's `x.n`)."""
+        if not self.element_shape:
+            raise AttributeError(f"'{self.name}' holds scalars: .n is the length of a vector "
+                                 "or the rows of a matrix field")
+        return self.element_shape[0]
+
+    @property
+    def m(self) -> int:
+        """Columns of a matrix element; 1 for a vector element (as Taichi's `x.m`)."""
+        if not self.element_shape:
+            raise AttributeError(f"'{self.name}' holds scalars: .m is the columns of a "
+                                 "matrix field (1 for a vector field)")
+        return self.element_shape[1] if len(self.element_shape) > 1 else 1
 
     @property
     def needs_dual(self) -> bool:
@@ -153,13 +199,29 @@ class _Buffer:
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, slice):
             return self._host()[key].copy()
-        index = _host_index(key, self.shape, self.name)
+        index = _host_index(key, self.shape, self.name, self.element_shape)
+        if len(index) < len(self.shape):      # a whole vector/matrix element: a live proxy
+            return FieldElement(self, index)
         return self._host()[index].item()
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        index = key if isinstance(key, slice) else _host_index(key, self.shape, self.name)
+        if isinstance(key, slice):
+            index = key
+        else:
+            index = _host_index(key, self.shape, self.name, self.element_shape)
+            if len(index) < len(self.shape):
+                value = self._element_value(key, value)
         self._host()[index] = value
         self._wrote()
+
+    def _element_value(self, key: Any, value: Any) -> np.ndarray:
+        """What `x[i] = value` stores in a vector/matrix element: its shape, or a scalar."""
+        arr = np.asarray(value)
+        if arr.shape not in ((), self.element_shape):
+            what = "vector" if len(self.element_shape) == 1 else "matrix"
+            raise ValueError(f"{self.name}[{key!r}] = ...: a {what} element has shape "
+                             f"{self.element_shape}, got a value of shape {arr.shape}")
+        return arr
 
     def to_numpy(self) -> np.ndarray:
         return self._host().copy()
@@ -248,6 +310,127 @@ class _Buffer:
                 "strides": None, "version": 3, "stream": None}
 
 
+class FieldElement:
+    """One vector/matrix element of a field or ndarray at Python scope (`x[i]`, `s[None]`).
+
+    A view, not a copy: reading it reads the field now (bringing GPU data home as `x[i, k]`
+    does) and `e[k] = v`, `e[r, c] = v`, `e.x = v`, `e[k] -= v` write through it (the field's
+    generation moves, as with `x[i, k] = v`). An index that leaves dimensions (`m[i][r]` of
+    a matrix) gives a view of that part. Arithmetic, `np.asarray(e)`, `print(e)` use its
+    current value as a numpy array (`e.to_numpy()`)."""
+
+    __slots__ = ("_buf", "_index")
+
+    def __init__(self, buf: Any, index: tuple[int, ...]) -> None:
+        self._buf, self._index = buf, tuple(int(i) for i in index)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._buf.shape[len(self._index):])
+
+    @property
+    def n(self) -> int:
+        return self.shape[0]
+
+    @property
+    def m(self) -> int:
+        return self.shape[1] if len(self.shape) > 1 else 1
+
+    def _key(self, key: Any) -> tuple[Any, ...]:
+        key = key if isinstance(key, tuple) else (key,)
+        shape = self.shape
+        if len(key) > len(shape):
+            raise IndexError(f"{self._buf.name}{list(self._index)}: an element of shape "
+                             f"{shape} takes at most {len(shape)} index(es), got {key!r}")
+        for k, (i, n) in enumerate(zip(key, shape)):
+            if isinstance(i, slice):
+                continue
+            if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+                raise IndexError(f"component index {i!r} is not an integer")
+            if not -n <= i < n:
+                raise IndexError(f"component index {i} is out of range for an element of "
+                                 f"shape {shape}")
+        return self._index + tuple(i if isinstance(i, slice) or i >= 0 else i + n
+                                   for i, n in zip(key, shape))
+
+    def __getitem__(self, key: Any) -> Any:
+        full = self._key(key)
+        if any(isinstance(i, slice) for i in full):
+            return self._buf._host()[full].copy()
+        if len(full) < len(self._buf.shape):
+            return FieldElement(self._buf, full)
+        return self._buf._host()[full].item()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        full = self._key(key)
+        arr = np.asarray(value)
+        part = np.shape(self._buf._host()[full])
+        if arr.shape not in ((), part):
+            raise ValueError(f"{self._buf.name}: a part of shape {part} cannot take a value "
+                             f"of shape {arr.shape}")
+        self._buf._host()[full] = arr
+        self._buf._wrote()
+
+    def to_numpy(self) -> np.ndarray:
+        return np.array(self._buf._host()[self._index])
+
+    def to_list(self) -> list:
+        return self.to_numpy().tolist()  # type: ignore[no-any-return]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.to_numpy()
+        return out if dtype is None else out.astype(dtype)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __iter__(self) -> Any:
+        return iter(self.to_numpy())
+
+    def __repr__(self) -> str:
+        return repr(self.to_numpy())
+
+    def __str__(self) -> str:
+        return str(self.to_numpy())
+
+    def __eq__(self, other: Any) -> Any:
+        return self.to_numpy() == np.asarray(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def norm(self) -> Any:
+        return np.sqrt(np.sum(self.to_numpy() ** 2))
+
+    def dot(self, other: Any) -> Any:
+        return np.dot(self.to_numpy(), np.asarray(other))
+
+
+def _component(k: int) -> property:
+    def get(e: FieldElement) -> Any:
+        return e[k]
+
+    def put(e: FieldElement, value: Any) -> None:
+        e[k] = value
+    return property(get, put)
+
+
+def _numpy_op(name: str) -> Any:
+    op = getattr(np.ndarray, name)
+
+    def method(self: FieldElement, *other: Any) -> Any:
+        return op(self.to_numpy(), *(np.asarray(o) for o in other))
+    method.__name__ = name
+    return method
+
+
+for _k, _c in enumerate("xyzw"):
+    setattr(FieldElement, _c, _component(_k))
+for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
+            "rfloordiv", "mod", "rmod", "pow", "rpow", "matmul", "rmatmul", "neg", "pos", "abs",
+            "lt", "le", "gt", "ge", "ne"):
+    setattr(FieldElement, f"__{_op}__", _numpy_op(f"__{_op}__"))
+
+
 class Field(_Buffer):
     """Global data referenced from kernels by closure: `x = jr.field(jr.f32, shape=(N,))`."""
     __slots__ = ()
@@ -266,23 +449,31 @@ class Field(_Buffer):
 
 
 class PendingField(Field):
-    """A field declared without a shape, waiting for `jr.root....place(x)`."""
+    """A field declared without a shape, waiting for `jr.root....place(x)`. A float one has a
+    gradient from the start (pending too): `needs_grad=True` asks for it; otherwise it is
+    `implicit` until `place(x.grad)` or `jr.root.lazy_grad()` (see the module docstring)."""
     __slots__ = ()
 
     def __init__(self, dtype: Any, needs_grad: bool, name: str | None,
-                 element_shape: tuple[int, ...] = (), needs_dual: bool = False) -> None:
+                 element_shape: tuple[int, ...] = (), needs_dual: bool = False,
+                 derived: bool = False) -> None:
         self.dtype = dtypes.coerce(dtype)
         self.name = name or "field"
         self.named = name is not None
         self.element_shape = element_shape
         self.grad = self.dual = None
+        self.implicit = False
         if needs_grad:
             _check_float(self.dtype, "needs_grad")
-            self.grad = PendingField(self.dtype, False, self.name + ".grad", element_shape)
+        if not derived and (needs_grad or self.dtype.is_float):
+            self.grad = PendingField(self.dtype, False, self.name + ".grad", element_shape,
+                                     derived=True)
             self.grad.named = self.named
+            self.grad.implicit = not needs_grad
         if needs_dual:
             _check_float(self.dtype, "needs_dual")
-            self.dual = PendingField(self.dtype, False, self.name + ".dual", element_shape)
+            self.dual = PendingField(self.dtype, False, self.name + ".dual", element_shape,
+                                     derived=True)
             self.dual.named = self.named
 
     def __getattr__(self, attr: str) -> Any:
@@ -291,14 +482,20 @@ class PendingField(Field):
                            "shape=...)")
 
     def place_with(self, shape: tuple[int, ...]) -> None:
-        """Become an ordinary Field of `shape` (plus the element's component dimensions)."""
+        """Become an ordinary Field of `shape` (plus the element's component dimensions); a
+        gradient not placed yet is placed with it, one placed already must match."""
         grad, dual, element = self.grad, self.dual, self.element_shape
+        implicit = self.implicit
         Field.__init__(self, self.dtype, shape + element, False,
                        self.name if self.named else None, "field")
         self.__class__ = Field  # type: ignore[assignment]
-        self.element_shape = element
+        self.element_shape, self.implicit = element, implicit
         if isinstance(grad, PendingField):
             grad.place_with(shape)
+        if grad is not None:
+            if grad.shape != self.shape:
+                raise ValueError(f"field '{self.name}' gets shape {self.shape} but its gradient "
+                                 f"was placed with shape {grad.shape}: place both alike")
             self.grad = grad
             _grad_fields.append(weakref.ref(self))
         if isinstance(dual, PendingField):
@@ -375,8 +572,8 @@ def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
         return dtype.element_field(shape, needs_grad, name,  # type: ignore[no-any-return]
                                    needs_dual=needs_dual)
     if shape is None:
-        return PendingField(dtype, needs_grad, name, needs_dual=needs_dual)
-    return Field(dtype, shape, needs_grad, name, "field", needs_dual=needs_dual)
+        return track(PendingField(dtype, needs_grad, name, needs_dual=needs_dual))
+    return track(Field(dtype, shape, needs_grad, name, "field", needs_dual=needs_dual))
 
 
 def ndarray(dtype: Any, shape: Any, needs_grad: bool = False, name: str | None = None,

@@ -5,7 +5,8 @@ fixed size and a scalar dtype. In kernels, vectors and matrices are compile-time
 scalar values (`frontend/vectors.py`): every operation unrolls into scalar IR, so they live in
 registers and autodiff sees only scalars. In memory, a field or ndarray of vectors stores the
 components as trailing dimensions: a `jr.Vector.field(3, jr.f32, shape=(N,))` holds an (N, 3)
-array, and `to_numpy()` returns that shape (as Taichi does).
+array, and `to_numpy()` returns that shape (as Taichi does); at Python scope `x[i]` of such a
+field is a `data.FieldElement`. Also `rgb_to_hex`, Taichi's GUI colour helper.
 """
 from __future__ import annotations
 
@@ -86,10 +87,10 @@ def element_type(dtype: Any) -> tuple[DataType, tuple[int, ...]]:
 def _storage(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
              ndarray: bool, needs_dual: bool = False) -> Any:
     """A field (or ndarray) of `kind`: the components as trailing dimensions."""
-    from .data import Field, Ndarray, PendingField, _shape
+    from .data import Field, Ndarray, PendingField, _shape, track
     dt, element = element_type(kind)
     if shape is None and not ndarray:        # placed later: jr.root.dense(...).place(x)
-        return PendingField(dt, needs_grad, name, element, needs_dual)
+        return track(PendingField(dt, needs_grad, name, element, needs_dual))
     cls = Ndarray if ndarray else Field
     out = cls(dt, _shape(shape) + element, needs_grad, name, "ndarray" if ndarray else "field",
               needs_dual=needs_dual)
@@ -97,7 +98,7 @@ def _storage(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
     for derived in (out.grad, out.dual):
         if derived is not None:
             derived.element_shape = element
-    return out
+    return out if isinstance(out, Ndarray) else track(out)
 
 
 def _field(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
@@ -108,6 +109,20 @@ def _field(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
 def _ndarray(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
              needs_dual: bool = False) -> Any:
     return _storage(kind, shape, needs_grad, name, True, needs_dual)
+
+
+def rgb_to_hex(c: Any) -> Any:
+    """A colour as 0xRRGGBB, as Taichi's `ti.rgb_to_hex` (GUI colours): `c` holds red, green
+    and blue in [0, 1] along its first axis (a 3-vector gives an int; an array of shape (3, N)
+    gives N of them, as numpy int64). Each channel is scaled by 255, truncated and clipped."""
+    arr = np.asarray(c, dtype=np.float64)
+    if arr.ndim == 0 or arr.shape[0] != 3:
+        raise ValueError(f"rgb_to_hex: expected red, green and blue along the first axis "
+                         f"(a 3-vector or a (3, N) array), got shape {arr.shape}")
+    with np.errstate(invalid="ignore"):
+        rgb = np.clip(np.trunc(arr * 255), 0, 255).astype(np.int64)
+    out = (rgb[0] << 16) + (rgb[1] << 8) + rgb[2]
+    return int(out) if out.ndim == 0 else out
 
 
 class Vector:

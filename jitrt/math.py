@@ -2,19 +2,23 @@
 
 `vec2/vec3/vec4` and `mat2/mat3/mat4` take the program's default float type, `ivec2/3/4`
 are i32. In kernels, `jr.math.vec3(x, y, z)` builds a vector; `dot`, `cross`, `normalize`,
-`length` work on vectors as their methods do (`docs/usage.md`, "Vectors and matrices").
+`length` work on vectors as their methods do (`docs/usage.md`, "Vectors and matrices"), and
+`min`/`max` are element-wise as Taichi's `ti.math.min/max` (not in `__all__`: a star import
+keeps Python's own).
 """
 from __future__ import annotations
 
 from . import dtypes
-from .frontend.builtins import (MATH, Builtin, atan2, clamp, exp2, log2, pow_ as pow, rsqrt,
-                                select, sign)
+from .frontend.builtins import (MATH, Builtin, atan2, clamp, exp2, log2, max_, min_,
+                                pow_ as pow, rsqrt, select, sign)
 from .linalg import matrix, vector
 
 sin, cos, tan, exp, log, sqrt, tanh = (MATH[k] for k in ("sin", "cos", "tan", "exp", "log",
                                                          "sqrt", "tanh"))
 floor, ceil, asin, acos, atan, sinh, cosh, round = (
     MATH[k] for k in ("floor", "ceil", "asin", "acos", "atan", "sinh", "cosh", "round"))
+
+min, max = min_, max_      # noqa: A001 (Taichi's ti.math.min/max)
 
 vec2, vec3, vec4 = vector(2), vector(3), vector(4)
 ivec2, ivec3, ivec4 = vector(2, dtypes.i32), vector(3, dtypes.i32), vector(4, dtypes.i32)

@@ -7,6 +7,7 @@ so that host code and tests can use them too.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -54,6 +55,11 @@ eig = Builtin("eig")
 DECOMPOSITIONS = {polar_decompose: "polar_decompose2d", svd: "svd2d", sym_eig: "sym_eig2x2",
                   eig: "eig2x2"}
 randn = Builtin("randn", lambda dtype=None: np.random.standard_normal())
+# Taichi's ti.min/ti.max (two or more arguments, element-wise) and ti.abs; in kernels they
+# lower as Python's min/max/abs do
+min_ = Builtin("min", lambda *args: functools.reduce(np.minimum, args))
+max_ = Builtin("max", lambda *args: functools.reduce(np.maximum, args))
+abs_ = Builtin("abs", np.abs)
 DERIVED = (rsqrt, log2, exp2, sign, clamp, select)
 static = Builtin("static", lambda x: x)
 cast = Builtin("cast", None)

@@ -145,6 +145,7 @@ class LoweringHost:
         is_kernel_body: bool
         serialize_next: bool
         block_dim_next: int
+        statement_call: Any           # the call an expression statement is lowering, or None
         # expressions (lower_expr)
         expr: Callable[..., Any]
         value: Callable[..., n.Expr]
@@ -178,6 +179,10 @@ class LoweringHost:
         matmul: Callable[..., Any]
         math: Callable[..., Any]
         pairwise: Callable[..., Any]
+        class_call: Callable[..., Any]
+        atomic_element: Callable[..., Any]
+        element_refs: Callable[..., Any]
+        vector_element_of: Callable[..., Any]
         element_shape: Callable[..., tuple[int, ...]]
         whole_element: Callable[..., Any]
         load_element: Callable[..., Any]

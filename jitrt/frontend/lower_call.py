@@ -23,7 +23,7 @@ from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .func import Func
 from .lower_expr import Value, describe, is_number
-from .vectors import VecMethod, VecValue, as_vector
+from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, as_vector
 
 MAX_INLINE_DEPTH = 24
 _PLAIN_FUNCS: "weakref.WeakKeyDictionary[Any, Func]" = weakref.WeakKeyDictionary()
@@ -83,7 +83,7 @@ class CallLowering(LoweringHost):
             obj, np.generic) else None
         if np_dt is not None:
             return self.cast(self.one_value(node), np_dt)  # np.float32(x)
-        if obj is np.abs:
+        if obj is np.abs or obj is bi.abs_:
             obj = bi.PY_ABS
         elif obj is np.minimum or obj is np.maximum:
             obj = bi.PY_MIN if obj is np.minimum else bi.PY_MAX
@@ -96,10 +96,9 @@ class CallLowering(LoweringHost):
         if obj is bi.PY_FLOAT:
             return self.cast(self.one_value(node), self.ctx.default_fp)
         if obj is bi.PY_ABS:
-            e = self.one_value(node)
-            return n.Math("abs", (e,), e.dtype, self.loc(node))
+            return self.abs_value(self.one_value(node), node)
         if obj is bi.PY_MIN or obj is bi.PY_MAX:
-            return self.min_max("min" if obj is bi.PY_MIN else "max", node)
+            return self.min_max("min" if obj is bi.PY_MIN else "max", node, "")
         if obj is bi.PY_RANGE or obj is bi.ndrange:
             raise self.err(node, f"{describe(obj)}() can only be the iterable of a for loop")
         raise self.err(node, f"calling {describe(obj)} is not supported in kernels")
@@ -111,6 +110,10 @@ class CallLowering(LoweringHost):
         from ..math import VECTOR_FUNCTIONS
         if isinstance(obj, VecMethod):
             return self.call_vec_method(obj, node)
+        if isinstance(obj, ClassMethod):
+            return self.class_call(obj, node)
+        if obj is bi.min_ or obj is bi.max_:      # jr.min / jr.max: element-wise, as min/max
+            return self.min_max(obj.name, node, "jr.")
         if obj in (Vector.zero, Vector.one, Vector.unit, Matrix.zero, Matrix.identity):
             return self.filled(obj, node)
         if obj is Vector or obj is Matrix or isinstance(obj, MatrixType):
@@ -124,10 +127,10 @@ class CallLowering(LoweringHost):
             v = self.expr(node.args[0])
             if isinstance(v, VecValue):
                 return self.vec_map(v, lambda x: self.math(obj.name, x, node))
-        if obj is bi.PY_ABS and len(node.args) == 1:
+        if (obj is bi.PY_ABS or obj is bi.abs_) and len(node.args) == 1:
             v = self.expr(node.args[0])
-            if isinstance(v, VecValue):
-                return self.vec_map(v, lambda x: self.math("abs", x, node))
+            if isinstance(v, VecValue):       # of integers stays integer, as the scalar one
+                return self.vec_map(v, lambda x: self.abs_value(self.value(node, x), node))
         if (obj is bi.PY_INT or obj is bi.PY_FLOAT or isinstance(obj, DataType)) and \
                 len(node.args) == 1 and not node.keywords:
             v = self.expr(node.args[0])                  # int(v): element-wise, as in Taichi
@@ -162,6 +165,9 @@ class CallLowering(LoweringHost):
         call = ast.Call(func=node.func, args=[args[0]], keywords=[])
         return self.inline(getattr(matrix_functions, name), ast.copy_location(call, node))
 
+    def abs_value(self, e: n.Expr, node: ast.AST) -> n.Expr:
+        return n.Math("abs", (e,), e.dtype, self.loc(node))
+
     def one_value(self, node: ast.Call) -> n.Expr:
         if len(node.args) != 1:
             raise self.err(node, f"expected 1 argument, got {len(node.args)}")
@@ -177,7 +183,33 @@ class CallLowering(LoweringHost):
 
     def compile_time(self, node: ast.AST) -> Value:
         """Inside `jr.static(...)`: a call whose callee and arguments are all known at compile
-        time runs in Python (`range(3)`, `enumerate(fields)`); anything else lowers as usual."""
+        time runs in Python (`range(3)`, `enumerate(fields)`); a name of a numpy array is the
+        array itself (`jr.static(a.shape)`), not the constant vector it is elsewhere; anything
+        else lowers as usual."""
+        if isinstance(node, ast.Name):
+            found = self.scope.lookup(node.id)
+            if isinstance(found, PyValue) and isinstance(found.obj, np.ndarray):
+                return found
+        if isinstance(node, ast.Subscript):        # jr.static(a.shape[0]) of a numpy array
+            base = self.compile_time(node.value)
+            if isinstance(base, PyValue) and isinstance(base.obj, (tuple, np.ndarray)):
+                index = self.compile_time(node.slice)
+                if not isinstance(index, PyValue):
+                    raise self.err(node.slice, "jr.static() needs a value known at compile "
+                                   "time")
+                try:
+                    return PyValue(base.obj[index.obj])
+                except (IndexError, TypeError) as exc:
+                    raise self.err(node, f"jr.static(): indexing fails: {exc}") from None
+            return self.expr(node)
+        if isinstance(node, ast.Attribute):
+            base = self.compile_time(node.value)
+            if isinstance(base, PyValue) and isinstance(base.obj, np.ndarray):
+                try:
+                    return PyValue(getattr(base.obj, node.attr))
+                except AttributeError:
+                    raise self.err(node, f"a numpy array has no attribute '{node.attr}'"
+                                   ) from None
         if not isinstance(node, ast.Call):
             return self.expr(node)
         parts = [self.compile_time(x) for x in [node.func, *node.args]]
@@ -191,18 +223,39 @@ class CallLowering(LoweringHost):
         except Exception as exc:  # noqa: BLE001 - the user's own compile-time expression
             raise self.err(node, f"jr.static(): evaluating this call failed: {exc}") from None
 
-    def min_max(self, op: str, node: ast.Call) -> Value:
+    def min_max(self, op: str, node: ast.Call, prefix: str) -> Value:
+        """`min(a, b, ...)` / `jr.min(a, b, ...)` (max likewise) of two or more arguments:
+        element-wise on vectors and matrices of one shape, scalars broadcast (Taichi's
+        ti.min/ti.max); two constants fold."""
+        if node.keywords:
+            raise self.err(node, f"{prefix}{op}() takes no keyword arguments")
         if len(node.args) < 2:
-            raise self.err(node, f"{op}() in a kernel needs at least 2 arguments")
-        result: Value = self.expr(node.args[0])
+            raise self.err(node, f"{prefix}{op}() in a kernel needs at least 2 arguments (the "
+                           f"smallest/largest component of a vector is v.{op}())")
+        result: Value = as_vector(self.expr(node.args[0]))
         for arg in node.args[1:]:
-            other = self.expr(arg)
-            if is_number(result) and is_number(other):
-                result = PyValue((min if op == "min" else max)(result.obj, other.obj))  # type: ignore
-                continue
-            a, b, dt = self.operands(result, other, node)
-            result = n.Binary(op, a, b, dt, self.loc(node))
+            other = as_vector(self.expr(arg))
+            if isinstance(result, TupleValue) or isinstance(other, TupleValue):
+                raise self.err(node, f"{prefix}{op}() takes numbers, vectors or matrices")
+            if isinstance(result, VecValue) or isinstance(other, VecValue):
+                shape = result.shape if isinstance(result, VecValue) else other.shape  # type: ignore[union-attr]
+                for v in (result, other):
+                    if isinstance(v, VecValue) and v.shape != shape:
+                        raise self.err(node, f"{prefix}{op}(): shapes {shape} and {v.shape} "
+                                       "differ")
+                count = len(next(v.items for v in (result, other) if isinstance(v, VecValue)))
+                xs = result.items if isinstance(result, VecValue) else (result,) * count
+                ys = other.items if isinstance(other, VecValue) else (other,) * count
+                result = VecValue(shape, tuple(self.min_max_pair(op, x, y, node)
+                                               for x, y in zip(xs, ys)))
+            else:
+                result = self.min_max_pair(op, result, other, node)
         return result
+
+    def min_max_pair(self, op: str, a: Value, b: Value, node: ast.Call) -> Value:
+        if is_number(a) and is_number(b):
+            return PyValue((min if op == "min" else max)(a.obj, b.obj))  # type: ignore
+        return self.pairwise(op, a, b, node)
 
     def call_builtin(self, fn: bi.Builtin, node: ast.Call) -> Value:
         loc = self.loc(node)
@@ -365,11 +418,30 @@ class CallLowering(LoweringHost):
         return self.cast(self.value(args[0], value), target.obj)
 
     def atomic(self, op: str, node: ast.Call) -> Value:
+        """`jr.atomic_add(x[i], v)` and friends: the element's old value. On a whole
+        vector/matrix element (`v[i]` of a vector field) one atomic per component."""
         if len(node.args) != 2 or not isinstance(node.args[0], ast.Subscript):
             raise self.err(node, f"jr.atomic_{op}(x[i], value) needs a field or ndarray "
                            "element and a value")
-        ref, indices = self.global_access(node.args[0])
-        value = self.typed(self.expr(node.args[1]), ref.dtype, node.args[1])  # as for `+=`
+        target = node.args[0]
+        statement = getattr(self, "statement_call", None) is node
+        outer = self.vector_element_of(target)     # x[i][k]: a component (or a row)
+        if outer is not None:
+            part = self.vec_index(self.load_element(outer, target), target.slice)
+            loads = part.items if isinstance(part, VecValue) else (part,)
+            ref, element = outer[0], part.shape if isinstance(part, VecValue) else ()
+            idxs = [load.indices for load in loads]
+        else:
+            ref, indices, element = self.access(target)
+            idxs = self.element_refs(ref, indices, element, self.loc(node))
+        value = self.expr(node.args[1])
+        if element:
+            return self.atomic_element(op, ref, idxs, element, value, node, statement)
+        indices = idxs[0]
+        if isinstance(as_vector(value), (VecValue, TupleValue)):
+            raise self.err(node.args[1], f"jr.atomic_{op}(): a vector value needs a whole "
+                           "vector element (x[i] of a vector field), not one component")
+        value = self.typed(value, ref.dtype, node.args[1])  # as for `+=`
         return n.Atomic(op, ref, indices, value, ref.dtype, self.loc(node))
 
     # ---- @jr.func inlining --------------------------------------------------------------

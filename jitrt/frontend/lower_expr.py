@@ -18,7 +18,8 @@ from ..ir import nodes as n
 from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .source import SourceInfo
 from .structs import StructElement
-from .vectors import TupleValue, VecValue, VecVar
+from .vectors import (CONSTRUCTORS, METHODS, ClassMethod, TupleValue, VecValue, VecVar,
+                      constant_array)
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
           ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -78,6 +79,12 @@ class ExprLowering(LoweringHost):
         if isinstance(v, TupleValue):
             raise self.err(node, f"expected a number, got a tuple of {len(v.items)} values")
         what = v.obj if isinstance(v, PyValue) else v
+        import numpy as np
+        if isinstance(what, np.ndarray):
+            raise self.err(node, f"expected a number, got a numpy array of shape {what.shape} "
+                           f"and dtype {what.dtype} (numeric arrays of 1 or 2 dimensions and up "
+                           "to 64 numbers are constant vectors/matrices in kernels; pass a "
+                           "larger one as an ndarray argument or copy it into a field)")
         raise self.err(node, f"expected a number, got {describe(what)}")
 
     def cast(self, e: n.Expr, dt: DataType) -> n.Expr:
@@ -148,7 +155,22 @@ class ExprLowering(LoweringHost):
         if isinstance(found, PyValue) and node.id not in self.scope.bindings and isinstance(
                 found.obj, (bool, int, float, tuple, str)):
             self.ctx.captured[node.id] = repr(found.obj)  # a key part of the offline cache
+        if isinstance(found, PyValue):
+            return self.array_constant(found, node.id if node.id not in self.scope.bindings
+                                       else None)
         return found
+
+    def array_constant(self, v: PyValue, captured_as: str | None) -> Value:
+        """A small numeric numpy array (a Python-scope `jr.Vector([0, -40])` read as a global
+        or closure value, a `jr.static(jr.grouped(...))` loop item) as a constant vector or
+        matrix: its numbers are part of the IR and so of the cache key (and recorded among the
+        captured constants); other objects as they are."""
+        vec = constant_array(v.obj)
+        if vec is None:
+            return v
+        if captured_as is not None:
+            self.ctx.captured[captured_as] = f"{v.obj.tolist()!r}:{v.obj.dtype}"
+        return vec
 
     def expr_Tuple(self, node: ast.Tuple) -> Value:
         items = [self.expr(e) for e in node.elts]
@@ -168,8 +190,11 @@ class ExprLowering(LoweringHost):
             obj = base.obj
             if is_field(obj) and node.attr == "grad" and obj.grad is None:
                 raise self.err(node, f"field {obj.name!r} has no gradient (needs_grad=False)")
+            special = self.class_attribute(obj, node)
+            if special is not None:
+                return special
             try:
-                return PyValue(getattr(obj, node.attr))
+                return self.array_constant(PyValue(getattr(obj, node.attr)), None)
             except AttributeError as exc:
                 if type(exc).__name__ == "NotInJitrt":       # a peer's name, with advice
                     raise self.err(node, str(exc)) from None
@@ -183,6 +208,24 @@ class ExprLowering(LoweringHost):
                 return base.adjoint()
             raise self.err(node, f"ndarray argument '{base.name}' has no attribute '{node.attr}'")
         raise self.err(node, f"run-time values have no attribute '{node.attr}'")
+
+    def class_attribute(self, obj: Any, node: ast.Attribute) -> Value | None:
+        """What the frontend itself resolves on a compile-time object: `jr.Matrix.diag/rows/
+        cols` and `jr.Vector.<method>` (ClassMethod, called by lower_call), and `x.n` / `x.m`
+        of a field of vectors or matrices (the component counts, as in Taichi: a vector's m is
+        1); None for everything else."""
+        from ..linalg import Matrix, Vector
+        if (obj is Vector or obj is Matrix) and node.attr in CONSTRUCTORS + METHODS:
+            return PyValue(ClassMethod(obj.__name__, node.attr))
+        if is_field(obj) and node.attr in ("n", "m"):
+            element = tuple(getattr(obj, "element_shape", ()) or ())
+            if not element:
+                raise self.err(node, f"field {obj.name!r} has scalar elements: .{node.attr} is "
+                               "the component count of a vector or matrix field")
+            if node.attr == "n":
+                return PyValue(element[0])
+            return PyValue(element[1] if len(element) == 2 else 1)
+        return None
 
     def expr_Subscript(self, node: ast.Subscript) -> Value:
         base = self.expr(node.value)

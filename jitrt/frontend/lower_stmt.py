@@ -47,7 +47,13 @@ class StmtLowering(LoweringHost):
             return  # docstring or comment string
         if isinstance(node.value, ast.Call) and self.is_loop_config(node.value):
             return
-        v = self.expr(node.value)
+        # a call whose value is discarded: `jr.atomic_add(v[i], d)` on a vector element emits
+        # its atomics as statements (differentiable as `+=` is)
+        self.statement_call = node.value
+        try:
+            v = self.expr(node.value)
+        finally:
+            self.statement_call = None
         if isinstance(v, n.Expr) and has_side_effect(v):
             self.emit(n.Eval(v, self.loc(node)))
 

@@ -65,8 +65,25 @@ class VecMethod:
     name: str
 
 
-METHODS = ("dot", "cross", "norm", "norm_sqr", "normalized", "outer_product", "transpose",
-           "trace", "determinant", "inverse", "sum", "max", "min", "any", "all", "cast")
+@frozen
+class ClassMethod:
+    """`jr.Matrix.diag`, `jr.Matrix.cols`, `jr.Vector.normalized`... waiting for its call
+    (`kind` is "Vector" or "Matrix"): the constructors Taichi has on its classes, and every
+    method called through the class (`jr.Vector.normalized(v, 1e-6)`)."""
+    kind: str
+    name: str
+
+
+METHODS = ("dot", "cross", "norm", "norm_sqr", "norm_inv", "normalized", "outer_product",
+           "transpose", "trace", "determinant", "inverse", "sum", "max", "min", "any", "all",
+           "cast")
+CONSTRUCTORS = ("diag", "rows", "cols")
+# (least, most) arguments of each method besides the vector; the others take none
+METHOD_ARGS = {"dot": (1, 1), "cross": (1, 1), "outer_product": (1, 1), "cast": (1, 1),
+               "norm": (0, 1), "norm_inv": (0, 1), "normalized": (0, 1)}
+# numpy arrays (globals, closure values, jr.static loop items) up to this many numbers are
+# constant vectors/matrices in kernels
+MAX_CONSTANT_ARRAY = 64
 SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
 
 
@@ -89,6 +106,21 @@ def constant_vector(v: Any) -> VecValue | None:
             isinstance(x, number) and not isinstance(x, bool) for x in r) for r in obj):
         return VecValue((len(obj), len(obj[0])), tuple(PyValue(x) for r in obj for x in r))
     return None
+
+
+def constant_array(obj: Any) -> VecValue | PyValue | None:
+    """A small 1-D or 2-D numeric numpy array (`gravity = jr.Vector([0, -40])` at Python
+    scope, an item of `jr.static(jr.grouped(jr.ndrange(...)))`) as a vector/matrix of
+    compile-time numbers, which adapt to the other operand like literals do (alone, ints are
+    default_ip and floats default_fp, as Taichi types a Python-scope vector); a numpy number as
+    the Python number; else None."""
+    import numpy as np
+    if isinstance(obj, np.generic) and obj.dtype.kind in "iuf":
+        return PyValue(obj.item())         # a numpy number (`for s in jr.static(a)`)
+    if not isinstance(obj, np.ndarray) or obj.ndim not in (1, 2) or not 0 < obj.size <= \
+            MAX_CONSTANT_ARRAY or obj.dtype.kind not in "iuf":
+        return None
+    return VecValue(tuple(obj.shape), tuple(PyValue(x) for x in obj.ravel().tolist()))
 
 
 def as_vector(v: Any) -> Any:
@@ -266,15 +298,18 @@ class VectorLowering(LoweringHost):
         v = args[0]
         if not isinstance(v, VecValue):
             raise self.err(node, f"{name}() needs a vector or matrix")
-        wants = {"dot": 1, "cross": 1, "outer_product": 1, "cast": 1}.get(name, 0)
-        if len(args) - 1 != wants:
-            raise self.err(node, f".{name}() takes {wants} argument(s), got {len(args) - 1}")
-        other = args[1] if wants else None
+        least, most = METHOD_ARGS.get(name, (0, 0))
+        if not least <= len(args) - 1 <= most:
+            takes = str(least) if least == most else f"{least} to {most}"
+            raise self.err(node, f".{name}() takes {takes} argument(s), got {len(args) - 1}")
+        if name in ("norm", "norm_inv", "normalized"):
+            return self.vec_norms(name, v, args[1] if len(args) > 1 else None, node)
+        other = args[1] if least else None
         if name == "cast":
             dt = other.obj if isinstance(other, PyValue) else None
             dt = {int: self.ctx.default_ip, float: self.ctx.default_fp}.get(dt, dt)  # type: ignore
             return self.vec_cast(v, dt, node)
-        if wants and not isinstance(other, VecValue):
+        if least and not isinstance(other, VecValue):
             raise self.err(node, f".{name}() needs a vector argument")
         assert other is None or isinstance(other, VecValue)
         if name == "dot" and other is not None:
@@ -287,11 +322,6 @@ class VectorLowering(LoweringHost):
                                   for x, y in itertools.product(v.items, other.items)))
         if name == "norm_sqr":
             return self.sum_of([self.binary("*", x, x, node) for x in v.items], node)
-        if name == "norm":
-            return self.math("sqrt", self.vec_function("norm_sqr", [v], node), node)
-        if name == "normalized":
-            inv = self.binary("/", PyValue(1.0), self.vec_function("norm", [v], node), node)
-            return self.vec_binary("*", v, inv, node)
         if name in ("sum", "max", "min"):
             out = v.items[0]
             for x in v.items[1:]:
@@ -314,6 +344,92 @@ class VectorLowering(LoweringHost):
         if name == "determinant":
             return self.determinant(v, node)
         return self.inverse(v, node)
+
+    def vec_norms(self, name: str, v: VecValue, eps: Any, node: ast.Call) -> Any:
+        """`.norm(eps)` = sqrt(|v|^2 + eps), `.norm_inv(eps)` = 1 / sqrt(|v|^2 + eps) and
+        `.normalized(eps)` = v * (1 / (|v| + eps)), Taichi's formulas (eps defaults to 0)."""
+        if isinstance(eps, (VecValue, TupleValue)):
+            raise self.err(node, f".{name}(eps): eps must be a scalar")
+        if name == "normalized":
+            length = self.vec_norms("norm", v, None, node)
+            if eps is not None:
+                length = self.binary("+", length, eps, node)
+            return self.vec_binary("*", v, self.binary("/", PyValue(1.0), length, node), node)
+        square = self.vec_function("norm_sqr", [v], node)
+        if eps is not None:
+            square = self.binary("+", square, eps, node)
+        root = self.math("sqrt", square, node)
+        return root if name == "norm" else self.binary("/", PyValue(1.0), root, node)
+
+    def class_call(self, m: ClassMethod, node: ast.Call) -> Any:
+        """`jr.Matrix.diag(dim, val)`, `jr.Matrix.rows([a, b])`, `jr.Matrix.cols([a, b])`
+        (vectors or lists as rows/columns) and `jr.Vector.<method>(v, *args)`."""
+        where = f"jr.{m.kind}.{m.name}"
+        if m.name == "diag":
+            return self.diag(where, node)
+        if node.keywords:
+            raise self.err(node, f"{where}() takes no keyword arguments")
+        if m.name in ("rows", "cols"):
+            if len(node.args) != 1:
+                raise self.err(node, f"{where}() takes one list of vectors")
+            v = as_vector(self.expr(node.args[0]))
+            if not isinstance(v, VecValue) or len(v.shape) != 2:
+                raise self.err(node, f"{where}() takes a list of vectors (or of lists) of one "
+                               "length")
+            return v if m.name == "rows" else self.transpose(v, node)
+        if not node.args:
+            raise self.err(node, f"{where}() needs the vector or matrix as its first argument")
+        args = [as_vector(self.expr(a)) for a in node.args]
+        return self.vec_function(m.name, args, node)
+
+    def diag(self, where: str, node: ast.Call) -> VecValue:
+        """`jr.Matrix.diag(dim, val)` (or `dim=`, `val=`): `val` on the diagonal, 0 elsewhere;
+        `dim` must be known at compile time."""
+        given: dict[str, ast.AST] = dict(zip(("dim", "val"), node.args))
+        for kw in node.keywords:
+            if kw.arg not in ("dim", "val") or kw.arg in given:
+                raise self.err(node, f"{where}(dim, val): unexpected or repeated argument "
+                               f"'{kw.arg}'")
+            given[kw.arg] = kw.value
+        if len(node.args) > 2 or len(given) != 2:
+            raise self.err(node, f"{where}(dim, val) takes 2 arguments")
+        dim = self.expr(given["dim"])
+        if not (isinstance(dim, PyValue) and isinstance(dim.obj, int) and
+                not isinstance(dim.obj, bool) and 1 <= dim.obj <= 32):
+            raise self.err(given["dim"], f"{where}(dim, val): dim must be an integer from 1 "
+                           "to 32 known at compile time")
+        val = self.expr(given["val"])
+        if isinstance(val, (VecValue, TupleValue)):
+            raise self.err(given["val"], f"{where}(dim, val): val must be a scalar")
+        k = dim.obj
+        zero = PyValue(0)
+        return VecValue((k, k), tuple(val if i == j else zero for i in range(k)
+                                      for j in range(k)))
+
+    def atomic_element(self, op: str, ref: Any, idxs: list[tuple[n.Expr, ...]],
+                       element: tuple[int, ...], v: Any, node: ast.Call,
+                       statement: bool) -> VecValue:
+        """`jr.atomic_add(x[i], v)` (sub/min/max likewise) on a whole vector/matrix element
+        (or a row, `m[i][r]`), whose components are at `idxs`: one atomic per component (a
+        scalar `v` is broadcast); the old element is the value. As a statement each atomic is
+        an `Eval`, so add/sub differentiate as `x[i] += v` does; used as a value, each old
+        component is kept in a fresh local."""
+        loc = self.loc(node)
+        v = as_vector(v)
+        if isinstance(v, TupleValue) or isinstance(v, VecValue) and v.shape != element:
+            got = v.shape if isinstance(v, VecValue) else "a tuple"
+            raise self.err(node, f"jr.atomic_{op}(): the value of shape {got} does not match "
+                           f"the element's shape {element}")
+        values = v.items if isinstance(v, VecValue) else (v,) * len(idxs)
+        olds: list[n.Expr] = []
+        for idx, x in zip(idxs, values):
+            atomic = n.Atomic(op, ref, idx, self.typed(x, ref.dtype, node), ref.dtype, loc)
+            if statement:
+                self.emit(n.Eval(atomic, loc))
+                olds.append(n.Load(ref, idx, ref.dtype, loc))   # never evaluated: discarded
+            else:
+                olds.append(self.fresh_local(atomic, "atomic", loc))
+        return VecValue(element, tuple(olds))
 
     def pairwise(self, op: str, a: Any, b: Any, node: ast.AST) -> Any:
         ea, eb, dt = self.operands(a, b, node)
