@@ -99,7 +99,7 @@ def test_ping_pong_arrays_reuse_the_generated_entry(fake):
         step(a, b)
     assert type(entry).__call__ is code             # repacking did not regenerate it
     launches = [c for c in fake.calls if c[0] == "launch"]
-    assert launches == [("launch", launches[0][1], 8, 128)] * 6   # 1000 points, 128 a block
+    assert launches == [("launch", launches[0][1], 4, 256)] * 6   # 1000 points, 256 a block
     assert not [c for c in fake.calls if c[0] == "h2d"]            # both are on the device
     assert entry.array_outputs == [b._mirror] and b._mirror.device_newer
 
@@ -209,10 +209,10 @@ def test_steady_state_gpu_launches_run_natively(native_fake):
     native_fake.calls.clear()
     before = jr.debug.stats()
     b._mirror.device_newer = False
-    for n, grid in ((1000, 8), (100, 1), (129, 2), (0, 1)):
+    for n, grid in ((1000, 4), (100, 1), (257, 2), (0, 1)):
         step(a, b, n)
-        assert native_fake.native_calls[-1] == (function, grid, (1, 1), 128, (1, 1, 0),
-                                                FAKE_STREAM, grid * 128, None)
+        assert native_fake.native_calls[-1] == (function, grid, (1, 1), 256, (1, 1, 0),
+                                                FAKE_STREAM, grid * 256, None)
     assert launches(native_fake) == []               # no Python entry ran
     assert b._mirror.device_newer is True            # the native entry marked it
     after = jr.debug.stats()
@@ -288,4 +288,4 @@ def test_two_dimensional_and_serial_tasks_natively(native_fake):
     assert launches(native_fake) == []
     serial, box = native_fake.native_calls[-2:]
     assert (serial[1], serial[3], serial[6]) == (1, 1, 1)
-    assert (box[1], box[3], box[6]) == (5, 128, 5 * 128)     # 29 x 20 = 580 points
+    assert (box[1], box[3], box[6]) == (3, 256, 3 * 256)     # 29 x 20 = 580 points

@@ -41,7 +41,8 @@ from ..ir import nodes as n
 from ..codegen.targets import Target as CodegenTarget
 from .base import Device, DeviceTarget, EntryPoint
 
-DEFAULT_BLOCK = 128
+DEFAULT_BLOCK = 256   # a task's threads per block unless jr.loop_config(block_dim=...) says
+SIZING_BLOCK = 128    # the sizing service's reduction kernels
 MAX_GRID = (1 << 31) - 1     # the most blocks in x a launch asks for (CUDA's limit)
 
 
@@ -258,12 +259,12 @@ class GpuSizing:
         device = self.device
         launch = device.launch_at[ctx_addr]
         launch.prepare()
-        values = (ctypes.c_uint64 * (1 + len(pointers)))(grid * DEFAULT_BLOCK, *pointers)
+        values = (ctypes.c_uint64 * (1 + len(pointers)))(grid * SIZING_BLOCK, *pointers)
         slots = launch.slots
         params = (ctypes.c_void_p * (slots + len(values)))(
             *(ctx_addr + 8 * k for k in range(slots)),
             *(ctypes.addressof(values) + 8 * k for k in range(len(values))))
-        device.driver.launch(self.function, grid, DEFAULT_BLOCK if grid > 1 else 1,
+        device.driver.launch(self.function, grid, SIZING_BLOCK if grid > 1 else 1,
                              ctypes.addressof(params))
 
 
@@ -271,7 +272,7 @@ class GpuReducer(GpuSizing):
     def __call__(self, ctx_addr: int) -> int:
         scratch = self.device.scratch(8)
         self.device.driver.memset(scratch, 8)
-        self.run(ctx_addr, [scratch], self.device.max_resident_threads // DEFAULT_BLOCK)
+        self.run(ctx_addr, [scratch], self.device.max_resident_threads // SIZING_BLOCK)
         out = ctypes.c_int64()
         self.device.copy_d2h(ctypes.addressof(out), scratch, 8)
         self.device.synchronize()
