@@ -167,9 +167,11 @@ class FwdMode:
             if not isinstance(x, (Field, Ndarray)):
                 raise TypeError(f"FwdMode({what}=...) needs a field or ndarray, got "
                                 f"{type(x).__name__}")
-            if x.dual is None:
+            if not x.needs_dual:
                 raise ValueError(f"FwdMode({what}=...): '{x.name}' was created without "
-                                 "needs_dual=True")
+                                 "needs_dual=True" + (" (and its dual was neither placed nor "
+                                                      "given by jr.root.lazy_dual())"
+                                                      if x.dual is not None else ""))
         self.loss, self.param = loss, param
         size = int(np.prod(param.shape, dtype=np.int64))
         if seed is None:

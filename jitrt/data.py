@@ -181,7 +181,8 @@ class _Buffer:
 
     @property
     def needs_dual(self) -> bool:
-        return self.dual is not None
+        """Whether the program asked for a dual (an implicit one does not count)."""
+        return self.dual is not None and not self.dual.implicit
 
     # On a GPU the data may be newer in device memory: every host read goes through `_host()`
     # (which downloads it then) and every host write ends in `_wrote()` (the next launch
@@ -472,9 +473,11 @@ class PendingField(Field):
             self.grad.implicit = not needs_grad
         if needs_dual:
             _check_float(self.dtype, "needs_dual")
+        if not derived and (needs_dual or self.dtype.is_float):   # as the gradient above
             self.dual = PendingField(self.dtype, False, self.name + ".dual", element_shape,
                                      derived=True)
             self.dual.named = self.named
+            self.dual.implicit = not needs_dual
 
     def __getattr__(self, attr: str) -> Any:
         raise RuntimeError(f"field '{self.name}' has no shape yet: give it one with "

@@ -86,7 +86,16 @@ class Node:
             f.grad.implicit = False
 
     def lazy_dual(self) -> None:
-        """Duals (`needs_dual=True`) are placed with their fields: nothing to do."""
+        """Give every float field placed or created so far a dual (forward mode), as
+        `lazy_grad` does gradients."""
+        for f in data.live_user_fields():
+            if isinstance(f, PendingField) or not f.dtype.is_float:
+                continue
+            if f.dual is None:
+                f.dual = data.Field(f.dtype, f.shape, False, f.name + ".dual", "field")
+                f.dual.named, f.dual.element_shape = f.named, f.element_shape
+                data._dual_buffers.append(weakref.ref(f))
+            f.dual.implicit = False
 
     def pointer(self, *args: Any) -> Any:
         raise NotImplementedError("sparse layouts (pointer) are not supported: use dense")

@@ -372,3 +372,68 @@ def test_misuse_is_a_located_compile_error(fn, words):
     with pytest.raises(jr.KernelCompileError, match=words) as info:
         kernel(1.0)
     assert info.value.line > fn.__code__.co_firstlineno
+
+
+def test_loop_config_parallelize_as_taichi():
+    """`parallelize=1` serializes the next loop (a scan works); larger counts are accepted."""
+    out = jr.ndarray(jr.i32, shape=(6,))
+
+    @jr.kernel
+    def scan(o: jr.types.ndarray(dtype=jr.i32, ndim=1)):
+        jr.loop_config(parallelize=1)
+        for i in range(1, o.shape[0]):
+            o[i] = o[i] + o[i - 1]
+        jr.loop_config(parallelize=8)
+        for i in range(o.shape[0]):
+            o[i] += 0
+
+    out.fill(1)
+    scan(out)
+    assert out.to_numpy().tolist() == [1, 2, 3, 4, 5, 6]
+
+    @jr.kernel
+    def bad(o: jr.types.ndarray(dtype=jr.i32, ndim=1)):
+        jr.loop_config(parallelize=0)
+        for i in range(o.shape[0]):
+            o[i] = 0
+
+    with pytest.raises(jr.KernelCompileError, match="parallelize"):
+        bad(out)
+
+
+def test_struct_for_over_an_ndarray_argument_and_lazy_dual():
+    """`for i in arr` loops over an ndarray argument's shape (as over a field); fields declared
+    without a shape have a dual that can be placed, or given by jr.root.lazy_dual()."""
+    arr = jr.ndarray(jr.f32, shape=(3, 4))
+
+    @jr.kernel
+    def fill(a: jr.types.ndarray()):
+        for i, j in a:
+            a[i, j] = i * 10 + j
+
+    fill(arr)
+    np.testing.assert_array_equal(arr.to_numpy(), np.add.outer(np.arange(3) * 10, np.arange(4)))
+    x, y = jr.field(jr.f32), jr.field(jr.f32)
+    jr.root.dense(jr.i, 1).place(x, x.dual, y, y.dual)
+
+    @jr.kernel
+    def square():
+        y[0] = x[0] * x[0]
+
+    x[0] = 3.0
+    with jr.ad.FwdMode(loss=y, param=x):
+        square()
+    assert y.dual[0] == 6.0
+    z, w = jr.field(jr.f32, shape=()), jr.field(jr.f32, shape=())
+    with pytest.raises(ValueError, match="needs_dual"):
+        jr.ad.FwdMode(loss=w, param=z)
+    jr.root.lazy_dual()
+
+    @jr.kernel
+    def cube():
+        w[None] = z[None] * z[None] * z[None]
+
+    z[None] = 2.0
+    with jr.ad.FwdMode(loss=w, param=z):
+        cube()
+    assert w.dual[None] == 12.0

@@ -76,19 +76,27 @@ class StmtLowering(LoweringHost):
     def is_loop_config(self, call: ast.Call) -> bool:
         """`jr.loop_config(serialize=True)`: the next loop runs serially on one thread;
         `jr.loop_config(block_dim=N)`: on GPUs, its blocks have N threads (a multiple of 32
-        up to 1024; the CPU ignores it)."""
+        up to 1024; the CPU ignores it); Taichi's `parallelize=N`: 1 serializes, more leaves
+        the thread count to the pool."""
         callee = self.expr(call.func)
         if not (isinstance(callee, PyValue) and callee.obj is bi.loop_config):
             return False
         for kw in call.keywords:
-            if kw.arg not in ("serialize", "block_dim"):
+            if kw.arg not in ("serialize", "block_dim", "parallelize"):
                 raise self.err(kw, f"jr.loop_config() has no option '{kw.arg}' (options: "
-                               "serialize, block_dim)")
+                               "serialize, block_dim, parallelize)")
             value = self.expr(kw.value)
             if not isinstance(value, PyValue):
                 raise self.err(kw.value, "jr.loop_config() options must be constants")
             if kw.arg == "serialize":
                 self.serialize_next = bool(value.obj)
+                continue
+            if kw.arg == "parallelize":
+                threads = value.obj
+                if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+                    raise self.err(kw.value, "jr.loop_config(parallelize=...) must be a "
+                                   f"positive int (1 runs the loop serially), got {threads!r}")
+                self.serialize_next = threads == 1
                 continue
             dim = value.obj
             if isinstance(dim, bool) or not isinstance(dim, int) or not (
@@ -426,8 +434,14 @@ class StmtLowering(LoweringHost):
             extents: list[tuple[n.Expr, n.Expr]] = [
                 (zero, n.Const(s, dtypes.i32, self.loc(it))) for s in shape]
             return self.range_for(node, extents, it)
-        raise self.err(it, "a kernel for loop iterates over range(), jr.ndrange(), a field "
-                       "or jr.static(...)")
+        if isinstance(source, n.ArrayRef) and not source.grad:   # `for i in arr`: its shape
+            loc = self.loc(it)
+            zero = n.Const(0, dtypes.i32, loc)
+            outer = source.ndim - len(self.element_shape(source))
+            return self.range_for(node, [(zero, n.Shape(source, k, dtypes.i32, loc))
+                                         for k in range(outer)], it)
+        raise self.err(it, "a kernel for loop iterates over range(), jr.ndrange(), a field, "
+                       "an ndarray or jr.static(...)")
 
     def is_constant_one(self, node: ast.AST) -> bool:
         step = self.expr(node)
