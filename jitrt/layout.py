@@ -76,26 +76,12 @@ class Node:
         the fields placed before it: an implicit gradient (placed with its field) becomes
         one asked for, and a field created with a shape and no gradient gets one. Fields
         declared later are not affected (call it again)."""
-        for f in data.live_user_fields():
-            if isinstance(f, PendingField) or not f.dtype.is_float:
-                continue
-            if f.grad is None:
-                f.grad = data.Field(f.dtype, f.shape, False, f.name + ".grad", "field")
-                f.grad.named, f.grad.element_shape = f.named, f.element_shape
-                data._grad_fields.append(weakref.ref(f))
-            f.grad.implicit = False
+        _ask_for("grad", data._grad_fields)
 
     def lazy_dual(self) -> None:
         """Give every float field placed or created so far a dual (forward mode), as
         `lazy_grad` does gradients."""
-        for f in data.live_user_fields():
-            if isinstance(f, PendingField) or not f.dtype.is_float:
-                continue
-            if f.dual is None:
-                f.dual = data.Field(f.dtype, f.shape, False, f.name + ".dual", "field")
-                f.dual.named, f.dual.element_shape = f.named, f.element_shape
-                data._dual_buffers.append(weakref.ref(f))
-            f.dual.implicit = False
+        _ask_for("dual", data._dual_buffers)
 
     def pointer(self, *args: Any) -> Any:
         raise NotImplementedError("sparse layouts (pointer) are not supported: use dense")
@@ -104,3 +90,18 @@ class Node:
 
 
 root = Node()
+
+
+def _ask_for(kind: str, registry: list) -> None:
+    """`lazy_grad`/`lazy_dual`: every live float field's `kind` ("grad" or "dual") made or
+    marked asked for (`registry`: the weak list that tracks fields having one)."""
+    for f in data.live_user_fields():
+        if isinstance(f, PendingField) or not f.dtype.is_float:
+            continue
+        companion = getattr(f, kind)
+        if companion is None:
+            companion = data.Field(f.dtype, f.shape, False, f"{f.name}.{kind}", "field")
+            companion.named, companion.element_shape = f.named, f.element_shape
+            setattr(f, kind, companion)
+            registry.append(weakref.ref(f))
+        companion.implicit = False

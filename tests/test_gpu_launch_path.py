@@ -68,10 +68,9 @@ class RecordingDriver:
         pass
 
 
-@pytest.fixture
-def fake():
-    """A program whose device is a GpuDevice over the recording driver."""
-    driver = RecordingDriver()
+def on_fake_device(driver):
+    """The current program with its device replaced by a GpuDevice over `driver` (a
+    generator: the fixtures yield the driver, then close the program)."""
     target = DeviceTarget("cuda", nvptx.TRIPLE, nvptx.codegen_target().data_layout, "sm_90",
                           "fake")
     device = gpu.GpuDevice(0, driver, target, nvptx.codegen_target(), lambda module: b"")
@@ -81,6 +80,12 @@ def fake():
     program_mod.ACTIVE[0] = program
     yield driver
     program_mod._close(program)
+
+
+@pytest.fixture
+def fake():
+    """A program whose device is a GpuDevice over the recording driver."""
+    yield from on_fake_device(RecordingDriver())
 
 
 def test_ping_pong_arrays_reuse_the_generated_entry(fake):
@@ -179,16 +184,7 @@ class NativeDriver(RecordingDriver):
 def native_fake():
     if native_launch.layout() is None:
         pytest.skip("no native launches in this Python")
-    driver = NativeDriver()
-    target = DeviceTarget("cuda", nvptx.TRIPLE, nvptx.codegen_target().data_layout, "sm_90",
-                          "fake")
-    device = gpu.GpuDevice(0, driver, target, nvptx.codegen_target(), lambda module: b"")
-    program = program_mod.current()
-    program_mod._close(program)
-    program.device = device
-    program_mod.ACTIVE[0] = program
-    yield driver
-    program_mod._close(program)
+    yield from on_fake_device(NativeDriver())
 
 
 def launches(driver):

@@ -147,16 +147,6 @@ def jitrt_label(args) -> str:
             + (" + uncommitted changes under jitrt/" if dirty else ""))
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return f"{cpu}, {os.cpu_count()} cores"
-
-
 def measure(args, pythons: dict, jitrt_root: Path, tmp: Path) -> tuple[dict, dict]:
     """Timed samples per (workload, runtime) and the first worker's output of each."""
     samples = {(w, r): [] for w in args.only for r in RUNTIMES}
@@ -246,7 +236,7 @@ def main() -> int:
     print(f"Date: {started:%Y-%m-%d %H:%M %Z}. Command: `python benchmarks/diffsim/run.py"
           + "".join(f" {a}" for a in sys.argv[1:]) + f"` ({args.processes} process(es) x "
           f"{args.repeats} timed loops per runtime and workload, medians).")
-    print(f"Machine: {machine()}; load average {load0[0]:.2f} at the start, "
+    print(f"Machine: {cmp.machine()}; load average {load0[0]:.2f} at the start, "
           f"{load1[0]:.2f} at the end.")
     print(f"Threads: Taichi {version['taichi']} {threads['taichi']} "
           f"(cpu_max_num_threads), jitrt {version['jitrt']} {threads['jitrt']} (pool); "
