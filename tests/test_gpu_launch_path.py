@@ -64,6 +64,18 @@ class RecordingDriver:
     def synchronize(self):
         pass
 
+    def event_create(self):
+        return ["event"]
+
+    def event_record(self, event):
+        event[0] = "recorded"
+
+    def event_synchronize(self, event):
+        self.calls.append(("event_sync", event[0]))
+
+    def event_destroy(self, event):
+        pass
+
     def close(self):
         pass
 
@@ -285,3 +297,29 @@ def test_two_dimensional_and_serial_tasks_natively(native_fake):
     serial, box = native_fake.native_calls[-2:]
     assert (serial[1], serial[3], serial[6]) == (1, 1, 1)
     assert (box[1], box[3], box[6]) == (3, 256, 3 * 256)     # 29 x 20 = 580 points
+
+
+def test_host_arrays_are_staged_through_pinned_buffers(fake):
+    """A plain numpy argument goes host -> pinned buffer -> device and, when written, back
+    the same way: the copies are DMA from and to the pinned buffer (never the array itself),
+    and a pinned buffer is written again only after its last copy's event."""
+    copies = []
+    fake.copy_h2d = lambda dst, src, nbytes: copies.append(("h2d", src, nbytes))
+    fake.copy_d2h = lambda dst, src, nbytes: copies.append(("d2h", dst, nbytes))
+
+    @jr.kernel
+    def scale(h: nd(dtype=jr.f32, ndim=1)):
+        for i in range(h.shape[0]):
+            h[i] *= 2.0
+
+    host = np.zeros(5, np.float32)
+    scale(host)
+    entry = next(iter(scale.handles.values())).entry
+    ((pinned, size, event),) = entry.pinned.values()
+    assert size == host.nbytes and event == ["recorded"]
+    assert ("h2d", pinned, 20) in copies and ("d2h", pinned, 20) in copies
+    assert not [c for c in copies if c[1] == host.ctypes.data]
+    fake.calls.clear()
+    scale(host)
+    assert fake.calls[0] == ("event_sync", "recorded")       # before the buffer is reused
+    assert list(entry.pinned.values())[0][0] == pinned       # grow-only: the same buffer

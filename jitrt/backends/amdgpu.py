@@ -112,6 +112,21 @@ class HipDriver:
                 f"{params}, None)",
                 "if err[0] != _hip_ok: _hip_check(err, 'hipModuleLaunchKernel')"], names
 
+    # ---- events (when a pinned staging buffer may be written again) -----------------------
+    def event_create(self) -> Any:
+        self.bind()
+        flags = getattr(self.hip, "hipEventDisableTiming", 2)
+        return self.check(self.hip.hipEventCreateWithFlags(flags), "hipEventCreateWithFlags")
+
+    def event_record(self, event: Any) -> None:
+        self.check(self.hip.hipEventRecord(event, self.stream), "hipEventRecord")
+
+    def event_synchronize(self, event: Any) -> None:
+        self.check(self.hip.hipEventSynchronize(event), "hipEventSynchronize")
+
+    def event_destroy(self, event: Any) -> None:
+        self.hip.hipEventDestroy(event)
+
     def native_words(self) -> tuple[int, int, int, int] | None:
         """None: HIP launches stay in the Python entry (hipModuleLaunchKernel has the shape
         the native GPU entry calls, but no AMD GPU was ever available to run it on)."""

@@ -155,6 +155,21 @@ class CudaDriver:
                 f"{params}, 0)",
                 "if err != _cu_ok: _cu_check((err,), 'cuLaunchKernel')"], names
 
+    # ---- events (when a pinned staging buffer may be written again) -----------------------
+    def event_create(self) -> Any:
+        self.bind()
+        return self.check(self.cu.cuEventCreate(
+            self.cu.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+
+    def event_record(self, event: Any) -> None:
+        self.check(self.cu.cuEventRecord(event, self.stream), "cuEventRecord")
+
+    def event_synchronize(self, event: Any) -> None:
+        self.check(self.cu.cuEventSynchronize(event), "cuEventSynchronize")
+
+    def event_destroy(self, event: Any) -> None:
+        self.cu.cuEventDestroy(event)
+
     def native_words(self) -> tuple[int, int, int, int] | None:
         """libcuda's cuLaunchKernel and cuCtxGetCurrent, the context and the stream, for the
         native GPU entry (the same library cuda-bindings loaded)."""

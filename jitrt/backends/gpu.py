@@ -131,6 +131,10 @@ class GpuDriver(Protocol):
     def memset(self, dst: int, nbytes: int) -> None: ...
     def synchronize(self) -> None: ...
     def close(self) -> None: ...
+    def event_create(self) -> Any: ...
+    def event_record(self, event: Any) -> None: ...
+    def event_synchronize(self, event: Any) -> None: ...
+    def event_destroy(self, event: Any) -> None: ...
     def native_words(self) -> tuple[int, int, int, int] | None:
         """(launch function, get-current function, driver context, stream) as integers for
         the native GPU entry (`codegen/native_gpu_entry.py`), or None: launches stay in
@@ -578,10 +582,7 @@ class GpuGraph:
         device.counters["graph_replays"] += 1
         for m in self.written:
             m.device_newer = True
-        for host, ptr in copy_out:
-            device.driver.copy_d2h(host.ctypes.data, ptr, host.nbytes)
-        if copy_out:
-            device.synchronize()
+        copy_back(device, copy_out)
 
     def release(self) -> None:
         if self.exec is not None and not self.device.closed:
@@ -645,6 +646,7 @@ class GpuLaunch:
         # slot -> (argument, its host memory when staged, whether the kernel writes it)
         self.arrays: dict[int, tuple[Any, Any, bool]] = {}
         self.staging: dict[int, tuple[int, int]] = {}     # slot -> (device ptr, bytes)
+        self.pinned: dict[int, list[Any]] = {}   # slot -> [pinned host ptr, bytes, event]
         self.returns = compiled.lowered.tasked.ret is not None
         self.field_inputs = unique([f._mirror for f in self.fields])
         self.field_outputs = [f._mirror for f in self.written_fields]
@@ -832,7 +834,7 @@ class GpuLaunch:
         call.source = source
         return call
 
-    def prepare(self) -> list[tuple[Any, int]]:
+    def prepare(self) -> list[tuple[Any, int, int]]:
         """Everything before the kernels: data made current on the device, host arrays
         staged in. Returns the staged arrays the kernels write (copied out after them)."""
         for m in self.inputs:
@@ -842,17 +844,36 @@ class GpuLaunch:
         self.device.counters["h2d_skipped"] += 1
         return copy_out
 
-    def stage_in(self) -> list[tuple[Any, int]]:
+    def stage_in(self) -> list[tuple[Any, int, int]]:
         """Copy host-memory arguments (numpy arrays, wrapped host tensors) to their staging
         buffers; returns those the kernels write, to copy out after them."""
         copy_out = []
+        driver = self.device.driver
         for slot, (_, host, written) in self.arrays.items():
             if host is not None:
-                ptr = self.staging[slot][0]
-                self.device.driver.copy_h2d(ptr, host.ctypes.data, host.nbytes)
+                ptr, pinned = self.staging[slot][0], self.pinned_buffer(slot, host.nbytes)
+                ctypes.memmove(pinned[0], host.ctypes.data, host.nbytes)
+                driver.copy_h2d(ptr, pinned[0], host.nbytes)      # DMA from pinned memory
+                driver.event_record(pinned[2])       # the buffer is free again after this
                 if written:
-                    copy_out.append((host, ptr))
+                    copy_out.append((host, ptr, pinned[0]))
         return copy_out
+
+    def pinned_buffer(self, slot: int, nbytes: int) -> list[Any]:
+        """[address, size, event] of the pinned host buffer that stages the host array of
+        `slot` (grow-only, one per context and slot); the copy that last read it has
+        finished (its event), so it may be written."""
+        driver = self.device.driver
+        found = self.pinned.get(slot)
+        if found is not None:
+            driver.event_synchronize(found[2])
+            if found[1] >= nbytes:
+                return found
+            driver.free_pinned(found[0])
+            driver.event_destroy(found[2])
+        size = max(nbytes, 1)
+        self.pinned[slot] = [driver.alloc_pinned(size), size, driver.event_create()]
+        return self.pinned[slot]
 
     def launch_tasks(self) -> None:
         """One kernel per task on the stream (what a graph captures)."""
@@ -880,20 +901,19 @@ class GpuLaunch:
                     writes.append(v.grad._mirror)
         return reads, writes
 
-    def results(self, copy_out: list[tuple[Any, int]] | None) -> None:
+    def results(self, copy_out: list[tuple[Any, int, int]] | None) -> None:
         """Copy staged arrays the kernels wrote back and read a return value (the only
         synchronisations of a launch)."""
         device, driver = self.device, self.device.driver
-        copy_out = copy_out or []
-        for v, ptr in copy_out:
-            driver.copy_d2h(v.ctypes.data, ptr, v.nbytes)
         if self.returns:
             status = device._status_host
             driver.copy_d2h(ctypes.addressof(status), device.status, abi.STATUS_SLOTS * 8)
-        if copy_out or self.returns:
+        if copy_out:
+            copy_back(device, copy_out)           # synchronises
+        elif self.returns:
             device.synchronize()
-            if self.returns:
-                self.context.buf[abi.SLOT_RETURN] = device._status_host[abi.SLOT_RETURN]
+        if self.returns:
+            self.context.buf[abi.SLOT_RETURN] = device._status_host[abi.SLOT_RETURN]
 
     def release(self) -> None:
         if self.dlocals:
@@ -901,5 +921,20 @@ class GpuLaunch:
         for ptr, _ in self.staging.values():
             self.device.free(ptr)
         self.staging.clear()
+        for ptr, _, event in self.pinned.values():
+            self.device.driver.event_synchronize(event)
+            self.device.driver.free_pinned(ptr)
+            self.device.driver.event_destroy(event)
+        self.pinned.clear()
+
+
+def copy_back(device: GpuDevice, copy_out: list[tuple[Any, int, int]]) -> None:
+    """After the kernels: the staged host arrays they wrote come back through their pinned
+    buffers (DMA, one synchronisation), then into the arrays themselves."""
+    for host, ptr, pinned in copy_out:
+        device.driver.copy_d2h(pinned, ptr, host.nbytes)
+    device.synchronize()
+    for host, _, pinned in copy_out:
+        ctypes.memmove(host.ctypes.data, pinned, host.nbytes)
 
 
