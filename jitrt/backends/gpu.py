@@ -933,8 +933,10 @@ def copy_back(device: GpuDevice, copy_out: list[tuple[Any, int, int]]) -> None:
     buffers (DMA, one synchronisation), then into the arrays themselves."""
     for host, ptr, pinned in copy_out:
         device.driver.copy_d2h(pinned, ptr, host.nbytes)
-    device.synchronize()
-    for host, _, pinned in copy_out:
-        ctypes.memmove(host.ctypes.data, pinned, host.nbytes)
+    try:
+        device.synchronize()        # may raise a kernel's fault: the copies are done by then
+    finally:
+        for host, _, pinned in copy_out:
+            ctypes.memmove(host.ctypes.data, pinned, host.nbytes)
 
 
