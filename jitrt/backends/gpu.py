@@ -582,7 +582,8 @@ class GpuGraph:
         device.counters["graph_replays"] += 1
         for m in self.written:
             m.device_newer = True
-        copy_back(device, copy_out)
+        if copy_out:
+            copy_back(device, copy_out)
 
     def release(self) -> None:
         if self.exec is not None and not self.device.closed:
