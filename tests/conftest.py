@@ -14,6 +14,7 @@ and counters from one test never leak into another.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import tempfile
 
@@ -65,19 +66,30 @@ def pytest_generate_tests(metafunc):
 AMDGPU_TARGETS = ("gfx942", "gfx1100")
 
 
+PTXAS_RUNS = concurrent.futures.ThreadPoolExecutor(max_workers=2)   # subprocesses only
+
+
 class _PtxOnly:
-    """The compile half of a CUDA device: ptxas raises on bad PTX."""
+    """The compile half of a CUDA device: ptxas raises on bad PTX. The two ptxas runs go to
+    threads (a subprocess each) while the test goes on to the AMDGPU build; `wait()` raises
+    what ptxas said, in the same test."""
     arch = "cuda"
 
     def __init__(self):
         from jitrt.backends import nvptx
         self.nvptx, self.codegen_target = nvptx, nvptx.codegen_target()
+        self.runs = []
 
     def compile(self, module):
         text = str(module)
         for sm in (80, 90):
-            self.nvptx.assemble(self.nvptx.compile_ptx(text, sm), sm)
+            self.runs.append(PTXAS_RUNS.submit(self.nvptx.assemble,
+                                               self.nvptx.compile_ptx(text, sm), sm))
         return b""
+
+    def wait(self):
+        for run in self.runs:
+            run.result()
 
 
 class _CodeObjectOnly:
@@ -121,9 +133,9 @@ def _build_for_gpus_too(real, checks):
         artifact = real(kernel, params, name, ctx, kir, cfg, device)
         if device.arch == "cpu" and artifact.prefix not in seen and not NO_GPU_BUILDS[0]:
             seen.add(artifact.prefix)
-            if "ptx" in checks:
-                real(kernel, params, name, ctx, kir, cfg, _PtxOnly())
-                GPU_BUILDS["ptx"] += 1
+            ptx = _PtxOnly() if "ptx" in checks else None
+            if ptx is not None:
+                real(kernel, params, name, ctx, kir, cfg, ptx)
             if "amdgpu" in checks:
                 amd = _CodeObjectOnly()
                 try:
@@ -134,6 +146,9 @@ def _build_for_gpus_too(real, checks):
                 else:
                     check_code_objects(amd_artifact, amd.code_objects)
                     GPU_BUILDS["amdgpu"] += 1
+            if ptx is not None:
+                ptx.wait()
+                GPU_BUILDS["ptx"] += 1
         return artifact
     return build_artifact
 
