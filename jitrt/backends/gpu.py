@@ -18,8 +18,9 @@ lookup, launch, memory, one stream) and a compile step; everything else lives he
   memory, read back (into pinned memory) at the next synchronisation, where a fault raises
   `KernelRuntimeError` naming kernel, array and index, and an overflow `AdStackOverflowError`
   naming kernel and task, as on the CPU;
-- the adstack sizing service's GPU kernels (`GpuReducer`, `GpuRequired`), the adstack heap
-  (`GpuHeap`) and device graphs (`GpuGraph`, for `jr.graph`).
+- the adstack sizing service's GPU kernels (`GpuReducer`, `GpuRequired` in `gpu_tasks.py`,
+  with the grid sizes and the native GPU entry table), the adstack heap (`GpuHeap`) and
+  device graphs (`GpuGraph`, for `jr.graph`).
 Caches: loaded modules by key (base class), device memory per buffer (its mirror), a locals
 buffer and numpy staging per launch context (grow-only), wrappers of foreign device arrays per
 live object, the sizing scratch and the heap per device (grow-only).
@@ -27,7 +28,6 @@ live object, the sizing scratch and the heap per device (grow-only).
 from __future__ import annotations
 
 import ctypes
-import functools
 import weakref
 from typing import Any, Callable, Protocol
 
@@ -37,68 +37,13 @@ from .. import dtypes
 from ..codegen import abi
 from ..codegen import launch_table as lt
 from ..data import Field, Ndarray
-from ..ir import nodes as n
 from ..codegen.targets import Target as CodegenTarget
 from .base import Device, DeviceTarget, EntryPoint
+from .gpu_tasks import box_size_function
+from . import gpu_tasks
 
 DEFAULT_BLOCK = 256   # a task's threads per block unless jr.loop_config(block_dim=...) says
-SIZING_BLOCK = 128    # the sizing service's reduction kernels
 MAX_GRID = (1 << 31) - 1     # the most blocks in x a launch asks for (CUDA's limit)
-
-
-def host_expr(e: n.Expr, layout: abi.ContextLayout) -> str | None:
-    """Python source computing an integer bound expression from the context buffer `buf`, if
-    it is made of constants, scalar arguments and ndarray extents (else None)."""
-    if isinstance(e, n.Const) and isinstance(e.value, int):
-        return repr(e.value)
-    if isinstance(e, n.Arg) and e.dtype.is_int:
-        return f"buf[{layout.param_slots[e.index]}]"
-    if isinstance(e, n.Shape):
-        return f"buf[{layout.array_shape_slot(e.ref, e.axis)}]"
-    if isinstance(e, n.Cast) and e.dtype.is_int and e.x.dtype.is_int:
-        return host_expr(e.x, layout)
-    if isinstance(e, n.Binary) and e.op in ("+", "-", "*"):
-        a, b = host_expr(e.a, layout), host_expr(e.b, layout)
-        return None if a is None or b is None else f"({a} {e.op} {b})"
-    return None
-
-
-def box_size_function(task: n.Task, layout: abi.ContextLayout) -> Any:
-    """`f(buf) -> points in the task's box`, computed on the host to size the grid, or None
-    when a bound depends on device data (the grid is then the device's resident maximum; the
-    grid-stride loop is correct for any grid)."""
-    extents = []
-    for be, ee in zip(task.begins, task.ends):
-        begin, end = host_expr(be, layout), host_expr(ee, layout)
-        if begin is None or end is None:
-            return None
-        extents.append(f"max(0, {end} - {begin})")
-    return eval("lambda buf: " + " * ".join(extents or ["1"]))  # noqa: S307 (built above)
-
-
-def box_bounds(task: n.Task, layout: abi.ContextLayout) -> list[int] | None:
-    """The task's box for the native GPU entry: per extent (begin is a slot, begin, end is a
-    slot, end), each bound a constant or one context slot; None when a bound is anything else
-    or the box has more than `MAX_EXTENTS` extents (that launch then stays in Python)."""
-    def bound(e: n.Expr) -> tuple[int, int] | None:
-        if isinstance(e, n.Const) and isinstance(e.value, int):
-            return 0, e.value
-        if isinstance(e, n.Arg) and e.dtype.is_int:
-            return 1, layout.param_slots[e.index]
-        if isinstance(e, n.Shape):
-            return 1, layout.array_shape_slot(e.ref, e.axis)
-        if isinstance(e, n.Cast) and e.dtype.is_int and e.x.dtype.is_int:
-            return bound(e.x)
-        return None
-    if len(task.begins) > lt.MAX_EXTENTS:
-        return None
-    words: list[int] = []
-    for be, ee in zip(task.begins, task.ends):
-        begin, end = bound(be), bound(ee)
-        if begin is None or end is None:
-            return None
-        words += [*begin, *end]
-    return words
 
 
 class GpuDriver(Protocol):
@@ -251,48 +196,6 @@ class GpuHeap:
         return self.ptr
 
 
-class GpuSizing:
-    """The sizing service's compiled GPU kernels as the callables `SizingPlan` calls: each
-    brings the launch's data to the device first (the sizing runs before the launch) and
-    synchronises (a sizing miss needs the numbers on the host: heap layout)."""
-
-    def __init__(self, device: "GpuDevice", function: Any, nspecs: int, nstacks: int) -> None:
-        self.device, self.function, self.nspecs, self.nstacks = device, function, nspecs, nstacks
-
-    def run(self, ctx_addr: int, pointers: list[int], grid: int) -> None:
-        device = self.device
-        launch = device.launch_at[ctx_addr]
-        launch.prepare()
-        values = (ctypes.c_uint64 * (1 + len(pointers)))(grid * SIZING_BLOCK, *pointers)
-        slots = launch.slots
-        params = (ctypes.c_void_p * (slots + len(values)))(
-            *(ctx_addr + 8 * k for k in range(slots)),
-            *(ctypes.addressof(values) + 8 * k for k in range(len(values))))
-        device.driver.launch(self.function, grid, SIZING_BLOCK if grid > 1 else 1,
-                             ctypes.addressof(params))
-
-
-class GpuReducer(GpuSizing):
-    def __call__(self, ctx_addr: int) -> int:
-        scratch = self.device.scratch(8)
-        self.device.driver.memset(scratch, 8)
-        self.run(ctx_addr, [scratch], self.device.max_resident_threads // SIZING_BLOCK)
-        out = ctypes.c_int64()
-        self.device.copy_d2h(ctypes.addressof(out), scratch, 8)
-        self.device.synchronize()
-        return out.value
-
-
-class GpuRequired(GpuSizing):
-    def __call__(self, ctx_addr: int, results_addr: int, out_addr: int) -> None:
-        scratch = self.device.scratch(8 * (self.nspecs + self.nstacks) + 8)
-        results, out = scratch, scratch + 8 * self.nspecs
-        self.device.copy_h2d(results, results_addr, 8 * self.nspecs)
-        self.run(ctx_addr, [results, out], 1)
-        self.device.copy_d2h(out_addr, out, 8 * self.nstacks)
-        self.device.synchronize()
-
-
 class GpuDevice(Device):
     """A GPU behind a `GpuDriver`; the launch path of every GPU backend."""
 
@@ -392,10 +295,10 @@ class GpuDevice(Device):
 
     def sizing_calls(self, functions: dict[str, Any], prefix: str, nspecs: int, nstacks: int,
                      sizable: bool) -> tuple[list[Any], Any]:
-        reducers = [GpuReducer(self, functions[f"{prefix}_red{k}_kernel"], nspecs, nstacks)
-                    for k in range(nspecs)]
-        required = GpuRequired(self, functions[f"{prefix}_required_kernel"], nspecs,
-                               nstacks) if sizable else None
+        reducers = [gpu_tasks.GpuReducer(self, functions[f"{prefix}_red{k}_kernel"], nspecs,
+                                         nstacks) for k in range(nspecs)]
+        required = gpu_tasks.GpuRequired(self, functions[f"{prefix}_required_kernel"], nspecs,
+                                         nstacks) if sizable else None
         return reducers, required
 
     def graph(self, entries: list[Any]) -> GpuGraph:
@@ -710,66 +613,15 @@ class GpuLaunch:
         if bool(self.staging) != self.staged_code:
             setattr(type(self), "__call__", self.make_call())
         if self.native is not None:
-            self.write_native_mirrors()
+            gpu_tasks.write_native_mirrors(self)
 
     def native_table(self, native: dict[str, Any], api: list[int],
                      newer: list[int | None]) -> int:
-        """The address of this context's GPU entry table (`launch_table.G_*`), built once:
-        what `codegen/native_gpu_entry.py` reads to launch without Python. Without the mirror
-        slot offsets (`newer`) every launch goes to the Python entry."""
+        """The address of this context's GPU entry table, built once (`gpu_tasks.py`)."""
         if self.native is None:
-            arrays = sum(p.kind == "ndarray" for p in self.context.compiled.params)
-            self.native_inputs = len(self.field_inputs) + 2 * arrays     # capacities
-            self.native_outputs = len(self.field_outputs) + 2 * arrays
-            ntasks = len(self.tasks)
-            first_input = lt.G_HEADER_WORDS + lt.TASK_WORDS * ntasks
-            t = (ctypes.c_int64 * (first_input + self.native_inputs + self.native_outputs))()
-            keep = [functools.partial(self, self.context.addr), self.raise_native_error]
-            self.native_keep = keep
-            t[lt.G_LAUNCH], t[lt.G_GET_CURRENT], t[lt.G_GPU_CONTEXT], t[lt.G_STREAM] = \
-                native["words"]
-            t[lt.G_PARAMS], t[lt.G_THREADS] = self.params_addr, \
-                ctypes.addressof(self.param_values)
-            t[lt.G_CONTEXT] = self.context.addr
-            t[lt.G_PYTHON_ENTRY], t[lt.G_ON_ERROR] = id(keep[0]), id(keep[1])
-            t[lt.G_SKIPPED] = ctypes.addressof(self.device.native_skips)
-            t[lt.G_HOST_NEWER], t[lt.G_DEVICE_NEWER] = (v or 0 for v in newer)
-            t[lt.G_TRUE] = id(True)
-            t[lt.G_API:lt.G_API + len(lt.G_API_NAMES)] = api
-            t[lt.G_NTASKS], t[lt.G_TASKS] = ntasks, lt.G_HEADER_WORDS
-            t[lt.G_INPUTS], t[lt.G_OUTPUTS] = first_input, first_input + self.native_inputs
-            self.native_slow_tasks = None in newer     # no offsets: always Python
-            ir_tasks = self.context.compiled.lowered.tasked.tasks
-            for k, (task, (function, kind, size, block, grid, largest)) in enumerate(
-                    zip(self.context.compiled.tasks, self.tasks)):
-                bounds = box_bounds(ir_tasks[task.index], self.context.compiled.layout) \
-                    if size is not None else []
-                if bounds is None:
-                    self.native_slow_tasks, bounds = True, []
-                extents = -1 if kind == "serial" else len(bounds) // 4 if size is not None \
-                    else 0
-                at = lt.G_HEADER_WORDS + lt.TASK_WORDS * k
-                handle = self.device.driver.function_handle(function)
-                record = [handle, block, largest if size is not None else grid, extents]
-                t[at:at + 4 + len(bounds)] = record + bounds
-            self.native = t
-            self.write_native_mirrors()
+            self.native = gpu_tasks.native_table(self, native, api, newer)
+            gpu_tasks.write_native_mirrors(self)
         return ctypes.addressof(self.native)
-
-    def write_native_mirrors(self) -> None:
-        """The GPU entry table's inputs, outputs and whether launches must go to Python (a
-        staged host array, a return value, a box the table cannot describe)."""
-        t = self.native
-        t[lt.G_SLOW] = int(bool(self.staging) or self.returns or self.native_slow_tasks
-                           or len(self.inputs) > self.native_inputs
-                           or len(self.outputs) > self.native_outputs)
-        if t[lt.G_SLOW]:
-            t[lt.G_NINPUTS] = t[lt.G_NOUTPUTS] = 0
-            return
-        t[lt.G_NINPUTS], t[lt.G_NOUTPUTS] = len(self.inputs), len(self.outputs)
-        first_in, first_out = t[lt.G_INPUTS], t[lt.G_OUTPUTS]
-        t[first_in:first_in + len(self.inputs)] = [id(m) for m in self.inputs]
-        t[first_out:first_out + len(self.outputs)] = [id(m) for m in self.outputs]
 
     def raise_native_error(self) -> None:
         """What the native GPU entry calls when the driver refused a launch."""
