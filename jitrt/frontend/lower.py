@@ -45,7 +45,7 @@ def random_prologue(ctx: CompileContext, loc: n.Loc) -> list[n.Stmt]:
     """The start of a kernel calling jr.random(): this launch's value of the program-wide
     state (then advanced), and the call counter of code outside parallel loops."""
     from . import random as rnd
-    state = ctx.field_ref(rnd.state_field(), "jr.random state")
+    state = ctx.field_ref(rnd.state_field(), n.RANDOM_STATE)
     u = dtypes.u64
     ctx.local_types[rnd.SEED_LOCAL] = u
     ctx.local_types["$rng_serial"] = u

@@ -26,7 +26,7 @@ def state_field() -> Any:
     """The program-wide random state (a 0-d u64 field), made once."""
     if _STATE[0] is None:
         from ..data import Field
-        state = Field(dtypes.u64, (), False, "jr.random state", "field")
+        state = Field(dtypes.u64, (), False, n.RANDOM_STATE, "field")
         state[None] = _SEED[0]
         _STATE[0] = state
     return _STATE[0]

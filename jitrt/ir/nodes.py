@@ -34,6 +34,8 @@ def _loc() -> Loc:
 
 # ---- global memory references -------------------------------------------------------------
 
+RANDOM_STATE = "jr.random state"   # the hidden field jr.random() draws each launch's seed from
+
 @frozen
 class FieldRef:
     slot: int

@@ -387,9 +387,6 @@ def scope_adjoint_slots(kernel: n.TaskedKernel, local_types: dict[str, DataType]
     return slots
 
 
-RANDOM_STATE = "jr.random state"    # the field `frontend/random.py` draws launch seeds from
-
-
 def refuse_random(kernel: n.TaskedKernel) -> None:
     """A kernel that calls jr.random() cannot be differentiated: its adjoint launch reads the
     random state later and would draw other numbers than the forward launch did (a silently
@@ -397,7 +394,7 @@ def refuse_random(kernel: n.TaskedKernel) -> None:
     for task in kernel.tasks:
         for e in all_exprs(task.body):
             if isinstance(e, n.Load) and isinstance(e.ref, n.FieldRef) and \
-                    e.ref.name == RANDOM_STATE:
+                    e.ref.name == n.RANDOM_STATE:
                 raise error_at(e.loc, "a kernel that calls jr.random() or jr.randn() cannot be "
                                "differentiated: its adjoint would draw other numbers than the "
                                "forward launch; draw them in another kernel into a field and "
