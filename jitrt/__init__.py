@@ -24,15 +24,15 @@ from . import ad, debug, math, profiler, types
 from ._version import __version__ as __version__
 from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableError, ConfigError,
-                     JitrtError, KernelArgError, KernelCompileError, KernelRuntimeError,
-                     OfflineCacheError)
+                     GradCheckWarning, JitrtError, KernelArgError, KernelCompileError,
+                     KernelRuntimeError, OfflineCacheError)
 from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min, atomic_sub,
                                 cast, clamp, eig, exp2, grouped, log2, loop_config, ndrange,
                                 polar_decompose, pow_ as pow, randn, random, rsqrt,
                                 select, sign, static, svd, sym_eig)
 from .frontend.builtins import abs_ as _builtins_abs, max_ as _builtins_max, \
     min_ as _builtins_min
-from .kernel import func, kernel
+from .kernel import data_oriented, func, kernel
 from .data import Field, Ndarray, field, ndarray
 from .linalg import Matrix, Struct, Vector, rgb_to_hex
 from .layout import i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741,F401 (jr.ij...)
@@ -67,17 +67,16 @@ asin, acos, atan, sinh, cosh, round = (MATH[fn] for fn in ("asin", "acos", "atan
 min, max, abs = _builtins_min, _builtins_max, _builtins_abs
 
 __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
-           "Field", "Graph", "JitrtError", "KernelArgError", "KernelCompileError",
-           "KernelRuntimeError", "Matrix", "MatrixField", "Ndarray", "OfflineCacheError",
-           "ScalarField", "Struct", "Vector", "acos", "ad", "amdgpu", "asin", "atan", "atan2",
-           "atomic_add", "atomic_max", "atomic_min", "atomic_sub", "cast", "ceil", "clamp",
-           "clear_cache", "cos", "cosh", "cpu", "cuda", "debug", "eig", "exp", "exp2", "f32",
-           "f64",
-           "field", "floor", "func", "gpu", "graph", "grouped", "i16", "i32", "i64", "i8", "init",
-           "kernel", "log", "log2", "loop_config", "math", "ndarray", "ndrange", "polar_decompose",
-           "pow", "profiler", "randn", "random", "reset", "root", "round", "rsqrt", "select",
-           "sign", "sin", "sinh", "sqrt", "static", "svd", "sym_eig", "sync", "tan", "tanh",
-           "template", "types", "u16", "u32", "u64", "u8", "rgb_to_hex"]
+           "Field", "GradCheckWarning", "Graph", "JitrtError", "KernelArgError",
+           "KernelCompileError", "KernelRuntimeError", "Matrix", "MatrixField", "Ndarray",
+           "OfflineCacheError", "ScalarField", "Struct", "Vector", "acos", "ad", "amdgpu", "asin",
+           "atan", "atan2", "atomic_add", "atomic_max", "atomic_min", "atomic_sub", "cast", "ceil",
+           "clamp", "clear_cache", "cos", "cosh", "cpu", "cuda", "data_oriented", "debug", "eig",
+           "exp", "exp2", "f32", "f64", "field", "floor", "func", "gpu", "graph", "grouped", "i16",
+           "i32", "i64", "i8", "init", "kernel", "log", "log2", "loop_config", "math", "ndarray",
+           "ndrange", "polar_decompose", "pow", "profiler", "randn", "random", "reset", "root",
+           "round", "rsqrt", "select", "sign", "sin", "sinh", "sqrt", "static", "svd", "sym_eig",
+           "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8", "rgb_to_hex"]
 
 
 def __getattr__(name: str) -> object:

@@ -21,10 +21,12 @@ duals of what the kernels wrote (`loss.dual`).
 """
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .ad_check import GradChecker, GradCheckResult, check_arguments
 from .errors import AutodiffError
 from .runtime import program as program_mod
 from .data import Field, Ndarray, live_dual_buffers, live_grad_fields
@@ -36,15 +38,35 @@ if TYPE_CHECKING:
 
 
 class Tape:
-    def __init__(self, loss: Any = None, clear_gradients: bool = True) -> None:
+    """Records the launches of a forward step; on exit runs their adjoints in reverse.
+
+    Args:
+        loss: the field or ndarray whose gradient is seeded with 1 (every element).
+        clear_gradients: zero every gradient on entry (default) or accumulate.
+        validation: Taichi's global-data-access-rule checker; not in jitrt (a warning).
+        grad_check: fields/ndarrays whose gradients are checked against finite differences
+            after the reverse pass (jitrt/ad_check.py; an f64 loss; results in
+            `tape.grad_check_results`).
+    """
+
+    def __init__(self, loss: Any = None, clear_gradients: bool = True,
+                 validation: bool = False, grad_check: Any = None) -> None:
         if loss is not None and not isinstance(loss, (Field, Ndarray)):
             raise TypeError(f"Tape(loss=...) needs a field or ndarray, got {type(loss).__name__}")
         if loss is not None and not loss.needs_grad:    # an implicit gradient does not count
             raise ValueError(f"Tape(loss=...): '{loss.name}' was created without needs_grad=True"
                              + (" (and its gradient was neither placed nor given by "
                                 "jr.root.lazy_grad())" if loss.grad is not None else ""))
+        if validation:
+            warnings.warn("jr.ad.Tape(validation=True): Taichi's global data access rule "
+                          "checker is not in jitrt; the tape records without it (jitrt always "
+                          "checks that no recorded launch changes another's loop-bound data)",
+                          stacklevel=2)
         self.loss = loss
         self.clear_gradients = clear_gradients
+        self.to_check = None if grad_check is None else check_arguments(loss, grad_check)
+        self.checker: GradChecker | None = None
+        self.grad_check_results: list[GradCheckResult] = []
         self.entries: list[tuple[Any, tuple]] = []
         self.handles: list["LaunchHandle | None"] = []   # per entry (None: grad_replaced)
         self._program: "Program | None" = None
@@ -52,6 +74,8 @@ class Tape:
     def record(self, kernel: "KernelLike", values: list[Any] | tuple[Any, ...],
                handle: "LaunchHandle | None") -> None:
         if not kernel.adjoint and not getattr(kernel, "grad_disabled", False):
+            if self.checker is not None:
+                self.checker.note_all(tuple(values))
             self.entries.append((kernel, tuple(values)))
             self.handles.append(handle)
 
@@ -62,6 +86,8 @@ class Tape:
                 f.grad.fill(0)
         if self.loss is not None:
             self.loss.fill(0)     # as Taichi: the recorded step computes the loss afresh
+        if self.to_check is not None:
+            self.checker = GradChecker(self.loss, self.to_check)
         program.tape = self
         program_mod.ACTIVE[0] = program.tape_token   # launchers now record themselves
         self._program = program
@@ -87,6 +113,8 @@ class Tape:
             self.loss.grad.fill(1)     # a 0-d loss too: its one element
         for kernel, values in reversed(self.entries):
             kernel.grad(*values)
+        if self.checker is not None:
+            self.grad_check_results = self.checker.run(self.entries)
 
     def check_trip_counts(self) -> None:
         """Refuse a recording in which launch j >= k writes data that launch k's loop bounds
@@ -256,6 +284,9 @@ class _ReplacedStep:
     def __init__(self, fn: Any) -> None:
         self.fn, self.backward, self.qualname = fn, None, fn.__qualname__
 
+    def __call__(self, *values: Any) -> Any:    # a replay (grad_check) runs the function
+        return self.fn(*values)
+
     def grad(self, *values: Any) -> None:
         if self.backward is None:
             raise AutodiffError(f"{self.qualname} is @jr.ad.grad_replaced but has no "
@@ -295,7 +326,7 @@ def grad_for(primal: Any) -> Any:
     """`@jr.ad.grad_for(f)` on the backward of a `@jr.ad.grad_replaced` function `f`."""
     step = getattr(primal, "replaced_step", None)
     if step is None:
-        raise TypeError("@jr.ad.grad_for(f) needs f decorated with @jr.ad.grad_replaced")
+        raise AutodiffError("@jr.ad.grad_for(f) needs f decorated with @jr.ad.grad_replaced")
 
     def register(backward: Any) -> Any:
         step.backward = backward

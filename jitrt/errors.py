@@ -51,12 +51,12 @@ class KernelArgError(JitrtError, TypeError):
     """Wrong number, type, dtype or ndim of launch arguments."""
 
 
-class KernelRuntimeError(JitrtError):
+class KernelRuntimeError(JitrtError, RuntimeError):
     """A kernel detected a fault while running (an index out of bounds); the faulty access was
     skipped, so memory is intact."""
 
 
-class AdStackOverflowError(JitrtError):
+class AdStackOverflowError(JitrtError, RuntimeError):
     """A push past an adstack's capacity (skipped; the launch raises)."""
 
     def __init__(self, message: str, kernel_name: str = "", task_id: int = -1,
@@ -65,9 +65,13 @@ class AdStackOverflowError(JitrtError):
         self.kernel_name, self.task_id, self.registry_id = kernel_name, task_id, registry_id
 
 
-class AutodiffError(JitrtError):
+class AutodiffError(JitrtError, RuntimeError):
     """A recorded computation whose gradient jitrt cannot compute correctly (for example, a
     Tape whose later launches change the data that decides an earlier launch's trip counts)."""
+
+
+class GradCheckWarning(UserWarning):
+    """`jr.ad.Tape(grad_check=[...])`: a gradient disagrees with finite differences."""
 
 
 class OfflineCacheError(JitrtError):
@@ -79,5 +83,5 @@ class ConfigError(JitrtError, ValueError):
     it accepts."""
 
 
-class BackendUnavailableError(JitrtError):
+class BackendUnavailableError(JitrtError, RuntimeError):
     """The chosen arch has no usable runtime on this machine."""

@@ -27,7 +27,7 @@ from .linalg import MatrixType
 
 def parse_params(fn: Callable) -> tuple[n.Param, ...]:
     sig = inspect.signature(fn)
-    params = []
+    params: list[n.Param] = []
     for p in sig.parameters.values():
         where = f"parameter '{p.name}' of kernel {fn.__qualname__}"
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
@@ -35,6 +35,8 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
                                      "not supported", inspect.getsourcefile(fn) or "?",
                                      fn.__code__.co_firstlineno)
         ann = resolve_annotation(fn, p.annotation)
+        if ann is inspect.Parameter.empty and p.name == "self" and not params:
+            ann = Template()      # a kernel method: the object is a compile-time value
         if ann is inspect.Parameter.empty:
             raise KernelCompileError(f"{where} needs an annotation (jr.f32, jr.i32, "
                                      "jr.types.ndarray(...), jr.template())",
@@ -139,6 +141,40 @@ class Kernel:
         return f"<jitrt kernel {self.qualname}{mode}>"
 
 
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """`obj.k` for a kernel defined in a class: the kernel with `self` bound to obj."""
+        return self if obj is None else BoundKernel(self, obj)
+
+
+class BoundKernel:
+    """A kernel method reached through its object (`a.step(dt)` launches `A.step(a, dt)`):
+    the object is the kernel's first, compile-time argument; `.grad` and `.bind` bind it too."""
+
+    __slots__ = ("kernel", "obj")
+    is_jitrt_kernel = True
+
+    def __init__(self, kernel: Kernel, obj: Any) -> None:
+        self.kernel, self.obj = kernel, obj
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.kernel(self.obj, *args, **kwargs)  # type: ignore[operator]
+
+    @property
+    def grad(self) -> Any:
+        grad = self.kernel.grad
+        return grad if grad is _no_gradient else BoundKernel(grad, self.obj)
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    def bind(self, *args: Any, **kwargs: Any) -> Any:
+        return self.kernel.bind(self.obj, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<jitrt kernel {self.kernel.qualname} bound to {type(self.obj).__name__}>"
+
+
 _BIND = launcher.user_facing(launcher.bind, "bind")
 
 
@@ -162,6 +198,17 @@ def kernel(fn: Callable) -> Kernel:
                 a[i] = a[i] * k
     """
     return Kernel(fn)
+
+
+def data_oriented(cls: type) -> type:
+    """`@jr.data_oriented` on a class whose methods are kernels (Taichi's): its instances may
+    be passed as `jr.template()` arguments, `self` included. The attributes a kernel reads
+    (fields, numbers) are compiled in at the first launch for each object, as Taichi does;
+    rebinding them later does not change the compiled kernel."""
+    if not isinstance(cls, type):
+        raise TypeError(f"@jr.data_oriented goes on a class, got {type(cls).__name__}")
+    cls._jitrt_data_oriented = True      # type: ignore[attr-defined]
+    return cls
 
 
 def func(fn: Callable) -> Func:

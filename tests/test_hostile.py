@@ -194,7 +194,8 @@ def test_template_with_an_unusable_value():
         for i in range(2):
             pass
 
-    with pytest.raises(jr.KernelArgError, match=r"'x'.*a field or a Python constant"):
+    with pytest.raises(jr.KernelArgError,
+                       match=r"'x'.*a field, a Python constant or a @jr.data_oriented object"):
         t([1, 2])
 
 

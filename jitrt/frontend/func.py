@@ -51,5 +51,20 @@ class Func:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)  # outside kernels: plain Python
 
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """`obj.f` for a func defined in a class: inlined with `self` bound to obj."""
+        return self if obj is None else BoundFunc(self, obj)
+
     def __repr__(self) -> str:
         return f"<jitrt func {self.fn.__qualname__}>"
+
+
+class BoundFunc:
+    """A `@jr.func` method reached through its object: called in a kernel, it is inlined with
+    the object as its first argument; outside kernels, the plain bound method."""
+
+    def __init__(self, func: Func, obj: Any) -> None:
+        self.func, self.obj = func, obj
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func.fn(self.obj, *args, **kwargs)

@@ -21,11 +21,12 @@ from ..dtypes import DataType
 from ..ir import nodes as n
 from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
-from .func import Func
+from .func import BoundFunc, Func
 from .lower_expr import Value, describe, is_number
 from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, as_vector
 
 MAX_INLINE_DEPTH = 24
+NO_SELF = object()           # inline(): no object bound to the first parameter
 _PLAIN_FUNCS: "weakref.WeakKeyDictionary[Any, Func]" = weakref.WeakKeyDictionary()
 
 
@@ -59,6 +60,10 @@ class CallLowering(LoweringHost):
             pass
         if isinstance(obj, Func):
             return self.inline(obj, node)
+        if isinstance(obj, BoundFunc):                    # self.f(...) of a @jr.func method
+            return self.inline(obj.func, node, obj.obj)
+        if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
+            return self.inline(plain_func(obj.__func__), node, obj.__self__)
         if isinstance(obj, types.FunctionType) and \
                 not (getattr(obj, "__module__", None) or "").startswith(("numpy", "math",
                                                                         "jitrt")):
@@ -445,12 +450,13 @@ class CallLowering(LoweringHost):
         return n.Atomic(op, ref, indices, value, ref.dtype, self.loc(node))
 
     # ---- @jr.func inlining --------------------------------------------------------------
-    def inline(self, func: Any, node: ast.Call) -> Value:
+    def inline(self, func: Any, node: ast.Call, bound_self: Any = NO_SELF) -> Value:
         if self.ctx.inline_depth >= MAX_INLINE_DEPTH:
             raise self.err(node, f"@jr.func '{func.name}' nests deeper than "
                            f"{MAX_INLINE_DEPTH} calls (recursion is not supported)")
         sig = inspect.signature(func.fn)
-        args = [self.expr(a) for a in node.args]
+        args = ([] if bound_self is NO_SELF else [PyValue(bound_self)]) + \
+            [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
         try:
             bound = sig.bind(*args, **kwargs)

@@ -189,7 +189,8 @@ class ExprLowering(LoweringHost):
         if isinstance(base, PyValue):
             obj = base.obj
             if is_field(obj) and node.attr == "grad" and obj.grad is None:
-                raise self.err(node, f"field {obj.name!r} has no gradient (needs_grad=False)")
+                raise self.err(node, f"Gradient {obj.name}.grad has not been placed, check "
+                               f"whether `needs_grad=True` (field {obj.name!r} has no gradient)")
             special = self.class_attribute(obj, node)
             if special is not None:
                 return special

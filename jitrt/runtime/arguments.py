@@ -240,7 +240,10 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
         return (type(v), v), repr(v)
     if isinstance(v, tuple) and all(isinstance(x, (bool, int, float)) for x in v):
         return (tuple, v), repr(v)
-    raise fail(kernel, p, "a field or a Python constant (jr.template())", describe(v))
+    if getattr(type(v), "_jitrt_data_oriented", False):   # the handle keeps v alive: no id reuse
+        return ("object", id(v)), type(v).__qualname__
+    raise fail(kernel, p, "a field, a Python constant or a @jr.data_oriented object "
+               "(jr.template())", describe(v))
 
 
 def written_params(compiled: "CompiledKernel") -> frozenset[int]:

@@ -1,0 +1,87 @@
+"""`@jr.data_oriented` classes: kernels and funcs as methods, `self` a compile-time argument."""
+import numpy as np
+import pytest
+
+import jitrt as jr
+
+
+@jr.data_oriented
+class Springs:
+    def __init__(self, n, stiffness):
+        self.n, self.stiffness = n, stiffness
+        self.x = jr.field(jr.f64, shape=n, needs_grad=True)
+        self.energy = jr.field(jr.f64, shape=(), needs_grad=True)
+
+    @jr.func
+    def term(self, i):
+        return 0.5 * self.stiffness * self.x[i] ** 2
+
+    def plain_term(self, i):                     # a plain method: inlined as well
+        return self.term(i)
+
+    @jr.kernel
+    def compute(self, scale: jr.f64):
+        for i in range(self.n):
+            self.energy[None] += scale * self.plain_term(i)
+
+    @jr.ad.grad_replaced
+    def twice(self, scale):
+        self.compute(scale)
+        self.compute(scale)
+
+    @jr.ad.grad_for(twice)
+    def twice_backward(self, scale):
+        self.compute.grad(scale)
+        self.compute.grad(scale)
+
+
+def test_each_object_compiles_its_own_attributes_in():
+    a, b = Springs(4, 2.0), Springs(3, 10.0)
+    a.x.from_numpy(np.arange(4.0))
+    b.x.from_numpy(np.ones(3))
+    a.compute(1.0)
+    b.compute(2.0)
+    Springs.compute(b, 1.0)                       # called through the class
+    assert a.energy[None] == pytest.approx(0.5 * 2.0 * np.sum(np.arange(4.0) ** 2))
+    assert b.energy[None] == pytest.approx(3 * 0.5 * 10.0 * 3)
+    assert len(Springs.compute.handles) == 2      # one specialization per object
+
+
+def test_tape_grad_and_grad_replaced_methods():
+    a = Springs(4, 2.0)
+    a.x.from_numpy(np.arange(4.0))
+    with jr.ad.Tape(loss=a.energy):
+        a.compute(3.0)
+    np.testing.assert_allclose(a.x.grad.to_numpy(), 3.0 * 2.0 * np.arange(4.0))
+    with jr.ad.Tape(loss=a.energy):
+        a.twice(1.0)
+    np.testing.assert_allclose(a.x.grad.to_numpy(), 2 * 2.0 * np.arange(4.0))
+    a.energy.grad.fill(1.0)
+    a.x.grad.fill(0.0)
+    a.compute.grad(0.5)
+    np.testing.assert_allclose(a.x.grad.to_numpy(), 0.5 * 2.0 * np.arange(4.0))
+
+
+def test_bound_kernels_bind_and_outside_kernels_funcs_are_python():
+    a = Springs(2, 4.0)
+    a.x.from_numpy(np.array([1.0, 2.0]))
+    launch = a.compute.bind(1.0)
+    launch()
+    launch()
+    assert a.energy[None] == pytest.approx(2 * 0.5 * 4.0 * 5.0)
+    assert a.term(1) == pytest.approx(0.5 * 4.0 * 4.0)
+    assert "bound to Springs" in repr(a.compute)
+
+
+def test_an_object_of_a_plain_class_is_refused_with_the_fix():
+    class Plain:
+        n = 3
+
+    @jr.kernel
+    def k(s: jr.template()) -> jr.i32:
+        return s.n
+
+    with pytest.raises(jr.KernelArgError, match="@jr.data_oriented object"):
+        k(Plain())
+    with pytest.raises(TypeError, match="goes on a class"):
+        jr.data_oriented(lambda: None)
