@@ -27,9 +27,9 @@ from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableErro
                      GradCheckWarning, JitrtError, KernelArgError, KernelCompileError,
                      KernelRuntimeError, OfflineCacheError)
 from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min, atomic_sub,
-                                cast, clamp, eig, exp2, grouped, log2, loop_config, ndrange,
-                                polar_decompose, pow_ as pow, randn, random, rsqrt,
-                                select, sign, static, svd, sym_eig)
+                                block_local, cast, clamp, eig, exp2, grouped, log2, loop_config,
+                                ndrange, polar_decompose, pow_ as pow, randn, random, rsqrt,
+                                select, sign, static, stop_grad, svd, sym_eig)
 from .frontend.builtins import abs_ as _builtins_abs, max_ as _builtins_max, \
     min_ as _builtins_min
 from .kernel import data_oriented, func, kernel
@@ -70,12 +70,14 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "Field", "GradCheckWarning", "Graph", "JitrtError", "KernelArgError",
            "KernelCompileError", "KernelRuntimeError", "Matrix", "MatrixField", "Ndarray",
            "OfflineCacheError", "ScalarField", "Struct", "Vector", "acos", "ad", "amdgpu", "asin",
-           "atan", "atan2", "atomic_add", "atomic_max", "atomic_min", "atomic_sub", "cast", "ceil",
+           "atan", "atan2", "atomic_add", "atomic_max", "atomic_min", "atomic_sub", "block_local",
+           "cast", "ceil",
            "clamp", "clear_cache", "cos", "cosh", "cpu", "cuda", "data_oriented", "debug", "eig",
            "exp", "exp2", "f32", "f64", "field", "floor", "func", "gpu", "graph", "grouped", "i16",
            "i32", "i64", "i8", "init", "kernel", "log", "log2", "loop_config", "math", "ndarray",
            "ndrange", "polar_decompose", "pow", "profiler", "randn", "random", "reset", "root",
-           "round", "rsqrt", "select", "sign", "sin", "sinh", "sqrt", "static", "svd", "sym_eig",
+           "round", "rsqrt", "select", "sign", "sin", "sinh", "sqrt", "static", "stop_grad", "svd",
+           "sym_eig",
            "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8", "rgb_to_hex"]
 
 

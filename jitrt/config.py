@@ -202,8 +202,9 @@ PEER_IGNORED = {
     "flatten_if": "not a jitrt pass",
     "make_thread_local": "not a jitrt pass",
     "make_block_local": "not a jitrt pass",
-    "dynamic_index": "indices into vectors must be compile-time values in jitrt (a compile "
-                     "error names any that is not)",
+    "dynamic_index": "run-time indices into vectors and matrices are always allowed in jitrt "
+                     "(a select over the components; x[i][k] of a field indexes memory); an "
+                     "index out of range raises KernelRuntimeError",
     "default_cpu_block_dim": "CPU loops are split by jr.init(parallel_grain=...)",
     "default_gpu_block_dim": "use jr.loop_config(block_dim=...) per loop",
     "print_ir": "use jr.debug (docs/usage.md)",

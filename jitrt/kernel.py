@@ -1,16 +1,18 @@
 """`@jr.kernel` and `@jr.func`: the objects users decorate their functions into.
 
 Stage: API (above the runtime). `Kernel` reads its parameters from the annotations once
-(scalars, `jr.types.ndarray`, `jr.template()`), and launches through a per-kernel class whose
-`__call__` is the kernel's fast path (`runtime/launcher.py`: the launcher of its one
-specialization, or a router over several); a call that matches none goes to `dispatch`, which
-validates the arguments, finds or builds the handle for the specialization, and installs the
-fast path. `.grad` is the adjoint kernel, `.bind(...)` a bound launch; `forward_kernel(...)`
-is the forward-mode kernel a launch inside `jr.ad.FwdMode` runs. `Func` (`@jr.func`, inlined
-where called) lives in the frontend (`frontend/func.py`).
+(scalars, vectors/matrices, `jr.types.ndarray`, `jr.template()`), and launches through a
+per-kernel class whose `__call__` is the kernel's fast path (`runtime/launcher.py`: the
+launcher of its one specialization, or a router over several); a call that matches none goes
+to `dispatch`, which validates the arguments, finds or builds the handle for the
+specialization, and installs the fast path. `.grad` is the adjoint kernel, `.bind(...)` a
+bound launch; `forward_kernel(...)` is the forward-mode kernel a launch inside
+`jr.ad.FwdMode` runs. `Func` (`@jr.func`, inlined where called) lives in the frontend
+(`frontend/func.py`).
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import typing
 from typing import Any, Callable
@@ -45,7 +47,10 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
             params.append(n.Param(p.name, "template"))
         elif isinstance(ann, NdarrayType):
             params.append(n.Param(p.name, "ndarray", ann.dtype, ann.ndim if ann.ndim is not None
-                                  else -1, element_shape=ann.element_shape))
+                                  else -1, element_shape=ann.element_shape,
+                                  element_dim=ann.element_dim, grad_annotation=ann.needs_grad))
+        elif isinstance(ann, MatrixType):      # a vector/matrix value (jr.math.vec3...)
+            params.append(n.Param(p.name, "vector", ann.dtype, 0, element_shape=ann.shape))
         elif ann is int or ann is float or isinstance(ann, dtypes.DataType):
             params.append(n.Param(p.name, "scalar", ann if isinstance(ann, dtypes.DataType)
                                   else None, 0))
@@ -102,8 +107,8 @@ class Kernel:
         self._forward_kernels: dict[tuple[int, ...], Kernel] = {}
         self.grad_disabled = False     # @jr.ad.no_grad: never recorded, .grad does nothing
         if dual_args is not None:      # the duals of these ndarrays come as hidden parameters
-            self.params += tuple(n.Param(f"{self.params[i].name}.dual", "ndarray",
-                                         self.params[i].dtype, self.params[i].ndim)
+            self.params += tuple(dataclasses.replace(self.params[i], name=f"{self.params[i].name}"
+                                                     ".dual", grad_annotation=None)
                                  for i in dual_args)
 
     def source(self) -> SourceInfo:
@@ -139,7 +144,6 @@ class Kernel:
         mode = " (grad)" if self.adjoint else " (forward mode)" if self.dual_args is not None \
             else ""
         return f"<jitrt kernel {self.qualname}{mode}>"
-
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         """`obj.k` for a kernel defined in a class: the kernel with `self` bound to obj."""
@@ -181,11 +185,13 @@ _BIND = launcher.user_facing(launcher.bind, "bind")
 def kernel(fn: Callable) -> Kernel:
     """Decorate a function as a kernel, compiled on first call for each specialization.
 
-    Parameters are annotated `jr.f32`/`jr.i32`/... (scalars), `jr.types.ndarray(dtype=...,
-    ndim=...)` (arrays passed at launch) or `jr.template()` (fields and Python constants,
-    compiled in); `-> jr.f32` lets it return one scalar. The outermost loops run in parallel.
-    Calling the kernel launches it; `k.grad(...)` launches its reverse-mode adjoint;
-    `k.bind(...)` packs the arguments once for repeated launches.
+    Parameters are annotated `jr.f32`/`jr.i32`/... (scalars), `jr.math.vec3`,
+    `jr.types.vector(3, jr.f32)`, `jr.types.matrix(2, 2, jr.f64)` (vectors/matrices passed by
+    value), `jr.types.ndarray(dtype=..., ndim=...)` (arrays passed at launch) or
+    `jr.template()` (fields and Python constants, compiled in); `-> jr.f32` lets it return
+    one scalar. The outermost loops run in parallel. Calling the kernel launches it;
+    `k.grad(...)` launches its reverse-mode adjoint; `k.bind(...)` packs the arguments once
+    for repeated launches.
 
     Raises (at the first call): `jr.KernelCompileError` (unsupported Python, type errors; the
     message points at the line), `jr.KernelArgError` (wrong arguments).

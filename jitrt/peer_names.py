@@ -22,7 +22,6 @@ MISSING: dict[str, str] = {
     "GUI": "jitrt has no GUI: draw x.to_numpy() with matplotlib or similar",
     "ui": "jitrt has no GUI: draw x.to_numpy() with matplotlib or similar",
     "Mesh": "meshes are not supported",
-    "block_local": "not needed: jitrt has no block-local cache hint (remove the call)",
     "cache_read_only": "not needed: jitrt has no cache hint (remove the call)",
     "no_activate": "not needed: jitrt has no sparse layouts (remove the call)",
     "kernel_profiler_print": "use jr.profiler.print_info() with jr.init(kernel_profiler=True)",

@@ -1,4 +1,5 @@
-"""Parameter annotations: `jr.types.ndarray(dtype, ndim)` and `jr.template()`."""
+"""Parameter annotations: `jr.types.ndarray(...)` and `jr.template()` (vector/matrix value
+parameters are annotated with their types, `jr.types.vector(3, jr.f32)`: `linalg.py`)."""
 from __future__ import annotations
 
 from typing import Any
@@ -14,22 +15,81 @@ __all__ = ["NdarrayType", "Template", "matrix", "ndarray", "struct", "template",
 @frozen
 class NdarrayType:
     dtype: DataType | None = None
-    ndim: int | None = None              # of the array in memory (component dims included)
+    ndim: int | None = None              # element_dim 0: every dimension; else the others
     element_shape: tuple[int, ...] = ()  # vectors/matrices: the trailing component dims
+    # where the element comes from (`ir.nodes.Param.element_dim`): 0 `element_shape`, -1 the
+    # array passed (no dtype given), 1 or 2 the array's last dimensions (`element_dim=`)
+    element_dim: int = 0
+    needs_grad: bool | None = None
 
     def __repr__(self) -> str:
-        return f"jr.types.ndarray(dtype={self.dtype!r}, ndim={self.ndim})"
+        extra = (f", element_dim={self.element_dim}" if self.element_dim > 0 else "") + (
+            f", element_shape={self.element_shape}" if self.element_shape else "") + (
+            "" if self.needs_grad is None else f", needs_grad={self.needs_grad}")
+        return f"jr.types.ndarray(dtype={self.dtype!r}, ndim={self.ndim}{extra})"
 
 
-def ndarray(dtype: Any = None, ndim: int | None = None) -> NdarrayType:
+def ndarray(dtype: Any = None, ndim: int | None = None, element_dim: int | None = None,
+            element_shape: Any = None, needs_grad: bool | None = None,
+            field_dim: Any = None, boundary: str = "unsafe") -> NdarrayType:
     """The annotation of an array parameter: `a: jr.types.ndarray(dtype=jr.f32, ndim=1)`.
+
     Leaving out dtype or ndim makes them part of the specialization (one compile each).
     With a vector or matrix dtype (`dtype=jr.math.vec3, ndim=1`), `a[i]` is a vector and the
-    array passed has the components as trailing dimensions (a numpy array of shape (N, 3))."""
+    array passed has the components as trailing dimensions (a numpy array of shape (N, 3)).
+    `ndim` counts the array's dimensions without the element's, as in Taichi.
+    Without a dtype, the element is the array's: a jitrt ndarray of vectors
+    (`jr.ndarray(jr.math.vec2, N)`) gives `a[i]` a vec2 and a 1-D `for i in a`; a numpy array
+    gives scalars. Taichi's older spellings: `element_dim=1` (vectors: the array's last
+    dimension) or 2 (matrices: the last two), `element_shape=(3,)` or `(3, 3)` (fixed).
+    `needs_grad=False`: the kernel's adjoint accumulates nothing into this argument's
+    gradient; `needs_grad=True`: the argument must have one. `boundary` is accepted and
+    ignored (jitrt always checks indices)."""
+    if field_dim is not None:
+        raise ValueError("jr.types.ndarray: field_dim is Taichi's old name of ndim (deprecated "
+                         "there too); use ndim")
+    if ndim is not None and (not isinstance(ndim, int) or isinstance(ndim, bool) or ndim < 0):
+        raise TypeError(f"jr.types.ndarray: ndim must be an int >= 0, got {ndim!r}")
+    if needs_grad is not None and not isinstance(needs_grad, bool):
+        raise TypeError(f"jr.types.ndarray: needs_grad must be True, False or None, got "
+                        f"{needs_grad!r}")
+    if element_dim is not None or element_shape is not None:
+        if isinstance(dtype, MatrixType):
+            raise TypeError(f"jr.types.ndarray: a vector/matrix dtype ({dtype!r}) and "
+                            "element_dim/element_shape at once; give one of them")
+        shape = _element_shape(element_dim, element_shape)
+        scalar = None if dtype is None else dtypes.coerce(dtype)
+        if shape is None:            # element_dim=1 or 2: the length comes from the array
+            return NdarrayType(scalar, ndim, (), element_dim or 0, needs_grad)
+        if shape:
+            return NdarrayType(scalar, None if ndim is None else ndim + len(shape), shape, 0,
+                               needs_grad)
     if isinstance(dtype, MatrixType):
         element = dtype.shape
-        return NdarrayType(dtype.dtype, None if ndim is None else ndim + len(element), element)
-    return NdarrayType(None if dtype is None else dtypes.coerce(dtype), ndim)
+        return NdarrayType(dtype.dtype, None if ndim is None else ndim + len(element), element,
+                           0, needs_grad)
+    return NdarrayType(None if dtype is None else dtypes.coerce(dtype), ndim, (),
+                       -1 if dtype is None else 0, needs_grad)
+
+
+def _element_shape(element_dim: Any, element_shape: Any) -> tuple[int, ...] | None:
+    """The fixed element shape `element_dim`/`element_shape` give (() for scalars), or None
+    when only element_dim (1 or 2) is given."""
+    if element_dim is not None and (not isinstance(element_dim, int) or isinstance(
+            element_dim, bool) or element_dim not in (0, 1, 2)):
+        raise ValueError(f"jr.types.ndarray: element_dim must be 0 (scalars), 1 (vectors) or "
+                         f"2 (matrices), got {element_dim!r}")
+    if element_shape is None:
+        return None if element_dim else ()
+    shape = tuple(element_shape) if isinstance(element_shape, (tuple, list)) else None
+    if shape is None or len(shape) > 2 or not all(
+            isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in shape):
+        raise ValueError(f"jr.types.ndarray: element_shape must be (), (n,) or (n, m) with "
+                         f"positive ints, got {element_shape!r}")
+    if element_dim is not None and len(shape) != element_dim:
+        raise ValueError(f"jr.types.ndarray: element_shape {shape} has {len(shape)} "
+                         f"dimension(s) but element_dim is {element_dim}")
+    return shape
 
 
 @frozen

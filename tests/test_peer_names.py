@@ -6,7 +6,7 @@ import jitrt as jr
 from jitrt.peer_names import MISSING
 
 
-@pytest.mark.parametrize("name", ["FieldsBuilder", "vulkan", "f16", "GUI", "block_local"])
+@pytest.mark.parametrize("name", ["FieldsBuilder", "vulkan", "f16", "GUI", "cache_read_only"])
 def test_a_peer_name_says_what_to_use(name):
     with pytest.raises(AttributeError, match=f"jitrt.{name} is not in jitrt: ") as info:
         getattr(jr, name)
@@ -24,6 +24,6 @@ def test_in_kernels_the_advice_is_in_the_compile_error():
     @jr.kernel
     def k(a: jr.types.ndarray(dtype=jr.f32, ndim=1)):
         for i in range(a.shape[0]):
-            jr.block_local(a)
-    with pytest.raises(jr.KernelCompileError, match="no block-local cache hint"):
+            jr.cache_read_only(a)
+    with pytest.raises(jr.KernelCompileError, match="jitrt has no cache hint"):
         k(np.zeros(2, np.float32))

@@ -26,7 +26,7 @@ def host_expr(e: n.Expr, layout: abi.ContextLayout) -> str | None:
     if isinstance(e, n.Const) and isinstance(e.value, int):
         return repr(e.value)
     if isinstance(e, n.Arg) and e.dtype.is_int:
-        return f"buf[{layout.param_slots[e.index]}]"
+        return f"buf[{layout.arg_slot(e)}]"
     if isinstance(e, n.Shape):
         return f"buf[{layout.array_shape_slot(e.ref, e.axis)}]"
     if isinstance(e, n.Cast) and e.dtype.is_int and e.x.dtype.is_int:
@@ -58,7 +58,7 @@ def box_bounds(task: n.Task, layout: abi.ContextLayout) -> list[int] | None:
         if isinstance(e, n.Const) and isinstance(e.value, int):
             return 0, e.value
         if isinstance(e, n.Arg) and e.dtype.is_int:
-            return 1, layout.param_slots[e.index]
+            return 1, layout.arg_slot(e)
         if isinstance(e, n.Shape):
             return 1, layout.array_shape_slot(e.ref, e.axis)
         if isinstance(e, n.Cast) and e.dtype.is_int and e.x.dtype.is_int:

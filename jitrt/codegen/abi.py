@@ -3,13 +3,16 @@
 Stage: codegen/runtime seam. A launch passes one pointer, `ctx`, to an array of 64-bit slots:
 a fixed header (error record, thread-pool and runtime pointers, return value), then a data
 pointer per field (and its gradient), then per kernel parameter its slots (a scalar: one slot,
-floats stored as double, ints sign/zero-extended; an ndarray: data pointer, gradient pointer and
+floats stored as double, ints sign/zero-extended; a vector/matrix: one such slot per
+component; an ndarray: data pointer, gradient pointer and
 one slot per axis for the shape). Compiled code reads every address from here, never embeds one.
 Also the records a compiled kernel hands its launches (`AccessSite`: what a fault in the
 error slot names; `LaunchableTask`: what a device launches), kept here, away from the LLVM
 lowering, because the offline cache stores them and a warm start unpickles them.
 """
 from __future__ import annotations
+
+from math import prod
 
 from ..frozen import frozen
 from ..ir import nodes as n
@@ -79,6 +82,10 @@ class ContextLayout:
     def field_slot(self, ref: n.FieldRef) -> int:
         return (self.field_grad_slots if ref.grad else self.field_slots)[ref.slot]
 
+    def arg_slot(self, e: n.Arg) -> int:
+        """The slot of a scalar argument, or of one component of a vector argument."""
+        return self.param_slots[e.index] + max(e.component, 0)
+
     def array_ptr_slot(self, ref: n.ArrayRef) -> int:
         return self.param_slots[ref.arg] + (1 if ref.grad else 0)
 
@@ -99,6 +106,9 @@ def layout_for(params: tuple[n.Param, ...], fields: tuple[n.FieldRef, ...],
         if p.kind == "scalar":
             param_slots.append(slot)
             slot += 1
+        elif p.kind == "vector":        # one slot per component, row-major
+            param_slots.append(slot)
+            slot += max(1, prod(p.element_shape))
         elif p.kind == "ndarray":
             param_slots.append(slot)
             slot += 2 + p.ndim

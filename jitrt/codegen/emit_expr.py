@@ -101,7 +101,7 @@ class ExprEmitter(EmitterHost):
         return const(e.dtype, e.value)
 
     def expr_Arg(self, e: n.Arg) -> ir.Value:
-        return self.from_slot(self.load_slot(self.layout.param_slots[e.index]), e.dtype)
+        return self.from_slot(self.load_slot(self.layout.arg_slot(e)), e.dtype)
 
     def expr_Local(self, e: n.Local) -> ir.Value:
         return self.builder.load(self.local_ptr(e.name, e.dtype))

@@ -24,6 +24,8 @@ T_TUPLE_SIZE, T_TUPLE_ITEMS = 20, 21    # byte offsets in a tuple object
 T_TYPE, T_FLOAT_VALUE = 22, 23          # byte offsets of ob_type and of a float's value
 T_FLOAT_TYPE, T_LONG_TYPE, T_NONE = 24, 25, 26
 T_NP_DATA, T_NP_ND, T_NP_DIMS, T_NP_DESCR, T_NP_FLAGS = 40, 41, 42, 43, 44  # numpy array offsets
+T_LIST_ITEMS = 9        # byte offset of a list's item array pointer
+T_TUPLE_TYPE, T_LIST_TYPE, T_NDARRAY_TYPE = 45, 46, 47   # what a vector argument may be
 API_WORDS = ("PyObject_Call", "PyObject_CallNoArgs", "Py_IncRef", "Py_DecRef",
              "PyLong_AsLongLongAndOverflow", "PyFloat_FromDouble", "PyLong_FromLongLong",
              "PyLong_FromUnsignedLongLong")
@@ -33,6 +35,14 @@ RECORD_WORDS = 4
 # a parameter record (one per parameter, from HEADER_WORDS): kind, context slot, a, b
 P_ARRAY, P_TEMPLATE, P_FLOAT, P_INT = 1, 2, 3, 4   # ARRAY/TEMPLATE: a = the expected object
 # (0: none yet); ARRAY: b = the word index of its array record; INT: a..b = the accepted range
+P_VECTOR = 5            # a = the word index of its vector record
+# a vector record (one per vector/matrix parameter, after the array records): the components'
+# kind (P_FLOAT or P_INT), rows (0: a vector, an exact tuple or list of `cols` numbers; else a
+# matrix, a tuple or list of `rows` such rows), cols, the accepted range of an int component,
+# and the numpy dtype objects a numpy array of the shape may have: 8 and 4 bytes wide
+V_KIND, V_ROWS, V_COLS, V_LO, V_HI, V_WIDE, V_NARROW = 0, 1, 2, 3, 4, 5, 6
+V_WORDS = 7
+NPY_C_CONTIGUOUS = 0x1  # numpy's flag (checked at start-up, `runtime/native_launch.layout`)
 # an array record (one per ndarray parameter, after the bump records): 0 for a jitrt ndarray;
 # for a numpy array: 1, data pointer, dtype object, required flags, ndim, then the shape
 A_NUMPY, A_DATA, A_DESCR, A_FLAGS, A_NDIM, A_SHAPE = 0, 1, 2, 3, 4, 5

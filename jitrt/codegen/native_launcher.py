@@ -18,7 +18,9 @@ program, no Python launch of the program in flight (its launch lock's `held` cou
 Python launch releases the GIL while its kernel runs); each ndarray argument the very object
 last packed (a jitrt ndarray; the Python launcher records it in its record), each template
 argument the very object compiled for, each scalar an exact `float` or `int` (ints
-range-checked) written to its slot; the launch counter and the write set's generations bumped
+range-checked) written to its slot, each vector/matrix an exact tuple or list (of rows) of
+such numbers or a C-contiguous numpy array of its shape and of one of two dtypes, its
+components written to its slots; the launch counter and the write set's generations bumped
 (a new int stored in each `gen` slot); the entry called; a fault or overflow handed to the
 table's `finish` (Python: raises the error); the return slot decoded. It holds the GIL
 throughout, which is what makes it exclusive: no other launch of the program can start or be
@@ -34,12 +36,15 @@ from .abi import ERROR_RAISED, SLOT_ERROR, SLOT_RETURN
 from .kernel_module import I8P, I64P
 from .launch_table import (A_DATA, A_DESCR, A_FLAGS, A_NDIM, A_NUMPY, A_SHAPE, API_WORDS,
                            CTYPES_BUFFER_OFFSET, HEADER_WORDS, P_ARRAY, P_FLOAT, P_TEMPLATE,
-                           RECORD_WORDS, RET_FLOAT, RET_SIGNED, RET_UNSIGNED, T_ACTIVE, T_API,
-                           T_CONTEXT, T_COUNT_ADDR, T_ENTRY, T_ENTRY_ARG, T_FALLBACK, T_FINISH,
-                           T_FLOAT_TYPE, T_FLOAT_VALUE, T_HELD, T_LONG_TYPE, T_NARGS, T_NBUMPS,
-                           T_NONE, T_NP_DATA, T_NP_DESCR, T_NP_DIMS, T_NP_FLAGS, T_NP_ND,
-                           T_NPARAMS, T_OVERFLOW_SLOT, T_PROGRAM, T_RETURN_KIND, T_RETURN_MASK,
-                           T_TUPLE_ITEMS, T_TUPLE_SIZE, T_TYPE)
+                           P_VECTOR, RECORD_WORDS, RET_FLOAT, RET_SIGNED, RET_UNSIGNED,
+                           T_ACTIVE, T_API, T_CONTEXT, T_COUNT_ADDR, T_ENTRY, T_ENTRY_ARG,
+                           T_FALLBACK, T_FINISH, T_FLOAT_TYPE, T_FLOAT_VALUE, T_HELD,
+                           T_LONG_TYPE, T_NARGS, T_NBUMPS, T_NONE, T_NP_DATA, T_NP_DESCR,
+                           T_NP_DIMS, T_NP_FLAGS, T_NP_ND, T_NPARAMS, T_OVERFLOW_SLOT, T_PROGRAM,
+                           T_RETURN_KIND, T_RETURN_MASK, T_TUPLE_ITEMS, T_TUPLE_SIZE,
+                           T_TUPLE_TYPE, T_TYPE, T_LIST_TYPE, T_LIST_ITEMS, T_NDARRAY_TYPE,
+                           V_COLS, V_HI, V_KIND, V_LO, V_NARROW, V_ROWS, V_WIDE,
+                           NPY_C_CONTIGUOUS)
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 F64 = ir.DoubleType()
@@ -205,9 +210,13 @@ class _LaunchIR:
         kind, slot = t.word(rec), t.word(b.add(rec, c64(1)))
         lo, hi = t.word(b.add(rec, c64(2))), t.word(b.add(rec, c64(3)))
         arg = b.load(b.gep(self.items, [k]))
-        array, scalar, same, numpy_bb = (self.block(n) for n in (
-            "array", "scalar", "same_object", "numpy_array"))
-        b.cbranch(b.icmp_signed("<=", kind, c64(P_TEMPLATE)), array, scalar)
+        array, scalar, same, numpy_bb, not_array, vector = (self.block(n) for n in (
+            "array", "scalar", "same_object", "numpy_array", "not_array", "vector"))
+        b.cbranch(b.icmp_signed("<=", kind, c64(P_TEMPLATE)), array, not_array)
+        b.position_at_end(not_array)
+        b.cbranch(b.icmp_signed("==", kind, c64(P_VECTOR)), vector, scalar)
+        b.position_at_end(vector)
+        self.vector(arg, lo, slot, cont)
         b.position_at_end(array)
         b.cbranch(b.icmp_unsigned("==", b.ptrtoint(arg, I64), lo), same, self.fallback)
         b.position_at_end(same)
@@ -218,6 +227,168 @@ class _LaunchIR:
         _numpy_unchanged(self.fn, b, t, arg, hi, cont, self.fallback)
         b.position_at_end(scalar)
         self.scalar(kind, arg, b.gep(self.ctx, [slot]), lo, hi, cont)
+
+    def sequence(self, obj: ir.Value, size: ir.Value) -> ir.Value:
+        """The items of `obj` (an `i8**`), continuing only when it is an exact tuple or list
+        of `size` items (else the fallback)."""
+        b, t = self.b, self.t
+        obj_type = t.at(obj, t.word(T_TYPE), I64)
+        tuple_items = b.inttoptr(b.add(b.ptrtoint(obj, I64), t.word(T_TUPLE_ITEMS)),
+                                 I8P.as_pointer())
+        start = b.block
+        not_tuple, is_list, got = (self.block(n) for n in ("seq_not_tuple", "seq_list",
+                                                           "seq_got"))
+        b.cbranch(b.icmp_unsigned("==", obj_type, t.word(T_TUPLE_TYPE)), got, not_tuple)
+        b.position_at_end(not_tuple)
+        b.cbranch(b.icmp_unsigned("==", obj_type, t.word(T_LIST_TYPE)), is_list,
+                  self.fallback)
+        b.position_at_end(is_list)
+        list_items = t.at(obj, t.word(T_LIST_ITEMS), I8P.as_pointer())
+        b.branch(got)
+        b.position_at_end(got)
+        items = b.phi(I8P.as_pointer())
+        items.add_incoming(tuple_items, start)
+        items.add_incoming(list_items, is_list)
+        sized = self.block("seq_sized")    # a tuple's and a list's size are at one offset
+        b.cbranch(b.icmp_signed("==", t.at(obj, t.word(T_TUPLE_SIZE), I64), size), sized,
+                  self.fallback)
+        b.position_at_end(sized)
+        return items
+
+    def vector(self, arg: ir.Value, vrec: ir.Value, slot: ir.Value, cont: ir.Block) -> None:
+        """A vector parameter: an exact tuple or list of numbers, or a C-contiguous numpy array
+        of float64/float32 (int64/int32 for an integer vector) of its shape; a matrix: a tuple
+        or list of such rows, or such an array. Every component is checked and stored as a
+        scalar of its kind, row-major from the parameter's first slot; anything else goes to
+        the fallback (the Python launcher)."""
+        b, t = self.b, self.t
+        def word(k: int) -> ir.Value:
+            return t.word(b.add(vrec, c64(k)))
+        kind, rows, cols, lo, hi = (word(k) for k in (V_KIND, V_ROWS, V_COLS, V_LO, V_HI))
+        array, nested = self.block("vec_array"), self.block("vec_nested")
+        b.cbranch(b.icmp_unsigned("==", t.at(arg, t.word(T_TYPE), I64),
+                                  t.word(T_NDARRAY_TYPE)), array, nested)
+        b.position_at_end(array)
+        self.vector_array(arg, word, slot, cont)
+        b.position_at_end(nested)
+        start = b.block
+        matrix, row_head, row_body, row_of_matrix, row_got, col_head, col_body, col_next, \
+            row_next = (self.block(n) for n in (
+                "vec_matrix", "vec_row", "vec_row_body", "vec_row_of_matrix", "vec_row_got",
+                "vec_col", "vec_col_body", "vec_col_next", "vec_row_next"))
+        is_matrix = b.icmp_signed("!=", rows, c64(0))
+        b.cbranch(is_matrix, matrix, row_head)
+        b.position_at_end(matrix)
+        row_items = self.sequence(arg, rows)
+        checked = b.block
+        b.branch(row_head)
+        b.position_at_end(row_head)            # r over the rows (one row, arg, for a vector)
+        r, matrix_items = b.phi(I64), b.phi(I8P.as_pointer())
+        r.add_incoming(c64(0), start)
+        r.add_incoming(c64(0), checked)
+        matrix_items.add_incoming(ir.Constant(I8P.as_pointer(), None), start)
+        matrix_items.add_incoming(row_items, checked)
+        b.cbranch(b.icmp_signed("<", r, b.select(is_matrix, rows, c64(1))), row_body, cont)
+        b.position_at_end(row_body)
+        b.cbranch(is_matrix, row_of_matrix, row_got)
+        b.position_at_end(row_of_matrix)
+        nth = b.load(b.gep(matrix_items, [r]))
+        b.branch(row_got)
+        b.position_at_end(row_got)
+        row = b.phi(I8P)
+        row.add_incoming(arg, row_body)
+        row.add_incoming(nth, row_of_matrix)
+        items = self.sequence(row, cols)
+        first = b.add(slot, b.mul(r, cols))
+        entered = b.block
+        b.branch(col_head)
+        b.position_at_end(col_head)
+        c = b.phi(I64)
+        c.add_incoming(c64(0), entered)
+        b.cbranch(b.icmp_signed("<", c, cols), col_body, row_next)
+        b.position_at_end(col_body)
+        item = b.load(b.gep(items, [c]))
+        self.scalar(kind, item, b.gep(self.ctx, [b.add(first, c)]), lo, hi, col_next)
+        b.position_at_end(col_next)
+        c.add_incoming(b.add(c, c64(1)), col_next)
+        b.branch(col_head)
+        b.position_at_end(row_next)
+        r.add_incoming(b.add(r, c64(1)), row_next)
+        matrix_items.add_incoming(matrix_items, row_next)
+        b.branch(row_head)
+
+    def vector_array(self, arr: ir.Value, word: Callable[[int], ir.Value], slot: ir.Value,
+                     cont: ir.Block) -> None:
+        """A numpy array for a vector/matrix parameter: C-contiguous, its shape, and a dtype
+        of the record's two (the wide one, 8 bytes, or the narrow one, 4); its components
+        converted to the slot's double or int64 (an int checked against the range)."""
+        b, t = self.b, self.t
+        kind, rows, cols, lo, hi = (word(k) for k in (V_KIND, V_ROWS, V_COLS, V_LO, V_HI))
+        is_matrix = b.icmp_signed("!=", rows, c64(0))
+        nd = b.sext(t.at(arr, t.word(T_NP_ND), I32), I64)
+        flags = b.zext(t.at(arr, t.word(T_NP_FLAGS), I32), I64)
+        shaped, typed = self.block("vec_array_shape"), self.block("vec_array_dtype")
+        b.cbranch(b.and_(b.icmp_signed("==", nd, b.select(is_matrix, c64(2), c64(1))),
+                         b.icmp_unsigned("!=", b.and_(flags, c64(NPY_C_CONTIGUOUS)), c64(0))),
+                  shaped, self.fallback)
+        b.position_at_end(shaped)
+        dims = b.inttoptr(t.at(arr, t.word(T_NP_DIMS), I64), I64P)
+        d0, d1 = b.load(dims), b.load(b.gep(dims, [b.select(is_matrix, c64(1), c64(0))]))
+        ok = b.select(is_matrix, b.and_(b.icmp_signed("==", d0, rows),
+                                        b.icmp_signed("==", d1, cols)),
+                      b.icmp_signed("==", d0, cols))
+        b.cbranch(ok, typed, self.fallback)
+        b.position_at_end(typed)
+        descr = t.at(arr, t.word(T_NP_DESCR), I64)
+        data = b.inttoptr(t.at(arr, t.word(T_NP_DATA), I64), I8P)
+        count = b.mul(b.select(is_matrix, rows, c64(1)), cols)
+        is_float = b.icmp_signed("==", kind, c64(P_FLOAT))
+        wide, not_wide, narrow = (self.block(n) for n in ("vec_wide", "vec_not_wide",
+                                                           "vec_narrow"))
+        b.cbranch(b.icmp_unsigned("==", descr, word(V_WIDE)), wide, not_wide)
+        b.position_at_end(not_wide)
+        b.cbranch(b.icmp_unsigned("==", descr, word(V_NARROW)), narrow, self.fallback)
+        for block, elem, bits in ((wide, F64, 64), (narrow, ir.FloatType(), 32)):
+            b.position_at_end(block)
+            self.copy_components(data, count, slot, is_float, elem, bits, lo, hi, cont)
+
+    def copy_components(self, data: ir.Value, count: ir.Value, slot: ir.Value,
+                        is_float: ir.Value, float_type: ir.Type, bits: int, lo: ir.Value,
+                        hi: ir.Value, cont: ir.Block) -> None:
+        """for k in range(count): slot k = component k of `data` (floats of `float_type`, or
+        ints of `bits` bits, range-checked), read unaligned."""
+        b = self.b
+        start = b.block
+        head, body, as_float, as_int, store_int, step = (self.block(n) for n in (
+            "copy", "copy_body", "copy_float", "copy_int", "copy_store_int", "copy_next"))
+        b.branch(head)
+        b.position_at_end(head)
+        k = b.phi(I64)
+        k.add_incoming(c64(0), start)
+        b.cbranch(b.icmp_signed("<", k, count), body, cont)
+        b.position_at_end(body)
+        target = b.gep(self.ctx, [b.add(slot, k)])
+        b.cbranch(is_float, as_float, as_int)
+        b.position_at_end(as_float)
+        fptr = b.gep(b.bitcast(data, float_type.as_pointer()), [k])
+        value = b.load(fptr, align=1)
+        if bits != 64:
+            value = b.fpext(value, F64)
+        b.store(value, b.bitcast(target, F64.as_pointer()))
+        b.branch(step)
+        b.position_at_end(as_int)
+        iptr = b.gep(b.bitcast(data, ir.IntType(bits).as_pointer()), [k])
+        ivalue = b.load(iptr, align=1)
+        if bits != 64:
+            ivalue = b.sext(ivalue, I64)
+        in_range = b.and_(b.icmp_signed(">=", ivalue, lo), b.icmp_signed("<=", ivalue, hi))
+        b.cbranch(in_range, store_int, self.fallback)
+        b.position_at_end(store_int)
+        b.store(ivalue, target)
+        b.branch(step)
+        b.position_at_end(step)
+        k.add_incoming(b.add(k, c64(1)), step)
+        b.branch(head)
 
     def scalar(self, kind: ir.Value, arg: ir.Value, slot_ptr: ir.Value, lo: ir.Value,
                hi: ir.Value, cont: ir.Block) -> None:

@@ -69,6 +69,10 @@ atomic_sub = Builtin("atomic_sub", None)
 atomic_min = Builtin("atomic_min", None)
 atomic_max = Builtin("atomic_max", None)
 ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}
+# statements about fields: `jr.stop_grad(x)` (no gradient into x from the reads of the
+# enclosing block) and `jr.block_local(x, ...)` (Taichi's GPU cache hint: checked, no code)
+stop_grad = Builtin("stop_grad", None)
+block_local = Builtin("block_local", None)
 
 
 class grouped:

@@ -66,6 +66,9 @@ class CompileContext:
     random_scopes: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     # ndarray parameter index -> the component dimensions of its vector/matrix elements
     array_elements: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # jr.stop_grad(x): per open block (the kernel body first), the data whose reads in it
+    # carry no gradient (Field objects, ndarray parameter indices); lower_stmt applies them
+    stop_grads: list[list[Any]] = field(default_factory=lambda: [[]])
 
     def field_ref(self, fld: Any, name: str) -> n.FieldRef:
         if type(fld).__name__ == "PendingField":
@@ -162,6 +165,7 @@ class LoweringHost:
         # calls (lower_call) and statements (lower_stmt)
         static_value: Callable[..., Any]
         emit: Callable[[n.Stmt], None]
+        gradients_stopped: Callable[..., n.Body]
         typed: Callable[..., n.Expr]
         sub_lowerer: Callable[..., Any]
         assign_target: Callable[..., None]
@@ -170,6 +174,10 @@ class LoweringHost:
         vec_literal: Callable[..., Any]
         vec_attribute: Callable[..., Any]
         vec_index: Callable[..., Any]
+        vec_indices: Callable[..., list[Any]]
+        vec_part: Callable[..., Any]
+        element_part: Callable[..., Any]
+        element_component: Callable[..., Any]
         vec_binary: Callable[..., Any]
         vec_map: Callable[..., Any]
         vec_function: Callable[..., Any]

@@ -19,10 +19,12 @@ from .lower_expr import ExprLowering, describe
 from .lower_stmt import StmtLowering
 from .source import SourceInfo
 from .structs import StructLowering
+from .vector_index import VectorIndexing
 from .vectors import TupleValue, VecValue, VectorLowering
 
 
-class FunctionLowerer(ExprLowering, CallLowering, StmtLowering, VectorLowering, StructLowering):
+class FunctionLowerer(ExprLowering, CallLowering, StmtLowering, VectorLowering, VectorIndexing,
+                      StructLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:
@@ -116,6 +118,17 @@ def store_vector_return(lowerer: FunctionLowerer, kind: Any, node: ast.Return,
         lowerer.emit(n.Store(ref, idx, lowerer.typed(x, dt, value_node, "return"), loc))
 
 
+def vector_param(index: int, p: n.Param) -> VecValue:
+    """A vector/matrix parameter in the kernel: one argument read per component (from the
+    parameter's slots, row-major), so it lives in registers like any vector value."""
+    assert p.dtype is not None               # concrete parameters of a specialization
+    shape = p.element_shape
+    names = [f"{p.name}[{k}]" for k in range(shape[0])] if len(shape) == 1 else \
+        [f"{p.name}[{r}, {c}]" for r in range(shape[0]) for c in range(shape[1])]
+    return VecValue(shape, tuple(n.Arg(index, name, p.dtype, component=k)
+                                 for k, name in enumerate(names)))
+
+
 def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
                  template_values: dict[str, Any], ctx: CompileContext,
                  ret: Any) -> n.KernelIR:
@@ -124,6 +137,8 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
     for i, p in enumerate(params):
         if p.kind == "scalar":
             bindings[p.name] = n.Arg(i, p.name, p.dtype)  # type: ignore[arg-type]
+        elif p.kind == "vector":
+            bindings[p.name] = vector_param(i, p)
         elif p.kind == "ndarray":
             bindings[p.name] = n.ArrayRef(i, p.name, p.dtype, p.ndim)  # type: ignore[arg-type]
             if p.element_shape:
@@ -162,5 +177,5 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
                         "return statement")
     if ctx.random_used:
         lowerer.block[:0] = random_prologue(ctx, src.loc(src.tree))
-    return n.KernelIR(ctx.kernel_name, params, tuple(ctx.field_refs.values()),
-                      tuple(lowerer.block), ret)
+    ir_body = lowerer.gradients_stopped(tuple(lowerer.block), ctx.stop_grads[0])  # stop_grad
+    return n.KernelIR(ctx.kernel_name, params, tuple(ctx.field_refs.values()), ir_body, ret)

@@ -22,7 +22,7 @@ from ..ir import nodes as n
 from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .func import BoundFunc, Func
-from .lower_expr import Value, describe, is_number
+from .lower_expr import Value, describe, is_field, is_number
 from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, as_vector
 
 MAX_INLINE_DEPTH = 24
@@ -286,7 +286,37 @@ class CallLowering(LoweringHost):
             return self.cast_call(node)
         if fn in bi.ATOMICS:
             return self.atomic(bi.ATOMICS[fn], node)
+        if fn is bi.stop_grad or fn is bi.block_local:
+            return self.field_statement(fn, node)
         raise self.err(node, f"jr.{fn.name}() is not supported here")
+
+    def field_statement(self, fn: bi.Builtin, node: ast.Call) -> Value:
+        """`jr.stop_grad(x)`: no gradient flows into x (a field, or an ndarray parameter)
+        from its reads in the enclosing block (lower_stmt.gradients_stopped).
+        `jr.block_local(x, ...)`: Taichi's hint to cache fields in GPU shared memory; jitrt
+        has no such cache, so after checking that the arguments are fields it emits nothing.
+        Both are statements."""
+        where = f"jr.{fn.name}()"
+        if getattr(self, "statement_call", None) is not node:
+            raise self.err(node, f"{where} is a statement: it has no value")
+        if fn is bi.stop_grad and len(node.args) != 1:
+            raise self.err(node, f"{where} takes one field or ndarray, got {len(node.args)} "
+                           "arguments")
+        for arg in node.args:
+            v = self.expr(arg)
+            obj = v.obj if isinstance(v, PyValue) else v
+            if is_field(obj):
+                data: list[Any] = [obj]
+            elif type(obj).__name__ == "StructField":
+                data = list(obj.members.values())
+            elif isinstance(obj, n.ArrayRef) and fn is bi.stop_grad:
+                data = [obj.arg]
+            else:
+                takes = "a field or an ndarray" if fn is bi.stop_grad else "fields"
+                raise self.err(arg, f"{where} takes {takes}, got {describe(obj)}")
+            if fn is bi.stop_grad:
+                self.ctx.stop_grads[-1].extend(data)
+        return PyValue(None)
 
     def derived_math(self, fn: bi.Builtin, node: ast.Call) -> Value:
         """Functions spelled with the others: rsqrt, log2, exp2 (as pow(2, x)), sign, clamp
@@ -432,10 +462,8 @@ class CallLowering(LoweringHost):
         statement = getattr(self, "statement_call", None) is node
         outer = self.vector_element_of(target)     # x[i][k]: a component (or a row)
         if outer is not None:
-            part = self.vec_index(self.load_element(outer, target), target.slice)
-            loads = part.items if isinstance(part, VecValue) else (part,)
-            ref, element = outer[0], part.shape if isinstance(part, VecValue) else ()
-            idxs = [load.indices for load in loads]
+            element, idxs = self.element_part(outer, target.slice)
+            ref = outer[0]
         else:
             ref, indices, element = self.access(target)
             idxs = self.element_refs(ref, indices, element, self.loc(node))

@@ -229,6 +229,9 @@ class ExprLowering(LoweringHost):
         return None
 
     def expr_Subscript(self, node: ast.Subscript) -> Value:
+        part = self.element_component(node)   # x[i][k] of a field of vectors: from memory
+        if part is not None:
+            return part
         base = self.expr(node.value)
         if isinstance(base, VecValue):
             return self.vec_index(base, node.slice)

@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import dtypes
 from ..ir import nodes as n
+from ..passes.walk import map_stmt
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import BINOPS, Value, is_field, is_number
@@ -25,12 +26,40 @@ class StmtLowering(LoweringHost):
 
     def lower_block(self, body: list[ast.stmt]) -> n.Body:
         saved, self.block = self.block, []
+        self.ctx.stop_grads.append([])
         try:
             for stmt in body:
                 self.stmt(stmt)
-            return tuple(self.block)
+            return self.gradients_stopped(tuple(self.block), self.ctx.stop_grads[-1])
         finally:
             self.block = saved
+            self.ctx.stop_grads.pop()
+
+    def gradients_stopped(self, body: n.Body, stopped: list[Any]) -> n.Body:
+        """`body` (a whole block: a loop body, a branch, the kernel body) with every float
+        read of the data that `jr.stop_grad` named in it wrapped in `stop_grad(...)`, which
+        autodiff sends no adjoint or tangent through. As in Taichi the block is the scope:
+        reads before the call count, and so do the blocks nested in it (a func's body is part
+        of its caller's block); writes still propagate their target's gradient."""
+        if not stopped:
+            return body
+        fields = self.ctx.field_objs
+
+        def is_stopped(ref: n.Ref) -> bool:
+            if ref.grad:
+                return False
+            if isinstance(ref, n.ArrayRef):
+                return ref.arg in stopped
+            return any(fields[ref.slot] is x for x in stopped)
+
+        def wrap(x: n.Expr) -> n.Expr:
+            if isinstance(x, n.Unary) and x.op == n.STOP_GRAD and isinstance(
+                    x.x, n.Unary) and x.x.op == n.STOP_GRAD:
+                return x.x                   # stopped by an inner block already
+            if isinstance(x, n.Load) and x.dtype.is_float and is_stopped(x.ref):
+                return n.Unary(n.STOP_GRAD, x, x.dtype, x.loc)
+            return x
+        return tuple(map_stmt(s, wrap) for s in body)
 
     def stmt(self, node: ast.stmt) -> None:
         method = getattr(self, "stmt_" + type(node).__name__, None)
@@ -209,14 +238,13 @@ class StmtLowering(LoweringHost):
                         op: str | None = None) -> None:
         """`x[i][k] = v` (or `op=`): component(s) k of the vector element `outer` (a matrix
         row takes a vector)."""
-        part = self.vec_index(self.load_element(outer, target), target.slice)
-        loads = part.items if isinstance(part, VecValue) else (part,)
-        values = v.items if isinstance(v, VecValue) else (v,) * len(loads)
-        if len(values) != len(loads):
-            raise self.err(node, f"cannot store {len(values)} value(s) into {len(loads)} "
+        _, idxs = self.element_part(outer, target.slice)
+        values = v.items if isinstance(v, VecValue) else (v,) * len(idxs)
+        if len(values) != len(idxs):
+            raise self.err(node, f"cannot store {len(values)} value(s) into {len(idxs)} "
                            "component(s)")
-        for load, x in zip(loads, values):
-            self.store_element((outer[0], load.indices, ()), x, node, op)
+        for idx, x in zip(idxs, values):
+            self.store_element((outer[0], idx, ()), x, node, op)
 
     def typed(self, v: Value, dt: dtypes.DataType, node: ast.AST,
               what: str = "store") -> n.Expr:
@@ -330,9 +358,12 @@ class StmtLowering(LoweringHost):
         assert isinstance(target, ast.Subscript)
         if isinstance(target.value, ast.Name) and isinstance(
                 self.scope.bindings.get(target.value.id), VecVar):
-            current = self.expr(target)
-            self.assign_target(target, self.binary(op, current, self.expr(node.value), node),
-                               node)
+            var = self.scope.bindings[target.value.id]
+            ks = self.vec_indices(var.shape, target.slice)     # evaluated once
+            current = self.vec_part(self.vec_local_value(var, target), ks, target.slice)
+            new = self.binary(op, current, self.expr(node.value), node)
+            self.assign_vec_component(target, var, new, ks)
+            self.mark_assigned(target.value.id)
             return True
         outer = self.vector_element_of(target)
         if outer is None:

@@ -6,8 +6,8 @@ on it (element-wise arithmetic with broadcasting of scalars, `@`, methods such a
 and `.inverse()`, the math functions) unrolls into scalar IR here, so vectors live in
 registers and the passes (autodiff included) see only scalars. A vector local is one scalar
 local per component (`VecVar`). In memory a field or ndarray of vectors keeps the components
-as trailing dimensions: `x[i]` of a vec3 field loads x[i, 0], x[i, 1], x[i, 2].
-Caches nothing.
+as trailing dimensions: `x[i]` of a vec3 field loads x[i, 0], x[i, 1], x[i, 2]. Indexing
+(`v[k]`, `x[i][k]`, compile-time or run-time) is `vector_index.py`. Caches nothing.
 """
 from __future__ import annotations
 
@@ -506,27 +506,6 @@ class VectorLowering(LoweringHost):
                            f"{len(t.items)}")
         return t.items[k.obj]
 
-    def vec_index(self, v: VecValue, index_node: ast.AST) -> Any:
-        items = list(index_node.elts) if isinstance(index_node, ast.Tuple) else [index_node]
-        ks = []
-        for item in items:
-            k = self.expr(item)
-            if not (isinstance(k, PyValue) and isinstance(k.obj, int)):
-                raise self.err(item, "a vector or matrix index must be known at compile time "
-                               "(a constant or a jr.static loop variable)")
-            ks.append(k.obj)
-        if len(ks) > len(v.shape):
-            raise self.err(index_node, f"too many indices for shape {v.shape}")
-        for k, extent in zip(ks, v.shape):
-            if not -extent <= k < extent:
-                raise self.err(index_node, f"index {k} out of range for shape {v.shape}")
-        ks = [k % extent for k, extent in zip(ks, v.shape)]
-        if len(v.shape) == 1:
-            return v.items[ks[0]]
-        if len(ks) == 1:
-            return v.row(ks[0])
-        return v.at(ks[0], ks[1])
-
     def element_shape(self, base: Any) -> tuple[int, ...]:
         """The trailing component dimensions of a field or ndarray of vectors, else ()."""
         if isinstance(base, PyValue):
@@ -621,19 +600,3 @@ class VectorLowering(LoweringHost):
             self.emit(n.Assign(var.ir_name, e, self.loc(node)))
             components.append(var)
         return VecVar(v.shape, tuple(components))
-
-    def assign_vec_component(self, target: ast.Subscript, var: VecVar, v: Any) -> None:
-        """`v[k] = s` / `m[i, j] = s` (and a whole row `m[i] = row`) on a vector local."""
-        v = as_vector(v)
-        current = self.vec_local_value(var, target)
-        part = self.vec_index(current, target.slice)
-        positions = [k for k, x in enumerate(current.items)
-                     if any(x is p for p in (part.items if isinstance(part, VecValue)
-                                             else (part,)))]
-        values = v.items if isinstance(v, VecValue) else (v,) * len(positions)
-        if len(values) != len(positions):
-            raise self.err(target, f"cannot assign shape {getattr(v, 'shape', ())} to "
-                           f"{len(positions)} component(s)")
-        for k, x in zip(positions, values):
-            c = var.components[k]
-            self.emit(n.Assign(c.ir_name, self.typed(x, c.dtype, target), self.loc(target)))

@@ -88,11 +88,13 @@ class Const(Expr):
 
 @frozen
 class Arg(Expr):
-    """A scalar kernel argument."""
+    """A scalar kernel argument, or one component of a vector/matrix argument (`component`:
+    its row-major index, the slot after the parameter's first; -1 for a scalar parameter)."""
     index: int
     name: str
     dtype: DataType
     loc: Loc = _loc()
+    component: int = -1
 
 
 @frozen
@@ -104,10 +106,15 @@ class Local(Expr):
 
 @frozen
 class Unary(Expr):
-    op: str  # neg | not | invert
+    op: str  # neg | not | invert | STOP_GRAD
     x: Expr
     dtype: DataType
     loc: Loc = _loc()
+
+
+# `stop_grad(x)`: x itself, through which autodiff sends no adjoint or tangent: the frontend
+# wraps the reads `jr.stop_grad` names, the AD passes read it, and it is removed before codegen
+STOP_GRAD = "stop_grad"
 
 
 COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
@@ -292,11 +299,19 @@ class ParFor(Stmt):
 @frozen
 class Param:
     name: str
-    kind: str  # scalar | ndarray | template
+    kind: str  # scalar | vector (a vector/matrix value: element_shape) | ndarray | template
     dtype: DataType | None = None
     ndim: int = 0
     needs_grad: bool = False
     element_shape: tuple[int, ...] = ()   # ndarray of vectors/matrices: trailing dimensions
+    # a declared ndarray parameter: where its element comes from. 0: `element_shape` (() for
+    # scalars; `ndim` counts every dimension); -1: the array passed (an untyped annotation: a
+    # jitrt vector/matrix ndarray's element, else scalars); 1 or 2: the array's last 1 or 2
+    # dimensions (`element_dim=`). For -1, 1 and 2, `ndim` (if >= 0) counts the others only.
+    # A concrete (specialized) parameter keeps it, with the element found and `ndim` counting
+    # every dimension: the launcher re-checks an element taken from the array
+    element_dim: int = 0
+    grad_annotation: bool | None = None   # the annotation's needs_grad (None: not given)
 
 
 @frozen

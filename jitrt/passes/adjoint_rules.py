@@ -116,7 +116,8 @@ MATH_RULES: dict[str, Rule] = {
 # reverse sweep sends nothing through them. Every other float op needs a rule above; a new op
 # in neither table is a compile error, never a silent zero gradient (tests/test_layers.py).
 ZERO_DERIVATIVE = frozenset({"//", "floor", "ceil", "round", "<", "<=", ">", ">=", "==", "!=",
-                             "and", "or", "<<", ">>", "&", "|", "^", "ipow", "not", "invert"})
+                             "and", "or", "<<", ">>", "&", "|", "^", "ipow", "not", "invert",
+                             n.STOP_GRAD})
 
 
 def has_zero_derivative(e: n.Expr) -> bool:

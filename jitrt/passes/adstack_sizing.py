@@ -38,6 +38,9 @@ def to_size(e: n.Expr, env: Env) -> se.SizeExpr:
     if isinstance(e, n.Const) and e.dtype.is_int:
         return se.Const(int(e.value))
     if isinstance(e, n.Arg) and e.dtype.is_int:
+        if e.component >= 0:
+            raise NotSizable(f"'{e.name}', a component of a vector parameter, is outside the "
+                             "sizing grammar (pass it as a scalar parameter)")
         return se.ScalarArg(e.index, e.name)
     if isinstance(e, n.Shape):
         return se.NdarrayShape(e.ref.arg, e.ref.name, e.axis)

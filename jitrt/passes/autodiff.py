@@ -15,7 +15,8 @@ every loop bound in a bound local):
   forward path exactly (branch flags, reversed loops with the recorded bounds);
 - global stores and `+=` propagate the adjoint of their target into their value (a store
   then resets that adjoint to 0: the old value was overwritten); loads add into the gradient
-  of their source (atomically).
+  of their source (atomically), except those wrapped in `stop_grad` (`jr.stop_grad`), which
+  `without_stop_grad` unwraps after this pass, in every kernel.
 Adjoint rules are the table in `adjoint_rules.py`. while/break/continue cannot be
 differentiated and raise `KernelCompileError` at their location.
 """
@@ -399,6 +400,25 @@ def refuse_random(kernel: n.TaskedKernel) -> None:
                                "differentiated: its adjoint would draw other numbers than the "
                                "forward launch; draw them in another kernel into a field and "
                                "read that field here")
+
+
+def without_stop_grad(kernel: n.TaskedKernel) -> n.TaskedKernel:
+    """`kernel` with every `stop_grad(x)` (the reads `jr.stop_grad` named) replaced by `x`:
+    run on every kernel after the AD passes have read the markers (codegen has no such op).
+    A kernel without markers is returned as it is."""
+    def is_marker(e: n.Expr) -> bool:
+        return isinstance(e, n.Unary) and e.op == n.STOP_GRAD
+
+    def bare(e: n.Expr) -> n.Expr:
+        return e.x if isinstance(e, n.Unary) and e.op == n.STOP_GRAD else e
+    if not any(is_marker(e) for t in kernel.tasks for e in
+               [*all_exprs(t.body), *(x for b in t.begins + t.ends for x in walk_expr(b))]):
+        return kernel
+    tasks = tuple(replace(t, body=tuple(map_stmt(s, bare) for s in t.body),
+                          begins=tuple(map_expr(b, bare) for b in t.begins),
+                          ends=tuple(map_expr(e, bare) for e in t.ends))
+                  for t in kernel.tasks)
+    return replace(kernel, tasks=tasks)
 
 
 def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],

@@ -8,7 +8,8 @@ exactly as the primal kernel does and, just before each statement, the tangents 
 defines (emitted first, they read the same inputs the statement reads):
 - a float local `v` whose value depends on a dual carries a dual local `dual$v`; which locals
   do is a fixed point over the assignments, the others have tangent 0 and cost nothing;
-- a load of data with a dual also reads the dual; data without one is a constant (tangent 0);
+- a load of data with a dual also reads the dual; data without one is a constant (tangent 0),
+  and so is a read wrapped in `stop_grad` (`jr.stop_grad`: a zero-derivative op);
 - a store stores the tangent into the target's dual, `+=`/`-=` add it atomically, and
   `old = jr.atomic_add(...)` takes the dual's old value as the tangent of `old`; writes to data
   without a dual write no tangent (as Taichi does);

@@ -16,7 +16,7 @@ from ..ir import nodes as n
 from ..ir.verify import verify
 from .adstack_sizing import task_capacities
 from .analysis import bound_reads, write_set
-from .autodiff import AdjointTask, differentiate
+from .autodiff import AdjointTask, differentiate, without_stop_grad
 from .cost import iteration_cost
 from .forward_ad import Duals, forward_mode
 from .lowered import LoweredKernel, StackSizing
@@ -41,6 +41,7 @@ def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: boo
         primal = tasked
         tasked, adjoints = differentiate(primal, local_types, has_grad or (lambda r: False))
         stacks = size_stacks(primal, adjoints, ad_stack_size)  # 6. a SizeExpr per adstack
+    tasked = without_stop_grad(tasked)       # 6b. jr.stop_grad markers: read by now
     writes = write_set(tasked)               # 7. what a launch may modify (generations)
     tasked = annotate_tasks(tasked)          # 8. per task: private reductions, iteration cost
     return LoweredKernel(tasked, writes, local_types, stacks, bounds)

@@ -3,8 +3,11 @@
 Stage: runtime (the first step of a launch). `bind_args` maps positional and keyword arguments
 to parameters; `specialize` validates every value (a `KernelArgError` naming kernel, parameter,
 expected and got) and derives the concrete parameters, the handle key and the content-stable
-kernel name; `pack_array` writes an ndarray argument's slots. A launch that reuses an array it
-packed earlier re-checks it cheaply (`watch_state`/`changed_expr`). Nothing here is cached.
+kernel name (`ndarray_param`: an ndarray's element from the annotation or the array;
+`check_vector`: a vector/matrix value); `launch_value` hands the generated launcher what it
+takes; `pack_array` writes an ndarray argument's slots, `pack_vector` a vector's. A launch
+that reuses an array it packed earlier re-checks it cheaply (`watch_state`/`changed_expr`).
+Nothing here is cached.
 """
 from __future__ import annotations
 
@@ -194,29 +197,19 @@ def specialize(kernel: "KernelLike", values: list[Any], cfg: Any
             params.append(n.Param(p.name, "scalar", dt))
             key.append(None)
             name_parts.append(dt.name)
+        elif p.kind == "vector":
+            dt = p.dtype or cfg.default_fp
+            check_vector(kernel, p, dt, v)
+            params.append(n.Param(p.name, "vector", dt, 0, element_shape=p.element_shape))
+            key.append(None)
+            name_parts.append(f"{dt.name}x{'x'.join(map(str, p.element_shape))}")
         elif p.kind == "ndarray":
-            info = array_info(v)
-            want = f"an ndarray{'' if p.dtype is None else ' of ' + p.dtype.name}" + (
-                "" if p.ndim < 0 else f" with ndim={p.ndim}")
-            if info is None:
-                raise fail(kernel, p, want, describe(v))
-            got, ndim, has_grad = info
-            if got is None or (p.dtype is not None and got != p.dtype) or (
-                    p.ndim >= 0 and ndim != p.ndim):
-                raise fail(kernel, p, want, describe(v))
-            dt = got
-            if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
-                raise fail(kernel, p, want + " (C-contiguous)", describe(v))
-            element = p.element_shape
-            if element and (ndim < len(element) or tuple(v.shape[ndim - len(element):])
-                            != element):
-                raise fail(kernel, p, want.replace("an ndarray", "an ndarray of "
-                                                   f"{'x'.join(map(str, element))} elements "
-                                                   f"(trailing dimensions {element})"),
-                           describe(v) + f" shape={tuple(v.shape)}")
-            params.append(n.Param(p.name, "ndarray", dt, ndim, has_grad, element))
-            key.append((dt, ndim, has_grad))
-            name_parts.append(f"nd({dt.name},{ndim})")
+            q = ndarray_param(kernel, p, v)
+            params.append(q)
+            key.append((q.dtype, q.ndim, q.needs_grad, q.element_shape))
+            assert q.dtype is not None
+            name_parts.append(f"nd({q.dtype.name},{q.ndim}" + (
+                f",{'x'.join(map(str, q.element_shape))})" if q.element_shape else ")"))
         else:
             tkey, text = template_key(kernel, p, v)
             params.append(n.Param(p.name, "template"))
@@ -226,6 +219,104 @@ def specialize(kernel: "KernelLike", values: list[Any], cfg: Any
     mode = ".grad" if kernel.adjoint else ".fwd" if kernel.dual_args is not None else ""
     name = f"{kernel.qualname}{mode}[{','.join(name_parts)}]"
     return tuple(params), tuple(key), templates, name
+
+
+def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
+    """The concrete parameter of the ndarray argument `v` (validated against the annotation
+    `p`): dtype, ndim (every dimension), whether it has a gradient the kernel may use, and the
+    element shape: the annotation's, or the array's (`element_from`)."""
+    info = array_info(v)
+    fixed = p.element_shape
+    others = p.ndim - len(fixed) if p.ndim >= 0 and p.element_dim == 0 else p.ndim
+    what = f" of {'x'.join(map(str, fixed))} elements" if fixed else \
+        {1: " of vectors (element_dim=1)", 2: " of matrices (element_dim=2)"}.get(
+            p.element_dim, "")
+    want = f"an ndarray{what}{'' if p.dtype is None else ' of ' + p.dtype.name}" + (
+        "" if others < 0 else f" with ndim={others}")
+    if info is None:
+        raise fail(kernel, p, want, describe(v))
+    got, ndim, has_grad = info
+    if got is None or (p.dtype is not None and got != p.dtype):
+        raise fail(kernel, p, want, describe(v))
+    if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
+        raise fail(kernel, p, want + " (C-contiguous)", describe(v))
+    element = element_from(kernel, p, v, ndim, want)
+    if others >= 0 and ndim - len(element) != others:
+        raise fail(kernel, p, want, describe(v) + f" shape={tuple(v.shape)}" + (
+            f" ({'x'.join(map(str, element))} elements)" if element else ""))
+    if p.grad_annotation and not has_grad:
+        raise fail(kernel, p, want + " with needs_grad=True (as annotated)", describe(v))
+    if p.grad_annotation is False:      # the adjoint accumulates nothing into its gradient
+        has_grad = False
+    return n.Param(p.name, "ndarray", got, ndim, has_grad, element, p.element_dim,
+                   p.grad_annotation)
+
+
+def element_from(kernel: "KernelLike", p: n.Param, v: Any, ndim: int, want: str
+                 ) -> tuple[int, ...]:
+    """The element shape of ndarray argument `v` for annotation `p`: the annotation's (the
+    array's trailing dimensions must match), the element of a jitrt ndarray of vectors or
+    matrices (an untyped annotation; a numpy array has scalars), or the last `element_dim`
+    dimensions of the array."""
+    own = tuple(getattr(v, "element_shape", ())) if isinstance(v, Ndarray) else ()
+    if p.element_dim < 0:
+        return own
+    k = p.element_dim or len(p.element_shape)
+    shape = tuple(v.shape)
+    if p.element_dim > 0 and own and len(own) != k:
+        raise fail(kernel, p, want, f"a jitrt ndarray of {'x'.join(map(str, own))} elements")
+    if ndim < k or (p.element_dim == 0 and shape[ndim - k:] != p.element_shape):
+        raise fail(kernel, p, want + (f" (trailing dimensions {p.element_shape})"
+                                      if p.element_dim == 0 else ""),
+                   describe(v) + f" shape={shape}")
+    return shape[ndim - k:]
+
+
+def check_vector(kernel: "KernelLike", p: n.Param, dt: dtypes.DataType, v: Any) -> None:
+    """A KernelArgError unless the vector/matrix argument `v` is a list, tuple (nested for a
+    matrix), numpy array or `jr.Vector` of the parameter's shape, of numbers: integers in
+    range for an integer vector."""
+    shape = p.element_shape
+    kind = "vector" if len(shape) == 1 else "matrix"
+    want = (f"a {kind} of {'x'.join(map(str, shape))} {dt.name} components (a list, tuple, "
+            f"numpy array or jr.{kind.capitalize()})")
+    try:
+        arr = np.asarray(v)
+    except (ValueError, TypeError):    # ragged nesting
+        raise fail(kernel, p, want, describe(v)) from None
+    if arr.dtype.kind not in "biuf":
+        raise fail(kernel, p, want, describe(v))
+    if arr.shape != shape:
+        raise fail(kernel, p, want, f"{describe(v)} (shape {arr.shape})")
+    if dt.is_int:
+        if arr.dtype.kind == "f":
+            raise fail(kernel, p, want.replace(" components", " (integer) components"),
+                       describe(v))
+        lo, hi = INT_RANGE[dt]
+        if int(arr.min()) < lo or int(arr.max()) > hi:
+            raise fail(kernel, p, f"components in [{lo}, {hi}] ({dt.name})", describe(v))
+
+
+def launch_value(p: n.Param, v: Any) -> Any:
+    """An argument the slow path has validated, as the generated launcher takes it: a vector
+    as nested tuples of Python numbers, a numpy scalar as a Python number. (The launcher's
+    ctypes stores refuse a numpy bool for an int, and it cannot unpack every array-like: a
+    value the slow path accepted but the launcher did not would go round between them.)"""
+    if p.kind == "vector":
+        items = np.asarray(v).tolist()
+        return tuple(items) if len(p.element_shape) == 1 else tuple(map(tuple, items))
+    if p.kind == "scalar" and isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def pack_vector(buf: Any, dbuf: Any, slot: int, dt: dtypes.DataType, v: Any) -> None:
+    """Write a validated vector/matrix argument's components to its slots (row-major)."""
+    for k, x in enumerate(np.asarray(v).reshape(-1).tolist()):
+        if dt.is_float:
+            dbuf[slot + k] = float(x)
+        else:
+            buf[slot + k] = int(x)
 
 
 def _default_scalar(kernel: "KernelLike", p: n.Param, cfg: Any) -> dtypes.DataType:

@@ -15,7 +15,7 @@ from ..codegen import abi
 from ..data import Ndarray
 from ..errors import KernelArgError
 from . import native_launch
-from .arguments import changed_expr, describe, fail, specialize, watch_state
+from .arguments import changed_expr, describe, fail, pack_vector, specialize, watch_state
 from .context import LaunchContext, raise_fault
 from .launch_source import entry_lines, return_lines, serialized, sizing_lines
 
@@ -125,6 +125,8 @@ class BoundLaunch(LaunchContext):
                 self.dbuf[slot] = float(v)
             else:
                 self.buf[slot] = int(v)
+        elif p.kind == "vector" and dt is not None:
+            pack_vector(self.buf, self.dbuf, slot, dt, v)
         elif p.kind == "ndarray" and dt is not None:
             written = i in self.handle.written
             if not self.pack_array(self.buf, slot, v, dt, p.ndim, i in c.grad_params,

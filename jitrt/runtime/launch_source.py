@@ -8,6 +8,7 @@ and `bound.py` a BoundLaunch's `__call__`; the source of each is kept on it (`.s
 """
 from __future__ import annotations
 
+from math import prod
 from typing import TYPE_CHECKING, Any
 
 from .. import dtypes
@@ -24,8 +25,11 @@ if TYPE_CHECKING:
 
 
 def scalar_lines(c: "CompiledKernel", slow: str) -> list[str]:
-    """Scalars go straight into their slots; ctypes rejects a wrong type, ranges are checked."""
-    scalars = [i for i, p in enumerate(c.params) if p.kind == "scalar"]
+    """Scalars go straight into their slots; ctypes rejects a wrong type, ranges are checked.
+    A vector/matrix argument is unpacked (nested for a matrix: a wrong shape raises; an
+    object without `tolist` too) and its components stored the same way, at every launch (no
+    value is remembered between them)."""
+    scalars = [i for i, p in enumerate(c.params) if p.kind in ("scalar", "vector")]
     if not scalars:
         return []
     lines = ["    try:"]
@@ -33,13 +37,31 @@ def scalar_lines(c: "CompiledKernel", slow: str) -> list[str]:
         p, slot = c.params[i], c.layout.param_slots[i]
         dt = p.dtype
         assert dt is not None              # concrete parameters of a compiled kernel
-        if dt.is_float:
-            lines.append(f"        dbuf[{slot}] = a{i}")
-        else:
-            lo, hi = INT_RANGE[dt]
-            lines.append(f"        buf[{slot}] = a{i}")  # ctypes wraps silently: check
-            lines.append(f"        if not {lo} <= a{i} <= {hi}: raise TypeError")
-    return lines + ["    except (TypeError, OverflowError):", f"        {slow}"]
+        values = [f"a{i}"]
+        if p.kind == "vector":
+            values = [f"v{i}_{k}" for k in range(prod(p.element_shape))]
+            # a numpy array (jr.Vector) unpacks several times faster through tolist()
+            lines.append(f"        {unpack_target(p.element_shape, values)} = a{i} if "
+                         f"type(a{i}) is tuple or type(a{i}) is list else a{i}.tolist()")
+        for k, value in enumerate(values):
+            if dt.is_float:
+                lines.append(f"        dbuf[{slot + k}] = {value}")
+            else:
+                lo, hi = INT_RANGE[dt]
+                lines.append(f"        buf[{slot + k}] = {value}")  # ctypes wraps silently
+                lines.append(f"        if not {lo} <= {value} <= {hi}: raise TypeError")
+    errors = "TypeError, ValueError, OverflowError" + (
+        ", AttributeError" if any(c.params[i].kind == "vector" for i in scalars) else "")
+    return lines + [f"    except ({errors}):", f"        {slow}"]
+
+
+def unpack_target(shape: tuple[int, ...], names: list[str]) -> str:
+    """`(v0, v1)` for a vector, `((v0, v1), (v2, v3))` for a 2x2 matrix."""
+    if len(shape) == 1:
+        return "(" + "".join(x + ", " for x in names) + ")"
+    cols = shape[1]
+    return "(" + "".join(unpack_target((cols,), names[r * cols:(r + 1) * cols]) + ", "
+                         for r in range(shape[0])) + ")"
 
 
 def array_lines(handle: "LaunchHandle", env: dict[str, Any], slow: str) -> list[str]:
@@ -52,15 +74,24 @@ def array_lines(handle: "LaunchHandle", env: dict[str, Any], slow: str) -> list[
         if p.kind != "ndarray":
             continue
         env[f"last{i}"], env[f"dt{i}"] = handle.last_arrays[i], p.dtype
-        slot, need_grad = c.layout.param_slots[i], i in c.grad_params
+        # a gradient is needed where the kernel uses it or the annotation asks for one
+        slot, need_grad = c.layout.param_slots[i], i in c.grad_params or bool(p.grad_annotation)
         written = i in handle.written
-        lines += [f"    if {changed_expr(f'a{i}', f'last{i}', written)}:",
-                  f"        if not pack_array(buf, {slot}, a{i}, dt{i}, {p.ndim}, {need_grad}, "
+        lines.append(f"    if {changed_expr(f'a{i}', f'last{i}', written)}:")
+        # element checks first: a slow path after packing would leave the slots out of step
+        # with what `last{i}` remembers
+        if p.element_shape:      # the components' trailing dimensions must match
+            lines.append(f"        if tuple(getattr(a{i}, 'shape', ())"
+                         f"[{p.ndim - len(p.element_shape)}:]) != {p.element_shape!r}: {slow}")
+        if p.element_dim < 0:    # the element is the array's: a jitrt ndarray's, else ()
+            lines.append(f"        if (a{i}.element_shape if type(a{i}) is Ndarray else ()) "
+                         f"!= {p.element_shape!r}: {slow}")
+        elif p.element_dim > 0:  # a jitrt ndarray of other elements (vectors, not matrices)
+            lines.append(f"        if type(a{i}) is Ndarray and a{i}.element_shape not in "
+                         f"((), {p.element_shape!r}): {slow}")
+        lines += [f"        if not pack_array(buf, {slot}, a{i}, dt{i}, {p.ndim}, {need_grad}, "
                   f"{written}): {slow}",
                   f"        last{i}[:] = watch_state(a{i})"]
-        if p.element_shape:      # the components' trailing dimensions must match
-            lines.insert(-1, f"        if tuple(a{i}.shape[{p.ndim - len(p.element_shape)}:]) "
-                             f"!= {p.element_shape!r}: {slow}")
         if handle.native_table is not None:   # the native launcher matches it by identity
             env["native_words"], env["packed"] = handle.native_table, native_launch.packed
             lines.append(f"        packed(native_words, {i}, a{i}, {p.ndim}, {written})")

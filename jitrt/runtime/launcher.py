@@ -21,11 +21,11 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from ..codegen import abi
-from ..errors import JitrtError
+from ..errors import JitrtError, KernelArgError
 from . import native_launch
 from . import program as program_mod
-from .arguments import (MISSING, as_host_array, bind_args, describe, fail, specialize,
-                        written_params)
+from .arguments import (MISSING, as_host_array, bind_args, describe, fail, launch_value,
+                        specialize, written_params)
 from .compiler import CompiledKernel, compile_kernel
 from .context import LaunchContext
 from .launch_source import (array_lines, bump_lines, entry_lines, return_lines, scalar_lines,
@@ -68,6 +68,7 @@ def dispatch(kernel: "KernelLike", args: tuple, kwargs: dict) -> Any:
     with program.launch_lock:   # one thread builds a handle; others wait
         handle = handle_for(kernel, values)
         install_fast_path(kernel, handle, program)
+    values = [launch_value(p, v) for p, v in zip(handle.compiled.params, values)]
     return handle.launcher(kernel, *values)
 
 
@@ -96,6 +97,9 @@ def handle_for(kernel: "KernelLike", values: list[Any]) -> "LaunchHandle":
         program.handles.append(handle)
     for i, p in enumerate(params):
         if i in handle.compiled.grad_params and not p.needs_grad:
+            if kernel.params[i].grad_annotation is False:
+                raise KernelArgError(f"kernel {kernel.qualname}: argument '{p.name}' is "
+                                     "annotated needs_grad=False, but the kernel uses its .grad")
             raise fail(kernel, p, "an ndarray with needs_grad=True (the kernel uses its .grad)",
                        describe(values[i]))
     check_writable(handle, values)

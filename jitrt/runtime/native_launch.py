@@ -5,12 +5,14 @@ Output: a builtin function (`PyCFunction_NewEx` over the runtime module's `jitrt
 runs the steady-state launch in native code and calls the Python launcher for anything else;
 it becomes the kernel's `__call__` (a bound launch's). Only kernels whose launch the table can
 describe get one: no per-launch adstack sizing, no vector return, no profiler, every parameter
-an ndarray, a template or a scalar, a device with a native entry (the CPU: the kernel's fused
-entry; a GPU whose driver offers one: `jitrt_gpu_entry` over the context's GPU entry table,
-`backends/gpu.py`). `layout()` measures, once per process, the
-CPython offsets the launcher reads (tuple size and items, an object's type, a float's value,
-`ACTIVE`'s items, a ctypes array's buffer, `gen` and `grad` slots) and checks each on live
-objects; if one does not hold (another Python implementation or build), or
+an ndarray, a template, a scalar or a vector/matrix (taken natively as an exact tuple or list
+of numbers, or a C-contiguous float64/float32 or int64/int32 numpy array; anything else goes to
+the Python launcher), a device with a native entry (the CPU: the kernel's fused entry; a GPU
+whose driver offers one: `jitrt_gpu_entry` over the context's GPU entry table,
+`backends/gpu.py`). `layout()` measures, once per process, the CPython offsets the launcher
+reads (tuple size and items, an object's type, a float's value, `ACTIVE`'s items, a ctypes
+array's buffer, `gen` and `grad` slots) and checks each on live objects; if one does not hold
+(another Python implementation or build), or
 `JITRT_NATIVE_LAUNCH=0`, there are no native launches and the Python launchers serve.
 Caches: the layout (per process), the table and builtin (per handle or bound launch).
 """
@@ -120,12 +122,14 @@ class _Builder:
     """A launch table under construction: header words, parameter and bump records."""
 
     def __init__(self, lay: dict[str, int], nparams: int, nbumps: int,
-                 array_ndims: dict[int, int] | None = None) -> None:
+                 array_ndims: dict[int, int] | None = None, vectors: int = 0) -> None:
         records = nl.HEADER_WORDS + nl.RECORD_WORDS * (nparams + nbumps)
         self.array_records: dict[int, int] = {}     # parameter -> word of its array record
         for i, ndim in (array_ndims or {}).items():
             self.array_records[i] = records
             records += nl.A_SHAPE + ndim
+        self.vector_records = [records + nl.V_WORDS * k for k in range(vectors)]
+        records += nl.V_WORDS * vectors
         self.lay = lay
         self.table = type("LaunchTable", (LaunchTable,), {"_length_": records})()
         self.table.keep = []
@@ -137,6 +141,9 @@ class _Builder:
         t[nl.T_TUPLE_SIZE], t[nl.T_TUPLE_ITEMS] = lay["tuple_size"], lay["tuple_items"]
         t[nl.T_TYPE], t[nl.T_FLOAT_VALUE] = lay["type"], lay["float_value"]
         t[nl.T_FLOAT_TYPE], t[nl.T_LONG_TYPE], t[nl.T_NONE] = id(float), id(int), id(None)
+        t[nl.T_TUPLE_TYPE], t[nl.T_LIST_TYPE], t[nl.T_NDARRAY_TYPE] = \
+            id(tuple), id(list), id(np.ndarray)
+        t[nl.T_LIST_ITEMS] = lay["list_items"]
         for k, name in enumerate(nl.API_WORDS):
             t[nl.T_API + k] = lay[name]
         self.nparams, self.nbumps = nparams, 0
@@ -218,12 +225,15 @@ def for_handle(handle: "LaunchHandle") -> _Builder | None:
     ndarray's identity into the table (`array_word`)."""
     lay = _eligible(handle)
     params = handle.compiled.params
-    if lay is None or any(p.kind not in ("ndarray", "scalar", "template") for p in params):
+    if lay is None or any(p.kind not in ("ndarray", "scalar", "template", "vector")
+                          for p in params):
         return None
     writes = handle.compiled.lowered.writes
     c = handle.compiled
     build = _Builder(lay, len(params), len(writes.fields) + len(writes.arrays),
-                     {i: p.ndim for i, p in enumerate(params) if p.kind == "ndarray"})
+                     {i: p.ndim for i, p in enumerate(params) if p.kind == "ndarray"},
+                     sum(p.kind == "vector" for p in params))
+    vector_records = iter(build.vector_records)
     build.table[nl.T_NARGS] = len(params)
     build.table[nl.T_ACTIVE] = id(program_mod.ACTIVE) + lay["list_items"]
     build.obj(nl.T_PROGRAM, handle.active_key)
@@ -235,6 +245,19 @@ def for_handle(handle: "LaunchHandle") -> _Builder | None:
             value = handle.template_values[i]
             build.table.keep.append(value)
             build.param(i, nl.P_TEMPLATE, 0, id(value))
+        elif p.kind == "vector":     # row-major into the slots: see `native_launcher.vector`
+            assert p.dtype is not None
+            at = next(vector_records)
+            lo, hi = INT_RANGE.get(p.dtype, (0, 0))
+            rows, cols = (0, p.element_shape[0]) if len(p.element_shape) == 1 else \
+                p.element_shape
+            wide, narrow = (np.dtype(np.float64), np.dtype(np.float32)) if p.dtype.is_float \
+                else (np.dtype(np.int64), np.dtype(np.int32))
+            build.table.keep += [wide, narrow]
+            build.table[at:at + nl.V_WORDS] = [nl.P_FLOAT if p.dtype.is_float else nl.P_INT,
+                                               rows, cols, lo, min(hi, (1 << 63) - 1),
+                                               id(wide), id(narrow)]
+            build.param(i, nl.P_VECTOR, slot, at)
         elif p.dtype is not None and p.dtype.is_float:
             build.param(i, nl.P_FLOAT, slot)
         else:
