@@ -205,3 +205,4 @@ class LoweringHost:
         fresh_local: Callable[..., n.Local]
         snapshot: Callable[..., Any]
         store_member: Callable[..., bool]
+        assign_vec_swizzle: Callable[..., bool]

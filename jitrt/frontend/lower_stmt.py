@@ -196,7 +196,8 @@ class StmtLowering(LoweringHost):
     def assign_target(self, target: ast.AST, v: Value, node: ast.AST) -> None:
         if isinstance(target, ast.Name):
             self.assign_local(target, v, node)
-        elif isinstance(target, ast.Attribute) and self.store_member(target, v, node):
+        elif isinstance(target, ast.Attribute) and (self.assign_vec_swizzle(target, v, node)
+                                                    or self.store_member(target, v, node)):
             return
         elif isinstance(target, ast.Subscript):
             if self.assign_vector_part(target, v, node):
@@ -327,9 +328,11 @@ class StmtLowering(LoweringHost):
             raise self.err(node, f"operator {type(node.op).__name__} is not supported")
         if isinstance(node.target, ast.Subscript) and self.aug_assign_vector(node, op):
             return
-        if isinstance(node.target, ast.Attribute) and self.store_member(
-                node.target, self.expr(node.value), node, op):
-            return
+        if isinstance(node.target, ast.Attribute):
+            rhs = self.expr(node.value)
+            if self.assign_vec_swizzle(node.target, rhs, node, op) or self.store_member(
+                    node.target, rhs, node, op):
+                return
         if isinstance(node.target, ast.Subscript):
             ref, indices, element = self.access(node.target)
             rhs = self.expr(node.value)

@@ -21,7 +21,7 @@ from .. import dtypes
 from ..ir import nodes as n
 from ..passes.walk import walk_expr
 from .context import LoweringHost, PyValue
-from .vectors import TupleValue, VecValue, VecVar, as_vector, size
+from .vectors import SWIZZLE, TupleValue, VecValue, VecVar, as_vector, size
 
 
 class VectorIndexing(LoweringHost):
@@ -172,6 +172,46 @@ class VectorIndexing(LoweringHost):
         for k, x in enumerate(values):
             c = var.components[first + k]
             self.emit(n.Assign(c.ir_name, self.typed(x, c.dtype, target), loc))
+
+    def assign_vec_swizzle(self, target: ast.Attribute, v: Any, node: ast.AST,
+                           op: str | None = None) -> bool:
+        """`u.y = s`, `u.y -= s`, `u.zx = w` (or `op=`) on a vector local, as Taichi allows:
+        the components the letters name (xyzw or rgba), each at most once. False when
+        `target` is not a swizzle of a vector local."""
+        if not isinstance(target.value, ast.Name):
+            return False
+        name = target.value.id
+        var = self.scope.bindings.get(name)
+        letters = target.attr
+        if not isinstance(var, VecVar) or len(var.shape) != 1 or any(
+                c not in SWIZZLE for c in letters):
+            return False
+        picks = [SWIZZLE[c] for c in letters]
+        if max(picks) >= var.shape[0]:
+            raise self.err(target, f"a {var.shape[0]}-component vector has no '{letters}'")
+        if len(set(picks)) != len(picks):
+            raise self.err(target, f"cannot assign to '{letters}': a component named twice")
+        v = as_vector(v)
+        if op is not None:
+            current = self.vec_local_value(var, target)
+            part = current.items[picks[0]] if len(picks) == 1 else VecValue(
+                (len(picks),), tuple(current.items[k] for k in picks))
+            v = self.binary(op, part, v, node)
+        if len(picks) == 1 and isinstance(v, (VecValue, TupleValue)) or len(picks) > 1 and (
+                not isinstance(v, VecValue) or v.shape != (len(picks),)):
+            got = v.shape if isinstance(v, VecValue) else ("a tuple" if isinstance(
+                v, TupleValue) else "a scalar")
+            raise self.err(node, f"cannot assign {got} to '{letters}' ({len(picks)} "
+                           "component(s))")
+        values = v.items if isinstance(v, VecValue) else (v,)
+        if len(values) > 1:             # `u.yx = u.xy` reads every old component first
+            values = tuple(self.snapshot(x, node) for x in values)
+        loc = self.loc(target)
+        for k, x in zip(picks, values):
+            c = var.components[k]
+            self.emit(n.Assign(c.ir_name, self.typed(x, c.dtype, target), loc))
+        self.mark_assigned(name)
+        return True
 
     def dynamic_assign(self, target: ast.Subscript, var: VecVar, ks: list[Any],
                        values: tuple[Any, ...]) -> None:
