@@ -131,6 +131,10 @@ OPTIONS: tuple[Option, ...] = (
            "a GPU arch this machine lacks falls back to the CPU with a warning (Taichi's "
            "default); False: jr.BackendUnavailableError"),
     Option("debug", False, _parse_bool, _check_bool, True, "compile assert statements in"),
+    Option("fast_math", True, _parse_bool, _check_bool, True,
+           "CPU: math in parallel loop bodies may use jitrt's own vectorizable sin/cos/tan/exp/"
+           "log/pow (<= 2 ulp f32, <= 1.3 ulp f64); False: the C library's everywhere. "
+           "Arithmetic stays IEEE either way"),
     Option("random_seed", 0, _parse_int, _int_in(0, (1 << 64) - 1, "an integer seed"), False,
            "where jr.random()'s sequence starts"),
     Option("offline_cache", True, _parse_bool, _check_bool, False, "use the on-disk kernel cache"),
@@ -166,6 +170,7 @@ class Config:
     device_id: int
     enable_fallback: bool
     debug: bool
+    fast_math: bool
     random_seed: int
     offline_cache: bool
     offline_cache_dir: str | None
@@ -195,7 +200,6 @@ PEER_IGNORED = {
     "device_memory_GB": "GPU memory is allocated per array, not preallocated",
     "device_memory_fraction": "GPU memory is allocated per array, not preallocated",
     "check_out_of_bound": "bounds are always checked",
-    "fast_math": "jitrt keeps IEEE semantics",
     "advanced_optimization": "LLVM's O3 pipeline always runs",
     "opt_level": "LLVM's O3 pipeline always runs",
     "cfg_optimization": "not a jitrt pass",

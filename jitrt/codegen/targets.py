@@ -46,6 +46,7 @@ class Target:
     is_gpu: bool
     kernel_cc: str = ""           # the calling convention of a GPU kernel
     warp_sizes: tuple[int, ...] = (1,)   # the warp sizes code for this target may run with
+    own_math: bool = True         # CPU: jitrt's vectorizable math allowed (jr.init(fast_math))
 
     def alloca(self, builder: ir.IRBuilder, ty: ir.Type, name: str) -> ir.Value:
         return builder.alloca(ty, name=name)
@@ -59,7 +60,7 @@ class Target:
         cannot be vectorized (`vectorizable` False: inside a loop of a task's body, whose
         iterations depend on each other, or in a serial task), libm's scalar function is
         faster than the branch-free code (about 2.7x on `v = sin(v)` chains)."""
-        if not self.is_gpu and vectorizable and vector_math.provides(fn, ty):
+        if not self.is_gpu and self.own_math and vectorizable and vector_math.provides(fn, ty):
             return vector_math.define(module, fn, ty)
         name = self.math_symbol(fn, ty)
         existing = module.globals.get(name)

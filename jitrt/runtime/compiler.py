@@ -247,9 +247,11 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
     t1 = time.perf_counter()
     text = kernel_text(lowered.tasked)
     prefix = "jk_" + hashlib.sha1((text + repr(cfg.codegen_items())).encode()).hexdigest()[:16]
-    module, sites, tasks = build_module(lowered.tasked, device.codegen_target, layout, prefix,
-                                        lowered.local_types)
     target = device.codegen_target
+    if not cfg.fast_math and target.own_math:
+        target = dataclasses.replace(target, own_math=False)     # libm's math everywhere
+    module, sites, tasks = build_module(lowered.tasked, target, layout, prefix,
+                                        lowered.local_types)
     if target.is_gpu and layout.gpu_slots > abi.GPU_MAX_PARAM_SLOTS:
         raise KernelCompileError(
             f"kernel {name}: its launch context has {layout.gpu_slots} slots (fields, "
