@@ -169,6 +169,7 @@ class LoweringHost:
         typed: Callable[..., n.Expr]
         sub_lowerer: Callable[..., Any]
         assign_target: Callable[..., None]
+        atomic_local: Callable[..., Any]
         mark_assigned: Callable[[str], None]
         # vectors and matrices (vectors.py)
         vec_literal: Callable[..., Any]

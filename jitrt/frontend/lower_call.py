@@ -455,6 +455,8 @@ class CallLowering(LoweringHost):
     def atomic(self, op: str, node: ast.Call) -> Value:
         """`jr.atomic_add(x[i], v)` and friends: the element's old value. On a whole
         vector/matrix element (`v[i]` of a vector field) one atomic per component."""
+        if len(node.args) == 2 and isinstance(node.args[0], ast.Name):
+            return self.atomic_local(op, node)          # a local: lower_stmt.py
         if len(node.args) != 2 or not isinstance(node.args[0], ast.Subscript):
             raise self.err(node, f"jr.atomic_{op}(x[i], value) needs a field or ndarray "
                            "element and a value")

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import dtypes
 from ..ir import nodes as n
-from ..passes.walk import map_stmt
+from ..passes.walk import map_stmt, walk_expr
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import BINOPS, Value, is_field, is_number
@@ -351,8 +351,74 @@ class StmtLowering(LoweringHost):
             return
         if not isinstance(node.target, ast.Name):
             raise self.err(node.target, "augmented assignment needs a name or an element")
+        reduce = {"+": "add", "-": "sub"}.get(op, "")
+        binding = self.scope.bindings.get(node.target.id)
+        if reduce and isinstance(binding, VecVar):
+            self.reduce_vec_local(node.target, binding, op, reduce, self.expr(node.value), node)
+            return
         current = self.expr(node.target)
+        start = len(self.block)
         self.assign_local(node.target, self.binary(op, current, self.expr(node.value), node), node)
+        self.mark_reduction(node.target.id, reduce, start)
+
+    def reduce_vec_local(self, target: ast.Name, var: VecVar, op: str, reduce: str, rhs: Value,
+                         node: ast.AST) -> None:
+        """`v += w` (or -=, jr.atomic_*(v, w)) on a vector local: each component updated
+        from itself (`v$k = v$k + w$k`, a reduction a parallel loop may do; `w` is read
+        first when it reads `v`)."""
+        mine = {c.ir_name for c in var.components}
+        if isinstance(rhs, VecValue) and any(
+                isinstance(e, n.Local) and e.name in mine for x in rhs.items
+                if isinstance(x, n.Expr) for e in walk_expr(x)):
+            rhs = self.snapshot(rhs, node)
+        new = self.binary(op, self.expr(target), rhs, node)
+        if not isinstance(new, VecValue) or new.shape != var.shape:
+            self.assign_local(target, new, node)      # raises: the shapes differ
+            return
+        start = len(self.block)
+        for c, x in zip(var.components, new.items):
+            self.emit(n.Assign(c.ir_name, self.typed(x, c.dtype, node), self.loc(node)))
+        self.mark_assigned(target.id)
+        self.mark_reduction(target.id, reduce, start)
+
+    def mark_reduction(self, name: str, reduce: str, start: int) -> None:
+        """Tag the assignments of local `name` (its components, for a vector) emitted since
+        `start` as the reduction `reduce` (`n.Assign.reduce`): a kernel-scope local may be
+        updated in a parallel loop only this way (`passes/local_reductions.py` checks that the
+        value is `name <op> v`)."""
+        binding = self.scope.bindings.get(name)
+        names = {binding.ir_name} if isinstance(binding, LocalVar) else \
+            {c.ir_name for c in binding.components} if isinstance(binding, VecVar) else set()
+        if not reduce:
+            return
+        for k in range(start, len(self.block)):
+            s = self.block[k]
+            if isinstance(s, n.Assign) and s.name in names:
+                self.block[k] = n.Assign(s.name, s.value, s.loc, reduce)
+
+    def atomic_local(self, op: str, node: ast.Call) -> Value:
+        """`jr.atomic_add(s, v)` (sub/min/max likewise) on a local `s` (a scalar, or a vector
+        component-wise): `s = s <op> v`, tagged as a reduction; the value is the old `s`."""
+        target = node.args[0]
+        assert isinstance(target, ast.Name)
+        if not isinstance(self.scope.bindings.get(target.id), (LocalVar, VecVar)):
+            raise self.err(target, f"jr.atomic_{op}({target.id}, value): '{target.id}' is not "
+                           "a local variable of the kernel; pass a field or ndarray element "
+                           "(x[i]) or a local")
+        current = self.expr(target)
+        statement = getattr(self, "statement_call", None) is node
+        old = current if statement else self.snapshot(current, node)
+        value = self.expr(node.args[1])
+        symbol = {"add": "+", "sub": "-"}.get(op, op)
+        binding = self.scope.bindings[target.id]
+        if isinstance(binding, VecVar):
+            self.reduce_vec_local(target, binding, symbol, op, value, node)
+            return old
+        new = self.binary(symbol, current, value, node)
+        start = len(self.block)
+        self.assign_local(target, new, node)
+        self.mark_reduction(target.id, op, start)
+        return old
 
     def aug_assign_vector(self, node: ast.AugAssign, op: str) -> bool:
         """`v[k] += s` on a vector local's component, `x[i][k] += s` on a component of an

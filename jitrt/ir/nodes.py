@@ -223,9 +223,14 @@ Body = tuple[Stmt, ...]
 
 @frozen
 class Assign(Stmt):
+    """`name = value`. `reduce` names the reduction when the source wrote `name += v`,
+    `name -= v` or `jr.atomic_add/sub/min/max(name, v)` (value: `name <op> v`): "add", "sub",
+    "min" or "max"; "" otherwise. Only these may update a kernel-scope local inside a parallel
+    loop (`passes/local_reductions.py`)."""
     name: str
     value: Expr
     loc: Loc = _loc()
+    reduce: str = ""
 
 
 @frozen

@@ -32,6 +32,7 @@ from ..errors import error_at
 from ..frozen import frozen
 from ..ir import nodes as n
 from .adjoint_rules import Build, has_zero_derivative, rule_for
+from .local_reductions import reduction_operand
 from .walk import exprs_of, sub_exprs, walk_expr, walk_stmts
 
 DUAL_PREFIX = "dual$"
@@ -201,8 +202,14 @@ class Forward:
                 if isinstance(s.value, n.Atomic):
                     s = replace(s, value=self.hoisted_indices(s.value, out))
                 t = self.assigned_tangent(s.value)
-                out.append(n.Assign(DUAL_PREFIX + s.name, t if t is not None else
-                                    zero(s.value.dtype, s.loc), s.loc))
+                t = t if t is not None else zero(s.value.dtype, s.loc)
+                dual_name = DUAL_PREFIX + s.name
+                if s.reduce in ("add", "sub") and t == n.Local(dual_name, t.dtype):
+                    pass      # `s += c` with a constant c: the tangent stays (no assignment)
+                else:         # `s += v`: its tangent is `dual$s += dual$v`, a reduction too
+                    reduce = next((r for r in ("add", "sub") if s.reduce in ("add", "sub")
+                                   and reduction_operand(dual_name, t, r) is not None), "")
+                    out.append(n.Assign(dual_name, t, s.loc, reduce))
         elif isinstance(s, n.Store):
             dual = self.duals.of(s.ref)
             if dual is not None:

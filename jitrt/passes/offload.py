@@ -2,12 +2,13 @@
 
 Stage: pass. Input `KernelIR`; output `TaskedKernel`. Each outermost `ParFor` becomes a
 parallel task; each run of other statements between them becomes a serial task. A parallel
-task captures by value the kernel-scope locals its body reads.
+task captures by value the kernel-scope locals its body reads; the kernel-scope locals it
+reduces (`s += x[i]`) go through hidden 0-d fields (`local_reductions.py`), which this pass
+appends to the field table.
 """
 from __future__ import annotations
 
 from ..ir import nodes as n
-from ..errors import error_at
 from .walk import all_exprs, walk_stmts
 
 
@@ -21,19 +22,9 @@ def assigned_names(body: n.Body) -> set[str]:
     return out
 
 
-def check_no_scope_writes(body: n.Body, kernel_scope: set[str]) -> None:
-    """A parallel loop must not assign kernel-scope locals: each thread has its own copy, so
-    the assignment would be lost (Python would see it). Reject it instead of losing it."""
-    for s in walk_stmts(body):
-        if isinstance(s, n.Assign) and s.name in kernel_scope:
-            name = s.name.split(".")[-1]
-            raise error_at(s.loc, f"'{name}' is a kernel-scope variable assigned inside the "
-                           "outermost (parallel) loop, where every thread has its own copy; "
-                           "accumulate into a field or ndarray (+= is atomic), or put "
-                           "jr.loop_config(serialize=True) before the loop to run it serially")
-
-
 def offload(kernel: n.KernelIR, local_types: dict) -> n.TaskedKernel:
+    # imported here: a warm start imports this module (codegen's `assigned_names`) but no pass
+    from .local_reductions import reduce_loop
     tasks: list[n.Task] = []
     serial: list[n.Stmt] = []
     kernel_scope: set[str] = set()
@@ -44,16 +35,21 @@ def offload(kernel: n.KernelIR, local_types: dict) -> n.TaskedKernel:
             kernel_scope.update(assigned_names(tuple(serial)))
             serial.clear()
 
+    fields = list(kernel.fields)
     for stmt in kernel.body:
         if not isinstance(stmt, n.ParFor):
             serial.append(stmt)
             continue
+        before, stmt, after, buffers = reduce_loop(stmt, kernel_scope | assigned_names(
+            tuple(serial)), local_types, len(fields))
+        fields += buffers
+        serial += before
         flush()
         reads = {e.name for e in all_exprs(stmt.body) if isinstance(e, n.Local)}
         captured = sorted((reads & kernel_scope) - set(stmt.vars))
-        check_no_scope_writes(stmt.body, kernel_scope)
         tasks.append(n.Task("parallel", stmt.body, stmt.vars, stmt.begins, stmt.ends,
                             tuple((name, local_types[name]) for name in captured), stmt.loc,
                             block_dim=stmt.block_dim))
+        serial += after
     flush()
-    return n.TaskedKernel(kernel.name, kernel.params, kernel.fields, tuple(tasks), kernel.ret)
+    return n.TaskedKernel(kernel.name, kernel.params, tuple(fields), tuple(tasks), kernel.ret)

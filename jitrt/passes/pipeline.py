@@ -19,6 +19,7 @@ from .analysis import bound_reads, write_set
 from .autodiff import AdjointTask, differentiate, without_stop_grad
 from .cost import iteration_cost
 from .forward_ad import Duals, forward_mode
+from .local_reductions import buffer_grads, reduction_adjoints
 from .lowered import LoweredKernel, StackSizing
 from .offload import offload
 from .reductions import reducible_atomics
@@ -34,12 +35,15 @@ def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: boo
     if duals is not None:                    # 2b. forward mode: tangents beside the values
         kernel = forward_mode(kernel, local_types, duals)
         verify(kernel, local_types)
-    tasked = offload(kernel, local_types)    # 3. outermost loops -> parallel tasks
+    tasked = offload(kernel, local_types)    # 3. outermost loops -> parallel tasks (and
+                                             #    `s += x[i]` on hidden 0-d fields)
     bounds = bound_reads(tasked)             # 4. data that decides trip counts (Tape check)
     stacks: tuple[StackSizing, ...] = ()
     if grad:                                 # 5. reverse mode: adjoint tasks with adstacks
         primal = tasked
-        tasked, adjoints = differentiate(primal, local_types, has_grad or (lambda r: False))
+        tasked, adjoints = differentiate(primal, local_types,
+                                         buffer_grads(has_grad or (lambda r: False)))
+        tasked = reduction_adjoints(primal, tasked)   # 5b. replay `s += x[i]` reductions
         stacks = size_stacks(primal, adjoints, ad_stack_size)  # 6. a SizeExpr per adstack
     tasked = without_stop_grad(tasked)       # 6b. jr.stop_grad markers: read by now
     writes = write_set(tasked)               # 7. what a launch may modify (generations)
