@@ -11,7 +11,9 @@ kernel's own (wrapping) arithmetic gives the same values. The task then runs one
 of its loop: without those accesses' checks when the test holds (nothing in the loop body
 blocks vectorization any more), with every check otherwise, so an out-of-bounds access is
 still skipped and reported with its index. Other accesses (data-dependent indices) keep their
-check in both copies.
+check in both copies. `fault_only` tells when a failing test means the launch faults (every
+access it covers runs at every point of the box): the CPU then compiles the checked copy
+without optimisation (`kernel_module.emit_fault_only_task`).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from ..frozen import frozen
 from .. import dtypes
 from ..ir import nodes as n
 from ..passes.offload import assigned_names
-from ..passes.walk import all_exprs, walk_stmts
+from ..passes.walk import all_exprs, bodies_of, exprs_of, sub_exprs, walk_stmts
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
 
@@ -131,6 +133,58 @@ def box_inside(b: ir.IRBuilder, accesses: dict[AccessKey, list[Affine]],
                                    b.icmp_signed("<=", high, top)))
             ok = b.and_(ok, inside)
     return ok
+
+
+def fault_only(task: n.Task, proven: dict[AccessKey, list[Affine]]) -> bool:
+    """True when the box test fails only in launches that fault: every access it covers runs
+    at every point of the box (`every_point_accesses`), so an index outside its array at
+    some point is an access out of bounds there. (The test also fails when an index leaves
+    its integer type, where the kernel's wrapping arithmetic may land inside the array
+    again: a rare case, still correct, only slow.)"""
+    always = every_point_accesses(task.body)
+    return all(key in always for key in proven)
+
+
+def every_point_accesses(body: n.Body) -> set[AccessKey]:
+    """The accesses of a task body that run at every point of its box: in the expressions of
+    its top-level statements (an `if`'s condition, a loop's bounds; not the arms of `a if c
+    else b` nor the right side of `and` / `or`), up to the first statement that may skip the
+    rest of the body (a `break`, `continue` or `return` anywhere in it)."""
+    found: set[AccessKey] = set()
+    for s in body:
+        if isinstance(s, (n.Assign, n.Eval, n.StackInit, n.StackPush, n.StackAccAdj)):
+            roots = list(exprs_of(s))
+        elif isinstance(s, n.Store):
+            roots = list(exprs_of(s))
+            found.add((s.ref, s.indices))
+        elif isinstance(s, (n.If, n.While)):
+            roots = [s.cond]
+        elif isinstance(s, (n.For, n.ReverseFor)):
+            roots = [s.begin, s.end]
+        elif isinstance(s, n.StackPop):
+            roots = []
+        else:
+            break
+        for root in roots:
+            _eager_accesses(root, found)
+        if any(isinstance(inner, (n.Break, n.Continue, n.Return))
+               for part in bodies_of(s) for inner in walk_stmts(part)):
+            break
+    return found
+
+
+def _eager_accesses(e: n.Expr, found: set[AccessKey]) -> None:
+    """Accesses `e` makes whenever it is evaluated (lazy operands left out)."""
+    if isinstance(e, n.Select):
+        _eager_accesses(e.cond, found)
+        return
+    if isinstance(e, n.Binary) and e.op in ("and", "or"):
+        _eager_accesses(e.a, found)
+        return
+    if isinstance(e, (n.Load, n.Atomic)):
+        found.add((e.ref, e.indices))
+    for child in sub_exprs(e):
+        _eager_accesses(child, found)
 
 
 # ---- gathers: an index read from an array -------------------------------------------------

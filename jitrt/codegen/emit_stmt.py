@@ -10,7 +10,7 @@ from llvmlite import ir
 from ..dtypes import DataType
 from ..ir import nodes as n
 from ..passes.walk import walk_stmts
-from . import abi, interrupts
+from . import abi, interrupts, loop_hints
 from .emitter_host import EmitterHost
 from .emit_expr import I64, ll_type
 
@@ -118,7 +118,9 @@ class StmtEmitter(EmitterHost):
             self.check_interrupt()
         if not reverse:
             b.store(b.add(b.load(counter), one), counter)
-        b.branch(cond_bb)
+        back = b.branch(cond_bb)
+        if not self.target.is_gpu and loop_hints.unrolling_pointless(body, True):
+            loop_hints.mark_loop(self.module, back, loop_hints.NO_RUNTIME_UNROLL)
         b.position_at_end(exit_bb)
 
     def stmt_While(self, s: n.While) -> None:

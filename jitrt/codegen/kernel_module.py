@@ -4,10 +4,13 @@ Stage: codegen. Input: a `TaskedKernel`, a `Target`, the context layout and a sy
 Output: an llvmlite `ir.Module` plus the table of access sites (for fault messages).
 On the CPU, `<prefix>_entry(ctx)` runs serial tasks inline and hands each parallel task to the
 runtime's `parallel_for` (reached through the context, so no address is embedded); each
-`<prefix>_task<k>(ctx, caps, lo, hi, tid)` runs its body for linear indices lo..hi. On GPU
-targets every parallel task also gets a kernel wrapper that maps one thread to one index, and
-every serial task a one-thread kernel (`<prefix>_serial<k>_kernel`). The `LaunchableTask`
-list says, per task, what a device launches.
+`<prefix>_task<k>(ctx, caps, lo, hi, tid)` runs its body for linear indices lo..hi (and calls
+`<prefix>_task<k>_checked`, its fully checked loop left unoptimised, when only a fault can
+fail its box test: `emit_fault_only_task`). Loops where LLVM's unrolling buys nothing carry
+metadata that turns it off (`loop_hints.py`). On GPU targets every parallel task also gets a
+kernel wrapper that maps one thread to one index, and every serial task a one-thread kernel
+(`<prefix>_serial<k>_kernel`). The `LaunchableTask` list says, per task, what a device
+launches.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from .. import dtypes
 from ..ir import nodes as n
 from ..passes.offload import assigned_names
 from ..passes.walk import walk_expr
-from . import abi, bounds
+from . import abi, bounds, loop_hints
 from .abi import AccessSite, LaunchableTask
 from .emit_expr import I32, I64, ExprEmitter, ll_type
 from .emit_adstack import AdStackEmitter
@@ -83,8 +86,60 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
               index: int, name: str, local_types: dict[str, dtypes.DataType],
               sites: list[AccessSite]) -> ir.Function:
     fn = ir.Function(module, GPU_TASK_TYPE if target.is_gpu else TASK_TYPE, name)
-    ctx, caps, lo, hi, tid = fn.args[:5]
+    em, begins, exts = task_emitter(module, target, layout, task, index, fn, sites)
+    b = em.builder
+    lo, hi = fn.args[2], fn.args[3]
     step = fn.args[5] if target.is_gpu else ir.Constant(I64, 1)
+    counter = em.local_ptr("$index", dtypes.i64)
+    exit_bb = fn.append_basic_block("exit")
+    proven = bounds.affine_accesses(task)
+    # CPU, one variable: gathers x[idx[i]] are checked by one scan of idx over the chunk
+    gathers = bounds.gathered_accesses(task, proven) if len(task.vars) == 1 and \
+        not target.is_gpu else {}
+    if proven:      # two copies of the loop: without their checks when the box is inside
+        fast_bb, checked_bb = fn.append_basic_block("unchecked"), fn.append_basic_block("checked")
+        inside = bounds.box_inside(b, proven, begins, exts, em.extents,
+                                   lambda e: em.to_slot(em.expr(e), e.dtype))
+        if gathers:
+            inside = bounds.gathers_inside(em, task, gathers, proven, inside, lo, hi, begins[0])
+        b.cbranch(inside, fast_bb, checked_bb)
+        cold = not target.is_gpu and not gathers and bounds.fault_only(task, proven)
+        if cold:
+            b.position_at_end(checked_bb)
+            checked = emit_fault_only_task(module, target, layout, task, index,
+                                           f"{name}_checked", local_types, sites)
+            b.call(checked, fn.args)
+            b.ret_void()
+        b.position_at_end(fast_bb)
+        em.unchecked = {**proven, **gathers}
+        emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
+        em.unchecked = {}
+        if not cold:
+            b.position_at_end(checked_bb)
+            emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
+    else:
+        emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
+    b.position_at_end(exit_bb)
+    flush = em.reductions
+    em.reductions = {}
+    if flush and target.is_gpu:
+        block_sum(em, flush, name)
+        # one atomic per block, not per thread: thread 0 holds the block's sums
+        tid = target.thread_in_block(module, b)
+        with b.if_then(b.icmp_unsigned("==", tid, ir.Constant(I32, 0))):
+            flush_partials(em, flush, task)
+    else:
+        flush_partials(em, flush, task)
+    em.finish()
+    return fn
+
+
+def task_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, task: n.Task,
+                 index: int, fn: ir.Function, sites: list[AccessSite]
+                 ) -> tuple[FunctionEmitter, list[ir.Value], list[ir.Value]]:
+    """The emitter of a task function `fn` (arguments as `TASK_TYPE`, GPU: and a step): the
+    box (begins, extents) and the captures read from `caps`, the `+=` partials set up."""
+    ctx, caps, _, _, tid = fn.args[:5]
     em = FunctionEmitter(module, target, layout, fn, ctx, sites)
     em.task_index, em.tid = index, tid
     em.vectorizable = True
@@ -100,35 +155,30 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
         em.reductions[key] = acc
     from ..passes.reductions import private_refs    # (a warm start imports no pass)
     em.private = private_refs(task)      # atomics no other iteration races with: plain
+    return em, begins, exts
+
+
+def emit_fault_only_task(module: ir.Module, target: Target, layout: abi.ContextLayout,
+                         task: n.Task, index: int, name: str,
+                         local_types: dict[str, dtypes.DataType],
+                         sites: list[AccessSite]) -> ir.Function:
+    """A CPU task's loop with every bounds check, as a function of its own that LLVM does not
+    optimise (`optnone`: compiled at about a quarter of the cost of an optimised copy), for a
+    task whose box test fails only when the launch faults (`bounds.fault_only`): it then runs
+    to report the fault, and its speed does not matter."""
+    fn = ir.Function(module, TASK_TYPE, name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("optnone")
+    fn.attributes.add("cold")
+    em, begins, exts = task_emitter(module, target, layout, task, index, fn, sites)
     counter = em.local_ptr("$index", dtypes.i64)
     exit_bb = fn.append_basic_block("exit")
-    proven = bounds.affine_accesses(task)
-    # CPU, one variable: gathers x[idx[i]] are checked by one scan of idx over the chunk
-    gathers = bounds.gathered_accesses(task, proven) if d == 1 and not target.is_gpu else {}
-    if proven:      # two copies of the loop: without their checks when the box is inside
-        fast_bb, checked_bb = fn.append_basic_block("unchecked"), fn.append_basic_block("checked")
-        inside = bounds.box_inside(b, proven, begins, exts, em.extents,
-                                   lambda e: em.to_slot(em.expr(e), e.dtype))
-        if gathers:
-            inside = bounds.gathers_inside(em, task, gathers, proven, inside, lo, hi, begins[0])
-        b.cbranch(inside, fast_bb, checked_bb)
-        b.position_at_end(fast_bb)
-        em.unchecked = {**proven, **gathers}
-        emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
-        em.unchecked = {}
-        b.position_at_end(checked_bb)
-    emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
-    b.position_at_end(exit_bb)
-    flush = em.reductions
-    em.reductions = {}
-    if flush and target.is_gpu:
-        block_sum(em, flush, name)
-        # one atomic per block, not per thread: thread 0 holds the block's sums
-        tid = target.thread_in_block(module, b)
-        with b.if_then(b.icmp_unsigned("==", tid, ir.Constant(I32, 0))):
-            flush_partials(em, flush, task)
-    else:
-        flush_partials(em, flush, task)
+    emit_task_loop(em, task, local_types, counter, fn.args[2], fn.args[3], ir.Constant(I64, 1),
+                   begins, exts, exit_bb)
+    em.builder.position_at_end(exit_bb)
+    flush, em.reductions = em.reductions, {}     # (the flush's atomics are not partials)
+    flush_partials(em, flush, task)
     em.finish()
     return fn
 
@@ -192,7 +242,9 @@ def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
         set_var(em, task, local_types, k, b.add(coord, begins[k]))
     em.body(task.body)
     b.store(b.add(b.load(counter), step), counter)
-    b.branch(cond_bb)
+    back = b.branch(cond_bb)
+    if not em.target.is_gpu and loop_hints.unrolling_pointless(task.body, False):
+        loop_hints.mark_loop(em.module, back, loop_hints.NO_RUNTIME_UNROLL)
 
 
 def set_var(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
@@ -241,10 +293,13 @@ def emit_rows_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     set_var(em, task, local_types, last, b.add(first, jv))
     em.body(task.body)
     b.store(b.add(b.load(j), ir.Constant(I64, 1)), j)
-    b.branch(col_cond)
+    back = b.branch(col_cond)
+    if loop_hints.unrolling_pointless(task.body, False):
+        loop_hints.mark_loop(em.module, back, loop_hints.NO_RUNTIME_UNROLL)
     b.position_at_end(row_end)
     b.store(b.add(idx, count), counter)
-    b.branch(row_cond)
+    back = b.branch(row_cond)
+    loop_hints.mark_loop(em.module, back, loop_hints.NO_RUNTIME_UNROLL)  # its body is a loop
 
 
 def flush_partials(em: FunctionEmitter, flush: dict, task: n.Task) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..passes import sizeexpr as se
-from . import abi, interrupts
+from . import abi, interrupts, loop_hints
 from .emit_expr import I64
 from .kernel_module import (I8P, I64P, PARALLEL_FOR_TYPE, TASK_TYPE, global_thread, gpu_context,
                             gpu_kernel)
@@ -159,7 +159,9 @@ def max_loop(em: SizeEmitter, spec: se.MaxOverRange, begin: ir.Value, first: ir.
     cur = b.load(acc)
     b.store(b.select(b.icmp_signed(">", v, cur), v, cur), acc)
     b.store(b.add(iv, step), i)
-    b.branch(cond)
+    back = b.branch(cond)
+    if em.target is None:      # the CPU's reducer chunk: a scalar loop (codegen/loop_hints.py)
+        loop_hints.mark_loop(em.module, back, loop_hints.SCALAR)
     b.position_at_end(done)
     return b.load(acc)
 
