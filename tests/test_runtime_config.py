@@ -113,6 +113,9 @@ CTRL_C = """
     import os, signal, threading
     import numpy as np
     import jitrt as jr
+    # a suite started in the background (`make test &`) ignores SIGINT, and so would this
+    # process: take Python's handler back, as an interactive program has it
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     jr.init()
 
     @jr.kernel
