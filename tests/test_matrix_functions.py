@@ -125,6 +125,7 @@ DEGENERATE3 = [np.eye(3), np.zeros((3, 3)), 2 * np.eye(3), np.diag([1.0, 1.0, 2.
                np.outer([1.0, 2.0, 3.0], [0.5, -1.0, 2.0])]     # rank 1
 
 
+@pytest.mark.no_gpu_builds     # the 3x3 kernels run on the GPU in the arch=cuda suite instead
 @pytest.mark.parametrize("dt,tol", [(jr.f64, 1e-12), (jr.f32, 5e-5)])
 def test_3x3_decompositions(dt, tol, rng):
     A = rng.uniform(-1, 1, (N, 3, 3))

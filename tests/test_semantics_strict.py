@@ -294,6 +294,7 @@ def test_value_of_a_func_without_return_is_named():
 
 # ---- static unrolling and constant indices -----------------------------------------------------
 
+@pytest.mark.no_gpu_builds     # ~45 s more for PTX + AMDGPU; the frontend is what it tests
 def test_two_thousand_unrolled_statements_compile_and_run():
     n = 2000
     x = jr.field(jr.f32, shape=(n,))
