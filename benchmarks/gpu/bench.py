@@ -88,16 +88,60 @@ def launch_rows(drv: Any) -> list[tuple[str, str, str, str]]:
     g = jr.graph(step)
     g()
     replay = per_call(g, drv.synchronize, 50)
-    drv.begin_capture()
-    for _ in range(100):
-        drv.launch(entry.tasks[0][0], 1, 1, entry.params_addr)
-    graph = drv.end_capture()
-    exe = drv.instantiate(graph)
-    raw_graph = per_call(lambda: drv.graph_launch(exe), drv.synchronize, 50)
+    raw_graph = raw_graph_per_kernel(drv, entry.tasks[0][0], entry.params_addr)
     rows += [("100-kernel step: direct", f"{direct * 1e6 / 100:.2f} us/kernel", "", ""),
              ("100-kernel step: jr.graph replay", f"{replay * 1e6 / 100:.2f} us/kernel",
-              f"raw CUDA graph {raw_graph * 1e6 / 100:.2f} us/kernel",
-              f"{replay / raw_graph:.2f}x raw graph")]
+              f"raw CUDA graph {raw_graph * 1e6:.2f} us/kernel",
+              f"{replay / raw_graph / 100:.2f}x raw graph")]
+    return rows + graph_floor_rows(drv, entry.params_addr)
+
+
+def raw_graph_per_kernel(drv: Any, function: Any, params: int) -> float:
+    """Seconds per kernel of a raw CUDA graph of 100 launches of `function`, one block of one
+    thread each, captured from one stream (so each node waits for the one before)."""
+    drv.begin_capture()
+    for _ in range(100):
+        drv.launch(function, 1, 1, params)
+    exe = drv.instantiate(drv.end_capture())
+    return per_call(lambda: drv.graph_launch(exe), drv.synchronize, 50) / 100
+
+
+# Hand-written kernels for the floor of a graph's kernel node on this GPU: no parameters, the
+# 16 parameters of the `tiny` kernel above (jitrt's launch context), one store, and the load,
+# add and store of `tiny` (what jitrt's kernel does, less its bounds check).
+FLOOR_PTX = """.version 7.8
+.target sm_{sm}
+.address_size 64
+.visible .entry empty0() {{ ret; }}
+.visible .entry empty16({params16}) {{ ret; }}
+.visible .entry store1(.param .u64 p0) {{
+  .reg .b64 %rd<2>; .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [p0]; mov.b32 %r1, 0f3F800000; st.global.b32 [%rd1], %r1; ret;
+}}
+.visible .entry increment1(.param .u64 p0) {{
+  .reg .b64 %rd<2>; .reg .f32 %f<3>;
+  ld.param.u64 %rd1, [p0]; ld.global.f32 %f1, [%rd1]; add.rn.f32 %f2, %f1, 0f3F800000;
+  st.global.f32 [%rd1], %f2; ret;
+}}
+"""
+
+
+def graph_floor_rows(drv: Any, params16: int) -> list[tuple[str, str, str, str]]:
+    """Raw CUDA graphs of hand-written kernels: what a graph's kernel node costs on this GPU
+    whatever the runtime, for reading the jr.graph row above."""
+    import ctypes
+
+    from jitrt.backends.cuda import pack_artifact
+    decl = ", ".join(f".param .u64 q{k}" for k in range(16))
+    module = drv.load_module(pack_artifact(FLOOR_PTX.format(sm=drv.sm, params16=decl), None))
+    buffer = ctypes.c_uint64(drv.alloc(4))
+    one = (ctypes.c_void_p * 1)(ctypes.addressof(buffer))
+    rows = []
+    for name, params in (("empty0", 0), ("empty16", params16), ("store1", ctypes.addressof(one)),
+                         ("increment1", ctypes.addressof(one))):
+        t = raw_graph_per_kernel(drv, drv.function(module, name), params)
+        rows.append((f"graph floor: raw graph of {name}", f"{t * 1e6:.2f} us/kernel", "", ""))
+    drv.free(buffer.value)
     return rows
 
 

@@ -6,7 +6,8 @@ functions, optimises it for `sm_<sm>` and returns PTX text. `assemble(ptx, sm)` 
 toolkit's `ptxas` on it and returns a cubin (None when no ptxas is installed; the driver then
 compiles the PTX itself at load time). Both come from the `nvidia-cuda-nvcc` wheel
 (`pip install 'jitrt[cuda]'`), found through cuda-pathfinder, `CUDA_HOME` or /usr/local/cuda.
-Caches: the path of each tool, per process.
+Caches, per process: the path of each tool, libdevice's bitcode and its subsets per set of
+math functions used.
 """
 from __future__ import annotations
 
@@ -76,6 +77,30 @@ def drop_unused(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
     mpm.run(mod, pb)
 
 
+@functools.lru_cache(maxsize=1)
+def _libdevice_bitcode() -> bytes:
+    path = libdevice_path()
+    if path is None:
+        raise BackendUnavailableError(
+            "arch=cuda: the kernel calls CUDA math functions, which need libdevice "
+            "(pip install 'jitrt[cuda]', which brings nvidia-cuda-nvcc)")
+    with open(path, "rb") as f:
+        return f.read()
+
+
+@functools.lru_cache(maxsize=256)
+def libdevice_subset(names: frozenset[str]) -> bytes:
+    """Bitcode of the libdevice functions `names` and what they call: parsing all of
+    libdevice (~0.1 s) once per set of math functions, not once per kernel. Call under
+    LLVM_LOCK."""
+    lib = llvm.parse_bitcode(_libdevice_bitcode())
+    for fn in lib.functions:
+        if not fn.is_declaration and fn.name not in names:
+            fn.linkage = llvm.Linkage.internal
+    drop_unused(lib, target_machine(80))     # the same bitcode serves every sm
+    return lib.as_bitcode()
+
+
 def compile_ptx(module: ir.Module | str, sm: int) -> str:
     """PTX for compute capability `sm` (80 for 8.0...), libdevice linked in where used."""
     text = str(module)
@@ -83,20 +108,15 @@ def compile_ptx(module: ir.Module | str, sm: int) -> str:
         tm = target_machine(sm)
         mod = llvm.parse_assembly(text)
         mod.verify()
-        if "__nv_" in text:
-            path = libdevice_path()
-            if path is None:
-                raise BackendUnavailableError(
-                    "arch=cuda: the kernel calls CUDA math functions, which need libdevice "
-                    "(pip install 'jitrt[cuda]', which brings nvidia-cuda-nvcc)")
-            with open(path, "rb") as f:
-                lib = llvm.parse_bitcode(f.read())
+        used = frozenset(fn.name for fn in mod.functions
+                         if fn.is_declaration and fn.name.startswith("__nv_"))
+        if used:
+            lib = llvm.parse_bitcode(libdevice_subset(used))
             lib.triple, lib.data_layout = mod.triple, mod.data_layout
             mod.link_in(lib)
             for fn in mod.functions:     # keep only what the kernels call
                 if fn.name.startswith("__nv_") and not fn.is_declaration:
                     fn.linkage = llvm.Linkage.internal
-            drop_unused(mod, tm)         # before O3 works on all of libdevice's functions
         optimize(mod, tm)
         return str(tm.emit_assembly(mod))
 
