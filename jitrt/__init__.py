@@ -24,8 +24,9 @@ from . import ad, debug, math, profiler, types
 from ._version import __version__ as __version__
 from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableError, ConfigError,
-                     GradCheckWarning, JitrtError, KernelArgError, KernelCompileError,
-                     KernelRuntimeError, OfflineCacheError)
+                     FloatDtypeError, GradCheckWarning, JitrtError, KernelArgError,
+                     KernelCompileError, KernelRuntimeError, NotDifferentiableError,
+                     OfflineCacheError)
 from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min, atomic_sub,
                                 block_local, cast, clamp, eig, exp2, grouped, log2, loop_config,
                                 ndrange, polar_decompose, pow_ as pow, randn, random, rsqrt,
@@ -67,9 +68,10 @@ asin, acos, atan, sinh, cosh, round = (MATH[fn] for fn in ("asin", "acos", "atan
 min, max, abs = _builtins_min, _builtins_max, _builtins_abs
 
 __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
-           "Field", "GradCheckWarning", "Graph", "JitrtError", "KernelArgError",
-           "KernelCompileError", "KernelRuntimeError", "Matrix", "MatrixField", "Ndarray",
-           "OfflineCacheError", "ScalarField", "Struct", "Vector", "acos", "ad", "amdgpu", "asin",
+           "Field", "FloatDtypeError", "GradCheckWarning", "Graph", "JitrtError",
+           "KernelArgError", "KernelCompileError", "KernelRuntimeError", "Matrix", "MatrixField",
+           "Ndarray", "NotDifferentiableError", "OfflineCacheError", "ScalarField", "Struct",
+           "Vector", "acos", "ad", "amdgpu", "asin",
            "atan", "atan2", "atomic_add", "atomic_max", "atomic_min", "atomic_sub", "block_local",
            "cast", "ceil",
            "clamp", "clear_cache", "cos", "cosh", "cpu", "cuda", "data_oriented", "debug", "eig",

@@ -10,7 +10,9 @@ launch changed data that decides the trip counts of the same or an earlier recor
 reverse pass re-runs the forward sweeps and would replay other trip counts: a wrong gradient,
 so an `AutodiffError` naming both kernels and the data), clears the gradients of recorded
 ndarray arguments, seeds `loss.grad = 1` and launches `kernel.grad(*args)` for the recorded
-launches in reverse order.
+launches in reverse order. With `validation=True` (and `jr.init(debug=True)`) `ACTIVE` is the
+program's validate token instead: every launch goes to the slow path, which records it and runs
+its checked copy (Taichi's global data access rule, `frontend/gdar.py`).
 
 `FwdMode(loss=..., param=..., seed=...)` on entry zeroes every live dual (unless
 `clear_gradients=False`), writes the seed into `param.dual` and sets `program.ACTIVE` to the
@@ -21,6 +23,7 @@ duals of what the kernels wrote (`loss.dual`).
 """
 from __future__ import annotations
 
+import enum
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -37,13 +40,27 @@ if TYPE_CHECKING:
     from .runtime.seams import KernelLike
 
 
+class AutodiffMode(enum.Enum):
+    """What a kernel object computes (Taichi's names): `k.autodiff_mode` is NONE for a
+    kernel, REVERSE for `k.grad`, FORWARD for the forward-mode kernel a launch inside
+    `jr.ad.FwdMode` runs, VALIDATION for the checked copy a `jr.ad.Tape(validation=True)`
+    runs."""
+    NONE = "none"
+    VALIDATION = "validation"
+    FORWARD = "forward"
+    REVERSE = "reverse"
+
+
 class Tape:
     """Records the launches of a forward step; on exit runs their adjoints in reverse.
 
     Args:
         loss: the field or ndarray whose gradient is seeded with 1 (every element).
         clear_gradients: zero every gradient on entry (default) or accumulate.
-        validation: Taichi's global-data-access-rule checker; not in jitrt (a warning).
+        validation: check Taichi's global data access rule while recording (with
+            `jr.init(debug=True)`; without it, a warning): an element of a field with a
+            gradient that the tape has read must not be written again; a launch that does
+            raises `jr.KernelRuntimeError` at the write (`frontend/gdar.py`).
         grad_check: fields/ndarrays whose gradients are checked against finite differences
             after the reverse pass (jitrt/ad_check.py; an f64 loss; results in
             `tape.grad_check_results`).
@@ -57,11 +74,13 @@ class Tape:
             raise ValueError(f"Tape(loss=...): '{loss.name}' was created without needs_grad=True"
                              + (" (and its gradient was neither placed nor given by "
                                 "jr.root.lazy_grad())" if loss.grad is not None else ""))
-        if validation:
-            warnings.warn("jr.ad.Tape(validation=True): Taichi's global data access rule "
-                          "checker is not in jitrt; the tape records without it (jitrt always "
-                          "checks that no recorded launch changes another's loop-bound data)",
-                          stacklevel=2)
+        self.validation = bool(validation) and program_mod.current().config.debug
+        if validation and not self.validation:
+            warnings.warn("jr.ad.Tape(validation=True): the global data access rule is "
+                          "checked only with jr.init(debug=True); the tape records without the "
+                          "check (Taichi's words, kept for programs that look for them: Debug "
+                          "mode is disabled, autodiff valid check will not work. Please "
+                          "specify `ti.init(debug=True)` to enable the check.)", stacklevel=2)
         self.loss = loss
         self.clear_gradients = clear_gradients
         self.to_check = None if grad_check is None else check_arguments(loss, grad_check)
@@ -70,6 +89,7 @@ class Tape:
         self.entries: list[tuple[Any, tuple]] = []
         self.handles: list["LaunchHandle | None"] = []   # per entry (None: grad_replaced)
         self._program: "Program | None" = None
+        self._token: object = None
 
     def record(self, kernel: "KernelLike", values: list[Any] | tuple[Any, ...],
                handle: "LaunchHandle | None") -> None:
@@ -89,7 +109,13 @@ class Tape:
         if self.to_check is not None:
             self.checker = GradChecker(self.loss, self.to_check)
         program.tape = self
-        program_mod.ACTIVE[0] = program.tape_token   # launchers now record themselves
+        # launchers now record themselves; with validation they go to `dispatch`, which
+        # records them and runs their checked copies (runtime/launcher.py)
+        self._token = program.validate_token if self.validation else program.tape_token
+        if self.validation:
+            from .frontend.gdar import clear_bits
+            clear_bits()
+        program_mod.ACTIVE[0] = self._token
         self._program = program
         return self
 
@@ -97,7 +123,7 @@ class Tape:
         program = self._program
         assert program is not None, "Tape.__exit__ without __enter__"
         program.tape = None
-        _leave(program, program.tape_token)
+        _leave(program, self._token)
         if exc_type is not None:
             return
         self.grad()
@@ -307,12 +333,13 @@ def grad_replaced(fn: Any) -> Any:
         if tape is None:
             return fn(*args)
         program.tape = None
-        program_mod.ACTIVE[0] = program           # its own launches: not recorded
+        token = program_mod.ACTIVE[0]
+        program_mod.ACTIVE[0] = program           # its own launches: not recorded (nor checked)
         try:
             result = fn(*args)
         finally:
             program.tape = tape
-            program_mod.ACTIVE[0] = program.tape_token
+            program_mod.ACTIVE[0] = token
         tape.record(step, args, None)  # type: ignore[arg-type]
         return result
     replaced.__wrapped__ = fn          # type: ignore[attr-defined]

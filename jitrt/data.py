@@ -24,6 +24,7 @@ import numpy as np
 
 from . import dtypes
 from .dtypes import DataType
+from .errors import FloatDtypeError
 
 _alloc_ids = itertools.count(1)
 # the GPU device of the current program (set by the runtime's `jr.init`), else None: what
@@ -58,9 +59,14 @@ def live_dual_buffers() -> list["_Buffer"]:
     return alive
 
 
-def _check_float(dtype: DataType, flag: str) -> None:
+def _check_float(dtype: DataType, flag: str, kind: str, name: str | None) -> None:
+    """Gradients and duals need a float dtype: `jr.FloatDtypeError` (a TypeError, and a
+    RuntimeError as Taichi's refusal is) in Taichi's words, naming the data."""
     if not dtype.is_float:
-        raise TypeError(f"{flag}=True needs a float dtype, got {dtype!r}")
+        which = f" ({kind} {name!r})" if name else ""
+        raise FloatDtypeError(f"{dtype.name} is not supported for {kind} with {flag}=True"
+                              f"{which}: {flag}=True needs a float dtype, such as jr.f32 or "
+                              "jr.f64")
 
 
 def live_grad_fields() -> list["Field"]:
@@ -143,13 +149,13 @@ class _Buffer:
         self.dual: Any = None
         self.implicit = False   # a gradient placed with its field, not asked for (see top)
         if needs_grad:
-            _check_float(self.dtype, "needs_grad")
+            _check_float(self.dtype, "needs_grad", kind, name)
             self.grad = type(self)(self.dtype, self.shape, False, self.name + ".grad", kind)
             self.grad.named = self.named
             if kind == "field":
                 _grad_fields.append(weakref.ref(self))  # type: ignore[arg-type]
         if needs_dual:
-            _check_float(self.dtype, "needs_dual")
+            _check_float(self.dtype, "needs_dual", kind, name)
             self.dual = type(self)(self.dtype, self.shape, False, self.name + ".dual", kind)
             self.dual.named = self.named
             _dual_buffers.append(weakref.ref(self))
@@ -395,7 +401,10 @@ class FieldElement:
         return str(self.to_numpy())
 
     def __eq__(self, other: Any) -> Any:
-        return self.to_numpy() == np.asarray(other)
+        return ElementComparison.of(self.to_numpy() == np.asarray(other), "all")
+
+    def __ne__(self, other: Any) -> Any:
+        return ElementComparison.of(self.to_numpy() != np.asarray(other), "any")
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -404,6 +413,46 @@ class FieldElement:
 
     def dot(self, other: Any) -> Any:
         return np.dot(self.to_numpy(), np.asarray(other))
+
+
+class ElementComparison(np.ndarray):
+    """The element-wise result of comparing a vector/matrix element at Python scope
+    (`x[i] == [1, 2]`, `x[i] != y[i]`, `x[i] < 3`): a numpy bool array whose truth value is
+    defined, so `assert x[i] == [a, b]` and `if x[i] != v:` test every component. `==`, `<`,
+    `<=`, `>`, `>=` are true when they hold for every component; `!=` when any component
+    differs (so `a != b` is `not (a == b)`, as for tuples). Numpy operations on it (`~c`,
+    `c & d`, `c.all()`, `np.sum(c)`) give plain numpy results, with numpy's rules."""
+
+    _rule: str
+
+    @classmethod
+    def of(cls, result: Any, rule: str) -> Any:
+        """`result` (a comparison's numpy output) as an ElementComparison; a scalar as is."""
+        if not isinstance(result, np.ndarray) or result.ndim == 0:
+            return result
+        out = result.view(cls)
+        out._rule = rule
+        return out
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self._rule = getattr(obj, "_rule", "all")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        def plain(x: Any) -> Any:
+            return x.view(np.ndarray) if isinstance(x, ElementComparison) else x
+        if "out" in kwargs:
+            kwargs["out"] = tuple(plain(x) for x in kwargs["out"])
+        return getattr(ufunc, method)(*(plain(x) for x in inputs), **kwargs)
+
+    def __bool__(self) -> bool:
+        values = self.view(np.ndarray)
+        return bool(values.all() if self._rule == "all" else values.any())
+
+    def __repr__(self) -> str:
+        return repr(self.view(np.ndarray))
+
+    def __str__(self) -> str:
+        return str(self.view(np.ndarray))
 
 
 def _component(k: int) -> property:
@@ -417,9 +466,11 @@ def _component(k: int) -> property:
 
 def _numpy_op(name: str) -> Any:
     op = getattr(np.ndarray, name)
+    compare = name in ("__lt__", "__le__", "__gt__", "__ge__")
 
     def method(self: FieldElement, *other: Any) -> Any:
-        return op(self.to_numpy(), *(np.asarray(o) for o in other))
+        result = op(self.to_numpy(), *(np.asarray(o) for o in other))
+        return ElementComparison.of(result, "all") if compare else result
     method.__name__ = name
     return method
 
@@ -428,7 +479,7 @@ for _k, _c in enumerate("xyzw"):
     setattr(FieldElement, _c, _component(_k))
 for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
             "rfloordiv", "mod", "rmod", "pow", "rpow", "matmul", "rmatmul", "neg", "pos", "abs",
-            "lt", "le", "gt", "ge", "ne"):
+            "lt", "le", "gt", "ge"):
     setattr(FieldElement, f"__{_op}__", _numpy_op(f"__{_op}__"))
 
 
@@ -465,14 +516,14 @@ class PendingField(Field):
         self.grad = self.dual = None
         self.implicit = False
         if needs_grad:
-            _check_float(self.dtype, "needs_grad")
+            _check_float(self.dtype, "needs_grad", "field", name)
         if not derived and (needs_grad or self.dtype.is_float):
             self.grad = PendingField(self.dtype, False, self.name + ".grad", element_shape,
                                      derived=True)
             self.grad.named = self.named
             self.grad.implicit = not needs_grad
         if needs_dual:
-            _check_float(self.dtype, "needs_dual")
+            _check_float(self.dtype, "needs_dual", "field", name)
         if not derived and (needs_dual or self.dtype.is_float):   # as the gradient above
             self.dual = PendingField(self.dtype, False, self.name + ".dual", element_shape,
                                      derived=True)
@@ -561,7 +612,9 @@ def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
             (`jr.ad.FwdMode`).
 
     Raises:
-        TypeError: no shape, a non-integer extent, or a dtype jitrt does not know.
+        TypeError: no shape, a non-integer extent, or a dtype jitrt does not know;
+            `needs_grad`/`needs_dual` with an integer dtype (`jr.FloatDtypeError`, also a
+            RuntimeError as in Taichi).
         ValueError: a negative extent or more than 2**40 elements.
 
     Example::

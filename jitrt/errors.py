@@ -70,6 +70,25 @@ class AutodiffError(JitrtError, RuntimeError):
     Tape whose later launches change the data that decides an earlier launch's trip counts)."""
 
 
+class NotDifferentiableError(KernelCompileError, AutodiffError):
+    """A kernel whose adjoint jitrt refuses to build (it calls `jr.random()`, reads or writes
+    an ndarray's `.grad`, loops with `while`/`break`/`continue`): raised when the gradient
+    kernel is compiled, at the offending line. A `KernelCompileError` (jitrt's kind) and a
+    `RuntimeError` through `AutodiffError` (what Taichi raises for the same refusals)."""
+
+
+def not_differentiable_at(loc: Any, kernel: str, message: str) -> NotDifferentiableError:
+    """A NotDifferentiableError for kernel `kernel` at `loc` (.file, .line, .col)."""
+    return NotDifferentiableError(f"kernel {kernel}: {message}", loc.file, loc.line, loc.col,
+                                  source_line(loc))
+
+
+class FloatDtypeError(KernelRuntimeError, TypeError):
+    """`needs_grad=True` or `needs_dual=True` on a field or ndarray of an integer dtype. A
+    `TypeError` (jitrt's kind for a wrong dtype) and a `KernelRuntimeError`, the
+    `RuntimeError` class Taichi's `TaichiRuntimeError` maps to, which Taichi raises here."""
+
+
 class GradCheckWarning(UserWarning):
     """`jr.ad.Tape(grad_check=[...])`: a gradient disagrees with finite differences."""
 

@@ -7,7 +7,8 @@ launcher of its one specialization, or a router over several); a call that match
 to `dispatch`, which validates the arguments, finds or builds the handle for the
 specialization, and installs the fast path. `.grad` is the adjoint kernel, `.bind(...)` a
 bound launch; `forward_kernel(...)` is the forward-mode kernel a launch inside
-`jr.ad.FwdMode` runs. `Func` (`@jr.func`, inlined where called) lives in the frontend
+`jr.ad.FwdMode` runs, `validation_kernel()` the checked copy a `jr.ad.Tape(validation=True)`
+runs. `Func` (`@jr.func`, inlined where called) lives in the frontend
 (`frontend/func.py`).
 """
 from __future__ import annotations
@@ -74,16 +75,17 @@ class Kernel:
     is_jitrt_kernel = True   # how the frontend recognises a kernel called from a kernel
 
     def __new__(cls, fn: Callable, adjoint: bool = False,
-                dual_args: tuple[int, ...] | None = None) -> "Kernel":
+                dual_args: tuple[int, ...] | None = None, validate: bool = False) -> "Kernel":
         # One class per kernel, so that the fast launcher can be installed as `__call__`.
         sub = type(f"Kernel[{fn.__qualname__}]", (cls,), {"__call__": _FIRST_CALL})
         return super().__new__(sub)
 
     def __init__(self, fn: Callable, adjoint: bool = False,
-                 dual_args: tuple[int, ...] | None = None) -> None:
+                 dual_args: tuple[int, ...] | None = None, validate: bool = False) -> None:
         self.fn = fn
         self.adjoint = adjoint
         self.dual_args = dual_args
+        self.validate = validate       # the checked copy a Tape(validation=True) launches
         self.name = fn.__name__
         self.qualname = f"{fn.__module__}.{fn.__qualname__}"
         self.params = parse_params(fn)
@@ -105,6 +107,7 @@ class Kernel:
         self.handles: dict[Any, Any] = {}
         self._grad_kernel: Kernel | None = None
         self._forward_kernels: dict[tuple[int, ...], Kernel] = {}
+        self._validation_kernel: Kernel | None = None
         self.grad_disabled = False     # @jr.ad.no_grad: never recorded, .grad does nothing
         if dual_args is not None:      # the duals of these ndarrays come as hidden parameters
             self.params += tuple(dataclasses.replace(self.params[i], name=f"{self.params[i].name}"
@@ -140,9 +143,25 @@ class Kernel:
             fwd._source = self._source
         return fwd
 
+    @property
+    def autodiff_mode(self) -> Any:
+        """A `jr.ad.AutodiffMode`: what this kernel object computes."""
+        from .ad import AutodiffMode
+        return AutodiffMode.REVERSE if self.adjoint else AutodiffMode.FORWARD \
+            if self.dual_args is not None else AutodiffMode.VALIDATION if self.validate \
+            else AutodiffMode.NONE
+
+    def validation_kernel(self) -> "Kernel":
+        """The kernel with Taichi's global data access rule checked (`frontend/gdar.py`),
+        what a launch inside `jr.ad.Tape(validation=True)` runs; made on first use."""
+        if self._validation_kernel is None:
+            self._validation_kernel = Kernel(self.fn, validate=True)
+            self._validation_kernel._source = self._source
+        return self._validation_kernel
+
     def __repr__(self) -> str:
         mode = " (grad)" if self.adjoint else " (forward mode)" if self.dual_args is not None \
-            else ""
+            else " (validation)" if self.validate else ""
         return f"<jitrt kernel {self.qualname}{mode}>"
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:

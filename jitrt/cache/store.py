@@ -10,9 +10,13 @@ Writes go to a temporary file in the same directory and are renamed into place, 
 (other processes included) see a complete old entry or a complete new one. A read that finds
 a wrong magic, version, key, length or checksum, or an unreadable payload, warns once per
 problem kind, deletes the entry and reports a miss: the caller recompiles and overwrites.
-Last use is the file's mtime (touched on every hit); past `max_bytes` the least recently used
-entries are evicted after a write. A save costs O(1) in the number of entries: the store keeps
-the directory's size up to date and scans for eviction only when it passes the cap.
+A small side file in the same format, `<pre-key>.jkm`, holds a kernel's (and its adjoint's)
+warm-start manifests and launchers' marshalled code (`runtime/prekey.py`); side files are
+not counted against `max_bytes`, `clear()` removes them, and an eviction removes those not
+used since the last entry it evicted was. Last use is the file's mtime (touched on every
+hit); past `max_bytes` the least recently used entries are evicted after a write. A save
+costs O(1) in the number of entries: the store keeps the directory's size up to date and
+scans for eviction only when it passes the cap.
 Location: `offline_cache_dir`, else `JITRT_CACHE_DIR`, else `$XDG_CACHE_HOME/jitrt`, else
 `~/.cache/jitrt`.
 """
@@ -33,6 +37,8 @@ from ..frozen import frozen
 MAGIC = b"JITRTKC\0"
 FORMAT_VERSION = 3
 SUFFIX = ".jkc"
+MANIFEST_SUFFIX = ".jkm"   # a pre-key's manifests and launcher codes (`runtime/prekey.py`)
+SIDE_SUFFIXES = (MANIFEST_SUFFIX,)   # small files outside the size accounting
 _PREFIX = struct.Struct("<8sII")
 
 
@@ -76,9 +82,10 @@ class EntryInfo:
     last_used: float
 
 
-def encode(key: str, kernel_name: str, artifact: Any) -> bytes:
+def encode(key: str, kernel_name: str, artifact: Any, raw: bool = False) -> bytes:
+    """An entry's bytes; `raw`: `artifact` is the payload itself (bytes), not pickled."""
     import json
-    payload = pickle.dumps(artifact, protocol=pickle.HIGHEST_PROTOCOL)
+    payload = artifact if raw else pickle.dumps(artifact, protocol=pickle.HIGHEST_PROTOCOL)
     header = json.dumps({"key": key, "kernel_name": kernel_name, "created": time.time(),
                          "payload_bytes": len(payload),
                          "checksum": xxhash.xxh3_128_hexdigest(payload)}).encode()
@@ -105,7 +112,7 @@ def decode_header(data: bytes) -> tuple[dict, int]:
     return header, start
 
 
-def decode(data: bytes, key: str | None) -> Any:
+def decode(data: bytes, key: str | None, raw: bool = False) -> Any:
     header, start = decode_header(data)
     payload = data[start:]
     if key is not None and header.get("key") != key:
@@ -114,6 +121,8 @@ def decode(data: bytes, key: str | None) -> Any:
         raise EntryError("truncated", "the payload is truncated")
     if xxhash.xxh3_128_hexdigest(payload) != header.get("checksum"):
         raise EntryError("damaged", "the checksum does not match (bit flip?)")
+    if raw:
+        return payload
     try:
         return pickle.loads(payload)
     except Exception as exc:  # noqa: BLE001 - any unpickling failure is a damaged entry
@@ -130,24 +139,27 @@ class CacheStore:
         # Other processes' writes are seen at the next scan.
         self._approx_bytes: int | None = None
 
-    def path(self, key: str) -> pathlib.Path:
-        return self.dir / f"{key}{SUFFIX}"
+    def path(self, key: str, suffix: str = SUFFIX) -> pathlib.Path:
+        return self.dir / f"{key}{suffix}"
 
-    def load(self, key: str) -> Any | None:
-        path = self.path(key)
-        try:
-            data = path.read_bytes()
+    def load(self, key: str, suffix: str = SUFFIX) -> Any | None:
+        """The artifact stored under `key`, or for a side file (`SIDE_SUFFIXES`) its payload
+        bytes; None when there is none or it is damaged (then it is removed)."""
+        path = os.path.join(self.dir, f"{key}{suffix}")   # (not pathlib: a warm start's
+        try:                                              # loads are on its critical path)
+            with open(path, "rb") as f:
+                data = f.read()
         except FileNotFoundError:
             return None
         except OSError as exc:
             _warn_once("io", f"jitrt offline cache: cannot read {path}: {exc}; recompiling")
             return None
         try:
-            artifact = decode(data, key)
+            artifact = decode(data, key, raw=suffix != SUFFIX)
         except EntryError as exc:
             _warn_once(exc.kind, f"jitrt offline cache: ignoring {path}: {exc}; the kernel is "
                        "recompiled and the entry rewritten")
-            self._remove(path)
+            self._remove(pathlib.Path(path))
             return None
         try:
             os.utime(path)
@@ -155,22 +167,25 @@ class CacheStore:
             pass
         return artifact
 
-    def save(self, key: str, kernel_name: str, artifact: Any) -> None:
+    def save(self, key: str, kernel_name: str, artifact: Any, suffix: str = SUFFIX) -> None:
+        """Store `artifact` (pickled) under `key`; a side file's `artifact` is its payload
+        (bytes, stored as they are)."""
         import tempfile   # (with shutil, random, bz2, lzma) only when a kernel was compiled
         tmp = None
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            data = encode(key, kernel_name, artifact)
+            data = encode(key, kernel_name, artifact, raw=suffix != SUFFIX)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.dir)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-            os.replace(tmp, self.path(key))
+            os.replace(tmp, self.path(key, suffix))
         except OSError as exc:
             if tmp is not None:           # a full disk must not leave partial files behind
                 self._remove(pathlib.Path(tmp))
             _warn_once("io-write", f"jitrt offline cache: cannot write to {self.dir}: {exc}")
             return
-        self._account(len(data))
+        if suffix == SUFFIX:
+            self._account(len(data))
 
     def _account(self, nbytes: int) -> None:
         if self._approx_bytes is None:
@@ -226,12 +241,22 @@ class CacheStore:
         entries = self.entries()
         total = sum(e.size for e in entries)
         removed = 0
+        last_evicted = None
         for e in entries:  # oldest use first
             if total <= self.max_bytes:
                 break
             self._remove(e.path)
             total -= e.size
             removed += 1
+            last_evicted = e.last_used
+        if last_evicted is not None:     # side files unused since then go too
+            for suffix in SIDE_SUFFIXES:
+                for path in self.dir.glob(f"*{suffix}"):
+                    try:
+                        if path.stat().st_mtime <= last_evicted:
+                            self._remove(path)
+                    except OSError:
+                        pass
         self._approx_bytes = total
         return removed
 
@@ -242,6 +267,9 @@ class CacheStore:
             count += 1
         for tmp in self.dir.glob(f".tmp-*{SUFFIX}") if self.dir.is_dir() else []:
             self._remove(tmp)
+        for suffix in SIDE_SUFFIXES:
+            for side in self.dir.glob(f"*{suffix}") if self.dir.is_dir() else []:
+                self._remove(side)
         return count
 
     def verify(self) -> list[tuple[pathlib.Path, str]]:

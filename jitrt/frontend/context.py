@@ -61,6 +61,7 @@ class CompileContext:
     inline_counter: int = 0
     inline_depth: int = 0
     debug: bool = False       # jr.init(debug=True): asserts are compiled in
+    validate: bool = False    # a Tape(validation=True) launch: the access rule is checked
     random_used: bool = False   # jr.random() was called: the launch value is read first
     # jr.random(): per enclosing parallel loop, (call counter local, its loop variables)
     random_scopes: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)

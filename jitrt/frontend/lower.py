@@ -178,4 +178,7 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
     if ctx.random_used:
         lowerer.block[:0] = random_prologue(ctx, src.loc(src.tree))
     ir_body = lowerer.gradients_stopped(tuple(lowerer.block), ctx.stop_grads[0])  # stop_grad
+    if ctx.validate:                       # jr.ad.Tape(validation=True): frontend/gdar.py
+        from .gdar import with_checks
+        ir_body = with_checks(ir_body, ctx)
     return n.KernelIR(ctx.kernel_name, params, tuple(ctx.field_refs.values()), ir_body, ret)

@@ -18,7 +18,8 @@ every loop bound in a bound local):
   of their source (atomically), except those wrapped in `stop_grad` (`jr.stop_grad`), which
   `without_stop_grad` unwraps after this pass, in every kernel.
 Adjoint rules are the table in `adjoint_rules.py`. while/break/continue cannot be
-differentiated and raise `KernelCompileError` at their location.
+differentiated; neither can `jr.random()` nor an access to an ndarray's `.grad` (as in
+Taichi): each raises `NotDifferentiableError` (a `KernelCompileError`) at its location.
 """
 from __future__ import annotations
 
@@ -28,11 +29,11 @@ from typing import Callable
 from ..frozen import frozen
 from .. import dtypes
 from ..dtypes import DataType
-from ..errors import error_at
+from ..errors import error_at, not_differentiable_at
 from ..ir import nodes as n
 from .adjoint_rules import Build, has_zero_derivative, rule_for
 from .offload import assigned_names
-from .walk import all_exprs, bodies_of, map_expr, map_stmt, walk_expr
+from .walk import all_exprs, bodies_of, exprs_of, map_expr, map_stmt, walk_expr, walk_stmts
 
 
 @dataclass
@@ -45,6 +46,7 @@ class TaskAd:
     counter: int = 0
     scope_adjoints: dict[str, int] = field(default_factory=dict)  # kernel-scope float -> slot
     scratch: n.FieldRef | None = None    # where kernel-scope adjoints meet across tasks
+    kernel: str = ""                     # the kernel's name, for errors
 
     def fresh(self, base: str, dt: DataType) -> str:
         self.counter += 1
@@ -76,8 +78,9 @@ def normalize(body: n.Body, st: TaskAd) -> n.Body:
             out.append(n.For(s.var, bounds[0], bounds[1], normalize(s.body, st), s.loc))
         elif isinstance(s, (n.While, n.Break, n.Continue)):
             what = {n.While: "a while loop", n.Break: "break", n.Continue: "continue"}[type(s)]
-            raise error_at(s.loc, f"{what} cannot be differentiated; use a for loop over "
-                           "range(...) with the trip count as its bound")
+            raise not_differentiable_at(s.loc, st.kernel, f"{what} cannot be differentiated; "
+                                        "use a for loop over range(...) with the trip count "
+                                        "as its bound")
         elif isinstance(s, n.Return):
             continue
         else:
@@ -391,15 +394,56 @@ def scope_adjoint_slots(kernel: n.TaskedKernel, local_types: dict[str, DataType]
 def refuse_random(kernel: n.TaskedKernel) -> None:
     """A kernel that calls jr.random() cannot be differentiated: its adjoint launch reads the
     random state later and would draw other numbers than the forward launch did (a silently
-    wrong gradient). Taichi refuses it too."""
+    wrong gradient). Taichi refuses it too, with a RuntimeError that says "RandStmt not
+    supported", which ported code may look for: the message keeps those words. The error is
+    at the first call (each call reads the local the prologue loads the state into), else at
+    the prologue."""
+    seeds = {s.name for t in kernel.tasks for s in walk_stmts(t.body)
+             if isinstance(s, n.Assign) and isinstance(s.value, n.Load)
+             and isinstance(s.value.ref, n.FieldRef) and s.value.ref.name == n.RANDOM_STATE}
+    calls: list[n.Loc] = []
+    prologue: list[n.Loc] = []
     for task in kernel.tasks:
-        for e in all_exprs(task.body):
-            if isinstance(e, n.Load) and isinstance(e.ref, n.FieldRef) and \
-                    e.ref.name == n.RANDOM_STATE:
-                raise error_at(e.loc, "a kernel that calls jr.random() or jr.randn() cannot be "
-                               "differentiated: its adjoint would draw other numbers than the "
-                               "forward launch; draw them in another kernel into a field and "
-                               "read that field here")
+        for s in walk_stmts(task.body):
+            if isinstance(s, n.Store) and isinstance(s.ref, n.FieldRef) and \
+                    s.ref.name == n.RANDOM_STATE:
+                prologue.append(s.loc)          # advances the state: not a call
+                continue
+            calls += [e.loc for root in exprs_of(s) for e in walk_expr(root)
+                      if isinstance(e, n.Local) and e.name in seeds]
+    if calls or prologue:
+        first = min(calls, key=lambda c: (c.line, c.col)) if calls else prologue[0]
+        raise not_differentiable_at(
+            first, kernel.name, "jr.random() and jr.randn() cannot be differentiated (Taichi: "
+            "RandStmt not supported in autodiff): the adjoint would draw other numbers than "
+            "the forward launch; draw them in another kernel into a field and read that "
+            "field here")
+
+
+def refuse_array_grads(kernel: n.TaskedKernel, has_grad: Callable[[n.Ref], bool]) -> None:
+    """An ndarray's `.grad` read or written in a kernel being differentiated: its adjoint
+    would treat the gradient buffer as data and add into it at the same time, so Taichi
+    refuses it, and so does jitrt. Not refused: a field's `.grad` (a field of its own, read
+    as a constant, as in Taichi); an ndarray without a gradient has no `.grad` to read."""
+    def bad(ref: n.Ref) -> bool:
+        return isinstance(ref, n.ArrayRef) and ref.grad and has_grad(replace(ref, grad=False))
+    for task in kernel.tasks:
+        for s in walk_stmts(task.body):
+            if isinstance(s, n.Store) and bad(s.ref):
+                what = f"writes {s.ref.name}.grad"
+                loc = s.loc
+            else:
+                hit = next((e for e in all_exprs((s,)) if isinstance(e, (n.Load, n.Atomic))
+                            and bad(e.ref)), None)
+                if hit is None:
+                    continue
+                what = f"{'reads' if isinstance(hit, n.Load) else 'updates'} {hit.ref.name}.grad"
+                loc = hit.loc
+            raise not_differentiable_at(
+                loc, kernel.name, f"the kernel {what}, the gradient of an ndarray argument, "
+                "and cannot be differentiated (in Taichi's words: Cannot automatically "
+                "differentiate through a grad tensor): pass the gradient as an argument of its "
+                "own (an ndarray without needs_grad)")
 
 
 def without_stop_grad(kernel: n.TaskedKernel) -> n.TaskedKernel:
@@ -431,6 +475,7 @@ def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
     task): readers add their adjoint there atomically; the defining task seeds its own adjoint
     of that local from it."""
     refuse_random(kernel)
+    refuse_array_grads(kernel, has_grad)
     tasks: list[n.Task] = []
     infos: list[AdjointTask | None] = []
     fields = kernel.fields
@@ -457,7 +502,7 @@ def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
                         tasks.append(n.Task("serial", replay, loc=t.loc))
                         infos.append(None)
         st = TaskAd(local_types, has_grad, counter=counter, scope_adjoints=slots,
-                    scratch=scratch)
+                    scratch=scratch, kernel=kernel.name)
         adj = replace(adjoint_task(task, st), primal_index=k)
         counter = st.counter   # fresh names stay unique across tasks (they share the entry)
         tasks.append(adj.task)

@@ -216,7 +216,8 @@ def specialize(kernel: "KernelLike", values: list[Any], cfg: Any
             templates[p.name] = v
             key.append(tkey)
             name_parts.append(text)
-    mode = ".grad" if kernel.adjoint else ".fwd" if kernel.dual_args is not None else ""
+    mode = ".grad" if kernel.adjoint else ".fwd" if kernel.dual_args is not None else \
+        ".validate" if kernel.validate else ""
     name = f"{kernel.qualname}{mode}[{','.join(name_parts)}]"
     return tuple(params), tuple(key), templates, name
 

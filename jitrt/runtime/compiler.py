@@ -11,7 +11,9 @@ field table right after the frontend (`with_dual_fields`), and the pass pipeline
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import time
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..frozen import frozen
@@ -26,6 +28,7 @@ from ..passes.lowered import LoweredKernel
 from .._version import __version__
 from ..cache import keys
 from ..cache.keys import CacheKeyParts, cache_key
+from . import prekey
 from .adstack import SizingPlan
 from .registry import fnv1a64_fold32
 
@@ -54,6 +57,8 @@ class CompiledKernel:
     sizing: SizingPlan | None = None   # grad kernels with adstacks
     tasks: tuple[LaunchableTask, ...] = ()   # the launchable tasks (the CPU runs the fused entry)
     functions: Any = None           # symbol -> address or GPU function handle, as loaded
+    # its `prekey.WarmFile` (offline cache): where its launchers' code is kept
+    warm: Any = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def used_refs(kernel: n.TaskedKernel) -> list[n.Ref]:
@@ -67,6 +72,48 @@ def used_refs(kernel: n.TaskedKernel) -> list[n.Ref]:
             if isinstance(s, n.Store):
                 refs.append(s.ref)
     return refs
+
+
+class LazyTasks(Sequence):
+    """The tasks of a stored kernel's IR (`TaskedKernel.tasks`), unpickled on first use: a CPU
+    launch never reads them (a GPU launch reads its tasks' boxes), and unpickling their
+    statement trees was most of an entry's load time (0.3-0.5 ms of ~0.5 on the development
+    VM, for the adstack benchmark's kernels). Pickles as the bytes it was made from."""
+
+    def __init__(self, blob: bytes, tasks: tuple[n.Task, ...] | None = None) -> None:
+        self._blob, self._tasks = blob, tasks
+
+    @classmethod
+    def of(cls, tasks: tuple[n.Task, ...]) -> "LazyTasks":
+        return cls(pickle.dumps(tuple(tasks), protocol=pickle.HIGHEST_PROTOCOL), tuple(tasks))
+
+    def get(self) -> tuple[n.Task, ...]:
+        if self._tasks is None:
+            self._tasks = pickle.loads(self._blob)
+        return self._tasks
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.get()[index]
+
+    def __len__(self) -> int:
+        return len(self.get())
+
+    def __iter__(self) -> Iterator[n.Task]:
+        return iter(self.get())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyTasks):
+            other = other.get()
+        return self.get() == other
+
+    def __hash__(self) -> int:
+        return hash(self.get())
+
+    def __repr__(self) -> str:
+        return repr(self.get())
+
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        return LazyTasks, (self._blob,)
 
 
 @frozen
@@ -91,12 +138,24 @@ class Artifact:
 def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
                    template_values: dict[str, Any],
                    name: str, program: "Program") -> CompiledKernel:
-    """Frontend always (it resolves the fields); then the offline cache or a full compile."""
+    """The offline cache through the pre-key (no frontend), else the frontend, then the
+    offline cache by the full key or a full compile."""
     start = time.perf_counter()
     cfg = program.config
     src = kernel.source()
-    ctx, kir = frontend(kernel, params, template_values, name, cfg)
     store = program.cache_store
+    warm, variant = None, ""
+    if store is not None:
+        keys_ = prekey.pre_key(kernel, params, name, cfg, program.device.target.cache_key())
+        if keys_ is not None:
+            warm, variant = prekey.warm_file(program, keys_[0], name), keys_[1]
+        compiled = early_hit(kernel, name, warm, variant, program) if warm is not None \
+            else None
+        if compiled is not None:
+            log.logger.info("%s: loaded from the offline cache in %.1f ms (frontend skipped)",
+                            name, (time.perf_counter() - start) * 1e3)
+            return compiled
+    ctx, kir = frontend(kernel, params, template_values, name, cfg)
     key = None
     if store is not None:
         key = cache_key(key_parts(src.text, ctx, kir, cfg, program.device.target.cache_key()))
@@ -104,8 +163,9 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
         artifact = store.load(key)
         if isinstance(artifact, Artifact) and artifact.name == name:
             program.count("offline_cache_hits")
+            record_manifest(kernel, name, warm, variant, key, ctx)
             artifact = rebind_sources(artifact, source_origins(kernel, ctx))
-            compiled = instantiate(artifact, tuple(ctx.field_objs), program)
+            compiled = instantiate(artifact, tuple(ctx.field_objs), program, warm)
             log.logger.info("%s: loaded from the offline cache in %.1f ms", name,
                             (time.perf_counter() - start) * 1e3)
             return compiled
@@ -114,9 +174,47 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
     program.count("compiles")
     if store is not None and key is not None:
         store.save(key, name, artifact)
-    compiled = instantiate(artifact, tuple(ctx.field_objs), program)
+        record_manifest(kernel, name, warm, variant, key, ctx)
+    compiled = instantiate(artifact, tuple(ctx.field_objs), program, warm)
     log.logger.info("%s: compiled in %.1f ms", name, (time.perf_counter() - start) * 1e3)
     return compiled
+
+
+def early_hit(kernel: "KernelLike", name: str, warm: prekey.WarmFile, variant: str,
+              program: "Program") -> CompiledKernel | None:
+    """The kernel from the offline cache through its pre-key's manifest, without the
+    frontend (`prekey.py`); None when no manifest matches this process's values."""
+    store = program.cache_store
+    assert store is not None
+    found = prekey.resolve(kernel, warm.of(variant))
+    if found is None:
+        return None
+    key, field_objs, origins = found
+    artifact = store.load(key)
+    if not isinstance(artifact, Artifact) or artifact.name != name:
+        return None
+    log.logger.debug("%s: offline-cache pre-key %s -> key %s in %s", name, variant, key,
+                     store.dir)
+    program.count("offline_cache_hits")
+    program.count("offline_cache_frontend_skips")
+    src = kernel.source()
+    own = (src.filename, src.first_line, src.text.count("\n") + 1, src.indent)
+    artifact = rebind_sources(artifact, (("", own),) + origins)
+    return instantiate(artifact, field_objs, program, warm)
+
+
+def record_manifest(kernel: "KernelLike", name: str, warm: prekey.WarmFile | None,
+                    variant: str, key: str, ctx: CompileContext) -> None:
+    """Record how the frontend reached this key, so that the next process can skip it (the
+    file is written once the launcher exists: `WarmFile.flush`)."""
+    if warm is None:
+        return
+    manifest = prekey.record(kernel, variant, key, tuple(ctx.field_objs), ctx.used_funcs,
+                             ctx.origins)
+    if manifest is None:
+        log.logger.debug("%s: no pre-key manifest (a value without a fingerprint)", name)
+        return
+    warm.add(manifest)
 
 
 def source_origins(kernel: "KernelLike", ctx: CompileContext
@@ -178,7 +276,8 @@ def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values:
              name: str, cfg: Any) -> tuple[CompileContext, n.KernelIR]:
     from ..frontend.context import CompileContext
     from ..frontend.lower import lower_kernel
-    ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params, debug=cfg.debug)
+    ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params, debug=cfg.debug,
+                         validate=kernel.validate)
     kir = lower_kernel(kernel.source(), kernel.fn, params, template_values, ctx, kernel.ret)
     if kernel.dual_args is not None:
         kir = with_dual_fields(ctx, kir)
@@ -281,6 +380,8 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
             raise kernel.source().error(None, f"kernel {name} uses the gradient of field "
                                         f"'{r.name}', which was created without needs_grad=True")
     rids = tuple((t, fnv1a64_fold32(name, t)) for t, _, _ in layout.task_slots)
+    lowered = dataclasses.replace(lowered, tasked=dataclasses.replace(   # a Sequence stands in
+        lowered.tasked, tasks=LazyTasks.of(lowered.tasked.tasks)))  # type: ignore[arg-type]
     return Artifact(name, params, lowered, layout, tuple(sites), grad_params, text, prefix,
                     tuple(symbols), tuple(specs), rids, obj, tasks, source_origins(kernel, ctx))
 
@@ -294,8 +395,8 @@ def with_hidden_fields(refs: tuple[n.FieldRef, ...], field_objs: tuple[Any, ...]
     return tuple(field_objs) + extra
 
 
-def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: "Program"
-                ) -> CompiledKernel:
+def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: "Program",
+                warm: prekey.WarmFile | None = None) -> CompiledKernel:
     """Load an artifact's object code into the process and bind its sizing functions."""
     field_objs = with_hidden_fields(a.lowered.tasked.fields, field_objs)
     addrs = program.device.load(a.prefix, a.obj, list(a.symbols))
@@ -306,7 +407,7 @@ def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: "Program"
                           program.device)
     return CompiledKernel(a.name, a.params, a.lowered, a.layout, a.sites,
                           addrs.get(f"{a.prefix}_entry", 0), field_objs, a.grad_params,
-                          a.ir_text, plan, a.tasks, addrs)
+                          a.ir_text, plan, a.tasks, addrs, warm)
 
 
 def add_sizing_functions(module: Any, prefix: str, lowered: LoweredKernel,

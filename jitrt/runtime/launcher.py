@@ -11,14 +11,17 @@ identical to the last one is not repacked), bumps the write set's generations, r
 entry and checks the fault slot. A launcher first compares `program.ACTIVE[0]` with its program:
 a re-`init` or `reset` sends it here, and a recording `jr.ad.Tape` makes it record the launch.
 Inside a `jr.ad.FwdMode` every launch comes here and goes on to the kernel's forward-mode
-kernel (`launch_forward`), whose launchers expect the program's `fwd_token` instead.
+kernel (`launch_forward`), whose launchers expect the program's `fwd_token` instead; inside a
+`jr.ad.Tape(validation=True)` to its validation kernel (`launch_validating`, `validate_token`).
 Anything unexpected falls back to `dispatch`.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
-from typing import TYPE_CHECKING, Any
+import gc
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ..codegen import abi
 from ..errors import JitrtError, KernelArgError
@@ -65,6 +68,8 @@ def dispatch(kernel: "KernelLike", args: tuple, kwargs: dict) -> Any:
     program = program_mod.current()
     if program.fwd is not None and kernel.dual_args is None:
         return launch_forward(kernel, values)
+    if program_mod.ACTIVE[0] is program.validate_token and not kernel.validate:
+        return launch_validating(kernel, values, program)
     with program.launch_lock:   # one thread builds a handle; others wait
         handle = handle_for(kernel, values)
         install_fast_path(kernel, handle, program)
@@ -84,15 +89,38 @@ def launch_forward(kernel: "KernelLike", values: list[Any]) -> Any:
     return fwd(*values, *(values[i].dual for i in duals))
 
 
+def launch_validating(kernel: "KernelLike", values: list[Any], program: "Program") -> Any:
+    """A launch inside `jr.ad.Tape(validation=True)`: recorded as `kernel`'s (its adjoint runs
+    in the reverse pass), run as its validation kernel (`frontend/gdar.py`), then synchronised
+    so that a broken rule raises from this launch on a GPU too. A grad kernel or a
+    `@jr.ad.no_grad` one runs unchecked and unrecorded."""
+    if kernel.adjoint or getattr(kernel, "grad_disabled", False):
+        program_mod.ACTIVE[0] = program
+        try:
+            return kernel(*values)  # type: ignore[operator]
+        finally:
+            program_mod.ACTIVE[0] = program.validate_token
+    checked = kernel.validation_kernel()
+    with program.launch_lock:
+        handle = handle_for(checked, values)
+        install_fast_path(checked, handle, program)
+    program.tape.record(kernel, tuple(values), handle)
+    values = [launch_value(p, v) for p, v in zip(handle.compiled.params, values)]
+    result = handle.launcher(checked, *values)
+    program.device.synchronize()    # a GPU's broken rule raises here, at this launch
+    return result
+
+
 def handle_for(kernel: "KernelLike", values: list[Any]) -> "LaunchHandle":
     """The LaunchHandle of the specialization `values` select, compiled on first use."""
     program = program_mod.current()
     params, key, templates, name = specialize(kernel, values, program.config)
     handle = kernel.handles.get(key)
     if handle is None or handle.program is not program:
-        compiled = compile_kernel(kernel, params, templates, name, program)
-        handle = LaunchHandle(kernel, compiled, program,
-                              {i: values[i] for i, p in enumerate(params) if p.kind == "template"})
+        with no_gc_passes():
+            compiled = compile_kernel(kernel, params, templates, name, program)
+            handle = LaunchHandle(kernel, compiled, program, {
+                i: values[i] for i, p in enumerate(params) if p.kind == "template"})
         kernel.handles[key] = handle
         program.handles.append(handle)
     for i, p in enumerate(params):
@@ -104,6 +132,24 @@ def handle_for(kernel: "KernelLike", values: list[Any]) -> "LaunchHandle":
                        describe(values[i]))
     check_writable(handle, values)
     return handle
+
+
+@contextlib.contextmanager
+def no_gc_passes() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while a handle is built: the allocations of a
+    load (unpickled metadata, generated code, ctypes buffers) crossed the collector's
+    thresholds and set off passes over every object of the process, gen 2 included (2-4 ms
+    of a ~12 ms warm start on the development VM); the few cycles a compile leaves are
+    collected after. The previous state is restored (a program that disabled the collector
+    keeps it disabled)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def check_writable(handle: "LaunchHandle", values: list[Any]) -> None:
@@ -187,7 +233,8 @@ class LaunchHandle(LaunchContext):
         self.kernel = kernel
         # what `ACTIVE[0]` is when this handle's launches may run: the program, or for a
         # forward-mode kernel the program's FwdMode token (it runs inside FwdMode only)
-        self.active_key: Any = program if kernel.dual_args is None else program.fwd_token
+        self.active_key: Any = program.fwd_token if kernel.dual_args is not None else \
+            program.validate_token if kernel.validate else program
         self.template_values = template_values
         self.launch_count = (ctypes.c_int64 * 1)()   # also counted by native launches
         self.written = written_params(compiled)
@@ -257,7 +304,13 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
         body.append(f"    if buf[{abi.SLOT_OVERFLOW}]: handle.overflow()")
     body += return_lines(c.lowered.tasked.ret, c, env)
     source = "\n".join(head + serialized(body, env, handle.program))
-    exec(compile(source, f"<jitrt {mode} launcher {c.name}>", "exec"), env)  # noqa: S102
+    filename = f"<jitrt {mode} launcher {c.name}>"
+    if c.warm is None:
+        code = compile(source, filename, "exec")
+    else:                            # from the offline cache, or compiled and stored there
+        code = c.warm.code(source, filename)
+        c.warm.flush()
+    exec(code, env)  # noqa: S102
     launch = env["launch"]
     launch.source = source
     return launch

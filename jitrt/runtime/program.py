@@ -5,7 +5,9 @@ of the old program are not used again; the disk cache stays). `current()` return
 creating a default one on first use. `ACTIVE[0]` is what every generated launcher compares
 with the program it was built for, in one identity test: the current program, its
 `tape_token` while a `jr.ad.Tape` records, its `fwd_token` inside a `jr.ad.FwdMode` (where
-forward-mode kernels compare with it instead), or None after `reset()`. A mismatch sends the
+forward-mode kernels compare with it instead), its `validate_token` while a
+`jr.ad.Tape(validation=True)` records (validation kernels compare with it), or None after
+`reset()`. A mismatch sends the
 launch to the slow path, so neither `init` nor a Tape nor FwdMode walks the kernels ever
 declared. Counters behind
 `jr.debug.stats()` live here; per-launch counters live in the launch handles (a list cell each)
@@ -71,7 +73,9 @@ class Program:
         self.tape_token = object()     # ACTIVE[0] while a Tape records
         self.fwd: Any = None           # the active jr.ad.FwdMode, if any
         self.fwd_token = object()      # ACTIVE[0] inside FwdMode (what forward kernels expect)
+        self.validate_token = object()  # ACTIVE[0] while a Tape(validation=True) records
         self.spec_cache: dict[Any, tuple[tuple, int]] = {}   # max-reducer per-spec cache
+        self.warm_files: dict[str, Any] = {}   # offline cache: `prekey.WarmFile`s read so far
         # every live LaunchSizing (handles, bound launches): weak, so that discarded bound
         # launches do not accumulate
         self.sizing_states: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -107,7 +111,8 @@ class Program:
             state.hits[0] = 0
 
 
-STAT_NAMES = ("compiles", "offline_cache_hits", "offline_cache_misses", "launches",
+STAT_NAMES = ("compiles", "offline_cache_hits", "offline_cache_misses",
+              "offline_cache_frontend_skips", "launches",
               "launch_cache_hits", "launch_cache_misses", "spec_cache_hits", "spec_cache_misses",
               "max_reducer_dispatches", "h2d_skipped")
 

@@ -26,7 +26,10 @@ class KernelLike(Protocol):
     # a forward-mode kernel: the ndarray parameters whose duals follow the kernel's own
     # parameters as hidden ones (None: not forward mode)
     dual_args: tuple[int, ...] | None
+    validate: bool                # the checked copy a Tape(validation=True) launches
 
     def source(self) -> SourceInfo: ...
 
     def forward_kernel(self, dual_args: tuple[int, ...]) -> "KernelLike": ...
+
+    def validation_kernel(self) -> "KernelLike": ...

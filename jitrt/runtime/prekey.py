@@ -1,0 +1,499 @@
+"""Warm starts without the frontend: a key computed before lowering, and a checked manifest.
+
+Stage: runtime (the offline cache's front door; `compiler.compile_kernel` calls it). The
+offline-cache key of a kernel (`cache/keys.py`) includes the IR the frontend produced, so a
+lookup used to run the frontend first (importing the lowering, ~5 ms, then ~1.5 ms a
+kernel). A *pre-key* is computed from what is known before lowering: the kernel's source,
+its specialization (name and concrete parameters), its return annotation, the config items
+that affect code, the target, the LLVM, Python, numpy and jitrt versions and the hash of
+jitrt's sources. It names a *manifest*, written next to the entry after a full lookup or
+compile: the full key that lookup used, and every Python value the frontend could have read,
+each with its *fingerprint*:
+
+- every name and attribute chain of the kernel's source (`x`, `jr.sin`, `cfg.N`, `x.grad`,
+  every prefix of each; the kernel's parameters excluded), resolved as the frontend resolves
+  names (closure cell, then module globals, then builtins), and the same for the source of
+  every `@jr.func` reached (in that func's own globals), transitively;
+- a fingerprint is the whole value for constants (numbers, strings, tuples, lists, dicts,
+  small numpy arrays, jitrt's frozen values such as dtypes and vector types), the module and
+  qualified name for functions and classes of jitrt, the standard library's math modules and
+  numpy (checked to be that very object), the field's layout (dtype, shape, element shape,
+  name, gradient and dual layouts) and which chains name the same field, and for a func its
+  source text, defaults and annotations.
+
+A warm start computes the pre-key, reads the manifest, resolves every chain again and
+compares fingerprints; when all match it loads the full key's entry with the fields the
+manifest's slots name, and the frontend does not run. Any difference, any value whose kind
+has no fingerprint (an object of the user's own class, a plain Python function, a module of
+the user's used other than as `mod.attr`, a kernel with template parameters, a forward-mode
+kernel, a field the frontend made itself), a missing or damaged manifest: the full path
+runs, as it always did, and writes the manifest again. A manifest is only written when the
+frontend's own record agrees with it (every field slot found among the chains, every func it
+inlined among the funcs found). The same file (`WarmFile`) keeps the marshalled code of the
+kernel's generated launchers.
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import enum
+import sys
+import types
+from typing import Any
+
+import numpy as np
+import xxhash
+
+from ..frozen import _setattr as _frozen_setattr, frozen
+
+MANIFEST_VERSION = "jitrt pre-key 3"
+ALTERNATIVES = 4              # manifests kept per pre-key (same source, other globals)
+MAX_ARRAY_BYTES = 1 << 16     # a larger numpy constant has no fingerprint (the full path runs)
+MAX_ITEMS = 4096              # elements of a container fingerprinted
+# modules whose functions and classes are fingerprinted by name (their behaviour is fixed by
+# the versions in the pre-key); a user's own function has no fingerprint
+NAMED_MODULES = ("jitrt", "builtins", "math", "cmath", "operator", "numpy")
+_SCALARS = (type(None), bool, int, float, complex, str, bytes)
+
+
+class _Failed:
+    """What a lookup found when a name is unbound or an attribute access raised."""
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+
+_MISSING = _Failed("missing")
+
+
+class Unsupported(Exception):
+    """A value the manifest cannot describe: this kernel's warm start runs the frontend."""
+
+
+# one check: (scope, chain, fingerprint). Scope 0 is the kernel's function, scope s > 0 the
+# func that check `funcs[s - 1]` resolved to; a chain is a name and attributes (`("jr",
+# "sin")`); a fingerprint is nested tuples of str, int, bool and None (what marshal stores).
+CheckTuple = tuple[int, tuple[str, ...], Any]
+
+
+@frozen
+class Manifest:
+    variant: str                  # the pre-key of the kernel object (its mode, name)
+    key: str                      # the full offline-cache key
+    checks: tuple[CheckTuple, ...]
+    funcs: tuple[int, ...]        # scope s > 0 is the func that check funcs[s - 1] resolved to
+    slots: tuple[int, ...]        # field slot k is the object check slots[k] resolved to
+
+
+class WarmFile:
+    """One kernel's file in the offline cache (`<file key>.jkm`, shared by the kernel, its
+    adjoint and its other modes: the same source and function): their manifests (most recent
+    first, at most ALTERNATIVES per variant) and the marshalled code of the launchers
+    generated for them (by source text), so that a warm start reads one small file per
+    kernel besides its entries and compiles no launcher (a 20-line launcher takes 0.5-0.7 ms
+    to compile on the development VM). Read once per program (`warm_file`); written when a
+    full lookup recorded a manifest or a launcher was compiled (`flush`), never on a warm
+    start that found everything."""
+
+    def __init__(self, store: Any, pre: str, name: str) -> None:
+        from ..cache.store import MANIFEST_SUFFIX
+        self.store, self.pre, self.name, self.dirty = store, pre, name, False
+        self.manifests: tuple[Manifest, ...] = ()
+        self.codes: dict[str, bytes] = {}
+        payload = store.load(pre, MANIFEST_SUFFIX)
+        if isinstance(payload, bytes):
+            self._read(payload)
+
+    def _read(self, payload: bytes) -> None:
+        import marshal
+        try:
+            version, items, codes = marshal.loads(payload)
+            if version != MANIFEST_VERSION:
+                return
+            manifests = tuple(Manifest(variant, key, checks, funcs, slots)
+                              for variant, key, checks, funcs, slots in items)
+            codes = {str(k): bytes(v) for k, v in codes.items()}
+        except (EOFError, ValueError, TypeError, AttributeError):
+            return                   # another version's layout: rewritten at the next flush
+        self.manifests, self.codes = manifests, codes
+
+    def add(self, manifest: Manifest) -> None:
+        """`manifest` first, then the other alternatives already stored (of its variant, at
+        most ALTERNATIVES in all)."""
+        same = [m for m in self.manifests if m.variant == manifest.variant and m != manifest]
+        drop = same[ALTERNATIVES - 1:]
+        self.manifests = (manifest,) + tuple(m for m in self.manifests
+                                             if m != manifest and m not in drop)
+        self.dirty = True
+
+    def of(self, variant: str) -> tuple[Manifest, ...]:
+        return tuple(m for m in self.manifests if m.variant == variant)
+
+    def code(self, source: str, filename: str) -> types.CodeType:
+        """`compile(source, filename, "exec")`, from the stored code when it is there."""
+        import marshal
+        key = xxhash.xxh3_64_hexdigest(f"{filename}\0{source}".encode("utf-8",
+                                                                     "surrogatepass"))
+        data = self.codes.get(key)
+        if data is not None:
+            try:
+                code = marshal.loads(data)
+            except (EOFError, ValueError, TypeError):
+                code = None
+            if isinstance(code, types.CodeType) and code.co_filename == filename:
+                return code
+        code = compile(source, filename, "exec")
+        self.codes[key] = marshal.dumps(code)
+        self.dirty = True
+        return code
+
+    def flush(self) -> None:
+        """Write the file if something was added since it was read."""
+        import marshal
+        from ..cache.store import MANIFEST_SUFFIX
+        if not self.dirty:
+            return
+        self.dirty = False
+        try:
+            payload = marshal.dumps((MANIFEST_VERSION, tuple(
+                (m.variant, m.key, m.checks, m.funcs, m.slots) for m in self.manifests),
+                self.codes))
+        except ValueError:           # a fingerprint marshal cannot store: keep the codes
+            payload = marshal.dumps((MANIFEST_VERSION, (), self.codes))
+        self.store.save(self.pre, f"{self.name} (warm start)", payload, MANIFEST_SUFFIX)
+
+
+def pre_key(kernel: Any, params: tuple, name: str, cfg: Any, target_key: str
+            ) -> tuple[str, str] | None:
+    """(file key, variant key) checked before lowering, or None when this kernel always
+    takes the full path (template parameters: their objects are compiled in; forward mode:
+    dual fields). The file key leaves out the kernel's mode (`.grad`...), so a kernel and its
+    adjoint share one file; the variant key has everything."""
+    if kernel.dual_args is not None or any(p.kind == "template" for p in params):
+        return None
+    from .._version import __version__
+    from ..cache import keys
+    # the concrete parameters and the return type are frozen records (dtypes, vector types)
+    # whose repr shows every field
+    h = xxhash.xxh3_128()
+    for part in (MANIFEST_VERSION, kernel.source().text, kernel.qualname,
+                 repr((params, kernel.ret)), repr(cfg.codegen_items()),
+                 repr((cfg.default_fp, cfg.default_ip, cfg.debug)),
+                 target_key, keys.llvm_versions(), __version__, keys.compiler_hash(),
+                 sys.version, sys.implementation.cache_tag, np.__version__):
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    file_key = h.hexdigest()
+    mode = (name, bool(kernel.adjoint), bool(getattr(kernel, "validate", False)))
+    return file_key, xxhash.xxh3_128_hexdigest(f"{file_key}\0{mode!r}".encode(
+        "utf-8", "surrogatepass"))
+
+
+def warm_file(program: Any, file_key: str, name: str) -> WarmFile:
+    """The program's WarmFile of `file_key`, read from the offline cache on first use."""
+    found = program.warm_files.get(file_key)
+    if found is None:
+        found = program.warm_files[file_key] = WarmFile(program.cache_store, file_key, name)
+    return found  # type: ignore[no-any-return]
+
+
+Origins = tuple[tuple[str, tuple[str, int, int, int]], ...]   # func key -> source place
+
+
+def resolve(kernel: Any, manifests: tuple[Manifest, ...]
+            ) -> tuple[str, tuple[Any, ...], Origins] | None:
+    """(full key, field objects by slot, func source origins) of the first manifest whose
+    every fingerprint matches the values of this process; None when none does."""
+    for m in manifests:
+        try:
+            found = _check(kernel, m)
+        except Exception:  # noqa: BLE001 - a malformed manifest or a raising lookup: full path
+            found = None
+        if found is not None:
+            return found
+    return None
+
+
+def _check(kernel: Any, m: Manifest) -> tuple[str, tuple[Any, ...], Origins] | None:
+    walk = _Walk()
+    fns = [kernel.fn]
+    func_checks = set(m.funcs)
+    objs: list[Any] = []
+    for k, (scope, chain, fingerprint) in enumerate(m.checks):
+        if scope >= len(fns):
+            return None
+        obj = _lookup(fns[scope], chain)
+        if walk.fingerprint(obj) != fingerprint:
+            return None
+        objs.append(obj)
+        if k in func_checks:
+            fns.append(obj.fn)
+    return m.key, tuple(objs[k] for k in m.slots), _origins(walk.funcs)
+
+
+def record(kernel: Any, variant: str, key: str, field_objs: tuple[Any, ...],
+           used_funcs: dict[str, str], origins: dict[str, tuple[str, int, int, int]]
+           ) -> Manifest | None:
+    """The manifest of a kernel the frontend just lowered, or None when it cannot have one.
+    `field_objs`, `used_funcs` and `origins` are the frontend's record (CompileContext)."""
+    try:
+        walk = _Walk()
+        scopes: list[tuple[Any, Any]] = [(kernel.fn, kernel.source().tree)]
+        checks: list[CheckTuple] = []
+        funcs: list[int] = []
+        objs: list[Any] = []
+        s = 0
+        while s < len(scopes):
+            fn, tree = scopes[s]
+            found, whole = chains(tree, _param_names(fn))
+            for chain in found:
+                obj = _lookup(fn, chain)
+                seen = len(walk.funcs)
+                # a module of the user's used as a value (passed to a func, put in a tuple)
+                # has attributes no chain lists: only `mod.attr` chains are checked
+                walk.user_modules = chain not in whole
+                fp = walk.fingerprint(obj)
+                if len(walk.funcs) > seen:        # a func seen for the first time
+                    if len(walk.funcs) > seen + 1 or walk.funcs[-1] is not obj:
+                        return None  # a func inside a container: its globals are not walked
+                    funcs.append(len(checks))
+                    scopes.append((obj.fn, obj.source().tree))
+                checks.append((s, chain, fp))
+                objs.append(obj)
+            s += 1
+    except Exception:  # noqa: BLE001 - Unsupported, or a value that broke the walk: no manifest
+        return None
+    slots = []
+    for fld in field_objs:
+        k = next((k for k, o in enumerate(objs) if o is fld), None)
+        if k is None:          # a field the frontend made or reached another way
+            return None
+        slots.append(k)
+    mine = dict(_origins(walk.funcs))
+    if not set(used_funcs) <= set(mine) or any(mine.get(q) != o for q, o in origins.items()):
+        return None
+    return Manifest(variant, key, tuple(checks), tuple(funcs), tuple(slots))
+
+
+def chains(tree: Any, params: frozenset[str]) -> tuple[list[tuple[str, ...]],
+                                                      set[tuple[str, ...]]]:
+    """Every name and attribute chain a function's source reads, each prefix too, in source
+    order (the first occurrence), leaving out the function's own parameters; and the chains
+    used whole somewhere (not only as the base of a longer one: `f(cfg)` uses `cfg` whole,
+    `cfg.N` does not)."""
+    import ast
+    nodes = list(ast.walk(tree))
+    inner = {id(node.value) for node in nodes if isinstance(node, ast.Attribute)}
+    out: dict[tuple[str, ...], None] = {}
+    whole: set[tuple[str, ...]] = set()
+    for node in nodes:
+        if id(node) in inner:
+            continue
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id not in params:
+            chain = (node.id, *reversed(parts))
+            whole.add(chain)
+            for k in range(1, len(chain) + 1):
+                out.setdefault(chain[:k])
+    return list(out), whole
+
+
+def _param_names(fn: Any) -> frozenset[str]:
+    code = fn.__code__
+    count = code.co_argcount + code.co_kwonlyargcount
+    count += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)   # *args, **kwargs
+    return frozenset(code.co_varnames[:count])
+
+
+def _lookup(fn: Any, chain: tuple[str, ...]) -> Any:
+    """What the frontend's scope finds for `chain` in `fn`'s namespace (`context.Scope`):
+    a closure cell, else a module global, else a builtin; attributes then; a `_Failed`
+    when that fails."""
+    name, code = chain[0], fn.__code__
+    obj: Any = _MISSING
+    if fn.__closure__ and name in code.co_freevars:
+        try:
+            obj = fn.__closure__[code.co_freevars.index(name)].cell_contents
+        except ValueError:        # an empty cell: the global of that name, as the frontend
+            pass
+    if obj is _MISSING:
+        if name in fn.__globals__:
+            obj = fn.__globals__[name]
+        elif hasattr(builtins, name):
+            obj = getattr(builtins, name)
+        else:
+            return _MISSING
+    for attr in chain[1:]:
+        try:
+            obj = getattr(obj, attr)
+        except Exception as exc:  # noqa: BLE001 - the failure itself is the value
+            return _Failed(type(exc).__name__)
+    return obj
+
+
+def _origins(funcs: list[Any]) -> Origins:
+    """The funcs' source places as the frontend records them (`ctx.origins`), by func key."""
+    out = {}
+    for func in funcs:
+        src = func.source()
+        out[func.key] = (src.filename, src.first_line, src.text.count("\n") + 1, src.indent)
+    return tuple(sorted(out.items()))
+
+
+class _Walk:
+    """Fingerprints of the values one kernel's lookups found; fields and funcs are numbered
+    by first sight, so that two walks agree only if the same chains name the same objects."""
+
+    def __init__(self) -> None:
+        self.fields: dict[int, int] = {}
+        self.func_ids: dict[int, int] = {}
+        self.funcs: list[Any] = []
+        self.items = 0
+        self.user_modules = True     # record() allows them only as the base of a chain
+
+    def fingerprint(self, obj: Any) -> Any:
+        t = type(obj)
+        if t in _SCALARS:
+            return (t.__name__, repr(obj))
+        if t is _Failed:
+            return ("lookup", obj.what)
+        if t in (tuple, list):
+            self._count(len(obj))
+            return (t.__name__,) + tuple(self.fingerprint(v) for v in obj)
+        if t is dict:
+            self._count(len(obj))
+            return ("dict",) + tuple((self.fingerprint(k), self.fingerprint(v))
+                                     for k, v in obj.items())
+        if t in (set, frozenset):
+            self._count(len(obj))
+            return (t.__name__,) + tuple(sorted(repr(self.fingerprint(v)) for v in obj))
+        if t is types.ModuleType:
+            name: Any = getattr(obj, "__name__", None)
+            if not isinstance(name, str) or sys.modules.get(name) is not obj or (
+                    not self.user_modules and name.split(".")[0] not in NAMED_MODULES):
+                raise Unsupported(obj)
+            return ("module", name)
+        field_type, func_type = _classes()
+        if t is field_type:
+            k = self.fields.setdefault(id(obj), len(self.fields))
+            return ("field", k, self._layout(obj))
+        if t is func_type:
+            return self._func(obj)
+        return self._other(obj, t)
+
+    def _other(self, obj: Any, t: type) -> Any:
+        if t is np.ndarray:
+            if obj.nbytes > MAX_ARRAY_BYTES or obj.dtype.hasobject:
+                raise Unsupported(obj)
+            return ("ndarray", obj.dtype.str, obj.shape, xxhash.xxh3_128_hexdigest(
+                np.ascontiguousarray(obj).tobytes()))
+        if isinstance(obj, np.generic):
+            if obj.dtype.hasobject:
+                raise Unsupported(obj)
+            return ("npscalar", obj.dtype.str, obj.tobytes().hex())
+        if t is np.dtype or isinstance(obj, np.dtype):
+            return ("npdtype", obj.str, str(obj))
+        if t is np.ufunc:
+            ufunc: Any = getattr(obj, "__name__", "")
+            if getattr(np, ufunc, None) is not obj:
+                raise Unsupported(obj)
+            return ("ufunc", ufunc)
+        if isinstance(obj, enum.Enum):
+            return ("enum", self._named(t), obj.name)
+        if isinstance(obj, _SCALARS):              # a jitrt subclass (`jr.cpu` is a str)
+            return ("scalar", self._named(t), repr(t.__mro__[1](obj)))
+        if not isinstance(obj, type) and t.__module__.startswith("jitrt.") and \
+                dataclasses.is_dataclass(obj):
+            if t.__setattr__ is _frozen_setattr or (
+                    t.__dataclass_params__.frozen and t.__dataclass_params__.eq):  # type: ignore[attr-defined]
+                names = _FIELD_NAMES.get(t)
+                if names is None:
+                    names = _FIELD_NAMES[t] = tuple(f.name for f in dataclasses.fields(obj))
+                return ("value", self._named(t)) + tuple(
+                    self.fingerprint(getattr(obj, name)) for name in names)
+            name = _builtin_names().get(id(obj))   # compared by identity (`jr.sin`)
+            if name is None:
+                raise Unsupported(obj)
+            return ("builtin", name)
+        return self._named(obj)
+
+    def _named(self, obj: Any) -> tuple[str, str, str]:
+        """A function or class of one of NAMED_MODULES, by module and qualified name (checked
+        to lead to this very object)."""
+        module = getattr(obj, "__module__", None)
+        qualname = getattr(obj, "__qualname__", None)
+        if not isinstance(module, str) or not isinstance(qualname, str) or \
+                module.split(".")[0] not in NAMED_MODULES or "<" in qualname:
+            raise Unsupported(obj)
+        found: Any = sys.modules.get(module)
+        for part in qualname.split("."):
+            found = getattr(found, part, None)
+        if found is not obj:
+            raise Unsupported(obj)
+        return ("named", module, qualname)
+
+    def _layout(self, fld: Any) -> Any:
+        """What the frontend reads of a field: never its data or address, nor the name of an
+        unnamed one (`field<n>`, from the allocation order: the source's name is used)."""
+        Field = _classes()[0]
+        return (self.fingerprint(fld.dtype), tuple(fld.shape), tuple(fld.element_shape),
+                fld.name if fld.named else None, fld.named, fld.implicit,
+                None if fld.grad is None else
+                self._layout(fld.grad) if type(fld.grad) is Field else self._fail(fld.grad),
+                None if fld.dual is None else
+                self._layout(fld.dual) if type(fld.dual) is Field else self._fail(fld.dual))
+
+    def _func(self, func: Any) -> Any:
+        k = self.func_ids.get(id(func))
+        if k is not None:
+            return ("func", k)
+        self.func_ids[id(func)] = len(self.funcs)
+        self.funcs.append(func)
+        fn = func.fn
+        if not isinstance(fn, types.FunctionType):
+            raise Unsupported(func)
+        return ("func", self.func_ids[id(func)], fn.__qualname__, func.source().text,
+                func.is_lambda, tuple(sorted(func.template_params)),
+                self.fingerprint(fn.__defaults__), self.fingerprint(fn.__kwdefaults__),
+                self.fingerprint(dict(fn.__annotations__)))
+
+    def _fail(self, obj: Any) -> Any:
+        raise Unsupported(obj)
+
+    def _count(self, n: int) -> None:
+        self.items += n
+        if self.items > MAX_ITEMS:
+            raise Unsupported("too many items")
+
+
+_BUILTINS: dict[int, str] = {}
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_CLASSES: list[Any] = []
+
+
+def _classes() -> tuple[type, type]:
+    """(Field, Func), imported on first use (this module is imported before them)."""
+    if not _CLASSES:
+        from ..data import Field
+        from ..frontend.func import Func
+        _CLASSES[:] = [Field, Func]
+    return _CLASSES[0], _CLASSES[1]
+
+
+def _builtin_names() -> dict[int, str]:
+    """id -> name of every `Builtin` object of `frontend/builtins.py` (`jr.sin`, `jr.static`):
+    the frontend recognises them by identity."""
+    if not _BUILTINS:
+        from ..frontend import builtins as bi
+        for name, value in vars(bi).items():
+            if isinstance(value, bi.Builtin):
+                _BUILTINS[id(value)] = name
+            elif isinstance(value, dict):
+                for k, v in value.items():
+                    if isinstance(v, bi.Builtin):
+                        _BUILTINS.setdefault(id(v), f"{name}[{k!r}]")
+    return _BUILTINS
