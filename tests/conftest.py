@@ -67,7 +67,7 @@ def pytest_generate_tests(metafunc):
 AMDGPU_TARGETS = ("gfx942", "gfx1100")
 
 
-PTXAS_RUNS = concurrent.futures.ThreadPoolExecutor(max_workers=2)   # ptxas, ld.lld subprocesses
+TOOL_RUNS = concurrent.futures.ThreadPoolExecutor(max_workers=2)   # ptxas, ld.lld subprocesses
 
 
 class _PtxOnly:
@@ -84,7 +84,7 @@ class _PtxOnly:
     def compile(self, module):
         ptx = self.nvptx.compile_ptx(module, 80)     # sm_80 PTX runs on sm_90 too
         for sm in (80, 90):
-            self.runs.append(PTXAS_RUNS.submit(self.nvptx.assemble, ptx, sm))
+            self.runs.append(TOOL_RUNS.submit(self.nvptx.assemble, ptx, sm))
         return b""
 
     def wait(self):
@@ -104,7 +104,7 @@ class _CodeObjectOnly:
     def compile(self, module):
         text = str(module)
         for gfx in AMDGPU_TARGETS:      # ld.lld runs in a thread while LLVM goes on
-            self.links[gfx] = PTXAS_RUNS.submit(self.amdgcn.link,
+            self.links[gfx] = TOOL_RUNS.submit(self.amdgcn.link,
                                                 self.amdgcn.compile_object(text, gfx))
         return b""
 

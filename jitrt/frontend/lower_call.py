@@ -502,8 +502,7 @@ class CallLowering(LoweringHost):
         sub = self.sub_lowerer(func.source(), Scope(bindings, function_globals(func.fn), prefix))
         src = func.source()
         self.ctx.used_funcs[func.key] = src.text
-        self.ctx.origins[func.key] = (src.filename, src.first_line,
-                                                  src.text.count("\n") + 1, src.indent)
+        self.ctx.origins[func.key] = src.place
         body = func.source().tree.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # docstring

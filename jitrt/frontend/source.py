@@ -28,6 +28,12 @@ class SourceInfo:
     file_lines: tuple[str, ...]
     tree: ast.FunctionDef
 
+    @property
+    def place(self) -> tuple[str, int, int, int]:
+        """(file, first line, number of lines, indent): where this source is in its file, as
+        compiled kernels record it for their funcs (`CompileContext.origins`)."""
+        return (self.filename, self.first_line, self.text.count("\n") + 1, self.indent)
+
     def loc(self, node: ast.AST) -> Loc:
         line = getattr(node, "lineno", 1) + self.first_line - 1
         return Loc(self.filename, line, getattr(node, "col_offset", 0) + self.indent)

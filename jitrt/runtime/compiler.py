@@ -78,17 +78,20 @@ class LazyTasks(Sequence):
     """The tasks of a stored kernel's IR (`TaskedKernel.tasks`), unpickled on first use: a CPU
     launch never reads them (a GPU launch reads its tasks' boxes), and unpickling their
     statement trees was most of an entry's load time (0.3-0.5 ms of ~0.5 on the development
-    VM, for the adstack benchmark's kernels). Pickles as the bytes it was made from."""
+    VM, for the adstack benchmark's kernels). Pickles as bytes, made once (on the first
+    save of a fresh compile) or kept from the load."""
 
-    def __init__(self, blob: bytes, tasks: tuple[n.Task, ...] | None = None) -> None:
+    def __init__(self, blob: bytes | None, tasks: tuple[n.Task, ...] | None = None) -> None:
         self._blob, self._tasks = blob, tasks
 
     @classmethod
     def of(cls, tasks: tuple[n.Task, ...]) -> "LazyTasks":
-        return cls(pickle.dumps(tuple(tasks), protocol=pickle.HIGHEST_PROTOCOL), tuple(tasks))
+        """Tasks at hand (a fresh compile): pickled only if the entry is saved."""
+        return cls(None, tuple(tasks))
 
     def get(self) -> tuple[n.Task, ...]:
         if self._tasks is None:
+            assert self._blob is not None
             self._tasks = pickle.loads(self._blob)
         return self._tasks
 
@@ -113,6 +116,8 @@ class LazyTasks(Sequence):
         return repr(self.get())
 
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        if self._blob is None:
+            self._blob = pickle.dumps(self._tasks, protocol=pickle.HIGHEST_PROTOCOL)
         return LazyTasks, (self._blob,)
 
 
@@ -197,9 +202,7 @@ def early_hit(kernel: "KernelLike", name: str, warm: prekey.WarmFile, variant: s
                      store.dir)
     program.count("offline_cache_hits")
     program.count("offline_cache_frontend_skips")
-    src = kernel.source()
-    own = (src.filename, src.first_line, src.text.count("\n") + 1, src.indent)
-    artifact = rebind_sources(artifact, (("", own),) + origins)
+    artifact = rebind_sources(artifact, (("", kernel.source().place),) + origins)
     return instantiate(artifact, field_objs, program, warm)
 
 
@@ -221,9 +224,7 @@ def source_origins(kernel: "KernelLike", ctx: CompileContext
                    ) -> tuple[tuple[str, tuple[str, int, int, int]], ...]:
     """Where the kernel's and its funcs' sources are in this process (file, first line,
     number of lines, indent), kernel first."""
-    src = kernel.source()
-    own = (src.filename, src.first_line, src.text.count("\n") + 1, src.indent)
-    return (("", own),) + tuple(sorted(ctx.origins.items()))
+    return (("", kernel.source().place),) + tuple(sorted(ctx.origins.items()))
 
 
 def rebind_sources(a: Artifact, now: tuple[tuple[str, tuple[str, int, int, int]], ...]

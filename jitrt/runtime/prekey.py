@@ -339,8 +339,7 @@ def _origins(funcs: list[Any]) -> Origins:
     """The funcs' source places as the frontend records them (`ctx.origins`), by func key."""
     out = {}
     for func in funcs:
-        src = func.source()
-        out[func.key] = (src.filename, src.first_line, src.text.count("\n") + 1, src.indent)
+        out[func.key] = func.source().place
     return tuple(sorted(out.items()))
 
 
