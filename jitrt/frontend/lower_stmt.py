@@ -386,11 +386,11 @@ class StmtLowering(LoweringHost):
         `start` as the reduction `reduce` (`n.Assign.reduce`): a kernel-scope local may be
         updated in a parallel loop only this way (`passes/local_reductions.py` checks that the
         value is `name <op> v`)."""
+        if not reduce:
+            return
         binding = self.scope.bindings.get(name)
         names = {binding.ir_name} if isinstance(binding, LocalVar) else \
             {c.ir_name for c in binding.components} if isinstance(binding, VecVar) else set()
-        if not reduce:
-            return
         for k in range(start, len(self.block)):
             s = self.block[k]
             if isinstance(s, n.Assign) and s.name in names:
