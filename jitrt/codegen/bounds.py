@@ -262,7 +262,7 @@ def gathers_inside(em: Any, task: n.Task, gathers: dict[AccessKey, list[Affine |
                                        b.icmp_signed("<", high, extent)))
     for src in {key[0] for key in ranges}:
         for w in written_refs(task):
-            ok = b.and_(ok, _disjoint(em, src, w))
+            ok = b.and_(ok, disjoint(em, src, w))
     scanned = b.block
     b.branch(join)
     b.position_at_end(join)
@@ -281,7 +281,7 @@ def _span(em: Any, ref: n.Ref) -> tuple[ir.Value, ir.Value]:
     return start, b.add(start, size)
 
 
-def _disjoint(em: Any, a: n.Ref, c: n.Ref) -> ir.Value:
+def disjoint(em: Any, a: n.Ref, c: n.Ref) -> ir.Value:
     b = em.builder
     (a0, a1), (c0, c1) = _span(em, a), _span(em, c)
     return b.or_(b.icmp_unsigned("<=", a1, c0), b.icmp_unsigned("<=", c1, a0))

@@ -100,6 +100,13 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
         fast_bb, checked_bb = fn.append_basic_block("unchecked"), fn.append_basic_block("checked")
         inside = bounds.box_inside(b, proven, begins, exts, em.extents,
                                    lambda e: em.to_slot(em.expr(e), e.dtype))
+        # ndarrays only this iteration touches: plain updates when no other written array
+        # shares their memory (two arguments may view one buffer; else the checked loop)
+        from ..passes.reductions import private_arrays
+        arrays = private_arrays(task)
+        for ref in arrays:
+            for other in bounds.written_refs(task) - {ref}:
+                inside = b.and_(inside, bounds.disjoint(em, ref, other))
         if gathers:
             inside = bounds.gathers_inside(em, task, gathers, proven, inside, lo, hi, begins[0])
         b.cbranch(inside, fast_bb, checked_bb)
@@ -111,9 +118,10 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
             b.call(checked, fn.args)
             b.ret_void()
         b.position_at_end(fast_bb)
-        em.unchecked = {**proven, **gathers}
+        em.unchecked, fields = {**proven, **gathers}, em.private
+        em.private = fields | arrays
         emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
-        em.unchecked = {}
+        em.unchecked, em.private = {}, fields
         if not cold:
             b.position_at_end(checked_bb)
             emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)

@@ -11,7 +11,10 @@ with any parallel reduction.
 variables at fixed index positions (`x.grad[f, p] += ...` in a loop over `p`, as adjoints
 emit). No two iterations touch the same element of such a field, so codegen makes their
 atomics plain read-modify-writes (Taichi's atomic demotion): no `lock cmpxchg` loop on x86, no
-device atomic on GPUs, and loops that vectorize."""
+device atomic on GPUs, and loops that vectorize. `private_arrays(task)`: the ndarrays with the
+same property (`x[i] += 1`); two ndarray arguments may be views of one buffer, so codegen
+demotes their atomics only in launches where the array shares no memory with another array
+the task writes (a test at the task's entry)."""
 from __future__ import annotations
 
 from ..ir import nodes as n
@@ -51,14 +54,24 @@ def reducible_atomics(body: n.Body) -> list[ReductionKey]:
 
 def private_refs(task: n.Task) -> frozenset[n.Ref]:
     """Fields whose elements only one iteration of the parallel `task` touches (see the
-    module docstring): for each loop variable a fixed index position holding exactly that
-    variable, in every load, store and atomic of the field. Ndarrays are left out (two
-    arguments may be the same memory), and so is everything when a loop variable is assigned
-    in the body."""
+    module docstring)."""
+    return frozenset(r for r in _index_private(task) if isinstance(r, n.FieldRef))
+
+
+def private_arrays(task: n.Task) -> frozenset[n.Ref]:
+    """Ndarrays whose elements only one iteration of the parallel `task` touches, as long
+    as they share no memory with another array the task writes (see the module docstring)."""
+    return frozenset(r for r in _index_private(task) if isinstance(r, n.ArrayRef))
+
+
+def _index_private(task: n.Task) -> set[n.Ref]:
+    """Refs with atomics in the parallel `task` whose every load, store and atomic holds, for
+    each loop variable, exactly that variable at a fixed index position; none when a loop
+    variable is assigned in the body."""
     if task.kind != "parallel" or not task.vars:
-        return frozenset()
+        return set()
     if any(isinstance(st, n.Assign) and st.name in task.vars for st in walk_stmts(task.body)):
-        return frozenset()
+        return set()
     accesses: dict[n.Ref, list[tuple[n.Expr, ...]]] = {}
     atomics: set[n.Ref] = set()
     for st in walk_stmts(task.body):
@@ -79,12 +92,10 @@ def private_refs(task: n.Task) -> frozenset[n.Ref]:
 
     private = set()
     for ref in atomics:
-        if not isinstance(ref, n.FieldRef):
-            continue
         common = None
         for indices in accesses[ref]:
             found = var_positions(indices)
             common = found if common is None else {v: common[v] & found[v] for v in common}
         if common is not None and all(common.values()):
             private.add(ref)
-    return frozenset(private)
+    return private
