@@ -140,7 +140,9 @@ def fault_only(task: n.Task, proven: dict[AccessKey, list[Affine]]) -> bool:
     at every point of the box (`every_point_accesses`), so an index outside its array at
     some point is an access out of bounds there. (The test also fails when an index leaves
     its integer type, where the kernel's wrapping arithmetic may land inside the array
-    again: a rare case, still correct, only slow.)"""
+    again, and when an ndarray whose atomics the fast loop makes plain shares memory with
+    another array the task writes (`reductions.private_arrays`): rare cases, still correct,
+    only slow.)"""
     always = every_point_accesses(task.body)
     return all(key in always for key in proven)
 
