@@ -274,6 +274,22 @@ def gathers_inside(em: Any, task: n.Task, gathers: dict[AccessKey, list[Affine |
     return result
 
 
+def arrays_apart(em: Any, task: n.Task, arrays: frozenset[n.Ref], inside: ir.Value
+                 ) -> ir.Value:
+    """`inside` and no ndarray of `arrays` (`reductions.private_arrays`: its atomics are
+    plain in the fast loop) sharing memory with another array the task writes: two
+    arguments may view one buffer. Each pair is tested once."""
+    b = em.builder
+    written = sorted(written_refs(task), key=repr)      # the same IR in every process
+    tested: set[frozenset] = set()
+    for ref in sorted(arrays, key=repr):
+        for other in written:
+            if other != ref and frozenset((ref, other)) not in tested:
+                tested.add(frozenset((ref, other)))
+                inside = b.and_(inside, disjoint(em, ref, other))
+    return inside
+
+
 def _span(em: Any, ref: n.Ref) -> tuple[ir.Value, ir.Value]:
     b = em.builder
     size: ir.Value = ir.Constant(I64, ref.dtype.bits // 8)

@@ -100,13 +100,9 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
         fast_bb, checked_bb = fn.append_basic_block("unchecked"), fn.append_basic_block("checked")
         inside = bounds.box_inside(b, proven, begins, exts, em.extents,
                                    lambda e: em.to_slot(em.expr(e), e.dtype))
-        # ndarrays only this iteration touches: plain updates when no other written array
-        # shares their memory (two arguments may view one buffer; else the checked loop)
         from ..passes.reductions import private_arrays
-        arrays = private_arrays(task)
-        for ref in arrays:
-            for other in bounds.written_refs(task) - {ref}:
-                inside = b.and_(inside, bounds.disjoint(em, ref, other))
+        arrays = private_arrays(task)    # plain in the fast loop while apart from other arrays
+        inside = bounds.arrays_apart(em, task, arrays, inside)
         if gathers:
             inside = bounds.gathers_inside(em, task, gathers, proven, inside, lo, hi, begins[0])
         b.cbranch(inside, fast_bb, checked_bb)
