@@ -8,7 +8,9 @@ start), then times what `benchmarks/compare` calls "first fwd+grad, cold cache":
 adstack kernel `chain` (v = sin(v) * 1.1 + 0.1, cnt[i] times, summed into a loss) over N=1024,
 its forward launch, its gradient launch and reading the gradient. The same process records
 jitrt's debug log, which gives each compile's passes, codegen (LLVM IR building) and LLVM
-(optimisation and object code) times. With several `--tree` checkouts, their processes
+(optimisation and object code) times; with tiered compilation (the default) "LLVM" is the
+quick copy's (its IR text, -O0 object code, load), the optimised copy being compiled on a
+background thread meanwhile. With several `--tree` checkouts, their processes
 alternate (tree A, tree B, tree A, ...), so that load on a shared machine falls on all alike;
 medians (and minima of the first result) are printed per tree. Target (issue 13): <= 60 ms.
 """

@@ -137,6 +137,10 @@ OPTIONS: tuple[Option, ...] = (
            "Arithmetic stays IEEE either way"),
     Option("random_seed", 0, _parse_int, _int_in(0, (1 << 64) - 1, "an integer seed"), False,
            "where jr.random()'s sequence starts"),
+    Option("tiered_compile", True, _parse_bool, _check_bool, False,
+           "CPU: a kernel's first compile runs a quickly compiled copy at once while the "
+           "optimised copy is compiled on a background thread, then swapped in and cached; "
+           "False: every compile is optimised before the first launch"),
     Option("offline_cache", True, _parse_bool, _check_bool, False, "use the on-disk kernel cache"),
     Option("offline_cache_dir", None, str, _check_dir, False,
            "cache directory (else JITRT_CACHE_DIR, else XDG)"),
@@ -172,6 +176,7 @@ class Config:
     debug: bool
     fast_math: bool
     random_seed: int
+    tiered_compile: bool
     offline_cache: bool
     offline_cache_dir: str | None
     offline_cache_max_bytes: int

@@ -135,6 +135,10 @@ def _build_for_gpus_too(real, checks):
 
     def build_artifact(kernel, params, name, ctx, kir, cfg, device):
         artifact = real(kernel, params, name, ctx, kir, cfg, device)
+        build_for_gpus(artifact, kernel, params, name, ctx, kir, cfg, device)
+        return artifact
+
+    def build_for_gpus(artifact, kernel, params, name, ctx, kir, cfg, device):
         if device.arch == "cpu" and artifact.prefix not in seen and not NO_GPU_BUILDS[0]:
             seen.add(artifact.prefix)
             ptx = _PtxOnly() if "ptx" in checks else None
@@ -153,8 +157,17 @@ def _build_for_gpus_too(real, checks):
             if ptx is not None:
                 ptx.wait()
                 GPU_BUILDS["ptx"] += 1
-        return artifact
-    return build_artifact
+    return build_artifact, build_for_gpus
+
+
+def _lower_for_gpus_too(real, build_for_gpus):
+    """A tiered CPU compile (`compile_tiered`) lowers without `build_artifact`: the same GPU
+    builds from here."""
+    def lower_artifact(kernel, params, name, ctx, kir, cfg, device):
+        lowered = real(kernel, params, name, ctx, kir, cfg, device)
+        build_for_gpus(lowered[1], kernel, params, name, ctx, kir, cfg, device)
+        return lowered
+    return lower_artifact
 
 
 GPU_BUILDS = {"ptx": 0, "amdgpu": 0}
@@ -172,7 +185,9 @@ def _install_gpu_builds():
         checks.add("amdgpu")
         CODE_OBJECT_CHECK["amdgcn"] = amdgcn
     if checks:
-        compiler.build_artifact = _build_for_gpus_too(compiler.build_artifact, checks)
+        compiler.build_artifact, build_for_gpus = _build_for_gpus_too(compiler.build_artifact,
+                                                                      checks)
+        compiler.lower_artifact = _lower_for_gpus_too(compiler.lower_artifact, build_for_gpus)
 
 
 _install_gpu_builds()

@@ -220,8 +220,7 @@ def test_clear_cache_empties_the_configured_directory(tmp_path):
             a[i] = 1.0
 
     one(np.zeros(2, np.float32))
-    assert list(tmp_path.glob("*.jkc"))
-    assert jr.clear_cache() >= 1
+    assert jr.clear_cache() >= 1        # (it waits for the optimised copy's entry first)
     assert not list(tmp_path.glob("*.jkc"))
 
 

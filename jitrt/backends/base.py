@@ -80,6 +80,11 @@ class Device(abc.ABC):
     def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, Any]:
         ...
 
+    def tiers(self) -> Any:
+        """The device's tiered compilation (`backends/cpu_tiers.py`: a quick copy runs first,
+        the optimised one replaces it), or None where kernels are compiled once (GPUs)."""
+        return None
+
     @abc.abstractmethod
     def entry(self, address: int) -> EntryPoint:
         """A callable that runs the launch entry at `address` on a context address."""

@@ -26,6 +26,7 @@ from llvmlite import ir
 from ..codegen import abi, threadpool
 from ..codegen.targets import Target as CodegenTarget
 from .base import Device, DeviceTarget, EntryPoint
+from .cpu_tiers import Tiers
 from .llvm_setup import LLVM_LOCK, host_target_machine, init_llvm, optimize
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
@@ -54,6 +55,16 @@ def optimized_ir(module: ir.Module | str) -> str:
         return str(mod)
 
 
+def tiers() -> Tiers:
+    """The process's tiered compilation (`backends/cpu_tiers.py`)."""
+    global _tiers
+    with LLVM_LOCK:
+        if _tiers is None:
+            _tiers = Tiers(lambda key, obj, names: engine().load(key, obj, names),
+                           lambda key: engine().is_loaded(key))
+        return _tiers
+
+
 class CpuEngine:
     """The process's MCJIT engine. Objects are added once; addresses are looked up by name."""
 
@@ -77,8 +88,12 @@ class CpuEngine:
             self._loaded[key] = addrs
             return addrs
 
+    def is_loaded(self, key: str) -> bool:
+        return key in self._loaded
+
 
 _engine: CpuEngine | None = None
+_tiers: Tiers | None = None
 
 
 def engine() -> CpuEngine:
@@ -253,6 +268,17 @@ class CpuDevice(Device):
 
     def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, int]:
         return engine().load(key, artifact, symbols)
+
+    def tiers(self) -> Tiers:
+        return tiers()
+
+    def synchronize(self) -> None:
+        """Launches are synchronous; what may be outstanding is the optimised copies of
+        kernels compiled quickly (tiered compilation): wait for them."""
+        if _tiers is not None:
+            _tiers.wait()
+
+    close = synchronize     # a replaced program's optimised copies land and are cached
 
     def entry(self, address: int) -> EntryPoint:
         return ENTRY_TYPE(address)   # type: ignore[no-any-return]

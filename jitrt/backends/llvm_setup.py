@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from typing import Any
 
 import llvmlite.binding as llvm
 
@@ -36,17 +37,29 @@ def init_all_targets() -> None:
 
 @functools.lru_cache(maxsize=None)
 def host_target_machine() -> llvm.TargetMachine:
+    return make_target_machine(opt=3)
+
+
+def make_target_machine(opt: int) -> llvm.TargetMachine:
+    """A new target machine for the host CPU generating code at -O`opt`."""
     init_llvm()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                         features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, reloc="static", codemodel="large")
+                                        opt=opt, reloc="static", codemodel="large")
 
 
-def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3) -> None:
+def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3,
+             run: Any = None) -> None:
+    """The O`level` pipeline with both vectorizers; `run(pass manager, module, pass builder)`
+    replaces the pass manager's run (`backends/cpu_tiers.py` runs it without llvmlite's
+    lock)."""
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pb = llvm.create_pass_builder(tm, pto)
     mpm = pb.getModulePassManager()
-    mpm.run(module, pb)
+    if run is None:
+        mpm.run(module, pb)
+    else:
+        run(mpm, module, pb)

@@ -175,14 +175,45 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
                             (time.perf_counter() - start) * 1e3)
             return compiled
         program.count("offline_cache_misses")
-    artifact = build_artifact(kernel, params, name, ctx, kir, cfg, program.device)
+    tiers = program.device.tiers() if cfg.tiered_compile else None
     program.count("compiles")
+    if tiers is not None:
+        module, artifact, times = lower_artifact(kernel, params, name, ctx, kir, cfg,
+                                                 program.device)
+        compiled = compile_tiered(tiers, module, artifact, times, ctx, program, key, warm)
+    else:
+        artifact = build_artifact(kernel, params, name, ctx, kir, cfg, program.device)
+        if store is not None and key is not None:
+            store.save(key, name, artifact)
+        compiled = instantiate(artifact, tuple(ctx.field_objs), program, warm)
     if store is not None and key is not None:
-        store.save(key, name, artifact)
         record_manifest(kernel, name, warm, variant, key, ctx)
-    compiled = instantiate(artifact, tuple(ctx.field_objs), program, warm)
     log.logger.info("%s: compiled in %.1f ms", name, (time.perf_counter() - start) * 1e3)
     return compiled
+
+
+def compile_tiered(tiers: Any, module: Any, artifact: "Artifact",
+                   times: tuple[float, float, int], ctx: CompileContext, program: "Program",
+                   key: str | None, warm: prekey.WarmFile | None) -> CompiledKernel:
+    """The kernel's quick copy, loaded and bound now (`backends/cpu_tiers.py`); its optimised
+    copy is compiled on the background thread, then swapped in and saved in the offline
+    cache (if any) under `key`."""
+    t0 = time.perf_counter()
+    text, symbols, device, store = str(module), list(artifact.symbols), program.device, \
+        program.cache_store
+    quick = tiers.quick(artifact.prefix, text, symbols)
+    log_compile(artifact.name, times, time.perf_counter() - t0,
+                " (a quick copy; the optimised one follows)")
+
+    def landed(obj: bytes) -> None:      # on the background thread
+        full = dataclasses.replace(artifact, obj=obj)
+        tiers.retarget(quick, device.load(full.prefix, obj, symbols))
+        log.logger.debug("%s: the optimised copy runs from now on (%.1f ms after the quick "
+                         "one)", full.name, (time.perf_counter() - t0) * 1e3)
+        if store is not None and key is not None:
+            store.save(key, full.name, full)
+    tiers.optimise_later(artifact.prefix, text, landed)
+    return instantiate(artifact, tuple(ctx.field_objs), program, warm, quick)
 
 
 def early_hit(kernel: "KernelLike", name: str, warm: prekey.WarmFile, variant: str,
@@ -340,6 +371,26 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
                    ctx: CompileContext,
                    kir: n.KernelIR, cfg: Any, device: "Device") -> Artifact:
     """Passes, codegen and LLVM: everything the offline cache lets a warm start skip."""
+    module, artifact, times = lower_artifact(kernel, params, name, ctx, kir, cfg, device)
+    t0 = time.perf_counter()
+    obj = device.compile(module)
+    log_compile(name, times, time.perf_counter() - t0)
+    return dataclasses.replace(artifact, obj=obj)
+
+
+def log_compile(name: str, times: tuple[float, float, int], llvm_s: float,
+                what: str = "") -> None:
+    passes_ms, codegen_ms, tasks = times
+    log.logger.debug("%s: passes %.1f ms, codegen %.1f ms, LLVM %.1f ms (%d tasks)%s", name,
+                     passes_ms, codegen_ms, llvm_s * 1e3, tasks, what)
+
+
+def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
+                   ctx: CompileContext, kir: n.KernelIR, cfg: Any, device: "Device"
+                   ) -> tuple[Any, Artifact, tuple[float, float, int]]:
+    """Passes and codegen: the kernel's LLVM module, its artifact without object code (`obj`
+    empty; `build_artifact` and `compile_tiered` add it), and (passes ms, codegen ms, tasks)
+    for the debug log (`log_compile`)."""
     import hashlib
     from ..codegen.kernel_module import build_module
     t0 = time.perf_counter()
@@ -368,11 +419,7 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
         symbols = [f"{prefix}_entry"] + [f"{prefix}_red{k}" for k in range(len(specs))]
         if sizable:
             symbols.append(f"{prefix}_required")
-    t2 = time.perf_counter()
-    obj = device.compile(module)
-    log.logger.debug("%s: passes %.1f ms, codegen %.1f ms, LLVM %.1f ms (%d tasks)", name,
-                     (t1 - t0) * 1e3, (t2 - t1) * 1e3, (time.perf_counter() - t2) * 1e3,
-                     len(tasks))
+    times = ((t1 - t0) * 1e3, (time.perf_counter() - t1) * 1e3, len(tasks))
     refs = used_refs(lowered.tasked)
     grad_params = frozenset(r.arg for r in refs if isinstance(r, n.ArrayRef) and r.grad)
     all_fields = with_hidden_fields(lowered.tasked.fields, tuple(ctx.field_objs))
@@ -383,8 +430,9 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
     rids = tuple((t, fnv1a64_fold32(name, t)) for t, _, _ in layout.task_slots)
     lowered = dataclasses.replace(lowered, tasked=dataclasses.replace(   # a Sequence stands in
         lowered.tasked, tasks=LazyTasks.of(lowered.tasked.tasks)))  # type: ignore[arg-type]
-    return Artifact(name, params, lowered, layout, tuple(sites), grad_params, text, prefix,
-                    tuple(symbols), tuple(specs), rids, obj, tasks, source_origins(kernel, ctx))
+    return module, Artifact(name, params, lowered, layout, tuple(sites), grad_params, text,
+                            prefix, tuple(symbols), tuple(specs), rids, b"", tasks,
+                            source_origins(kernel, ctx)), times
 
 
 def with_hidden_fields(refs: tuple[n.FieldRef, ...], field_objs: tuple[Any, ...]
@@ -397,10 +445,13 @@ def with_hidden_fields(refs: tuple[n.FieldRef, ...], field_objs: tuple[Any, ...]
 
 
 def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: "Program",
-                warm: prekey.WarmFile | None = None) -> CompiledKernel:
-    """Load an artifact's object code into the process and bind its sizing functions."""
+                warm: prekey.WarmFile | None = None, addrs: dict[str, Any] | None = None
+                ) -> CompiledKernel:
+    """Load an artifact's object code into the process (unless `addrs` has its symbols
+    already: a quick copy) and bind its sizing functions."""
     field_objs = with_hidden_fields(a.lowered.tasked.fields, field_objs)
-    addrs = program.device.load(a.prefix, a.obj, list(a.symbols))
+    if addrs is None:
+        addrs = program.device.load(a.prefix, a.obj, list(a.symbols))
     plan = None
     if a.lowered.stacks:
         plan = SizingPlan(list(a.lowered.stacks), list(a.specs), a.layout,

@@ -190,7 +190,9 @@ def clear_cache() -> int:
     """Delete every entry of the offline cache the current configuration points at (as
     `python -m jitrt cache clear`); returns how many were deleted."""
     from ..cache.store import CacheStore, default_dir
-    cfg = current().config
+    program = current()
+    program.device.synchronize()    # entries of optimised copies still compiling land first
+    cfg = program.config
     store = CacheStore(default_dir(cfg.offline_cache_dir), cfg.offline_cache_max_bytes)
     count = store.clear()
     log.logger.info("cleared %d offline-cache entries in %s", count, store.dir)
@@ -226,7 +228,10 @@ def _close(program: Program) -> None:
 
 def sync() -> None:
     """Wait for outstanding work; a fault a GPU kernel recorded since the last synchronisation
-    raises `jr.KernelRuntimeError` here. CPU launches are synchronous."""
+    raises `jr.KernelRuntimeError` here. CPU launches are synchronous; on the CPU this waits
+    for the optimised copies of kernels compiled so far (`jr.init(tiered_compile=True)`, the
+    default: a kernel's first launches run a quickly compiled copy), so launches timed after
+    it run optimised code and the offline cache holds them."""
     current().device.synchronize()
 
 

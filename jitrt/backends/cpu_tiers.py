@@ -1,0 +1,206 @@
+"""Tiered compilation on the CPU: a quick copy of a kernel runs at once, the optimised copy
+replaces it when a background thread has compiled it.
+
+Stage: backend. Input: a kernel module's LLVM IR text and its exported symbols (the fused
+entry, the adstack max-reducers, the capacity function). Output of `Tiers.quick`: for each
+symbol the address of a *tier stub*, a function of the symbol's signature that calls through
+a cell (a pointer in memory). The quick copy is the same IR with only SROA run and code
+generated at -O0 (about a sixth of the LLVM time of the O3 copy on the adstack benchmark's
+kernels, docs/performance.md); its definitions are renamed (`$quick`) so that the optimised
+object, loaded into the same MCJIT engine later, keeps the kernel's own names (the offline
+cache stores that object, and a warm start loads it with no stubs).
+
+`Tiers.optimise_later` queues the text for the one background thread, which compiles it with
+the same O3 pipeline as a synchronous compile, in an LLVM context and target machine of its
+own, and hands the object to a callback (`runtime/compiler.py` loads it, points the cells at
+it with `retarget` and saves it in the offline cache). llvmlite serialises every call into
+LLVM through one lock; the thread makes its three long calls (parse, optimise, emit) without
+it, which is safe because nothing else touches its context, module or target machine, so
+the caller's own compiles do not wait behind it. Calls already running keep the code they
+entered (MCJIT never unloads code), new calls take the cell's new target.
+
+Caches: the quick objects by symbol prefix (the engine's), the thread and its LLVM state
+(process-wide). `wait()` returns once every queued job is done: `jr.init`, `jr.reset` and
+interpreter exit call it, so the offline cache is complete when a program ends.
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import functools
+import threading
+import warnings
+from collections import deque
+from typing import Any, Callable
+
+import llvmlite.binding as llvm
+from llvmlite.binding import ffi
+
+from .llvm_setup import LLVM_LOCK, init_llvm, make_target_machine, optimize
+
+QUICK = "$quick"      # suffix of the quick copy's exported definitions
+STUB = "$tier"        # the stub of a symbol: calls through its cell
+CELL = "$cell"        # the cell of a symbol: the address of the copy its stub calls
+
+
+def stub_text(name: str, signature: str) -> str:
+    """LLVM IR of the cell and stub of `name`, a function whose type is `signature` (as
+    LLVM prints it, e.g. `void (ptr)`)."""
+    ret, _, rest = signature.partition(" (")
+    params = [p for p in rest.rstrip(")").split(", ") if p]
+    if "..." in params:
+        raise ValueError(f"{name}: a variadic function has no tier stub")
+    formal = ", ".join(f"{p} %a{k}" for k, p in enumerate(params))
+    call = f"call {ret} %f({formal})"
+    tail = f"  %r = tail {call}\n  ret {ret} %r" if ret != "void" else \
+        f"  tail {call}\n  ret void"
+    return (f'@"{name}{CELL}" = global ptr @"{name}", align 8\n'
+            f'declare {ret} @"{name}"({", ".join(params)})\n'
+            f'define {ret} @"{name}{STUB}"({formal}) {{\n'
+            f'  %f = load atomic ptr, ptr @"{name}{CELL}" monotonic, align 8\n'
+            f"{tail}\n}}\n")
+
+
+@functools.lru_cache(maxsize=None)
+def quick_target_machine() -> llvm.TargetMachine:
+    return make_target_machine(opt=0)
+
+
+def quick_object(text: str, symbols: list[str]) -> bytes:
+    """Object code of the quick copy of `text`, with a cell and a stub per symbol."""
+    init_llvm()
+    with LLVM_LOCK:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        stubs = "".join(stub_text(s, str(mod.get_function(s).global_value_type))
+                        for s in symbols)
+        mod.link_in(llvm.parse_assembly(stubs))
+        local = (llvm.Linkage.internal, llvm.Linkage.private)
+        for value in [*mod.functions, *mod.global_variables]:
+            if not value.is_declaration and value.linkage not in local and \
+                    not value.name.endswith((STUB, CELL)):
+                value.name = value.name + QUICK
+        tm = quick_target_machine()
+        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0))
+        fpm = llvm.create_new_function_pass_manager()
+        fpm.add_sroa_pass()       # locals out of allocas: -O0 code keeps every one in memory
+        for fn in mod.functions:
+            if not fn.is_declaration:
+                fpm.run(fn, pb)
+        return tm.emit_object(mod)
+
+
+def _unlocked(name: str) -> Any:
+    """llvmlite's function `name` without its global lock (its ctypes function), or the
+    locked wrapper where this llvmlite has no such attribute (then correct, but the caller's
+    compiles wait behind the thread's)."""
+    wrapper = getattr(ffi.lib, name)
+    return getattr(wrapper, "_cfn", wrapper)
+
+
+class _ThreadLLVM:
+    """The background thread's LLVM context and target machine (its own: LLVM allows one
+    thread per context at a time, and a target machine is not shared between threads)."""
+
+    def __init__(self) -> None:
+        self.context = llvm.create_context()
+        self.tm = make_target_machine(opt=3)
+
+    def compile(self, text: str) -> bytes:
+        with ffi.OutputString() as err:
+            ptr = _unlocked("LLVMPY_ParseAssembly")(self.context, ctypes.c_char_p(
+                text.encode()), err)
+            if not ptr:
+                raise RuntimeError(f"LLVM IR parsing error\n{err}")
+        mod = llvm.ModuleRef(ptr, self.context)
+        try:
+            optimize(mod, self.tm, run=_unlocked("LLVMPY_RunNewModulePassManager"))
+            with ffi.OutputString() as err:
+                buf = _unlocked("LLVMPY_TargetMachineEmitToMemory")(self.tm, mod, 1, err)
+                if not buf:
+                    raise RuntimeError(f"LLVM code generation failed: {err}")
+            try:
+                return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(buf),
+                                        ffi.lib.LLVMPY_GetBufferSize(buf))
+            finally:
+                ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
+        finally:
+            mod.close()
+
+
+Job = tuple[str, str, Callable[[bytes], None]]     # (key, IR text, what to do with the object)
+
+
+class Tiers:
+    """The process's tiered compilation: quick copies now, optimised copies on one thread."""
+
+    def __init__(self, load: Callable[[str, bytes, list[str]], dict[str, int]],
+                 loaded: Callable[[str], bool]) -> None:
+        self._load, self._loaded = load, loaded     # the engine's (key, object, symbols), (key)
+        self._jobs: deque[Job] = deque()
+        self._queued: set[str] = set()     # keys queued or compiling
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self.landed = 0                    # optimised copies swapped in (jr.debug.stats)
+
+    def quick(self, prefix: str, text: str, symbols: list[str]) -> dict[str, int]:
+        """Compile and load the quick copy: symbol -> its stub's address, and
+        `symbol + CELL` -> its cell's address."""
+        names = [s + STUB for s in symbols] + [s + CELL for s in symbols]
+        key = prefix + QUICK
+        addrs = self._load(key, quick_object(text, symbols) if not self._loaded(key) else b"",
+                           names)
+        return {**{s: addrs[s + STUB] for s in symbols},
+                **{s + CELL: addrs[s + CELL] for s in symbols}}
+
+    def optimise_later(self, prefix: str, text: str, done: Callable[[bytes], None]) -> None:
+        """Queue `text` for the background thread; `done(object)` runs there afterwards. A
+        prefix already queued is not queued again."""
+        with self._cond:
+            if prefix in self._queued:
+                return
+            self._queued.add(prefix)
+            self._jobs.append((prefix, text, done))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="jitrt-optimiser",
+                                                daemon=True)
+                self._thread.start()
+                atexit.register(self.wait)
+            self._cond.notify_all()
+
+    @staticmethod
+    def retarget(quick: dict[str, int], optimised: dict[str, int]) -> None:
+        """Point each symbol's cell at its optimised copy (one aligned 8-byte store each)."""
+        for name, address in optimised.items():
+            cell = quick.get(name + CELL)
+            if cell is not None:
+                ctypes.c_uint64.from_address(cell).value = address
+
+    def wait(self) -> None:
+        """Return once no job is queued or compiling."""
+        if not self._queued:
+            return
+        with self._cond:
+            while self._queued:
+                self._cond.wait()
+
+    def _run(self) -> None:
+        state: _ThreadLLVM | None = None
+        while True:
+            with self._cond:
+                while not self._jobs:
+                    self._cond.wait()
+                prefix, text, done = self._jobs.popleft()
+            try:
+                if state is None:
+                    state = _ThreadLLVM()
+                done(state.compile(text))
+                self.landed += 1
+            except Exception as exc:  # noqa: BLE001 - the quick copy stays; the user is told
+                warnings.warn(f"jitrt: the optimised compile of {prefix} failed ({exc}); the "
+                              "kernel keeps running its quickly compiled copy", RuntimeWarning,
+                              stacklevel=1)
+            finally:
+                with self._cond:
+                    self._queued.discard(prefix)
+                    self._cond.notify_all()

@@ -1,0 +1,238 @@
+"""Tiered compilation on the CPU (`backends/cpu_tiers.py`): a kernel's first launches run a
+quickly compiled copy through per-symbol stubs and cells; the optimised copy, compiled on a
+background thread, is swapped in and written to the offline cache; `jr.sync()` waits for it.
+The background thread is held back where a test needs the quick copy to be running."""
+import ctypes
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import jitrt as jr
+from jitrt.backends import cpu, cpu_tiers
+
+pytestmark = pytest.mark.cpu_only
+
+
+@pytest.fixture
+def held(monkeypatch):
+    """The background thread waits before each optimised compile until `release` is set."""
+    release = threading.Event()
+    real = cpu_tiers._ThreadLLVM.compile
+
+    def compile_when_released(self, text):
+        assert release.wait(60)
+        return real(self, text)
+    monkeypatch.setattr(cpu_tiers._ThreadLLVM, "compile", compile_when_released)
+    yield release
+    release.set()
+    jr.sync()
+
+
+def compiled_of(kernel):
+    (handle,) = kernel.handles.values()
+    return handle.compiled
+
+
+def cell_target(compiled, symbol: str) -> int:
+    return ctypes.c_uint64.from_address(compiled.functions[symbol + cpu_tiers.CELL]).value
+
+
+def address(name: str) -> int:
+    return cpu.engine()._engine.get_function_address(name)
+
+
+def test_the_quick_copy_runs_until_the_optimised_one_lands(held):
+    jr.init(offline_cache=False)
+    x = jr.field(jr.f32, shape=(64,))
+
+    @jr.kernel
+    def wave(k: jr.f32):
+        for i in x:
+            x[i] = jr.sin(i * k) + x[i]
+
+    wave(0.1)
+    wave(0.1)
+    compiled = compiled_of(wave)
+    entry = next(s for s in compiled.functions if s.endswith("_entry"))
+    assert compiled.entry_addr == compiled.functions[entry] == address(entry + cpu_tiers.STUB)
+    assert cell_target(compiled, entry) == address(entry + cpu_tiers.QUICK)
+    np.testing.assert_allclose(x.to_numpy(), 2 * np.sin(np.arange(64) * np.float32(0.1)),
+                               rtol=1e-5, atol=1e-6)
+    held.set()
+    jr.sync()
+    assert cell_target(compiled, entry) == address(entry) != address(entry + cpu_tiers.QUICK)
+    wave(0.1)
+    np.testing.assert_allclose(x.to_numpy(), 3 * np.sin(np.arange(64) * np.float32(0.1)),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_a_fault_in_the_quick_copy_is_reported_as_in_the_optimised_one(held):
+    jr.init(offline_cache=False)
+
+    @jr.kernel
+    def shifted(a: jr.types.ndarray(dtype=jr.f32, ndim=1), k: jr.i32):
+        for i in range(a.shape[0]):
+            a[i + k] = 1.0
+
+    a = np.zeros(8, np.float32)
+    with pytest.raises(jr.KernelRuntimeError, match=r"index 8 out of bounds on axis 0 of 'a'"):
+        shifted(a, 1)
+    held.set()
+    jr.sync()
+    with pytest.raises(jr.KernelRuntimeError, match=r"index 8 out of bounds on axis 0 of 'a'"):
+        shifted(a, 1)
+    shifted(a, 0)
+    assert (a == 1).all()
+
+
+def chain_kernels(n: int):
+    x = jr.field(jr.f32, shape=(n,), needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def chain(cnt: jr.types.ndarray(dtype=jr.i32, ndim=1)):
+        for i in x:
+            v = x[i]
+            for _ in range(cnt[i]):
+                v = jr.sin(v) * 1.1 + 0.1
+            loss[None] += v
+    return x, loss, chain
+
+
+def chain_grad_reference(x0, counts):
+    v, dv = x0.astype(np.float64), np.ones(len(x0))
+    for step in range(int(counts.max())):
+        live = step < counts
+        dv = np.where(live, dv * np.cos(v) * 1.1, dv)
+        v = np.where(live, np.sin(v) * 1.1 + 0.1, v)
+    return dv
+
+
+def test_an_adstack_gradient_sizes_and_runs_through_the_quick_copy(held):
+    jr.init(offline_cache=False)
+    n = 32
+    x, loss, chain = chain_kernels(n)
+    rng = np.random.default_rng(1)
+    x0, counts = rng.random(n).astype(np.float32), rng.integers(1, 9, n).astype(np.int32)
+    x.from_numpy(x0)
+    for _ in range(2):         # quick copies (max-reducer and capacity function), then optimised
+        x.grad.fill(0)
+        loss[None] = 0
+        with jr.ad.Tape(loss=loss):
+            chain(counts)
+        np.testing.assert_allclose(x.grad.to_numpy(), chain_grad_reference(x0, counts),
+                                   rtol=2e-4, atol=1e-5)
+        symbols = compiled_of(chain.grad).functions
+        assert any(s.endswith("_red0") for s in symbols)
+        held.set()
+        jr.sync()
+
+
+def test_the_offline_cache_gets_the_optimised_copy(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        import numpy as np
+        import jitrt as jr
+        jr.init(offline_cache_dir=sys.argv[1])
+
+        @jr.kernel
+        def twice(a: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+            for i in range(a.shape[0]):
+                a[i] = 2 * a[i]
+
+        a = np.ones(4, np.float32)
+        twice(a)
+        print(jr.debug.stats()["compiles"], jr.debug.stats()["offline_cache_hits"], a.sum())
+    """))     # the first process ends right after its launch: exit waits for the copy
+    runs = [subprocess.run([sys.executable, str(script), str(tmp_path / "cache")],
+                           capture_output=True, text=True, timeout=120) for _ in range(2)]
+    assert [r.stdout.split() for r in runs] == [["1", "0", "8.0"], ["0", "1", "8.0"]], runs
+
+
+def test_reinit_and_sync_leave_nothing_compiling(held):
+    jr.init(offline_cache=False)
+    x = jr.field(jr.i32, shape=(4,))
+
+    @jr.kernel
+    def fill():
+        for i in x:
+            x[i] = i
+
+    fill()
+    assert cpu.tiers()._queued
+    held.set()
+    jr.init(offline_cache=False)       # the replaced program's copies land first
+    assert not cpu.tiers()._queued
+    assert cpu.tiers().landed >= 1
+
+
+def test_a_failed_optimised_compile_warns_and_the_quick_copy_stays(monkeypatch):
+    def broken(self, text):
+        raise RuntimeError("no memory left (simulated)")
+    monkeypatch.setattr(cpu_tiers._ThreadLLVM, "compile", broken)
+    jr.init(offline_cache=False)
+    x = jr.field(jr.f32, shape=(4,))
+
+    @jr.kernel
+    def ones():
+        for i in x:
+            x[i] = 1.0
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ones()
+        jr.sync()
+    assert any("optimised compile" in str(w.message) and "simulated" in str(w.message)
+               for w in caught), [str(w.message) for w in caught]
+    ones()
+    assert (x.to_numpy() == 1).all()
+
+
+def test_without_llvmlites_unlocked_calls_the_thread_compiles_under_its_lock(monkeypatch):
+    from llvmlite.binding import ffi
+    monkeypatch.setattr(cpu_tiers, "_unlocked", lambda name: getattr(ffi.lib, name))
+    jr.init(offline_cache=False)
+    x = jr.field(jr.f32, shape=(4,))
+
+    @jr.kernel
+    def half():
+        for i in x:
+            x[i] = i * 0.5
+
+    half()
+    jr.sync()
+    half()
+    np.testing.assert_array_equal(x.to_numpy(), np.arange(4) * 0.5)
+    compiled = compiled_of(half)
+    entry = next(s for s in compiled.functions if s.endswith("_entry"))
+    assert cell_target(compiled, entry) == address(entry)
+
+
+def test_stub_text_follows_the_signature_and_refuses_varargs():
+    text = cpu_tiers.stub_text("f", "i64 (ptr, i64)")
+    assert 'define i64 @"f$tier"(ptr %a0, i64 %a1)' in text
+    assert "ret i64 %r" in text and 'declare i64 @"f"(ptr, i64)' in text
+    assert "ret void" in cpu_tiers.stub_text("g", "void (ptr)")
+    with pytest.raises(ValueError, match="variadic"):
+        cpu_tiers.stub_text("h", "void (ptr, ...)")
+
+
+def test_tiered_compile_off_compiles_optimised_code_before_the_first_launch():
+    jr.init(offline_cache=False, tiered_compile=False)
+    x = jr.field(jr.f32, shape=(4,))
+
+    @jr.kernel
+    def twos():
+        for i in x:
+            x[i] = 2.0
+
+    twos()
+    compiled = compiled_of(twos)
+    assert not any(s.endswith(cpu_tiers.CELL) for s in compiled.functions)
+    assert (x.to_numpy() == 2).all()
