@@ -236,3 +236,14 @@ def test_tiered_compile_off_compiles_optimised_code_before_the_first_launch():
     compiled = compiled_of(twos)
     assert not any(s.endswith(cpu_tiers.CELL) for s in compiled.functions)
     assert (x.to_numpy() == 2).all()
+
+
+def test_a_cold_start_imports_the_compile_pipeline_while_the_runtime_module_compiles(tmp_path):
+    probe = ("import sys, jitrt as jr\n"
+             "jr.init(offline_cache_dir=sys.argv[1])\n"
+             "print('jitrt.frontend.lower' in sys.modules, 'jitrt.passes.pipeline' in sys.modules)")
+    runs = [subprocess.run([sys.executable, "-c", probe, str(tmp_path / "cache")],
+                           capture_output=True, text=True, timeout=120) for _ in range(2)]
+    # the first process compiles the runtime module (empty cache), the second loads it and
+    # imports nothing of the pipeline (a warm start may never need it)
+    assert [r.stdout.split() for r in runs] == [["True", "True"], ["False", "False"]], runs

@@ -53,9 +53,11 @@ def loop_s(fn, args: tuple, calls: int, sync) -> float:
 
 
 def per_call_us(fn, args: tuple, sync, target_s: float, repeats: int) -> list[float]:
-    """Warm up (the first call compiles), size the loop to about target_s, time `repeats`
-    loops; microseconds per call for each."""
+    """Warm up (the first call compiles; the sync waits for what it left running: a GPU's
+    queue, jitrt's optimised copy of a tiered CPU compile), size the loop to about target_s,
+    time `repeats` loops; microseconds per call for each."""
     fn(*args)
+    sync()
     calls, spent = 1, loop_s(fn, args, 1, sync)
     while spent < target_s / 5:
         calls *= 4

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 
-from typing import Any
+from typing import Any, Callable
 
 import llvmlite.binding as llvm
 import xxhash
@@ -207,9 +207,30 @@ def runtime_object(store: Any) -> bytes:
                    keys.compiler_hash()]).encode())
     obj = store.load(key)
     if not isinstance(obj, bytes):
-        obj = compile_object(threadpool.build_runtime_module(triple, data_layout))
+        obj = compile_with_helpers(threadpool.build_runtime_module(triple, data_layout))
         store.save(key, "jitrt runtime (thread pool)", obj)
     return obj
+
+
+# work for helper threads while the runtime module compiles (its LLVM time, ~0.3 s on the
+# development VM, holds no GIL): the runtime layer imports the kernel compile pipeline there
+# (`runtime/compiler.prefetch_pipeline`), so that the first kernel compile of a cold start
+# does not pay for it (~8 ms)
+WHILE_RUNTIME_COMPILES: list[Callable[[], None]] = []
+
+
+def compile_with_helpers(module: ir.Module) -> bytes:
+    """`compile_object(module)` with `WHILE_RUNTIME_COMPILES` run on threads meanwhile; they
+    are joined before it returns (no import runs alongside the caller's own)."""
+    helpers = [threading.Thread(target=work, name="jitrt-prefetch", daemon=True)
+               for work in WHILE_RUNTIME_COMPILES]
+    for helper in helpers:
+        helper.start()
+    try:
+        return compile_object(module)
+    finally:
+        for helper in helpers:
+            helper.join()
 
 
 _pools: dict[int, WorkerPool] = {}

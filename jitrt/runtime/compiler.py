@@ -304,6 +304,15 @@ def source_place(kernel: "KernelLike") -> tuple[str, int, int]:
     return src.filename, src.first_line, 0
 
 
+def prefetch_pipeline() -> None:
+    """Import the modules a kernel compile needs (the frontend's lowering, the passes, codegen),
+    which `import jitrt` leaves out; run on a helper thread while LLVM compiles the runtime
+    module of a cold start (`backends/cpu.WHILE_RUNTIME_COMPILES`)."""
+    from ..codegen import kernel_module, sizing  # noqa: F401
+    from ..frontend import lower  # noqa: F401
+    from ..passes import pipeline  # noqa: F401
+
+
 def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values: dict[str, Any],
              name: str, cfg: Any) -> tuple[CompileContext, n.KernelIR]:
     from ..frontend.context import CompileContext
@@ -391,13 +400,13 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
     """Passes and codegen: the kernel's LLVM module, its artifact without object code (`obj`
     empty; `build_artifact` and `compile_tiered` add it), and (passes ms, codegen ms, tasks)
     for the debug log (`log_compile`)."""
-    import hashlib
+    import xxhash          # (hashlib's import, OpenSSL's, costs a cold start ~2 ms)
     from ..codegen.kernel_module import build_module
     t0 = time.perf_counter()
     lowered, layout = passes(kernel, params, ctx, kir, cfg)
     t1 = time.perf_counter()
     text = kernel_text(lowered.tasked)
-    prefix = "jk_" + hashlib.sha1((text + repr(cfg.codegen_items())).encode()).hexdigest()[:16]
+    prefix = "jk_" + xxhash.xxh3_64_hexdigest((text + repr(cfg.codegen_items())).encode())
     target = device.codegen_target
     if not cfg.fast_math and target.own_math:
         target = dataclasses.replace(target, own_math=False)     # libm's math everywhere

@@ -59,7 +59,9 @@ class Program:
             from ..cache.store import CacheStore, default_dir
             self.cache_store = CacheStore(default_dir(cfg.offline_cache_dir),
                                           cfg.offline_cache_max_bytes)
-        from ..backends import Device, create_device
+        from ..backends import Device, create_device, cpu
+        from .compiler import prefetch_pipeline
+        cpu.WHILE_RUNTIME_COMPILES[:] = [prefetch_pipeline]
         self.device: Device = create_device(cfg.arch, cfg.device_id, cfg, self.cache_store)
         self.arch = self.device.arch
         self.counters: Counter[str] = Counter()
