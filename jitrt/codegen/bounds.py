@@ -262,8 +262,9 @@ def gathers_inside(em: Any, task: n.Task, gathers: dict[AccessKey, list[Affine |
                 low, high = ranges[ax]
                 ok = b.and_(ok, b.and_(b.icmp_signed(">=", low, ir.Constant(I64, 0)),
                                        b.icmp_signed("<", high, extent)))
-    for src in {key[0] for key in ranges}:
-        for w in written_refs(task):
+    written = sorted(written_refs(task), key=repr)      # the same IR in every process
+    for src in dict.fromkeys(key[0] for key in ranges):    # (in the order of the accesses)
+        for w in written:
             ok = b.and_(ok, disjoint(em, src, w))
     scanned = b.block
     b.branch(join)
