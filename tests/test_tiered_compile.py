@@ -247,3 +247,43 @@ def test_a_cold_start_imports_the_compile_pipeline_while_the_runtime_module_comp
     # the first process compiles the runtime module (empty cache), the second loads it and
     # imports nothing of the pipeline (a warm start may never need it)
     assert [r.stdout.split() for r in runs] == [["True", "True"], ["False", "False"]], runs
+
+
+FORK_PROGRAM = """
+import os
+import jitrt as jr
+jr.init(offline_cache=False)
+x = jr.field(jr.f32, shape=(1 << 16,))
+
+@jr.kernel
+def fill(k: jr.f32):
+    for i in x:
+        x[i] = i * k
+
+@jr.kernel
+def fill_plus(k: jr.f32):
+    for i in x:
+        x[i] = i * k + 1
+
+fill(1.0)                      # its optimised copy is (likely) compiling when the fork comes
+pid = os.fork()
+if pid == 0:
+    fill(2.0)
+    fill_plus(3.0)             # a compile in the child: its own background thread
+    jr.sync()
+    print("child", x.to_numpy()[3], flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+jr.sync()
+print("parent", x.to_numpy()[3], flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no os.fork")
+def test_a_forked_child_compiles_and_syncs(tmp_path):
+    script = tmp_path / "forked.py"
+    script.write_text(FORK_PROGRAM)
+    proc = subprocess.run([sys.executable, "-W", "ignore", str(script)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.split() == ["child", "10.0", "parent", "3.0"], \
+        (proc.stdout, proc.stderr)

@@ -20,14 +20,17 @@ the caller's own compiles do not wait behind it. Calls already running keep the 
 entered (MCJIT never unloads code), new calls take the cell's new target.
 
 Caches: the quick objects by symbol prefix (the engine's), the thread and its LLVM state
-(process-wide). `wait()` returns once every queued job is done: `jr.init`, `jr.reset` and
-interpreter exit call it, so the offline cache is complete when a program ends.
+(process-wide). `wait()` returns once every queued job is done: `jr.sync`, `jr.init`,
+`jr.reset` and interpreter exit call it, so the offline cache is complete when a program
+ends, and so does `os.fork` (a child must not inherit a lock the thread held mid-call; it
+starts a thread of its own when it compiles).
 """
 from __future__ import annotations
 
 import atexit
 import ctypes
 import functools
+import os
 import threading
 import warnings
 from collections import deque
@@ -141,7 +144,10 @@ class Tiers:
         self._queued: set[str] = set()     # keys queued or compiling
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
-        self.landed = 0                    # optimised copies swapped in (jr.debug.stats)
+        self.landed = 0                    # optimised copies swapped in
+        if hasattr(os, "register_at_fork"):   # a fork waits for the queue: the thread then
+            os.register_at_fork(before=self.wait,  # holds no lock and is idle, and the child
+                                after_in_child=self._after_fork)  # starts its own on demand
 
     def quick(self, prefix: str, text: str, symbols: list[str]) -> dict[str, int]:
         """Compile and load the quick copy: symbol -> its stub's address, and
@@ -183,6 +189,12 @@ class Tiers:
         with self._cond:
             while self._queued:
                 self._cond.wait()
+
+    def _after_fork(self) -> None:
+        self._thread = None
+        self._cond = threading.Condition()
+        self._jobs.clear()
+        self._queued.clear()
 
     def _run(self) -> None:
         state: _ThreadLLVM | None = None
