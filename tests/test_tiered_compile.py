@@ -247,6 +247,10 @@ def test_a_cold_start_imports_the_compile_pipeline_while_the_runtime_module_comp
     # the first process compiles the runtime module (empty cache), the second loads it and
     # imports nothing of the pipeline (a warm start may never need it)
     assert [r.stdout.split() for r in runs] == [["True", "True"], ["False", "False"]], runs
+    uncached = subprocess.run([sys.executable, "-c", probe.replace(
+        "offline_cache_dir=sys.argv[1]", "offline_cache=False")], capture_output=True,
+        text=True, timeout=120)      # no cache: the runtime module compiles every time
+    assert uncached.stdout.split() == ["True", "True"], uncached
 
 
 FORK_PROGRAM = """

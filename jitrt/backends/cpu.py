@@ -200,7 +200,7 @@ def runtime_object(store: Any) -> bytes:
     tm = host_target_machine()
     triple, data_layout = llvm.get_process_triple(), str(tm.target_data)
     if store is None:
-        return compile_object(threadpool.build_runtime_module(triple, data_layout))
+        return compile_with_helpers(threadpool.build_runtime_module(triple, data_layout))
     from ..cache import keys
     key = "runtime-" + xxhash.xxh3_128_hexdigest(
         "\0".join([triple, data_layout, keys.host_target(), keys.llvm_versions(),
