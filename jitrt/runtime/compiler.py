@@ -7,6 +7,10 @@ context layout, access sites, write set and field table. The caller (the launche
 the LaunchHandle; the offline cache stores the `Artifact` it was instantiated from. A
 forward-mode kernel (`kernel.dual_args` set) also gets the duals of its fields appended to its
 field table right after the frontend (`with_dual_fields`), and the pass pipeline a `Duals` map.
+On a device with tiered compilation (the CPU, `jr.init(tiered_compile=True)`) a miss is
+compiled by `compile_tiered`: the `CompiledKernel` is bound to a quick copy at once, and the
+optimised object lands later on the device's background thread, which also saves the artifact
+in the offline cache.
 """
 from __future__ import annotations
 
