@@ -291,3 +291,40 @@ def test_a_forked_child_compiles_and_syncs(tmp_path):
                           text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.split() == ["child", "10.0", "parent", "3.0"], \
         (proc.stdout, proc.stderr)
+
+
+def test_a_launch_known_to_be_large_skips_the_quick_copy():
+    """A field's shape fixes the box at compile time: past `QUICK_WORK_LIMIT` cost units the
+    kernel is compiled optimised before its first launch; a box from an ndarray's shape is
+    not known then, so that kernel is tiered."""
+    from jitrt.runtime import compiler
+    jr.init(offline_cache=False)
+    big = jr.field(jr.f32, shape=(1 << 20,))
+    small = jr.field(jr.f32, shape=(1024,))
+
+    @jr.kernel
+    def scale_big(k: jr.f32):
+        for i in big:
+            big[i] = big[i] * k + 1.0
+
+    @jr.kernel
+    def scale_small(k: jr.f32):
+        for i in small:
+            small[i] = small[i] * k + 1.0
+
+    @jr.kernel
+    def scale_array(a: jr.types.ndarray(dtype=jr.f32, ndim=1), k: jr.f32):
+        for i in range(a.shape[0]):
+            a[i] = a[i] * k + 1.0
+
+    a = np.zeros(1 << 20, np.float32)
+    for kernel, args in ((scale_big, (2.0,)), (scale_small, (2.0,)), (scale_array, (a, 2.0))):
+        kernel(*args)
+    tasks = compiled_of(scale_big).lowered.tasked.tasks
+    assert compiler.known_work(tasks) >= compiler.QUICK_WORK_LIMIT
+
+    def tiered(kernel) -> bool:
+        return any(s.endswith(cpu_tiers.CELL) for s in compiled_of(kernel).functions)
+    assert [tiered(k) for k in (scale_big, scale_small, scale_array)] == [False, True, True]
+    jr.sync()
+    assert big.to_numpy()[7] == small.to_numpy()[7] == a[7] == 1.0

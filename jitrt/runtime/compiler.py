@@ -179,14 +179,14 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
                             (time.perf_counter() - start) * 1e3)
             return compiled
         program.count("offline_cache_misses")
-    tiers = program.device.tiers() if cfg.tiered_compile else None
     program.count("compiles")
-    if tiers is not None:
-        module, artifact, times = lower_artifact(kernel, params, name, ctx, kir, cfg,
-                                                 program.device)
+    module, artifact, times = lower_artifact(kernel, params, name, ctx, kir, cfg,
+                                             program.device)
+    tiers = program.device.tiers() if cfg.tiered_compile else None
+    if tiers is not None and known_work(artifact.lowered.tasked.tasks) < QUICK_WORK_LIMIT:
         compiled = compile_tiered(tiers, module, artifact, times, ctx, program, key, warm)
     else:
-        artifact = build_artifact(kernel, params, name, ctx, kir, cfg, program.device)
+        artifact = with_object(program.device, module, artifact, times)
         if store is not None and key is not None:
             store.save(key, name, artifact)
         compiled = instantiate(artifact, tuple(ctx.field_objs), program, warm)
@@ -194,6 +194,28 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
         record_manifest(kernel, name, warm, variant, key, ctx)
     log.logger.info("%s: compiled in %.1f ms", name, (time.perf_counter() - start) * 1e3)
     return compiled
+
+
+# a launch whose known work (`known_work`) reaches this many cost units (passes/cost.py: ~1
+# per simple operation) skips the quick copy: at -O0 such a loop runs ~10x slower (saxpy over
+# 2^20 f32: 2.2 ms against 0.18, docs/performance.md), which a few launches before the
+# optimised copy lands cost more than its compile saves
+QUICK_WORK_LIMIT = 1 << 22
+
+
+def known_work(tasks: Sequence[n.Task]) -> int:
+    """The estimated work of one launch from the tasks whose box is constant (a field's
+    shape, a literal range); a box from arguments (an ndarray's shape) counts as nothing."""
+    total = 0
+    for task in tasks:
+        points = 1
+        for lo, hi in zip(task.begins, task.ends):
+            if not (isinstance(lo, n.Const) and isinstance(hi, n.Const)):
+                points = 0
+                break
+            points *= max(0, int(hi.value) - int(lo.value))
+        total += points * task.cost
+    return total
 
 
 def compile_tiered(tiers: Any, module: Any, artifact: "Artifact",
@@ -384,10 +406,15 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
                    ctx: CompileContext,
                    kir: n.KernelIR, cfg: Any, device: "Device") -> Artifact:
     """Passes, codegen and LLVM: everything the offline cache lets a warm start skip."""
-    module, artifact, times = lower_artifact(kernel, params, name, ctx, kir, cfg, device)
+    return with_object(device, *lower_artifact(kernel, params, name, ctx, kir, cfg, device))
+
+
+def with_object(device: "Device", module: Any, artifact: Artifact,
+                times: tuple[float, float, int]) -> Artifact:
+    """`artifact` with the object code the device compiles `module` to (optimised)."""
     t0 = time.perf_counter()
     obj = device.compile(module)
-    log_compile(name, times, time.perf_counter() - t0)
+    log_compile(artifact.name, times, time.perf_counter() - t0)
     return dataclasses.replace(artifact, obj=obj)
 
 
