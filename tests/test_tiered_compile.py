@@ -326,5 +326,6 @@ def test_a_launch_known_to_be_large_skips_the_quick_copy():
     def tiered(kernel) -> bool:
         return any(s.endswith(cpu_tiers.CELL) for s in compiled_of(kernel).functions)
     assert [tiered(k) for k in (scale_big, scale_small, scale_array)] == [False, True, True]
+    assert jr.debug.stats()["compiles"] == 3 and jr.debug.stats()["quick_compiles"] == 2
     jr.sync()
     assert big.to_numpy()[7] == small.to_numpy()[7] == a[7] == 1.0

@@ -184,6 +184,7 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
                                              program.device)
     tiers = program.device.tiers() if cfg.tiered_compile else None
     if tiers is not None and known_work(artifact.lowered.tasked.tasks) < QUICK_WORK_LIMIT:
+        program.count("quick_compiles")
         compiled = compile_tiered(tiers, module, artifact, times, ctx, program, key, warm)
     else:
         artifact = with_object(program.device, module, artifact, times)

@@ -113,7 +113,7 @@ class Program:
             state.hits[0] = 0
 
 
-STAT_NAMES = ("compiles", "offline_cache_hits", "offline_cache_misses",
+STAT_NAMES = ("compiles", "quick_compiles", "offline_cache_hits", "offline_cache_misses",
               "offline_cache_frontend_skips", "launches",
               "launch_cache_hits", "launch_cache_misses", "spec_cache_hits", "spec_cache_misses",
               "max_reducer_dispatches", "h2d_skipped")
