@@ -66,6 +66,7 @@ def time_steps(kernel, counts, x, loss, steps: int) -> float:
         kernel.grad(counts)
 
     step()
+    jr.sync()          # (the first step's compiles: their optimised copies land first)
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
