@@ -14,6 +14,7 @@ import pytest
 
 import jitrt as jr
 from jitrt.backends import cpu, cpu_tiers
+from test_adstack_sizing import make_problem, sin_recurrence   # the recurrence and its gradient
 
 pytestmark = pytest.mark.cpu_only
 
@@ -90,33 +91,10 @@ def test_a_fault_in_the_quick_copy_is_reported_as_in_the_optimised_one(held):
     assert (a == 1).all()
 
 
-def chain_kernels(n: int):
-    x = jr.field(jr.f32, shape=(n,), needs_grad=True)
-    loss = jr.field(jr.f32, shape=(), needs_grad=True)
-
-    @jr.kernel
-    def chain(cnt: jr.types.ndarray(dtype=jr.i32, ndim=1)):
-        for i in x:
-            v = x[i]
-            for _ in range(cnt[i]):
-                v = jr.sin(v) * 1.1 + 0.1
-            loss[None] += v
-    return x, loss, chain
-
-
-def chain_grad_reference(x0, counts):
-    v, dv = x0.astype(np.float64), np.ones(len(x0))
-    for step in range(int(counts.max())):
-        live = step < counts
-        dv = np.where(live, dv * np.cos(v) * 1.1, dv)
-        v = np.where(live, np.sin(v) * 1.1 + 0.1, v)
-    return dv
-
-
 def test_an_adstack_gradient_sizes_and_runs_through_the_quick_copy(held):
     jr.init(offline_cache=False)
     n = 32
-    x, loss, chain = chain_kernels(n)
+    x, loss, chain = make_problem(n, jr.f32)
     rng = np.random.default_rng(1)
     x0, counts = rng.random(n).astype(np.float32), rng.integers(1, 9, n).astype(np.int32)
     x.from_numpy(x0)
@@ -125,7 +103,7 @@ def test_an_adstack_gradient_sizes_and_runs_through_the_quick_copy(held):
         loss[None] = 0
         with jr.ad.Tape(loss=loss):
             chain(counts)
-        np.testing.assert_allclose(x.grad.to_numpy(), chain_grad_reference(x0, counts),
+        np.testing.assert_allclose(x.grad.to_numpy(), sin_recurrence(x0, counts)[1],
                                    rtol=2e-4, atol=1e-5)
         symbols = compiled_of(chain.grad).functions
         assert any(s.endswith("_red0") for s in symbols)

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import abc
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from llvmlite import ir
 
 from ..frozen import frozen
 from ..codegen.targets import Target as CodegenTarget
+
+if TYPE_CHECKING:
+    from .cpu_tiers import Tiers
 
 
 @frozen
@@ -80,7 +83,7 @@ class Device(abc.ABC):
     def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, Any]:
         ...
 
-    def tiers(self) -> Any:
+    def tiers(self) -> "Tiers | None":
         """The device's tiered compilation (`backends/cpu_tiers.py`: a quick copy runs first,
         the optimised one replaces it), or None where kernels are compiled once (GPUs)."""
         return None

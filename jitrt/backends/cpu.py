@@ -60,8 +60,7 @@ def tiers() -> Tiers:
     global _tiers
     with LLVM_LOCK:
         if _tiers is None:
-            _tiers = Tiers(lambda key, obj, names: engine().load(key, obj, names),
-                           lambda key: engine().is_loaded(key))
+            _tiers = Tiers(engine())
         return _tiers
 
 

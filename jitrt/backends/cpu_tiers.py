@@ -137,9 +137,8 @@ Job = tuple[str, str, Callable[[bytes], None]]     # (key, IR text, what to do w
 class Tiers:
     """The process's tiered compilation: quick copies now, optimised copies on one thread."""
 
-    def __init__(self, load: Callable[[str, bytes, list[str]], dict[str, int]],
-                 loaded: Callable[[str], bool]) -> None:
-        self._load, self._loaded = load, loaded     # the engine's (key, object, symbols), (key)
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine              # the process's `cpu.CpuEngine`: load, is_loaded
         self._jobs: deque[Job] = deque()
         self._queued: set[str] = set()     # keys queued or compiling
         self._cond = threading.Condition()
@@ -154,8 +153,8 @@ class Tiers:
         `symbol + CELL` -> its cell's address."""
         names = [s + STUB for s in symbols] + [s + CELL for s in symbols]
         key = prefix + QUICK
-        addrs = self._load(key, quick_object(text, symbols) if not self._loaded(key) else b"",
-                           names)
+        addrs = self._engine.load(key, b"" if self._engine.is_loaded(key) else
+                                  quick_object(text, symbols), names)
         return {**{s: addrs[s + STUB] for s in symbols},
                 **{s + CELL: addrs[s + CELL] for s in symbols}}
 

@@ -17,7 +17,7 @@ without optimisation (`kernel_module.emit_fault_only_task`).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from llvmlite import ir
 
@@ -262,10 +262,7 @@ def gathers_inside(em: Any, task: n.Task, gathers: dict[AccessKey, list[Affine |
                 low, high = ranges[ax]
                 ok = b.and_(ok, b.and_(b.icmp_signed(">=", low, ir.Constant(I64, 0)),
                                        b.icmp_signed("<", high, extent)))
-    written = sorted(written_refs(task), key=repr)      # the same IR in every process
-    for src in dict.fromkeys(key[0] for key in ranges):    # (in the order of the accesses)
-        for w in written:
-            ok = b.and_(ok, disjoint(em, src, w))
+    ok = apart(em, task, dict.fromkeys(key[0] for key in ranges), ok)   # (access order)
     scanned = b.block
     b.branch(join)
     b.position_at_end(join)
@@ -275,20 +272,19 @@ def gathers_inside(em: Any, task: n.Task, gathers: dict[AccessKey, list[Affine |
     return result
 
 
-def arrays_apart(em: Any, task: n.Task, arrays: frozenset[n.Ref], inside: ir.Value
-                 ) -> ir.Value:
-    """`inside` and no ndarray of `arrays` (`reductions.private_arrays`: its atomics are
-    plain in the fast loop) sharing memory with another array the task writes: two
-    arguments may view one buffer. Each pair is tested once."""
+def apart(em: Any, task: n.Task, refs: Iterable[n.Ref], ok: ir.Value) -> ir.Value:
+    """`ok` and no array of `refs` sharing memory with another array the task writes (two
+    arguments may view one buffer). Each pair is tested once, in the order of `refs` and
+    then of the written arrays sorted (the same IR in every process: no set order)."""
     b = em.builder
-    written = sorted(written_refs(task), key=repr)      # the same IR in every process
+    written = sorted(written_refs(task), key=repr)
     tested: set[frozenset] = set()
-    for ref in sorted(arrays, key=repr):
+    for ref in refs:
         for other in written:
             if other != ref and frozenset((ref, other)) not in tested:
                 tested.add(frozenset((ref, other)))
-                inside = b.and_(inside, disjoint(em, ref, other))
-    return inside
+                ok = b.and_(ok, disjoint(em, ref, other))
+    return ok
 
 
 def _span(em: Any, ref: n.Ref) -> tuple[ir.Value, ir.Value]:

@@ -102,7 +102,7 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
                                    lambda e: em.to_slot(em.expr(e), e.dtype))
         from ..passes.reductions import private_arrays
         arrays = private_arrays(task)    # plain in the fast loop while apart from other arrays
-        inside = bounds.arrays_apart(em, task, arrays, inside)
+        inside = bounds.apart(em, task, sorted(arrays, key=repr), inside)
         if gathers:
             inside = bounds.gathers_inside(em, task, gathers, proven, inside, lo, hi, begins[0])
         b.cbranch(inside, fast_bb, checked_bb)

@@ -41,6 +41,7 @@ from .registry import fnv1a64_fold32
 # process whose kernels all come from the offline cache loads the frontend only.
 if TYPE_CHECKING:
     from ..backends.base import Device
+    from ..backends.cpu_tiers import Tiers
     from ..frontend.context import CompileContext
     from ..passes.forward_ad import Duals
     from .program import Program
@@ -219,7 +220,7 @@ def known_work(tasks: Sequence[n.Task]) -> int:
     return total
 
 
-def compile_tiered(tiers: Any, module: Any, artifact: "Artifact",
+def compile_tiered(tiers: "Tiers", module: Any, artifact: "Artifact",
                    times: tuple[float, float, int], ctx: CompileContext, program: "Program",
                    key: str | None, warm: prekey.WarmFile | None) -> CompiledKernel:
     """The kernel's quick copy, loaded and bound now (`backends/cpu_tiers.py`); its optimised
