@@ -23,7 +23,8 @@ def module_text(kernel, *args) -> str:
     prog = program.current()
     params, _, templates, name = specialize(kernel, bind_args(kernel, args, {}), prog.config)
     ctx, kir = compiler.frontend(kernel, params, templates, name, prog.config)
-    lowered, layout = compiler.passes(kernel, params, ctx, kir, prog.config)
+    lowered, layout = compiler.passes(kernel, params, ctx, kir, prog.config,
+                                      prog.device.codegen_target)
     module, _, _ = build_module(lowered.tasked, cpu_target(), layout, "jk", lowered.local_types)
     compiler.add_sizing_functions(module, "jk", lowered, layout, params, cpu_target())
     return str(module)

@@ -83,6 +83,8 @@ class Device(abc.ABC):
     def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, Any]:
         ...
 
+    tiered = False       # whether `tiers()` gives a tiered compilation
+
     def tiers(self) -> "Tiers | None":
         """The device's tiered compilation (`backends/cpu_tiers.py`: a quick copy runs first,
         the optimised one replaces it), or None where kernels are compiled once (GPUs)."""

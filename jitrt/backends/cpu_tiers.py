@@ -28,13 +28,15 @@ starts a thread of its own when it compiles).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import functools
 import os
 import threading
+import time
 import warnings
 from collections import deque
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
@@ -44,6 +46,11 @@ from .llvm_setup import LLVM_LOCK, init_llvm, make_target_machine, optimize
 QUICK = "$quick"      # suffix of the quick copy's exported definitions
 STUB = "$tier"        # the stub of a symbol: calls through its cell
 CELL = "$cell"        # the cell of a symbol: the address of the copy its stub calls
+# a job whose text is still to be built (Python: it holds the GIL, and each of a compile's
+# many short LLVM calls on another thread would then wait up to the switch interval for it)
+# starts once no compile has run for this long, or at once when someone waits for the queue:
+# a kernel's compile and its first launch are followed at once by the next kernel's compile
+QUIET_S = 0.02
 
 
 def stub_text(name: str, signature: str) -> str:
@@ -131,7 +138,8 @@ class _ThreadLLVM:
             mod.close()
 
 
-Job = tuple[str, str, Callable[[bytes], None]]     # (key, IR text, what to do with the object)
+# (key, IR text or what builds it, what to do with the object)
+Job = tuple[str, "str | Callable[[], str]", Callable[[bytes], None]]
 
 
 class Tiers:
@@ -144,6 +152,9 @@ class Tiers:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self.landed = 0                    # optimised copies swapped in
+        self._foreground = 0               # compiles running on other threads (`foreground`)
+        self._last_compile = 0.0           # when the last of them ended (time.monotonic)
+        self._waiting = 0                  # threads in `wait`
         if hasattr(os, "register_at_fork"):   # a fork waits for the queue: the thread then
             os.register_at_fork(before=self.wait,  # holds no lock and is idle, and the child
                                 after_in_child=self._after_fork)  # starts its own on demand
@@ -158,9 +169,11 @@ class Tiers:
         return {**{s: addrs[s + STUB] for s in symbols},
                 **{s + CELL: addrs[s + CELL] for s in symbols}}
 
-    def optimise_later(self, prefix: str, text: str, done: Callable[[bytes], None]) -> None:
-        """Queue `text` for the background thread; `done(object)` runs there afterwards. A
-        prefix already queued is not queued again."""
+    def optimise_later(self, prefix: str, text: str | Callable[[], str],
+                       done: Callable[[bytes], None]) -> None:
+        """Queue `text` (or a function building it, called on the background thread) for the
+        background thread; `done(object)` runs there afterwards. A prefix already queued is
+        not queued again."""
         with self._cond:
             if prefix in self._queued:
                 return
@@ -172,6 +185,29 @@ class Tiers:
                 self._thread.start()
                 atexit.register(self.wait)
             self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def foreground(self) -> Iterator[None]:
+        """Mark a kernel compile on the calling thread: a job whose text is still to be built
+        waits until none has run for QUIET_S."""
+        with self._cond:
+            self._foreground += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._foreground -= 1
+                self._last_compile = time.monotonic()
+                self._cond.notify_all()
+
+    def _quiet(self) -> None:
+        """Return once no compile has run for QUIET_S or a thread waits for the queue (the
+        caller holds `_cond`)."""
+        while not self._waiting:
+            idle = time.monotonic() - self._last_compile
+            if not self._foreground and idle >= QUIET_S:
+                return
+            self._cond.wait(None if self._foreground else QUIET_S - idle)
 
     @staticmethod
     def retarget(quick: dict[str, int], optimised: dict[str, int]) -> None:
@@ -186,14 +222,20 @@ class Tiers:
         if not self._queued:
             return
         with self._cond:
-            while self._queued:
-                self._cond.wait()
+            self._waiting += 1
+            self._cond.notify_all()
+            try:
+                while self._queued:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
 
     def _after_fork(self) -> None:
         self._thread = None
         self._cond = threading.Condition()
         self._jobs.clear()
         self._queued.clear()
+        self._foreground = self._waiting = 0
 
     def _run(self) -> None:
         state: _ThreadLLVM | None = None
@@ -205,6 +247,10 @@ class Tiers:
             try:
                 if state is None:
                     state = _ThreadLLVM()
+                if not isinstance(text, str):
+                    with self._cond:
+                        self._quiet()
+                    text = text()
                 done(state.compile(text))
                 self.landed += 1
             except Exception as exc:  # noqa: BLE001 - the quick copy stays; the user is told

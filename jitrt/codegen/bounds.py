@@ -17,6 +17,7 @@ without optimisation (`kernel_module.emit_fault_only_task`).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Iterable
 
 from llvmlite import ir
@@ -93,16 +94,38 @@ def affine(e: n.Expr, variables: dict[str, int], changing: set[str]) -> Affine |
     return None
 
 
+def accesses_of(body: n.Body) -> dict[AccessKey, None]:
+    """Every field and ndarray access of `body`, in order (a dict used as an ordered set)."""
+    keys = [(e.ref, e.indices) for e in all_exprs(body) if isinstance(e, (n.Load, n.Atomic))]
+    keys += [(s.ref, s.indices) for s in walk_stmts(body) if isinstance(s, n.Store)]
+    return dict.fromkeys(keys)
+
+
+def cannot_fault(body: n.Body, unchecked: dict[AccessKey, Any]) -> bool:
+    """Whether no access of `body` is checked in the loop copy whose unchecked accesses are
+    `unchecked`: each is listed there or is a field element at constant indices inside it."""
+    def safe(ref: n.Ref, indices: tuple[n.Expr, ...]) -> bool:
+        return (ref, indices) in unchecked or isinstance(ref, n.FieldRef) and all(
+            isinstance(i, n.Const) and 0 <= int(i.value) < size
+            for i, size in zip(indices, ref.shape))
+    return all(safe(ref, indices) for ref, indices in accesses_of(body))
+
+
+def shifted(axes: list[Any], lane: int) -> list[Any]:
+    """The axes of an access as the iteration `lane` places later makes it (an interleaved
+    body's lane, `passes/interleave.py`): each affine index moves by coef * lane (a gather's
+    axis stays: its index is computed)."""
+    return [replace(ax, offset=n.Binary("+", ax.offset, _const(ax.coef * lane), dtypes.i64))
+            if isinstance(ax, Affine) and lane else ax for ax in axes]
+
+
 def affine_accesses(task: n.Task) -> dict[AccessKey, list[Affine]]:
     """Every access of the task's body whose indices are all affine in its variables."""
     changing = assigned_names(task.body) | set(task.vars)
     assigned = assigned_names(task.body)
     variables = {v: k for k, v in enumerate(task.vars) if v not in assigned}
     found: dict[AccessKey, list[Affine]] = {}
-    keys: list[AccessKey] = [(e.ref, e.indices) for e in all_exprs(task.body)
-                             if isinstance(e, (n.Load, n.Atomic))]
-    keys += [(s.ref, s.indices) for s in walk_stmts(task.body) if isinstance(s, n.Store)]
-    for ref, indices in keys:
+    for ref, indices in accesses_of(task.body):
         axes = [affine(i, variables, changing) for i in indices]
         if indices and all(a is not None for a in axes):
             found[(ref, indices)] = axes  # type: ignore[assignment]

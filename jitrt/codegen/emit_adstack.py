@@ -3,10 +3,16 @@
 
 Stage: codegen. A stack lives in the per-thread adstack heap: its entries are (primal,
 adjoint) pairs at `heap + tid * stride + offset`; capacity, offset and stride are context
-slots written at launch by the sizing service; the stack pointer is a local (a register after
-optimisation). Every push checks the capacity in every build: an overflowing push is skipped
-and the task's registry id is stored into the overflow slot by compare-and-swap from 0, so the
-first overflow wins and memory stays intact. Pops never go below the initial entry.
+slots written at launch by the sizing service. The stack pointer is a local (a register after
+optimisation), and so is the top entry's adjoint: the forward sweep only pushes (an entry
+starts with adjoint 0), the reverse sweep only pops, and adjoints are only read and added at
+the top, so an entry's adjoint is 0 whenever it becomes the top and lives in the local while
+it is (the pairs' adjoint halves stay unused; the layout is the sizing service's). Where a
+task's iterations are interleaved (`passes/interleave.py`), lane k's copy of a stack follows
+lane k - 1's (`Target.lanes` times the capacity is reserved). Every push checks the capacity
+in every build: an overflowing push is skipped and the task's registry id is stored into the
+overflow slot by compare-and-swap from 0, so the first overflow wins and memory stays intact.
+Pops never go below the initial entry.
 """
 from __future__ import annotations
 
@@ -21,9 +27,9 @@ ONE = ir.Constant(I64, 1)
 
 
 class AdStackEmitter(EmitterHost):
-    def stack_state(self, stack: n.AdStack) -> tuple[ir.Value, ir.Value, ir.Value]:
+    def stack_state(self, stack: n.AdStack) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
         """(entries pointer, capacity, stack-pointer alloca) of `stack` in the current task."""
-        key = (self.task_index, stack.id)
+        key = (self.task_index, stack.id, stack.lane)
         found = self.stacks.get(key)
         if found is not None:
             return found
@@ -44,45 +50,56 @@ class AdStackEmitter(EmitterHost):
                                self.load_slot(off_slot))
             base = b.bitcast(b.gep(heap, [offset]), pair.as_pointer())
             cap = self.load_slot(cap_slot)
+            if stack.lane:
+                base = b.gep(base, [b.mul(cap, ir.Constant(I64, stack.lane))])
             sp = self.target.alloca(b, I64, f"sp{stack.id}")
             b.store(ONE, sp)
-        found = (base, cap, sp)
+            adj = self.target.alloca(b, ll_type(stack.dtype), f"adj{stack.id}")
+            b.store(self.zero(stack), adj)
+        found = (base, cap, sp, adj)
         self.stacks[key] = found
         return found
 
+    def top_adjoint(self, stack: n.AdStack) -> ir.Value:
+        """The local holding the top entry's adjoint (see the module docstring)."""
+        return self.stack_state(stack)[3]
+
+    def reset_adjoint(self, stack: n.AdStack) -> None:
+        """A new top (pushed, or uncovered by a pop) has adjoint 0."""
+        self.builder.store(self.zero(stack), self.stack_state(stack)[3])
+
     def entry_ptr(self, stack: n.AdStack, which: int) -> ir.Value:
-        _, _, sp = self.stack_state(stack)
+        _, _, sp, _ = self.stack_state(stack)
         return self.entry_at(stack, self.builder.sub(self.builder.load(sp), ONE), which)
 
     def entry_at(self, stack: n.AdStack, index: ir.Value, which: int) -> ir.Value:
         """The value (0) or adjoint (1) of entry `index` of this thread's `stack`."""
-        base, _, _ = self.stack_state(stack)
+        base, _, _, _ = self.stack_state(stack)
         if self.target.is_gpu:
             index = self.builder.mul(index, self.load_slot(abi.SLOT_NUM_THREADS))
         return self.builder.gep(base, [index, ir.Constant(ir.IntType(32), which)])
 
     def stmt_StackInit(self, s: n.StackInit) -> None:
-        base, _, sp = self.stack_state(s.stack)
+        base, _, sp, _ = self.stack_state(s.stack)
         value = self.expr(s.value)
         b = self.builder
         b.store(ONE, sp)
         b.store(value, b.gep(base, [ir.Constant(I64, 0), ir.Constant(ir.IntType(32), 0)]))
-        b.store(self.zero(s.stack), b.gep(base, [ir.Constant(I64, 0),
-                                                 ir.Constant(ir.IntType(32), 1)]))
+        self.reset_adjoint(s.stack)
 
     def zero(self, stack: n.AdStack) -> ir.Constant:
         return ir.Constant(ll_type(stack.dtype), 0.0 if stack.dtype.is_float else 0)
 
     def stmt_StackPush(self, s: n.StackPush) -> None:
         value = self.expr(s.value)
-        base, cap, sp = self.stack_state(s.stack)
+        base, cap, sp, _ = self.stack_state(s.stack)
         b = self.builder
         count = b.load(sp)
         with b.if_else(b.icmp_signed("<", count, cap), likely=True) as (then, otherwise):
             with then:
                 b.store(value, self.entry_at(s.stack, count, 0))
-                b.store(self.zero(s.stack), self.entry_at(s.stack, count, 1))
                 b.store(b.add(count, ONE), sp)
+                self.reset_adjoint(s.stack)
             with otherwise:
                 _, reg_slot = self.layout.task_slot(self.task_index)
                 first = b.cmpxchg(self.written_slot_ptr(abi.SLOT_OVERFLOW),
@@ -94,20 +111,21 @@ class AdStackEmitter(EmitterHost):
                                 self.written_slot_ptr(abi.STATUS_OVERFLOW_LAUNCH))
 
     def stmt_StackPop(self, s: n.StackPop) -> None:
-        _, _, sp = self.stack_state(s.stack)
+        _, _, sp, _ = self.stack_state(s.stack)
         b = self.builder
         count = b.load(sp)
         b.store(b.select(b.icmp_signed(">", count, ONE), b.sub(count, ONE), count), sp)
+        self.reset_adjoint(s.stack)
 
     def expr_StackTop(self, e: n.StackTop) -> ir.Value:
         return self.builder.load(self.entry_ptr(e.stack, 0))
 
     def expr_StackTopAdj(self, e: n.StackTopAdj) -> ir.Value:
-        return self.builder.load(self.entry_ptr(e.stack, 1))
+        return self.builder.load(self.top_adjoint(e.stack))
 
     def stmt_StackAccAdj(self, s: n.StackAccAdj) -> None:
         value = self.expr(s.value)
-        ptr = self.entry_ptr(s.stack, 1)
+        ptr = self.top_adjoint(s.stack)
         self.builder.store(self.builder.fadd(self.builder.load(ptr), value), ptr)
 
     def stmt_ReverseFor(self, s: n.ReverseFor) -> None:

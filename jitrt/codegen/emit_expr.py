@@ -438,7 +438,9 @@ class ExprEmitter(EmitterHost):
             ok = inside if ok_is_true(ok) else b.and_(ok, inside)
             axes.append((inside, v))
             offset = b.add(b.mul(offset, ext), v)
-        site = self.add_site(ref, loc, kind)
+        # a site only where the access can fail (constant indices inside need none), so that a
+        # body interleaved where nothing can fault adds none (`kernel_module.emit_fast_loop`)
+        site = -1 if ok_is_true(ok) else self.add_site(ref, loc, kind)
         return Access(ok, b.gep(self.data_ptr(ref), [offset]), site, axes)
 
     def wide(self, index: n.Expr) -> ir.Value:

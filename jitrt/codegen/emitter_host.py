@@ -26,7 +26,7 @@ class EmitterHost:
         locals: dict[str, ir.Value]
         loop_targets: list[tuple[ir.Block, ir.Block]]
         vectorizable: bool               # a parallel task's body (codegen/targets.py, math)
-        stacks: dict[tuple[int, int], tuple[ir.Value, ir.Value, ir.Value]]
+        stacks: dict[tuple[int, int, int], tuple[ir.Value, ir.Value, ir.Value, ir.Value]]
         task_index: int
         tid: ir.Value
         reductions: dict[Any, ir.Value]

@@ -49,7 +49,7 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.loop_targets: list[tuple[ir.Block, ir.Block]] = []
         self.vectorizable = False      # set for a parallel task's body: math may be vector code
         self._ids = 0
-        self.stacks: dict[tuple[int, int], tuple[ir.Value, ir.Value, ir.Value]] = {}
+        self.stacks: dict[tuple[int, int, int], tuple[ir.Value, ir.Value, ir.Value, ir.Value]] = {}
         self.task_index = 0
         self.tid: ir.Value = ir.Constant(I64, 0)
         self.reductions: dict = {}   # reduction key -> accumulator alloca (parallel tasks)
@@ -116,7 +116,7 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
         b.position_at_end(fast_bb)
         em.unchecked, fields = {**proven, **gathers}, em.private
         em.private = fields | arrays
-        emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
+        emit_fast_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
         em.unchecked, em.private = {}, fields
         if not cold:
             b.position_at_end(checked_bb)
@@ -249,6 +249,45 @@ def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     back = b.branch(cond_bb)
     if not em.target.is_gpu and loop_hints.unrolling_pointless(task.body, False):
         loop_hints.mark_loop(em.module, back, loop_hints.NO_RUNTIME_UNROLL)
+
+
+def emit_fast_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
+                   counter: ir.Value, lo: ir.Value, hi: ir.Value, step: ir.Value,
+                   begins: list[ir.Value], exts: list[ir.Value], exit_bb: ir.Block) -> None:
+    """The loop copy without bounds checks. On the CPU, where every access of the body is
+    proven in bounds (so nothing in it can fault) and the body runs an inner loop, one pass
+    runs `Target.lanes` consecutive indices (`passes/interleave.py`) and the chunk's last
+    indices run one at a time."""
+    found = None
+    if not em.target.is_gpu and em.target.lanes > 1 and \
+            bounds.cannot_fault(task.body, em.unchecked):
+        from ..passes.interleave import interleaved      # (a warm start imports no pass)
+        found = interleaved(task, em.target.lanes)
+    if found is None:
+        emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
+        return
+    lanes, body = found
+    count = ir.Constant(I64, lanes.count)
+    em.unchecked = {**em.unchecked, **{
+        lanes.key(ref, indices, k): bounds.shifted(axes, k)
+        for (ref, indices), axes in em.unchecked.items() for k in range(lanes.count)}}
+    b, fn = em.builder, em.fn
+    main_end = b.sub(hi, b.srem(b.sub(hi, lo), count))
+    b.store(lo, counter)
+    cond_bb, body_bb, rest_bb = (fn.append_basic_block(f"lanes_{part}")
+                                 for part in ("cond", "body", "rest"))
+    b.branch(cond_bb)
+    b.position_at_end(cond_bb)
+    idx = b.load(counter)
+    b.cbranch(b.icmp_signed("<", idx, main_end), body_bb, rest_bb)
+    b.position_at_end(body_bb)
+    set_var(em, task, local_types, 0, b.add(idx, begins[0]))
+    em.body(body)
+    b.store(b.add(b.load(counter), count), counter)
+    back = b.branch(cond_bb)
+    loop_hints.mark_loop(em.module, back, loop_hints.NO_RUNTIME_UNROLL)
+    b.position_at_end(rest_bb)
+    emit_task_loop(em, task, local_types, counter, main_end, hi, step, begins, exts, exit_bb)
 
 
 def set_var(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],

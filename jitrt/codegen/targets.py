@@ -47,6 +47,12 @@ class Target:
     kernel_cc: str = ""           # the calling convention of a GPU kernel
     warp_sizes: tuple[int, ...] = (1,)   # the warp sizes code for this target may run with
     own_math: bool = True         # CPU: jitrt's vectorizable math allowed (jr.init(fast_math))
+    # iterations of a parallel task one pass of its body may run (`passes/interleave.py`); the
+    # adstack heap holds this many copies of each stack
+    lanes: int = 1
+    # whether reverse mode tapes math partials in the forward sweep (`autodiff.tape_partials`):
+    # on the CPU a stack entry costs less than a libm call; a GPU's stacks are in global memory
+    tape: bool = False
 
     def alloca(self, builder: ir.IRBuilder, ty: ir.Type, name: str) -> ir.Value:
         return builder.alloca(ty, name=name)

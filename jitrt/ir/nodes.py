@@ -360,10 +360,13 @@ class TaskedKernel:
 
 @frozen
 class AdStack:
-    """A per-thread stack of (primal, adjoint) pairs for one loop-carried local of one task."""
+    """A per-thread stack of (primal, adjoint) pairs for one loop-carried local of one task.
+    `lane`: which copy, where codegen interleaves iterations (`passes/interleave.py`); every
+    lane's copy has the stack's capacity."""
     id: int
     name: str
     dtype: DataType
+    lane: int = 0
 
 
 @frozen

@@ -47,6 +47,11 @@ class TaskAd:
     scope_adjoints: dict[str, int] = field(default_factory=dict)  # kernel-scope float -> slot
     scratch: n.FieldRef | None = None    # where kernel-scope adjoints meet across tasks
     kernel: str = ""                     # the kernel's name, for errors
+    # partials taped in the forward sweep (`tape_partials`): id of the assignment -> (stack,
+    # value to push before it); partial stack name -> the stack whose capacity it takes
+    taping: bool = False           # whether partials are taped (the CPU: `Target.tape`)
+    tape: dict[int, list[tuple[n.AdStack, n.Expr]]] = field(default_factory=dict)
+    partial_of: dict[str, str] = field(default_factory=dict)
 
     def fresh(self, base: str, dt: DataType) -> str:
         self.counter += 1
@@ -137,10 +142,16 @@ def forward(body: n.Body, st: TaskAd) -> n.Body:
     for s in body:
         if isinstance(s, n.Assign):
             value = strip_atomic(s.value)
+            pushes: list[n.Stmt] = []
+            for stack, partial in st.tape.get(id(s), ()):   # (beside the assignment: one
+                tmp = st.fresh("p", stack.dtype)           # block, where LLVM pairs sin
+                out.append(n.Assign(tmp, partial, s.loc))  # and cos into sincos)
+                pushes.append(n.StackPush(stack, n.Local(tmp, stack.dtype, s.loc), s.loc))
             out.append(n.Assign(s.name, value, s.loc))
             if s.name in st.stack_vars:
                 stack = st.stack_vars[s.name]
                 out.append(n.StackPush(stack, n.Local(s.name, stack.dtype, s.loc), s.loc))
+            out.extend(pushes)
         elif isinstance(s, n.If):
             out.append(n.If(strip_atomic(s.cond), forward(s.body, st), forward(s.orelse, st),
                             s.loc))
@@ -233,7 +244,9 @@ def reverse(body: n.Body, st: TaskAd) -> n.Body:
                     g = st.fresh("g", stack.dtype)
                     out.append(n.Assign(g, n.StackTopAdj(stack, stack.dtype, s.loc), s.loc))
                     out.append(n.StackPop(stack, s.loc))
-                    backprop(sub(s.value, st), n.Local(g, stack.dtype, s.loc), st, out)
+                    own: list[n.Stmt] = []
+                    backprop(sub(s.value, st), n.Local(g, stack.dtype, s.loc), st, own)
+                    out.extend(tape_partials(s, own, st))
                 else:
                     out.append(n.StackPop(stack, s.loc))
             elif s.value.dtype.is_float:
@@ -252,6 +265,67 @@ def reverse(body: n.Body, st: TaskAd) -> n.Body:
             out.append(n.ReverseFor(s.var, sub(s.begin, st), sub(s.end, st),
                                     reverse(s.body, st), s.loc))
     return tuple(out)
+
+
+# math functions whose value in an adjoint is worth a stack entry (a libm call each)
+TAPED = frozenset(("sin", "cos", "tan", "exp", "log", "pow", "tanh", "asin", "acos", "atan",
+                   "atan2", "sinh", "cosh"))
+
+
+def tape_partials(s: n.Assign, adjoint: list[n.Stmt], st: TaskAd) -> list[n.Stmt]:
+    """The reverse sweep's statements `adjoint` for the assignment `s` of a stack local, with
+    each math call of primal values only (`v = sin(v) * 1.1` -> `cos(top(v))`) read from a
+    stack of its own instead, onto which the forward sweep pushes it just before `s`: the
+    forward sweep already computes the same function's sibling of the same operand there
+    (`sin(v)`, which LLVM turns into one `sincos` call with it), and the reverse sweep is
+    left with products. The value is the same: just before `s` the forward sweep's locals
+    hold what the stack tops hold after `s`'s pop in the reverse sweep. A partial's stack
+    takes the capacity of `s`'s own (`partial_of`): it is pushed and popped as often."""
+    found: list[n.Math] = []
+    for e in all_exprs(tuple(adjoint) if st.taping else ()):
+        if isinstance(e, n.Math) and e.fn in TAPED and e not in found and primal_only(e, st):
+            found.append(e)
+    if not found:
+        return adjoint
+    locals_of = {stack.id: name for name, stack in st.stack_vars.items()}
+    stacks: dict[n.Math, n.AdStack] = {}
+    tape = st.tape.setdefault(id(s), [])
+    for e in found:
+        name = f"{s.name}$partial{len(st.partial_of)}"
+        stack = n.AdStack(len(st.stack_vars), name, e.dtype)
+        st.stack_vars[name] = stack
+        st.partial_of[name] = s.name
+        stacks[e] = stack
+
+        def as_forward(x: n.Expr) -> n.Expr:
+            if isinstance(x, n.StackTop):
+                return n.Local(locals_of[x.stack.id], x.dtype, x.loc)
+            return x
+        tape.append((stack, map_expr(e, as_forward)))
+
+    def read_tape(x: n.Expr) -> n.Expr:
+        stack = stacks.get(x) if isinstance(x, n.Math) else None
+        return x if stack is None else n.StackTop(stack, x.dtype, x.loc)
+    out = [map_stmt(a, read_tape) for a in adjoint]
+    return out + [n.StackPop(stacks[e], s.loc) for e in found]
+
+
+def primal_only(e: n.Expr, st: TaskAd) -> bool:
+    """Whether `e` reads stack tops and plain values only (no adjoint, no memory: it may be
+    evaluated where the reverse sweep would not, and it never faults)."""
+    tops = False
+    for x in walk_expr(e):
+        if isinstance(x, n.StackTop):
+            tops = True
+        elif isinstance(x, n.Local):
+            if x.name not in st.plain_vars:
+                return False
+        elif isinstance(x, n.Binary):
+            if x.op in ("/", "//", "%") and not x.dtype.is_float:
+                return False
+        elif not isinstance(x, (n.Const, n.Arg, n.Shape, n.Unary, n.Select, n.Cast, n.Math)):
+            return False
+    return tops
 
 
 def target_adjoint(ref: n.Ref, indices: tuple[n.Expr, ...], value: n.Expr, negate: bool,
@@ -281,6 +355,7 @@ class AdjointTask:
     normalized: n.Body         # the normalized primal body (for sizing)
     stack_vars: dict           # name -> AdStack
     primal_index: int = -1     # index of the primal task it differentiates
+    partial_of: tuple[tuple[str, str], ...] = ()   # a partial's stack -> whose capacity
 
 
 def rename_straight_line(body: n.Body, local_types: dict[str, DataType]) -> n.Body:
@@ -323,10 +398,11 @@ def adjoint_task(task: n.Task, st: TaskAd) -> AdjointTask:
         body = rename_straight_line(body, local_types)
     body = normalize(body, st)
     classify(body, st)
-    inits = tuple(n.StackInit(stack, n.Local(name, stack.dtype, loc), loc)
-                  for name, stack in st.stack_vars.items())
+    rev = reverse(body, st)        # (first: it tapes partials the forward sweep pushes)
     fwd = forward(body, st)
-    rev = reverse(body, st)
+    inits = tuple(n.StackInit(stack, n.Const(0.0, stack.dtype, loc) if name in st.partial_of
+                              else n.Local(name, stack.dtype, loc), loc)
+                  for name, stack in st.stack_vars.items())
     adj_init: list[n.Stmt] = []
     for name in sorted(st.plain_vars):
         dt = local_types[name]
@@ -340,7 +416,8 @@ def adjoint_task(task: n.Task, st: TaskAd) -> AdjointTask:
             adj_init.append(n.StackAccAdj(stack, scope_seed(st, name, stack.dtype, loc), loc))
     new_body = inits + fwd + tuple(adj_init) + rev
     stacks = tuple(st.stack_vars.values())
-    return AdjointTask(replace(task, body=new_body, stacks=stacks), body, dict(st.stack_vars))
+    return AdjointTask(replace(task, body=new_body, stacks=stacks), body, dict(st.stack_vars),
+                       partial_of=tuple(st.partial_of.items()))
 
 
 def strip_writes(body: n.Body) -> n.Body:
@@ -466,7 +543,7 @@ def without_stop_grad(kernel: n.TaskedKernel) -> n.TaskedKernel:
 
 
 def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
-                  has_grad: Callable[[n.Ref], bool]
+                  has_grad: Callable[[n.Ref], bool], tape: bool = False
                   ) -> tuple[n.TaskedKernel, list[AdjointTask | None]]:
     """The grad kernel. Returns it with, per grad task index, its AdjointTask (or None).
 
@@ -502,7 +579,7 @@ def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
                         tasks.append(n.Task("serial", replay, loc=t.loc))
                         infos.append(None)
         st = TaskAd(local_types, has_grad, counter=counter, scope_adjoints=slots,
-                    scratch=scratch, kernel=kernel.name)
+                    scratch=scratch, kernel=kernel.name, taping=tape)
         adj = replace(adjoint_task(task, st), primal_index=k)
         counter = st.counter   # fresh names stay unique across tasks (they share the entry)
         tasks.append(adj.task)

@@ -28,7 +28,8 @@ from .simplify import simplify
 
 def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: bool = False,
                  has_grad: Callable[[n.Ref], bool] | None = None,
-                 ad_stack_size: int = 0, duals: Duals | None = None) -> LoweredKernel:
+                 ad_stack_size: int = 0, duals: Duals | None = None,
+                 tape_partials: bool = False) -> LoweredKernel:
     local_types = dict(local_types)          # passes add locals; the frontend's table stays
     verify(kernel, local_types)              # 1. the frontend's output is well typed
     kernel = simplify(kernel)                # 2. fold constants (bounds become constants)
@@ -41,8 +42,9 @@ def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: boo
     stacks: tuple[StackSizing, ...] = ()
     if grad:                                 # 5. reverse mode: adjoint tasks with adstacks
         primal = tasked
-        tasked, adjoints = differentiate(primal, local_types,
-                                         buffer_grads(has_grad or (lambda r: False)))
+        tasked, adjoints = differentiate(primal, local_types,    # (CPU: partials taped)
+                                         buffer_grads(has_grad or (lambda r: False)),
+                                         tape_partials)
         tasked = reduction_adjoints(primal, tasked)   # 5b. replay `s += x[i]` reductions
         stacks = size_stacks(primal, adjoints, ad_stack_size)  # 6. a SizeExpr per adstack
     tasked = without_stop_grad(tasked)       # 6b. jr.stop_grad markers: read by now
@@ -73,6 +75,7 @@ def size_stacks(primal: n.TaskedKernel, adjoints: list[AdjointTask | None],
             if ad_stack_size <= 0:
                 raise
             caps = {}
+        source = dict(adj.partial_of)      # a taped partial's stack: its local's capacity
         for name, stack in adj.stack_vars.items():
-            out.append(StackSizing(t, stack, caps.get(name)))
+            out.append(StackSizing(t, stack, caps.get(source.get(name, name))))
     return tuple(out)

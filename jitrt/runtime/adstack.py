@@ -80,21 +80,27 @@ def fingerprint(arr: Any) -> tuple:
     return ("numpy", arr.ctypes.data, arr.shape, xxhash.xxh3_64_intdigest(arr.data))
 
 
+# threads' slices of the heap start on their own pairs of cache lines (x86's adjacent-line
+# prefetcher couples two 64-byte lines): a slice is a multiple of this, the heap aligned to it
+SLICE_ALIGN = 128
+
+
 class AdStackHeap:
-    """Per-program heap for all adstacks: grows by doubling, never shrinks or frees per launch."""
+    """Per-program heap for all adstacks: grows by doubling, never shrinks or frees per launch.
+    Its start is aligned to SLICE_ALIGN, so threads' slices share no cache line."""
 
     def __init__(self) -> None:
-        self._buf = np.zeros(1 << 16, dtype=np.uint8)
-        self.ptr = self._buf.ctypes.data
+        self._buf = np.zeros((1 << 16) + SLICE_ALIGN, dtype=np.uint8)
+        self.ptr = aligned(self._buf)
         self._old: list[np.ndarray] = []
 
     def ensure(self, nbytes: int, who: str = "") -> int:
-        if nbytes > self._buf.nbytes:
-            size = self._buf.nbytes
+        if nbytes > self._buf.nbytes - SLICE_ALIGN:
+            size = self._buf.nbytes - SLICE_ALIGN
             while size < nbytes:
                 size *= 2
             try:
-                new = np.zeros(size, dtype=np.uint8)
+                new = np.zeros(size + SLICE_ALIGN, dtype=np.uint8)
             except MemoryError:
                 raise MemoryError(
                     f"jitrt: the adstacks of {who or 'a grad kernel'} need {nbytes / 2**30:.1f} "
@@ -103,8 +109,13 @@ class AdStackHeap:
                     "jr.init(ad_stack_size=N)") from None
             self._old.append(self._buf)  # a launch in flight on another thread may use it
             self._buf = new
-            self.ptr = self._buf.ctypes.data
+            self.ptr = aligned(self._buf)
         return self.ptr
+
+
+def aligned(buf: np.ndarray) -> int:
+    """The first address in `buf` aligned to SLICE_ALIGN."""
+    return int(buf.ctypes.data + (-buf.ctypes.data) % SLICE_ALIGN)
 
 
 class SizingPlan:
@@ -161,17 +172,18 @@ class SizingPlan:
     def write_layout(self, buf: Any, caps: list[int], program: "Program") -> None:
         strides: dict[int, int] = {}
         offsets: dict[int, int] = {}
+        lanes = program.device.codegen_target.lanes    # copies per stack (interleaved tasks)
         for plan, cap in zip(self.stacks, caps):
             cap_slot, off_slot = self.layout.stack_slot(plan.task, plan.stack.id)
             offset = offsets.get(plan.task, 0)
             buf[cap_slot] = cap
             buf[off_slot] = offset
-            offset += cap * 2 * plan.stack.dtype.nbytes
+            offset += lanes * cap * 2 * plan.stack.dtype.nbytes
             offsets[plan.task] = (offset + 7) & ~7
         need = 0
         for task, size in offsets.items():
             stride_slot, _ = self.layout.task_slot(task)
-            stride = (size + 63) & ~63
+            stride = -(-size // SLICE_ALIGN) * SLICE_ALIGN
             buf[stride_slot] = stride
             strides[task] = stride
             need = max(need, stride * program.device.max_resident_threads)

@@ -18,7 +18,7 @@ import dataclasses
 import pickle
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..frozen import frozen
 from .. import logger as log
@@ -150,6 +150,17 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
                    name: str, program: "Program") -> CompiledKernel:
     """The offline cache through the pre-key (no frontend), else the frontend, then the
     offline cache by the full key or a full compile."""
+    tiers = program.device.tiers() if program.config.tiered_compile else None
+    if tiers is None:
+        return compile_now(kernel, params, template_values, name, program, None)
+    with tiers.foreground():        # the background thread builds no text meanwhile
+        return compile_now(kernel, params, template_values, name, program, tiers)
+
+
+def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
+                template_values: dict[str, Any], name: str, program: "Program",
+                tiers: "Tiers | None") -> CompiledKernel:
+    """`compile_kernel`'s work (`tiers`: the device's tiered compilation, where on)."""
     start = time.perf_counter()
     cfg = program.config
     src = kernel.source()
@@ -181,14 +192,14 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
             return compiled
         program.count("offline_cache_misses")
     program.count("compiles")
-    module, artifact, times = lower_artifact(kernel, params, name, ctx, kir, cfg,
-                                             program.device)
-    tiers = program.device.tiers() if cfg.tiered_compile else None
-    if tiers is not None and known_work(artifact.lowered.tasked.tasks) < QUICK_WORK_LIMIT:
+    module, artifact, times, later = lower_artifact(kernel, params, name, ctx, kir, cfg,
+                                                    program.device)
+    if tiers is not None and quick_first(cfg, program.device, artifact.lowered.tasked.tasks):
         program.count("quick_compiles")
-        compiled = compile_tiered(tiers, module, artifact, times, ctx, program, key, warm)
+        compiled = compile_tiered(tiers, module, later, artifact, times, ctx, program, key,
+                                  warm)
     else:
-        artifact = with_object(program.device, module, artifact, times)
+        artifact = with_object(program.device, module, artifact, times, later)
         if store is not None and key is not None:
             store.save(key, name, artifact)
         compiled = instantiate(artifact, tuple(ctx.field_objs), program, warm)
@@ -203,6 +214,11 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
 # 2^20 f32: 2.2 ms against 0.18, docs/performance.md), which a few launches before the
 # optimised copy lands cost more than its compile saves
 QUICK_WORK_LIMIT = 1 << 22
+
+
+def quick_first(cfg: Any, device: "Device", tasks: Sequence[n.Task]) -> bool:
+    """Whether a compile for `device` runs a quick copy first (tiered compilation)."""
+    return bool(cfg.tiered_compile) and device.tiered and known_work(tasks) < QUICK_WORK_LIMIT
 
 
 def known_work(tasks: Sequence[n.Task]) -> int:
@@ -220,12 +236,13 @@ def known_work(tasks: Sequence[n.Task]) -> int:
     return total
 
 
-def compile_tiered(tiers: "Tiers", module: Any, artifact: "Artifact",
+def compile_tiered(tiers: "Tiers", module: Any, later: "Later", artifact: "Artifact",
                    times: tuple[float, float, int], ctx: CompileContext, program: "Program",
                    key: str | None, warm: prekey.WarmFile | None) -> CompiledKernel:
     """The kernel's quick copy, loaded and bound now (`backends/cpu_tiers.py`); its optimised
-    copy is compiled on the background thread, then swapped in and saved in the offline
-    cache (if any) under `key`."""
+    copy is compiled on the background thread (from `later()`'s module where the quick one
+    was built without interleaved tasks), then swapped in and saved in the offline cache (if
+    any) under `key`."""
     t0 = time.perf_counter()
     text, symbols, device, store = str(module), list(artifact.symbols), program.device, \
         program.cache_store
@@ -240,7 +257,7 @@ def compile_tiered(tiers: "Tiers", module: Any, artifact: "Artifact",
                          "one)", full.name, (time.perf_counter() - t0) * 1e3)
         if store is not None and key is not None:
             store.save(key, full.name, full)
-    tiers.optimise_later(artifact.prefix, text, landed)
+    tiers.optimise_later(artifact.prefix, text if later is None else later, landed)
     return instantiate(artifact, tuple(ctx.field_objs), program, warm, quick)
 
 
@@ -383,8 +400,9 @@ def dual_refs(kernel: "KernelLike", params: tuple[n.Param, ...], ctx: CompileCon
 
 
 def passes(kernel: "KernelLike", params: tuple[n.Param, ...], ctx: CompileContext, kir: n.KernelIR,
-           cfg: Any) -> tuple[LoweredKernel, abi.ContextLayout]:
-    """The pass pipeline for one specialization, and the launch-context layout it implies."""
+           cfg: Any, target: Any) -> tuple[LoweredKernel, abi.ContextLayout]:
+    """The pass pipeline for one specialization for a codegen target, and the launch-context
+    layout it implies."""
     from ..passes.pipeline import run_pipeline
     def has_grad(ref: n.Ref) -> bool:
         if isinstance(ref, n.FieldRef):
@@ -393,7 +411,7 @@ def passes(kernel: "KernelLike", params: tuple[n.Param, ...], ctx: CompileContex
 
     lowered = run_pipeline(kir, ctx.local_types, grad=kernel.adjoint, has_grad=has_grad,
                            ad_stack_size=cfg.ad_stack_size,
-                           duals=dual_refs(kernel, params, ctx))
+                           duals=dual_refs(kernel, params, ctx), tape_partials=target.tape)
     if lowered.stacks and not cfg.ad_stack_experimental_enabled:
         names = ", ".join(sorted({s.stack.name for s in lowered.stacks}))
         raise KernelCompileError(
@@ -412,10 +430,11 @@ def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
 
 
 def with_object(device: "Device", module: Any, artifact: Artifact,
-                times: tuple[float, float, int]) -> Artifact:
-    """`artifact` with the object code the device compiles `module` to (optimised)."""
+                times: tuple[float, float, int], later: "Later" = None) -> Artifact:
+    """`artifact` with the object code the device compiles `module` (or `later()`'s module,
+    where given) to (optimised)."""
     t0 = time.perf_counter()
-    obj = device.compile(module)
+    obj = device.compile(module if later is None else later())
     log_compile(artifact.name, times, time.perf_counter() - t0)
     return dataclasses.replace(artifact, obj=obj)
 
@@ -427,22 +446,31 @@ def log_compile(name: str, times: tuple[float, float, int], llvm_s: float,
                      passes_ms, codegen_ms, llvm_s * 1e3, tasks, what)
 
 
+# where a kernel's quick copy is built without interleaved tasks (passes/interleave.py:
+# they cost its codegen and LLVM about twice the time), what builds the text of the module its
+# optimised copy compiles, on the background thread; None: the module given is that one
+Later = Callable[[], str] | None
+
+
 def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
                    ctx: CompileContext, kir: n.KernelIR, cfg: Any, device: "Device"
-                   ) -> tuple[Any, Artifact, tuple[float, float, int]]:
+                   ) -> tuple[Any, Artifact, tuple[float, float, int], Later]:
     """Passes and codegen: the kernel's LLVM module, its artifact without object code (`obj`
-    empty; `build_artifact` and `compile_tiered` add it), and (passes ms, codegen ms, tasks)
-    for the debug log (`log_compile`)."""
+    empty; `build_artifact` and `compile_tiered` add it), (passes ms, codegen ms, tasks) for
+    the debug log (`log_compile`) and `Later`."""
     import xxhash          # (hashlib's import, OpenSSL's, costs a cold start ~2 ms)
     from ..codegen.kernel_module import build_module
     t0 = time.perf_counter()
-    lowered, layout = passes(kernel, params, ctx, kir, cfg)
+    lowered, layout = passes(kernel, params, ctx, kir, cfg, device.codegen_target)
     t1 = time.perf_counter()
     text = kernel_text(lowered.tasked)
     prefix = "jk_" + xxhash.xxh3_64_hexdigest((text + repr(cfg.codegen_items())).encode())
     target = device.codegen_target
     if not cfg.fast_math and target.own_math:
         target = dataclasses.replace(target, own_math=False)     # libm's math everywhere
+    full = target
+    if target.lanes > 1 and quick_first(cfg, device, lowered.tasked.tasks):
+        target = dataclasses.replace(target, lanes=1)
     module, sites, tasks = build_module(lowered.tasked, target, layout, prefix,
                                         lowered.local_types)
     if target.is_gpu and layout.gpu_slots > abi.GPU_MAX_PARAM_SLOTS:
@@ -451,6 +479,17 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
             f"arguments, shapes), more than the {abi.GPU_MAX_PARAM_SLOTS} a GPU kernel takes "
             "as parameters; pass fewer ndarrays or fields to one kernel")
     specs = add_sizing_functions(module, prefix, lowered, layout, params, target)
+    later: Later = None
+    if target is not full:
+        plain = lowered
+
+        def later() -> str:
+            module, full_sites, _ = build_module(plain.tasked, full, layout, prefix,
+                                                 plain.local_types)
+            if full_sites != sites:     # (the interleaved body can fault nowhere: no sites)
+                raise RuntimeError("the interleaved module's access sites differ")
+            add_sizing_functions(module, prefix, plain, layout, params, full)
+            return str(module)
     sizable = lowered.stacks and all(s.capacity is not None for s in lowered.stacks)
     if target.is_gpu:
         symbols = [t.symbol for t in tasks] + [f"{prefix}_red{k}_kernel"
@@ -474,7 +513,7 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
         lowered.tasked, tasks=LazyTasks.of(lowered.tasked.tasks)))  # type: ignore[arg-type]
     return module, Artifact(name, params, lowered, layout, tuple(sites), grad_params, text,
                             prefix, tuple(symbols), tuple(specs), rids, b"", tasks,
-                            source_origins(kernel, ctx)), times
+                            source_origins(kernel, ctx)), times, later
 
 
 def with_hidden_fields(refs: tuple[n.FieldRef, ...], field_objs: tuple[Any, ...]
@@ -536,7 +575,7 @@ def lower_module(kernel: "KernelLike", params: tuple[n.Param, ...],
     from ..codegen.kernel_module import build_module
     cfg = program.config
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
-    lowered, layout = passes(kernel, params, ctx, kir, cfg)
+    lowered, layout = passes(kernel, params, ctx, kir, cfg, target)
     module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types)
     return module
 
@@ -551,13 +590,14 @@ def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
     from ..codegen.kernel_module import build_module
     cfg = program.config
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
-    lowered, layout = passes(kernel, params, ctx, kir, cfg)
     if arch == "cuda":
         from ..backends import nvptx
-        module, _, _ = build_module(lowered.tasked, nvptx.codegen_target(), layout, "jk",
-                                    lowered.local_types)
+        target = nvptx.codegen_target()
+        lowered, layout = passes(kernel, params, ctx, kir, cfg, target)
+        module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types)
         return nvptx.compile_ptx(module, sm)
     from ..backends import amdgcn
-    module, _, _ = build_module(lowered.tasked, amdgcn.codegen_target(), layout, "jk",
-                                lowered.local_types)
+    amd = amdgcn.codegen_target()
+    lowered, layout = passes(kernel, params, ctx, kir, cfg, amd)
+    module, _, _ = build_module(lowered.tasked, amd, layout, "jk", lowered.local_types)
     return amdgcn.assembly(module, gfx)

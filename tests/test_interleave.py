@@ -1,0 +1,227 @@
+"""Interleaved iterations on the CPU (passes/interleave.py): a parallel task whose body runs an
+inner loop executes `Target.lanes` consecutive indices per pass of its body, in the loop copy
+without bounds checks. Every kernel here is checked against numpy at sizes that leave 0 to 3
+indices to the one-at-a-time tail, and the rewrite is checked to have been applied (or not)."""
+import numpy as np
+import pytest
+
+import jitrt as jr
+from jitrt.passes import interleave
+from jitrt.runtime.adstack import SLICE_ALIGN, AdStackHeap
+
+from test_adstack_sizing import make_problem, sin_recurrence
+
+nd = jr.types.ndarray
+SIZES = (1, 3, 4, 5, 7, 64, 1023)
+
+
+@pytest.fixture
+def applied(monkeypatch):
+    """The tasks interleaving was asked about: (task, whether it was interleaved). With tiered
+    compilation the optimised copies (the interleaved ones) are built on the background
+    thread: read it after `jr.sync()`."""
+    seen: list[tuple[object, bool]] = []
+    real = interleave.interleaved
+
+    def spy(task, lanes):
+        found = real(task, lanes)
+        seen.append((task, found is not None))
+        return found
+    monkeypatch.setattr(interleave, "interleaved", spy)
+    jr.init(arch=jr.cpu, offline_cache=False)
+    yield seen
+    jr.reset()
+
+
+def test_the_cpu_target_interleaves_and_gpus_do_not():
+    jr.init(arch=jr.cpu, offline_cache=False)
+    from jitrt.runtime import program
+    assert program.current().device.codegen_target.lanes == 4
+    from jitrt.codegen.targets import NvptxTarget
+    assert NvptxTarget("cuda", "nvptx64", "", True).lanes == 1
+    jr.reset()
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_trip_counts_that_differ_per_lane(applied, n):
+    @jr.kernel
+    def chain(x: nd(dtype=jr.f64, ndim=1), cnt: nd(dtype=jr.i32, ndim=1),
+              out: nd(dtype=jr.f64, ndim=1)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(cnt[i]):
+                v = jr.sin(v) * 1.1 + 0.1
+            out[i] = v
+
+    rng = np.random.default_rng(n)
+    x, cnt = rng.random(n), rng.integers(0, 9, n).astype(np.int32)
+    out = np.zeros(n)
+    chain(x, cnt, out)
+    want, _ = sin_recurrence(x, cnt)
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+    jr.sync()
+    assert [ok for _, ok in applied] == [True]
+
+
+@pytest.mark.parametrize("n", (5, 64))
+def test_begins_and_ends_that_differ_per_lane_and_the_loop_variable(applied, n):
+    @jr.kernel
+    def spans(lo: nd(dtype=jr.i32, ndim=1), hi: nd(dtype=jr.i32, ndim=1),
+              out: nd(dtype=jr.i64, ndim=1), last: nd(dtype=jr.i32, ndim=1)):
+        for i in range(lo.shape[0]):
+            s = 0
+            j = -1
+            for j in range(lo[i], hi[i]):
+                s = s * 3 + j
+            out[i] = s
+            last[i] = j
+
+    rng = np.random.default_rng(1)
+    lo = rng.integers(-4, 5, n).astype(np.int32)
+    hi = (lo + rng.integers(1, 7, n)).astype(np.int32)
+    out, last = np.zeros(n, np.int64), np.zeros(n, np.int32)
+    spans(lo, hi, out, last)
+    want = []
+    for a, b in zip(lo, hi):
+        s = 0
+        for j in range(a, b):
+            s = s * 3 + j
+        want.append(s)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(last, hi - 1)
+    jr.sync()
+    assert [ok for _, ok in applied] == [True]
+
+
+def test_nested_loops_branches_and_stores_inside(applied):
+    n = 37
+
+    @jr.kernel
+    def nested(cnt: nd(dtype=jr.i32, ndim=1), x: nd(dtype=jr.f32, ndim=1),
+               hits: nd(dtype=jr.i32, ndim=1), out: nd(dtype=jr.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for r in range(3):                     # the same bounds in every lane
+                for _ in range(cnt[i] + r):        # bounds per lane
+                    v = v * 0.75 + 0.5
+                    if v > 1.2:                    # a condition per lane, a store inside
+                        hits[i] += 1
+            out[i] = v
+
+    rng = np.random.default_rng(2)
+    cnt, x = rng.integers(0, 5, n).astype(np.int32), rng.random(n).astype(np.float32) * 3
+    hits, out = np.zeros(n, np.int32), np.zeros(n, np.float32)
+    nested(cnt, x, hits, out)
+    want_hits, want_out = np.zeros(n, np.int32), np.zeros(n, np.float32)
+    for i in range(n):
+        v = x[i]
+        for r in range(3):
+            for _ in range(cnt[i] + r):
+                v = np.float32(v * np.float32(0.75) + np.float32(0.5))
+                want_hits[i] += v > 1.2
+        want_out[i] = v
+    np.testing.assert_array_equal(hits, want_hits)
+    np.testing.assert_allclose(out, want_out, rtol=1e-6)
+    jr.sync()
+    assert [ok for _, ok in applied] == [True]
+
+
+@pytest.mark.parametrize("n", (5, 64, 1023))
+@pytest.mark.parametrize("dtype", [jr.f32, jr.f64])
+def test_gradient_with_adstacks_per_lane(applied, n, dtype):
+    x, loss, recur = make_problem(n, dtype)
+    rng = np.random.default_rng(3)
+    xv, counts = rng.random(n), rng.integers(0, 9, n).astype(np.int32)
+    cnt = jr.ndarray(jr.i32, shape=(n,))
+    cnt.from_numpy(counts)
+    x.from_numpy(xv.astype(dtype.np))
+    recur(cnt)
+    loss.grad[None] = 1
+    recur.grad(cnt)
+    v, dv = sin_recurrence(x.to_numpy(), counts)
+    tol = 1e-5 if dtype == jr.f32 else 1e-12
+    np.testing.assert_allclose(loss[None], v.sum(), rtol=tol)
+    np.testing.assert_allclose(x.grad.to_numpy(), dv, rtol=tol, atol=tol)
+    jr.sync()
+    assert [ok for _, ok in applied] == [True, True]      # the forward and the adjoint
+
+
+def test_an_overflowing_lane_is_reported(applied):
+    jr.init(arch=jr.cpu, offline_cache=False, ad_stack_size=3)
+    x, loss, recur = make_problem(8, jr.f64)
+    counts = np.array([1, 1, 1, 1, 1, 5, 1, 1], np.int32)    # lane 1 of the second pass
+    cnt = jr.ndarray(jr.i32, shape=(8,))
+    cnt.from_numpy(counts)
+    recur(cnt)
+    with pytest.raises(jr.AdStackOverflowError, match="recur"):
+        recur.grad(cnt)
+    counts[5] = 1                      # fits: the initial entry, x[i] and one step's value
+    cnt.from_numpy(counts)
+    x.grad.fill(0)
+    loss.grad[None] = 1
+    recur.grad(cnt)
+    _, dv = sin_recurrence(x.to_numpy(), counts)
+    np.testing.assert_allclose(x.grad.to_numpy(), dv, rtol=1e-12)
+
+
+def test_a_tiered_compile_interleaves_its_optimised_copy_only(applied, monkeypatch):
+    """The quick copy is built without interleaving (its codegen and LLVM time would double);
+    the background thread builds the optimised copy's module once compiles are quiet, or at
+    once when the program syncs."""
+    from jitrt.backends import cpu_tiers
+    monkeypatch.setattr(cpu_tiers, "QUIET_S", 60.0)
+    x, loss, recur = make_problem(16, jr.f64)
+    xv = np.linspace(0, 1, 16)
+    x.from_numpy(xv)
+    counts = np.arange(16, dtype=np.int32) % 5
+    cnt = jr.ndarray(jr.i32, shape=(16,))
+    cnt.from_numpy(counts)
+    recur(cnt)
+    assert jr.debug.stats()["quick_compiles"] == 1
+    assert applied == []
+    jr.sync()
+    assert [ok for _, ok in applied] == [True]
+    recur(cnt)
+    np.testing.assert_allclose(loss[None], 2 * sin_recurrence(xv, counts)[0].sum(), rtol=1e-12)
+
+
+def test_bodies_that_are_not_interleaved(applied):
+    n = 6
+
+    @jr.kernel
+    def flat(x: nd(dtype=jr.f32, ndim=1)):          # no inner loop: LLVM vectorizes it
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 2
+
+    @jr.kernel
+    def indirect(x: nd(dtype=jr.f32, ndim=1), idx: nd(dtype=jr.i32, ndim=1)):
+        for i in range(x.shape[0]):
+            k = idx[i]
+            for _ in range(2):
+                x[k] += 1                               # may fault: keeps its check
+
+    @jr.kernel
+    def loops_with_while(x: nd(dtype=jr.i32, ndim=1)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(3):
+                while v > 1:
+                    v = v // 2
+            x[i] = v
+
+    a = np.ones(n, np.float32)
+    flat(a)
+    indirect(a, np.arange(n, dtype=np.int32)[::-1].copy())
+    b = np.arange(n, dtype=np.int32) * 7
+    loops_with_while(b)
+    np.testing.assert_array_equal(a, np.full(n, 4, np.float32))
+    np.testing.assert_array_equal(b, np.minimum(np.arange(n) * 7, 1))
+    jr.sync()
+    assert not any(ok for _, ok in applied)
+
+
+def test_the_heap_keeps_threads_slices_apart():
+    heap = AdStackHeap()
+    assert heap.ptr % SLICE_ALIGN == 0
+    heap.ensure(1 << 20)
+    assert heap.ptr % SLICE_ALIGN == 0
