@@ -204,6 +204,8 @@ class _Buffer:
         self.gen += 1
 
     def __getitem__(self, key: Any) -> Any:
+        if key is None and not self.shape:     # `loss[None]`
+            return self._host()[()].item()
         if isinstance(key, slice):
             return self._host()[key].copy()
         index = _host_index(key, self.shape, self.name, self.element_shape)
@@ -212,7 +214,9 @@ class _Buffer:
         return self._host()[index].item()
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        if isinstance(key, slice):
+        if key is None and not self.shape:     # `loss[None] = 0`, every step of a training loop
+            index: Any = ()
+        elif isinstance(key, slice):
             index = key
         else:
             index = _host_index(key, self.shape, self.name, self.element_shape)
