@@ -12,7 +12,10 @@ task's iterations are interleaved (`passes/interleave.py`), lane k's copy of a s
 lane k - 1's (`Target.lanes` times the capacity is reserved). Every push checks the capacity
 in every build: an overflowing push is skipped and the task's registry id is stored into the
 overflow slot by compare-and-swap from 0, so the first overflow wins and memory stays intact.
-Pops never go below the initial entry.
+Pops never go below the initial entry. A stack whose values the task never reads (all it
+carries is the adjoint, e.g. once its partials are taped: `autodiff.tape_partials`) keeps
+its stack pointer and capacity check (overflow is reported at the same capacity) but writes
+no entry.
 """
 from __future__ import annotations
 
@@ -81,23 +84,26 @@ class AdStackEmitter(EmitterHost):
 
     def stmt_StackInit(self, s: n.StackInit) -> None:
         base, _, sp, _ = self.stack_state(s.stack)
-        value = self.expr(s.value)
         b = self.builder
         b.store(ONE, sp)
-        b.store(value, b.gep(base, [ir.Constant(I64, 0), ir.Constant(ir.IntType(32), 0)]))
+        if s.stack.id not in self.unread_stacks:
+            value = self.expr(s.value)
+            b.store(value, b.gep(base, [ir.Constant(I64, 0), ir.Constant(ir.IntType(32), 0)]))
         self.reset_adjoint(s.stack)
 
     def zero(self, stack: n.AdStack) -> ir.Constant:
         return ir.Constant(ll_type(stack.dtype), 0.0 if stack.dtype.is_float else 0)
 
     def stmt_StackPush(self, s: n.StackPush) -> None:
-        value = self.expr(s.value)
+        unread = s.stack.id in self.unread_stacks    # counted (capacity), not written
+        value = None if unread else self.expr(s.value)
         base, cap, sp, _ = self.stack_state(s.stack)
         b = self.builder
         count = b.load(sp)
         with b.if_else(b.icmp_signed("<", count, cap), likely=True) as (then, otherwise):
             with then:
-                b.store(value, self.entry_at(s.stack, count, 0))
+                if value is not None:
+                    b.store(value, self.entry_at(s.stack, count, 0))
                 b.store(b.add(count, ONE), sp)
                 self.reset_adjoint(s.stack)
             with otherwise:

@@ -27,6 +27,7 @@ class EmitterHost:
         loop_targets: list[tuple[ir.Block, ir.Block]]
         vectorizable: bool               # a parallel task's body (codegen/targets.py, math)
         stacks: dict[tuple[int, int, int], tuple[ir.Value, ir.Value, ir.Value, ir.Value]]
+        unread_stacks: frozenset[int]    # stacks whose values are never read: no memory
         task_index: int
         tid: ir.Value
         reductions: dict[Any, ir.Value]

@@ -19,7 +19,7 @@ from llvmlite import ir
 from .. import dtypes
 from ..ir import nodes as n
 from ..passes.offload import assigned_names
-from ..passes.walk import walk_expr
+from ..passes.walk import all_exprs, walk_expr
 from . import abi, bounds, loop_hints
 from .abi import AccessSite, LaunchableTask
 from .emit_expr import I32, I64, ExprEmitter, ll_type
@@ -50,6 +50,7 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.vectorizable = False      # set for a parallel task's body: math may be vector code
         self._ids = 0
         self.stacks: dict[tuple[int, int, int], tuple[ir.Value, ir.Value, ir.Value, ir.Value]] = {}
+        self.unread_stacks: frozenset[int] = frozenset()   # (a parallel task's: see there)
         self.task_index = 0
         self.tid: ir.Value = ir.Constant(I64, 0)
         self.reductions: dict = {}   # reduction key -> accumulator alloca (parallel tasks)
@@ -147,6 +148,7 @@ def task_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, t
     em = FunctionEmitter(module, target, layout, fn, ctx, sites)
     em.task_index, em.tid = index, tid
     em.vectorizable = True
+    em.unread_stacks = unread_stacks(task)
     b = em.builder
     d = len(task.vars)
     begins = [b.load(b.gep(caps, [ir.Constant(I64, k)])) for k in range(d)]
@@ -160,6 +162,13 @@ def task_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, t
     from ..passes.reductions import private_refs    # (a warm start imports no pass)
     em.private = private_refs(task)      # atomics no other iteration races with: plain
     return em, begins, exts
+
+
+def unread_stacks(task: n.Task) -> frozenset[int]:
+    """Ids of the task's adstacks whose values it never reads (only their adjoints, which
+    live in a local: codegen/emit_adstack.py): they need no memory."""
+    read = {e.stack.id for e in all_exprs(task.body) if isinstance(e, n.StackTop)}
+    return frozenset(s.id for s in task.stacks) - read
 
 
 def emit_fault_only_task(module: ir.Module, target: Target, layout: abi.ContextLayout,
