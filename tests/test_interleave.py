@@ -170,6 +170,8 @@ def test_a_tiered_compile_interleaves_its_optimised_copy_only(applied, monkeypat
     once when the program syncs."""
     from jitrt.backends import cpu_tiers
     monkeypatch.setattr(cpu_tiers, "QUIET_S", 60.0)
+    monkeypatch.setenv("JITRT_TIERED_COMPILE", "1")    # (the suite's default is off)
+    jr.init(arch=jr.cpu, offline_cache=False)
     x, loss, recur = make_problem(16, jr.f64)
     xv = np.linspace(0, 1, 16)
     x.from_numpy(xv)

@@ -134,6 +134,7 @@ def test_a_device_subclass_carries_every_compile_load_and_launch(monkeypatch, ti
     import jitrt.backends as backends
     monkeypatch.setattr(backends, "create_device", lambda arch, device_id, cfg, store: CountingCpu(
         cfg.num_threads, cfg.parallel_grain, store))
+    monkeypatch.delenv("JITRT_TIERED_COMPILE")        # (the suite sets it: conftest.py)
     program = jr.init(offline_cache=False, tiered_compile=tiered)
     assert isinstance(program.device, CountingCpu)
 

@@ -19,6 +19,13 @@ from test_adstack_sizing import make_problem, sin_recurrence   # the recurrence 
 pytestmark = pytest.mark.cpu_only
 
 
+@pytest.fixture(autouse=True)
+def tiered(monkeypatch):
+    """The suite turns tiering off by default (conftest.py); these tests are about it (the
+    subprocesses they start inherit the variable)."""
+    monkeypatch.setenv("JITRT_TIERED_COMPILE", "1")
+
+
 @pytest.fixture
 def held(monkeypatch):
     """The background thread waits before each optimised compile until `release` is set."""
@@ -201,7 +208,8 @@ def test_stub_text_follows_the_signature_and_refuses_varargs():
         cpu_tiers.stub_text("h", "void (ptr, ...)")
 
 
-def test_tiered_compile_off_compiles_optimised_code_before_the_first_launch():
+def test_tiered_compile_off_compiles_optimised_code_before_the_first_launch(monkeypatch):
+    monkeypatch.delenv("JITRT_TIERED_COMPILE")
     jr.init(offline_cache=False, tiered_compile=False)
     x = jr.field(jr.f32, shape=(4,))
 
