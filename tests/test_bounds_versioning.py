@@ -73,6 +73,28 @@ def test_unchecked_loops_are_vectorized_on_the_host():
     assert re.search(r"<\d+ x float>", text)
 
 
+def test_vector_components_are_versioned_with_their_element():
+    """`v[i]` of a vector field reads `v[i, 0]`, `v[i, 1]`...: the constant component axis is
+    tested once with the affine one, so the loop has no checks left; a bad element index is
+    still reported."""
+    v = jr.Vector.field(3, jr.f32, shape=(8,))
+    w = jr.Vector.field(3, jr.f32, shape=(8,))
+
+    @jr.kernel
+    def scale(lo: jr.i32, hi: jr.i32):
+        for i in range(lo, hi):
+            v[i] = w[i + 1] * 2.0
+
+    w.from_numpy(np.arange(24, dtype=np.float32).reshape(8, 3))
+    scale(0, 7)
+    np.testing.assert_array_equal(v.to_numpy()[:7], w.to_numpy()[1:] * 2)
+    # the loop vectorizes only without checks (the width depends on the host)
+    assert re.search(r"<\d+ x float>", jr.debug.optimized_ir(scale, 0, 7))
+    with pytest.raises(jr.KernelRuntimeError, match=r"index 8 out of bounds on axis 0 of 'w'"):
+        scale(0, 8)
+        jr.sync()
+
+
 @pytest.mark.cpu_only
 @pytest.mark.parametrize("threads, grain", [(1, 1), (2, 1), (2, 7), (3, 1000)])
 def test_multidimensional_boxes_split_anywhere_by_the_pool(threads, grain):

@@ -1,9 +1,10 @@
 """Loop versioning of bounds checks: one test per task instead of one per access.
 
 Stage: codegen (parallel tasks). An access whose every index is affine in one task variable
-(`a[i]`, `b[i + 1, j - 1]`, `x[2 * i + k]` with `k` unchanged by the body) stays inside its
-array for the whole box exactly when the ends of each index's range do, which the task can
-test once, before its loop. `affine_accesses` finds those accesses (the variable must not be
+or a constant, one at least not a constant (`a[i]`, `b[i + 1, j - 1]`, `x[2 * i + k]` with
+`k` unchanged by the body, `v[i, 0]`: a vector field's component), stays inside its array
+for the whole box exactly when the ends of each index's range do, which the task can test
+once, before its loop. `affine_accesses` finds those accesses (the variable must not be
 reassigned in the body; offsets may be constants, scalar arguments, shapes and locals the body
 does not assign); `box_inside` builds the test from the box (begins, extents) and the arrays'
 extents, in 64 bits, and also requires each index's range to fit its integer type, so that the
@@ -126,10 +127,19 @@ def affine_accesses(task: n.Task) -> dict[AccessKey, list[Affine]]:
     variables = {v: k for k, v in enumerate(task.vars) if v not in assigned}
     found: dict[AccessKey, list[Affine]] = {}
     for ref, indices in accesses_of(task.body):
-        axes = [affine(i, variables, changing) for i in indices]
-        if indices and all(a is not None for a in axes):
+        axes = [affine(i, variables, changing) or constant_axis(i) for i in indices]
+        # (an access at constant indices only is not listed: nothing to version)
+        if indices and all(a is not None for a in axes) and any(a and a.coef for a in axes):
             found[(ref, indices)] = axes  # type: ignore[assignment]
     return found
+
+
+def constant_axis(e: n.Expr) -> Affine | None:
+    """A constant index as an axis the box test checks once (`x[i, 0]`, a vector field's
+    component)."""
+    if isinstance(e, n.Const) and e.dtype.is_int:
+        return Affine(0, 0, _const(int(e.value)), e.dtype)
+    return None
 
 
 def box_inside(b: ir.IRBuilder, accesses: dict[AccessKey, list[Affine]],
