@@ -273,3 +273,32 @@ def test_interleaved_and_plain_copies_agree(applied, monkeypatch):
     np.testing.assert_array_equal(ha, [0, cnt.sum(), 0, 0])
     np.testing.assert_allclose(ta, tb, rtol=1e-12)
     assert [ok for _, ok in applied] == [True]     # (the spy was replaced for the second)
+
+
+def test_a_tiered_kernel_without_candidates_is_built_once(monkeypatch):
+    """Only a kernel with a task to interleave defers its optimised module's build; others
+    hand the background thread the quick copy's own text."""
+    from jitrt.backends import cpu_tiers
+    monkeypatch.setenv("JITRT_TIERED_COMPILE", "1")
+    jr.init(arch=jr.cpu, offline_cache=False)
+    texts = []
+    real = cpu_tiers.Tiers.optimise_later
+
+    def spy(self, prefix, text, done):
+        texts.append(isinstance(text, str))
+        return real(self, prefix, text, done)
+    monkeypatch.setattr(cpu_tiers.Tiers, "optimise_later", spy)
+
+    @jr.kernel
+    def flat(x: nd(dtype=jr.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 2
+
+    x, loss, recur = make_problem(8, jr.f64)
+    a = np.ones(4, np.float32)
+    flat(a)
+    recur(np.ones(8, np.int32))
+    jr.sync()
+    assert texts == [True, False]          # flat: its own text; recur: built later
+    np.testing.assert_array_equal(a, 2)
+    jr.reset()

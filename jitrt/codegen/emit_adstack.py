@@ -71,16 +71,16 @@ class AdStackEmitter(EmitterHost):
         """A new top (pushed, or uncovered by a pop) has adjoint 0."""
         self.builder.store(self.zero(stack), self.stack_state(stack)[3])
 
-    def entry_ptr(self, stack: n.AdStack, which: int) -> ir.Value:
+    def entry_ptr(self, stack: n.AdStack) -> ir.Value:
         _, _, sp, _ = self.stack_state(stack)
-        return self.entry_at(stack, self.builder.sub(self.builder.load(sp), ONE), which)
+        return self.entry_at(stack, self.builder.sub(self.builder.load(sp), ONE))
 
-    def entry_at(self, stack: n.AdStack, index: ir.Value, which: int) -> ir.Value:
-        """The value (0) or adjoint (1) of entry `index` of this thread's `stack`."""
+    def entry_at(self, stack: n.AdStack, index: ir.Value) -> ir.Value:
+        """The value of entry `index` of this thread's `stack` (the pair's first half)."""
         base, _, _, _ = self.stack_state(stack)
         if self.target.is_gpu:
             index = self.builder.mul(index, self.load_slot(abi.SLOT_NUM_THREADS))
-        return self.builder.gep(base, [index, ir.Constant(ir.IntType(32), which)])
+        return self.builder.gep(base, [index, ir.Constant(ir.IntType(32), 0)])
 
     def stmt_StackInit(self, s: n.StackInit) -> None:
         base, _, sp, _ = self.stack_state(s.stack)
@@ -103,7 +103,7 @@ class AdStackEmitter(EmitterHost):
         with b.if_else(b.icmp_signed("<", count, cap), likely=True) as (then, otherwise):
             with then:
                 if value is not None:
-                    b.store(value, self.entry_at(s.stack, count, 0))
+                    b.store(value, self.entry_at(s.stack, count))
                 b.store(b.add(count, ONE), sp)
                 self.reset_adjoint(s.stack)
             with otherwise:
@@ -124,7 +124,7 @@ class AdStackEmitter(EmitterHost):
         self.reset_adjoint(s.stack)
 
     def expr_StackTop(self, e: n.StackTop) -> ir.Value:
-        return self.builder.load(self.entry_ptr(e.stack, 0))
+        return self.builder.load(self.entry_ptr(e.stack))
 
     def expr_StackTopAdj(self, e: n.StackTopAdj) -> ir.Value:
         return self.builder.load(self.top_adjoint(e.stack))

@@ -281,8 +281,10 @@ def tape_partials(s: n.Assign, adjoint: list[n.Stmt], st: TaskAd) -> list[n.Stmt
     left with products. The value is the same: just before `s` the forward sweep's locals
     hold what the stack tops hold after `s`'s pop in the reverse sweep. A partial's stack
     takes the capacity of `s`'s own (`partial_of`): it is pushed and popped as often."""
+    if not st.taping:
+        return adjoint
     found: list[n.Math] = []
-    for e in all_exprs(tuple(adjoint) if st.taping else ()):
+    for e in all_exprs(tuple(adjoint)):
         if isinstance(e, n.Math) and e.fn in TAPED and e not in found and primal_only(e, st):
             found.append(e)
     if not found:

@@ -149,19 +149,24 @@ class Lanes:
         return out
 
 
+def candidate(task: n.Task) -> bool:
+    """Whether `task`'s statements allow interleaving (codegen also needs every access proven
+    in bounds); a kernel with no candidate compiles the same with or without lanes."""
+    if task.kind != "parallel" or len(task.vars) != 1:
+        return False
+    stmts = list(walk_stmts(task.body))
+    if not any(isinstance(s, (n.For, n.ReverseFor)) for s in stmts) or \
+            any(isinstance(s, _NOT_INTERLEAVED) for s in stmts):
+        return False
+    exprs = list(all_exprs(task.body))
+    return len(stmts) + len(exprs) <= MAX_NODES and \
+        not any(isinstance(e, (n.Print, n.Assertion)) for e in exprs)
+
+
 def interleaved(task: n.Task, lanes: int) -> tuple[Lanes, n.Body] | None:
     """The body running indices i .. i + lanes - 1 of `task` in one pass, with the renaming
     that made it, or None (see the module docstring for when)."""
-    if lanes < 2 or task.kind != "parallel" or len(task.vars) != 1:
-        return None
-    stmts = list(walk_stmts(task.body))
-    if not any(isinstance(s, (n.For, n.ReverseFor)) for s in stmts):
-        return None
-    if any(isinstance(s, _NOT_INTERLEAVED) for s in stmts):
-        return None
-    exprs = list(all_exprs(task.body))
-    if len(stmts) + len(exprs) > MAX_NODES or \
-            any(isinstance(e, (n.Print, n.Assertion)) for e in exprs):
+    if lanes < 2 or not candidate(task):
         return None
     plan = Lanes(task, lanes)
     if task.vars[0] in plan.renamed or plan.renamed & {name for name, _ in task.captures}:

@@ -470,7 +470,9 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
         target = dataclasses.replace(target, own_math=False)     # libm's math everywhere
     full = target
     if target.lanes > 1 and quick_first(cfg, device, lowered.tasked.tasks):
-        target = dataclasses.replace(target, lanes=1)
+        from ..passes.interleave import candidate
+        if any(candidate(t) for t in lowered.tasked.tasks):   # else both builds are the same
+            target = dataclasses.replace(target, lanes=1)
     module, sites, tasks = build_module(lowered.tasked, target, layout, prefix,
                                         lowered.local_types)
     if target.is_gpu and layout.gpu_slots > abi.GPU_MAX_PARAM_SLOTS:
