@@ -412,11 +412,21 @@ class FieldElement:
 
     __hash__ = None  # type: ignore[assignment]
 
-    def norm(self) -> Any:
-        return np.sqrt(np.sum(self.to_numpy() ** 2))
+    def value(self) -> Any:
+        """The element's current value as a `jr.Vector`/`jr.Matrix` (a copy)."""
+        from .host_matrix import HostMatrix
+        return HostMatrix(self.to_numpy())
 
-    def dot(self, other: Any) -> Any:
-        return np.dot(self.to_numpy(), np.asarray(other))
+    def __getattr__(self, name: str) -> Any:
+        if name in _VALUE_METHODS:      # Taichi's Matrix methods, on the current value
+            return getattr(self.value(), name)
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+
+# the Python-scope Matrix methods an element offers (host_matrix.HostMatrix)
+_VALUE_METHODS = frozenset((
+    "norm", "norm_sqr", "norm_inv", "normalized", "dot", "cross", "outer_product", "transpose",
+    "trace", "determinant", "inverse", "cast", "sum", "max", "min", "any", "all", "get_shape"))
 
 
 class ElementComparison(np.ndarray):
@@ -473,7 +483,8 @@ def _numpy_op(name: str) -> Any:
     compare = name in ("__lt__", "__le__", "__gt__", "__ge__")
 
     def method(self: FieldElement, *other: Any) -> Any:
-        result = op(self.to_numpy(), *(np.asarray(o) for o in other))
+        # on the current value, a jr.Vector/jr.Matrix: so is the result (as in Taichi)
+        result = op(self.value(), *(np.asarray(o) for o in other))
         return ElementComparison.of(result, "all") if compare else result
     method.__name__ = name
     return method

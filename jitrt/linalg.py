@@ -17,6 +17,7 @@ import numpy as np
 from .frozen import frozen
 from . import dtypes
 from .dtypes import DataType
+from .host_matrix import HostMatrix
 
 
 @frozen
@@ -31,11 +32,19 @@ class MatrixType:
         return (self.n,) if self.m == 0 else (self.n, self.m)
 
     def __call__(self, *values: Any) -> Any:
-        """Outside kernels: a numpy array of this shape (inside, the frontend lowers it)."""
-        flat = np.asarray(values[0] if len(values) == 1 else values,
-                          dtype=None if self.dtype is None else self.dtype.np)
-        return flat.reshape(self.shape) if flat.size == int(np.prod(self.shape)) else \
-            np.full(self.shape, flat, dtype=flat.dtype)
+        """Outside kernels: a `jr.Vector`/`jr.Matrix` of this shape and type (a type without
+        one, like `jr.math.vec3`, takes the program's default_fp, as in Taichi); inside, the
+        frontend lowers it. One number fills every component."""
+        dt = self.dtype or dtypes.DEFAULT_FP[0]
+        flat = np.asarray(values[0] if len(values) == 1 else values, dtype=dt.np)
+        if flat.size == int(np.prod(self.shape)):
+            flat = flat.reshape(self.shape)
+        elif flat.size == 1:
+            flat = np.full(self.shape, flat.reshape(()), dtype=dt.np)
+        else:
+            raise ValueError(f"{self!r} has {int(np.prod(self.shape))} components, got "
+                             f"{flat.size} values")
+        return (Vector if self.m == 0 else Matrix)(flat)
 
     def element_field(self, shape: Any = None, needs_grad: bool = False,
                       name: str | None = None, needs_dual: bool = False) -> Any:
@@ -125,43 +134,10 @@ def rgb_to_hex(c: Any) -> Any:
     return int(out) if out.ndim == 0 else out
 
 
-class Vector:
-    """`jr.Vector([x, y, z])` in kernels (a vector value); `jr.Vector.field(3, jr.f32,
-    shape=N)` and `jr.Vector.ndarray(3, jr.f32, shape=N)` make storage of vectors."""
-
-    def __new__(cls, values: Any, dtype: Any = None) -> Any:  # type: ignore[misc]
-        return np.asarray(values, dtype=None if dtype is None else dtypes.coerce(dtype).np)
-
-    @staticmethod
-    def field(n: int, dtype: Any, shape: Any = None, needs_grad: bool = False,
-              name: str | None = None, needs_dual: bool = False) -> Any:
-        return _field(vector(n, dtype), shape, needs_grad, name, needs_dual)
-
-    # in kernels: constant vectors (the frontend calls these specs and builds the value)
-    @staticmethod
-    def zero(dtype: Any, n: int) -> tuple:
-        return dtype, (n,), 0, None
-
-    @staticmethod
-    def one(dtype: Any, n: int) -> tuple:
-        return dtype, (n,), 1, None
-
-    @staticmethod
-    def unit(n: int, i: int, dtype: Any = float) -> tuple:
-        return dtype, (n,), 0, (lambda k: k == i)
-
-    @staticmethod
-    def ndarray(n: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
-                name: str | None = None, needs_dual: bool = False) -> Any:
-        return _ndarray(vector(n, dtype), shape, needs_grad, name, needs_dual)
-
-
-class Matrix:
-    """`jr.Matrix([[a, b], [c, d]])` in kernels; `jr.Matrix.field(n, m, dtype, shape=...)`
-    and `jr.Matrix.ndarray(...)` make storage of matrices."""
-
-    def __new__(cls, values: Any, dtype: Any = None) -> Any:  # type: ignore[misc]
-        return np.asarray(values, dtype=None if dtype is None else dtypes.coerce(dtype).np)
+class Matrix(HostMatrix):
+    """`jr.Matrix([[a, b], [c, d]])`: in kernels a matrix value; at Python scope a numpy array
+    with Taichi's methods (host_matrix.py). `jr.Matrix.field(n, m, dtype, shape=...)` and
+    `jr.Matrix.ndarray(...)` make storage of matrices."""
 
     @staticmethod
     def field(n: int, m: int, dtype: Any, shape: Any = None, needs_grad: bool = False,
@@ -180,6 +156,53 @@ class Matrix:
     def ndarray(n: int, m: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
                 name: str | None = None, needs_dual: bool = False) -> Any:
         return _ndarray(matrix(n, m, dtype), shape, needs_grad, name, needs_dual)
+
+    # at Python scope (in kernels the frontend builds these: frontend/vectors.py)
+    @staticmethod
+    def rows(rows: Any) -> Any:
+        """The matrix whose rows are these vectors (or lists)."""
+        return Matrix([np.asarray(r).tolist() for r in rows])
+
+    @staticmethod
+    def cols(cols: Any) -> Any:
+        """The matrix whose columns are these vectors (or lists)."""
+        return Matrix(np.array([np.asarray(c) for c in cols]).T)
+
+    @staticmethod
+    def diag(dim: int, val: Any) -> Any:
+        """A dim x dim matrix with `val` on the diagonal."""
+        return Matrix(np.diag([val] * dim))
+
+
+class Vector(Matrix):
+    """`jr.Vector([x, y, z])`: in kernels a vector value; at Python scope a numpy array with
+    Taichi's methods (host_matrix.py). `jr.Vector.field(3, jr.f32, shape=N)` and
+    `jr.Vector.ndarray(3, jr.f32, shape=N)` make storage of vectors."""
+
+    @staticmethod
+    def field(  # type: ignore[override]
+            n: int, dtype: Any, shape: Any = None, needs_grad: bool = False,
+            name: str | None = None, needs_dual: bool = False) -> Any:
+        return _field(vector(n, dtype), shape, needs_grad, name, needs_dual)
+
+    # in kernels: constant vectors (the frontend calls these specs and builds the value)
+    @staticmethod
+    def zero(dtype: Any, n: int) -> tuple:  # type: ignore[override]
+        return dtype, (n,), 0, None
+
+    @staticmethod
+    def one(dtype: Any, n: int) -> tuple:
+        return dtype, (n,), 1, None
+
+    @staticmethod
+    def unit(n: int, i: int, dtype: Any = float) -> tuple:
+        return dtype, (n,), 0, (lambda k: k == i)
+
+    @staticmethod
+    def ndarray(  # type: ignore[override]
+            n: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
+            name: str | None = None, needs_dual: bool = False) -> Any:
+        return _ndarray(vector(n, dtype), shape, needs_grad, name, needs_dual)
 
 
 @frozen

@@ -43,6 +43,7 @@ from .launch_table import (A_DATA, A_DESCR, A_FLAGS, A_NDIM, A_NUMPY, A_SHAPE, A
                            T_NP_DIMS, T_NP_FLAGS, T_NP_ND, T_NPARAMS, T_OVERFLOW_SLOT, T_PROGRAM,
                            T_RETURN_KIND, T_RETURN_MASK, T_TUPLE_ITEMS, T_TUPLE_SIZE,
                            T_TUPLE_TYPE, T_TYPE, T_LIST_TYPE, T_LIST_ITEMS, T_NDARRAY_TYPE,
+                           T_VECTOR_TYPE, T_MATRIX_TYPE,
                            V_COLS, V_HI, V_KIND, V_LO, V_NARROW, V_ROWS, V_WIDE,
                            NPY_C_CONTIGUOUS)
 
@@ -257,17 +258,21 @@ class _LaunchIR:
 
     def vector(self, arg: ir.Value, vrec: ir.Value, slot: ir.Value, cont: ir.Block) -> None:
         """A vector parameter: an exact tuple or list of numbers, or a C-contiguous numpy array
-        of float64/float32 (int64/int32 for an integer vector) of its shape; a matrix: a tuple
-        or list of such rows, or such an array. Every component is checked and stored as a
-        scalar of its kind, row-major from the parameter's first slot; anything else goes to
-        the fallback (the Python launcher)."""
+        (a plain one, a jr.Vector or a jr.Matrix) of float64/float32 (int64/int32 for an
+        integer vector) of its shape; a matrix: a tuple or list of such rows, or such an
+        array. Every component is checked and stored as a scalar of its kind, row-major from
+        the parameter's first slot; anything else goes to the fallback (the Python
+        launcher)."""
         b, t = self.b, self.t
         def word(k: int) -> ir.Value:
             return t.word(b.add(vrec, c64(k)))
         kind, rows, cols, lo, hi = (word(k) for k in (V_KIND, V_ROWS, V_COLS, V_LO, V_HI))
         array, nested = self.block("vec_array"), self.block("vec_nested")
-        b.cbranch(b.icmp_unsigned("==", t.at(arg, t.word(T_TYPE), I64),
-                                  t.word(T_NDARRAY_TYPE)), array, nested)
+        ty = t.at(arg, t.word(T_TYPE), I64)
+        is_array = b.or_(b.icmp_unsigned("==", ty, t.word(T_NDARRAY_TYPE)), b.or_(
+            b.icmp_unsigned("==", ty, t.word(T_VECTOR_TYPE)),
+            b.icmp_unsigned("==", ty, t.word(T_MATRIX_TYPE))))
+        b.cbranch(is_array, array, nested)
         b.position_at_end(array)
         self.vector_array(arg, word, slot, cont)
         b.position_at_end(nested)

@@ -30,6 +30,7 @@ from ..codegen import abi
 from ..codegen import launch_table as nl
 from ..data import Ndarray
 from ..frontend.context import RETURN_FIELD
+from ..linalg import Matrix, Vector
 from . import program as program_mod
 from .arguments import INT_RANGE, NPY_C_CONTIGUOUS, NPY_WRITEABLE
 
@@ -143,6 +144,7 @@ class _Builder:
         t[nl.T_FLOAT_TYPE], t[nl.T_LONG_TYPE], t[nl.T_NONE] = id(float), id(int), id(None)
         t[nl.T_TUPLE_TYPE], t[nl.T_LIST_TYPE], t[nl.T_NDARRAY_TYPE] = \
             id(tuple), id(list), id(np.ndarray)
+        t[nl.T_VECTOR_TYPE], t[nl.T_MATRIX_TYPE] = id(Vector), id(Matrix)
         t[nl.T_LIST_ITEMS] = lay["list_items"]
         for k, name in enumerate(nl.API_WORDS):
             t[nl.T_API + k] = lay[name]

@@ -45,6 +45,7 @@ import numpy as np
 import xxhash
 
 from ..frozen import _setattr as _frozen_setattr, frozen
+from ..host_matrix import HostMatrix
 
 MANIFEST_VERSION = "jitrt pre-key 3"
 ALTERNATIVES = 4              # manifests kept per pre-key (same source, other globals)
@@ -385,7 +386,7 @@ class _Walk:
         return self._other(obj, t)
 
     def _other(self, obj: Any, t: type) -> Any:
-        if t is np.ndarray:
+        if t is np.ndarray or issubclass(t, HostMatrix):
             if obj.nbytes > MAX_ARRAY_BYTES or obj.dtype.hasobject:
                 raise Unsupported(obj)
             return ("ndarray", obj.dtype.str, obj.shape, xxhash.xxh3_128_hexdigest(

@@ -1,0 +1,159 @@
+"""Python-scope vectors and matrices: what `jr.Vector([1, 2])` and `jr.Matrix([[...]])` are
+outside kernels (Taichi's `ti.Vector`/`ti.Matrix` objects at Python scope).
+
+Stage: API (values). A `HostMatrix` is a numpy array (a subclass of `np.ndarray`) of one or
+two dimensions with Taichi's methods on top: `n`/`m` (a vector's `m` is 1), `to_numpy()`,
+`to_list()`, `norm()`, `norm_sqr()`, `norm_inv()`, `normalized()`, `dot()`, `cross()`,
+`outer_product()`, `transpose()`, `trace()`, `determinant()`, `inverse()`, `cast()`,
+`get_shape()`. Being a numpy array, it goes wherever jitrt takes one (a kernel's vector
+parameter, `x[i] = v`, `from_numpy`, a global captured by a kernel as a constant), and
+arithmetic with numbers, numpy arrays and other vectors is numpy's element-wise arithmetic
+(`@` is the matrix product). As in Taichi (`__array_priority__`), an expression with a numpy
+array on either side gives a vector or matrix, never a bare numpy array; `to_numpy()` gives
+the bare array.
+
+Element types follow Taichi: without `dt`, numpy's inference (int64 for Python ints, float64
+for floats); with `dt=jr.f32` (or Taichi's `dt=ti.f32`, or jitrt's `dtype=`), that type.
+Inputs and outputs: values only; no caches. The classes `jr.Vector`/`jr.Matrix` themselves
+(linalg.py) subclass `HostMatrix`, adding the storage constructors (`field`, `ndarray`) and
+the in-kernel constructors.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+
+
+def _np_type(dt: Any) -> Any:
+    return None if dt is None else dtypes.coerce(dt).np
+
+
+class HostMatrix(np.ndarray):
+    """A 1-D (vector) or 2-D (matrix) numpy array with Taichi's Matrix methods."""
+
+    __array_priority__ = 1000
+    __hash__ = object.__hash__  # type: ignore[assignment]  # by identity, as Taichi
+
+    def __new__(cls, arr: Any, dt: Any = None, *, dtype: Any = None) -> Any:
+        if dt is not None and dtype is not None:
+            raise TypeError("give the element type once: dt= (Taichi's name) or dtype=")
+        if isinstance(arr, (int, float, np.generic)) or arr is None:
+            raise TypeError("a Vector/Matrix is made from a list, tuple or numpy array, got "
+                            f"{type(arr).__name__}")
+        values = np.array(arr, dtype=_np_type(dt if dt is not None else dtype))
+        if values.ndim not in (1, 2):
+            raise ValueError("a Vector has one dimension and a Matrix two, got an array of "
+                             f"shape {values.shape}")
+        if values.dtype.kind not in "biuf":
+            raise TypeError(f"a Vector/Matrix holds numbers, got dtype {values.dtype}")
+        return values.view(_class_for(values.ndim, cls))
+
+    def __array_wrap__(self, arr: Any, context: Any = None, return_scalar: bool = False) -> Any:
+        if arr.ndim == 0 or return_scalar:
+            return arr[()]
+        if arr.ndim > 2:
+            return arr.view(np.ndarray)
+        return arr.view(_class_for(arr.ndim, type(self)))
+
+    # Taichi's attributes ------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Rows (a vector's component count)."""
+        return int(self.shape[0])
+
+    @property
+    def m(self) -> int:
+        """Columns (1 for a vector)."""
+        return 1 if self.ndim == 1 else int(self.shape[1])
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(int(s) for s in self.shape)
+
+    def to_numpy(self) -> np.ndarray:
+        """A plain numpy copy (shape (n,) for a vector, (n, m) for a matrix)."""
+        return np.array(self.view(np.ndarray))
+
+    def to_list(self) -> list:
+        return self.view(np.ndarray).tolist()
+
+    def cast(self, dt: Any) -> Any:
+        return self.view(np.ndarray).astype(dtypes.coerce(dt).np).view(type(self))
+
+    # vector algebra ------------------------------------------------------------------------
+    def norm_sqr(self) -> Any:
+        return (self.view(np.ndarray) ** 2).sum()[()]
+
+    def norm(self, eps: float = 0) -> Any:
+        return np.sqrt(self.norm_sqr() + eps)
+
+    def norm_inv(self, eps: float = 0) -> Any:
+        return 1.0 / self.norm(eps)
+
+    def normalized(self, eps: float = 0) -> Any:
+        return self * self.norm_inv(eps)
+
+    def dot(self, other: Any, out: Any = None) -> Any:  # type: ignore[override]
+        a, b = self.view(np.ndarray), np.asarray(other)
+        if a.ndim != 1 or b.shape != a.shape:
+            raise ValueError(f"dot needs two vectors of one size, got shapes {a.shape} and "
+                             f"{b.shape}")
+        return np.dot(a, b)[()]
+
+    def cross(self, other: Any) -> Any:
+        """3-D: a vector; 2-D: the scalar z-component, as in Taichi."""
+        a, b = self.view(np.ndarray), np.asarray(other)
+        if a.shape not in ((2,), (3,)) or b.shape != a.shape:
+            raise ValueError(f"cross needs two 2-D or two 3-D vectors, got shapes {a.shape} "
+                             f"and {b.shape}")
+        if a.shape == (2,):
+            return (a[0] * b[1] - a[1] * b[0])[()]
+        return np.cross(a, b).view(_class_for(1, HostMatrix))
+
+    def outer_product(self, other: Any) -> Any:
+        return np.outer(self.view(np.ndarray), np.asarray(other)).view(_class_for(2, HostMatrix))
+
+    # matrix algebra ------------------------------------------------------------------------
+    def transpose(self, *axes: Any) -> Any:
+        if self.ndim == 1:      # Taichi: a vector's transpose is a 1 x n matrix
+            return self.view(np.ndarray).reshape(1, -1).view(_class_for(2, HostMatrix))
+        return self.view(np.ndarray).T.view(_class_for(2, HostMatrix))
+
+    def _square(self, what: str) -> np.ndarray:
+        a = self.view(np.ndarray)
+        if a.ndim != 2 or a.shape[0] != a.shape[1]:
+            raise ValueError(f"{what} needs a square matrix, got shape {a.shape}")
+        return a
+
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        return np.trace(self._square("trace"))[()]
+
+    def determinant(self) -> Any:
+        return np.linalg.det(self._square("determinant"))[()]
+
+    def inverse(self) -> Any:
+        return np.linalg.inv(self._square("inverse")).view(_class_for(2, HostMatrix))
+
+    def __iter__(self) -> Any:
+        """A vector's components; a matrix's rows as lists (Taichi: `list(m) == [[..], ..]`)."""
+        if self.ndim == 1:
+            return iter(self.view(np.ndarray))
+        return iter(self.view(np.ndarray).tolist())
+
+    # printing as Taichi does: the numbers only -------------------------------------------
+    def __repr__(self) -> str:
+        return str(self.view(np.ndarray))
+
+    def __str__(self) -> str:
+        return str(self.view(np.ndarray))
+
+
+def _class_for(ndim: int, requested: type) -> type:
+    """jr.Vector for one dimension, jr.Matrix for two (a user's subclass where it fits)."""
+    from .linalg import Matrix, Vector
+    if ndim == 1:
+        return requested if issubclass(requested, Vector) else Vector
+    return requested if issubclass(requested, Matrix) and not issubclass(requested, Vector) \
+        else Matrix
