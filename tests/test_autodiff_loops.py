@@ -551,6 +551,47 @@ def test_loops_that_cannot_be_differentiated(construct):
     lines = Path(__file__).read_text().splitlines()
     expect = [j + 1 for j, t in enumerate(lines) if t.endswith(f"# not-differentiable-{construct}")]
     assert info.value.line == expect[0] and info.value.filename == __file__
+    instead = {"while": "for loop over range(n) with the trip count as its bound",
+               "break": "keep a flag instead: `done = 0` before the loop, `if done == 0:` "
+                        "around the body, and `done = 1` where you would break",
+               "continue": "put the rest of the loop body under an `if` instead"}[construct]
+    assert instead in str(info.value)
+
+
+def test_the_rewrites_the_errors_suggest_are_differentiated(rng):
+    """The flag the break error suggests, and the `if` the continue error suggests, give the
+    gradient of the loops they replace (v doubles until it exceeds 1)."""
+    x, loss = scalar_fields()
+    xv = rng.uniform(0.05, 0.9, N)
+    x.from_numpy(xv)
+
+    @jr.kernel
+    def with_flag():
+        for i in x:
+            v = x[i]
+            done = 0
+            for _ in range(4):
+                if done == 0:
+                    v = v * 2.0
+                    if v > 1.0:
+                        done = 1
+            loss[None] += v
+
+    @jr.kernel
+    def with_if():
+        for i in x:
+            v = x[i]
+            for _ in range(4):
+                if not v > 1.0:
+                    v = v * 2.0
+            loss[None] += v
+
+    doublings = np.array([next((k for k in range(1, 5) if v * 2 ** k > 1.0), 4) for v in xv])
+    for k in (with_flag, with_if):
+        with jr.ad.Tape(loss=loss):
+            k()
+        np.testing.assert_allclose(loss[None], np.sum(xv * 2.0 ** doublings), rtol=1e-12)
+        np.testing.assert_allclose(x.grad.to_numpy(), 2.0 ** doublings, rtol=1e-12)
 
 
 # ---- several tasks ----------------------------------------------------------------------------

@@ -83,3 +83,74 @@ def test_repeated_grad_launches_do_not_accumulate_stale_scope_adjoints(rng):
             k()
         np.testing.assert_allclose(w.grad[0], 2.0 * xv.sum(), **CLOSE)
 
+
+
+def test_scope_value_reassigned_by_a_later_serial_task():
+    """`s` read by one loop, then assigned again (from other data) and read by a later loop:
+    each definition gets the adjoints of its own readers only (was [8, 6], both loops' share
+    reaching x[0])."""
+    x, w, loss = make(2)
+    x.from_numpy(np.array([1.0, 3.0]))
+
+    @jr.kernel
+    def k():
+        s = x[0]
+        for _ in range(2):
+            loss[None] += s * s
+        s = x[1]
+        for _ in range(1):
+            loss[None] += s * s
+
+    with jr.ad.Tape(loss=loss):
+        k()
+    assert loss[None] == 2 * 1.0 + 9.0
+    np.testing.assert_allclose(x.grad.to_numpy(), [4.0, 6.0], **CLOSE)
+
+
+def test_scope_value_updated_from_its_old_value_and_in_a_branch():
+    """A later serial task reading the old value (`s = s * s`) or assigning it in one branch
+    only passes the old definition its share through a copy."""
+    x, w, loss = make(2)
+
+    @jr.kernel
+    def k() -> jr.f64:
+        s = x[0]
+        for _ in range(1):
+            loss[None] += s
+        if x[1] > 100.0:
+            s = x[1] * 3.0
+        for _ in range(2):
+            loss[None] += s
+        s = s * s
+        for _ in range(1):
+            loss[None] += s
+        return s
+
+    for xv, ret, grad in (([1.0, 200.0], 360000.0, [1.0, 6.0 + 2 * 600.0 * 3.0]),
+                          ([2.0, 2.0], 4.0, [1.0 + 2.0 + 2 * 2.0, 0.0])):
+        x.from_numpy(np.array(xv))
+        with jr.ad.Tape(loss=loss):
+            assert k() == ret
+        np.testing.assert_allclose(x.grad.to_numpy(), grad, **CLOSE)
+
+
+def test_scope_reduction_that_starts_from_data():
+    """`s = x[0]; for ...: s += y[i]` then a loop reading `s`: the value offload loads back
+    after the reduction is a definition of its own (x[0] used to get the adjoint twice)."""
+    x, w, loss = make(2)
+    x.from_numpy(np.array([1.0, 2.0]))
+    w.from_numpy(np.array([0.5, 0.25]))
+
+    @jr.kernel
+    def k():
+        s = x[0]
+        for i in range(2):
+            s += w[i]
+        for _ in range(1):
+            loss[None] += s * 3.0
+
+    with jr.ad.Tape(loss=loss):
+        k()
+    assert loss[None] == (1.0 + 0.75) * 3.0
+    np.testing.assert_allclose(x.grad.to_numpy(), [3.0, 0.0], **CLOSE)
+    np.testing.assert_allclose(w.grad.to_numpy(), [3.0, 3.0], **CLOSE)

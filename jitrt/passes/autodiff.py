@@ -82,15 +82,26 @@ def normalize(body: n.Body, st: TaskAd) -> n.Body:
                 bounds.append(n.Local(name, dt, s.loc))
             out.append(n.For(s.var, bounds[0], bounds[1], normalize(s.body, st), s.loc))
         elif isinstance(s, (n.While, n.Break, n.Continue)):
-            what = {n.While: "a while loop", n.Break: "break", n.Continue: "continue"}[type(s)]
-            raise not_differentiable_at(s.loc, st.kernel, f"{what} cannot be differentiated; "
-                                        "use a for loop over range(...) with the trip count "
-                                        "as its bound")
+            raise not_differentiable_at(s.loc, st.kernel, INSTEAD[type(s)])
         elif isinstance(s, n.Return):
             continue
         else:
             out.append(s)
     return tuple(out)
+
+
+# what a loop that cannot be differentiated says to write instead
+INSTEAD = {
+    n.While: "a while loop cannot be differentiated (its trip count is not recorded); write a "
+             "for loop over range(n) with the trip count as its bound, or over range(max_steps)"
+             " with a flag: `if not done: ...` around the body, setting done where the while "
+             "condition would end it",
+    n.Break: "break cannot be differentiated; keep a flag instead: `done = 0` before the loop,"
+             " `if done == 0:` around the body, and `done = 1` where you would break (or make "
+             "the remaining trip count the loop's bound)",
+    n.Continue: "continue cannot be differentiated; put the rest of the loop body under an "
+                "`if` instead (`if not cond: ...` where you wrote `if cond: continue`)",
+}
 
 
 def classify(body: n.Body, st: TaskAd) -> None:

@@ -23,6 +23,7 @@ from .local_reductions import buffer_grads, reduction_adjoints
 from .lowered import LoweredKernel, StackSizing
 from .offload import offload
 from .reductions import reducible_atomics
+from .scope_versions import version_scope_locals
 from .simplify import simplify
 
 
@@ -41,7 +42,7 @@ def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: boo
     bounds = bound_reads(tasked)             # 4. data that decides trip counts (Tape check)
     stacks: tuple[StackSizing, ...] = ()
     if grad:                                 # 5. reverse mode: adjoint tasks with adstacks
-        primal = tasked
+        primal = version_scope_locals(tasked, local_types)   # (one adjoint slot per definition)
         tasked, adjoints = differentiate(primal, local_types,    # (CPU: partials taped)
                                          buffer_grads(has_grad or (lambda r: False)),
                                          tape_partials)
