@@ -7,6 +7,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -367,3 +368,29 @@ def test_a_cached_kernel_reports_faults_where_its_source_is_now(tmp_path):
     assert out[1]["stats"]["compiles"] == 0 and out[1]["stats"]["offline_cache_hits"] == 1
     assert f"second.py:{line + 3}:" in out[1]["error"] and "first.py" not in out[1]["error"]
     assert "a[i + k] = twice(1.0)" in out[1]["error"]        # the source line, with its caret
+
+
+def test_an_entry_stamped_in_the_future_is_evicted_before_a_fresh_one(tmp_path):
+    """A junk entry whose mtime lies years ahead used to count as the most recent use: every
+    fresh entry was evicted instead and the cache never hit."""
+    store = store_mod.CacheStore(tmp_path, max_bytes=2500)
+    store.save("junk", "kernel_junk", b"j" * 1000)
+    future = time.time() + 10 * 365 * 86400
+    os.utime(store.path("junk"), (future, future))
+    store.save("old", "kernel_old", b"o" * 1000)
+    os.utime(store.path("old"), (time.time() - 3600,) * 2)
+    store.save("fresh", "kernel_fresh", b"f" * 1000)      # past the cap: one entry goes
+    assert sorted(e.key for e in store.entries()) == ["fresh", "old"]
+    assert store.load("fresh") == b"f" * 1000
+
+
+def test_a_slightly_future_mtime_still_counts_as_recent(tmp_path):
+    """Within `FUTURE_SLACK_S` (a file server's clock a little ahead) an mtime is trusted."""
+    store = store_mod.CacheStore(tmp_path, max_bytes=2500)
+    store.save("ahead", "kernel_ahead", b"a" * 1000)
+    soon = time.time() + store_mod.FUTURE_SLACK_S / 2
+    os.utime(store.path("ahead"), (soon, soon))
+    store.save("old", "kernel_old", b"o" * 1000)
+    os.utime(store.path("old"), (time.time() - 3600,) * 2)
+    store.save("fresh", "kernel_fresh", b"f" * 1000)
+    assert sorted(e.key for e in store.entries()) == ["ahead", "fresh"]

@@ -315,3 +315,69 @@ def test_a_launch_known_to_be_large_skips_the_quick_copy():
     assert jr.debug.stats()["compiles"] == 3 and jr.debug.stats()["quick_compiles"] == 2
     jr.sync()
     assert big.to_numpy()[7] == small.to_numpy()[7] == a[7] == 1.0
+
+
+FORK_WHILE_COMPILING = """
+import os, signal, sys, threading, time
+import jitrt as jr
+from jitrt.backends import cpu, cpu_tiers, llvm_setup
+jr.init(offline_cache=False, tiered_compile=sys.argv[1] == "1")
+x = jr.field(jr.f32, shape=(64,))
+inside = threading.Event()
+real = {"quick": cpu_tiers.quick_object, "full": cpu.compile_object}
+
+def slow(name):
+    def compile_slowly(*args):        # a user thread's compile, inside the LLVM lock
+        with llvm_setup.LLVM_LOCK:
+            inside.set()
+            time.sleep(0.5)
+            return real[name](*args)
+    return compile_slowly
+cpu_tiers.quick_object, cpu.compile_object = slow("quick"), slow("full")
+
+@jr.kernel
+def on_thread(k: jr.f32):
+    for i in x:
+        x[i] = i * k
+
+worker = threading.Thread(target=on_thread, args=(2.0,))
+worker.start()
+assert inside.wait(60)
+pid = os.fork()                      # the worker holds the launch and LLVM locks now
+if pid == 0:
+    cpu_tiers.quick_object, cpu.compile_object = real["quick"], real["full"]
+
+    @jr.kernel
+    def in_child(k: jr.f32):
+        for i in x:
+            x[i] = i * k + 1
+    in_child(3.0)
+    jr.sync()
+    print("child", x.to_numpy()[3], flush=True)
+    os._exit(0)
+for _ in range(600):                 # 60 s at most: a hung child is killed, not waited for
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    time.sleep(0.1)
+else:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    print("child hung", flush=True)
+worker.join()
+jr.sync()
+print("parent", x.to_numpy()[3], flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no os.fork")
+@pytest.mark.parametrize("tiered", ["1", "0"])
+def test_a_fork_while_another_thread_compiles_leaves_a_usable_child(tmp_path, tiered):
+    """The child of a fork taken while a user thread compiled (holding the launch lock and
+    the LLVM lock) used to hang at its first compile; now the fork waits for that compile."""
+    script = tmp_path / "fork_compiling.py"
+    script.write_text(FORK_WHILE_COMPILING)
+    proc = subprocess.run([sys.executable, "-W", "ignore", str(script), tiered],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.stdout.split() == ["child", "10.0", "parent", "6.0"], (proc.stdout,
+                                                                        proc.stderr)

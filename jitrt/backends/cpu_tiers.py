@@ -22,8 +22,9 @@ entered (MCJIT never unloads code), new calls take the cell's new target.
 Caches: the quick objects by symbol prefix (the engine's), the thread and its LLVM state
 (process-wide). `wait()` returns once every queued job is done: `jr.sync`, `jr.init`,
 `jr.reset` and interpreter exit call it, so the offline cache is complete when a program
-ends, and so does `os.fork` (a child must not inherit a lock the thread held mid-call; it
-starts a thread of its own when it compiles).
+ends. `os.fork` (`runtime/forking.py`) only `pause`s the thread: the job in progress ends,
+no other starts until the fork is done (a child must not inherit a lock the thread held
+mid-call); the child drops the queue and starts a thread of its own when it compiles.
 """
 from __future__ import annotations
 
@@ -31,7 +32,6 @@ import atexit
 import contextlib
 import ctypes
 import functools
-import os
 import threading
 import time
 import warnings
@@ -155,9 +155,8 @@ class Tiers:
         self._foreground = 0               # compiles running on other threads (`foreground`)
         self._last_compile = 0.0           # when the last of them ended (time.monotonic)
         self._waiting = 0                  # threads in `wait`
-        if hasattr(os, "register_at_fork"):   # a fork waits for the queue: the thread then
-            os.register_at_fork(before=self.wait,  # holds no lock and is idle, and the child
-                                after_in_child=self._after_fork)  # starts its own on demand
+        self._paused = False               # a fork is under way (`pause`): start no job
+        self._running = False              # a job is past its start (building or compiling)
 
     def quick(self, prefix: str, text: str, symbols: list[str]) -> dict[str, int]:
         """Compile and load the quick copy: symbol -> its stub's address, and
@@ -201,9 +200,9 @@ class Tiers:
                 self._cond.notify_all()
 
     def _quiet(self) -> None:
-        """Return once no compile has run for QUIET_S or a thread waits for the queue (the
-        caller holds `_cond`)."""
-        while not self._waiting:
+        """Return once no compile has run for QUIET_S, a thread waits for the queue or a
+        fork pauses the thread (the caller holds `_cond`)."""
+        while not self._waiting and not self._paused:
             idle = time.monotonic() - self._last_compile
             if not self._foreground and idle >= QUIET_S:
                 return
@@ -230,26 +229,53 @@ class Tiers:
             finally:
                 self._waiting -= 1
 
-    def _after_fork(self) -> None:
+    def pause(self) -> None:
+        """Before a fork (`runtime/forking.py`): start no further job and return once the job
+        in progress, if any, has ended, so that the thread holds no lock, LLVM's included."""
+        with self._cond:
+            self._paused = True
+            self._cond.notify_all()
+            while self._running:
+                self._cond.wait()
+
+    def resume(self) -> None:
+        """After a fork, in the parent: the queue goes on."""
+        with self._cond:
+            self._paused = False
+            self._cond.notify_all()
+
+    def after_fork_in_child(self) -> None:
+        """The child has no background thread and does not inherit the parent's queue: its
+        kernels queued there keep running their quick copies (the parent still builds their
+        optimised copies and caches them); its own compiles start a thread of its own."""
         self._thread = None
         self._cond = threading.Condition()
         self._jobs.clear()
         self._queued.clear()
         self._foreground = self._waiting = 0
+        self._paused = self._running = False
+
+    def _next(self) -> Job:
+        """The next job to run, once one may start (the caller holds `_cond`)."""
+        while True:
+            while not self._jobs or self._paused:
+                self._cond.wait()
+            if not isinstance(self._jobs[0][1], str):
+                self._quiet()
+                if self._paused:
+                    continue
+            self._running = True
+            return self._jobs.popleft()
 
     def _run(self) -> None:
         state: _ThreadLLVM | None = None
         while True:
             with self._cond:
-                while not self._jobs:
-                    self._cond.wait()
-                prefix, text, done = self._jobs.popleft()
+                prefix, text, done = self._next()
             try:
                 if state is None:
                     state = _ThreadLLVM()
                 if not isinstance(text, str):
-                    with self._cond:
-                        self._quiet()
                     text = text()
                 done(state.compile(text))
                 self.landed += 1
@@ -259,5 +285,6 @@ class Tiers:
                               stacklevel=1)
             finally:
                 with self._cond:
+                    self._running = False
                     self._queued.discard(prefix)
                     self._cond.notify_all()

@@ -11,11 +11,35 @@ import threading
 from typing import Any
 
 import llvmlite.binding as llvm
+from llvmlite.binding import ffi
 
 # llvmlite parses into LLVM's global context and shares one target machine: every use of the
 # LLVM library (parse, optimise, emit, load) holds this lock, so kernels first launched from
 # several Python threads at once compile one after the other.
 LLVM_LOCK = threading.RLock()
+
+
+def _llvmlite_lock() -> Any:
+    """llvmlite's own lock around each call into LLVM (None where this llvmlite has none)."""
+    return getattr(getattr(ffi.lib, "_lock", None), "_lock", None)
+
+
+def hold_for_fork() -> None:
+    """Before `os.fork`: wait for any thread's use of LLVM to end and hold it off, so that the
+    child inherits LLVM, and both locks, in a consistent state (`runtime/forking.py`)."""
+    LLVM_LOCK.acquire()
+    lock = _llvmlite_lock()
+    if lock is not None:
+        lock.acquire()
+
+
+def release_after_fork() -> None:
+    """After `os.fork`, in the parent and in the child (where the forking thread, the only
+    one, owns both locks)."""
+    lock = _llvmlite_lock()
+    if lock is not None:
+        lock.release()
+    LLVM_LOCK.release()
 
 
 @functools.lru_cache(maxsize=None)

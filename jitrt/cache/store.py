@@ -14,7 +14,10 @@ A small side file in the same format, `<pre-key>.jkm`, holds a kernel's (and its
 warm-start manifests and launchers' marshalled code (`runtime/prekey.py`); side files are
 not counted against `max_bytes`, `clear()` removes them, and an eviction removes those not
 used since the last entry it evicted was. Last use is the file's mtime (touched on every
-hit); past `max_bytes` the least recently used entries are evicted after a write. A save
+hit), except that an mtime more than `FUTURE_SLACK_S` ahead of the clock (a copied or
+restored directory, a file another tool stamped) counts as the oldest use: an entry nobody
+touched since is evicted first instead of outliving every fresh one. Past `max_bytes` the
+least recently used entries are evicted after a write. A save
 costs O(1) in the number of entries: the store keeps the directory's size up to date and
 scans for eviction only when it passes the cap.
 Location: `offline_cache_dir`, else `JITRT_CACHE_DIR`, else `$XDG_CACHE_HOME/jitrt`, else
@@ -40,6 +43,9 @@ SUFFIX = ".jkc"
 MANIFEST_SUFFIX = ".jkm"   # a pre-key's manifests and launcher codes (`runtime/prekey.py`)
 SIDE_SUFFIXES = (MANIFEST_SUFFIX,)   # small files outside the size accounting
 _PREFIX = struct.Struct("<8sII")
+# an mtime this far past the clock is not a use this machine saw (`last_used`); the slack
+# covers a file system whose server clock runs a little ahead of ours
+FUTURE_SLACK_S = 60.0
 
 
 class CacheWarning(UserWarning):
@@ -70,6 +76,12 @@ class EntryError(Exception):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+def last_used(mtime: float, now: float) -> float:
+    """An entry's last use for eviction: its mtime, or 0 (the oldest) when that lies more
+    than `FUTURE_SLACK_S` in the future."""
+    return mtime if mtime <= now + FUTURE_SLACK_S else 0.0
 
 
 @frozen
@@ -219,6 +231,7 @@ class CacheStore:
         out: list[EntryInfo] = []
         if not self.dir.is_dir():
             return out
+        now = time.time()
         for path in self.dir.glob(f"*{SUFFIX}"):
             if path.name.startswith(".tmp-"):
                 continue
@@ -234,7 +247,8 @@ class CacheStore:
                     st = path.stat()
                 except OSError:
                     continue
-            out.append(EntryInfo(path, path.stem, name, st.st_size, created, st.st_mtime))
+            out.append(EntryInfo(path, path.stem, name, st.st_size, created,
+                                 last_used(st.st_mtime, now)))
         return sorted(out, key=lambda e: e.last_used)
 
     def evict(self) -> int:
@@ -250,10 +264,11 @@ class CacheStore:
             removed += 1
             last_evicted = e.last_used
         if last_evicted is not None:     # side files unused since then go too
+            now = time.time()
             for suffix in SIDE_SUFFIXES:
                 for path in self.dir.glob(f"*{suffix}"):
                     try:
-                        if path.stat().st_mtime <= last_evicted:
+                        if last_used(path.stat().st_mtime, now) <= last_evicted:
                             self._remove(path)
                     except OSError:
                         pass

@@ -239,3 +239,7 @@ def sync() -> None:
 
 __all__ = ["Program", "init", "current", "reset", "sync", "clear_cache",
            "BackendUnavailableError"]
+
+
+from . import forking  # noqa: E402 - its hooks read this module's locks and program
+forking.register()
