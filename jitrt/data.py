@@ -599,7 +599,15 @@ class Ndarray(_Buffer):
         return out
 
 
-_NO_SHAPE: Any = object()
+class _NoShape:
+    """The default of `jr.field`'s shape: none given, the field is placed later
+    (`jr.root.dense(...).place(x)`); its repr is what `help(jr.field)` shows."""
+
+    def __repr__(self) -> str:
+        return "<placed later>"
+
+
+_NO_SHAPE: Any = _NoShape()
 
 
 def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
