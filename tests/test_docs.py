@@ -17,7 +17,9 @@ error with that message (whitespace collapsed; a `file.py:line:col` matches any 
 Links: `[text](target)` must name an existing file and, with `#anchor`, a heading of it
 (GitHub/myst slugs, as `myst_heading_anchors` in docs/conf.py makes them); a section named in
 prose, `usage.md, "Random numbers"` or `see "Random numbers"` (same page), must be a heading
-or a bold run-in title (`**Logging.**`) of that page.
+or a bold run-in title (`**Logging.**`) of that page; a heading may be named without a
+trailing parenthesis or the subtitle after a colon ("Dense layouts" for "Dense layouts
+(`jr.root`)").
 """
 from __future__ import annotations
 
@@ -176,3 +178,120 @@ def _run_statement(stmt: ast.stmt, lines: list[str], ns: dict, filename: str,
                          ids=lambda p: p.name)
 def test_the_examples_of_a_page_run(page: Path, tmp_path: Path) -> None:
     assert run_page(page, tmp_path) > 0 or "not-run" in page.read_text()
+
+
+# ---- links and section references ----------------------------------------------------------
+def slug(title: str) -> str:
+    """A heading's anchor as GitHub and myst-parser make it: the rendered text (inline code
+    marks dropped), lower case, punctuation other than `-` and `_` removed, spaces -> `-`."""
+    text = re.sub(r"[`*]", "", title).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def sections(text: str) -> tuple[set[str], set[str]]:
+    """(anchors, titles) of a page: the slug of every heading outside code fences (repeats
+    numbered -1, -2 as GitHub does) and the titles prose may name: headings and bold run-in
+    titles (`**Logging.**`), each with and without its inline code marks."""
+    anchors: set[str] = set()
+    titles: set[str] = set()
+    counts: dict[str, int] = {}
+    in_code = False
+    for line in text.splitlines():
+        if FENCE.match(line):
+            in_code = not in_code
+            continue
+        if in_code:
+            continue
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        run_in = re.match(r"^\*\*([^*]+?)\.?\*\*", line)
+        title = m.group(1) if m else run_in.group(1) if run_in else None
+        if title is None:
+            continue
+        for t in (title, title.replace("`", "")):
+            # "Dense layouts (`jr.root`)" may be named "Dense layouts", "Tiered compilation:
+            # the cold pair" "Tiered compilation"
+            titles |= {t, re.sub(r"\s*\([^)]*\)$", "", t), t.split(": ")[0]}
+        if m:
+            base = slug(title)
+            n = counts.get(base, 0)
+            counts[base] = n + 1
+            anchors.add(base if n == 0 else f"{base}-{n}")
+    return anchors, titles
+
+
+def _prose(text: str) -> str:
+    """The page without its code fences, whitespace collapsed (references wrap lines)."""
+    out, in_code = [], False
+    for line in text.splitlines():
+        if FENCE.match(line):
+            in_code = not in_code
+        elif not in_code:
+            out.append(line)
+    return " ".join(" ".join(out).split())
+
+
+def broken_links(pages: list[Path]) -> list[str]:
+    """Every link, anchor and prose section reference of `pages` that does not resolve."""
+    problems = []
+    for page in pages:
+        text = page.read_text()
+        prose = _prose(text)
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if re.match(r"^[a-z]+:", target):
+                continue                      # http:, mailto:: not checked (no network)
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists():
+                problems.append(f"{page.name}: link to {target}: no file {path}")
+            elif anchor and dest.suffix == ".md" and anchor not in sections(dest.read_text())[0]:
+                problems.append(f"{page.name}: link to {target}: no heading #{anchor} "
+                                f"in {dest.name}")
+        refs = [(m.group(1) + ".md", m.group(2)) for m in
+                re.finditer(r"(?:docs/)?([\w-]+)\.md,? \"([^\"]+)\"", prose)]
+        refs += [(page.name, m.group(1)) for m in re.finditer(r"\bsee \"([^\"]+)\"", prose)]
+        for name, title in refs:
+            dest = page.parent / name
+            if not dest.exists():
+                dest = ROOT / "docs" / name
+            if not dest.exists():
+                problems.append(f"{page.name}: \"{title}\" in {name}: no such page")
+            elif title not in sections(dest.read_text())[1]:
+                problems.append(f"{page.name}: \"{title}\": no such section in {name}")
+    return problems
+
+
+def test_every_link_anchor_and_section_reference_resolves() -> None:
+    assert broken_links(PAGES) == []
+
+
+def test_a_broken_anchor_or_section_reference_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text('# Title\n\n## `print` and `assert`\n\n**Logging.** text\n')
+    good = tmp_path / "b.md"
+    good.write_text('See [it](a.md#print-and-assert), a.md, "Logging" and\n'
+                    'a.md, "`print` and `assert`".\n')
+    assert broken_links([good]) == []
+    bad = tmp_path / "c.md"
+    bad.write_text('[x](a.md#print-and-asert) [y](nope.md) a.md, "Loging" (see "Nowhere")\n')
+    assert broken_links([bad]) == [
+        "c.md: link to a.md#print-and-asert: no heading #print-and-asert in a.md",
+        "c.md: link to nope.md: no file nope.md",
+        'c.md: "Loging": no such section in a.md',
+        'c.md: "Nowhere": no such section in c.md']
+
+
+def test_a_wrong_output_in_a_page_fails(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text("```python\nimport numpy as np\nprint(np.arange(3))   # [0 1 2]\n"
+                    "a = np.ones(2)   # a == [1. 1.]\n```\n")
+    assert run_page(page, tmp_path) == 1
+    page.write_text("```python\nimport numpy as np\nprint(np.arange(3))   # [0 1 3]\n```\n")
+    with pytest.raises(AssertionError, match=r"printed '\[0 1 2\]', the page says"):
+        run_page(page, tmp_path)
+    page.write_text("```python\nimport numpy as np\na = np.ones(2)   # a == [1. 2.]\n```\n")
+    with pytest.raises(AssertionError, match=r"a is \[1. 1.\], the page says \[1. 2.\]"):
+        run_page(page, tmp_path)
+    page.write_text("```python\nraise ValueError('no: 3')\n```\n```\nValueError: no: 4\n```\n")
+    with pytest.raises(AssertionError, match="raised ValueError: no: 3"):
+        run_page(page, tmp_path)
+    page.write_text("<!-- not-run: a sketch -->\n```python\nundefined_name\n```\n")
+    assert run_page(page, tmp_path) == 0
