@@ -1,46 +1,61 @@
 # Two entry points, both from a fresh machine with only python3:
-#   make demo   - create .venv, install jitrt, run the demo on the CPU
-#   make test   - create .venv, install jitrt with test and dev extras, run ruff, mypy, the
-#                 docs build (warnings as errors) and the test suite
+#   make demo   - create .venv, install jitrt alone (llvmlite, numpy, xxhash), run the demo on
+#                 the CPU
+#   make test   - the same .venv, plus the test and dev extras, then ruff, mypy, the docs build
+#                 (warnings as errors) and the test suite
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# installed once; again only when pyproject.toml changes (pip's output goes to a log, shown
-# only if the install fails)
-STAMP  := $(VENV)/.jitrt-installed
+# each install runs once, and again only when pyproject.toml changes; pip's output goes to a
+# log, shown only if the install fails. Two stamps: the demo's install does not stand for the
+# test extras, so `make test` after `make demo` still installs them.
+STAMP      := $(VENV)/.jitrt-installed
+TEST_STAMP := $(VENV)/.jitrt-test-installed
 
 .PHONY: demo test test-min test-slow bench docs venv clean
 
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install -q --upgrade pip > /dev/null 2>&1 || true
+	@echo "creating the virtual environment $(VENV) ($(PYTHON) -m venv)"
+	@$(PYTHON) -m venv $(VENV)
+	@# an editable install of a pyproject-only package needs pip 21.3 (Python 3.10.0 has 21.2)
+	@$(BIN)/python -c "import pip, sys; sys.exit(tuple(map(int, pip.__version__.split('.')[:2]))\
+		< (21, 3))" || { echo "upgrading pip"; $(BIN)/python -m pip install -q --upgrade pip; }
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	@echo "installing jitrt into $(VENV) (log: $(VENV)/install.log)"
-	@$(BIN)/python -m pip install -q -e '.[test,dev]' > $(VENV)/install.log 2>&1 || \
-		{ cat $(VENV)/install.log; exit 1; }
+	@echo "installing jitrt and its dependencies (llvmlite, numpy, xxhash) into $(VENV)" \
+		"(log: $(VENV)/install.log)"
+	@$(BIN)/python -m pip install -q --disable-pip-version-check -e . \
+		> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	@echo "installing jitrt with the test and dev extras (pytest, GPU assemblers, ruff, mypy," \
+		"sphinx) into $(VENV) (log: $(VENV)/install.log)"
+	@$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test,dev]' \
+		> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@touch $(STAMP) $@
 
 venv: $(STAMP)
 
-demo: venv
-	$(BIN)/python -m jitrt demo
+demo: $(STAMP)
+	@echo "running the demo: $(BIN)/python -m jitrt demo"
+	@$(BIN)/python -m jitrt demo
 
-test: venv
+test: $(TEST_STAMP)
 	$(BIN)/python -m ruff check jitrt tests benchmarks cache_fixtures tools
 	$(BIN)/python -m mypy
 	$(BIN)/python -m sphinx -W --keep-going -q -b html docs build/docs
 	$(BIN)/python -m pytest -q
 
 # the HTML site (guides + API reference from the docstrings) in build/docs, warnings as errors
-docs: venv
+docs: $(TEST_STAMP)
 	$(BIN)/python -m sphinx -W --keep-going -q -b html docs build/docs
 	@echo "open build/docs/index.html"
 
-test-slow: venv
+test-slow: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
-bench: venv
+bench: $(STAMP)
 	$(BIN)/python benchmarks/launch_overhead.py
 
 clean:

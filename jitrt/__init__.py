@@ -86,4 +86,4 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
 def __getattr__(name: str) -> object:
     """A peer's name jitrt lacks: an AttributeError that says what to use instead."""
     from .peer_names import missing
-    raise missing("jitrt", name)
+    raise missing("jitrt", name, globals())

@@ -363,4 +363,4 @@ def grad_for(primal: Any) -> Any:
 
 def __getattr__(name: str) -> object:
     from .peer_names import missing
-    raise missing("jitrt.ad", name)
+    raise missing("jitrt.ad", name, globals())

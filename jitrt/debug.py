@@ -72,7 +72,8 @@ def registry_id(kernel_name: str, task_id: int) -> int:
 
 def kernel_ir(kernel, grad: bool = False) -> tuple[str, ...]:
     """The printed IR (tasks, adstack operations for adjoints) of the compiled instance(s) of
-    `kernel`, or of its adjoint when `grad`: one text per specialization compiled so far."""
+    `kernel`, or of its adjoint when `grad`: a tuple with one text per specialization compiled
+    so far (empty before the first launch); `print(*jr.debug.kernel_ir(k))` shows them."""
     target = kernel.grad if grad and not kernel.adjoint else kernel
     program = _program.current()
     return tuple(h.compiled.ir_text for h in target.handles.values() if h.program is program)

@@ -1,18 +1,22 @@
-"""DLPack export of device memory: a `dltensor` capsule for data that lives on a GPU.
+"""DLPack export of jitrt's memory: a `dltensor` capsule over a field's or ndarray's data.
 
-Stage: data (interop). numpy makes the capsules of host data; this module makes them for a
-GPU-resident field or ndarray (`_Buffer.__dlpack__` on a GPU program): a `DLManagedTensor`
-(DLPack 0.x layout, which torch, CuPy and JAX accept) pointing at the device memory, kept
-alive, with the object that owns the memory, until the consumer calls its deleter (or the
-capsule is collected unconsumed). Nothing is copied. Caches: the live exports, until deleted.
+Stage: data (interop). `_Buffer.__dlpack__` makes one for GPU-resident data (the device
+memory) and for host data on the CPU: a `DLManagedTensor` (DLPack 0.x layout, which numpy,
+torch, CuPy and JAX accept) pointing at the memory, kept alive, with the object that owns the
+memory, until the consumer calls its deleter (or the capsule is collected unconsumed).
+Nothing is copied. A CPU export is writable, since consumers such as torch write through a
+read-only one anyway: its deleter runs `on_release` (the owner's generation bump), so the
+caches that observe the data by generation see the consumer's writes once it lets go
+(docs/usage.md, "Arrays in and out without copies"). Caches: the live exports, until deleted.
 """
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+from typing import Any, Callable
 
 from .dtypes import DataType
 
+KDL_CPU = 1
 KDL_CUDA = 2
 KDL_ROCM = 10
 _CODES = {"int": 0, "uint": 1, "float": 2}
@@ -39,9 +43,24 @@ class DLManagedTensor(ctypes.Structure):
 DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
 DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
                             ("deleter", DELETER)]
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):     # DLPack 1.0: with flags (read-only...)
+    pass
+
+
+DELETER_V = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))
+DLManagedTensorVersioned._fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+                                     ("deleter", DELETER_V), ("flags", ctypes.c_uint64),
+                                     ("dl_tensor", DLTensor)]
 CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
-_live: dict[int, tuple[Any, ...]] = {}    # managed tensor address -> what it keeps alive
+# managed tensor address -> (what it keeps alive..., what to run when the consumer releases it)
+_live: dict[int, tuple[Any, ...]] = {}
 
 _api = ctypes.pythonapi
 _api.PyCapsule_New.restype = ctypes.py_object
@@ -53,23 +72,36 @@ _api.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 
 
 def _delete(managed: Any) -> None:
-    _live.pop(ctypes.addressof(managed.contents), None)
+    """The consumer's release: forget the export and run its `on_release`."""
+    kept = _live.pop(ctypes.addressof(managed.contents), None)
+    if kept is not None and kept[-1] is not None:
+        try:
+            kept[-1]()
+        except Exception:  # noqa: BLE001 - a deleter must not raise (interpreter shutdown)
+            pass
 
 
 def _capsule_gone(capsule: int) -> None:
-    """The capsule is collected: if nobody consumed it (still named `dltensor`), release."""
-    if _api.PyCapsule_IsValid(capsule, b"dltensor"):
-        _live.pop(_api.PyCapsule_GetPointer(capsule, b"dltensor"), None)
+    """The capsule is collected: if nobody consumed it (still named `dltensor` or
+    `dltensor_versioned`), forget the export; nothing was written through it."""
+    for name in (b"dltensor", b"dltensor_versioned"):
+        if _api.PyCapsule_IsValid(capsule, name):
+            _live.pop(_api.PyCapsule_GetPointer(capsule, name), None)
 
 
 _DELETER = DELETER(_delete)
+_DELETER_V = DELETER_V(_delete)
 _DESTRUCTOR = CAPSULE_DESTRUCTOR(_capsule_gone)
 
 
 def export(ptr: int, shape: tuple[int, ...], dtype: DataType, device_type: int,
-           device_id: int, owner: Any) -> Any:
-    """A `dltensor` capsule over `ptr` (C-contiguous, `dtype`, `shape`) on a GPU."""
-    managed = DLManagedTensor()
+           device_id: int, owner: Any, on_release: Callable[[], None] | None = None,
+           versioned: bool = False) -> Any:
+    """A capsule over `ptr` (C-contiguous, `dtype`, `shape`) on the device: `dltensor`, or
+    with `versioned` (for consumers that ask for DLPack 1.0 with `max_version`)
+    `dltensor_versioned` with no flags, so writable (numpy imports a `dltensor` read-only).
+    `on_release` runs when the consumer releases it (not when it was never consumed)."""
+    managed: Any = DLManagedTensorVersioned() if versioned else DLManagedTensor()
     shape_arr = (ctypes.c_int64 * max(len(shape), 1))(*shape)
     t = managed.dl_tensor
     t.data, t.ndim, t.byte_offset = ptr, len(shape), 0
@@ -78,7 +110,11 @@ def export(ptr: int, shape: tuple[int, ...], dtype: DataType, device_type: int,
     t.dtype = DLDataType(_CODES[kind], dtype.bits, 1)
     t.shape = ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64))
     t.strides = ctypes.POINTER(ctypes.c_int64)()       # NULL: C-contiguous
-    managed.deleter = _DELETER
+    if versioned:
+        managed.version, managed.flags, managed.deleter = DLPackVersion(1, 0), 0, _DELETER_V
+    else:
+        managed.deleter = _DELETER
     address = ctypes.addressof(managed)
-    _live[address] = (managed, shape_arr, owner)
-    return _api.PyCapsule_New(address, b"dltensor", ctypes.cast(_DESTRUCTOR, ctypes.c_void_p))
+    _live[address] = (managed, shape_arr, owner, on_release)
+    return _api.PyCapsule_New(address, b"dltensor_versioned" if versioned else b"dltensor",
+                              ctypes.cast(_DESTRUCTOR, ctypes.c_void_p))

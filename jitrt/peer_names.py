@@ -7,6 +7,9 @@ in the KernelCompileError). Caches nothing.
 """
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 _LAYOUT = ("only dense layouts through jr.root.dense(jr.ij, (n, m)).place(x) are supported "
            "(or create each field with its shape, jr.field(dtype, shape=(n, m)))")
 _SPARSE = "sparse SNodes (pointer, bitmasked, dynamic) are not supported"
@@ -36,9 +39,14 @@ class NotInJitrt(AttributeError):
     """A peer's name jitrt does not have; the message says what to use instead."""
 
 
-def missing(module: str, name: str) -> AttributeError:
-    """The error for `module.name`: NotInJitrt with advice for a known peer name."""
+def missing(module: str, name: str, names: Iterable[str] = ()) -> AttributeError:
+    """The error for `module.name`: NotInJitrt with advice for a known peer name, else an
+    AttributeError suggesting the closest of `names` (the module's public names), as Python's
+    own "did you mean" does for a misspelt local (`jr.sinn` -> `jr.sin`)."""
     advice = MISSING.get(name)
-    if advice is None:
-        return AttributeError(f"module {module!r} has no attribute {name!r}")
-    return NotInJitrt(f"{module}.{name} is not in jitrt: {advice}")
+    if advice is not None:
+        return NotInJitrt(f"{module}.{name} is not in jitrt: {advice}")
+    public = sorted({k for k in names if not k.startswith("_")})
+    close = difflib.get_close_matches(name, public, n=3, cutoff=0.7)
+    hint = f"; did you mean {' or '.join(f'{module}.{c}' for c in close)}?" if close else ""
+    return AttributeError(f"module {module!r} has no attribute {name!r}{hint}")

@@ -1,7 +1,8 @@
 """Arrays in and out without copies: numpy views of jitrt ndarrays, DLPack both ways, and
 foreign array objects (anything exposing `__dlpack__` or `__array_interface__`) as kernel
-arguments, written in place. Generation counters stay exact: exported views are read-only,
-`writable()` bumps the generation when its block ends."""
+arguments, written in place. Generation counters stay exact: numpy views are read-only,
+`writable()` bumps the generation when its block ends, and a DLPack export (writable, since
+torch writes through a read-only one) bumps it when the consumer releases it."""
 from __future__ import annotations
 
 import importlib.util
@@ -61,6 +62,47 @@ def test_numpy_views_share_memory_and_are_read_only():
     with a.writable() as w:
         w[0] = 5.0
     assert a.gen == gen + 1 and a[0] == 5.0
+
+
+@pytest.mark.cpu_only     # the CPU export; GPU exports are tested in test_gpu.py
+@needs_dlpack_v1
+def test_a_dlpack_export_is_writable_and_its_release_bumps_the_generation():
+    """Consumers such as torch write through a read-only DLPack export without a check, so
+    the CPU export is writable and the generation moves when the consumer lets it go."""
+    import gc
+    a = jr.ndarray(jr.f32, (3,))
+    gen = a.gen
+    d = np.from_dlpack(a)                      # asks for DLPack 1.0 (max_version)
+    d[1] = 9.0
+    assert a[1] == 9.0 and a.gen == gen        # the same memory; not released yet
+    del d
+    gc.collect()
+    assert a.gen == gen + 1                    # released: caches see the write
+    legacy = np.from_dlpack(DLPackLegacy(a))   # an old consumer (no max_version)
+    assert np.shares_memory(legacy, a.view()) and a.gen == gen + 1
+    del legacy
+    gc.collect()
+    assert a.gen == gen + 2
+    unused = a.__dlpack__(max_version=(1, 0))  # never consumed: nothing was written
+    del unused
+    gc.collect()
+    assert a.gen == gen + 2
+    c = np.from_dlpack(a, copy=True)
+    c[0] = 5.0
+    assert a[0] == 0.0
+
+
+class DLPackLegacy:
+    """A producer seen through a consumer that predates DLPack 1.0 (no max_version)."""
+
+    def __init__(self, arr) -> None:
+        self._arr = arr
+
+    def __dlpack__(self, **kwargs):
+        return self._arr.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._arr.__dlpack_device__()
 
 
 @pytest.mark.parametrize("wrap", [pytest.param(DLPackOnly, marks=needs_dlpack_v1),

@@ -15,7 +15,7 @@ from llvmlite import ir
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
-from . import abi
+from . import abi, print_format
 from .declare import declare
 from .emitter_host import EmitterHost
 
@@ -320,12 +320,22 @@ class ExprEmitter(EmitterHost):
         return ir.Constant(I32, 0)
 
     def expr_Print(self, e: n.Print) -> ir.Value:
-        """printf on the CPU (flushed at once), vprintf on CUDA; AMDGPU has no printf here."""
+        """printf on the CPU (flushed at once; floats as Python prints them,
+        `print_format.py`), vprintf on CUDA (floats `%g`); AMDGPU has no printf here."""
         b = self.builder
         spec, values = [], []
         for a in e.args:
             v = self.expr(a)
-            if a.dtype.is_float:
+            if a.dtype.is_float and not self.target.is_gpu:
+                with b.goto_block(self.alloca_block):
+                    text = b.alloca(ir.ArrayType(ir.IntType(8), print_format.BUF_BYTES))
+                text_ptr = b.bitcast(text, ir.IntType(8).as_pointer())
+                wide = v if a.dtype.bits == 64 else b.fpext(v, ir.DoubleType())
+                b.call(print_format.format_float(self.module),
+                       [wide, ir.Constant(ir.IntType(1), int(a.dtype.bits == 32)), text_ptr])
+                spec.append("%s")
+                values.append(text_ptr)
+            elif a.dtype.is_float:
                 spec.append("%g")
                 values.append(v if a.dtype.bits == 64 else b.fpext(v, ir.DoubleType()))
             else:

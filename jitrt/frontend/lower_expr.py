@@ -199,7 +199,9 @@ class ExprLowering(LoweringHost):
             except AttributeError as exc:
                 if type(exc).__name__ == "NotInJitrt":       # a peer's name, with advice
                     raise self.err(node, str(exc)) from None
-                raise self.err(node, f"{describe(obj)} has no attribute '{node.attr}'") from None
+                hint = str(exc).partition("; did you mean ")[2]     # jitrt's suggestion
+                raise self.err(node, f"{describe(obj)} has no attribute '{node.attr}'" + (
+                    f"; did you mean {hint}" if hint else "")) from None
         if isinstance(base, n.ArrayRef):
             if node.attr == "shape":
                 return ShapeOf(base)

@@ -129,9 +129,11 @@ def init(arch: Any = None, **options: Any) -> Program:
     Args:
         arch: `jr.cpu` (default), `jr.cuda`, `jr.amdgpu`, `jr.gpu` or their names;
             `JITRT_ARCH` overrides it.
-        **options: `debug`, `offline_cache`, `offline_cache_dir`, `offline_cache_max_bytes`,
-            `ad_stack_size`, `default_fp`, `default_ip`, `num_threads`, `parallel_grain`,
-            `device_id`, `enable_fallback`, `kernel_profiler`, `log_level` (docs/usage.md,
+        **options: `device_id`, `enable_fallback`, `debug`, `fast_math`, `random_seed`,
+            `tiered_compile`, `offline_cache`, `offline_cache_dir`,
+            `offline_cache_max_bytes`, `ad_stack_size`, `ad_stack_experimental_enabled`,
+            `default_fp`, `default_ip`, `num_threads`, `kernel_profiler`, `log_level`,
+            `parallel_grain` (the table `OPTIONS` in jitrt/config.py; docs/usage.md,
             "Configuration"); each also from `JITRT_<NAME>`.
 
     Returns the Program. A GPU arch whose runtime or device is missing falls back to the CPU
