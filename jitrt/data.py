@@ -181,8 +181,9 @@ class _Buffer:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        """The storage shape: the outer dimensions, then the element's components."""
-        return self._dims
+        """The shape of the field (ndarray): one extent per index, the element's components
+        left out, as in Taichi (`(N,)` for `jr.Vector.field(3, jr.f32, shape=N)`)."""
+        return self._shape
 
     @shape.setter
     def shape(self, value: Any) -> None:
@@ -209,7 +210,8 @@ class _Buffer:
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        """The number of indices of an element: `len(x.shape)`."""
+        return len(self._shape)
 
     @property
     def needs_grad(self) -> bool:
@@ -301,7 +303,8 @@ class _Buffer:
         self._wrote()
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name} {self.dtype!r} shape={self.shape}>"
+        element = f" element_shape={self._element}" if self._element else ""
+        return f"<{type(self).__name__} {self.name} {self.dtype!r} shape={self._shape}{element}>"
 
     # ---- copies: each owns its memory (docs/usage.md, "Copies and pickling") ---------------
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:

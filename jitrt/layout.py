@@ -70,11 +70,10 @@ class Node:
                 f.place_with(self.shape)
                 f.implicit = False                # placing a gradient asks for it
             elif isinstance(f, data.Field):
-                outer = f.shape[:len(f.shape) - len(f.element_shape)]
-                if outer != self.shape:
+                if f.shape != self.shape:
                     what = "gradient" if f.implicit else "field"
                     raise ValueError(f"{what} '{f.name}' is already placed with shape "
-                                     f"{outer}, not {self.shape}")
+                                     f"{f.shape}, not {self.shape}")
                 f.implicit = False
             elif hasattr(f, "members"):          # a struct field: each member
                 self.place(*f.members.values())
@@ -141,8 +140,7 @@ def _ask_for(kind: str, registry: list) -> None:
             continue
         companion = getattr(f, kind)
         if companion is None:
-            outer = f.shape[:len(f.shape) - len(f.element_shape)]
-            companion = data.Field(f.dtype, outer, False, f"{f.name}.{kind}", "field",
+            companion = data.Field(f.dtype, f.shape, False, f"{f.name}.{kind}", "field",
                                    element_shape=f.element_shape)
             companion.named = f.named
             setattr(f, kind, companion)
