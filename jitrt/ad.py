@@ -227,18 +227,18 @@ class FwdMode:
                                                       "given by jr.root.lazy_dual())"
                                                       if x.dual is not None else ""))
         self.loss, self.param = loss, param
-        size = int(np.prod(param.shape, dtype=np.int64))
+        size = int(np.prod(param.storage_shape, dtype=np.int64))
         if seed is None:
             if size != 1:
                 raise ValueError(
                     f"FwdMode: param '{param.name}' has {size} elements (shape "
-                    f"{param.shape}); give seed=[...] with one value per element, e.g. a 1 at "
-                    "the element to differentiate with respect to and 0 elsewhere")
+                    f"{param.storage_shape}); give seed=[...] with one value per element, e.g. "
+                    "a 1 at the element to differentiate with respect to and 0 elsewhere")
             seed = [1.0]
         self.seed = np.asarray(seed, dtype=param.dtype.np).reshape(-1)
         if self.seed.size != size:
             raise ValueError(f"FwdMode: seed has {self.seed.size} values but param "
-                             f"'{param.name}' has {size} elements (shape {param.shape})")
+                             f"'{param.name}' has {size} elements (shape {param.storage_shape})")
         self.clear_gradients = clear_gradients
         self._program: "Program | None" = None
 
@@ -246,7 +246,7 @@ class FwdMode:
         program = _check_no_mode(self)
         if self.clear_gradients:
             clear_all_duals()
-        self.param.dual.from_numpy(self.seed.reshape(self.param.shape))
+        self.param.dual.from_numpy(self.seed.reshape(self.param.storage_shape))
         program.fwd = self
         program_mod.ACTIVE[0] = program.fwd_token   # launches go to their forward kernels
         self._program = program

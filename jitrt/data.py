@@ -15,6 +15,7 @@ Host access to one element of a vector/matrix field (`v[i]`) gives a `FieldEleme
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
 import weakref
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ import numpy as np
 
 from . import dtypes
 from .dtypes import DataType
+from .data_element import FieldElement
 from .errors import FloatDtypeError
 
 _alloc_ids = itertools.count(1)
@@ -129,16 +131,18 @@ def _host_index(key: Any, shape: tuple[int, ...], name: str,
 class _Buffer:
     """What Field and Ndarray share: the numpy buffer, host access and the generation."""
 
-    __slots__ = ("_data", "dtype", "shape", "gen", "ptr", "alloc_id", "grad", "name",
-                 "named", "_mirror", "element_shape", "dual", "implicit", "__weakref__")
+    __slots__ = ("_data", "_dtype", "_shape", "_dims", "_element", "gen", "ptr", "alloc_id",
+                 "grad", "name", "named", "_mirror", "dual", "implicit", "__weakref__")
 
     def __init__(self, dtype: Any, shape: Any, needs_grad: bool, name: str | None,
-                 kind: str, storage: np.ndarray | None = None, needs_dual: bool = False) -> None:
-        self.dtype: DataType = dtypes.coerce(dtype)
-        self.shape = _shape(shape)
+                 kind: str, storage: np.ndarray | None = None, needs_dual: bool = False,
+                 element_shape: tuple[int, ...] = ()) -> None:
+        self._dtype: DataType = dtypes.coerce(dtype)
+        self._shape = _shape(shape)
         # vectors/matrices (jr.Vector.field...): the trailing dimensions holding components
-        self.element_shape: tuple[int, ...] = ()
-        self._data = np.zeros(self.shape, dtype=self.dtype.np) if storage is None else storage
+        self._element = tuple(element_shape)
+        self._dims = self._shape + self._element
+        self._data = np.zeros(self._dims, dtype=self._dtype.np) if storage is None else storage
         self.ptr: int = self._data.ctypes.data
         self._mirror: Any = None   # a GPU's copy of the data (backends/gpu.py), if any
         self.gen = 0
@@ -150,19 +154,64 @@ class _Buffer:
         self.implicit = False   # a gradient placed with its field, not asked for (see top)
         if needs_grad:
             _check_float(self.dtype, "needs_grad", kind, name)
-            self.grad = type(self)(self.dtype, self.shape, False, self.name + ".grad", kind)
-            self.grad.named = self.named
+            self.grad = self._companion(".grad", kind)
             if kind == "field":
                 _grad_fields.append(weakref.ref(self))  # type: ignore[arg-type]
         if needs_dual:
             _check_float(self.dtype, "needs_dual", kind, name)
-            self.dual = type(self)(self.dtype, self.shape, False, self.name + ".dual", kind)
-            self.dual.named = self.named
+            self.dual = self._companion(".dual", kind)
             _dual_buffers.append(weakref.ref(self))
+
+    def _companion(self, suffix: str, kind: str) -> Any:
+        """A zeroed buffer like this one (a gradient or a dual), named after it."""
+        out = type(self)(self._dtype, self._shape, False, self.name + suffix, kind,
+                         element_shape=self._element)
+        out.named = self.named
+        return out
+
+    # The shape, element shape and dtype are fixed at creation: compiled kernels and launch
+    # packers trust them, so a changed one would read past the buffer.
+    @property
+    def dtype(self) -> DataType:
+        return self._dtype
+
+    @dtype.setter
+    def dtype(self, value: Any) -> None:
+        raise self._fixed("dtype")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of the field (ndarray): one extent per index, the element's components
+        left out, as in Taichi (`(N,)` for `jr.Vector.field(3, jr.f32, shape=N)`)."""
+        return self._shape
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        raise self._fixed("shape")
+
+    @property
+    def element_shape(self) -> tuple[int, ...]:
+        """The shape of one element: () for scalars, (n,) for vectors, (n, m) for matrices."""
+        return self._element
+
+    @element_shape.setter
+    def element_shape(self, value: Any) -> None:
+        raise self._fixed("element_shape")
+
+    @property
+    def storage_shape(self) -> tuple[int, ...]:
+        """The shape of the data in memory: `shape + element_shape` (`to_numpy()`'s shape)."""
+        return self._dims
+
+    def _fixed(self, what: str) -> AttributeError:
+        kind = "field" if isinstance(self, Field) else "ndarray"
+        return AttributeError(f"the {what} of {kind} '{self.name}' cannot be changed (it is "
+                              f"{getattr(self, what)!r}): create a new {kind} instead")
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        """The number of indices of an element: `len(x.shape)`."""
+        return len(self._shape)
 
     @property
     def needs_grad(self) -> bool:
@@ -204,23 +253,23 @@ class _Buffer:
         self.gen += 1
 
     def __getitem__(self, key: Any) -> Any:
-        if key is None and not self.shape:     # `loss[None]`
+        if key is None and not self._dims:     # `loss[None]`
             return self._host()[()].item()
         if isinstance(key, slice):
             return self._host()[key].copy()
-        index = _host_index(key, self.shape, self.name, self.element_shape)
-        if len(index) < len(self.shape):      # a whole vector/matrix element: a live proxy
+        index = _host_index(key, self._dims, self.name, self.element_shape)
+        if len(index) < len(self._dims):      # a whole vector/matrix element: a live proxy
             return FieldElement(self, index)
         return self._host()[index].item()
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        if key is None and not self.shape:     # `loss[None] = 0`, every step of a training loop
+        if key is None and not self._dims:     # `loss[None] = 0`, every step of a training loop
             index: Any = ()
         elif isinstance(key, slice):
             index = key
         else:
-            index = _host_index(key, self.shape, self.name, self.element_shape)
-            if len(index) < len(self.shape):
+            index = _host_index(key, self._dims, self.name, self.element_shape)
+            if len(index) < len(self._dims):
                 value = self._element_value(key, value)
         self._host()[index] = value
         self._wrote()
@@ -239,9 +288,9 @@ class _Buffer:
 
     def from_numpy(self, arr: Any) -> None:
         arr = np.asarray(arr)
-        if arr.shape != self.shape:
+        if arr.shape != self._dims:
             raise ValueError(f"{self.name}.from_numpy: shape {arr.shape} does not match "
-                             f"{self.shape}")
+                             f"{self._dims}")
         if self._mirror is not None:
             self._mirror.device_newer = False    # every element is overwritten
         np.copyto(self._data, arr, casting="same_kind")
@@ -254,7 +303,26 @@ class _Buffer:
         self._wrote()
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name} {self.dtype!r} shape={self.shape}>"
+        element = f" element_shape={self._element}" if self._element else ""
+        return f"<{type(self).__name__} {self.name} {self.dtype!r} shape={self._shape}{element}>"
+
+    # ---- copies: each owns its memory (docs/usage.md, "Copies and pickling") ---------------
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """`pickle` and `copy.deepcopy`: a new field or ndarray (its own allocation, address
+        and generation) holding a copy of the data, with copies of `.grad` and `.dual`
+        (deepcopy's memo keeps `x` and `x.grad` copied together consistent)."""
+        tracked = any(r() is self for r in _user_fields)
+        return (_rebuild, (type(self), self._dtype.name, self._shape, self._element, self.name,
+                           self.named, self._host(), self.grad, self.dual, self.implicit,
+                           tracked))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        rebuild, args = self.__reduce__()
+        return rebuild(*copy.deepcopy(args, memo))
+
+    def __copy__(self) -> Any:
+        """A copy owns its memory, as numpy's does: the same as `copy.deepcopy`."""
+        return copy.deepcopy(self)
 
     # ---- zero-copy interop (the CPU: the data is host memory) ---------------------------
     def view(self) -> np.ndarray:
@@ -288,24 +356,17 @@ class _Buffer:
         return self.view().__array_interface__
 
     def __dlpack__(self, **kwargs: Any) -> Any:
-        """DLPack export, no copy. On a GPU program: the device memory itself
-        (torch.from_dlpack, cupy.from_dlpack; writes through it need `.touch()`). On the
-        CPU: the host memory, writable (torch writes through a read-only export without a
-        check); the generation moves when the consumer releases it, so caches see its writes
-        by then (`.touch()` makes them seen earlier). `copy=True` exports a copy."""
-        from . import dlpack
+        """DLPack export. On a GPU program: the device memory itself (torch.from_dlpack,
+        cupy.from_dlpack; writes through it need `.touch()`). On the CPU: a read-only view
+        (consumers that pass `max_version=(1, 0)` or newer, such as `np.from_dlpack`, accept
+        it; older consumers get numpy's BufferError: copy first)."""
         device = CURRENT_DEVICE[0]
         if device is not None:
+            from . import dlpack
             ptr = device.export_ptr(self)
-            return dlpack.export(ptr, self.shape, self.dtype, device.dlpack_device_type,
+            return dlpack.export(ptr, self._dims, self.dtype, device.dlpack_device_type,
                                  device.device_id, self)
-        if kwargs.get("copy"):
-            return self._host().copy().__dlpack__(
-                **{k: v for k, v in kwargs.items() if k != "copy"})
-        data = self._host()
-        versioned = tuple(kwargs.get("max_version") or (0, 0)) >= (1, 0)
-        return dlpack.export(data.ctypes.data, data.shape, self.dtype, dlpack.KDL_CPU, 0,
-                             self, self._wrote, versioned)
+        return self.view().__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         device = CURRENT_DEVICE[0]
@@ -324,185 +385,28 @@ class _Buffer:
             raise AttributeError("__cuda_array_interface__: the current program is not on "
                                  "a GPU (jr.init(arch=jr.cuda))")
         ptr = device.export_ptr(self)
-        return {"shape": self.shape, "typestr": self.dtype.np.str, "data": (ptr, False),
+        return {"shape": self._dims, "typestr": self.dtype.np.str, "data": (ptr, False),
                 "strides": None, "version": 3, "stream": None}
 
 
-class FieldElement:
-    """One vector/matrix element of a field or ndarray at Python scope (`x[i]`, `s[None]`).
-
-    A view, not a copy: reading it reads the field now (bringing GPU data home as `x[i, k]`
-    does) and `e[k] = v`, `e[r, c] = v`, `e.x = v`, `e[k] -= v` write through it (the field's
-    generation moves, as with `x[i, k] = v`). An index that leaves dimensions (`m[i][r]` of
-    a matrix) gives a view of that part. Arithmetic, `np.asarray(e)`, `print(e)` use its
-    current value as a numpy array (`e.to_numpy()`)."""
-
-    __slots__ = ("_buf", "_index")
-
-    def __init__(self, buf: Any, index: tuple[int, ...]) -> None:
-        self._buf, self._index = buf, tuple(int(i) for i in index)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self._buf.shape[len(self._index):])
-
-    @property
-    def n(self) -> int:
-        return self.shape[0]
-
-    @property
-    def m(self) -> int:
-        return self.shape[1] if len(self.shape) > 1 else 1
-
-    def _key(self, key: Any) -> tuple[Any, ...]:
-        key = key if isinstance(key, tuple) else (key,)
-        shape = self.shape
-        if len(key) > len(shape):
-            raise IndexError(f"{self._buf.name}{list(self._index)}: an element of shape "
-                             f"{shape} takes at most {len(shape)} index(es), got {key!r}")
-        for k, (i, n) in enumerate(zip(key, shape)):
-            if isinstance(i, slice):
-                continue
-            if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
-                raise IndexError(f"component index {i!r} is not an integer")
-            if not -n <= i < n:
-                raise IndexError(f"component index {i} is out of range for an element of "
-                                 f"shape {shape}")
-        return self._index + tuple(i if isinstance(i, slice) or i >= 0 else i + n
-                                   for i, n in zip(key, shape))
-
-    def __getitem__(self, key: Any) -> Any:
-        full = self._key(key)
-        if any(isinstance(i, slice) for i in full):
-            return self._buf._host()[full].copy()
-        if len(full) < len(self._buf.shape):
-            return FieldElement(self._buf, full)
-        return self._buf._host()[full].item()
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        full = self._key(key)
-        arr = np.asarray(value)
-        part = np.shape(self._buf._host()[full])
-        if arr.shape not in ((), part):
-            raise ValueError(f"{self._buf.name}: a part of shape {part} cannot take a value "
-                             f"of shape {arr.shape}")
-        self._buf._host()[full] = arr
-        self._buf._wrote()
-
-    def to_numpy(self) -> np.ndarray:
-        return np.array(self._buf._host()[self._index])
-
-    def to_list(self) -> list:
-        return self.to_numpy().tolist()  # type: ignore[no-any-return]
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        out = self.to_numpy()
-        return out if dtype is None else out.astype(dtype)
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __iter__(self) -> Any:
-        return iter(self.to_numpy())
-
-    def __repr__(self) -> str:
-        return repr(self.to_numpy())
-
-    def __str__(self) -> str:
-        return str(self.to_numpy())
-
-    def __eq__(self, other: Any) -> Any:
-        return ElementComparison.of(self.to_numpy() == np.asarray(other), "all")
-
-    def __ne__(self, other: Any) -> Any:
-        return ElementComparison.of(self.to_numpy() != np.asarray(other), "any")
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def value(self) -> Any:
-        """The element's current value as a `jr.Vector`/`jr.Matrix` (a copy)."""
-        from .host_matrix import HostMatrix
-        return HostMatrix(self.to_numpy())
-
-    def __getattr__(self, name: str) -> Any:
-        if name in _VALUE_METHODS:      # Taichi's Matrix methods, on the current value
-            return getattr(self.value(), name)
-        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
-
-
-# the Python-scope Matrix methods an element offers (host_matrix.HostMatrix)
-_VALUE_METHODS = frozenset((
-    "norm", "norm_sqr", "norm_inv", "normalized", "dot", "cross", "outer_product", "transpose",
-    "trace", "determinant", "inverse", "cast", "sum", "max", "min", "any", "all", "get_shape"))
-
-
-class ElementComparison(np.ndarray):
-    """The element-wise result of comparing a vector/matrix element at Python scope
-    (`x[i] == [1, 2]`, `x[i] != y[i]`, `x[i] < 3`): a numpy bool array whose truth value is
-    defined, so `assert x[i] == [a, b]` and `if x[i] != v:` test every component. `==`, `<`,
-    `<=`, `>`, `>=` are true when they hold for every component; `!=` when any component
-    differs (so `a != b` is `not (a == b)`, as for tuples). Numpy operations on it (`~c`,
-    `c & d`, `c.all()`, `np.sum(c)`) give plain numpy results, with numpy's rules."""
-
-    _rule: str
-
-    @classmethod
-    def of(cls, result: Any, rule: str) -> Any:
-        """`result` (a comparison's numpy output) as an ElementComparison; a scalar as is."""
-        if not isinstance(result, np.ndarray) or result.ndim == 0:
-            return result
-        out = result.view(cls)
-        out._rule = rule
-        return out
-
-    def __array_finalize__(self, obj: Any) -> None:
-        self._rule = getattr(obj, "_rule", "all")
-
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        def plain(x: Any) -> Any:
-            return x.view(np.ndarray) if isinstance(x, ElementComparison) else x
-        if "out" in kwargs:
-            kwargs["out"] = tuple(plain(x) for x in kwargs["out"])
-        return getattr(ufunc, method)(*(plain(x) for x in inputs), **kwargs)
-
-    def __bool__(self) -> bool:
-        values = self.view(np.ndarray)
-        return bool(values.all() if self._rule == "all" else values.any())
-
-    def __repr__(self) -> str:
-        return repr(self.view(np.ndarray))
-
-    def __str__(self) -> str:
-        return str(self.view(np.ndarray))
-
-
-def _component(k: int) -> property:
-    def get(e: FieldElement) -> Any:
-        return e[k]
-
-    def put(e: FieldElement, value: Any) -> None:
-        e[k] = value
-    return property(get, put)
-
-
-def _numpy_op(name: str) -> Any:
-    op = getattr(np.ndarray, name)
-    compare = name in ("__lt__", "__le__", "__gt__", "__ge__")
-
-    def method(self: FieldElement, *other: Any) -> Any:
-        # on the current value, a jr.Vector/jr.Matrix: so is the result (as in Taichi)
-        result = op(self.value(), *(np.asarray(o) for o in other))
-        return ElementComparison.of(result, "all") if compare else result
-    method.__name__ = name
-    return method
-
-
-for _k, _c in enumerate("xyzw"):
-    setattr(FieldElement, _c, _component(_k))
-for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
-            "rfloordiv", "mod", "rmod", "pow", "rpow", "matmul", "rmatmul", "neg", "pos", "abs",
-            "lt", "le", "gt", "ge"):
-    setattr(FieldElement, f"__{_op}__", _numpy_op(f"__{_op}__"))
+def _rebuild(cls: type, dtype: str, shape: tuple[int, ...], element: tuple[int, ...],
+             name: str, named: bool, data: np.ndarray, grad: Any, dual: Any, implicit: bool,
+             tracked: bool) -> Any:
+    """A copied or unpickled field/ndarray (`_Buffer.__reduce__`): new memory, the data copied
+    in, the gradient and dual already rebuilt, registered as a new one would be."""
+    kind = "field" if issubclass(cls, Field) else "ndarray"
+    out = cls(dtype, shape, False, name, kind, element_shape=element)
+    if np.shape(data) != out.storage_shape:
+        raise ValueError(f"cannot rebuild {kind} '{name}': its data has shape "
+                         f"{np.shape(data)}, not {out.storage_shape}")
+    np.copyto(out._data, data, casting="no")
+    out.named, out.implicit = named, implicit
+    out.grad, out.dual = grad, dual
+    if grad is not None and kind == "field":
+        _grad_fields.append(weakref.ref(out))
+    if dual is not None:
+        _dual_buffers.append(weakref.ref(out))
+    return track(out) if tracked else out
 
 
 class Field(_Buffer):
@@ -531,10 +435,10 @@ class PendingField(Field):
     def __init__(self, dtype: Any, needs_grad: bool, name: str | None,
                  element_shape: tuple[int, ...] = (), needs_dual: bool = False,
                  derived: bool = False) -> None:
-        self.dtype = dtypes.coerce(dtype)
+        self._dtype = dtypes.coerce(dtype)
         self.name = name or "field"
         self.named = name is not None
-        self.element_shape = element_shape
+        self._element = tuple(element_shape)
         self.grad = self.dual = None
         self.implicit = False
         if needs_grad:
@@ -552,6 +456,11 @@ class PendingField(Field):
             self.dual.named = self.named
             self.dual.implicit = not needs_dual
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        raise TypeError(f"field '{self.name}' has no shape yet: place it "
+                        f"(jr.root.dense(jr.i, n).place({self.name})) before copying or "
+                        "pickling it")
+
     def __getattr__(self, attr: str) -> Any:
         raise RuntimeError(f"field '{self.name}' has no shape yet: give it one with "
                            f"jr.root.dense(jr.i, n).place({self.name}) (or create it with "
@@ -562,10 +471,10 @@ class PendingField(Field):
         gradient not placed yet is placed with it, one placed already must match."""
         grad, dual, element = self.grad, self.dual, self.element_shape
         implicit = self.implicit
-        Field.__init__(self, self.dtype, shape + element, False,
-                       self.name if self.named else None, "field")
+        Field.__init__(self, self.dtype, shape, False, self.name if self.named else None,
+                       "field", element_shape=element)
         self.__class__ = Field  # type: ignore[assignment]
-        self.element_shape, self.implicit = element, implicit
+        self.implicit = implicit
         if isinstance(grad, PendingField):
             grad.place_with(shape)
         if grad is not None:
@@ -617,15 +526,7 @@ class Ndarray(_Buffer):
         return out
 
 
-class _NoShape:
-    """The default of `jr.field`'s shape: none given, the field is placed later
-    (`jr.root.dense(...).place(x)`); its repr is what `help(jr.field)` shows."""
-
-    def __repr__(self) -> str:
-        return "<placed later>"
-
-
-_NO_SHAPE: Any = _NoShape()
+_NO_SHAPE: Any = object()
 
 
 def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,

@@ -20,6 +20,8 @@ from typing import Any
 
 import weakref
 
+import numpy as np
+
 from . import data
 from .data import PendingField
 
@@ -38,15 +40,27 @@ class Node:
         return tuple(self.extents[a] for a in sorted(self.extents))
 
     def dense(self, axes: Any, shape: Any) -> "Node":
-        axes = tuple(axes) if isinstance(axes, tuple) else (axes,)
-        sizes = (shape,) * len(axes) if isinstance(shape, int) else tuple(shape)
+        """A level over `axes` (`jr.i`, `jr.ij`, or a tuple of them) of `shape` (one positive
+        int for every axis, or one per axis). An axis named twice in one level, an extent
+        that is not an integer (`True`, `"4"`, 2.0) or not positive is refused, as in
+        Taichi."""
+        axes = _flat_axes(axes)
+        where = f"dense({_axes_name(axes)}, {shape!r})"
+        sizes = (shape,) * len(axes) if _is_int(shape) else _extents(shape, where)
         if len(sizes) != len(axes):
-            raise ValueError(f"dense({axes}, {shape}): one extent per axis")
+            raise ValueError(f"{where}: one extent per axis ({len(axes)} axes, "
+                             f"{len(sizes)} extents)")
         grown = dict(self.extents)
         for a, s in zip(axes, sizes):
             if isinstance(a, bool) or not isinstance(a, int) or not 0 <= a < 8:
-                raise ValueError(f"dense({axes}, {shape}): axes are jr.i, jr.j, jr.k, jr.l, "
-                                 "jr.ij..., got " + repr(a))
+                raise ValueError(f"{where}: axes are jr.i, jr.j, jr.k, jr.l, jr.ij..., got "
+                                 + repr(a))
+            if axes.count(a) > 1:
+                raise ValueError(f"{where}: axis {'ijklmnop'[a]} is named twice in one level "
+                                 "(chain .dense calls to split an axis)")
+            if not _is_int(s) or s <= 0:
+                raise (TypeError if not _is_int(s) else ValueError)(
+                    f"{where}: every extent must be a positive integer, got {s!r}")
             grown[a] = grown.get(a, 1) * int(s)
         return Node(grown)
 
@@ -56,11 +70,10 @@ class Node:
                 f.place_with(self.shape)
                 f.implicit = False                # placing a gradient asks for it
             elif isinstance(f, data.Field):
-                outer = f.shape[:len(f.shape) - len(f.element_shape)]
-                if outer != self.shape:
+                if f.shape != self.shape:
                     what = "gradient" if f.implicit else "field"
                     raise ValueError(f"{what} '{f.name}' is already placed with shape "
-                                     f"{outer}, not {self.shape}")
+                                     f"{f.shape}, not {self.shape}")
                 f.implicit = False
             elif hasattr(f, "members"):          # a struct field: each member
                 self.place(*f.members.values())
@@ -92,6 +105,33 @@ class Node:
 root = Node()
 
 
+def _is_int(v: Any) -> bool:
+    """A Python or numpy integer that is not a bool."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _flat_axes(axes: Any) -> tuple[Any, ...]:
+    """`jr.ij`, `(jr.i, jr.j)` and `jr.i` as a flat tuple of axis numbers."""
+    out: list[Any] = []
+    for a in axes if isinstance(axes, (tuple, list)) else (axes,):
+        out += list(a) if isinstance(a, (tuple, list)) else [a]
+    return tuple(out)
+
+
+def _axes_name(axes: tuple[Any, ...]) -> str:
+    """`jr.ij` for (0, 1); the tuple itself when it holds something that is not an axis."""
+    if all(isinstance(a, int) and not isinstance(a, bool) and 0 <= a < 8 for a in axes):
+        return "jr." + "".join("ijklmnop"[a] for a in axes)
+    return repr(axes)
+
+
+def _extents(shape: Any, where: str) -> tuple[Any, ...]:
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(f"{where}: the extents must be a positive integer or a tuple of them, "
+                        f"got {shape!r}")
+    return tuple(shape)
+
+
 def _ask_for(kind: str, registry: list) -> None:
     """`lazy_grad`/`lazy_dual`: every live float field's `kind` ("grad" or "dual") made or
     marked asked for (`registry`: the weak list that tracks fields having one)."""
@@ -100,8 +140,9 @@ def _ask_for(kind: str, registry: list) -> None:
             continue
         companion = getattr(f, kind)
         if companion is None:
-            companion = data.Field(f.dtype, f.shape, False, f"{f.name}.{kind}", "field")
-            companion.named, companion.element_shape = f.named, f.element_shape
+            companion = data.Field(f.dtype, f.shape, False, f"{f.name}.{kind}", "field",
+                                   element_shape=f.element_shape)
+            companion.named = f.named
             setattr(f, kind, companion)
             registry.append(weakref.ref(f))
         companion.implicit = False

@@ -101,12 +101,8 @@ def _storage(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
     if shape is None and not ndarray:        # placed later: jr.root.dense(...).place(x)
         return track(PendingField(dt, needs_grad, name, element, needs_dual))
     cls = Ndarray if ndarray else Field
-    out = cls(dt, _shape(shape) + element, needs_grad, name, "ndarray" if ndarray else "field",
-              needs_dual=needs_dual)
-    out.element_shape = element
-    for derived in (out.grad, out.dual):
-        if derived is not None:
-            derived.element_shape = element
+    out = cls(dt, _shape(shape), needs_grad, name, "ndarray" if ndarray else "field",
+              needs_dual=needs_dual, element_shape=element)
     return out if isinstance(out, Ndarray) else track(out)
 
 
@@ -239,11 +235,20 @@ class StructField:
     def __init__(self, kind: StructType, shape: Any, needs_grad: bool,
                  name: str | None) -> None:
         from .data import _shape, field
-        self.kind, self.shape = kind, _shape(shape)
-        self.members = {k: field(t, self.shape, needs_grad,
+        self.kind, self._shape = kind, _shape(shape)
+        self.members = {k: field(t, self._shape, needs_grad,
                                  None if name is None else f"{name}.{k}")
                         for k, t in kind.members}
         self.element_shape = ()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape  # type: ignore[no-any-return]
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        raise AttributeError(f"the shape of a struct field cannot be changed (it is "
+                             f"{self._shape}): create a new field instead")
 
     def __getattr__(self, name: str) -> Any:
         members = self.__dict__.get("members", {})

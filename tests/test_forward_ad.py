@@ -539,9 +539,10 @@ def test_fields_placed_later_get_their_duals():
     v = jr.Vector.field(2, jr.f64, needs_dual=True)
     jr.root.dense(jr.i, 4).place(x, v)
     jr.root.lazy_dual()                        # accepted, as in Taichi: nothing to do
-    assert x.dual.shape == (4,) and v.dual.shape == (4, 2) and x.needs_dual
+    assert x.dual.shape == (4,) and v.dual.shape == (4,) and x.needs_dual
     w = jr.field(jr.math.vec3, shape=3, needs_dual=True)
-    assert w.dual.shape == (3, 3) and w.dual.element_shape == (3,)
+    assert w.dual.shape == (3,) and w.dual.element_shape == (3,)
+    assert w.dual.to_numpy().shape == (3, 3)
     s = jr.field(jr.f64, shape=(), needs_dual=True)
     x.from_numpy(np.arange(4.0))
 

@@ -16,7 +16,7 @@ def test_dense_layouts_place_fields():
     jr.root.place(s)
     jr.root.dense(jr.i, 3).dense(jr.j, 5).place(rows)
     jr.root.lazy_grad()
-    assert isinstance(x, jr.Field) and x.shape == (8, 8) and v.shape == (8, 8, 2)
+    assert isinstance(x, jr.Field) and x.shape == (8, 8) and v.shape == (8, 8)
     assert y.grad.shape == (8, 8) and s.shape == () and rows.shape == (3, 5)
 
     @jr.kernel

@@ -571,7 +571,8 @@ class GpuLaunch:
             if v is None or (written and v.readonly):
                 return False
         if type(v) is Ndarray:
-            if v.dtype is not dt or len(v.shape) != ndim or (need_grad and v.grad is None):
+            if v.dtype is not dt or len(v.storage_shape) != ndim or (
+                    need_grad and v.grad is None):
                 return False
             if v._mirror is None and getattr(v, "_owner", None) is not None:
                 host = v._data              # jr.ndarray.from_dlpack of host memory
@@ -597,8 +598,9 @@ class GpuLaunch:
             buf[slot + 1] = 0
         self.arrays[slot] = (v, host, written)
         self.refresh()
+        shape = v.storage_shape if type(v) is Ndarray else v.shape
         for k in range(ndim):
-            buf[slot + 2 + k] = v.shape[k]
+            buf[slot + 2 + k] = shape[k]
         return True
 
     def refresh(self) -> None:

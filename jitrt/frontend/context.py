@@ -78,7 +78,7 @@ class CompileContext:
                                      f"(jr.root.dense(jr.i, n).place({name}))")
         ref = self.field_refs.get(id(fld))
         if ref is None:
-            ref = n.FieldRef(len(self.field_objs), name, fld.dtype, tuple(fld.shape))
+            ref = n.FieldRef(len(self.field_objs), name, fld.dtype, fld.storage_shape)
             self.field_objs.append(fld)
             self.field_refs[id(fld)] = ref
         return ref

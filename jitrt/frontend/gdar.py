@@ -38,7 +38,7 @@ def bits_of(fld: Any) -> Any:
     bits = _BITS.get(fld)
     if bits is None:
         from ..data import Field
-        bits = _BITS[fld] = Field(dtypes.i32, fld.shape, False, f"{fld.name}.checkbits",
+        bits = _BITS[fld] = Field(dtypes.i32, fld.storage_shape, False, f"{fld.name}.checkbits",
                                   "field")
     return bits
 

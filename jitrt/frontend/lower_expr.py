@@ -245,9 +245,12 @@ class ExprLowering(LoweringHost):
             axis = self.expr(node.slice)
             if not (is_number(axis) and isinstance(axis.obj, int)):  # type: ignore[union-attr]
                 raise self.err(node.slice, "shape index must be a constant integer")
-            if not 0 <= axis.obj < base.ref.ndim:  # type: ignore[union-attr]
+            ndim = base.ref.ndim - len(self.element_shape(base.ref))
+            if not 0 <= axis.obj < ndim:  # type: ignore[union-attr]
                 raise self.err(node.slice, f"axis {axis.obj} out of range for a "  # type: ignore
-                               f"{base.ref.ndim}-d ndarray '{base.ref.name}'")
+                               f"{ndim}-d ndarray '{base.ref.name}'" + (
+                                   " (a.shape leaves out the element's dimensions)"
+                                   if ndim < base.ref.ndim else ""))
             return n.Shape(base.ref, axis.obj, dtypes.i32, self.loc(node))  # type: ignore
         if isinstance(base, PyValue) and isinstance(base.obj, (tuple, list)):
             idx = self.expr(node.slice)

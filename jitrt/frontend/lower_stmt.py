@@ -15,7 +15,7 @@ from ..ir import nodes as n
 from ..passes.walk import map_stmt, walk_expr
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
-from .lower_expr import BINOPS, Value, is_field, is_number
+from .lower_expr import BINOPS, ShapeOf, Value, is_field, is_number
 from .vectors import TupleValue, VecValue, VecVar
 
 
@@ -520,7 +520,7 @@ class StmtLowering(LoweringHost):
                     return self.stepped_range_for(node, it)
                 return self.range_for(node, [self.range_bounds(it)])
             if isinstance(callee, PyValue) and callee.obj is bi.ndrange:
-                return self.range_for(node, [self.extent(a) for a in it.args], it)
+                return self.range_for(node, self.ndrange_extents(it.args), it)
             if isinstance(callee, PyValue) and callee.obj is bi.grouped:
                 return self.grouped_for(node, it)
         source = self.expr(it)
@@ -529,11 +529,7 @@ class StmtLowering(LoweringHost):
             return self.range_for(node, [(zero, n.Const(s, dtypes.i32, self.loc(it)))
                                          for s in source.obj.shape], it)
         if isinstance(source, PyValue) and is_field(source.obj):
-            zero = n.Const(0, dtypes.i32, self.loc(it))
-            shape = source.obj.shape[:len(source.obj.shape) - len(self.element_shape(source))]
-            extents: list[tuple[n.Expr, n.Expr]] = [
-                (zero, n.Const(s, dtypes.i32, self.loc(it))) for s in shape]
-            return self.range_for(node, extents, it)
+            return self.range_for(node, self.field_box(source.obj, it), it)
         if isinstance(source, n.ArrayRef) and not source.grad:   # `for i in arr`: its shape
             loc = self.loc(it)
             zero = n.Const(0, dtypes.i32, loc)
@@ -542,6 +538,12 @@ class StmtLowering(LoweringHost):
                                          for k in range(outer)], it)
         raise self.err(it, "a kernel for loop iterates over range(), jr.ndrange(), a field, "
                        "an ndarray or jr.static(...)")
+
+    def field_box(self, fld: Any, node: ast.AST) -> list[tuple[n.Expr, n.Expr]]:
+        """The (begin, end) of each index of field `fld` (`for i, j in x`, `jr.grouped(x)`):
+        its shape, the element's components left out."""
+        loc = self.loc(node)
+        return [(n.Const(0, dtypes.i32, loc), n.Const(s, dtypes.i32, loc)) for s in fld.shape]
 
     def is_constant_one(self, node: ast.AST) -> bool:
         step = self.expr(node)
@@ -605,14 +607,12 @@ class StmtLowering(LoweringHost):
         inner = call.args[0]
         extents: list[tuple[n.Expr, n.Expr]]
         if isinstance(inner, ast.Call) and self.expr(inner.func) == PyValue(bi.ndrange):
-            extents = [self.extent(a) for a in inner.args]
+            extents = self.ndrange_extents(inner.args)
         else:
             source = self.expr(inner)
             if not (isinstance(source, PyValue) and is_field(source.obj)):
                 raise self.err(inner, "jr.grouped() takes a field or a jr.ndrange(...)")
-            zero = n.Const(0, dtypes.i32, self.loc(inner))
-            shape = source.obj.shape[:len(source.obj.shape) - len(self.element_shape(source))]
-            extents = [(zero, n.Const(s, dtypes.i32, self.loc(inner))) for s in shape]
+            extents = self.field_box(source.obj, inner)
         name = node.target.id
         parts = [f"{name}$g{k}" for k in range(len(extents))]
         targets: list[ast.expr] = [ast.Name(p, ast.Store()) for p in parts]
@@ -637,6 +637,35 @@ class StmtLowering(LoweringHost):
         if len(args) == 1:
             return n.Const(0, dtypes.i32, self.loc(call)), self.index_value(args[0])
         return self.index_value(args[0]), self.index_value(args[1])
+
+    def ndrange_extents(self, args: list[ast.expr]) -> list[tuple[n.Expr, n.Expr]]:
+        """The (begin, end) pairs of `jr.ndrange(...)`'s arguments; `*x.shape` of a field (or
+        any compile-time tuple of extents) and `*a.shape` of an ndarray give one per axis."""
+        out: list[tuple[n.Expr, n.Expr]] = []
+        for a in args:
+            if not isinstance(a, ast.Starred):
+                out.append(self.extent(a))
+                continue
+            v, loc = self.expr(a.value), self.loc(a)
+            zero = n.Const(0, dtypes.i32, loc)
+            if isinstance(v, ShapeOf):
+                ndim = v.ref.ndim - len(self.element_shape(v.ref))
+                out += [(zero, n.Shape(v.ref, k, dtypes.i32, loc)) for k in range(ndim)]
+            elif isinstance(v, PyValue) and isinstance(v.obj, (tuple, list)):
+                out += [self.constant_extent(x, a) for x in v.obj]
+            else:
+                raise self.err(a, "*... in jr.ndrange() takes a shape (x.shape, a.shape) or "
+                               "a compile-time tuple of extents")
+        return out
+
+    def constant_extent(self, x: Any, node: ast.AST) -> tuple[n.Expr, n.Expr]:
+        """An extent `n` or a `(begin, end)` pair given as compile-time Python ints."""
+        loc = self.loc(node)
+        pair = tuple(x) if isinstance(x, (tuple, list)) else (0, x)
+        if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool)
+                                     for v in pair):
+            raise self.err(node, f"an ndrange extent is n or (begin, end), got {x!r}")
+        return n.Const(pair[0], dtypes.i32, loc), n.Const(pair[1], dtypes.i32, loc)
 
     def extent(self, node: ast.AST) -> tuple[n.Expr, n.Expr]:
         if isinstance(node, ast.Tuple):

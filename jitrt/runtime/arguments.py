@@ -105,13 +105,21 @@ def fail(kernel: "KernelLike", param: n.Param, expected: str, got: str) -> Kerne
                           f"{expected}, got {got}")
 
 
+def storage_of(v: Any) -> tuple[int, ...]:
+    """The shape of an array argument's memory: a jitrt ndarray's `storage_shape` (its
+    element's components included), any other array's `shape`."""
+    return tuple(v.storage_shape if isinstance(v, (Ndarray, Field)) else v.shape)
+
+
 def describe(v: Any) -> str:
     if isinstance(v, np.ndarray):
         return f"numpy array dtype={v.dtype} ndim={v.ndim}" + (
             "" if v.flags.c_contiguous else " (not C-contiguous)") + (
             "" if v.flags.writeable else " (read-only)")
     if isinstance(v, (Ndarray, Field)):
-        return f"{type(v).__name__} dtype={v.dtype.name} ndim={len(v.shape)}"
+        element = f" of {'x'.join(map(str, v.element_shape))} elements" if \
+            v.element_shape else ""
+        return f"{type(v).__name__} dtype={v.dtype.name} ndim={len(v.shape)}{element}"
     return f"{type(v).__name__} {v!r}"[:120]
 
 
@@ -177,7 +185,7 @@ def as_host_array(v: Any) -> Any:
 
 def array_info(v: Any) -> tuple[dtypes.DataType | None, int, bool] | None:
     if isinstance(v, Ndarray):
-        return v.dtype, len(v.shape), v.grad is not None
+        return v.dtype, len(v.storage_shape), v.grad is not None
     if isinstance(v, np.ndarray):
         return dtypes.from_numpy(v.dtype), v.ndim, False
     return None
@@ -243,7 +251,7 @@ def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
         raise fail(kernel, p, want + " (C-contiguous)", describe(v))
     element = element_from(kernel, p, v, ndim, want)
     if others >= 0 and ndim - len(element) != others:
-        raise fail(kernel, p, want, describe(v) + f" shape={tuple(v.shape)}" + (
+        raise fail(kernel, p, want, describe(v) + f" shape={storage_of(v)}" + (
             f" ({'x'.join(map(str, element))} elements)" if element else ""))
     if p.grad_annotation and not has_grad:
         raise fail(kernel, p, want + " with needs_grad=True (as annotated)", describe(v))
@@ -263,7 +271,7 @@ def element_from(kernel: "KernelLike", p: n.Param, v: Any, ndim: int, want: str
     if p.element_dim < 0:
         return own
     k = p.element_dim or len(p.element_shape)
-    shape = tuple(v.shape)
+    shape = storage_of(v)
     if p.element_dim > 0 and own and len(own) != k:
         raise fail(kernel, p, want, f"a jitrt ndarray of {'x'.join(map(str, own))} elements")
     if ndim < k or (p.element_dim == 0 and shape[ndim - k:] != p.element_shape):
@@ -327,7 +335,7 @@ def _default_scalar(kernel: "KernelLike", p: n.Param, cfg: Any) -> dtypes.DataTy
 
 def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
     if isinstance(v, Field):
-        return ("field", id(v)), f"field({v.dtype.name},{v.shape})"
+        return ("field", id(v)), f"field({v.dtype.name},{v.storage_shape})"
     if isinstance(v, (bool, int, float, str, dtypes.DataType)) or v is None:
         return (type(v), v), repr(v)
     if isinstance(v, tuple) and all(isinstance(x, (bool, int, float)) for x in v):
@@ -348,11 +356,11 @@ def pack_array(buf: Any, slot: int, v: Any, dt: dtypes.DataType, ndim: int,
     """Write an ndarray argument's slots; False if `v` does not fit the specialization (the
     caller then takes the slow path, which names the problem)."""
     if type(v) is Ndarray:
-        if v.dtype is not dt or len(v.shape) != ndim or (need_grad and v.grad is None):
+        shape = v.storage_shape
+        if v.dtype is not dt or len(shape) != ndim or (need_grad and v.grad is None):
             return False
         buf[slot] = v.ptr
         buf[slot + 1] = v.grad.ptr if v.grad is not None else 0
-        shape = v.shape
     elif isinstance(v, np.ndarray) and not need_grad:   # numpy subclasses (memmap) too
         if v.dtype != dt.np or v.ndim != ndim or not v.flags.c_contiguous or (
                 written and not v.flags.writeable):

@@ -334,7 +334,7 @@ def key_parts(source: str, ctx: CompileContext, kir: n.KernelIR, cfg: Any,
         func_sources=tuple(sorted(ctx.used_funcs.items())),
         captured_constants=tuple(sorted(ctx.captured.items())),
         specialization=ctx.kernel_name,
-        field_layouts=tuple((f.dtype.name, tuple(f.shape), f.grad is not None)
+        field_layouts=tuple((f.dtype.name, f.storage_shape, f.grad is not None)
                             for f in ctx.field_objs),
         frontend_ir=kernel_text(kir),
         compile_options=cfg.codegen_items(),

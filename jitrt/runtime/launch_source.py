@@ -81,8 +81,9 @@ def array_lines(handle: "LaunchHandle", env: dict[str, Any], slow: str) -> list[
         # element checks first: a slow path after packing would leave the slots out of step
         # with what `last{i}` remembers
         if p.element_shape:      # the components' trailing dimensions must match
-            lines.append(f"        if tuple(getattr(a{i}, 'shape', ())"
-                         f"[{p.ndim - len(p.element_shape)}:]) != {p.element_shape!r}: {slow}")
+            lines.append(f"        if tuple(a{i}.storage_shape if type(a{i}) is Ndarray else "
+                         f"getattr(a{i}, 'shape', ()))[{p.ndim - len(p.element_shape)}:] != "
+                         f"{p.element_shape!r}: {slow}")
         if p.element_dim < 0:    # the element is the array's: a jitrt ndarray's, else ()
             lines.append(f"        if (a{i}.element_shape if type(a{i}) is Ndarray else ()) "
                          f"!= {p.element_shape!r}: {slow}")
