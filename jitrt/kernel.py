@@ -93,14 +93,14 @@ class Kernel:
         if typing.get_origin(ret) is tuple:
             ret = typing.get_args(ret)         # -> tuple[jr.f32, jr.math.vec3]
         elements = ret if isinstance(ret, tuple) else (ret,)
-        elements = tuple(dtypes.i32 if t is int else dtypes.f32 if t is float else t
-                         for t in elements)
+        # `int` and `float` stay as they are: the program's default_ip/default_fp at compile
         if ret is not None and (not elements or not all(
-                isinstance(t, (dtypes.DataType, MatrixType)) for t in elements)):
+                isinstance(t, (dtypes.DataType, MatrixType)) or t is int or t is float
+                for t in elements)):
             raise KernelCompileError(f"kernel {fn.__qualname__}: return annotation must be a "
                                      "jitrt dtype, a vector/matrix type or a tuple of them, "
                                      f"got {ret!r}")
-        # a DataType, a vector/matrix type, a tuple of those (-> (jr.f32, jr.i32)), or None
+        # a DataType (or int/float), a vector/matrix type, a tuple of those, or None
         self.ret: Any = elements if isinstance(ret, tuple) else \
             (elements[0] if ret is not None else None)
         self._source: SourceInfo | None = None

@@ -129,9 +129,18 @@ def vector_param(index: int, p: n.Param) -> VecValue:
                                  for k, name in enumerate(names)))
 
 
+def resolve_scalar_types(kind: Any, ctx: CompileContext) -> Any:
+    """A return annotation with `int`/`float` (also inside a tuple) read as the program's
+    `default_ip`/`default_fp`."""
+    if isinstance(kind, tuple):
+        return tuple(resolve_scalar_types(k, ctx) for k in kind)
+    return ctx.default_ip if kind is int else ctx.default_fp if kind is float else kind
+
+
 def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
                  template_values: dict[str, Any], ctx: CompileContext,
                  ret: Any) -> n.KernelIR:
+    ret = resolve_scalar_types(ret, ctx)
     bindings: dict[str, Any] = {}
     arg_index = 0
     for i, p in enumerate(params):

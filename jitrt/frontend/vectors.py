@@ -191,7 +191,7 @@ class VectorLowering(LoweringHost):
             flat = flat * want
         if len(flat) != want:
             raise self.err(node, f"{kind!r} needs {want} components, got {len(flat)}")
-        dt = kind.dtype or self.ctx.default_fp
+        dt = kind.scalar(self.ctx.default_fp, self.ctx.default_ip)
         return self.vec_cast(VecValue(kind.shape, tuple(flat)), dt, node)
 
     def filled(self, kind: Any, node: ast.Call) -> VecValue:
