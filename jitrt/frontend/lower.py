@@ -16,6 +16,8 @@ from ..ir import nodes as n
 from .context import RETURN_FIELD, CompileContext, PyValue, Scope, function_globals
 from .lower_call import CallLowering
 from .lower_expr import ExprLowering, describe
+from .lower_logic import LogicLowering
+from .lower_return import FuncReturn, ReturnLowering
 from .lower_stmt import StmtLowering
 from .source import SourceInfo
 from .structs import StructLowering
@@ -23,8 +25,8 @@ from .vector_index import VectorIndexing
 from .vectors import TupleValue, VecValue, VectorLowering
 
 
-class FunctionLowerer(ExprLowering, CallLowering, StmtLowering, VectorLowering, VectorIndexing,
-                      StructLowering):
+class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering, StmtLowering,
+                      VectorLowering, VectorIndexing, StructLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:
@@ -35,6 +37,7 @@ class FunctionLowerer(ExprLowering, CallLowering, StmtLowering, VectorLowering, 
         self.loops: list[str] = loops if loops is not None else []
         self.serialize_next = False
         self.block_dim_next = 0
+        self.func_return: FuncReturn | None = None    # set while a func's early returns lower
 
     def sub_lowerer(self, src: SourceInfo, scope: Scope) -> "FunctionLowerer":
         """A lowerer for an inlined func body that emits into this lowerer's current block."""

@@ -8,7 +8,7 @@ kernel become `ParFor`), while, break/continue and the kernel's final `return`.
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Callable
 
 from .. import dtypes
 from ..ir import nodes as n
@@ -16,7 +16,7 @@ from ..passes.walk import map_stmt, walk_expr
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import BINOPS, Value, is_field, is_number
-from .vectors import TupleValue, VecValue, VecVar
+from .vectors import TupleValue, VecValue, VecVar, reads_ref
 
 
 class StmtLowering(LoweringHost):
@@ -25,15 +25,33 @@ class StmtLowering(LoweringHost):
         self.block.append(stmt)
 
     def lower_block(self, body: list[ast.stmt]) -> n.Body:
+        return self.lower_with(lambda: self.stmts(body))
+
+    def lower_with(self, lower: Callable[[], None]) -> n.Body:
+        """What `lower()` emits, as a block of its own."""
         saved, self.block = self.block, []
         self.ctx.stop_grads.append([])
         try:
-            for stmt in body:
-                self.stmt(stmt)
+            lower()
             return self.gradients_stopped(tuple(self.block), self.ctx.stop_grads[-1])
         finally:
             self.block = saved
             self.ctx.stop_grads.pop()
+
+    def stmts(self, body: list[ast.stmt]) -> None:
+        """Lower statements in order. In a @jr.func with early returns (`lower_return.py`),
+        a return ends the block, and what follows a run-time return runs under `if not
+        done`."""
+        for k, stmt in enumerate(body):
+            self.stmt(stmt)
+            fr = self.func_return
+            if fr is None:
+                continue
+            if fr.stopped:
+                return
+            if fr.pending and k + 1 < len(body):
+                self.guarded(lambda: self.stmts(body[k + 1:]), body[k + 1])
+                return
 
     def gradients_stopped(self, body: n.Body, stopped: list[Any]) -> n.Body:
         """`body` (a whole block: a loop body, a branch, the kernel body) with every float
@@ -240,6 +258,8 @@ class StmtLowering(LoweringHost):
         """`x[i][k] = v` (or `op=`): component(s) k of the vector element `outer` (a matrix
         row takes a vector)."""
         _, idxs = self.element_part(outer, target.slice)
+        if isinstance(v, VecValue) and reads_ref(v, outer[0]):
+            v = self.snapshot(v, node)         # `m[i][0] = m[i][0].yx`: reads first
         values = v.items if isinstance(v, VecValue) else (v,) * len(idxs)
         if len(values) != len(idxs):
             raise self.err(node, f"cannot store {len(values)} value(s) into {len(idxs)} "
@@ -440,9 +460,6 @@ class StmtLowering(LoweringHost):
         self.component_store(outer, target, self.expr(node.value), node, op)
         return True
 
-    def stmt_Return(self, node: ast.Return) -> None:
-        raise self.err(node, "return is only allowed as the last statement of a kernel or func")
-
     def stmt_Break(self, node: ast.Break) -> None:
         self.check_in_loop(node, "break")
         self.emit(n.Break(self.loc(node)))
@@ -464,16 +481,19 @@ class StmtLowering(LoweringHost):
     def stmt_If(self, node: ast.If) -> None:
         cond = self.expr(node.test)
         if isinstance(cond, PyValue):
-            for stmt in (node.body if cond.obj else node.orelse):
-                self.stmt(stmt)
+            self.stmts(node.body if cond.obj else node.orelse)
             return
         c = self.truth(self.value(node.test, cond))
         before = self.scope.assigned
+        fr = self.func_return
         self.depth += 1
         try:
             body, after_body = self.branch_assigned(before, lambda: self.lower_block(node.body))
+            body_returned = fr is not None and fr.take_stop()
             orelse, after_else = self.branch_assigned(before,
                                                       lambda: self.lower_block(node.orelse))
+            if fr is not None:          # after the if, paths go on unless both returned
+                fr.stopped = fr.take_stop() and body_returned
         finally:
             self.depth -= 1
         self.scope.assigned = self.merge_assigned(after_body, after_else)
@@ -717,23 +737,33 @@ class StmtLowering(LoweringHost):
         except TypeError:
             raise self.err(node.iter, "jr.static() loop needs an iterable known at compile "
                            "time") from None
-        t = node.target
         self.loops.append("static")
         try:
-            for item in items:
-                if isinstance(t, ast.Tuple):
-                    if len(t.elts) != len(item):
-                        raise self.err(t, "loop targets do not match the items")
-                    for name, val in zip(t.elts, item):
-                        self.scope.bindings[name.id] = PyValue(val)  # type: ignore[attr-defined]
-                elif isinstance(t, ast.Name):
-                    self.scope.bindings[t.id] = PyValue(item)
-                else:
-                    raise self.err(t, "unsupported loop target")
-                for stmt in node.body:
-                    self.stmt(stmt)
+            self.unroll(node, items)
         finally:
             self.loops.pop()
+
+    def unroll(self, node: ast.For, items: list[Any]) -> None:
+        """The body of a jr.static loop once per item (a func's return ends the unrolling;
+        after a run-time one, the remaining iterations run under `if not done`)."""
+        t = node.target
+        for k, item in enumerate(items):
+            if isinstance(t, ast.Tuple):
+                if len(t.elts) != len(item):
+                    raise self.err(t, "loop targets do not match the items")
+                for name, val in zip(t.elts, item):
+                    self.scope.bindings[name.id] = PyValue(val)  # type: ignore[attr-defined]
+            elif isinstance(t, ast.Name):
+                self.scope.bindings[t.id] = PyValue(item)
+            else:
+                raise self.err(t, "unsupported loop target")
+            self.stmts(node.body)
+            fr = self.func_return
+            if fr is not None and fr.stopped:
+                return
+            if fr is not None and fr.pending and k + 1 < len(items):
+                self.guarded(lambda: self.unroll(node, items[k + 1:]), node)
+                return
 
 
 def has_side_effect(e: Any) -> bool:

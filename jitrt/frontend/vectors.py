@@ -44,6 +44,13 @@ class VecValue:
         return VecValue((m,), self.items[i * m:(i + 1) * m])
 
 
+def reads_ref(v: "VecValue", ref: n.Ref) -> bool:
+    """Whether a component of `v` loads from `ref` (the field or ndarray a store is about to
+    write, at any index: an element may be read through another index expression)."""
+    return any(isinstance(e, n.Load) and e.ref == ref for x in v.items if isinstance(x, n.Expr)
+               for e in walk_expr(x))
+
+
 @frozen
 class VecVar:
     """A vector or matrix local: one scalar local per component."""
@@ -545,6 +552,8 @@ class VectorLowering(LoweringHost):
             raise self.err(node, f"cannot store a value of shape {v.shape} into an element of "
                            f"shape {element}")
         idxs = self.element_refs(ref, outer, element, loc)
+        if isinstance(v, VecValue) and reads_ref(v, ref):
+            v = self.snapshot(v, node)   # `F[i] = F[i] @ F[i]`: read all of it before writing
         values = v.items if isinstance(v, VecValue) else (v,) * len(idxs)
         for idx, x in zip(idxs, values):
             if op is None:

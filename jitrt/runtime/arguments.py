@@ -128,9 +128,11 @@ def bind_args(kernel: "KernelLike", args: tuple, kwargs: dict) -> list[Any]:
         if values[names.index(key)] is not MISSING:
             raise KernelArgError(f"kernel {kernel.qualname}: '{key}' given twice")
         values[names.index(key)] = v
-    for p, v in zip(params, values):
+    for k, (p, v) in enumerate(zip(params, values)):
         if v is MISSING:
-            raise KernelArgError(f"kernel {kernel.qualname}: missing argument '{p.name}'")
+            if p.name not in kernel.defaults:
+                raise KernelArgError(f"kernel {kernel.qualname}: missing argument '{p.name}'")
+            values[k] = kernel.defaults[p.name]      # checked as a passed value would be
     return values
 
 
