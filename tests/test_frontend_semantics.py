@@ -4,6 +4,7 @@ operand once, decorators under `@jr.kernel`, narrowing accumulations warn, `and`
 operand, func parameters and returns convert to their annotations, reads before writes in
 self-assignments, kernel parameter defaults, funcs with several returns."""
 import functools
+import warnings
 
 import numpy as np
 import pytest
@@ -373,3 +374,56 @@ def test_bad_early_returns_are_compile_errors(tmp_path, body, words):
     for word in words:
         assert word in str(info.value)
     assert "early_returns.py" in str(info.value)
+
+
+# ---- narrowing stores warn, once per site -------------------------------------------------------
+
+def test_an_f32_local_fed_f64_values_warns_once_at_its_line():
+    x = jr.field(jr.f64, shape=4)
+    x.fill(0.1)
+
+    @jr.kernel
+    def total() -> jr.f64:
+        s = 0.0
+        for j in range(4):
+            s += x[j]                                           # narrowing-site
+        return s
+
+    @jr.kernel
+    def declared() -> jr.f64:
+        s: jr.f64 = 0.0
+        for j in range(4):
+            s += x[j]
+        return s
+
+    with pytest.warns(jr.CastWarning, match=r"may lose precision: f32 <- f64") as caught:
+        assert total() == pytest.approx(0.4, rel=1e-6)
+    here = [w for w in caught if issubclass(w.category, jr.CastWarning)]
+    assert len(here) == 1 and here[0].filename == __file__
+    line = next(k + 1 for k, text in enumerate(open(__file__).read().splitlines())
+                if text.endswith("# narrowing-site"))
+    assert here[0].lineno == line and f":{line}:" in str(here[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jr.CastWarning)
+        assert declared() == pytest.approx(0.4, rel=1e-15)      # no warning: declared f64
+
+
+def test_narrowing_integer_stores_warn_and_explicit_casts_do_not():
+    big = jr.field(jr.i64, shape=2)
+    small = jr.field(jr.i32, shape=2)
+
+    @jr.kernel
+    def narrow():
+        for i in range(2):
+            small[i] = big[i]
+
+    @jr.kernel
+    def explicit():
+        for i in range(2):
+            small[i] = jr.i32(big[i])
+
+    with pytest.warns(jr.CastWarning, match=r"i32 <- i64"):
+        narrow()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jr.CastWarning)
+        explicit()

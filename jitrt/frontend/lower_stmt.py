@@ -270,7 +270,10 @@ class StmtLowering(LoweringHost):
     def typed(self, v: Value, dt: dtypes.DataType, node: ast.AST,
               what: str = "store") -> n.Expr:
         """`v` converted for a store into (or a return as) `dt`. A float into an integer needs
-        an explicit int()/jr.cast(); a compile-time integer must fit `dt`."""
+        an explicit int()/jr.cast(); a compile-time integer must fit `dt`; a run-time value of
+        a type `dt` cannot hold (f64 into f32, i64 into i32: Taichi's promotion of the two is
+        not `dt`) stored gives a `jr.CastWarning` (`what` "store"; a declaration and a
+        return convert silently, as explicit conversions)."""
         if is_number(v):
             value = v.obj  # type: ignore[union-attr]
             if isinstance(value, float) and not dt.is_float:
@@ -284,6 +287,8 @@ class StmtLowering(LoweringHost):
         if e.dtype.is_float and not dt.is_float:
             raise self.err(node, f"cannot {what} a {e.dtype.name} value as {dt.name} without "
                            "an explicit int() or jr.cast()")
+        if what == "store" and e.dtype != dt and dtypes.promote(dt, e.dtype) != dt:
+            warn_narrowing(self.loc(node), dt, e.dtype)
         return self.cast(e, dt)
 
     def assign_local(self, target: ast.Name, v: Value, node: ast.AST,
@@ -315,7 +320,7 @@ class StmtLowering(LoweringHost):
             self.emit(n.Assign(binding.ir_name, e, self.loc(node)))
             self.mark_assigned(name)
             return
-        e = self.typed(v, declared, node) if declared else self.value(node, v)
+        e = self.typed(v, declared, node, "declare") if declared else self.value(node, v)
         var = LocalVar(self.scope.prefix + name, e.dtype)
         self.ctx.local_types[var.ir_name] = e.dtype
         self.scope.bindings[name] = var
@@ -764,6 +769,21 @@ class StmtLowering(LoweringHost):
             if fr is not None and fr.pending and k + 1 < len(items):
                 self.guarded(lambda: self.unroll(node, items[k + 1:]), node)
                 return
+
+
+_WARNED: dict[Any, Any] = {}       # the `warnings` registry of CastWarnings: once per site
+
+
+def warn_narrowing(loc: n.Loc, target: dtypes.DataType, value: dtypes.DataType) -> None:
+    """Taichi's "may lose precision" warning, at the user's source line, once per site."""
+    import warnings
+    from ..errors import CastWarning
+    warnings.warn_explicit(
+        f"{loc}: assignment may lose precision: {target.name} <- {value.name} (the target "
+        f"keeps its type: a local's is fixed by its first assignment, so `s = 0.0` makes a "
+        f"default_fp local; declare `s: jr.{value.name} = 0` or convert explicitly with "
+        f"jr.{target.name}(...))", CastWarning, loc.file, loc.line, module="jitrt.kernel",
+        registry=_WARNED)
 
 
 def has_side_effect(e: Any) -> bool:
