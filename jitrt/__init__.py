@@ -24,7 +24,7 @@ from . import ad, debug, math, profiler, types
 from ._version import __version__ as __version__
 from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableError, ConfigError,
-                     FloatDtypeError, GradCheckWarning, JitrtError, KernelArgError,
+                     CastWarning, FloatDtypeError, GradCheckWarning, JitrtError, KernelArgError,
                      KernelCompileError, KernelRuntimeError, NotDifferentiableError,
                      OfflineCacheError)
 from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min, atomic_sub,
@@ -68,7 +68,7 @@ asin, acos, atan, sinh, cosh, round = (MATH[fn] for fn in ("asin", "acos", "atan
 min, max, abs = _builtins_min, _builtins_max, _builtins_abs
 
 __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
-           "Field", "FloatDtypeError", "GradCheckWarning", "Graph", "JitrtError",
+           "CastWarning", "Field", "FloatDtypeError", "GradCheckWarning", "Graph", "JitrtError",
            "KernelArgError", "KernelCompileError", "KernelRuntimeError", "Matrix", "MatrixField",
            "Ndarray", "NotDifferentiableError", "OfflineCacheError", "ScalarField", "Struct",
            "Vector", "acos", "ad", "amdgpu", "asin",

@@ -98,21 +98,17 @@ def coerce(value: object) -> DataType:
 
 
 def promote(a: DataType, b: DataType) -> DataType:
-    """Binary-operation result type, as numpy does for these types: float beats int, wider
-    beats narrower; a signed and an unsigned int of one width widen to the next signed width
-    (i32 with u32 gives i64; i64 with u64 stays i64)."""
+    """Binary-operation result type, Taichi's rule: a float beats an int, the wider type
+    beats the narrower one, and between integers of one width the unsigned one wins (`i32`
+    with `u32` gives `u32`, `i64` with `u64` gives `u64`, `u8` with `i32` gives `i32`).
+    Comparisons compare in this type too."""
     if a == b:
         return a
-    if a.is_float or b.is_float:
-        if a.is_float and b.is_float:
-            return a if a.bits >= b.bits else b
+    if a.is_float != b.is_float:
         return a if a.is_float else b
-    if a.is_signed == b.is_signed:
-        return a if a.bits >= b.bits else b
-    signed, unsigned = (a, b) if a.is_signed else (b, a)
-    if signed.bits > unsigned.bits:
-        return signed
-    return BY_NAME[f"i{min(unsigned.bits * 2, 64)}"]
+    if a.bits != b.bits:
+        return a if a.bits > b.bits else b
+    return b if a.is_signed else a
 
 
 def int_range(dt: DataType) -> tuple[int, int]:

@@ -93,6 +93,12 @@ class GradCheckWarning(UserWarning):
     """`jr.ad.Tape(grad_check=[...])`: a gradient disagrees with finite differences."""
 
 
+class CastWarning(UserWarning):
+    """A value converted to a narrower type where it is stored (Taichi's `TaichiCastWarning`,
+    "may lose precision"): an f64 added into an f32 local, an i64 stored into an i32 field.
+    Issued once per source site when the kernel compiles."""
+
+
 class OfflineCacheError(JitrtError):
     """Raised only by explicit cache tooling."""
 

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from . import dtypes
 from .errors import KernelCompileError
-from .frontend.func import Func, resolve_annotation
+from .frontend.func import Func, refuse_wrapped, resolve_annotation
 from .frontend.source import SourceInfo, capture
 from .ir import nodes as n
 from .runtime import launcher
@@ -35,7 +35,9 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
         where = f"parameter '{p.name}' of kernel {fn.__qualname__}"
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             raise KernelCompileError(f"{where}: *args, **kwargs and keyword-only parameters are "
-                                     "not supported", inspect.getsourcefile(fn) or "?",
+                                     "not supported (a decorator between @jr.kernel and the "
+                                     "def must return the function itself, not a wrapper)",
+                                     inspect.getsourcefile(fn) or "?",
                                      fn.__code__.co_firstlineno)
         ann = resolve_annotation(fn, p.annotation)
         if ann is inspect.Parameter.empty and p.name == "self" and not params:
@@ -82,6 +84,7 @@ class Kernel:
 
     def __init__(self, fn: Callable, adjoint: bool = False,
                  dual_args: tuple[int, ...] | None = None, validate: bool = False) -> None:
+        refuse_wrapped(fn, "@jr.kernel")
         self.fn = fn
         self.adjoint = adjoint
         self.dual_args = dual_args
@@ -89,18 +92,21 @@ class Kernel:
         self.name = fn.__name__
         self.qualname = f"{fn.__module__}.{fn.__qualname__}"
         self.params = parse_params(fn)
+        # the defaults of the parameters that have one, used for arguments not passed
+        self.defaults = {p.name: p.default for p in inspect.signature(fn).parameters.values()
+                         if p.default is not p.empty}
         ret = resolve_annotation(fn, fn.__annotations__.get("return"))
         if typing.get_origin(ret) is tuple:
             ret = typing.get_args(ret)         # -> tuple[jr.f32, jr.math.vec3]
         elements = ret if isinstance(ret, tuple) else (ret,)
-        elements = tuple(dtypes.i32 if t is int else dtypes.f32 if t is float else t
-                         for t in elements)
+        # `int` and `float` stay as they are: the program's default_ip/default_fp at compile
         if ret is not None and (not elements or not all(
-                isinstance(t, (dtypes.DataType, MatrixType)) for t in elements)):
+                isinstance(t, (dtypes.DataType, MatrixType)) or t is int or t is float
+                for t in elements)):
             raise KernelCompileError(f"kernel {fn.__qualname__}: return annotation must be a "
                                      "jitrt dtype, a vector/matrix type or a tuple of them, "
                                      f"got {ret!r}")
-        # a DataType, a vector/matrix type, a tuple of those (-> (jr.f32, jr.i32)), or None
+        # a DataType (or int/float), a vector/matrix type, a tuple of those, or None
         self.ret: Any = elements if isinstance(ret, tuple) else \
             (elements[0] if ret is not None else None)
         self._source: SourceInfo | None = None

@@ -22,10 +22,25 @@ from .host_matrix import HostMatrix
 
 @frozen
 class MatrixType:
-    """n x m components of `dtype` (a vector type has m = 0: shape (n,))."""
+    """n x m components of `dtype` (a vector type has m = 0: shape (n,)). A type made with
+    the dtype `float` or none (`jr.math.vec3`) has `dtype` None and takes the program's
+    `default_fp` where it is used; one made with `int` (`jr.math.ivec3`) has `default`
+    "int" and takes `default_ip`; `jr.math.uvec3` has "uint": the unsigned type of
+    `default_ip`'s width (Taichi's `default_up`)."""
     n: int
     m: int
     dtype: DataType | None
+    default: str = "float"
+
+    def scalar(self, default_fp: DataType, default_ip: DataType) -> DataType:
+        """The component type, given the program's default float and integer types."""
+        if self.dtype is not None:
+            return self.dtype
+        if self.default == "int":
+            return default_ip
+        if self.default == "uint":
+            return dtypes.BY_NAME[f"u{default_ip.bits}"]
+        return default_fp
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -33,9 +48,10 @@ class MatrixType:
 
     def __call__(self, *values: Any) -> Any:
         """Outside kernels: a `jr.Vector`/`jr.Matrix` of this shape and type (a type without
-        one, like `jr.math.vec3`, takes the program's default_fp, as in Taichi); inside, the
-        frontend lowers it. One number fills every component."""
-        dt = self.dtype or dtypes.DEFAULT_FP[0]
+        one takes the program's default: `jr.math.vec3` default_fp, `jr.math.ivec3`
+        default_ip, as in Taichi); inside, the frontend lowers it. One number fills every
+        component."""
+        dt = self.scalar(dtypes.DEFAULT_FP[0], dtypes.DEFAULT_IP[0])
         flat = np.asarray(values[0] if len(values) == 1 else values, dtype=dt.np)
         if flat.size == int(np.prod(self.shape)):
             flat = flat.reshape(self.shape)
@@ -58,7 +74,8 @@ class MatrixType:
     field = element_field
 
     def __repr__(self) -> str:
-        dt = self.dtype.name if self.dtype else "None"
+        dt = self.dtype.name if self.dtype else "None" if self.default == "float" else \
+            self.default
         if self.m == 0:
             return f"jr.types.vector({self.n}, {dt})"
         return f"jr.types.matrix({self.n}, {self.m}, {dt})"
@@ -75,21 +92,36 @@ def _check_size(k: Any, what: str) -> int:
 
 def vector(n: int, dtype: Any = None) -> MatrixType:
     """The type of an n-component vector: `jr.types.vector(3, jr.f32)`."""
-    return MatrixType(_check_size(n, "vector size"), 0, None if dtype is None
-                      else dtypes.coerce(dtype))
+    return MatrixType(_check_size(n, "vector size"), 0, *_late_bound(dtype))
 
 
 def matrix(n: int, m: int, dtype: Any = None) -> MatrixType:
     """The type of an n x m matrix: `jr.types.matrix(3, 3, jr.f32)`."""
     return MatrixType(_check_size(n, "matrix rows"), _check_size(m, "matrix columns"),
-                      None if dtype is None else dtypes.coerce(dtype))
+                      *_late_bound(dtype))
+
+
+def _late_bound(dtype: Any) -> tuple[DataType | None, str]:
+    """(dtype, default) of a vector/matrix type's dtype argument: `int`, `float` and None
+    stay the program's defaults, resolved where the type is used."""
+    if dtype is None or dtype is float:
+        return None, "float"
+    if dtype is int:
+        return None, "int"
+    return dtypes.coerce(dtype), "float"
+
+
+def unsigned_vector(n: int) -> MatrixType:
+    """`jr.math.uvec<n>`: the unsigned integer type of `default_ip`'s width."""
+    return MatrixType(_check_size(n, "vector size"), 0, None, "uint")
 
 
 def element_type(dtype: Any) -> tuple[DataType, tuple[int, ...]]:
     """(scalar dtype, element shape) of a dtype or a vector/matrix type (one without a dtype,
-    such as `jr.math.vec3`, takes the current program's default float type)."""
+    such as `jr.math.vec3`, takes the current program's default float type; `jr.math.ivec3`
+    its default integer type)."""
     if isinstance(dtype, MatrixType):
-        return dtype.dtype or dtypes.DEFAULT_FP[0], dtype.shape
+        return dtype.scalar(dtypes.DEFAULT_FP[0], dtypes.DEFAULT_IP[0]), dtype.shape
     return dtypes.coerce(dtype), ()
 
 

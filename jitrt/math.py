@@ -1,17 +1,17 @@
 """`jr.math`: the vector and matrix types and helpers of Taichi's `ti.math`.
 
 `vec2/vec3/vec4` and `mat2/mat3/mat4` take the program's default float type, `ivec2/3/4`
-are i32. In kernels, `jr.math.vec3(x, y, z)` builds a vector; `dot`, `cross`, `normalize`,
-`length` work on vectors as their methods do (`docs/usage.md`, "Vectors and matrices"), and
-`min`/`max` are element-wise as Taichi's `ti.math.min/max` (not in `__all__`: a star import
-keeps Python's own).
+its default integer type, `uvec2/3/4` the unsigned type of that width (all resolved where the
+type is used, after `jr.init`). In kernels, `jr.math.vec3(x, y, z)` builds a vector; `dot`,
+`cross`, `normalize`, `length` work on vectors as their methods do (`docs/usage.md`, "Vectors
+and matrices"), and `min`/`max` are element-wise as Taichi's `ti.math.min/max` (not in
+`__all__`: a star import keeps Python's own).
 """
 from __future__ import annotations
 
-from . import dtypes
 from .frontend.builtins import (MATH, Builtin, atan2, clamp, exp2, log2, max_, min_,
                                 pow_ as pow, rsqrt, select, sign)
-from .linalg import matrix, vector
+from .linalg import matrix, unsigned_vector, vector
 
 sin, cos, tan, exp, log, sqrt, tanh = (MATH[k] for k in ("sin", "cos", "tan", "exp", "log",
                                                          "sqrt", "tanh"))
@@ -21,7 +21,8 @@ floor, ceil, asin, acos, atan, sinh, cosh, round = (
 min, max = min_, max_      # noqa: A001 (Taichi's ti.math.min/max)
 
 vec2, vec3, vec4 = vector(2), vector(3), vector(4)
-ivec2, ivec3, ivec4 = vector(2, dtypes.i32), vector(3, dtypes.i32), vector(4, dtypes.i32)
+ivec2, ivec3, ivec4 = vector(2, int), vector(3, int), vector(4, int)
+uvec2, uvec3, uvec4 = unsigned_vector(2), unsigned_vector(3), unsigned_vector(4)
 mat2, mat3, mat4 = matrix(2, 2), matrix(3, 3), matrix(4, 4)
 
 dot = Builtin("dot")
@@ -33,4 +34,4 @@ VECTOR_FUNCTIONS = {dot: "dot", cross: "cross", normalize: "normalized", length:
 __all__ = ["acos", "asin", "atan", "atan2", "ceil", "clamp", "cos", "cosh", "cross", "dot",
            "exp", "exp2", "floor", "ivec2", "ivec3", "ivec4", "length", "log", "log2", "mat2",
            "mat3", "mat4", "normalize", "pow", "round", "rsqrt", "select", "sign", "sin", "sinh",
-           "sqrt", "tan", "tanh", "vec2", "vec3", "vec4"]
+           "sqrt", "tan", "tanh", "uvec2", "uvec3", "uvec4", "vec2", "vec3", "vec4"]

@@ -504,7 +504,7 @@ def test_comparisons_including_chained_and_nan(rng):
 
 
 def test_and_or_not(rng):
-    # `and`, `or` and `not` give 0/1 (i32) in kernels, where Python would return an operand.
+    # comparisons and `not` give 0/1 (i32); `and`/`or` give an operand, as Python does.
     @jr.kernel
     def logic(a: nd(dtype=jr.i32, ndim=1), b: nd(dtype=jr.f32, ndim=1),
               out: nd(dtype=jr.i32, ndim=2)):
@@ -512,7 +512,7 @@ def test_and_or_not(rng):
             out[0, i] = a[i] > 0 and b[i] > 0
             out[1, i] = a[i] > 0 or b[i] > 0
             out[2, i] = not a[i]
-            out[3, i] = a[i] and b[i]
+            out[3, i] = int(a[i] and b[i])             # b[i] where a[i] != 0, else a[i]
             out[4, i] = not (a[i] < 0 or b[i] < 0) and a[i] != 3
             if a[i] or b[i]:
                 out[5, i] = 1
@@ -523,7 +523,7 @@ def test_and_or_not(rng):
     b = rng.integers(-2, 3, 400).astype(np.float32)
     out = np.full((6, 400), 7, np.int32)
     logic(a, b, out)
-    expect = np.stack([(a > 0) & (b > 0), (a > 0) | (b > 0), a == 0, (a != 0) & (b != 0),
+    expect = np.stack([(a > 0) & (b > 0), (a > 0) | (b > 0), a == 0, np.where(a != 0, b, a),
                        ~((a < 0) | (b < 0)) & (a != 3), (a != 0) | (b != 0)]).astype(np.int32)
     np.testing.assert_array_equal(out, expect)
 

@@ -172,6 +172,15 @@ class LoweringHost:
         assign_target: Callable[..., None]
         atomic_local: Callable[..., Any]
         mark_assigned: Callable[[str], None]
+        stmts: Callable[..., None]
+        lower_with: Callable[..., n.Body]
+        # a @jr.func's returns (lower_return.py)
+        func_return: Any               # FuncReturn of the func being inlined, or None
+        guarded: Callable[..., None]
+        returned: Callable[..., Any]
+        resolve_kind: Callable[..., Any]
+        start_returns: Callable[..., Any]
+        finish_returns: Callable[..., Any]
         # vectors and matrices (vectors.py)
         vec_literal: Callable[..., Any]
         vec_attribute: Callable[..., Any]

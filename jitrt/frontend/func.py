@@ -6,6 +6,8 @@ site (`lower_call.py`); called outside a kernel it is the plain Python function.
 """
 from __future__ import annotations
 
+import inspect
+import textwrap
 from typing import Any, Callable
 
 from ..errors import KernelCompileError
@@ -23,17 +25,56 @@ def resolve_annotation(fn: Callable, ann: Any) -> Any:
     return ann
 
 
+def refuse_wrapped(fn: Callable, decorator: str) -> None:
+    """A function that another decorator wrapped before `@jr.kernel`/`@jr.func` saw it
+    (`@jr.kernel @twice def k`, with `functools.wraps`): its source is the inner function's,
+    so compiling it would silently drop the wrapper. Refused, naming the decorator(s)."""
+    if not hasattr(fn, "__wrapped__"):
+        return
+    inner = inspect.unwrap(fn)
+    code = getattr(inner, "__code__", None)
+    where = (code.co_filename, code.co_firstlineno) if code is not None else ("?", 0)
+    names = wrapping_decorators(inner, decorator)
+    raise KernelCompileError(
+        f"{decorator} on {inner.__qualname__}: the function is wrapped by "
+        f"{', '.join('@' + x for x in names) or 'another decorator'} (placed between "
+        f"{decorator} and the def); {decorator} compiles the function's own source, so the "
+        f"wrapper would be silently dropped. Put {decorator} directly on the def and do "
+        "what the wrapper does in the body (a @jr.func may call another)", *where)
+
+
+def wrapping_decorators(fn: Callable, decorator: str) -> list[str]:
+    """The source text of the decorators listed below the jitrt one on `fn`'s def."""
+    import ast
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    fdef = tree.body[0] if tree.body else None
+    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    texts = [ast.unparse(d) for d in fdef.decorator_list]
+    short = decorator.lstrip("@").split(".")[-1]           # "kernel", "func"
+    below = [k for k, t in enumerate(texts) if t.split("(")[0].split(".")[-1] == short]
+    return texts[below[-1] + 1:] if below else texts
+
+
 class Func:
     """A function inlined into kernels. Parameters annotated `jr.template()` are by reference."""
 
     def __init__(self, fn: Callable) -> None:
+        refuse_wrapped(fn, "@jr.func")
         self.fn = fn
         self.is_lambda = fn.__name__ == "<lambda>"
         self.name = "lambda" if self.is_lambda else fn.__name__
         self._source: SourceInfo | None = None
-        anns = getattr(fn, "__annotations__", {})
-        self.template_params = frozenset(
-            k for k, v in anns.items() if isinstance(resolve_annotation(fn, v), Template))
+        anns = {k: resolve_annotation(fn, v)
+                for k, v in getattr(fn, "__annotations__", {}).items()}
+        self.template_params = frozenset(k for k, v in anns.items() if isinstance(v, Template))
+        # the other annotations: a dtype, int/float or a vector/matrix type converts the
+        # parameter (or the return value), as Taichi's casts do (lower_return.py)
+        self.return_type = anns.pop("return", None)
+        self.param_types = {k: v for k, v in anns.items() if k not in self.template_params}
 
     @property
     def key(self) -> str:

@@ -16,6 +16,8 @@ from ..ir import nodes as n
 from .context import RETURN_FIELD, CompileContext, PyValue, Scope, function_globals
 from .lower_call import CallLowering
 from .lower_expr import ExprLowering, describe
+from .lower_logic import LogicLowering
+from .lower_return import FuncReturn, ReturnLowering
 from .lower_stmt import StmtLowering
 from .source import SourceInfo
 from .structs import StructLowering
@@ -23,8 +25,8 @@ from .vector_index import VectorIndexing
 from .vectors import TupleValue, VecValue, VectorLowering
 
 
-class FunctionLowerer(ExprLowering, CallLowering, StmtLowering, VectorLowering, VectorIndexing,
-                      StructLowering):
+class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering, StmtLowering,
+                      VectorLowering, VectorIndexing, StructLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:
@@ -35,6 +37,7 @@ class FunctionLowerer(ExprLowering, CallLowering, StmtLowering, VectorLowering, 
         self.loops: list[str] = loops if loops is not None else []
         self.serialize_next = False
         self.block_dim_next = 0
+        self.func_return: FuncReturn | None = None    # set while a func's early returns lower
 
     def sub_lowerer(self, src: SourceInfo, scope: Scope) -> "FunctionLowerer":
         """A lowerer for an inlined func body that emits into this lowerer's current block."""
@@ -129,9 +132,18 @@ def vector_param(index: int, p: n.Param) -> VecValue:
                                  for k, name in enumerate(names)))
 
 
+def resolve_scalar_types(kind: Any, ctx: CompileContext) -> Any:
+    """A return annotation with `int`/`float` (also inside a tuple) read as the program's
+    `default_ip`/`default_fp`."""
+    if isinstance(kind, tuple):
+        return tuple(resolve_scalar_types(k, ctx) for k in kind)
+    return ctx.default_ip if kind is int else ctx.default_fp if kind is float else kind
+
+
 def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
                  template_values: dict[str, Any], ctx: CompileContext,
                  ret: Any) -> n.KernelIR:
+    ret = resolve_scalar_types(ret, ctx)
     bindings: dict[str, Any] = {}
     arg_index = 0
     for i, p in enumerate(params):

@@ -19,11 +19,13 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
+from ..linalg import MatrixType
 from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .func import BoundFunc, Func
 from .lower_expr import Value, describe, is_field, is_number
-from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, as_vector
+from .lower_return import has_early_return
+from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, VecVar, as_vector
 
 MAX_INLINE_DEPTH = 24
 NO_SELF = object()           # inline(): no object bound to the first parameter
@@ -493,11 +495,18 @@ class CallLowering(LoweringHost):
         except TypeError as exc:
             raise self.err(node, f"calling @jr.func '{func.name}': {exc}") from None
         bound.apply_defaults()
+        sources = sig.bind(*([None] if bound_self is not NO_SELF else []), *node.args,
+                           **{k.arg: k.value for k in node.keywords if k.arg}).arguments
         prefix = self.ctx.fresh_prefix(func.name)
         bindings: dict[str, Any] = {}
         for name, v in bound.arguments.items():
             if not isinstance(v, (PyValue, n.ArrayRef, n.Expr, VecValue)):
                 v = PyValue(v)  # a default value
+            caller = self.scope.bindings.get(sources[name].id) if isinstance(
+                sources.get(name), ast.Name) else None
+            if name in func.template_params and isinstance(caller, VecVar):
+                bindings[name] = caller          # a vector local by reference
+                continue
             bindings[name] = self.bind_func_param(func, name, v, prefix, node)
         sub = self.sub_lowerer(func.source(), Scope(bindings, function_globals(func.fn), prefix))
         src = func.source()
@@ -506,18 +515,18 @@ class CallLowering(LoweringHost):
         body = func.source().tree.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # docstring
-        ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
-        for stmt in body[:-1] if ret else body:
-            for sub_node in ast.walk(stmt):
-                if isinstance(sub_node, ast.Return):
-                    raise sub.err(sub_node, "a @jr.func may return only in its last statement")
         self.ctx.inline_depth += 1
         try:
+            if has_early_return(body):          # lower_return.py
+                fr = sub.start_returns(func.name, func.return_type, src.tree)
+                sub.stmts(body)
+                return sub.finish_returns(fr, src.tree)
+            ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
             for stmt in body[:-1] if ret else body:
                 sub.stmt(stmt)
             if ret is None or ret.value is None:
                 return PyValue(NoValue(func.name))
-            return sub.expr(ret.value)
+            return sub.returned(sub.expr(ret.value), func.return_type, ret.value, func.name)
         finally:
             self.ctx.inline_depth -= 1
 
@@ -528,6 +537,10 @@ class CallLowering(LoweringHost):
         if isinstance(v, n.ArrayRef) or (isinstance(v, PyValue) and not is_number(v)):
             return v
         if isinstance(v, VecValue):        # by value: a fresh local per component
+            kind = func.param_types.get(name)
+            if isinstance(kind, MatrixType) and kind.shape == v.shape:
+                v = self.vec_cast(v, kind.scalar(self.ctx.default_fp, self.ctx.default_ip),
+                                  node)
             return self.new_vec_var(prefix + name, v, node)
         if name in func.template_params:
             if isinstance(v, n.Local):
@@ -537,6 +550,9 @@ class CallLowering(LoweringHost):
             raise self.err(node, f"template parameter '{name}' of '{func.name}' needs a "
                            "field, ndarray, local variable or constant")
         e = self.value(node, v)
+        kind = self.resolve_kind(func.param_types.get(name))
+        if isinstance(kind, DataType):       # an annotated parameter converts (Taichi's cast)
+            e = self.cast(e, kind)
         var = LocalVar(prefix + name, e.dtype)
         self.ctx.local_types[var.ir_name] = e.dtype
         self.emit(n.Assign(var.ir_name, e, self.loc(node)))

@@ -3,7 +3,8 @@
 Stage: frontend. `ExprLowering.expr(node)` returns an IR expression or, for values known at
 compile time (constants, modules, fields, builtins, funcs), a `PyValue`. Types are resolved
 here: Python literals adapt to the other operand, ints promote to floats, `/` is true division,
-comparisons and logic give i32 0/1. Operations on two compile-time numbers fold in Python.
+comparisons give i32 0/1 (`and`, `or` and comparison chains: `lower_logic.py`). Operations on
+two compile-time numbers fold in Python.
 """
 from __future__ import annotations
 
@@ -439,51 +440,6 @@ class ExprLowering(LoweringHost):
         if e.dtype.is_float:
             raise self.err(node, "operator ~ needs an integer")
         return n.Unary("invert", e, e.dtype, loc)
-
-    def expr_Compare(self, node: ast.Compare) -> Value:
-        left = self.expr(node.left)
-        result: Value | None = None
-        for op_node, right_node in zip(node.ops, node.comparators):
-            if isinstance(op_node, (ast.In, ast.NotIn, ast.Is, ast.IsNot)):
-                left = self.membership(op_node, left, self.expr(right_node), node)
-                result = left if result is None else self.logic("and", result, left, node)
-                continue
-            op = CMPOPS.get(type(op_node))
-            if op is None:
-                raise self.err(node, f"comparison {type(op_node).__name__} is not supported")
-            right = self.expr(right_node)
-            part = self.binary(op, left, right, node)
-            result = part if result is None else self.logic("and", result, part, node)
-            left = right
-        assert result is not None
-        return result
-
-    def membership(self, op: ast.cmpop, a: Value, b: Value, node: ast.AST) -> Value:
-        """`in`, `not in`, `is`, `is not` of compile-time values (as 0/1)."""
-        if not (isinstance(a, PyValue) and isinstance(b, PyValue)):
-            raise self.err(node, f"'{type(op).__name__}' compares values known at compile "
-                           "time only")
-        try:
-            found = {ast.In: lambda: a.obj in b.obj, ast.NotIn: lambda: a.obj not in b.obj,
-                     ast.Is: lambda: a.obj is b.obj,
-                     ast.IsNot: lambda: a.obj is not b.obj}[type(op)]()
-        except TypeError as exc:
-            raise self.err(node, f"compile-time comparison fails: {exc}") from None
-        return PyValue(int(found))
-
-    def logic(self, op: str, a: Value, b: Value, node: ast.AST) -> Value:
-        if is_number(a) and is_number(b):
-            return PyValue(int(bool(a.obj) and bool(b.obj)) if op == "and"  # type: ignore
-                           else int(bool(a.obj) or bool(b.obj)))  # type: ignore[union-attr]
-        ea, eb = self.truth(self.value(node, a)), self.truth(self.value(node, b))
-        return n.Binary(op, ea, eb, dtypes.i32, self.loc(node))
-
-    def expr_BoolOp(self, node: ast.BoolOp) -> Value:
-        op = "and" if isinstance(node.op, ast.And) else "or"
-        result = self.expr(node.values[0])
-        for item in node.values[1:]:
-            result = self.logic(op, result, self.expr(item), node)
-        return result
 
     def expr_IfExp(self, node: ast.IfExp) -> Value:
         cond = self.expr(node.test)

@@ -8,7 +8,7 @@ kernel become `ParFor`), while, break/continue and the kernel's final `return`.
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Callable
 
 from .. import dtypes
 from ..ir import nodes as n
@@ -16,7 +16,7 @@ from ..passes.walk import map_stmt, walk_expr
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import BINOPS, ShapeOf, Value, is_field, is_number
-from .vectors import TupleValue, VecValue, VecVar
+from .vectors import TupleValue, VecValue, VecVar, reads_ref
 
 
 class StmtLowering(LoweringHost):
@@ -25,15 +25,33 @@ class StmtLowering(LoweringHost):
         self.block.append(stmt)
 
     def lower_block(self, body: list[ast.stmt]) -> n.Body:
+        return self.lower_with(lambda: self.stmts(body))
+
+    def lower_with(self, lower: Callable[[], None]) -> n.Body:
+        """What `lower()` emits, as a block of its own."""
         saved, self.block = self.block, []
         self.ctx.stop_grads.append([])
         try:
-            for stmt in body:
-                self.stmt(stmt)
+            lower()
             return self.gradients_stopped(tuple(self.block), self.ctx.stop_grads[-1])
         finally:
             self.block = saved
             self.ctx.stop_grads.pop()
+
+    def stmts(self, body: list[ast.stmt]) -> None:
+        """Lower statements in order. In a @jr.func with early returns (`lower_return.py`),
+        a return ends the block, and what follows a run-time return runs under `if not
+        done`."""
+        for k, stmt in enumerate(body):
+            self.stmt(stmt)
+            fr = self.func_return
+            if fr is None:
+                continue
+            if fr.stopped:
+                return
+            if fr.pending and k + 1 < len(body):
+                self.guarded(lambda: self.stmts(body[k + 1:]), body[k + 1])
+                return
 
     def gradients_stopped(self, body: n.Body, stopped: list[Any]) -> n.Body:
         """`body` (a whole block: a loop body, a branch, the kernel body) with every float
@@ -240,6 +258,8 @@ class StmtLowering(LoweringHost):
         """`x[i][k] = v` (or `op=`): component(s) k of the vector element `outer` (a matrix
         row takes a vector)."""
         _, idxs = self.element_part(outer, target.slice)
+        if isinstance(v, VecValue) and reads_ref(v, outer[0]):
+            v = self.snapshot(v, node)         # `m[i][0] = m[i][0].yx`: reads first
         values = v.items if isinstance(v, VecValue) else (v,) * len(idxs)
         if len(values) != len(idxs):
             raise self.err(node, f"cannot store {len(values)} value(s) into {len(idxs)} "
@@ -250,7 +270,10 @@ class StmtLowering(LoweringHost):
     def typed(self, v: Value, dt: dtypes.DataType, node: ast.AST,
               what: str = "store") -> n.Expr:
         """`v` converted for a store into (or a return as) `dt`. A float into an integer needs
-        an explicit int()/jr.cast(); a compile-time integer must fit `dt`."""
+        an explicit int()/jr.cast(); a compile-time integer must fit `dt`; a run-time value of
+        a type `dt` cannot hold (f64 into f32, i64 into i32: Taichi's promotion of the two is
+        not `dt`) stored gives a `jr.CastWarning` (`what` "store"; a declaration and a
+        return convert silently, as explicit conversions)."""
         if is_number(v):
             value = v.obj  # type: ignore[union-attr]
             if isinstance(value, float) and not dt.is_float:
@@ -264,6 +287,8 @@ class StmtLowering(LoweringHost):
         if e.dtype.is_float and not dt.is_float:
             raise self.err(node, f"cannot {what} a {e.dtype.name} value as {dt.name} without "
                            "an explicit int() or jr.cast()")
+        if what == "store" and e.dtype != dt and dtypes.promote(dt, e.dtype) != dt:
+            warn_narrowing(self.loc(node), dt, e.dtype)
         return self.cast(e, dt)
 
     def assign_local(self, target: ast.Name, v: Value, node: ast.AST,
@@ -295,7 +320,7 @@ class StmtLowering(LoweringHost):
             self.emit(n.Assign(binding.ir_name, e, self.loc(node)))
             self.mark_assigned(name)
             return
-        e = self.typed(v, declared, node) if declared else self.value(node, v)
+        e = self.typed(v, declared, node, "declare") if declared else self.value(node, v)
         var = LocalVar(self.scope.prefix + name, e.dtype)
         self.ctx.local_types[var.ir_name] = e.dtype
         self.scope.bindings[name] = var
@@ -440,9 +465,6 @@ class StmtLowering(LoweringHost):
         self.component_store(outer, target, self.expr(node.value), node, op)
         return True
 
-    def stmt_Return(self, node: ast.Return) -> None:
-        raise self.err(node, "return is only allowed as the last statement of a kernel or func")
-
     def stmt_Break(self, node: ast.Break) -> None:
         self.check_in_loop(node, "break")
         self.emit(n.Break(self.loc(node)))
@@ -464,16 +486,19 @@ class StmtLowering(LoweringHost):
     def stmt_If(self, node: ast.If) -> None:
         cond = self.expr(node.test)
         if isinstance(cond, PyValue):
-            for stmt in (node.body if cond.obj else node.orelse):
-                self.stmt(stmt)
+            self.stmts(node.body if cond.obj else node.orelse)
             return
         c = self.truth(self.value(node.test, cond))
         before = self.scope.assigned
+        fr = self.func_return
         self.depth += 1
         try:
             body, after_body = self.branch_assigned(before, lambda: self.lower_block(node.body))
+            body_returned = fr is not None and fr.take_stop()
             orelse, after_else = self.branch_assigned(before,
                                                       lambda: self.lower_block(node.orelse))
+            if fr is not None:          # after the if, paths go on unless both returned
+                fr.stopped = fr.take_stop() and body_returned
         finally:
             self.depth -= 1
         self.scope.assigned = self.merge_assigned(after_body, after_else)
@@ -746,23 +771,48 @@ class StmtLowering(LoweringHost):
         except TypeError:
             raise self.err(node.iter, "jr.static() loop needs an iterable known at compile "
                            "time") from None
-        t = node.target
         self.loops.append("static")
         try:
-            for item in items:
-                if isinstance(t, ast.Tuple):
-                    if len(t.elts) != len(item):
-                        raise self.err(t, "loop targets do not match the items")
-                    for name, val in zip(t.elts, item):
-                        self.scope.bindings[name.id] = PyValue(val)  # type: ignore[attr-defined]
-                elif isinstance(t, ast.Name):
-                    self.scope.bindings[t.id] = PyValue(item)
-                else:
-                    raise self.err(t, "unsupported loop target")
-                for stmt in node.body:
-                    self.stmt(stmt)
+            self.unroll(node, items)
         finally:
             self.loops.pop()
+
+    def unroll(self, node: ast.For, items: list[Any]) -> None:
+        """The body of a jr.static loop once per item (a func's return ends the unrolling;
+        after a run-time one, the remaining iterations run under `if not done`)."""
+        t = node.target
+        for k, item in enumerate(items):
+            if isinstance(t, ast.Tuple):
+                if len(t.elts) != len(item):
+                    raise self.err(t, "loop targets do not match the items")
+                for name, val in zip(t.elts, item):
+                    self.scope.bindings[name.id] = PyValue(val)  # type: ignore[attr-defined]
+            elif isinstance(t, ast.Name):
+                self.scope.bindings[t.id] = PyValue(item)
+            else:
+                raise self.err(t, "unsupported loop target")
+            self.stmts(node.body)
+            fr = self.func_return
+            if fr is not None and fr.stopped:
+                return
+            if fr is not None and fr.pending and k + 1 < len(items):
+                self.guarded(lambda: self.unroll(node, items[k + 1:]), node)
+                return
+
+
+_WARNED: dict[Any, Any] = {}       # the `warnings` registry of CastWarnings: once per site
+
+
+def warn_narrowing(loc: n.Loc, target: dtypes.DataType, value: dtypes.DataType) -> None:
+    """Taichi's "may lose precision" warning, at the user's source line, once per site."""
+    import warnings
+    from ..errors import CastWarning
+    warnings.warn_explicit(
+        f"{loc}: assignment may lose precision: {target.name} <- {value.name} (the target "
+        f"keeps its type: a local's is fixed by its first assignment, so `s = 0.0` makes a "
+        f"default_fp local; declare `s: jr.{value.name} = 0` or convert explicitly with "
+        f"jr.{target.name}(...))", CastWarning, loc.file, loc.line, module="jitrt.kernel",
+        registry=_WARNED)
 
 
 def has_side_effect(e: Any) -> bool:

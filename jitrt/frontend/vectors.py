@@ -44,6 +44,13 @@ class VecValue:
         return VecValue((m,), self.items[i * m:(i + 1) * m])
 
 
+def reads_ref(v: "VecValue", ref: n.Ref) -> bool:
+    """Whether a component of `v` loads from `ref` (the field or ndarray a store is about to
+    write, at any index: an element may be read through another index expression)."""
+    return any(isinstance(e, n.Load) and e.ref == ref for x in v.items if isinstance(x, n.Expr)
+               for e in walk_expr(x))
+
+
 @frozen
 class VecVar:
     """A vector or matrix local: one scalar local per component."""
@@ -191,7 +198,7 @@ class VectorLowering(LoweringHost):
             flat = flat * want
         if len(flat) != want:
             raise self.err(node, f"{kind!r} needs {want} components, got {len(flat)}")
-        dt = kind.dtype or self.ctx.default_fp
+        dt = kind.scalar(self.ctx.default_fp, self.ctx.default_ip)
         return self.vec_cast(VecValue(kind.shape, tuple(flat)), dt, node)
 
     def filled(self, kind: Any, node: ast.Call) -> VecValue:
@@ -545,6 +552,8 @@ class VectorLowering(LoweringHost):
             raise self.err(node, f"cannot store a value of shape {v.shape} into an element of "
                            f"shape {element}")
         idxs = self.element_refs(ref, outer, element, loc)
+        if isinstance(v, VecValue) and reads_ref(v, ref):
+            v = self.snapshot(v, node)   # `F[i] = F[i] @ F[i]`: read all of it before writing
         values = v.items if isinstance(v, VecValue) else (v,) * len(idxs)
         for idx, x in zip(idxs, values):
             if op is None:

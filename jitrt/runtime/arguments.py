@@ -136,9 +136,11 @@ def bind_args(kernel: "KernelLike", args: tuple, kwargs: dict) -> list[Any]:
         if values[names.index(key)] is not MISSING:
             raise KernelArgError(f"kernel {kernel.qualname}: '{key}' given twice")
         values[names.index(key)] = v
-    for p, v in zip(params, values):
+    for k, (p, v) in enumerate(zip(params, values)):
         if v is MISSING:
-            raise KernelArgError(f"kernel {kernel.qualname}: missing argument '{p.name}'")
+            if p.name not in kernel.defaults:
+                raise KernelArgError(f"kernel {kernel.qualname}: missing argument '{p.name}'")
+            values[k] = kernel.defaults[p.name]      # checked as a passed value would be
     return values
 
 
@@ -206,7 +208,7 @@ def specialize(kernel: "KernelLike", values: list[Any], cfg: Any
             key.append(None)
             name_parts.append(dt.name)
         elif p.kind == "vector":
-            dt = p.dtype or cfg.default_fp
+            dt = p.dtype or _default_vector(kernel, p, cfg)
             check_vector(kernel, p, dt, v)
             params.append(n.Param(p.name, "vector", dt, 0, element_shape=p.element_shape))
             key.append(None)
@@ -331,6 +333,15 @@ def pack_vector(buf: Any, dbuf: Any, slot: int, dt: dtypes.DataType, v: Any) -> 
 def _default_scalar(kernel: "KernelLike", p: n.Param, cfg: Any) -> dtypes.DataType:
     ann = kernel.fn.__annotations__.get(p.name)
     return cfg.default_ip if ann is int or ann == "int" else cfg.default_fp
+
+
+def _default_vector(kernel: "KernelLike", p: n.Param, cfg: Any) -> dtypes.DataType:
+    """The component type of a vector parameter whose type names none (`jr.math.vec3`,
+    `jr.math.ivec2`): the program's default for that kind."""
+    from ..frontend.func import resolve_annotation
+    ann = resolve_annotation(kernel.fn, kernel.fn.__annotations__.get(p.name))
+    return ann.scalar(cfg.default_fp, cfg.default_ip) if hasattr(ann, "scalar") else \
+        cfg.default_fp
 
 
 def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:

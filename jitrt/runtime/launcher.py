@@ -285,8 +285,9 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
         env["recording"] = handle.record
         sig = "".join(f"{a}=MISSING, " for a in argnames)
         # positional-only: a keyword argument always goes to `kw`, never to a slot by its name
+        fill = [f"    if {a} is MISSING: {a} = {name}" for a, name in default_names(handle, env)]
         head = [f"def launch(self, {sig}/, *extra, **kw):",
-                f"    if extra or kw: return dispatch(self, {all_args} + extra, kw)",
+                f"    if extra or kw: return dispatch(self, {all_args} + extra, kw)"] + fill + [
                 "    if active[0] is not prog:",
                 f"        if active[0] is token: return recording(self{plain_args})",
                 f"        return dispatch(self, {all_args}, {{}})"]
@@ -314,6 +315,18 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
     launch = env["launch"]
     launch.source = source
     return launch
+
+
+def default_names(handle: LaunchHandle, env: dict[str, Any]) -> list[tuple[str, str]]:
+    """(argument, name in env) for each parameter with a default (`s: jr.f32 = 2.0`): the
+    fast launcher fills an argument not passed with it, as the slow path would pack it."""
+    defaults = getattr(handle.kernel, "defaults", {})
+    out = []
+    for k, p in enumerate(handle.compiled.params[:len(handle.kernel.params)]):
+        if p.name in defaults:
+            env[f"default{k}"] = launch_value(p, defaults[p.name])
+            out.append((f"a{k}", f"default{k}"))
+    return out
 
 
 DISPATCH = user_facing(dispatch, "dispatch")   # what generated launchers fall back to

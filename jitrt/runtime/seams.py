@@ -21,6 +21,7 @@ class KernelLike(Protocol):
     fn: Callable[..., Any]
     adjoint: bool
     params: tuple[n.Param, ...]
+    defaults: dict[str, Any]      # parameter name -> its default value (`k: jr.f32 = 2.0`)
     ret: DataType | None
     handles: dict[Any, Any]       # specialization key -> LaunchHandle
     # a forward-mode kernel: the ndarray parameters whose duals follow the kernel's own

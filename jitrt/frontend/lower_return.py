@@ -1,0 +1,181 @@
+"""AST -> IR for the returns of an inlined `@jr.func`: its declared types and early returns.
+
+Stage: frontend (part of the call family of the lowering visitor). A func's annotations
+convert as Taichi's casts do: a by-value parameter annotated `jr.i32` (or `int`) given 1.5
+holds 1, and a func annotated `-> jr.i32` returning 2.7 gives 2 (`returned`). A func whose
+only `return` is its last statement gives that expression as the call's value (so loop bounds
+stay traceable through it). A func with other returns (inside `if`, static or not, or inside
+`jr.static(...)` loops) is lowered with a `FuncReturn`:
+- a return reached at compile time (not inside a run-time `if`) ends the lowering of the body
+  there, as in Taichi: what follows it is never compiled;
+- a return inside a run-time `if` stores its value into a result local and sets a `done` flag
+  local; every statement after that `if` runs under `if not done` (`guarded`);
+- without a return annotation the first return fixes the result's type, as a local's first
+  assignment does; with one, every return converts to it;
+- a return inside a run-time loop is refused (Taichi refuses it too), and so is a func that
+  returns a value on some paths and can reach its end on others.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .. import dtypes
+from ..ir import nodes as n
+from ..linalg import MatrixType
+from .context import LocalVar, LoweringHost, NoValue, PyValue
+from .lower_expr import Value, is_number
+from .vectors import TupleValue, VecValue, VecVar
+
+
+@dataclass
+class FuncReturn:
+    """The return state of one inlined call of a func with early returns."""
+    name: str                  # the func's name (for messages)
+    declared: Any              # the resolved return annotation: DataType, MatrixType or None
+    done: str                  # the IR name of the 0/1 local set by a run-time return
+    depth_base: int            # the lowerer's depth and loop nesting at the func's entry
+    loop_base: int
+    value: Any = None          # the call's value: a compile-time return's value, or a local
+    var: Any = None            # LocalVar | VecVar: where run-time returns store
+    has_value: bool | None = None
+    stopped: bool = False      # every path to this point has returned
+    pending: bool = False      # a run-time return may have run: later statements are guarded
+
+    def take_stop(self) -> bool:
+        stopped, self.stopped = self.stopped, False
+        return stopped
+
+
+def has_early_return(body: list[ast.stmt]) -> bool:
+    """Whether a func body returns anywhere but in its last statement."""
+    last = body[-1] if body and isinstance(body[-1], ast.Return) else None
+    stack: list[ast.AST] = [s for s in body if s is not last]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                 ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+class ReturnLowering(LoweringHost):
+    func_return: FuncReturn | None
+
+    def resolve_kind(self, kind: Any) -> Any:
+        """An annotation with `int`/`float` read as the program's default types."""
+        return self.ctx.default_ip if kind is int else self.ctx.default_fp if kind is float \
+            else kind
+
+    def returned(self, v: Value, kind: Any, node: ast.AST, func_name: str) -> Value:
+        """`v` converted to a func's return annotation `kind` (None or a type jitrt does not
+        convert to, such as a tuple: unchanged), as Taichi's cast: `-> jr.i32` truncates."""
+        kind = self.resolve_kind(kind)
+        if isinstance(kind, dtypes.DataType):
+            if isinstance(v, (VecValue, TupleValue)):
+                got = "a vector/matrix" if isinstance(v, VecValue) else "a tuple"
+                raise self.err(node, f"@jr.func '{func_name}' is annotated to return "
+                               f"{kind.name}, got {got}")
+            if isinstance(v, PyValue) and is_number(v):
+                return self.const(v.obj, node, kind)
+            return self.cast(self.value(node, v), kind)
+        if isinstance(kind, MatrixType):
+            if not isinstance(v, VecValue) or v.shape != kind.shape:
+                got = f"shape {v.shape}" if isinstance(v, VecValue) else "a scalar"
+                raise self.err(node, f"@jr.func '{func_name}' is annotated to return shape "
+                               f"{kind.shape}, got {got}")
+            return self.vec_cast(v, kind.scalar(self.ctx.default_fp, self.ctx.default_ip), node)
+        return v
+
+    def start_returns(self, func_name: str, declared: Any, loc_node: ast.AST) -> FuncReturn:
+        """The return state of a call of a func with early returns; its `done` flag starts 0."""
+        done = self.ctx.fresh_prefix(func_name) + "done"
+        self.ctx.local_types[done] = dtypes.i32
+        loc = self.loc(loc_node)
+        self.emit(n.Assign(done, n.Const(0, dtypes.i32, loc), loc))
+        fr = FuncReturn(func_name, self.resolve_kind(declared), done, self.depth,
+                        len(self.loops))
+        self.func_return = fr
+        return fr
+
+    def finish_returns(self, fr: FuncReturn, node: ast.AST) -> Value:
+        """The call's value once the body is lowered."""
+        if fr.has_value and not fr.stopped:
+            raise self.err(node, f"@jr.func '{fr.name}' returns a value on some paths but may "
+                           "reach its end without a return; end it with a return")
+        if not fr.has_value:
+            return PyValue(NoValue(fr.name))
+        if isinstance(fr.var, VecVar):
+            return self.vec_local_value(fr.var, node)
+        if isinstance(fr.var, LocalVar):
+            return n.Local(fr.var.ir_name, fr.var.dtype, self.loc(node))
+        return fr.value
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        fr = self.func_return
+        if fr is None:
+            raise self.err(node, "return is only allowed as the last statement of a kernel")
+        if any(kind != "static" for kind in self.loops[fr.loop_base:]):
+            raise self.err(node, f"a return inside a run-time loop of @jr.func '{fr.name}' is "
+                           "not supported (as in Taichi); set a flag and break, or unroll the "
+                           "loop with jr.static(range(...))")
+        has_value = node.value is not None
+        if fr.has_value is not None and fr.has_value != has_value:
+            raise self.err(node, f"@jr.func '{fr.name}' returns a value in some returns and "
+                           "none in others")
+        fr.has_value = has_value
+        dynamic = self.depth > fr.depth_base
+        if has_value:
+            assert node.value is not None
+            v = self.returned(self.expr(node.value), fr.declared, node.value, fr.name)
+            if fr.var is None and not dynamic and not fr.pending:
+                fr.value = v                     # the one return that runs: no local needed
+            else:
+                self.store_result(fr, v, node.value)
+        loc = self.loc(node)
+        if dynamic:
+            self.emit(n.Assign(fr.done, n.Const(1, dtypes.i32, loc), loc))
+            fr.pending = True
+        fr.stopped = True
+        self.scope.assigned = None            # nothing after a return runs
+
+    def store_result(self, fr: FuncReturn, v: Value, node: ast.AST) -> None:
+        """A return's value stored into the call's result local (made by the first one)."""
+        loc = self.loc(node)
+        if isinstance(v, TupleValue) or (isinstance(v, PyValue) and not is_number(v)):
+            raise self.err(node, f"@jr.func '{fr.name}' returns inside a run-time `if`, so "
+                           "its result is a local: return one number or one vector/matrix")
+        if fr.var is None:
+            if isinstance(v, VecValue):
+                fr.var = self.new_vec_var(self.ctx.fresh_prefix(fr.name) + "result", v, node)
+                return
+            e = self.value(node, v)
+            fr.var = LocalVar(self.ctx.fresh_prefix(fr.name) + "result", e.dtype)
+            self.ctx.local_types[fr.var.ir_name] = e.dtype
+            self.emit(n.Assign(fr.var.ir_name, e, loc))
+            return
+        if isinstance(fr.var, VecVar) != isinstance(v, VecValue) or (
+                isinstance(v, VecValue) and v.shape != fr.var.shape):
+            raise self.err(node, f"the returns of @jr.func '{fr.name}' give values of "
+                           "different shapes")
+        if isinstance(v, VecValue):
+            for c, x in zip(fr.var.components, v.items):
+                self.emit(n.Assign(c.ir_name, self.typed(x, c.dtype, node, "return"), loc))
+            return
+        self.emit(n.Assign(fr.var.ir_name, self.typed(v, fr.var.dtype, node, "return"), loc))
+
+    def guarded(self, lower: Callable[[], None], node: ast.AST) -> None:
+        """What `lower()` emits, run only when no earlier run-time return did (`done` is 0)."""
+        fr = self.func_return
+        assert fr is not None
+        fr.pending = False
+        body = self.lower_with(lower)
+        fr.pending = True
+        loc = self.loc(node)
+        if body:
+            not_done = n.Binary("==", n.Local(fr.done, dtypes.i32, loc),
+                                n.Const(0, dtypes.i32, loc), dtypes.i32, loc)
+            self.emit(n.If(not_done, body, (), loc))
