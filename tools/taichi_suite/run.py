@@ -36,6 +36,7 @@ import classify  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
+LIVE: set[subprocess.Popen] = set()     # running pytest processes, killed if the run stops
 CATEGORIES = ("passed", "missing", "wrong", "error", "crash", "skipped", "n/a")
 PYTEST_INI = """[pytest]
 markers =
@@ -71,25 +72,30 @@ def prepare(source: pathlib.Path, ref: str, workdir: pathlib.Path) -> pathlib.Pa
     return tests / "python"
 
 
-def run_file(path: pathlib.Path, workdir: pathlib.Path, timeout: float) -> FileResult:
+def run_file(path: pathlib.Path, workdir: pathlib.Path, timeout: float,
+             jitrt_root: pathlib.Path) -> FileResult:
     result = FileResult(path.name)
     out = workdir / "results" / (path.stem + ".jsonl")
     out.unlink(missing_ok=True)
     env = dict(os.environ, TAICHI_SUITE_OUT=str(out), PYTHONDONTWRITEBYTECODE="1",
                JITRT_OFFLINE_CACHE_DIR=str(workdir / "jitrt_cache"),
-               PYTHONPATH=os.pathsep.join([str(HERE / "harness"), str(workdir), str(REPO)]))
+               PYTHONPATH=os.pathsep.join([str(HERE / "harness"), str(workdir),
+                                           str(jitrt_root)]))
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
            str(workdir), "-o", "addopts=", str(path.relative_to(workdir))]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
+    LIVE.add(proc)
     try:
         code = proc.wait(timeout=timeout)
         crash = f"killed by signal {-code}" if code < 0 else ""
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        code = proc.wait()
         crash = f"timeout after {timeout:.0f} s"
+    finally:
+        LIVE.discard(proc)
     result.seconds = time.monotonic() - start
     rows = [json.loads(ln) for ln in out.read_text().splitlines()] if out.exists() else []
     for row in rows:
@@ -112,7 +118,7 @@ def _test_functions(path: pathlib.Path) -> int:
 
 
 def run_all(files: list[pathlib.Path], workdir: pathlib.Path, jobs: int,
-            timeout: float) -> list[FileResult]:
+            timeout: float, jitrt_root: pathlib.Path) -> list[FileResult]:
     results = []
     runnable = []
     for path in files:
@@ -121,13 +127,18 @@ def run_all(files: list[pathlib.Path], workdir: pathlib.Path, jobs: int,
         else:
             runnable.append(path)
     (workdir / "results").mkdir(exist_ok=True)
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        futures = {pool.submit(run_file, p, workdir, timeout): p for p in runnable}
+    pool = concurrent.futures.ThreadPoolExecutor(jobs)
+    try:
+        futures = {pool.submit(run_file, p, workdir, timeout, jitrt_root): p for p in runnable}
         for done, fut in enumerate(concurrent.futures.as_completed(futures), 1):
             res = fut.result()
             results.append(res)
             print(f"[{done}/{len(runnable)}] {res.name}: {_summary(res.counts)} "
                   f"({res.seconds:.0f} s)", file=sys.stderr, flush=True)
+    finally:                          # stopped (Ctrl-C, SIGTERM): no orphaned pytest runs
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in list(LIVE):
+            os.killpg(proc.pid, signal.SIGKILL)
     return sorted(results, key=lambda r: r.name)
 
 
@@ -192,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-k", "--files", nargs="*", default=None,
                     help="only these test files (names, e.g. test_abs.py)")
     ap.add_argument("--workdir", type=pathlib.Path, default=None)
+    ap.add_argument("--jitrt", type=pathlib.Path, default=REPO,
+                    help="the source tree whose jitrt package is tested (default: this one)")
     ap.add_argument("--markdown", type=pathlib.Path, default=None)
     ap.add_argument("--json", type=pathlib.Path, default=None)
     ap.add_argument("--causes", type=int, default=25, help="how many top causes to list")
@@ -202,9 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     files = sorted(pydir.glob("test_*.py"))
     if args.files:
         files = [f for f in files if f.name in set(args.files)]
-    results = run_all(files, workdir.resolve(), max(1, args.jobs), args.timeout)
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    jitrt_root = args.jitrt.resolve()
+    results = run_all(files, workdir.resolve(), max(1, args.jobs), args.timeout, jitrt_root)
+    commit = subprocess.run(["git", "-C", str(jitrt_root), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or str(jitrt_root)
     header = (f"Taichi {args.ref} `tests/python/` against jitrt at {commit} "
               f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, CPU)")
     text = markdown(results, header, args.causes)
