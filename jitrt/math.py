@@ -12,6 +12,8 @@ from . import dtypes
 from .frontend.builtins import (MATH, Builtin, atan2, clamp, exp2, log2, max_, min_,
                                 pow_ as pow, rsqrt, select, sign)
 from .linalg import matrix, vector
+from .math_glsl import *  # noqa: F401,F403 (mix, step, ..., pi: math_glsl.__all__)
+from .math_glsl import __all__ as _glsl_names
 
 sin, cos, tan, exp, log, sqrt, tanh = (MATH[k] for k in ("sin", "cos", "tan", "exp", "log",
                                                          "sqrt", "tanh"))
@@ -22,6 +24,7 @@ min, max = min_, max_      # noqa: A001 (Taichi's ti.math.min/max)
 
 vec2, vec3, vec4 = vector(2), vector(3), vector(4)
 ivec2, ivec3, ivec4 = vector(2, dtypes.i32), vector(3, dtypes.i32), vector(4, dtypes.i32)
+uvec2, uvec3, uvec4 = vector(2, dtypes.u32), vector(3, dtypes.u32), vector(4, dtypes.u32)
 mat2, mat3, mat4 = matrix(2, 2), matrix(3, 3), matrix(4, 4)
 
 dot = Builtin("dot")
@@ -33,4 +36,11 @@ VECTOR_FUNCTIONS = {dot: "dot", cross: "cross", normalize: "normalized", length:
 __all__ = ["acos", "asin", "atan", "atan2", "ceil", "clamp", "cos", "cosh", "cross", "dot",
            "exp", "exp2", "floor", "ivec2", "ivec3", "ivec4", "length", "log", "log2", "mat2",
            "mat3", "mat4", "normalize", "pow", "round", "rsqrt", "select", "sign", "sin", "sinh",
-           "sqrt", "tan", "tanh", "vec2", "vec3", "vec4"]
+           "sqrt", "tan", "tanh", "uvec2", "uvec3", "uvec4", "vec2", "vec3", "vec4",
+           *_glsl_names]
+
+
+def __getattr__(name: str) -> object:
+    """A name of Taichi's ti.math jitrt lacks: an AttributeError that says what to use."""
+    from .peer_names import missing
+    raise missing("jitrt.math", name)
