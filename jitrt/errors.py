@@ -54,9 +54,16 @@ class KernelSyntaxError(KernelCompileError, SyntaxError):  # type: ignore[misc]
     """Python a kernel cannot contain (an unsupported statement, expression or call form):
     Taichi's `TaichiSyntaxError`, a `SyntaxError`."""
 
-    # SyntaxError's own attributes (filename, lineno, text...) print its message as
-    # "message (file, line N)"; jitrt's message already names the place and shows the line
+    def __init__(self, message: str, filename: str = "<unknown>", line: int = 0, col: int = 0,
+                 source_line: str = "") -> None:
+        super().__init__(message, filename, line, col, source_line)
+        # what Python's traceback shows for a SyntaxError: the place, the line with a caret
+        # under it, then the reason
+        self.lineno, self.offset, self.msg = line, col + 1, message
+        self.text = source_line or None
+
     def __str__(self) -> str:
+        # SyntaxError's own str() is "msg (file, line N)"; jitrt's message names the place
         return str(self.args[0]) if self.args else ""
 
 
@@ -80,7 +87,9 @@ class KernelIndexError(KernelCompileError, IndexError):
 _KIND_RULES: "tuple[tuple[tuple[str, ...], type[KernelCompileError]], ...]" = (
     (("is not defined",), KernelNameError),
     (("out of range", "index(es) were given", "dimension(s) but"), KernelIndexError),
-    (("expected a number", "must be an integer", "needs an integer", "without ",
+    (("cannot assign to parameter", "annotation"), KernelSyntaxError),
+    (("expected a number", "must be an integer", "needs an integer", "needs integers",
+      "without ",
       "dtype", "cannot assign", "cannot store", "is a scalar local", " local; ",
       "has no component", "has no attribute", "shape", "needs a vector", "needs a matrix",
       "needs a square", "needs two", "must be a scalar", "is one number"), KernelTypeError),

@@ -114,5 +114,18 @@ def test_the_kind_follows_the_message_where_the_site_names_none():
     assert compile_error_kind("index 3 out of range for shape (2,)") is jr.KernelIndexError
     assert compile_error_kind("expected a number, got a tuple") is jr.KernelTypeError
     assert compile_error_kind("while/else is not supported in kernels") is jr.KernelSyntaxError
-    assert compile_error_kind("kernel returns a value but has no return annotation") \
+    assert compile_error_kind("trip count is not computable before the loop") \
         is jr.KernelCompileError
+
+
+def test_a_bad_annotation_and_an_assigned_parameter_are_syntax_errors():
+    with pytest.raises(jr.TaichiSyntaxError, match="cannot evaluate annotation"):
+        @jr.kernel
+        def k(a: "undefined_type"):  # noqa: F821
+            pass
+
+    @jr.kernel
+    def assigns(a: jr.i32):
+        a = 5  # noqa: F841
+    err = compile_error(assigns, 1)
+    assert isinstance(err, SyntaxError) and "cannot assign to parameter 'a'" in str(err)

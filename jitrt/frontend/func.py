@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..errors import KernelCompileError
+from ..errors import KernelSyntaxError
 from ..types import Template
 from .source import SourceInfo, capture
 
@@ -18,8 +18,8 @@ def resolve_annotation(fn: Callable, ann: Any) -> Any:
         try:
             return eval(ann, fn.__globals__)  # noqa: S307 - the user's own annotation text
         except Exception as exc:  # noqa: BLE001
-            raise KernelCompileError(f"cannot evaluate annotation {ann!r} of "
-                                     f"{fn.__qualname__}: {exc}") from None
+            raise KernelSyntaxError(f"cannot evaluate annotation {ann!r} of "
+                                    f"{fn.__qualname__}: {exc}") from None
     return ann
 
 
