@@ -74,7 +74,8 @@ def prepare(source: pathlib.Path, ref: str, workdir: pathlib.Path) -> pathlib.Pa
 
 def run_file(path: pathlib.Path, workdir: pathlib.Path, timeout: float,
              jitrt_root: pathlib.Path) -> FileResult:
-    result = FileResult(path.name)
+    """Run one test file in its own pytest process; its rows and exit status go to
+    `workdir/results/` (`tally` reads them)."""
     out = workdir / "results" / (path.stem + ".jsonl")
     out.unlink(missing_ok=True)
     env = dict(os.environ, TAICHI_SUITE_OUT=str(out), PYTHONDONTWRITEBYTECODE="1",
@@ -96,7 +97,19 @@ def run_file(path: pathlib.Path, workdir: pathlib.Path, timeout: float,
         crash = f"timeout after {timeout:.0f} s"
     finally:
         LIVE.discard(proc)
-    result.seconds = time.monotonic() - start
+    status = {"code": code, "crash": crash, "seconds": time.monotonic() - start}
+    out.with_suffix(".status").write_text(json.dumps(status))
+    return tally(path, workdir)
+
+
+def tally(path: pathlib.Path, workdir: pathlib.Path) -> FileResult:
+    """A file's counts from what its run left in `workdir/results/` (see run_file)."""
+    result = FileResult(path.name)
+    out = workdir / "results" / (path.stem + ".jsonl")
+    status_file = out.with_suffix(".status")
+    status = json.loads(status_file.read_text()) if status_file.exists() else {
+        "code": 1, "crash": "", "seconds": 0.0}
+    code, crash, result.seconds = status["code"], status["crash"], status["seconds"]
     rows = [json.loads(ln) for ln in out.read_text().splitlines()] if out.exists() else []
     for row in rows:
         category, reason = classify.classify(row)
@@ -118,7 +131,7 @@ def _test_functions(path: pathlib.Path) -> int:
 
 
 def run_all(files: list[pathlib.Path], workdir: pathlib.Path, jobs: int,
-            timeout: float, jitrt_root: pathlib.Path) -> list[FileResult]:
+            timeout: float, jitrt_root: pathlib.Path, reuse: bool) -> list[FileResult]:
     results = []
     runnable = []
     for path in files:
@@ -127,6 +140,8 @@ def run_all(files: list[pathlib.Path], workdir: pathlib.Path, jobs: int,
         else:
             runnable.append(path)
     (workdir / "results").mkdir(exist_ok=True)
+    if reuse:                          # a new table from an earlier run's results
+        return sorted(results + [tally(p, workdir) for p in runnable], key=lambda r: r.name)
     pool = concurrent.futures.ThreadPoolExecutor(jobs)
     try:
         futures = {pool.submit(run_file, p, workdir, timeout, jitrt_root): p for p in runnable}
@@ -208,16 +223,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", type=pathlib.Path, default=None)
     ap.add_argument("--json", type=pathlib.Path, default=None)
     ap.add_argument("--causes", type=int, default=25, help="how many top causes to list")
+    ap.add_argument("--reuse", action="store_true",
+                    help="run nothing: tabulate the results already in --workdir")
     args = ap.parse_args(argv)
     workdir = args.workdir or pathlib.Path(tempfile.mkdtemp(prefix="taichi_suite_"))
     workdir.mkdir(parents=True, exist_ok=True)
-    pydir = prepare(args.source.resolve(), args.ref, workdir.resolve())
+    pydir = workdir.resolve() / "tests" / "python" if args.reuse else prepare(
+        args.source.resolve(), args.ref, workdir.resolve())
     files = sorted(pydir.glob("test_*.py"))
     if args.files:
         files = [f for f in files if f.name in set(args.files)]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     jitrt_root = args.jitrt.resolve()
-    results = run_all(files, workdir.resolve(), max(1, args.jobs), args.timeout, jitrt_root)
+    results = run_all(files, workdir.resolve(), max(1, args.jobs), args.timeout, jitrt_root,
+                      args.reuse)
     commit = subprocess.run(["git", "-C", str(jitrt_root), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip() or str(jitrt_root)
     header = (f"Taichi {args.ref} `tests/python/` against jitrt at {commit} "
