@@ -53,6 +53,7 @@ NA_REASONS: tuple[tuple[str, str], ...] = (
      r"sparse SNodes|attribute '(pointer|bitmasked|dynamic|hash|activate|deactivate|is_active|"
      r"append|length|deactivate_all_snodes|rescale_index|bit_struct|bit_array|quant_array)'"),
     ("ti.lang / C++ binding internals",
+     r"Taichi's internals|cannot import name '\w+' from 'taichi\.(lang|_)|"
      r"No module named 'taichi\.(lang|_lib|_main|_snode|_kernels|_logging)|"
      r"attribute '(lang|_lib|_snode|_kernels|_logging|_funcs|_ti_core|snode|ptr)'"),
     ("GUI/GGUI", r"jitrt has no GUI|attribute '(GUI|ui|tools)'"),
