@@ -63,7 +63,8 @@ NA_REASONS: tuple[tuple[str, str], ...] = (
      r"SparseMatrix|SparseSolver|sparse_matrix_builder|attribute 'linalg'"),
     ("AOT modules and compute graphs", r"attribute '(aot|GraphBuilder|Arg)'"),
     ("Vulkan/Metal/OpenGL/DX archs", r"arch (vulkan|metal|opengl|gles|dx11|dx12)"),
-    ("torch/paddle interop (not installed here)", r"No module named '(torch|paddle)'"),
+    ("a package not installed here (torch, paddle, psutil)",
+     r"No module named '(torch|paddle|psutil)'"),
 )
 
 MISSING_TYPES = {"AttributeError", "NotImplementedError", "ImportError", "NotInJitrt"}

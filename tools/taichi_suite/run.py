@@ -52,6 +52,8 @@ class FileResult:
     causes: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     na_reason: str = ""
     seconds: float = 0.0
+    # (test, category, reason, message) of every failing test, for --json
+    failures: list = dataclasses.field(default_factory=list)
 
 
 def prepare(source: pathlib.Path, ref: str, workdir: pathlib.Path) -> pathlib.Path:
@@ -118,6 +120,8 @@ def tally(path: pathlib.Path, workdir: pathlib.Path) -> FileResult:
         result.counts[category] += weight
         if category not in ("passed",):
             result.causes[(category, reason)] += weight
+        if category not in ("passed", "skipped"):
+            result.failures.append((row["test"], category, reason, row.get("message", "")[:400]))
     if crash or (code not in (0, 1, 5) and not rows):
         reason = crash or f"pytest exited with {code} and recorded nothing"
         result.counts["crash"] += 1
@@ -223,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", type=pathlib.Path, default=None)
     ap.add_argument("--json", type=pathlib.Path, default=None)
     ap.add_argument("--causes", type=int, default=25, help="how many top causes to list")
+    ap.add_argument("--label", default=None,
+                    help="how the table names the jitrt tested (default: its git commit)")
     ap.add_argument("--reuse", action="store_true",
                     help="run nothing: tabulate the results already in --workdir")
     args = ap.parse_args(argv)
@@ -239,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                       args.reuse)
     commit = subprocess.run(["git", "-C", str(jitrt_root), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip() or str(jitrt_root)
-    header = (f"Taichi {args.ref} `tests/python/` against jitrt at {commit} "
+    header = (f"Taichi {args.ref} `tests/python/` against jitrt at {args.label or commit} "
               f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, CPU)")
     text = markdown(results, header, args.causes)
     print(text)
