@@ -23,10 +23,19 @@ import numpy as _numpy  # noqa: F401
 from . import ad, debug, math, profiler, types
 from ._version import __version__ as __version__
 from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from .dtypes import (f32 as float32, f64 as float64, i8 as int8, i16 as int16, i32 as int32,
+                     i64 as int64, u8 as uint8, u16 as uint16, u32 as uint32, u64 as uint64)
 from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableError, ConfigError,
                      CastWarning, FloatDtypeError, GradCheckWarning, JitrtError, KernelArgError,
-                     KernelCompileError, KernelRuntimeError, NotDifferentiableError,
-                     OfflineCacheError)
+                     KernelAssertionError, KernelBoundsError, KernelCompileError,
+                     KernelIndexError, KernelNameError, KernelRuntimeError, KernelSyntaxError,
+                     KernelTypeError, NotDifferentiableError, OfflineCacheError)
+from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexError,
+                     TaichiNameError, TaichiRuntimeError, TaichiRuntimeTypeError,
+                     TaichiSyntaxError, TaichiTypeError)
+from .extension import (amdgpu, arm64, cpu, cuda, dx11, dx12, extension, gles, gpu,
+                        is_extension_supported, metal, opengl, vulkan, x64, x86_64)
+from .frontend.builtins import atomic_and, atomic_or, atomic_xor
 from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min, atomic_sub,
                                 block_local, cast, clamp, eig, exp2, grouped, log2, loop_config,
                                 ndrange, polar_decompose, pow_ as pow, randn, random, rsqrt,
@@ -40,6 +49,8 @@ from .layout import i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741,F401 (
 from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
 from .types import template
+from .peer_funcs import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, assume_in_range, hex_to_rgb,
+                         is_logging_effective, one, set_logging_level, zero)
 
 # The launch path and the cache store load with the package; the compile pipeline (frontend
 # lowering, passes, codegen) loads with the first compile and the CPU backend (llvmlite's LLVM
@@ -49,15 +60,11 @@ from .cache import store as _store  # noqa: E402,F401
 from .runtime import launcher as _launcher  # noqa: E402,F401
 
 
-class _Arch(str):
-    @property
-    def name(self) -> str:
-        return str(self)
-
-
-cpu, cuda, amdgpu, gpu = _Arch("cpu"), _Arch("cuda"), _Arch("amdgpu"), _Arch("gpu")
-x64 = arm64 = cpu                       # the peers' names of the host CPU arch
 ScalarField = MatrixField = Field       # the peers' names of a field's type (annotations)
+ScalarNdarray = VectorNdarray = MatrixNdarray = Ndarray     # and of an ndarray's
+pyfunc = func                           # a @jr.func also runs at Python scope
+# the peers' axis lists with l (jr.i ... jr.ijkl are in layout.py)
+il, jl, kl, ijl, ikl, jkl = (0, 3), (1, 3), (2, 3), (0, 1, 3), (0, 2, 3), (1, 2, 3)
 
 sin, cos, tan, exp, log = MATH["sin"], MATH["cos"], MATH["tan"], MATH["exp"], MATH["log"]
 sqrt, tanh, floor, ceil = MATH["sqrt"], MATH["tanh"], MATH["floor"], MATH["ceil"]
@@ -80,7 +87,18 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "ndrange", "polar_decompose", "pow", "profiler", "randn", "random", "reset", "root",
            "round", "rsqrt", "select", "sign", "sin", "sinh", "sqrt", "static", "stop_grad", "svd",
            "sym_eig",
-           "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8", "rgb_to_hex"]
+           "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8", "rgb_to_hex",
+           # Taichi's spellings and names (docs/porting.md)
+           "CRITICAL", "DEBUG", "ERROR", "INFO", "KernelAssertionError", "KernelBoundsError",
+           "KernelIndexError", "KernelNameError", "KernelSyntaxError", "KernelTypeError",
+           "MatrixNdarray", "ScalarNdarray", "TRACE", "TaichiAssertionError",
+           "TaichiCompilationError", "TaichiIndexError", "TaichiNameError",
+           "TaichiRuntimeError", "TaichiRuntimeTypeError", "TaichiSyntaxError",
+           "TaichiTypeError", "VectorNdarray", "WARN", "arm64", "assume_in_range", "atomic_and",
+           "atomic_or", "atomic_xor", "dx11", "dx12", "extension", "float32", "float64", "gles",
+           "hex_to_rgb", "int16", "int32", "int64", "int8", "is_extension_supported",
+           "is_logging_effective", "metal", "one", "opengl", "pyfunc", "set_logging_level",
+           "uint16", "uint32", "uint64", "uint8", "vulkan", "x64", "x86_64", "zero"]
 
 
 def __getattr__(name: str) -> object:

@@ -17,6 +17,7 @@ import numpy as np
 from .frozen import frozen
 from . import dtypes
 from .errors import ConfigError
+from .peer_options import peer_options
 
 
 ARCHES = ("cpu", "cuda", "amdgpu", "gpu")
@@ -75,10 +76,16 @@ def _check_threads(value: Any) -> int | None:
         "cores, None uses all of them")(value)
 
 
+OTHER_ARCHES = ("vulkan", "metal", "opengl", "gles", "dx11", "dx12")   # Taichi's, not jitrt's
+
+
 def _check_arch(value: Any) -> str:
     name = getattr(value, "name", value)
     if isinstance(name, str) and name.strip().lower() in ARCHES:
         return name.strip().lower()
+    if isinstance(name, str) and name.strip().lower() in OTHER_ARCHES:
+        raise ValueError(f"arch {name.strip().lower()} is not supported by jitrt: use one of "
+                         f"{', '.join(ARCHES)}")
     raise ValueError(f"expected one of {', '.join(ARCHES)} (or jr.cpu, jr.cuda, ...)")
 
 
@@ -86,6 +93,7 @@ def _check_log_level(value: Any) -> str | None:
     if value is None:
         return None
     text = str(value).strip().lower()
+    text = {"trace": "debug", "warn": "warning"}.get(text, text)   # Taichi's spellings
     if text in ("debug", "info", "warning", "error", "critical"):
         return text
     raise ValueError("expected one of debug, info, warning, error, critical")
@@ -97,6 +105,14 @@ def _check_dir(value: Any) -> str | None:
     if isinstance(value, (str, os.PathLike)) and str(value).strip():
         return os.fspath(value)
     raise ValueError("expected a directory path or None")
+
+
+def _fraction(value: Any) -> float:
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+    if ok and 0.0 <= float(value) <= 1.0:
+        return float(value)
+    raise ValueError("expected a number from 0 to 1 (a fraction of the cache's entries)")
 
 
 def _check_dtype(kind: str) -> Callable[[Any], dtypes.DataType]:
@@ -147,6 +163,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("offline_cache_max_bytes", 1 << 30, _parse_int,
            _int_in(0, None, "bytes; the least recently used entries are evicted past it"),
            False, "disk cache size cap (LRU eviction)"),
+    Option("offline_cache_cleaning_factor", 0.0, float, _fraction, False,
+           "when the cache passes its cap, also evict at least this fraction of its entries "
+           "(least recently used first), so that eviction runs less often (Taichi's option)"),
     Option("ad_stack_size", 0, _parse_int,
            _int_in(0, 1 << 24, "0 sizes adstacks exactly; N forces every stack to N entries"),
            True, "0: size adstacks exactly; N: force every stack to N"),
@@ -180,6 +199,7 @@ class Config:
     offline_cache: bool
     offline_cache_dir: str | None
     offline_cache_max_bytes: int
+    offline_cache_cleaning_factor: float
     ad_stack_size: int
     ad_stack_experimental_enabled: bool
     default_fp: dtypes.DataType
@@ -195,46 +215,6 @@ class Config:
 
 
 assert [f.name for f in fields(Config)] == [o.name for o in OPTIONS], "Config and OPTIONS differ"
-
-
-# Taichi's names for jitrt options, and Taichi options that have nothing to do in jitrt
-# (accepted with one warning each, so a ported `ti.init(...)` line runs unchanged)
-PEER_ALIASES = {"cpu_max_num_threads": "num_threads",
-                "offline_cache_file_path": "offline_cache_dir"}
-PEER_IGNORED = {
-    "device_memory_GB": "GPU memory is allocated per array, not preallocated",
-    "device_memory_fraction": "GPU memory is allocated per array, not preallocated",
-    "check_out_of_bound": "bounds are always checked",
-    "advanced_optimization": "LLVM's O3 pipeline always runs",
-    "opt_level": "LLVM's O3 pipeline always runs",
-    "cfg_optimization": "not a jitrt pass",
-    "flatten_if": "not a jitrt pass",
-    "make_thread_local": "not a jitrt pass",
-    "make_block_local": "not a jitrt pass",
-    "dynamic_index": "run-time indices into vectors and matrices are always allowed in jitrt "
-                     "(a select over the components; x[i][k] of a field indexes memory); an "
-                     "index out of range raises KernelRuntimeError",
-    "default_cpu_block_dim": "CPU loops are split by jr.init(parallel_grain=...)",
-    "default_gpu_block_dim": "use jr.loop_config(block_dim=...) per loop",
-    "print_ir": "use jr.debug (docs/usage.md)",
-    "verbose": "use jr.init(log_level=...)",
-    "excepthook": "jitrt's errors already omit its internal frames",
-}
-
-
-def peer_options(explicit: dict[str, Any]) -> dict[str, Any]:
-    """`explicit` with Taichi's option names mapped to jitrt's and the options jitrt has no
-    use for dropped, one `UserWarning` each."""
-    out = {}
-    for name, value in explicit.items():
-        if name in PEER_IGNORED:
-            warnings.warn(f"jr.init({name}=...) is a Taichi option jitrt ignores: "
-                          f"{PEER_IGNORED[name]}", stacklevel=5)
-        elif name in PEER_ALIASES and PEER_ALIASES[name] not in explicit:
-            out[PEER_ALIASES[name]] = value
-        else:
-            out[name] = value
-    return out
 
 
 def resolve(**explicit: Any) -> Config:
@@ -269,6 +249,9 @@ def resolve(**explicit: Any) -> Config:
             values[opt.name] = _checked(opt, parsed, f"{var}={text!r}")
         else:
             values[opt.name] = opt.default
+    if values["arch"] == "cpu" and values["device_id"] != 0:
+        raise ConfigError(f"jr.init(device_id={values['device_id']}): the CPU is device 0; "
+                          "device_id chooses a GPU (arch=jr.cuda or jr.amdgpu)")
     return Config(**values)
 
 

@@ -22,9 +22,12 @@ def source_line(loc: Any, file_lines: tuple[str, ...] = ()) -> str:
     return lines[loc.line - 1] if 0 < loc.line <= len(lines) else ""
 
 
-def error_at(loc: Any, message: str, file_lines: tuple[str, ...] = ()) -> "KernelCompileError":
-    """A KernelCompileError at `loc` (.file, .line, .col) with the source line and a caret."""
-    return KernelCompileError(message, loc.file, loc.line, loc.col, source_line(loc, file_lines))
+def error_at(loc: Any, message: str, file_lines: tuple[str, ...] = (),
+             kind: "type[KernelCompileError] | None" = None) -> "KernelCompileError":
+    """A KernelCompileError at `loc` (.file, .line, .col) with the source line and a caret;
+    its class is `kind`, else the one `compile_error_kind(message)` picks."""
+    cls = kind or compile_error_kind(message)
+    return cls(message, loc.file, loc.line, loc.col, source_line(loc, file_lines))
 
 
 class JitrtError(Exception):
@@ -47,13 +50,83 @@ class KernelCompileError(JitrtError):
         super().__init__(text)
 
 
-class KernelArgError(JitrtError, TypeError):
-    """Wrong number, type, dtype or ndim of launch arguments."""
+class KernelSyntaxError(KernelCompileError, SyntaxError):  # type: ignore[misc]
+    """Python a kernel cannot contain (an unsupported statement, expression or call form):
+    Taichi's `TaichiSyntaxError`, a `SyntaxError`."""
+
+    def __init__(self, message: str, filename: str = "<unknown>", line: int = 0, col: int = 0,
+                 source_line: str = "") -> None:
+        super().__init__(message, filename, line, col, source_line)
+        # what Python's traceback shows for a SyntaxError: the place, the line with a caret
+        # under it, then the reason
+        self.lineno, self.offset, self.msg = line, col + 1, message
+        self.text = source_line or None
+
+    def __str__(self) -> str:
+        # SyntaxError's own str() is "msg (file, line N)"; jitrt's message names the place
+        return str(self.args[0]) if self.args else ""
+
+
+class KernelTypeError(KernelCompileError, TypeError):
+    """A value of the wrong type or shape in a kernel (Taichi's `TaichiTypeError`)."""
+
+
+class KernelNameError(KernelCompileError, NameError):
+    """A name a kernel uses that is not defined (Taichi's `TaichiNameError`)."""
+
+
+class KernelIndexError(KernelCompileError, IndexError):
+    """An index known at compile time that is out of range or of the wrong count (Taichi's
+    `TaichiIndexError`)."""
+
+
+# A compile error's built-in kind, when the raising site does not name one: the first rule
+# whose words appear in the message (docs/porting.md, "Error kinds"). Unsupported constructs
+# are SyntaxErrors, as in Taichi; a message matching no rule stays a plain KernelCompileError
+# (Taichi's TaichiCompilationError, an Exception).
+_KIND_RULES: "tuple[tuple[tuple[str, ...], type[KernelCompileError]], ...]" = (
+    (("is not defined",), KernelNameError),
+    (("out of range", "index(es) were given", "dimension(s) but"), KernelIndexError),
+    (("cannot assign to parameter", "annotation"), KernelSyntaxError),
+    (("expected a number", "must be an integer", "needs an integer", "needs integers",
+      "without ",
+      "dtype", "cannot assign", "cannot store", "is a scalar local", " local; ",
+      "has no component", "has no attribute", "shape", "needs a vector", "needs a matrix",
+      "needs a square", "needs two", "must be a scalar", "is one number"), KernelTypeError),
+    (("not supported", "not allowed", "cannot be called", "can only", "only functions",
+      "takes", "must be known at compile time", "needs a value known", "is only allowed",
+      "outside a loop", "unsupported", "Starred", "**kwargs", "keyword arguments"),
+     KernelSyntaxError),
+)
+
+
+def compile_error_kind(message: str) -> "type[KernelCompileError]":
+    """The KernelCompileError subclass for `message` (see _KIND_RULES)."""
+    for words, cls in _KIND_RULES:
+        if any(w in message for w in words):
+            return cls
+    return KernelCompileError
+
+
+class KernelArgError(JitrtError, TypeError, RuntimeError):
+    """Wrong number, type, dtype or ndim of launch arguments: a `TypeError` and, as Taichi's
+    `TaichiRuntimeTypeError`, a `RuntimeError`."""
 
 
 class KernelRuntimeError(JitrtError, RuntimeError):
     """A kernel detected a fault while running (an index out of bounds); the faulty access was
     skipped, so memory is intact."""
+
+
+class KernelAssertionError(KernelRuntimeError, AssertionError):
+    """An `assert` in a kernel failed (`jr.init(debug=True)`): Taichi's
+    `TaichiAssertionError`, a `RuntimeError` and an `AssertionError`."""
+
+
+class KernelBoundsError(KernelAssertionError, IndexError):
+    """A kernel indexed a field or ndarray out of its bounds (the access was skipped): an
+    `IndexError`, and the `AssertionError`/`RuntimeError` Taichi's debug build raises for it
+    (`TaichiAssertionError`)."""
 
 
 class AdStackOverflowError(JitrtError, RuntimeError):
@@ -110,3 +183,15 @@ class ConfigError(JitrtError, ValueError):
 
 class BackendUnavailableError(JitrtError, RuntimeError):
     """The chosen arch has no usable runtime on this machine."""
+
+
+# Taichi's names of its exception classes, for jitrt's equivalents (docs/porting.md): code
+# written for Taichi catches jitrt's errors under the names it knows
+TaichiCompilationError = KernelCompileError
+TaichiSyntaxError = KernelSyntaxError
+TaichiTypeError = KernelTypeError
+TaichiNameError = KernelNameError
+TaichiIndexError = KernelIndexError
+TaichiRuntimeError = KernelRuntimeError
+TaichiAssertionError = KernelAssertionError
+TaichiRuntimeTypeError = KernelArgError

@@ -19,7 +19,7 @@ import typing
 from typing import Any, Callable
 
 from . import dtypes
-from .errors import KernelCompileError
+from .errors import KernelSyntaxError
 from .frontend.func import Func, refuse_wrapped, resolve_annotation
 from .frontend.source import SourceInfo, capture
 from .ir import nodes as n
@@ -34,18 +34,18 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
     for p in sig.parameters.values():
         where = f"parameter '{p.name}' of kernel {fn.__qualname__}"
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            raise KernelCompileError(f"{where}: *args, **kwargs and keyword-only parameters are "
-                                     "not supported (a decorator between @jr.kernel and the "
-                                     "def must return the function itself, not a wrapper)",
-                                     inspect.getsourcefile(fn) or "?",
-                                     fn.__code__.co_firstlineno)
+            raise KernelSyntaxError(f"{where}: *args, **kwargs and keyword-only parameters are "
+                                    "not supported (a decorator between @jr.kernel and the "
+                                    "def must return the function itself, not a wrapper)",
+                                    inspect.getsourcefile(fn) or "?",
+                                    fn.__code__.co_firstlineno)
         ann = resolve_annotation(fn, p.annotation)
         if ann is inspect.Parameter.empty and p.name == "self" and not params:
             ann = Template()      # a kernel method: the object is a compile-time value
         if ann is inspect.Parameter.empty:
-            raise KernelCompileError(f"{where} needs an annotation (jr.f32, jr.i32, "
-                                     "jr.types.ndarray(...), jr.template())",
-                                     inspect.getsourcefile(fn) or "?", fn.__code__.co_firstlineno)
+            raise KernelSyntaxError(f"{where} needs an annotation (jr.f32, jr.i32, "
+                                    "jr.types.ndarray(...), jr.template())",
+                                    inspect.getsourcefile(fn) or "?", fn.__code__.co_firstlineno)
         if isinstance(ann, Template):
             params.append(n.Param(p.name, "template"))
         elif isinstance(ann, NdarrayType):
@@ -58,8 +58,8 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
             params.append(n.Param(p.name, "scalar", ann if isinstance(ann, dtypes.DataType)
                                   else None, 0))
         else:
-            raise KernelCompileError(f"{where}: unsupported annotation {ann!r}",
-                                     inspect.getsourcefile(fn) or "?", fn.__code__.co_firstlineno)
+            raise KernelSyntaxError(f"{where}: unsupported annotation {ann!r}",
+                                    inspect.getsourcefile(fn) or "?", fn.__code__.co_firstlineno)
     return tuple(params)
 
 
@@ -103,9 +103,9 @@ class Kernel:
         if ret is not None and (not elements or not all(
                 isinstance(t, (dtypes.DataType, MatrixType)) or t is int or t is float
                 for t in elements)):
-            raise KernelCompileError(f"kernel {fn.__qualname__}: return annotation must be a "
-                                     "jitrt dtype, a vector/matrix type or a tuple of them, "
-                                     f"got {ret!r}")
+            raise KernelSyntaxError(f"kernel {fn.__qualname__}: return annotation must be a "
+                                    "jitrt dtype, a vector/matrix type or a tuple of them, "
+                                    f"got {ret!r}")
         # a DataType (or int/float), a vector/matrix type, a tuple of those, or None
         self.ret: Any = elements if isinstance(ret, tuple) else \
             (elements[0] if ret is not None else None)

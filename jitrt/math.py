@@ -12,6 +12,8 @@ from __future__ import annotations
 from .frontend.builtins import (MATH, Builtin, atan2, clamp, exp2, log2, max_, min_,
                                 pow_ as pow, rsqrt, select, sign)
 from .linalg import matrix, unsigned_vector, vector
+from .math_glsl import *  # noqa: F401,F403 (mix, step, ..., pi: math_glsl.__all__)
+from .math_glsl import __all__ as _glsl_names
 
 sin, cos, tan, exp, log, sqrt, tanh = (MATH[k] for k in ("sin", "cos", "tan", "exp", "log",
                                                          "sqrt", "tanh"))
@@ -34,4 +36,11 @@ VECTOR_FUNCTIONS = {dot: "dot", cross: "cross", normalize: "normalized", length:
 __all__ = ["acos", "asin", "atan", "atan2", "ceil", "clamp", "cos", "cosh", "cross", "dot",
            "exp", "exp2", "floor", "ivec2", "ivec3", "ivec4", "length", "log", "log2", "mat2",
            "mat3", "mat4", "normalize", "pow", "round", "rsqrt", "select", "sign", "sin", "sinh",
-           "sqrt", "tan", "tanh", "uvec2", "uvec3", "uvec4", "vec2", "vec3", "vec4"]
+           "sqrt", "tan", "tanh", "uvec2", "uvec3", "uvec4", "vec2", "vec3", "vec4",
+           *_glsl_names]
+
+
+def __getattr__(name: str) -> object:
+    """A name of Taichi's ti.math jitrt lacks: an AttributeError that says what to use."""
+    from .peer_names import missing
+    raise missing("jitrt.math", name)

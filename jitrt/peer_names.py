@@ -13,18 +13,54 @@ from collections.abc import Iterable
 _LAYOUT = ("only dense layouts through jr.root.dense(jr.ij, (n, m)).place(x) are supported "
            "(or create each field with its shape, jr.field(dtype, shape=(n, m)))")
 _SPARSE = "sparse SNodes (pointer, bitmasked, dynamic) are not supported"
-_ARCH = "jitrt runs on jr.cpu, jr.cuda and jr.amdgpu (jr.gpu picks the first GPU found)"
+_MODULE = "Taichi's {} module has no jitrt counterpart"
+_MESH = "meshes are not supported"
+_QUANT = "quantized types are not supported: use jr.i8/i16/i32/u8/... fields"
+_HALF = "half precision (f16) is not supported: use jr.f32"
+_GPU = "GPU thread/warp intrinsics are not exposed by jitrt"
+_BITS = "not in jitrt yet: write it with integer arithmetic ({})"
+_LOGGER = "logging goes through Python's logging module (logger 'jitrt')"
 
+# name -> advice (names of Taichi's top level, ti.math, ti.types and ti.profiler)
 MISSING: dict[str, str] = {
     **{k: _LAYOUT for k in ("axes", "FieldsBuilder", "SNode", "Layout", "AOS", "SOA")},
     **{k: _SPARSE for k in ("activate", "deactivate", "is_active", "append", "length",
-                            "get_addr", "deactivate_all_snodes", "rescale_index")},
-    **{k: _ARCH for k in ("vulkan", "metal", "opengl", "gles", "dx11", "dx12", "cc",
-                          "wasm")},
-    "f16": "half precision (f16) is not supported: use jr.f32",
+                            "get_addr", "deactivate_all_snodes", "rescale_index",
+                            "sparse_matrix_builder")},
+    "cc": "jitrt runs on jr.cpu, jr.cuda and jr.amdgpu (jr.gpu picks the first GPU found)",
+    "wasm": "jitrt runs on jr.cpu, jr.cuda and jr.amdgpu (jr.gpu picks the first GPU found)",
+    **{k: _HALF for k in ("f16", "float16")},
+    **{k: _QUANT for k in ("u1", "uint1", "BitpackedFields", "quant")},
+    **{k: _MESH for k in ("Mesh", "MeshInstance", "mesh_local", "mesh_patch_idx")},
+    **{k: _MODULE.format(k) for k in ("algorithms", "experimental", "sparse", "tools", "aot",
+                                      "lang", "simt")},
+    **{k: _GPU for k in ("global_thread_idx",)},
     "GUI": "jitrt has no GUI: draw x.to_numpy() with matplotlib or similar",
     "ui": "jitrt has no GUI: draw x.to_numpy() with matplotlib or similar",
-    "Mesh": "meshes are not supported",
+    "Texture": "textures are not supported: use a field or an ndarray",
+    "texture": "textures are not supported: use a field or an ndarray",
+    "rw_texture": "textures are not supported: use a field or an ndarray",
+    "ArgPack": "argument packs are not supported: pass the members as parameters",
+    "argpack": "argument packs are not supported: pass the members as parameters",
+    "DeviceCapability": "Vulkan device capabilities are not part of jitrt",
+    "Format": "texture formats are not part of jitrt",
+    "StructField": "a struct field is jr.Struct.field(...); its members are jr.Field objects",
+    "ref": "reference parameters of real functions are not supported: use @jr.func "
+           "(always inlined; jr.template() passes fields and ndarrays by reference)",
+    "atomic_mul": "atomic multiplication is not supported: use a serial loop or a reduction",
+    "bit_cast": _BITS.format("or numpy's view() at Python scope"),
+    "bit_shr": _BITS.format("a logical shift is >> on an unsigned type"),
+    "raw_div": _BITS.format("// and / follow Python's rules"),
+    "raw_mod": _BITS.format("% follows Python's rules"),
+    "frexp": _BITS.format("jr.log2 and jr.floor give the exponent"),
+    "clz": _BITS.format("count leading zeros with a loop"),
+    "popcnt": _BITS.format("count bits with a loop"),
+    "static_assert": "not in jitrt: check the condition at Python scope before the launch",
+    "static_print": "not in jitrt: print at Python scope (jr.static values are Python values)",
+    "eye": "use jr.Matrix.identity(jr.f32, n) (n known at compile time)",
+    "csqrt": "not in jitrt yet: use jr.math.cexp(jr.math.clog(z) / 2)",
+    "cpow": "not in jitrt yet: use jr.math.cexp(n * jr.math.clog(z))",
+    "solve": "not in jitrt yet: use m.inverse() @ b for 2x2 to 4x4 systems",
     "cache_read_only": "not needed: jitrt has no cache hint (remove the call)",
     "no_activate": "not needed: jitrt has no sparse layouts (remove the call)",
     "kernel_profiler_print": "use jr.profiler.print_info() with jr.init(kernel_profiler=True)",
@@ -32,6 +68,17 @@ MISSING: dict[str, str] = {
                                   "jr.init(kernel_profiler=True)",
     "real_func": "use @jr.func (always inlined)",
     "dataclass": "use jr.types.struct(...)",
+    # ti.profiler: Taichi's CUDA and scoped profilers
+    **{k: "only the kernel profiler is in jitrt (jr.profiler.print_info)" for k in (
+        "CuptiMetric", "collect_kernel_profiler_metrics", "get_predefined_cupti_metrics",
+        "set_kernel_profiler_metrics", "set_kernel_profiler_toolkit", "kernel_metrics",
+        "kernel_profiler", "memory_profiler", "print_memory_profiler_info",
+        "scoped_profiler", "print_scoped_profiler_info", "clear_scoped_profiler_info")},
+    # ti.types: Taichi's own submodules
+    **{k: "a module of Taichi's type system: the types are under jr.types" for k in (
+        "compound_types", "ndarray_type", "primitive_types", "texture_type", "utils")},
+    **{k: "not in jitrt: use the dtype's .is_float / .is_int / .is_signed" for k in (
+        "is_integral", "is_real", "is_signed", "is_tensor")},
 }
 
 

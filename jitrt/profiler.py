@@ -92,3 +92,9 @@ def print_kernel_profiler_info(mode: str = "count") -> None:
 def clear_kernel_profiler_info() -> None:
     """Taichi's name for `clear()`."""
     clear()
+
+
+def __getattr__(name: str) -> object:
+    """A name of Taichi's ti.profiler jitrt lacks: an AttributeError that says what to use."""
+    from .peer_names import missing
+    raise missing("jitrt.profiler", name)

@@ -8,6 +8,10 @@ from .frozen import frozen
 from . import dtypes
 from .dtypes import DataType
 from .linalg import MatrixType, matrix, struct, vector
+# the dtypes, under both spellings, as in Taichi's ti.types
+from .dtypes import (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, f32 as float32,  # noqa: F401
+                     f64 as float64, i8 as int8, i16 as int16, i32 as int32, i64 as int64,
+                     u8 as uint8, u16 as uint16, u32 as uint32, u64 as uint64)
 
 __all__ = ["NdarrayType", "Template", "matrix", "ndarray", "struct", "template", "vector"]
 
@@ -103,3 +107,9 @@ def template() -> Template:
     constant, compiled into the kernel (one specialization per field or value); in a
     `@jr.func`, a parameter passed by reference."""
     return Template()
+
+
+def __getattr__(name: str) -> object:
+    """A name of Taichi's ti.types jitrt lacks: an AttributeError that says what to use."""
+    from .peer_names import missing
+    raise missing("jitrt.types", name)

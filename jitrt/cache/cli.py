@@ -19,7 +19,8 @@ from . import store as store_mod
 def open_store(args: argparse.Namespace) -> store_mod.CacheStore:
     cfg = config.resolve()
     directory = store_mod.default_dir(args.cache_dir or cfg.offline_cache_dir)
-    return store_mod.CacheStore(directory, cfg.offline_cache_max_bytes)
+    return store_mod.CacheStore(directory, cfg.offline_cache_max_bytes,
+                                cfg.offline_cache_cleaning_factor)
 
 
 def human(nbytes: float) -> str:

@@ -17,7 +17,8 @@ used since the last entry it evicted was. Last use is the file's mtime (touched 
 hit), except that an mtime more than `FUTURE_SLACK_S` ahead of the clock (a copied or
 restored directory, a file another tool stamped) counts as the oldest use: an entry nobody
 touched since is evicted first instead of outliving every fresh one. Past `max_bytes` the
-least recently used entries are evicted after a write. A save
+least recently used entries are evicted after a write, at least the fraction
+`offline_cache_cleaning_factor` of them (default 0: just below the cap). A save
 costs O(1) in the number of entries: the store keeps the directory's size up to date and
 scans for eviction only when it passes the cap.
 Location: `offline_cache_dir`, else `JITRT_CACHE_DIR`, else `$XDG_CACHE_HOME/jitrt`, else
@@ -25,6 +26,7 @@ Location: `offline_cache_dir`, else `JITRT_CACHE_DIR`, else `$XDG_CACHE_HOME/jit
 """
 from __future__ import annotations
 
+import math
 import os
 import pathlib
 import pickle
@@ -142,9 +144,13 @@ def decode(data: bytes, key: str | None, raw: bool = False) -> Any:
 
 
 class CacheStore:
-    def __init__(self, directory: pathlib.Path, max_bytes: int) -> None:
+    def __init__(self, directory: pathlib.Path, max_bytes: int,
+                 cleaning_factor: float = 0.0) -> None:
         self.dir = directory
         self.max_bytes = max_bytes
+        # an eviction removes at least this fraction of the entries (jr.init's
+        # offline_cache_cleaning_factor), so that the next one comes later
+        self.cleaning_factor = cleaning_factor
         # the directory's size as this process knows it: measured once (file sizes only), then
         # kept up to date by our own saves, so a save costs O(1) in the number of entries; the
         # LRU scan runs only when the estimate passes the cap (and measures the truth again).
@@ -255,9 +261,11 @@ class CacheStore:
         entries = self.entries()
         total = sum(e.size for e in entries)
         removed = 0
+        at_least = math.ceil(self.cleaning_factor * len(entries)) if total > self.max_bytes \
+            else 0
         last_evicted = None
         for e in entries:  # oldest use first
-            if total <= self.max_bytes:
+            if total <= self.max_bytes and removed >= at_least:
                 break
             self._remove(e.path)
             total -= e.size

@@ -381,9 +381,9 @@ class ExprEmitter(EmitterHost):
         if dt.is_float:
             op = {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax"}[e.op]
         elif dt.is_signed:
-            op = {"add": "add", "sub": "sub", "min": "min", "max": "max"}[e.op]
+            op = {"add": "add", "sub": "sub", "min": "min", "max": "max"}.get(e.op, e.op)
         else:
-            op = {"add": "add", "sub": "sub", "min": "umin", "max": "umax"}[e.op]
+            op = {"add": "add", "sub": "sub", "min": "umin", "max": "umax"}.get(e.op, e.op)
         zero = ir.Constant(ll_type(dt), 0.0 if dt.is_float else 0)
         if e.ref in self.private:       # only this iteration touches the element: plain
             return self.guarded(access, lambda ptr: self.plain_rmw(op, ptr, value), zero)
@@ -396,6 +396,8 @@ class ExprEmitter(EmitterHost):
         old = b.load(ptr)
         if op in ("fadd", "fsub", "add", "sub"):
             new = getattr(b, op)(old, value)
+        elif op in ("and", "or", "xor"):
+            new = getattr(b, op + "_" if op != "xor" else op)(old, value)
         elif op in ("fmin", "fmax"):
             take = b.or_(b.fcmp_ordered("<" if op == "fmin" else ">", value, old),
                          b.fcmp_unordered("uno", old, old))     # as minnum/maxnum

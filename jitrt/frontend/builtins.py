@@ -68,7 +68,12 @@ atomic_add = Builtin("atomic_add", None)
 atomic_sub = Builtin("atomic_sub", None)
 atomic_min = Builtin("atomic_min", None)
 atomic_max = Builtin("atomic_max", None)
-ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max"}
+atomic_and = Builtin("atomic_and", None)    # integers only, as the bitwise operators
+atomic_or = Builtin("atomic_or", None)
+atomic_xor = Builtin("atomic_xor", None)
+ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max",
+           atomic_and: "and", atomic_or: "or", atomic_xor: "xor"}
+BITWISE_ATOMICS = ("and", "or", "xor")
 # statements about fields: `jr.stop_grad(x)` (no gradient into x from the reads of the
 # enclosing block) and `jr.block_local(x, ...)` (Taichi's GPU cache hint: checked, no code)
 stop_grad = Builtin("stop_grad", None)

@@ -10,7 +10,7 @@ import inspect
 import textwrap
 from typing import Any, Callable
 
-from ..errors import KernelCompileError
+from ..errors import KernelSyntaxError
 from ..types import Template
 from .source import SourceInfo, capture
 
@@ -20,8 +20,8 @@ def resolve_annotation(fn: Callable, ann: Any) -> Any:
         try:
             return eval(ann, fn.__globals__)  # noqa: S307 - the user's own annotation text
         except Exception as exc:  # noqa: BLE001
-            raise KernelCompileError(f"cannot evaluate annotation {ann!r} of "
-                                     f"{fn.__qualname__}: {exc}") from None
+            raise KernelSyntaxError(f"cannot evaluate annotation {ann!r} of "
+                                    f"{fn.__qualname__}: {exc}") from None
     return ann
 
 
@@ -35,7 +35,7 @@ def refuse_wrapped(fn: Callable, decorator: str) -> None:
     code = getattr(inner, "__code__", None)
     where = (code.co_filename, code.co_firstlineno) if code is not None else ("?", 0)
     names = wrapping_decorators(inner, decorator)
-    raise KernelCompileError(
+    raise KernelSyntaxError(
         f"{decorator} on {inner.__qualname__}: the function is wrapped by "
         f"{', '.join('@' + x for x in names) or 'another decorator'} (placed between "
         f"{decorator} and the def); {decorator} compiles the function's own source, so the "

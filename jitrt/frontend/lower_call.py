@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from ..dtypes import DataType
+from ..errors import KernelTypeError
 from ..ir import nodes as n
 from ..linalg import MatrixType
 from . import builtins as bi
@@ -458,6 +459,9 @@ class CallLowering(LoweringHost):
         """`jr.atomic_add(x[i], v)` and friends: the element's old value. On a whole
         vector/matrix element (`v[i]` of a vector field) one atomic per component."""
         if len(node.args) == 2 and isinstance(node.args[0], ast.Name):
+            if op in bi.BITWISE_ATOMICS:
+                raise self.err(node, f"jr.atomic_{op}() on a local variable is not supported: "
+                               "use the operator (&, | or ^) and assign")
             return self.atomic_local(op, node)          # a local: lower_stmt.py
         if len(node.args) != 2 or not isinstance(node.args[0], ast.Subscript):
             raise self.err(node, f"jr.atomic_{op}(x[i], value) needs a field or ndarray "
@@ -478,6 +482,9 @@ class CallLowering(LoweringHost):
         if isinstance(as_vector(value), (VecValue, TupleValue)):
             raise self.err(node.args[1], f"jr.atomic_{op}(): a vector value needs a whole "
                            "vector element (x[i] of a vector field), not one component")
+        if op in bi.BITWISE_ATOMICS and not ref.dtype.is_int:
+            raise self.err(node, f"jr.atomic_{op}() needs an integer element, got "
+                           f"{ref.dtype.name}", KernelTypeError)
         value = self.typed(value, ref.dtype, node.args[1])  # as for `+=`
         return n.Atomic(op, ref, indices, value, ref.dtype, self.loc(node))
 

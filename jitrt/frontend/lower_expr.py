@@ -15,6 +15,7 @@ from typing import Any
 from ..frozen import frozen
 from .. import dtypes
 from ..dtypes import DataType
+from ..errors import KernelCompileError
 from ..ir import nodes as n
 from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .source import SourceInfo
@@ -54,8 +55,11 @@ class ExprLowering(LoweringHost):
     scope: Scope
 
     # ---- helpers ------------------------------------------------------------------------
-    def err(self, node: ast.AST | None, message: str) -> Exception:
-        return self.src.error(node, message)
+    def err(self, node: ast.AST | None, message: str,
+            kind: type[KernelCompileError] | None = None) -> Exception:
+        """A located compile error; its class is `kind` or follows the message
+        (`errors.compile_error_kind`)."""
+        return self.src.error(node, message, kind)
 
     def loc(self, node: ast.AST) -> n.Loc:
         return self.src.loc(node)

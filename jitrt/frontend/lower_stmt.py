@@ -19,6 +19,9 @@ from .lower_expr import BINOPS, ShapeOf, Value, is_field, is_number
 from .vectors import TupleValue, VecValue, VecVar, reads_ref
 
 
+# augmented assignments to a global element that are atomic (&, |, ^ on integers only)
+ATOMIC_AUG = {"+": "add", "-": "sub", "&": "and", "|": "or", "^": "xor"}
+
 class StmtLowering(LoweringHost):
     # ---- blocks -------------------------------------------------------------------------
     def emit(self, stmt: n.Stmt) -> None:
@@ -364,10 +367,10 @@ class StmtLowering(LoweringHost):
             if element:                   # x[i] += v on a field of vectors
                 self.store_element((ref, indices, element), rhs, node, op)
                 return
-            if op in ("+", "-"):
+            atomic_op = ATOMIC_AUG.get(op) if op in ("+", "-") or ref.dtype.is_int else None
+            if atomic_op:     # +=, -= and, on integers, &=, |=, ^= are atomic, as in Taichi
                 value = self.typed(rhs, ref.dtype, node.value)
-                atomic = n.Atomic("add" if op == "+" else "sub", ref, indices, value, ref.dtype,
-                                  self.loc(node))
+                atomic = n.Atomic(atomic_op, ref, indices, value, ref.dtype, self.loc(node))
                 self.emit(n.Eval(atomic, self.loc(node)))
                 return
             old = n.Load(ref, indices, ref.dtype, self.loc(node.target))

@@ -15,7 +15,7 @@ import textwrap
 from typing import Any
 
 from ..frozen import frozen
-from ..errors import KernelCompileError, error_at
+from ..errors import KernelCompileError, compile_error_kind, error_at
 from ..ir.nodes import Loc
 
 
@@ -38,11 +38,13 @@ class SourceInfo:
         line = getattr(node, "lineno", 1) + self.first_line - 1
         return Loc(self.filename, line, getattr(node, "col_offset", 0) + self.indent)
 
-    def error(self, node: ast.AST | None, message: str) -> KernelCompileError:
+    def error(self, node: ast.AST | None, message: str,
+              kind: type[KernelCompileError] | None = None) -> KernelCompileError:
         if node is None:
-            return KernelCompileError(message, self.filename, self.first_line, 0)
+            cls = kind or compile_error_kind(message)
+            return cls(message, self.filename, self.first_line, 0)
         loc = self.loc(node)
-        return error_at(loc, message, self.file_lines)
+        return error_at(loc, message, self.file_lines, kind)
 
 
 def capture(fn) -> SourceInfo:

@@ -195,7 +195,7 @@ class Shape(Expr):
     loc: Loc = _loc()
 
 
-ATOMIC_OPS = ("add", "sub", "min", "max")
+ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor")   # and/or/xor: integers
 
 
 @frozen

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..codegen import abi
 from .arguments import pack_array
-from ..errors import KernelRuntimeError, caret_text, source_line
+from ..errors import KernelAssertionError, KernelBoundsError, caret_text, source_line
 
 if TYPE_CHECKING:
     from .compiler import CompiledKernel
@@ -91,10 +91,10 @@ def raise_fault(buf: Any, compiled: "CompiledKernel") -> None:
     site = compiled.sites[site_id]
     line = source_line(site.loc)
     if site.kind == "assert":
-        raise KernelRuntimeError(
+        raise KernelAssertionError(
             f"kernel {compiled.name}: assertion failed at {site.loc}: {site.name}"
             + ("\n" + caret_text(line, site.loc.col) if line else ""))
-    raise KernelRuntimeError(
+    raise KernelBoundsError(
         f"kernel {compiled.name}: index {index} out of bounds on axis {axis} of '{site.name}' "
         f"({site.kind}) at {site.loc}; the access was skipped"
         + ("\n" + caret_text(line, site.loc.col) if line else ""))

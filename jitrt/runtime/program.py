@@ -58,7 +58,8 @@ class Program:
         if cfg.offline_cache:
             from ..cache.store import CacheStore, default_dir
             self.cache_store = CacheStore(default_dir(cfg.offline_cache_dir),
-                                          cfg.offline_cache_max_bytes)
+                                          cfg.offline_cache_max_bytes,
+                                          cfg.offline_cache_cleaning_factor)
         from ..backends import Device, create_device, cpu
         from .compiler import prefetch_pipeline
         cpu.WHILE_RUNTIME_COMPILES[:] = [prefetch_pipeline]

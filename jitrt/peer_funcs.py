@@ -1,0 +1,61 @@
+"""Small functions of Taichi's top-level namespace, written for jitrt: `jr.zero`, `jr.one`,
+`jr.assume_in_range`, `jr.hex_to_rgb`, and the logging switches `jr.set_logging_level`,
+`jr.is_logging_effective` with Taichi's level names (`jr.TRACE` ... `jr.CRITICAL`).
+
+Stage: API (kernel library and Python scope). The kernel functions are `@jr.func`s, so they
+work in kernels and at Python scope alike. Caches nothing.
+"""
+from __future__ import annotations
+
+import logging
+
+from .frontend.func import Func
+from . import logger as _log
+
+TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL = ("trace", "debug", "info", "warn", "error",
+                                             "critical")
+_LEVELS = {TRACE: logging.DEBUG, DEBUG: logging.DEBUG, INFO: logging.INFO, WARN: logging.WARNING,
+           "warning": logging.WARNING, ERROR: logging.ERROR, CRITICAL: logging.CRITICAL}
+
+
+def _zero(x):
+    return x * 0
+
+
+def _one(x):
+    return x * 0 + 1
+
+
+def _assume_in_range(val, base, low, high):
+    return val
+
+
+# zero(x)/one(x): a value of x's type and shape, all zeros/ones (Taichi: x * 0 and that + 1);
+# assume_in_range(val, base, low, high): val (Taichi's hint that base + low <= val <
+# base + high; jitrt checks every index anyway)
+zero, one, assume_in_range = Func(_zero), Func(_one), Func(_assume_in_range)
+
+
+def hex_to_rgb(color: int) -> tuple[float, float, float]:
+    """0xRRGGBB -> (r, g, b) in [0, 1] (the inverse of `jr.rgb_to_hex`)."""
+    return ((color >> 16) & 0xFF) / 255, ((color >> 8) & 0xFF) / 255, (color & 0xFF) / 255
+
+
+def _level(level: str) -> int:
+    try:
+        return _LEVELS[str(level).strip().lower()]
+    except KeyError:
+        raise ValueError(f"unknown logging level {level!r}: expected one of "
+                         f"{', '.join(_LEVELS)}") from None
+
+
+def set_logging_level(level: str) -> None:
+    """Log jitrt's messages from `level` up to stderr (as `jr.init(log_level=...)`)."""
+    _level(level)
+    name = logging.getLevelName(_level(level)).lower()
+    _log.configure(name)
+
+
+def is_logging_effective(level: str) -> bool:
+    """Whether jitrt's messages at `level` are logged now."""
+    return _log.logger.isEnabledFor(_level(level))

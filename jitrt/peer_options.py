@@ -1,0 +1,86 @@
+"""Taichi's `ti.init` options in jitrt: the ones renamed, and the ones jitrt has no use for.
+
+Stage: runtime set-up (read by `config.resolve`). Every option Taichi 1.7 accepts (its
+`CompileConfig` fields, the `_SpecialConfig` ones and `require_version`) is either a jitrt
+option under the same name (`arch`, `debug`, `kernel_profiler`, `offline_cache_cleaning_factor`,
+...), renamed (`PEER_ALIASES`), or accepted and ignored with one `UserWarning` saying why
+(`PEER_IGNORED`), so that a ported `ti.init(...)` line runs unchanged. Caches nothing.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+PEER_ALIASES = {"cpu_max_num_threads": "num_threads",
+                "offline_cache_file_path": "offline_cache_dir",
+                "offline_cache_max_size_of_files": "offline_cache_max_bytes"}
+
+_PASS = "not a jitrt pass (LLVM's O3 pipeline runs on every kernel)"
+_MESH = "meshes are not supported"
+_QUANT = "quantized types are not supported"
+_GPU_MEM = "GPU memory is allocated per array, not preallocated"
+_PRINT = "jitrt's IR is printed by its own tools (docs/usage.md, jr.debug)"
+PEER_IGNORED = {
+    **{k: _GPU_MEM for k in ("device_memory_GB", "device_memory_fraction")},
+    **{k: _PASS for k in (
+        "advanced_optimization", "opt_level", "cfg_optimization", "flatten_if",
+        "make_thread_local", "make_block_local", "make_cpu_multithreading_loop",
+        "move_loop_invariant_outside_if", "cache_loop_invariant_global_vars",
+        "demote_dense_struct_fors", "detect_read_only", "lower_access",
+        "simplify_after_lower_access", "simplify_before_lower_access",
+        "real_matrix_scalarize", "force_scalarize_matrix", "half2_vectorization")},
+    **{k: _MESH for k in (
+        "auto_mesh_local_default_occupacy", "demote_no_access_mesh_fors",
+        "experimental_auto_mesh_local", "make_mesh_block_local",
+        "mesh_localize_all_attr_mappings", "mesh_localize_from_end_mapping",
+        "mesh_localize_to_end_mapping", "optimize_mesh_reordered_mapping")},
+    **{k: _QUANT for k in ("quant_opt_atomic_demotion", "quant_opt_store_fusion")},
+    **{k: _PRINT for k in (
+        "print_ir", "print_accessor_ir", "print_ir_dbg_info", "print_kernel_amdgcn",
+        "print_kernel_asm", "print_kernel_llvm_ir", "print_kernel_llvm_ir_optimized",
+        "print_preprocessed_ir", "print_struct_llvm_ir")},
+    "check_out_of_bound": "bounds are always checked",
+    "dynamic_index": "run-time indices into vectors and matrices are always allowed in jitrt "
+                     "(a select over the components; x[i][k] of a field indexes memory); an "
+                     "index out of range raises KernelRuntimeError",
+    "default_cpu_block_dim": "CPU loops are split by jr.init(parallel_grain=...)",
+    "cpu_block_dim_adaptive": "CPU loops are split by jr.init(parallel_grain=...)",
+    "default_gpu_block_dim": "use jr.loop_config(block_dim=...) per loop",
+    "max_block_dim": "use jr.loop_config(block_dim=...) per loop",
+    "saturating_grid_dim": "jitrt sizes GPU grids from the loop's extent",
+    "gpu_max_reg": "jitrt leaves register allocation to ptxas",
+    "cuda_stack_limit": "jitrt's GPU code keeps no deep per-thread stacks (adstacks are sized "
+                        "exactly in their own buffers)",
+    "allow_nv_shader_extension": "a Vulkan option (jitrt has no Vulkan backend)",
+    "vk_api_version": "a Vulkan option (jitrt has no Vulkan backend)",
+    "use_llvm": "jitrt always compiles with LLVM",
+    "num_compile_threads": "jitrt compiles a kernel on the calling thread (its optimised "
+                           "tier on one background thread)",
+    "offline_cache_cleaning_policy": "jitrt evicts the least recently used entries past "
+                                     "offline_cache_max_bytes",
+    "verbose": "use jr.init(log_level=...)",
+    "verbose_kernel_launches": "use jr.init(log_level=...)",
+    "timeline": "use jr.init(kernel_profiler=True) and jr.profiler",
+    "excepthook": "jitrt's errors already omit its internal frames",
+    "print_full_traceback": "jitrt's errors already omit its internal frames",
+    "gdb_trigger": "jitrt installs no crash handler",
+    "short_circuit_operators": "jitrt evaluates both operands of `and`/`or` in kernels "
+                               "(Taichi's short_circuit_operators=False)",
+    "unrolling_limit": "jr.static loops always unroll fully",
+    "require_version": "jitrt is not Taichi; no Taichi version to check",
+}
+
+
+def peer_options(explicit: dict[str, Any]) -> dict[str, Any]:
+    """`explicit` with Taichi's option names mapped to jitrt's and the options jitrt has no
+    use for dropped, one `UserWarning` each."""
+    out = {}
+    for name, value in explicit.items():
+        if name in PEER_IGNORED:
+            warnings.warn(f"jr.init({name}=...) is a Taichi option jitrt ignores: "
+                          f"{PEER_IGNORED[name]}", stacklevel=5)
+        elif name in PEER_ALIASES and PEER_ALIASES[name] not in explicit:
+            out[PEER_ALIASES[name]] = value
+        else:
+            out[name] = value
+    return out
