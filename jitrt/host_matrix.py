@@ -150,10 +150,19 @@ class HostMatrix(np.ndarray):
         return str(self.view(np.ndarray))
 
 
+# the user-facing classes, jr.Vector and jr.Matrix (linalg.py registers them: this module
+# imports nothing of jitrt's but dtypes, so that data.py's elements can use it)
+_CLASSES: dict[str, type] = {}
+
+
+def register(vector: type, matrix: type) -> None:
+    _CLASSES["vector"], _CLASSES["matrix"] = vector, matrix
+
+
 def _class_for(ndim: int, requested: type) -> type:
     """jr.Vector for one dimension, jr.Matrix for two (a user's subclass where it fits)."""
-    from .linalg import Matrix, Vector
+    vector, matrix = _CLASSES["vector"], _CLASSES["matrix"]
     if ndim == 1:
-        return requested if issubclass(requested, Vector) else Vector
-    return requested if issubclass(requested, Matrix) and not issubclass(requested, Vector) \
-        else Matrix
+        return requested if issubclass(requested, vector) else vector
+    return requested if issubclass(requested, matrix) and not issubclass(requested, vector) \
+        else matrix

@@ -17,6 +17,7 @@ import numpy as np
 from .frozen import frozen
 from . import dtypes
 from .dtypes import DataType
+from . import host_matrix
 from .host_matrix import HostMatrix
 
 
@@ -231,6 +232,9 @@ class Vector(Matrix):
             n: int, dtype: Any, shape: Any = (), needs_grad: bool = False,
             name: str | None = None, needs_dual: bool = False) -> Any:
         return _ndarray(vector(n, dtype), shape, needs_grad, name, needs_dual)
+
+
+host_matrix.register(Vector, Matrix)
 
 
 @frozen

@@ -198,8 +198,9 @@ def test_an_element_comparison_is_a_numpy_bool_array(vectors):
         with pytest.raises(ValueError, match="truth value"):
             bool(derived)
     assert c.all() == np.False_ and c.any() == np.True_ and int(np.sum(c)) == 1
-    # arithmetic on an element gives plain numpy arrays; to_numpy and np.asarray are unchanged
-    assert type(vectors[1] + 1) is np.ndarray and type(np.asarray(vectors[1])) is np.ndarray
+    # arithmetic on an element gives a jr.Vector (Taichi's Matrix, a numpy array underneath);
+    # to_numpy and np.asarray give plain arrays
+    assert type(vectors[1] + 1) is jr.Vector and type(np.asarray(vectors[1])) is np.ndarray
     np.testing.assert_array_equal(vectors[1] * 2, [2.0, 10.0])
     assert type(vectors.to_numpy()) is np.ndarray and vectors.to_numpy().shape == (N, 2)
 
