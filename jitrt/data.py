@@ -18,7 +18,7 @@ import contextlib
 import itertools
 import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -497,6 +497,10 @@ for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", 
 class Field(_Buffer):
     """Global data referenced from kernels by closure: `x = jr.field(jr.f32, shape=(N,))`."""
     __slots__ = ()
+
+    if TYPE_CHECKING:
+        # `for i in x` in a kernel: the field's indices (for type checkers; not at Python scope)
+        def __iter__(self) -> Iterator[Any]: ...
 
     def to_torch(self, device: Any = None) -> Any:
         """A torch tensor with a copy of the data, on `device` (default: the CPU); torch is
