@@ -14,6 +14,8 @@ The pipeline: frontend (AST -> IR) -> passes (pipeline.py) -> codegen (LLVM IR) 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 # numpy first, from this shallow import depth. Imported four levels down (jitrt -> ad ->
 # runtime.program -> config), numpy's import took ~15 ms longer on CPython 3.11: its typing
 # modules' many small calls sat on a boundary of the interpreter's frame-stack chunks, and
@@ -22,9 +24,36 @@ import numpy as _numpy  # noqa: F401
 
 from . import ad, debug, math, profiler, types
 from ._version import __version__ as __version__
-from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
-from .dtypes import (f32 as float32, f64 as float64, i8 as int8, i16 as int16, i32 as int32,
-                     i64 as int64, u8 as uint8, u16 as uint16, u32 as uint32, u64 as uint64)
+if TYPE_CHECKING:
+    # To a type checker a dtype is the Python type of its values, so that kernel parameters
+    # annotated `x: jr.f32` are valid types (`float`) and a kernel's signature is checked at
+    # its calls (docs/usage.md, "Type checking"); at run time they are jitrt's dtypes.
+    from typing import TypeAlias
+    f32: TypeAlias = float
+    f64: TypeAlias = float
+    i8: TypeAlias = int
+    i16: TypeAlias = int
+    i32: TypeAlias = int
+    i64: TypeAlias = int
+    u8: TypeAlias = int
+    u16: TypeAlias = int
+    u32: TypeAlias = int
+    u64: TypeAlias = int
+    float32: TypeAlias = float
+    float64: TypeAlias = float
+    int8: TypeAlias = int
+    int16: TypeAlias = int
+    int32: TypeAlias = int
+    int64: TypeAlias = int
+    uint8: TypeAlias = int
+    uint16: TypeAlias = int
+    uint32: TypeAlias = int
+    uint64: TypeAlias = int
+else:
+    from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+    from .dtypes import (f32 as float32, f64 as float64, i8 as int8, i16 as int16,
+                         i32 as int32, i64 as int64, u8 as uint8, u16 as uint16, u32 as uint32,
+                         u64 as uint64)
 from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableError, ConfigError,
                      CastWarning, FloatDtypeError, GradCheckWarning, JitrtError, KernelArgError,
                      KernelAssertionError, KernelBoundsError, KernelCompileError,

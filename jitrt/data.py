@@ -19,7 +19,7 @@ import copy
 import itertools
 import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -356,17 +356,24 @@ class _Buffer:
         return self.view().__array_interface__
 
     def __dlpack__(self, **kwargs: Any) -> Any:
-        """DLPack export. On a GPU program: the device memory itself (torch.from_dlpack,
-        cupy.from_dlpack; writes through it need `.touch()`). On the CPU: a read-only view
-        (consumers that pass `max_version=(1, 0)` or newer, such as `np.from_dlpack`, accept
-        it; older consumers get numpy's BufferError: copy first)."""
+        """DLPack export, no copy. On a GPU program: the device memory itself
+        (torch.from_dlpack, cupy.from_dlpack; writes through it need `.touch()`). On the
+        CPU: the host memory, writable (torch writes through a read-only export without a
+        check); the generation moves when the consumer releases it, so caches see its writes
+        by then (`.touch()` makes them seen earlier). `copy=True` exports a copy."""
+        from . import dlpack
         device = CURRENT_DEVICE[0]
         if device is not None:
-            from . import dlpack
             ptr = device.export_ptr(self)
             return dlpack.export(ptr, self._dims, self.dtype, device.dlpack_device_type,
                                  device.device_id, self)
-        return self.view().__dlpack__(**kwargs)
+        if kwargs.get("copy"):
+            return self._host().copy().__dlpack__(
+                **{k: v for k, v in kwargs.items() if k != "copy"})
+        data = self._host()
+        versioned = tuple(kwargs.get("max_version") or (0, 0)) >= (1, 0)
+        return dlpack.export(data.ctypes.data, data.shape, self.dtype, dlpack.KDL_CPU, 0,
+                             self, self._wrote, versioned)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         device = CURRENT_DEVICE[0]
@@ -412,6 +419,10 @@ def _rebuild(cls: type, dtype: str, shape: tuple[int, ...], element: tuple[int, 
 class Field(_Buffer):
     """Global data referenced from kernels by closure: `x = jr.field(jr.f32, shape=(N,))`."""
     __slots__ = ()
+
+    if TYPE_CHECKING:
+        # `for i in x` in a kernel: the field's indices (for type checkers; not at Python scope)
+        def __iter__(self) -> Iterator[Any]: ...
 
     def to_torch(self, device: Any = None) -> Any:
         """A torch tensor with a copy of the data, on `device` (default: the CPU); torch is
@@ -526,7 +537,15 @@ class Ndarray(_Buffer):
         return out
 
 
-_NO_SHAPE: Any = object()
+class _NoShape:
+    """The default of `jr.field`'s shape: none given, the field is placed later
+    (`jr.root.dense(...).place(x)`); its repr is what `help(jr.field)` shows."""
+
+    def __repr__(self) -> str:
+        return "<placed later>"
+
+
+_NO_SHAPE: Any = _NoShape()
 
 
 def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,

@@ -10,13 +10,18 @@ bound launch; `forward_kernel(...)` is the forward-mode kernel a launch inside
 `jr.ad.FwdMode` runs, `validation_kernel()` the checked copy a `jr.ad.Tape(validation=True)`
 runs. `Func` (`@jr.func`, inlined where called) lives in the frontend
 (`frontend/func.py`).
+
+Typing: `Kernel` is generic over the decorated function's parameters and return type
+(`Kernel[P, R]`), so a type checker sees `k(a, 0.5)`, `k.grad(a, 0.5)` and
+`k.bind(a, 0.5)() -> R` with the function's own signature; `jr.func` keeps the function's
+type (docs/usage.md, "Type checking").
 """
 from __future__ import annotations
 
 import dataclasses
 import inspect
 import typing
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, Protocol, TypeVar
 
 from . import dtypes
 from .errors import KernelSyntaxError
@@ -70,19 +75,38 @@ def _no_gradient(*args: Any, **kwargs: Any) -> None:
 # a kernel's `__call__` until its first launch installs the fast path
 _FIRST_CALL = launcher.user_facing(launcher.dispatch, "__call__", packed=True)
 
+P = ParamSpec("P")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
-class Kernel:
-    """A compiled-on-first-use kernel. Calling it launches; `.grad(...)` launches its adjoint."""
+
+class Launch(Protocol[R_co]):
+    """What `k.bind(...)` returns, as a type checker sees it (`runtime/bound.py`)."""
+
+    def __call__(self) -> R_co: ...
+
+    def set_arg(self, key: int | str, value: Any) -> None: ...
+
+
+class Kernel(Generic[P, R]):
+    """A compiled-on-first-use kernel. Calling it launches; `.grad(...)` launches its adjoint.
+
+    Generic over the decorated function's parameters `P` and return type `R`, for type
+    checkers only: the launch itself is the per-kernel `__call__` installed at run time."""
 
     is_jitrt_kernel = True   # how the frontend recognises a kernel called from a kernel
 
-    def __new__(cls, fn: Callable, adjoint: bool = False,
-                dual_args: tuple[int, ...] | None = None, validate: bool = False) -> "Kernel":
+    if TYPE_CHECKING:
+        def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R: ...
+
+    def __new__(cls, fn: Callable[P, R], adjoint: bool = False,
+                dual_args: tuple[int, ...] | None = None,
+                validate: bool = False) -> "Kernel[P, R]":
         # One class per kernel, so that the fast launcher can be installed as `__call__`.
         sub = type(f"Kernel[{fn.__qualname__}]", (cls,), {"__call__": _FIRST_CALL})
         return super().__new__(sub)
 
-    def __init__(self, fn: Callable, adjoint: bool = False,
+    def __init__(self, fn: Callable[P, R], adjoint: bool = False,
                  dual_args: tuple[int, ...] | None = None, validate: bool = False) -> None:
         refuse_wrapped(fn, "@jr.kernel")
         self.fn = fn
@@ -111,9 +135,9 @@ class Kernel:
             (elements[0] if ret is not None else None)
         self._source: SourceInfo | None = None
         self.handles: dict[Any, Any] = {}
-        self._grad_kernel: Kernel | None = None
-        self._forward_kernels: dict[tuple[int, ...], Kernel] = {}
-        self._validation_kernel: Kernel | None = None
+        self._grad_kernel: Kernel[P, Any] | None = None
+        self._forward_kernels: dict[tuple[int, ...], Kernel[P, R]] = {}
+        self._validation_kernel: Kernel[P, R] | None = None
         self.grad_disabled = False     # @jr.ad.no_grad: never recorded, .grad does nothing
         if dual_args is not None:      # the duals of these ndarrays come as hidden parameters
             self.params += tuple(dataclasses.replace(self.params[i], name=f"{self.params[i].name}"
@@ -125,22 +149,23 @@ class Kernel:
             self._source = capture(self.fn)
         return self._source
 
-    def bind(self, *args: Any, **kwargs: Any) -> Any:
+    def bind(self, *args: P.args, **kwargs: P.kwargs) -> Launch[R]:
         """A launch with its arguments packed once: call it with no arguments to run."""
-        return _BIND(self, args, kwargs)
+        return _BIND(self, args, kwargs)  # type: ignore[no-any-return]
 
     @property
-    def grad(self) -> Any:
+    def grad(self) -> "Kernel[P, Any]":
+        """The reverse-mode adjoint: `k.grad(*args)` takes `k`'s arguments."""
         if self.adjoint:
             raise AttributeError("the adjoint kernel has no .grad")
         if self.grad_disabled:
-            return _no_gradient
+            return typing.cast("Kernel[P, Any]", _no_gradient)
         if self._grad_kernel is None:
             self._grad_kernel = Kernel(self.fn, adjoint=True)
             self._grad_kernel._source = self._source
         return self._grad_kernel
 
-    def forward_kernel(self, dual_args: tuple[int, ...]) -> "Kernel":
+    def forward_kernel(self, dual_args: tuple[int, ...]) -> "Kernel[P, R]":
         """The forward-mode kernel (primal values and tangents) for launches whose ndarray
         arguments at `dual_args` have a dual (passed after the others); made on first use."""
         fwd = self._forward_kernels.get(dual_args)
@@ -157,7 +182,7 @@ class Kernel:
             if self.dual_args is not None else AutodiffMode.VALIDATION if self.validate \
             else AutodiffMode.NONE
 
-    def validation_kernel(self) -> "Kernel":
+    def validation_kernel(self) -> "Kernel[P, R]":
         """The kernel with Taichi's global data access rule checked (`frontend/gdar.py`),
         what a launch inside `jr.ad.Tape(validation=True)` runs; made on first use."""
         if self._validation_kernel is None:
@@ -182,7 +207,7 @@ class BoundKernel:
     __slots__ = ("kernel", "obj")
     is_jitrt_kernel = True
 
-    def __init__(self, kernel: Kernel, obj: Any) -> None:
+    def __init__(self, kernel: Kernel[Any, Any], obj: Any) -> None:
         self.kernel, self.obj = kernel, obj
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -207,7 +232,7 @@ class BoundKernel:
 _BIND = launcher.user_facing(launcher.bind, "bind")
 
 
-def kernel(fn: Callable) -> Kernel:
+def kernel(fn: Callable[P, R]) -> Kernel[P, R]:
     """Decorate a function as a kernel, compiled on first call for each specialization.
 
     Parameters are annotated `jr.f32`/`jr.i32`/... (scalars), `jr.math.vec3`,
@@ -242,11 +267,12 @@ def data_oriented(cls: type) -> type:
     return cls
 
 
-def func(fn: Callable) -> Func:
+def func(fn: Callable[P, R]) -> Callable[P, R]:
     """Decorate a function to be inlined into the kernels that call it.
 
     Parameters annotated `jr.template()` are passed by reference (fields, ndarrays, locals the
     func may assign); the others by value. A func returns through its last statement only.
-    Called outside a kernel it is the plain Python function.
+    Called outside a kernel it is the plain Python function. Returns a `Func`, typed as the
+    function it wraps.
     """
-    return Func(fn)
+    return typing.cast("Callable[P, R]", Func(fn))

@@ -11,8 +11,8 @@ sketch of internals). What is checked, per top-level statement with a trailing c
 - a bare expression with a number as its value, whose comment starts with a number
   (`div(-7, 2)   # -4`): that number.
 A block followed at once by an output fence starting `SomeError: message` must raise that
-error with that message (whitespace collapsed; a `file.py:line:col` matches any location and
-`...` anything).
+error with that message; followed by another output fence, it must print that text
+(whitespace collapsed; a `file.py:line:col` matches any location and `...` anything).
 
 Links: `[text](target)` must name an existing file and, with `#anchor`, a heading of it
 (GitHub/myst slugs, as `myst_heading_anchors` in docs/conf.py makes them); a section named in
@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import io
 import re
+import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +86,8 @@ def _numbers(text: str) -> np.ndarray:
 def _comment(line: str) -> str | None:
     """The trailing comment of a source line (None if there is none)."""
     try:
-        import tokenize
         toks = list(tokenize.generate_tokens(io.StringIO(line + "\n").readline))
-    except (SyntaxError, Exception):  # noqa: BLE001 - a continuation line: no comment here
+    except (tokenize.TokenError, SyntaxError):   # a line inside a bracket: no comment here
         return None
     return next((t.string[1:].strip() for t in toks if t.type == tokenize.COMMENT), None)
 
@@ -116,8 +116,14 @@ def _check_comment(stmt: ast.stmt, comment: str, printed: str, value: Any, ns: d
 
 
 def _error_matches(expected: tuple[str, ...], exc: BaseException) -> bool:
+    return _shown(expected, f"{type(exc).__name__}: {exc}")
+
+
+def _shown(expected: tuple[str, ...], actual: str) -> bool:
+    """Whether `actual` is the text an output block shows (whitespace collapsed; a
+    `file.py:line:col` stands for any location, `...` for anything)."""
     want = " ".join(" ".join(expected).split())
-    got = " ".join(f"{type(exc).__name__}: {exc}".split())
+    got = " ".join(actual.split())
     wild = {"...": ".*", "path": r"\S*\.py:\d+:\d+"}
     pieces = re.split(r"(\.\.\.|\S*\.py:\d+:\d+)", want)
     pattern = "".join(wild["..."] if k % 2 and p == "..." else wild["path"] if k % 2
@@ -142,11 +148,12 @@ def run_page(page: Path, tmp: Path) -> int:
         tree = ast.parse(source, str(script))
         # a comment belongs to the last statement of its line (`b = ...; k(b)  # b == [..]`)
         last_on_line = {s.end_lineno: s for s in tree.body}
+        printed = []
         try:
             for stmt in tree.body:
-                _run_statement(stmt, source.splitlines(), ns, str(script),
-                               f"{page.name}:{stmt.lineno}",
-                               last_on_line[stmt.end_lineno] is stmt)
+                printed.append(_run_statement(stmt, source.splitlines(), ns, str(script),
+                                              f"{page.name}:{stmt.lineno}",
+                                              last_on_line[stmt.end_lineno] is stmt))
         except Exception as exc:  # noqa: BLE001 - compared with the page's output block
             if b.output is None or not _error_matches(b.output, exc):
                 raise AssertionError(f"{page.name}: the block at line {b.first} raised "
@@ -154,11 +161,14 @@ def run_page(page: Path, tmp: Path) -> int:
         else:
             assert b.output is None or not re.match(r"^\w+(Error|Warning):", b.output[0]), \
                 f"{page.name}: the block at line {b.first} did not raise {b.output[0]!r}"
+            assert b.output is None or _shown(b.output, "".join(printed)), \
+                f"{page.name}: the block at line {b.first} printed {''.join(printed)!r}"
     return len(runnable)
 
 
 def _run_statement(stmt: ast.stmt, lines: list[str], ns: dict, filename: str,
-                   where: str, owns_comment: bool) -> None:
+                   where: str, owns_comment: bool) -> str:
+    """Run one top-level statement, check its comment; return what it printed."""
     buf = io.StringIO()
     value = None
     with contextlib.redirect_stdout(buf):
@@ -170,6 +180,7 @@ def _run_statement(stmt: ast.stmt, lines: list[str], ns: dict, filename: str,
     comment = _comment(lines[stmt.end_lineno - 1]) if stmt.end_lineno else None
     if comment and owns_comment:
         _check_comment(stmt, comment, buf.getvalue(), value, ns, where)
+    return buf.getvalue()
 
 
 @pytest.mark.cpu_only
@@ -292,6 +303,9 @@ def test_a_wrong_output_in_a_page_fails(tmp_path: Path) -> None:
         run_page(page, tmp_path)
     page.write_text("```python\nraise ValueError('no: 3')\n```\n```\nValueError: no: 4\n```\n")
     with pytest.raises(AssertionError, match="raised ValueError: no: 3"):
+        run_page(page, tmp_path)
+    page.write_text("```python\nprint('a', 1)\n```\n```\na 2\n```\n")
+    with pytest.raises(AssertionError, match=re.escape("printed 'a 1\\n'")):
         run_page(page, tmp_path)
     page.write_text("<!-- not-run: a sketch -->\n```python\nundefined_name\n```\n")
     assert run_page(page, tmp_path) == 0

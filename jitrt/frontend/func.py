@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import textwrap
+import typing
 from typing import Any, Callable
 
 from ..errors import KernelSyntaxError
@@ -16,12 +17,17 @@ from .source import SourceInfo, capture
 
 
 def resolve_annotation(fn: Callable, ann: Any) -> Any:
+    """The jitrt annotation of a parameter: the text of a string annotation evaluated, and of
+    `typing.Annotated[T, spec]` the spec (T is for type checkers: docs/usage.md, "Type
+    checking")."""
     if isinstance(ann, str):
         try:
-            return eval(ann, fn.__globals__)  # noqa: S307 - the user's own annotation text
+            ann = eval(ann, fn.__globals__)  # noqa: S307 - the user's own annotation text
         except Exception as exc:  # noqa: BLE001
             raise KernelSyntaxError(f"cannot evaluate annotation {ann!r} of "
                                     f"{fn.__qualname__}: {exc}") from None
+    if typing.get_origin(ann) is typing.Annotated:
+        return ann.__metadata__[0]
     return ann
 
 
