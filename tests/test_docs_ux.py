@@ -53,8 +53,8 @@ def test_a_misspelt_name_suggests_the_closest():
         jr.ad.Tpe  # noqa: B018
     with pytest.raises(AttributeError, match=r"has no attribute 'zzzzqq'$"):
         jr.zzzzqq  # noqa: B018
-    with pytest.raises(AttributeError, match="jitrt.vulkan is not in jitrt: jitrt runs on"):
-        jr.vulkan  # noqa: B018      (the peer-names table still answers first)
+    with pytest.raises(AttributeError, match="jitrt.GUI is not in jitrt: jitrt has no GUI"):
+        jr.GUI  # noqa: B018      (the peer-names table still answers first)
 
 
 def test_a_misspelt_name_in_a_kernel_suggests_the_closest():

@@ -132,7 +132,8 @@ def init(arch: Any = None, **options: Any) -> Program:
             `JITRT_ARCH` overrides it.
         **options: `device_id`, `enable_fallback`, `debug`, `fast_math`, `random_seed`,
             `tiered_compile`, `offline_cache`, `offline_cache_dir`,
-            `offline_cache_max_bytes`, `ad_stack_size`, `ad_stack_experimental_enabled`,
+            `offline_cache_max_bytes`, `offline_cache_cleaning_factor`, `ad_stack_size`,
+            `ad_stack_experimental_enabled`,
             `default_fp`, `default_ip`, `num_threads`, `kernel_profiler`, `log_level`,
             `parallel_grain` (the table `OPTIONS` in jitrt/config.py; docs/usage.md,
             "Configuration"); each also from `JITRT_<NAME>`.
