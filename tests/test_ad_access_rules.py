@@ -89,6 +89,21 @@ def test_overwrite_in_serial_code_and_in_a_later_loop(fields):
     assert refused(later_loop).line == line_of("later-loop-overwrite")
 
 
+def test_a_loop_bound_overwritten_by_its_own_loop(fields):
+    """The grad kernel replays the loop with the bound it reads then: another trip count."""
+    x, loss = fields
+    count = jr.field(jr.i32, shape=())
+    count[None] = 4
+
+    @jr.kernel
+    def shrink():
+        for i in range(count[None]):
+            loss[None] += x[i] * x[i]
+            count[None] = 1  # bound-overwrite
+
+    assert refused(shrink).line == line_of("bound-overwrite")
+
+
 def test_reads_whose_values_no_adjoint_needs_may_be_overwritten(fields):
     """In-place linear updates, `+=` into what is read, writes to fields without gradients
     and loss accumulation: the grad kernel never reads those values, so nothing is refused."""

@@ -51,6 +51,7 @@ class Access:
     task: int
     loc: n.Loc
     name: str
+    bound: bool = False           # read by a parallel task's range, before its iterations
 
 
 def key_of(ref: n.Ref) -> Key | None:
@@ -178,6 +179,9 @@ def check_access_rules(primal: n.TaskedKernel, grad: n.TaskedKernel) -> None:
         scope = scope_of(task, outer)
         scopes.append(scope)
         c = Collector(t, scope, needed)
+        for e in task.begins + task.ends:
+            c.expr(e, ())
+        c.out = [replace(a, bound=True) for a in c.out]
         c.body(task.body, ())
         accesses += c.out
     reads = [a for a in accesses if not a.write]
@@ -193,8 +197,8 @@ def conflict(r: Access, w: Access, scope: Scope, kind: str) -> str:
     """"" when the write `w` cannot change what the read `r` saw, else which rule it breaks."""
     if len(r.dims) != len(w.dims):
         return ""
-    if r.task != w.task:
-        return "overwrite" if w.task > r.task and not distinct(r, w, is_global) else ""
+    if r.task != w.task or r.bound:
+        return "overwrite" if w.task >= r.task and not distinct(r, w, is_global) else ""
     if kind == "parallel":
         if distinct(r, w, lambda atom: scope.kind(atom) == "inv") or \
                 apart_across_iterations(r, w, scope):
