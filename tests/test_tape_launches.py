@@ -174,3 +174,29 @@ def test_nesting_in_one_thread_is_still_refused(setup):
         with pytest.raises(RuntimeError, match="cannot be used inside jr.ad.Tape"):
             with jr.ad.Tape(loss=loss):
                 pass
+
+
+def test_forward_mode_does_not_start_while_another_thread_records(setup):
+    """FwdMode applies to every thread's launches: refused while another thread's tape
+    records, with a message that says so."""
+    x, loss, squares = setup
+    xd = jr.field(jr.f64, shape=(2,), needs_dual=True)
+    ld = jr.field(jr.f64, shape=(), needs_dual=True)
+    recording, checked = threading.Event(), threading.Event()
+
+    def a():
+        with jr.ad.Tape(loss=loss):
+            squares()
+            recording.set()
+            checked.wait(60)
+    t = threading.Thread(target=a)
+    t.start()
+    try:
+        recording.wait(60)
+        with pytest.raises(RuntimeError, match="FwdMode cannot start while a jr.ad.Tape"):
+            with jr.ad.FwdMode(loss=ld, param=xd, seed=[1.0, 0.0]):
+                pass
+    finally:
+        checked.set()
+        t.join(120)
+    np.testing.assert_allclose(x.grad.to_numpy(), [2.0, 4.0])
