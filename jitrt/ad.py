@@ -1,18 +1,20 @@
 """`jr.ad.Tape`: record forward launches, then run their adjoints in reverse; `jr.ad.FwdMode`:
 forward mode, every launch inside it computing tangents beside its values.
 
-Stage: runtime (autodiff driver). Also the gradient controls of the peers: `no_grad`
-kernels (never recorded), `grad_replaced` functions with a `grad_for` backward (recorded as one
-step), `clear_all_gradients()`. On entry the tape clears the gradients of every live field
-that has one and sets `program.ACTIVE` to the program's tape token, so that every launcher
-records (kernel, arguments, handle) on its own fast path. On exit it checks that no recorded
-launch changed data that decides the trip counts of the same or an earlier recorded launch (the
-reverse pass re-runs the forward sweeps and would replay other trip counts: a wrong gradient,
-so an `AutodiffError` naming both kernels and the data), clears the gradients of recorded
-ndarray arguments, seeds `loss.grad = 1` and launches `kernel.grad(*args)` for the recorded
-launches in reverse order. With `validation=True` (and `jr.init(debug=True)`) `ACTIVE` is the
-program's validate token instead: every launch goes to the slow path, which records it and runs
-its checked copy (Taichi's global data access rule, `frontend/gdar.py`).
+Stage: runtime (autodiff driver). Also the gradient controls of the peers: `no_grad` kernels
+(never recorded), `grad_replaced` functions with a `grad_for` backward (recorded as one step),
+`clear_all_gradients()`. On entry the tape clears the gradients of every live field that has one
+and registers itself as its thread's tape (`Program.start_recording`), which sets
+`program.ACTIVE` to the program's tape token, so that every launcher (bound launches too) looks
+up its thread's tape and records (kernel, arguments, handle) there; launches of threads without
+a tape run unrecorded, and each thread may record a tape of its own. On exit it checks that no
+recorded launch changed data that decides the trip counts of the same or an earlier recorded
+launch (the reverse pass re-runs the forward sweeps and would replay other trip counts: a wrong
+gradient, so an `AutodiffError` naming both kernels and the data), clears the gradients of
+recorded ndarray arguments, seeds `loss.grad = 1` and launches `kernel.grad(*args)` for the
+recorded launches in reverse order. With `validation=True` (and `jr.init(debug=True)`) `ACTIVE`
+is the program's validate token instead: every launch goes to the slow path, which records it
+and runs its checked copy (Taichi's global data access rule, `frontend/gdar.py`).
 
 `FwdMode(loss=..., param=..., seed=...)` on entry zeroes every live dual (unless
 `clear_gradients=False`), writes the seed into `param.dual` and sets `program.ACTIVE` to the
@@ -24,6 +26,7 @@ duals of what the kernels wrote (`loss.dual`).
 from __future__ import annotations
 
 import enum
+import threading
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +92,6 @@ class Tape:
         self.entries: list[tuple[Any, tuple]] = []
         self.handles: list["LaunchHandle | None"] = []   # per entry (None: grad_replaced)
         self._program: "Program | None" = None
-        self._token: object = None
 
     def record(self, kernel: "KernelLike", values: list[Any] | tuple[Any, ...],
                handle: "LaunchHandle | None") -> None:
@@ -108,22 +110,20 @@ class Tape:
             self.loss.fill(0)     # as Taichi: the recorded step computes the loss afresh
         if self.to_check is not None:
             self.checker = GradChecker(self.loss, self.to_check)
-        program.tape = self
-        # launchers now record themselves; with validation they go to `dispatch`, which
-        # records them and runs their checked copies (runtime/launcher.py)
-        self._token = program.validate_token if self.validation else program.tape_token
         if self.validation:
             from .frontend.gdar import clear_bits
             clear_bits()
-        program_mod.ACTIVE[0] = self._token
+        # launchers now record themselves on their own thread's tape; with validation they
+        # go to `dispatch`, which records them and runs their checked copies
+        # (runtime/launcher.py)
+        program.start_recording(self)
         self._program = program
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         program = self._program
         assert program is not None, "Tape.__exit__ without __enter__"
-        program.tape = None
-        _leave(program, self._token)
+        program.stop_recording()
         if exc_type is not None:
             return
         self.grad()
@@ -240,6 +240,7 @@ class FwdMode:
             raise ValueError(f"FwdMode: seed has {self.seed.size} values but param "
                              f"'{param.name}' has {size} elements (shape {param.storage_shape})")
         self.clear_gradients = clear_gradients
+        self.thread = 0                              # the thread that entered it
         self._program: "Program | None" = None
 
     def __enter__(self) -> "FwdMode":
@@ -248,6 +249,7 @@ class FwdMode:
             clear_all_duals()
         self.param.dual.from_numpy(self.seed.reshape(self.param.storage_shape))
         program.fwd = self
+        self.thread = threading.get_ident()
         program_mod.ACTIVE[0] = program.fwd_token   # launches go to their forward kernels
         self._program = program
         return self
@@ -261,12 +263,20 @@ class FwdMode:
 
 
 def _check_no_mode(mode: Any) -> "Program":
-    """The current program, if no Tape or FwdMode is active in it (they do not nest)."""
+    """The current program, if no Tape of this thread and no FwdMode is active in it (they do
+    not nest). A FwdMode applies to the launches of every thread, so it does not start while
+    another thread's Tape records either; Tapes of different threads are independent."""
     program = program_mod.current()
     active = program.tape if program.tape is not None else program.fwd
     if active is not None:
+        where = "" if active is program.tape or active.thread == threading.get_ident() else \
+            " of another thread (a FwdMode applies to the launches of every thread)"
         raise RuntimeError(f"jr.ad.{type(mode).__name__} cannot be used inside "
-                           f"jr.ad.{type(active).__name__} (they do not nest)")
+                           f"jr.ad.{type(active).__name__}{where} (they do not nest)")
+    if isinstance(mode, FwdMode) and program.recorders:
+        raise RuntimeError("jr.ad.FwdMode cannot start while a jr.ad.Tape (or a jr.graph) of "
+                           "another thread records: a FwdMode applies to the launches of "
+                           "every thread")
     return program
 
 
@@ -332,14 +342,11 @@ def grad_replaced(fn: Any) -> Any:
         tape = program.tape
         if tape is None:
             return fn(*args)
-        program.tape = None
-        token = program_mod.ACTIVE[0]
-        program_mod.ACTIVE[0] = program           # its own launches: not recorded (nor checked)
+        program.tape = None      # its own launches: not recorded (nor checked); this thread
         try:
             result = fn(*args)
         finally:
             program.tape = tape
-            program_mod.ACTIVE[0] = token
         tape.record(step, args, None)  # type: ignore[arg-type]
         return result
     replaced.__wrapped__ = fn          # type: ignore[attr-defined]

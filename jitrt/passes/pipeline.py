@@ -14,6 +14,7 @@ from ..dtypes import DataType
 from ..errors import KernelCompileError
 from ..ir import nodes as n
 from ..ir.verify import verify
+from .ad_check_rules import check_access_rules
 from .adstack_sizing import task_capacities
 from .analysis import bound_reads, write_set
 from .autodiff import AdjointTask, differentiate, without_stop_grad
@@ -47,6 +48,7 @@ def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: boo
                                          buffer_grads(has_grad or (lambda r: False)),
                                          tape_partials)
         tasked = reduction_adjoints(primal, tasked)   # 5b. replay `s += x[i]` reductions
+        check_access_rules(primal, tasked)   # 5c. no global it re-reads is overwritten
         stacks = size_stacks(primal, adjoints, ad_stack_size)  # 6. a SizeExpr per adstack
     tasked = without_stop_grad(tasked)       # 6b. jr.stop_grad markers: read by now
     writes = write_set(tasked)               # 7. what a launch may modify (generations)

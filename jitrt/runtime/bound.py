@@ -15,6 +15,7 @@ from ..codegen import abi
 from ..data import Ndarray
 from ..errors import KernelArgError
 from . import native_launch
+from . import program as program_mod
 from .arguments import changed_expr, describe, fail, pack_vector, specialize, watch_state
 from .context import LaunchContext, raise_fault
 from .launch_source import entry_lines, return_lines, serialized, sizing_lines
@@ -29,6 +30,16 @@ class _Gen:
 
     def __init__(self) -> None:
         self.gen = 0
+
+
+def record(bound: "BoundLaunch") -> None:
+    """A bound launch inside a `jr.ad.Tape` of the calling thread is recorded as a plain
+    launch of its kernel with the bound values (its adjoint runs in the reverse pass); under
+    a validating tape it runs unchecked. After `jr.init` or inside `jr.ad.FwdMode` it runs the
+    kernel it was built for, as before."""
+    tape = bound.program.tape
+    if tape is not None:
+        tape.record(bound.handle.kernel, tuple(bound.values), bound.handle)
 
 
 class BoundLaunch(LaunchContext):
@@ -83,8 +94,11 @@ class BoundLaunch(LaunchContext):
         c = self.compiled
         env: dict[str, Any] = {"cnt": self.handle.launch_count, "entry": self.entry,
                                "buf": self.buf, "dbuf": self.dbuf, "addr": self.addr,
-                               "raise_fault": raise_fault, "c": c, "Ndarray": Ndarray}
-        lines = ["def __call__(self):"]
+                               "raise_fault": raise_fault, "c": c, "Ndarray": Ndarray,
+                               "active": program_mod.ACTIVE, "prog": self.handle.active_key,
+                               "record": record}
+        # a Tape (any thread's) or a replaced program: record it on this thread's tape if any
+        lines = ["def __call__(self):", "    if active[0] is not prog: record(self)"]
         for i, cell in enumerate(self.cells):
             env[f"cell{i}"] = cell
             if self.sizing is not None or i in self.watch:

@@ -71,15 +71,12 @@ class Graph:
             raise JitrtError("jr.graph cannot record inside a jr.ad.Tape (or another graph); "
                              "launch kernel.grad(...) explicitly in the step instead")
         self._recorder = _Recorder()
-        program.tape = self._recorder
-        program_mod.ACTIVE[0] = program.tape_token
+        program.start_recording(self._recorder)    # this thread's launches only
         self.program = program
 
     def _end(self) -> list[tuple[Any, list[Any], Any]]:
         program, recorder = self.program, self._recorder
-        program.tape = None
-        if program_mod.ACTIVE[0] is program.tape_token:
-            program_mod.ACTIVE[0] = program
+        program.stop_recording()
         self._recorder = None
         assert recorder is not None
         return recorder.launches
@@ -115,8 +112,7 @@ class Graph:
                 raise TypeError("a graph recorded with `with jr.graph()` replays without "
                                 "arguments")
             return self.replay()
-        if self.launches and self.program is program_mod.ACTIVE[0] and \
-                self._same(args, kwargs):
+        if self.launches and self._current() and self._same(args, kwargs):
             return self.replay()
         self._begin()
         try:
@@ -133,11 +129,19 @@ class Graph:
         return all(a is b or (type(a) in (int, float, bool) and type(a) is type(b) and a == b)
                    for a, b in pairs)
 
+    def _current(self) -> bool:
+        """Whether replays may run: its program is the current one and this thread records
+        nothing (another thread's Tape does not matter)."""
+        program = self.program
+        return program is not None and program.tape is None and program_mod.ACTIVE[0] in (
+            program, program.tape_token, program.validate_token)
+
     def replay(self) -> None:
         """Run the recorded launches again, with the arguments they were recorded with."""
-        if self.program is not program_mod.ACTIVE[0]:
+        if not self._current():
             raise JitrtError("jr.graph: the program it was recorded in was replaced "
-                             "(jr.init/jr.reset, or a Tape records); record it again")
+                             "(jr.init/jr.reset), or this thread records a Tape; record it "
+                             "again, or replay it outside the Tape")
         if self.device_graph is None:
             for bound in self.launches:
                 cast(Any, bound)()     # a bound launch's generated __call__

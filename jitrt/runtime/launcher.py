@@ -9,7 +9,8 @@ once per (kernel, specialization): it compiles the kernel, owns a `LaunchContext
 a launcher (`launch_source.py`) whose steady state packs arguments in place (an ndarray
 identical to the last one is not repacked), bumps the write set's generations, runs the device
 entry and checks the fault slot. A launcher first compares `program.ACTIVE[0]` with its program:
-a re-`init` or `reset` sends it here, and a recording `jr.ad.Tape` makes it record the launch.
+a re-`init` or `reset` sends it here, and a recording `jr.ad.Tape` makes it record the launch
+on the tape of the calling thread (launches of threads without one run unrecorded).
 Inside a `jr.ad.FwdMode` every launch comes here and goes on to the kernel's forward-mode
 kernel (`launch_forward`), whose launchers expect the program's `fwd_token` instead; inside a
 `jr.ad.Tape(validation=True)` to its validation kernel (`launch_validating`, `validate_token`).
@@ -68,12 +69,16 @@ def dispatch(kernel: "KernelLike", args: tuple, kwargs: dict) -> Any:
     program = program_mod.current()
     if program.fwd is not None and kernel.dual_args is None:
         return launch_forward(kernel, values)
-    if program_mod.ACTIVE[0] is program.validate_token and not kernel.validate:
+    validating = program_mod.ACTIVE[0] is program.validate_token and not kernel.validate
+    tape = program.tape
+    if validating and tape is not None and tape.validation:
         return launch_validating(kernel, values, program)
     with program.launch_lock:   # one thread builds a handle; others wait
         handle = handle_for(kernel, values)
         install_fast_path(kernel, handle, program)
     values = [launch_value(p, v) for p, v in zip(handle.compiled.params, values)]
+    if validating:   # another thread validates: run it (recorded on this thread's own tape)
+        return handle.record(kernel, *values)
     return handle.launcher(kernel, *values)
 
 
@@ -95,11 +100,10 @@ def launch_validating(kernel: "KernelLike", values: list[Any], program: "Program
     so that a broken rule raises from this launch on a GPU too. A grad kernel or a
     `@jr.ad.no_grad` one runs unchecked and unrecorded."""
     if kernel.adjoint or getattr(kernel, "grad_disabled", False):
-        program_mod.ACTIVE[0] = program
-        try:
-            return kernel(*values)  # type: ignore[operator]
-        finally:
-            program_mod.ACTIVE[0] = program.validate_token
+        with program.launch_lock:
+            handle = handle_for(kernel, values)
+        values = [launch_value(p, v) for p, v in zip(handle.compiled.params, values)]
+        return handle.record(kernel, *values)      # (the tape does not record these)
     checked = kernel.validation_kernel()
     with program.launch_lock:
         handle = handle_for(checked, values)
@@ -293,8 +297,9 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
                 f"        return dispatch(self, {all_args}, {{}})"]
     else:
         head = [f"def launch(self{plain_args}):"]
-        if mode == "record":
-            record = [f"    program.tape.record(self, {all_args}, handle)"]
+        if mode == "record":   # on the calling thread's tape: others' launches run as they are
+            record = ["    tape = program.tape",
+                      f"    if tape is not None: tape.record(self, {all_args}, handle)"]
     body = (scalar_lines(c, slow) + array_lines(handle, env, slow)
             + template_lines(handle, env, slow) + record + ["    cnt[0] += 1"]
             + sizing_lines(handle, env) + bump_lines(c, env)

@@ -315,6 +315,8 @@ def for_bound(bound: "BoundLaunch", python_call: Any) -> Any:
         return None
     c = bound.compiled
     build = _Builder(lay, 0, len(c.lowered.writes.fields) + len(bound.array_bumps))
+    build.table[nl.T_ACTIVE] = id(program_mod.ACTIVE) + lay["list_items"]
+    build.obj(nl.T_PROGRAM, bound.handle.active_key)   # else the Python call: a Tape records
     if not _add_field_bumps(build, c):
         return None
     for cell in bound.array_bumps:

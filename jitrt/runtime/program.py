@@ -72,8 +72,10 @@ class Program:
         from .registry import Registry
         self.registry = Registry()
         self.heap = self.device.adstack_heap() or AdStackHeap()
-        self.tape: Any = None          # the active jr.ad.Tape, if any
-        self.tape_token = object()     # ACTIVE[0] while a Tape records
+        self._thread = threading.local()  # per thread: `.tape`, its recording Tape (or graph)
+        self.recorders: dict[int, Any] = {}   # thread id -> its recording Tape or graph
+        self._recorders_lock = threading.Lock()
+        self.tape_token = object()     # ACTIVE[0] while a Tape records (in any thread)
         self.fwd: Any = None           # the active jr.ad.FwdMode, if any
         self.fwd_token = object()      # ACTIVE[0] inside FwdMode (what forward kernels expect)
         self.validate_token = object()  # ACTIVE[0] while a Tape(validation=True) records
@@ -87,6 +89,41 @@ class Program:
         if cfg.kernel_profiler:
             from .profile import KernelProfile
             self.profile = KernelProfile()
+
+    @property
+    def tape(self) -> Any:
+        """The jr.ad.Tape (or recording jr.graph) of the calling thread, if any: a tape
+        belongs to the thread that entered it, and launches of other threads are neither
+        recorded on it nor refused."""
+        return getattr(self._thread, "tape", None)
+
+    @tape.setter
+    def tape(self, recorder: Any) -> None:      # this thread only (grad_replaced's pause)
+        self._thread.tape = recorder
+
+    def start_recording(self, recorder: Any) -> None:
+        """The calling thread records on `recorder` (a Tape or a graph's recorder)."""
+        with self._recorders_lock:
+            self._thread.tape = recorder
+            self.recorders[threading.get_ident()] = recorder
+            self._mark_active()
+
+    def stop_recording(self) -> None:
+        with self._recorders_lock:
+            self._thread.tape = None
+            self.recorders.pop(threading.get_ident(), None)
+            self._mark_active()
+
+    def _mark_active(self) -> None:
+        """`ACTIVE[0]` while threads record: the validate token if one of them validates,
+        else the tape token (launchers then look up their own thread's tape), else the
+        program. Left alone when the program was replaced or a FwdMode is active."""
+        if ACTIVE[0] not in (self, self.tape_token, self.validate_token):
+            return
+        recorders = self.recorders.values()
+        ACTIVE[0] = self.validate_token if any(getattr(r, "validation", False)
+                                               for r in recorders) else \
+            self.tape_token if recorders else self
 
     @property
     def pool(self) -> Any:
