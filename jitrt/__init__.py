@@ -49,8 +49,9 @@ from .layout import i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741,F401 (
 from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
 from .types import template
-from .peer_funcs import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, assume_in_range, hex_to_rgb,
-                         is_logging_effective, one, set_logging_level, zero)
+from .peer_funcs import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, assume_in_range, dataclass,
+                         hex_to_rgb, is_logging_effective, one, set_logging_level, zero)
+from .linalg import StructField
 
 # The launch path and the cache store load with the package; the compile pipeline (frontend
 # lowering, passes, codegen) loads with the first compile and the CPU backend (llvmlite's LLVM
@@ -95,7 +96,8 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "TaichiCompilationError", "TaichiIndexError", "TaichiNameError",
            "TaichiRuntimeError", "TaichiRuntimeTypeError", "TaichiSyntaxError",
            "TaichiTypeError", "VectorNdarray", "WARN", "arm64", "assume_in_range", "atomic_and",
-           "atomic_or", "atomic_xor", "dx11", "dx12", "extension", "float32", "float64", "gles",
+           "atomic_or", "atomic_xor", "dataclass", "dx11", "dx12", "extension", "float32",
+           "float64", "gles", "StructField",
            "hex_to_rgb", "int16", "int32", "int64", "int8", "is_extension_supported",
            "is_logging_effective", "metal", "one", "opengl", "pyfunc", "set_logging_level",
            "uint16", "uint32", "uint64", "uint8", "vulkan", "x64", "x86_64", "zero"]

@@ -41,7 +41,6 @@ MISSING: dict[str, str] = {
     "argpack": "argument packs are not supported: pass the members as parameters",
     "DeviceCapability": "Vulkan device capabilities are not part of jitrt",
     "Format": "texture formats are not part of jitrt",
-    "StructField": "a struct field is jr.Struct.field(...); its members are jr.Field objects",
     "ref": "reference parameters of real functions are not supported: use @jr.func "
            "(always inlined; jr.template() passes fields and ndarrays by reference)",
     "atomic_mul": "atomic multiplication is not supported: use a serial loop or a reduction",
@@ -64,7 +63,6 @@ MISSING: dict[str, str] = {
     "print_kernel_profiler_info": "use jr.profiler.print_info() with "
                                   "jr.init(kernel_profiler=True)",
     "real_func": "use @jr.func (always inlined)",
-    "dataclass": "use jr.types.struct(...)",
     # ti.profiler: Taichi's CUDA and scoped profilers
     **{k: "only the kernel profiler is in jitrt (jr.profiler.print_info)" for k in (
         "CuptiMetric", "collect_kernel_profiler_metrics", "get_predefined_cupti_metrics",

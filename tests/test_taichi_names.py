@@ -239,3 +239,28 @@ def test_device_id_on_the_cpu_is_an_error():
     with pytest.raises(jr.ConfigError, match=r"jr.init\(device_id=7\): the CPU is device 0"):
         jr.init(arch=jr.cpu, device_id=7)
     jr.init(arch=jr.cpu, device_id=0)
+
+
+def test_dataclass_is_a_struct_type():
+    @jr.dataclass
+    class C:
+        i: int
+        f: float
+    x = C.field(shape=3)
+
+    @jr.kernel
+    def k():
+        for i in range(3):
+            x[i].i = i
+            x[i].f = i * 0.5
+    k()
+    assert x.to_numpy()["i"].tolist() == [0, 1, 2] and x.to_numpy()["f"].tolist() == [0, .5, 1]
+    assert isinstance(x, jr.StructField)
+    with pytest.raises(NotImplementedError, match=r"methods on structs \(area\) are not"):
+        @jr.dataclass
+        class S:
+            r: jr.f32
+
+            @jr.func
+            def area(self):
+                return self.r
