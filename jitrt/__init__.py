@@ -26,8 +26,8 @@ from .dtypes import f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .dtypes import (f32 as float32, f64 as float64, i8 as int8, i16 as int16, i32 as int32,
                      i64 as int64, u8 as uint8, u16 as uint16, u32 as uint32, u64 as uint64)
 from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableError, ConfigError,
-                     FloatDtypeError, GradCheckWarning, JitrtError, KernelArgError,
-                     KernelAssertionError, KernelBoundsError, KernelCompileError,
+                     FloatDtypeError, GradCheckWarning, JitrtError, KernelArgCountError,
+                     KernelArgError, KernelAssertionError, KernelBoundsError, KernelCompileError,
                      KernelIndexError, KernelNameError, KernelRuntimeError, KernelSyntaxError,
                      KernelTypeError, NotDifferentiableError, OfflineCacheError)
 from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexError,
@@ -35,7 +35,7 @@ from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexEr
                      TaichiSyntaxError, TaichiTypeError)
 from .extension import (amdgpu, arm64, cpu, cuda, dx11, dx12, extension, gles, gpu,
                         is_extension_supported, metal, opengl, vulkan, x64, x86_64)
-from .frontend.builtins import atomic_and, atomic_or, atomic_xor
+from .frontend.builtins import atomic_and, atomic_or, atomic_xor, static_assert, static_print
 from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min, atomic_sub,
                                 block_local, cast, clamp, eig, exp2, grouped, log2, loop_config,
                                 ndrange, polar_decompose, pow_ as pow, randn, random, rsqrt,
@@ -90,7 +90,8 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "sym_eig",
            "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8", "rgb_to_hex",
            # Taichi's spellings and names (docs/porting.md)
-           "CRITICAL", "DEBUG", "ERROR", "INFO", "KernelAssertionError", "KernelBoundsError",
+           "CRITICAL", "DEBUG", "ERROR", "INFO", "KernelArgCountError", "KernelAssertionError",
+           "KernelBoundsError",
            "KernelIndexError", "KernelNameError", "KernelSyntaxError", "KernelTypeError",
            "MatrixNdarray", "ScalarNdarray", "TRACE", "TaichiAssertionError",
            "TaichiCompilationError", "TaichiIndexError", "TaichiNameError",
@@ -100,6 +101,7 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "float64", "gles", "StructField",
            "hex_to_rgb", "int16", "int32", "int64", "int8", "is_extension_supported",
            "is_logging_effective", "metal", "one", "opengl", "pyfunc", "set_logging_level",
+           "static_assert", "static_print",
            "uint16", "uint32", "uint64", "uint8", "vulkan", "x64", "x86_64", "zero"]
 
 

@@ -51,8 +51,6 @@ MISSING: dict[str, str] = {
     "frexp": _BITS.format("jr.log2 and jr.floor give the exponent"),
     "clz": _BITS.format("count leading zeros with a loop"),
     "popcnt": _BITS.format("count bits with a loop"),
-    "static_assert": "not in jitrt: check the condition at Python scope before the launch",
-    "static_print": "not in jitrt: print at Python scope (jr.static values are Python values)",
     "eye": "use jr.Matrix.identity(jr.f32, n) (n known at compile time)",
     "csqrt": "not in jitrt yet: use jr.math.cexp(jr.math.clog(z) / 2)",
     "cpow": "not in jitrt yet: use jr.math.cexp(n * jr.math.clog(z))",

@@ -264,3 +264,27 @@ def test_dataclass_is_a_struct_type():
             @jr.func
             def area(self):
                 return self.r
+
+
+def test_static_assert_and_static_print(capsys):
+    v = jr.Vector.field(4, jr.f32, shape=())
+
+    @jr.kernel
+    def ok():
+        jr.static_assert(v.n == 4, "four")
+        jr.static_print("n is", v.n, v[None][0])
+    ok()
+    assert capsys.readouterr().out == "n is 4 <a run-time f32 value>\n"
+
+    @jr.kernel
+    def fails():
+        jr.static_assert(v.n == 3, "Oh, no!")
+    with pytest.raises(jr.TaichiCompilationError, match="static assertion failed: Oh, no!"):
+        fails()
+
+    @jr.kernel
+    def not_static():
+        flag = False
+        jr.static_assert(flag)
+    with pytest.raises(jr.TaichiTypeError, match="not known at compile time"):
+        not_static()
