@@ -70,8 +70,6 @@ MISSING: dict[str, str] = {
     # ti.types: Taichi's own submodules
     **{k: "a module of Taichi's type system: the types are under jr.types" for k in (
         "compound_types", "ndarray_type", "primitive_types", "texture_type", "utils")},
-    **{k: "not in jitrt: use the dtype's .is_float / .is_int / .is_signed" for k in (
-        "is_integral", "is_real", "is_signed", "is_tensor")},
 }
 
 

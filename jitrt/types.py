@@ -109,6 +109,34 @@ def template() -> Template:
     return Template()
 
 
+def _dtype_of(dt: Any, who: str) -> DataType:
+    try:
+        return dtypes.coerce(dt)
+    except TypeError:
+        raise TypeError(f"jr.types.{who}(dt): dt must be a jitrt dtype such as jr.f32, "
+                        f"got {dt!r}") from None
+
+
+def is_integral(dt: Any) -> bool:
+    """Whether `dt` is an integer dtype (Taichi's `ti.types.is_integral`)."""
+    return _dtype_of(dt, "is_integral").is_int
+
+
+def is_real(dt: Any) -> bool:
+    """Whether `dt` is a floating-point dtype."""
+    return _dtype_of(dt, "is_real").is_float
+
+
+def is_signed(dt: Any) -> bool:
+    """Whether `dt` is a signed dtype (every float is)."""
+    return _dtype_of(dt, "is_signed").is_signed
+
+
+def is_tensor(dt: Any) -> bool:
+    """Whether `dt` is a vector or matrix type (`jr.types.vector(3, jr.f32)`, `jr.math.vec3`)."""
+    return isinstance(dt, MatrixType)
+
+
 def __getattr__(name: str) -> object:
     """A name of Taichi's ti.types jitrt lacks: an AttributeError that says what to use."""
     from .peer_names import missing

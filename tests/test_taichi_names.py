@@ -288,3 +288,13 @@ def test_static_assert_and_static_print(capsys):
         jr.static_assert(flag)
     with pytest.raises(jr.TaichiTypeError, match="not known at compile time"):
         not_static()
+
+
+def test_dtype_predicates():
+    t = jr.types
+    assert t.is_integral(jr.u8) and not t.is_integral(jr.f32)
+    assert t.is_real(jr.f64) and not t.is_real(jr.i32)
+    assert t.is_signed(jr.i8) and t.is_signed(jr.f32) and not t.is_signed(jr.u16)
+    assert t.is_tensor(jr.math.vec3) and not t.is_tensor(jr.f32)
+    with pytest.raises(TypeError, match="is_integral\\(dt\\): dt must be a jitrt dtype"):
+        t.is_integral(3)
