@@ -52,6 +52,7 @@ from .types import template
 from .peer_funcs import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, assume_in_range, dataclass,
                          hex_to_rgb, is_logging_effective, one, set_logging_level, zero)
 from .linalg import StructField
+from .linear_solve import solve
 
 # The launch path and the cache store load with the package; the compile pipeline (frontend
 # lowering, passes, codegen) loads with the first compile and the CPU backend (llvmlite's LLVM
@@ -101,7 +102,7 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "float64", "gles", "StructField",
            "hex_to_rgb", "int16", "int32", "int64", "int8", "is_extension_supported",
            "is_logging_effective", "metal", "one", "opengl", "pyfunc", "set_logging_level",
-           "static_assert", "static_print",
+           "solve", "static_assert", "static_print",
            "uint16", "uint32", "uint64", "uint8", "vulkan", "x64", "x86_64", "zero"]
 
 

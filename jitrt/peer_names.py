@@ -54,7 +54,6 @@ MISSING: dict[str, str] = {
     "eye": "use jr.Matrix.identity(jr.f32, n) (n known at compile time)",
     "csqrt": "not in jitrt yet: use jr.math.cexp(jr.math.clog(z) / 2)",
     "cpow": "not in jitrt yet: use jr.math.cexp(n * jr.math.clog(z))",
-    "solve": "not in jitrt yet: use m.inverse() @ b for 2x2 to 4x4 systems",
     "cache_read_only": "not needed: jitrt has no cache hint (remove the call)",
     "no_activate": "not needed: jitrt has no sparse layouts (remove the call)",
     "kernel_profiler_print": "use jr.profiler.print_info() with jr.init(kernel_profiler=True)",
@@ -69,7 +68,7 @@ MISSING: dict[str, str] = {
         "scoped_profiler", "print_scoped_profiler_info", "clear_scoped_profiler_info")},
     # ti.types: Taichi's own submodules
     **{k: "a module of Taichi's type system: the types are under jr.types" for k in (
-        "compound_types", "ndarray_type", "primitive_types", "texture_type", "utils")},
+        "compound_types", "ndarray_type", "texture_type", "utils")},
 }
 
 

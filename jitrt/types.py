@@ -8,6 +8,7 @@ from .frozen import frozen
 from . import dtypes
 from .dtypes import DataType
 from .linalg import MatrixType, matrix, struct, vector
+from . import primitive_types  # noqa: F401 (Taichi's ti.types.primitive_types)
 # the dtypes, under both spellings, as in Taichi's ti.types
 from .dtypes import (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, f32 as float32,  # noqa: F401
                      f64 as float64, i8 as int8, i16 as int16, i32 as int32, i64 as int64,

@@ -196,7 +196,7 @@ TAICHI_INIT_OPTIONS = """ad_stack_size advanced_optimization allow_nv_shader_ext
     random_seed real_matrix_scalarize saturating_grid_dim simplify_after_lower_access
     simplify_before_lower_access timeline use_llvm verbose verbose_kernel_launches
     vk_api_version log_level gdb_trigger short_circuit_operators print_full_traceback
-    unrolling_limit require_version""".split()
+    unrolling_limit require_version _test_mode""".split()
 SAMPLE = {"offline_cache_cleaning_factor": 0.25, "offline_cache_file_path": None,
           "offline_cache_max_size_of_files": 1 << 20, "log_level": "warn",
           "cpu_max_num_threads": 2, "ad_stack_size": 0, "random_seed": 1,
@@ -298,3 +298,33 @@ def test_dtype_predicates():
     assert t.is_tensor(jr.math.vec3) and not t.is_tensor(jr.f32)
     with pytest.raises(TypeError, match="is_integral\\(dt\\): dt must be a jitrt dtype"):
         t.is_integral(3)
+
+
+def test_solve_2x2_and_3x3_with_partial_pivoting():
+    x2 = jr.Vector.field(2, jr.f64, shape=())
+    x3 = jr.Vector.field(3, jr.f64, shape=())
+    A2 = np.array([[1e-20, 1.0], [1.0, 1.0]])       # needs the row swap
+    A3 = np.array([[1.0, 2.0, -4.0], [2.0, 3.0, 3.0], [5.0, -3.0, 1.0]])
+
+    @jr.kernel
+    def k():
+        x2[None] = jr.solve(jr.Matrix([[1e-20, 1.0], [1.0, 1.0]]), jr.Vector([1.0, 2.0]))
+        x3[None] = jr.solve(jr.Matrix([[1.0, 2.0, -4.0], [2.0, 3.0, 3.0], [5.0, -3.0, 1.0]]),
+                            jr.Vector([3.0, 15.0, 3.0]))
+    jr.init(default_fp=jr.f64)
+    k()
+    np.testing.assert_allclose(x2.to_numpy(), np.linalg.solve(A2, [1.0, 2.0]), rtol=1e-15)
+    np.testing.assert_allclose(x3.to_numpy(), np.linalg.solve(A3, [3.0, 15.0, 3.0]), rtol=1e-14)
+
+    @jr.kernel
+    def bad():
+        x2[None] = jr.solve(jr.Matrix([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), jr.Vector([1.0, 2.0]))
+    with pytest.raises(jr.KernelCompileError, match="takes a 2x2 or 3x3 matrix"):
+        bad()
+
+
+def test_primitive_types_lists():
+    pt = jr.types.primitive_types
+    assert pt.f32 is jr.f32 and pt.uint8 is jr.u8 and float in pt.real_types
+    assert jr.i64 in pt.integer_types and set(pt.all_types) == set(pt.real_types +
+                                                                   pt.integer_types)
