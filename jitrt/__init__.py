@@ -55,8 +55,9 @@ else:
                          i32 as int32, i64 as int64, u8 as uint8, u16 as uint16, u32 as uint32,
                          u64 as uint64)
 from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableError, ConfigError,
-                     CastWarning, FloatDtypeError, GradCheckWarning, JitrtError, KernelArgError,
-                     KernelAssertionError, KernelBoundsError, KernelCompileError,
+                     CastWarning, FloatDtypeError, GradCheckWarning, JitrtError,
+                     KernelArgCountError, KernelArgError, KernelAssertionError, KernelBoundsError,
+                     KernelCompileError,
                      KernelIndexError, KernelNameError, KernelRuntimeError, KernelSyntaxError,
                      KernelTypeError, NotDifferentiableError, OfflineCacheError)
 from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexError,
@@ -64,7 +65,7 @@ from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexEr
                      TaichiSyntaxError, TaichiTypeError)
 from .extension import (amdgpu, arm64, cpu, cuda, dx11, dx12, extension, gles, gpu,
                         is_extension_supported, metal, opengl, vulkan, x64, x86_64)
-from .frontend.builtins import atomic_and, atomic_or, atomic_xor
+from .frontend.builtins import atomic_and, atomic_or, atomic_xor, static_assert, static_print
 from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min, atomic_sub,
                                 block_local, cast, clamp, eig, exp2, grouped, log2, loop_config,
                                 ndrange, polar_decompose, pow_ as pow, randn, random, rsqrt,
@@ -78,8 +79,10 @@ from .layout import i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741,F401 (
 from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
 from .types import template
-from .peer_funcs import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, assume_in_range, hex_to_rgb,
-                         is_logging_effective, one, set_logging_level, zero)
+from .peer_funcs import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, assume_in_range, dataclass,
+                         hex_to_rgb, is_logging_effective, one, set_logging_level, zero)
+from .linalg import StructField
+from .linear_solve import solve
 
 # The launch path and the cache store load with the package; the compile pipeline (frontend
 # lowering, passes, codegen) loads with the first compile and the CPU backend (llvmlite's LLVM
@@ -118,15 +121,18 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "sym_eig",
            "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8", "rgb_to_hex",
            # Taichi's spellings and names (docs/porting.md)
-           "CRITICAL", "DEBUG", "ERROR", "INFO", "KernelAssertionError", "KernelBoundsError",
+           "CRITICAL", "DEBUG", "ERROR", "INFO", "KernelArgCountError", "KernelAssertionError",
+           "KernelBoundsError",
            "KernelIndexError", "KernelNameError", "KernelSyntaxError", "KernelTypeError",
            "MatrixNdarray", "ScalarNdarray", "TRACE", "TaichiAssertionError",
            "TaichiCompilationError", "TaichiIndexError", "TaichiNameError",
            "TaichiRuntimeError", "TaichiRuntimeTypeError", "TaichiSyntaxError",
            "TaichiTypeError", "VectorNdarray", "WARN", "arm64", "assume_in_range", "atomic_and",
-           "atomic_or", "atomic_xor", "dx11", "dx12", "extension", "float32", "float64", "gles",
+           "atomic_or", "atomic_xor", "dataclass", "dx11", "dx12", "extension", "float32",
+           "float64", "gles", "StructField",
            "hex_to_rgb", "int16", "int32", "int64", "int8", "is_extension_supported",
            "is_logging_effective", "metal", "one", "opengl", "pyfunc", "set_logging_level",
+           "solve", "static_assert", "static_print",
            "uint16", "uint32", "uint64", "uint8", "vulkan", "x64", "x86_64", "zero"]
 
 

@@ -87,7 +87,7 @@ class KernelIndexError(KernelCompileError, IndexError):
 _KIND_RULES: "tuple[tuple[tuple[str, ...], type[KernelCompileError]], ...]" = (
     (("is not defined",), KernelNameError),
     (("out of range", "index(es) were given", "dimension(s) but"), KernelIndexError),
-    (("cannot assign to parameter", "annotation"), KernelSyntaxError),
+    (("cannot assign to parameter", "annotation", "calling @jr.func"), KernelSyntaxError),
     (("expected a number", "must be an integer", "needs an integer", "needs integers",
       "without ",
       "dtype", "cannot assign", "cannot store", "is a scalar local", " local; ",
@@ -116,6 +116,20 @@ class KernelArgError(JitrtError, TypeError, RuntimeError):
 class KernelRuntimeError(JitrtError, RuntimeError):
     """A kernel detected a fault while running (an index out of bounds); the faulty access was
     skipped, so memory is intact."""
+
+
+class KernelArgCountError(KernelArgError, KernelSyntaxError):  # type: ignore[misc]
+    """Too many or too few launch arguments, or an unknown or repeated keyword: a
+    `KernelArgError` (a `TypeError`, as Python's own for a call) and, as Taichi raises a
+    `TaichiSyntaxError` here, a `KernelSyntaxError` (with no source location: the call is
+    the user's own line in the traceback)."""
+
+    def __init__(self, message: str) -> None:
+        Exception.__init__(self, message)
+        self.filename, self.line, self.col, self.source_line = None, 0, 0, ""  # type: ignore
+        self.reason, self.msg = message, message
+        self.lineno = self.offset = None  # type: ignore[assignment]
+        self.text = None
 
 
 class KernelAssertionError(KernelRuntimeError, AssertionError):

@@ -1,13 +1,16 @@
 """Small functions of Taichi's top-level namespace, written for jitrt: `jr.zero`, `jr.one`,
-`jr.assume_in_range`, `jr.hex_to_rgb`, and the logging switches `jr.set_logging_level`,
-`jr.is_logging_effective` with Taichi's level names (`jr.TRACE` ... `jr.CRITICAL`).
+`jr.assume_in_range`, `jr.hex_to_rgb`, `jr.dataclass`, and the logging switches
+`jr.set_logging_level`, `jr.is_logging_effective` with Taichi's level names (`jr.TRACE` ...
+`jr.CRITICAL`).
 
 Stage: API (kernel library and Python scope). The kernel functions are `@jr.func`s, so they
 work in kernels and at Python scope alike. Caches nothing.
 """
 from __future__ import annotations
 
+import inspect
 import logging
+from typing import Any
 
 from .frontend.func import Func
 from . import logger as _log
@@ -39,6 +42,27 @@ zero, one, assume_in_range = Func(_zero), Func(_one), Func(_assume_in_range)
 def hex_to_rgb(color: int) -> tuple[float, float, float]:
     """0xRRGGBB -> (r, g, b) in [0, 1] (the inverse of `jr.rgb_to_hex`)."""
     return ((color >> 16) & 0xFF) / 255, ((color >> 8) & 0xFF) / 255, (color & 0xFF) / 255
+
+
+def dataclass(cls: type) -> Any:
+    """`@jr.dataclass class C: pos: jr.math.vec3; m: jr.f32` is `jr.types.struct(pos=...,
+    m=...)` (Taichi's `@ti.dataclass`); methods on the class are not supported."""
+    from .linalg import struct
+    methods = [k for k, v in vars(cls).items() if not k.startswith("__")
+               and (callable(v) or isinstance(v, (staticmethod, classmethod, property)))]
+    if methods:
+        raise NotImplementedError(
+            f"@jr.dataclass {cls.__name__}: methods on structs ({', '.join(methods)}) are not "
+            "supported in jitrt; write them as @jr.func functions that take the struct")
+    try:
+        members = inspect.get_annotations(cls, eval_str=True)
+    except Exception as exc:  # noqa: BLE001 - the user's own annotation text
+        raise TypeError(f"@jr.dataclass {cls.__name__}: cannot evaluate its annotations "
+                        f"({exc})") from None
+    if not members:
+        raise TypeError(f"@jr.dataclass {cls.__name__}: a struct needs at least one annotated "
+                        "member (name: type)")
+    return struct(**members)
 
 
 def _level(level: str) -> int:

@@ -44,7 +44,6 @@ MISSING: dict[str, str] = {
     "argpack": "argument packs are not supported: pass the members as parameters",
     "DeviceCapability": "Vulkan device capabilities are not part of jitrt",
     "Format": "texture formats are not part of jitrt",
-    "StructField": "a struct field is jr.Struct.field(...); its members are jr.Field objects",
     "ref": "reference parameters of real functions are not supported: use @jr.func "
            "(always inlined; jr.template() passes fields and ndarrays by reference)",
     "atomic_mul": "atomic multiplication is not supported: use a serial loop or a reduction",
@@ -55,19 +54,15 @@ MISSING: dict[str, str] = {
     "frexp": _BITS.format("jr.log2 and jr.floor give the exponent"),
     "clz": _BITS.format("count leading zeros with a loop"),
     "popcnt": _BITS.format("count bits with a loop"),
-    "static_assert": "not in jitrt: check the condition at Python scope before the launch",
-    "static_print": "not in jitrt: print at Python scope (jr.static values are Python values)",
     "eye": "use jr.Matrix.identity(jr.f32, n) (n known at compile time)",
     "csqrt": "not in jitrt yet: use jr.math.cexp(jr.math.clog(z) / 2)",
     "cpow": "not in jitrt yet: use jr.math.cexp(n * jr.math.clog(z))",
-    "solve": "not in jitrt yet: use m.inverse() @ b for 2x2 to 4x4 systems",
     "cache_read_only": "not needed: jitrt has no cache hint (remove the call)",
     "no_activate": "not needed: jitrt has no sparse layouts (remove the call)",
     "kernel_profiler_print": "use jr.profiler.print_info() with jr.init(kernel_profiler=True)",
     "print_kernel_profiler_info": "use jr.profiler.print_info() with "
                                   "jr.init(kernel_profiler=True)",
     "real_func": "use @jr.func (always inlined)",
-    "dataclass": "use jr.types.struct(...)",
     # ti.profiler: Taichi's CUDA and scoped profilers
     **{k: "only the kernel profiler is in jitrt (jr.profiler.print_info)" for k in (
         "CuptiMetric", "collect_kernel_profiler_metrics", "get_predefined_cupti_metrics",
@@ -76,9 +71,7 @@ MISSING: dict[str, str] = {
         "scoped_profiler", "print_scoped_profiler_info", "clear_scoped_profiler_info")},
     # ti.types: Taichi's own submodules
     **{k: "a module of Taichi's type system: the types are under jr.types" for k in (
-        "compound_types", "ndarray_type", "primitive_types", "texture_type", "utils")},
-    **{k: "not in jitrt: use the dtype's .is_float / .is_int / .is_signed" for k in (
-        "is_integral", "is_real", "is_signed", "is_tensor")},
+        "compound_types", "ndarray_type", "texture_type", "utils")},
 }
 
 

@@ -8,6 +8,7 @@ from .frozen import frozen
 from . import dtypes
 from .dtypes import DataType
 from .linalg import MatrixType, matrix, struct, vector
+from . import primitive_types  # noqa: F401 (Taichi's ti.types.primitive_types)
 # the dtypes, under both spellings, as in Taichi's ti.types
 from .dtypes import (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, f32 as float32,  # noqa: F401
                      f64 as float64, i8 as int8, i16 as int16, i32 as int32, i64 as int64,
@@ -107,6 +108,34 @@ def template() -> Template:
     constant, compiled into the kernel (one specialization per field or value); in a
     `@jr.func`, a parameter passed by reference."""
     return Template()
+
+
+def _dtype_of(dt: Any, who: str) -> DataType:
+    try:
+        return dtypes.coerce(dt)
+    except TypeError:
+        raise TypeError(f"jr.types.{who}(dt): dt must be a jitrt dtype such as jr.f32, "
+                        f"got {dt!r}") from None
+
+
+def is_integral(dt: Any) -> bool:
+    """Whether `dt` is an integer dtype (Taichi's `ti.types.is_integral`)."""
+    return _dtype_of(dt, "is_integral").is_int
+
+
+def is_real(dt: Any) -> bool:
+    """Whether `dt` is a floating-point dtype."""
+    return _dtype_of(dt, "is_real").is_float
+
+
+def is_signed(dt: Any) -> bool:
+    """Whether `dt` is a signed dtype (every float is)."""
+    return _dtype_of(dt, "is_signed").is_signed
+
+
+def is_tensor(dt: Any) -> bool:
+    """Whether `dt` is a vector or matrix type (`jr.types.vector(3, jr.f32)`, `jr.math.vec3`)."""
+    return isinstance(dt, MatrixType)
 
 
 def __getattr__(name: str) -> object:

@@ -129,3 +129,25 @@ def test_a_bad_annotation_and_an_assigned_parameter_are_syntax_errors():
         a = 5  # noqa: F841
     err = compile_error(assigns, 1)
     assert isinstance(err, SyntaxError) and "cannot assign to parameter 'a'" in str(err)
+
+
+def test_wrong_argument_counts_are_taichis_syntax_errors():
+    @jr.kernel
+    def k(a: jr.i32, b: jr.i32):
+        pass
+    for call, words in [(lambda: k(1, 2, 3), r"takes 2 argument\(s\), got 3"),
+                        (lambda: k(1), "missing argument 'b'"),
+                        (lambda: k(1, c=2), "has no parameter 'c'")]:
+        with pytest.raises(jr.TaichiSyntaxError, match=words) as info:
+            call()
+        assert isinstance(info.value, TypeError) and isinstance(info.value, jr.KernelArgError)
+
+    @jr.func
+    def f(a, b):
+        return a + b
+
+    @jr.kernel
+    def calls() -> jr.i32:
+        return f(1, 2, 3)
+    err = compile_error(calls)
+    assert isinstance(err, SyntaxError) and "calling @jr.func 'f'" in str(err)

@@ -196,7 +196,7 @@ TAICHI_INIT_OPTIONS = """ad_stack_size advanced_optimization allow_nv_shader_ext
     random_seed real_matrix_scalarize saturating_grid_dim simplify_after_lower_access
     simplify_before_lower_access timeline use_llvm verbose verbose_kernel_launches
     vk_api_version log_level gdb_trigger short_circuit_operators print_full_traceback
-    unrolling_limit require_version""".split()
+    unrolling_limit require_version _test_mode""".split()
 SAMPLE = {"offline_cache_cleaning_factor": 0.25, "offline_cache_file_path": None,
           "offline_cache_max_size_of_files": 1 << 20, "log_level": "warn",
           "cpu_max_num_threads": 2, "ad_stack_size": 0, "random_seed": 1,
@@ -239,3 +239,92 @@ def test_device_id_on_the_cpu_is_an_error():
     with pytest.raises(jr.ConfigError, match=r"jr.init\(device_id=7\): the CPU is device 0"):
         jr.init(arch=jr.cpu, device_id=7)
     jr.init(arch=jr.cpu, device_id=0)
+
+
+def test_dataclass_is_a_struct_type():
+    @jr.dataclass
+    class C:
+        i: int
+        f: float
+    x = C.field(shape=3)
+
+    @jr.kernel
+    def k():
+        for i in range(3):
+            x[i].i = i
+            x[i].f = i * 0.5
+    k()
+    assert x.to_numpy()["i"].tolist() == [0, 1, 2] and x.to_numpy()["f"].tolist() == [0, .5, 1]
+    assert isinstance(x, jr.StructField)
+    with pytest.raises(NotImplementedError, match=r"methods on structs \(area\) are not"):
+        @jr.dataclass
+        class S:
+            r: jr.f32
+
+            @jr.func
+            def area(self):
+                return self.r
+
+
+def test_static_assert_and_static_print(capsys):
+    v = jr.Vector.field(4, jr.f32, shape=())
+
+    @jr.kernel
+    def ok():
+        jr.static_assert(v.n == 4, "four")
+        jr.static_print("n is", v.n, v[None][0])
+    ok()
+    assert capsys.readouterr().out == "n is 4 <a run-time f32 value>\n"
+
+    @jr.kernel
+    def fails():
+        jr.static_assert(v.n == 3, "Oh, no!")
+    with pytest.raises(jr.TaichiCompilationError, match="static assertion failed: Oh, no!"):
+        fails()
+
+    @jr.kernel
+    def not_static():
+        flag = False
+        jr.static_assert(flag)
+    with pytest.raises(jr.TaichiTypeError, match="not known at compile time"):
+        not_static()
+
+
+def test_dtype_predicates():
+    t = jr.types
+    assert t.is_integral(jr.u8) and not t.is_integral(jr.f32)
+    assert t.is_real(jr.f64) and not t.is_real(jr.i32)
+    assert t.is_signed(jr.i8) and t.is_signed(jr.f32) and not t.is_signed(jr.u16)
+    assert t.is_tensor(jr.math.vec3) and not t.is_tensor(jr.f32)
+    with pytest.raises(TypeError, match="is_integral\\(dt\\): dt must be a jitrt dtype"):
+        t.is_integral(3)
+
+
+def test_solve_2x2_and_3x3_with_partial_pivoting():
+    x2 = jr.Vector.field(2, jr.f64, shape=())
+    x3 = jr.Vector.field(3, jr.f64, shape=())
+    A2 = np.array([[1e-20, 1.0], [1.0, 1.0]])       # needs the row swap
+    A3 = np.array([[1.0, 2.0, -4.0], [2.0, 3.0, 3.0], [5.0, -3.0, 1.0]])
+
+    @jr.kernel
+    def k():
+        x2[None] = jr.solve(jr.Matrix([[1e-20, 1.0], [1.0, 1.0]]), jr.Vector([1.0, 2.0]))
+        x3[None] = jr.solve(jr.Matrix([[1.0, 2.0, -4.0], [2.0, 3.0, 3.0], [5.0, -3.0, 1.0]]),
+                            jr.Vector([3.0, 15.0, 3.0]))
+    jr.init(default_fp=jr.f64)
+    k()
+    np.testing.assert_allclose(x2.to_numpy(), np.linalg.solve(A2, [1.0, 2.0]), rtol=1e-15)
+    np.testing.assert_allclose(x3.to_numpy(), np.linalg.solve(A3, [3.0, 15.0, 3.0]), rtol=1e-14)
+
+    @jr.kernel
+    def bad():
+        x2[None] = jr.solve(jr.Matrix([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), jr.Vector([1.0, 2.0]))
+    with pytest.raises(jr.KernelCompileError, match="takes a 2x2 or 3x3 matrix"):
+        bad()
+
+
+def test_primitive_types_lists():
+    pt = jr.types.primitive_types
+    assert pt.f32 is jr.f32 and pt.uint8 is jr.u8 and float in pt.real_types
+    assert jr.i64 in pt.integer_types and set(pt.all_types) == set(pt.real_types +
+                                                                   pt.integer_types)

@@ -346,7 +346,8 @@ class ExprEmitter(EmitterHost):
                        for k, p in enumerate(e.pieces))
         data = bytearray(text.encode() + b"\0")
         fmt_ty = ir.ArrayType(ir.IntType(8), len(data))
-        fmt = ir.GlobalVariable(self.module, fmt_ty, f"jitrt_fmt{self.next_id()}")
+        # unique in the module: a loop body can be emitted twice (bounds versioning)
+        fmt = ir.GlobalVariable(self.module, fmt_ty, self.module.get_unique_name("jitrt_fmt"))
         fmt.linkage, fmt.global_constant = "internal", True
         fmt.initializer = ir.Constant(fmt_ty, data)
         i8p = ir.IntType(8).as_pointer()

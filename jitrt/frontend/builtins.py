@@ -77,6 +77,9 @@ BITWISE_ATOMICS = ("and", "or", "xor")
 # statements about fields: `jr.stop_grad(x)` (no gradient into x from the reads of the
 # enclosing block) and `jr.block_local(x, ...)` (Taichi's GPU cache hint: checked, no code)
 stop_grad = Builtin("stop_grad", None)
+# compile-time checks and prints (Taichi's): evaluated while the kernel compiles, no code
+static_assert = Builtin("static_assert", None)
+static_print = Builtin("static_print", print)
 block_local = Builtin("block_local", None)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from ..dtypes import DataType
-from ..errors import KernelTypeError
+from ..errors import KernelCompileError, KernelTypeError
 from ..ir import nodes as n
 from ..linalg import MatrixType
 from . import builtins as bi
@@ -291,7 +291,31 @@ class CallLowering(LoweringHost):
             return self.atomic(bi.ATOMICS[fn], node)
         if fn is bi.stop_grad or fn is bi.block_local:
             return self.field_statement(fn, node)
+        if fn is bi.static_assert or fn is bi.static_print:
+            return self.compile_time_statement(fn, node)
         raise self.err(node, f"jr.{fn.name}() is not supported here")
+
+    def compile_time_statement(self, fn: bi.Builtin, node: ast.Call) -> Value:
+        """`jr.static_assert(cond, msg)`: a compile error when cond, known at compile time, is
+        false; `jr.static_print(...)` prints its arguments while the kernel compiles (a
+        run-time value as its description). Neither emits code."""
+        args = [self.expr(a) for a in node.args]
+        if fn is bi.static_print:
+            print(*(a.obj if isinstance(a, PyValue) else f"<a run-time {a.dtype.name} value>"
+                    if isinstance(getattr(a, "dtype", None), DataType) else describe(a)
+                    for a in args))
+            return PyValue(None)
+        if not 1 <= len(args) <= 2:
+            raise self.err(node, "jr.static_assert(cond, msg=None) takes 1 or 2 arguments")
+        if not isinstance(args[0], PyValue):
+            raise self.err(node.args[0], "jr.static_assert() with a condition not known at "
+                           "compile time: use assert (checked with jr.init(debug=True))",
+                           KernelTypeError)
+        if not args[0].obj:
+            msg = args[1].obj if len(args) == 2 and isinstance(args[1], PyValue) else None
+            raise self.err(node, "static assertion failed" + (f": {msg}" if msg else ""),
+                           KernelCompileError)
+        return PyValue(None)
 
     def field_statement(self, fn: bi.Builtin, node: ast.Call) -> Value:
         """`jr.stop_grad(x)`: no gradient flows into x (a field, or an ndarray parameter)

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from ..data import CURRENT_DEVICE, Field, Ndarray
-from ..errors import KernelArgError
+from ..errors import KernelArgCountError, KernelArgError
 from ..ir import nodes as n
 
 if TYPE_CHECKING:
@@ -126,20 +126,20 @@ def describe(v: Any) -> str:
 def bind_args(kernel: "KernelLike", args: tuple, kwargs: dict) -> list[Any]:
     params = kernel.params
     if len(args) > len(params):
-        raise KernelArgError(f"kernel {kernel.qualname} takes {len(params)} argument(s), got "
-                             f"{len(args) + len(kwargs)}")
+        raise KernelArgCountError(f"kernel {kernel.qualname} takes {len(params)} argument(s), "
+                                  f"got {len(args) + len(kwargs)}")
     values = list(args) + [MISSING] * (len(params) - len(args))
     names = [p.name for p in params]
     for key, v in kwargs.items():
         if key not in names:
-            raise KernelArgError(f"kernel {kernel.qualname} has no parameter '{key}'")
+            raise KernelArgCountError(f"kernel {kernel.qualname} has no parameter '{key}'")
         if values[names.index(key)] is not MISSING:
-            raise KernelArgError(f"kernel {kernel.qualname}: '{key}' given twice")
+            raise KernelArgCountError(f"kernel {kernel.qualname}: '{key}' given twice")
         values[names.index(key)] = v
     for k, (p, v) in enumerate(zip(params, values)):
         if v is MISSING:
             if p.name not in kernel.defaults:
-                raise KernelArgError(f"kernel {kernel.qualname}: missing argument '{p.name}'")
+                raise KernelArgCountError(f"kernel {kernel.qualname}: missing argument '{p.name}'")
             values[k] = kernel.defaults[p.name]      # checked as a passed value would be
     return values
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..codegen import abi
 from ..data import Ndarray
-from ..errors import KernelArgError
+from ..errors import KernelArgCountError, KernelArgError
 from . import native_launch
 from . import program as program_mod
 from .arguments import changed_expr, describe, fail, pack_vector, specialize, watch_state
@@ -168,7 +168,7 @@ class BoundLaunch(LaunchContext):
         kernel = self.handle.kernel
         names = [p.name for p in kernel.params]
         if isinstance(key, str) and key not in names:
-            raise KernelArgError(f"kernel {kernel.qualname} has no parameter '{key}'")
+            raise KernelArgCountError(f"kernel {kernel.qualname} has no parameter '{key}'")
         index = key if isinstance(key, int) else names.index(key)
         values = list(self.values)
         values[index] = value

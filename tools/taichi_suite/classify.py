@@ -53,15 +53,19 @@ NA_REASONS: tuple[tuple[str, str], ...] = (
      r"sparse SNodes|attribute '(pointer|bitmasked|dynamic|hash|activate|deactivate|is_active|"
      r"append|length|deactivate_all_snodes|rescale_index|bit_struct|bit_array|quant_array)'"),
     ("ti.lang / C++ binding internals",
-     r"Taichi's internals|cannot import name '\w+' from 'taichi\.(lang|_)|"
+     r"Taichi's internals|_Internals taichi\.|jitrt\.lang is not in jitrt|"
+     r"cannot import name '\w+' from 'taichi\.(lang|_)|"
      r"No module named 'taichi\.(lang|_lib|_main|_snode|_kernels|_logging)|"
      r"attribute '(lang|_lib|_snode|_kernels|_logging|_funcs|_ti_core|snode|ptr)'"),
-    ("GUI/GGUI", r"jitrt has no GUI|attribute '(GUI|ui|tools)'"),
-    ("quantized and half types", r"half precision|attribute '(f16|float16|half2|quant)'"),
+    ("GUI/GGUI", r"jitrt has no GUI|attribute '(GUI|ui|tools)'|jitrt\.tools is not"),
+    ("quantized and half types",
+     r"half precision|quantized types|attribute '(f16|float16|half2|quant)'"),
     ("meshes", r"meshes are not supported|attribute 'Mesh'"),
     ("sparse matrices and solvers (ti.linalg.SparseMatrix)",
-     r"SparseMatrix|SparseSolver|sparse_matrix_builder|attribute 'linalg'"),
-    ("AOT modules and compute graphs", r"attribute '(aot|GraphBuilder|Arg)'"),
+     r"SparseMatrix|SparseSolver|sparse_matrix_builder|attribute 'linalg'|jitrt\.sparse is not"),
+    ("AOT modules and compute graphs", r"attribute '(aot|GraphBuilder|Arg)'|jitrt\.aot is not"),
+    ("GPU warp/subgroup intrinsics (ti.simt)", r"jitrt\.simt is not|thread/warp intrinsics"),
+    ("textures (Vulkan/CUDA)", r"textures are not supported|texture formats"),
     ("Vulkan/Metal/OpenGL/DX archs", r"arch (vulkan|metal|opengl|gles|dx11|dx12)"),
     ("a package not installed here (torch, paddle, psutil)",
      r"No module named '(torch|paddle|psutil)'"),

@@ -1,0 +1,18 @@
+"""Bugs that running Taichi 1.7.4's own test suite against jitrt found (tools/taichi_suite)."""
+import jitrt as jr
+
+
+def test_print_in_a_versioned_field_loop(capfd):
+    # the loop over a field's indices is compiled twice (checked and unchecked bodies); each
+    # copy of the print used to define the same format-string global: DuplicatedNameError
+    x = jr.field(jr.f32, shape=3)
+
+    @jr.kernel
+    def k(s: jr.f32):
+        for i in x:
+            x[i] = i * s
+            print("x[", i, "]=", x[i])
+    k(0.5)
+    jr.sync()
+    out = sorted(capfd.readouterr().out.splitlines())
+    assert out == ["x[ 0 ]= 0", "x[ 1 ]= 0.5", "x[ 2 ]= 1"]
