@@ -130,16 +130,22 @@ def test_chained_comparison_evaluates_the_middle_operand_once():
 
 
 def test_chained_comparison_stops_at_the_first_false_part():
-    c = jr.field(jr.i32, shape=1)
+    c = jr.field(jr.i32, shape=2)
+
+    @jr.func
+    def bump() -> jr.i32:
+        c[1] += 1
+        return 100
 
     @jr.kernel
     def count():
         for i in range(10):
-            if 5 < i < jr.atomic_add(c[0], 1):
+            if 5 < i < jr.atomic_add(c[0], 1) + bump():
                 pass
 
     count()
-    assert c[0] == 4                             # only i = 6..9 reach the atomic (was 10)
+    # only i = 6..9 reach the last operand (the func's body ran for every i: c[1] was 10)
+    assert (c[0], c[1]) == (4, 4)
 
 
 def test_and_or_give_an_operand_as_python_does():
