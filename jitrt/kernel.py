@@ -239,9 +239,10 @@ def kernel(fn: Callable[P, R]) -> Kernel[P, R]:
     `jr.types.vector(3, jr.f32)`, `jr.types.matrix(2, 2, jr.f64)` (vectors/matrices passed by
     value), `jr.types.ndarray(dtype=..., ndim=...)` (arrays passed at launch) or
     `jr.template()` (fields and Python constants, compiled in); `-> jr.f32` lets it return
-    one scalar. The outermost loops run in parallel. Calling the kernel launches it;
-    `k.grad(...)` launches its reverse-mode adjoint; `k.bind(...)` packs the arguments once
-    for repeated launches.
+    one scalar (`int`/`float` annotations mean the program's `default_ip`/`default_fp`);
+    parameters may have defaults (`s: jr.f32 = 2.0`). The outermost loops run in parallel.
+    Calling the kernel launches it; `k.grad(...)` launches its reverse-mode adjoint;
+    `k.bind(...)` packs the arguments once for repeated launches.
 
     Raises (at the first call): `jr.KernelCompileError` (unsupported Python, type errors; the
     message points at the line), `jr.KernelArgError` (wrong arguments).
@@ -271,8 +272,10 @@ def func(fn: Callable[P, R]) -> Callable[P, R]:
     """Decorate a function to be inlined into the kernels that call it.
 
     Parameters annotated `jr.template()` are passed by reference (fields, ndarrays, locals the
-    func may assign); the others by value. A func returns through its last statement only.
-    Called outside a kernel it is the plain Python function. Returns a `Func`, typed as the
+    func may assign, vector locals included); the others by value, converted to their
+    annotation (`x: jr.i32` given 1.5 holds 1). A func may return in several places (inside
+    `if`s and `jr.static` loops; not inside run-time loops), and `-> jr.i32` converts what it
+    returns (docs/usage.md, "Funcs"). Called outside a kernel it is the plain Python function. Returns a `Func`, typed as the
     function it wraps.
     """
     return typing.cast("Callable[P, R]", Func(fn))

@@ -33,7 +33,16 @@ def test_float_and_int_return_annotations_follow_the_defaults(arch):
     def both(x: float) -> tuple[float, int]:
         return x * 2, 2**31
 
+    @jr.func
+    def wide(n: int) -> float:
+        return n * 1.0 + 1 / 3
+
+    @jr.kernel
+    def through_func(a: jr.i64) -> jr.f64:
+        return wide(a) + jr.cast(0.1, float)
+
     assert third() == 1 / 3                      # was 0.3333333432674408 (an f32)
+    assert through_func(2**40) == 2**40 + 1 / 3 + 0.1
     assert past_i32(2**31 - 1) == 2**31          # was -2147483648 (an i32)
     assert both(1 / 3) == (2 / 3, 2**31)
 
@@ -121,16 +130,22 @@ def test_chained_comparison_evaluates_the_middle_operand_once():
 
 
 def test_chained_comparison_stops_at_the_first_false_part():
-    c = jr.field(jr.i32, shape=1)
+    c = jr.field(jr.i32, shape=2)
+
+    @jr.func
+    def bump() -> jr.i32:
+        c[1] += 1
+        return 100
 
     @jr.kernel
     def count():
         for i in range(10):
-            if 5 < i < jr.atomic_add(c[0], 1):
+            if 5 < i < jr.atomic_add(c[0], 1) + bump():
                 pass
 
     count()
-    assert c[0] == 4                             # only i = 6..9 reach the atomic (was 10)
+    # only i = 6..9 reach the last operand (the func's body ran for every i: c[1] was 10)
+    assert (c[0], c[1]) == (4, 4)
 
 
 def test_and_or_give_an_operand_as_python_does():
@@ -427,3 +442,25 @@ def test_narrowing_integer_stores_warn_and_explicit_casts_do_not():
     with warnings.catch_warnings():
         warnings.simplefilter("error", jr.CastWarning)
         explicit()
+
+
+def test_gradients_flow_through_early_returns_and_or():
+    x = jr.field(jr.f32, shape=4, needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.func
+    def f(v):
+        if v > 0:
+            return v * v
+        return 3 * v
+
+    @jr.kernel
+    def k():
+        for i in x:
+            loss[None] += f(x[i]) + (x[i] or 2.0)
+
+    x.from_numpy(np.array([1.0, -2.0, 3.0, 0.0], np.float32))
+    with jr.ad.Tape(loss):
+        k()
+    assert loss[None] == 8.0
+    np.testing.assert_array_equal(x.grad.to_numpy(), [3, 4, 7, 3])

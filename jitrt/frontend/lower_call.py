@@ -2,8 +2,9 @@
 
 Stage: frontend (the call family of the lowering visitor). A `@jr.func` is inlined: its locals
 are renamed with a per-call-site prefix, parameters annotated `jr.template()` are bound by
-reference and the others copied into fresh locals, and the expression of its final `return`
-becomes the value of the call (so bounds stay traceable through it).
+reference and the others copied into fresh locals (converted to their annotation), and the
+expression of its final `return` becomes the value of the call (so bounds stay traceable
+through it); a func with other returns goes through `lower_return.py`.
 """
 from __future__ import annotations
 
@@ -472,12 +473,14 @@ class CallLowering(LoweringHost):
         if len(args) != 2:
             raise self.err(node, "jr.cast(value, dtype) takes 2 arguments")
         target = self.expr(args[1])
-        if not (isinstance(target, PyValue) and isinstance(target.obj, DataType)):
-            raise self.err(args[1], "jr.cast() needs a jitrt dtype such as jr.f32")
+        dt = self.resolve_kind(target.obj) if isinstance(target, PyValue) else None
+        if not isinstance(dt, DataType):      # jr.cast(x, float): default_fp, as Taichi's
+            raise self.err(args[1], "jr.cast() needs a jitrt dtype such as jr.f32 (or int, "
+                           "float)")
         value = self.expr(args[0])
         if isinstance(value, VecValue):        # element-wise, as Taichi's ti.cast
-            return self.vec_cast(value, target.obj, node)
-        return self.cast(self.value(args[0], value), target.obj)
+            return self.vec_cast(value, dt, node)
+        return self.cast(self.value(args[0], value), dt)
 
     def atomic(self, op: str, node: ast.Call) -> Value:
         """`jr.atomic_add(x[i], v)` and friends: the element's old value. On a whole

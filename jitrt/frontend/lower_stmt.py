@@ -811,11 +811,11 @@ def warn_narrowing(loc: n.Loc, target: dtypes.DataType, value: dtypes.DataType) 
     import warnings
     from ..errors import CastWarning
     warnings.warn_explicit(
-        f"{loc}: assignment may lose precision: {target.name} <- {value.name} (the target "
-        f"keeps its type: a local's is fixed by its first assignment, so `s = 0.0` makes a "
-        f"default_fp local; declare `s: jr.{value.name} = 0` or convert explicitly with "
-        f"jr.{target.name}(...))", CastWarning, loc.file, loc.line, module="jitrt.kernel",
-        registry=_WARNED)
+        f"{loc}: assignment may lose precision: {target.name} <- {value.name}; convert "
+        f"explicitly (jr.{target.name}(...)) if that is meant, else give the target a wider "
+        f"type (a local's type is fixed by its first assignment: `s = 0.0` makes a default_fp "
+        f"one; declare it, e.g. `s: jr.{value.name} = 0`)", CastWarning, loc.file, loc.line,
+        module="jitrt.kernel", registry=_WARNED)
 
 
 def has_side_effect(e: Any) -> bool:
