@@ -275,7 +275,7 @@ def func(fn: Callable[P, R]) -> Callable[P, R]:
     func may assign, vector locals included); the others by value, converted to their
     annotation (`x: jr.i32` given 1.5 holds 1). A func may return in several places (inside
     `if`s and `jr.static` loops; not inside run-time loops), and `-> jr.i32` converts what it
-    returns (docs/usage.md, "Funcs"). Called outside a kernel it is the plain Python function. Returns a `Func`, typed as the
-    function it wraps.
+    returns (docs/usage.md, "Funcs"). Called outside a kernel it is the plain Python function.
+    Returns a `Func`, typed as the function it wraps.
     """
     return typing.cast("Callable[P, R]", Func(fn))
