@@ -64,8 +64,8 @@ PEER_IGNORED = {
     "excepthook": "jitrt's errors already omit its internal frames",
     "print_full_traceback": "jitrt's errors already omit its internal frames",
     "gdb_trigger": "jitrt installs no crash handler",
-    "short_circuit_operators": "jitrt evaluates both operands of `and`/`or` in kernels "
-                               "(Taichi's short_circuit_operators=False)",
+    "short_circuit_operators": "`and`/`or` in kernels always short-circuit and give an "
+                               "operand, as in Python",
     "unrolling_limit": "jr.static loops always unroll fully",
     "require_version": "jitrt is not Taichi; no Taichi version to check",
     "_test_mode": "Taichi's own test-suite switch",
