@@ -34,8 +34,8 @@ from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min,
 from .frontend.builtins import abs_ as _builtins_abs, max_ as _builtins_max, \
     min_ as _builtins_min
 from .kernel import data_oriented, func, kernel
-from .data import Field, Ndarray, field, ndarray
-from .linalg import Matrix, Struct, Vector, rgb_to_hex
+from .data import Field, Layout, MatrixField, Ndarray, ScalarField, field, ndarray
+from .linalg import Matrix, Struct, StructField, Vector, rgb_to_hex
 from .layout import i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741,F401 (jr.ij...)
 from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
@@ -57,7 +57,6 @@ class _Arch(str):
 
 cpu, cuda, amdgpu, gpu = _Arch("cpu"), _Arch("cuda"), _Arch("amdgpu"), _Arch("gpu")
 x64 = arm64 = cpu                       # the peers' names of the host CPU arch
-ScalarField = MatrixField = Field       # the peers' names of a field's type (annotations)
 
 sin, cos, tan, exp, log = MATH["sin"], MATH["cos"], MATH["tan"], MATH["exp"], MATH["log"]
 sqrt, tanh, floor, ceil = MATH["sqrt"], MATH["tanh"], MATH["floor"], MATH["ceil"]
@@ -70,7 +69,8 @@ min, max, abs = _builtins_min, _builtins_max, _builtins_abs
 __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
            "Field", "FloatDtypeError", "GradCheckWarning", "Graph", "JitrtError",
            "KernelArgError", "KernelCompileError", "KernelRuntimeError", "Matrix", "MatrixField",
-           "Ndarray", "NotDifferentiableError", "OfflineCacheError", "ScalarField", "Struct",
+           "Layout", "Ndarray", "NotDifferentiableError", "OfflineCacheError", "ScalarField",
+           "Struct", "StructField",
            "Vector", "acos", "ad", "amdgpu", "asin",
            "atan", "atan2", "atomic_add", "atomic_max", "atomic_min", "atomic_sub", "block_local",
            "cast", "ceil",
