@@ -470,7 +470,11 @@ class PendingField(Field):
             if (grad.shape, grad.offset) != (self.shape, self.offset):
                 raise ValueError(f"field '{self.name}' gets shape {self.shape} (offset "
                                  f"{self.offset}) but its gradient was placed with shape "
-                                 f"{grad.shape} (offset {grad.offset}): place both alike")
+                                 f"{grad.shape} (offset {grad.offset}): place both alike"
+                                 if any(self.offset) or any(grad.offset) else
+                                 f"field '{self.name}' gets shape {self.shape} but its "
+                                 f"gradient was placed with shape {grad.shape}: place both "
+                                 "alike")
             self.grad = grad
             _grad_fields.append(weakref.ref(self))
         if isinstance(dual, PendingField):

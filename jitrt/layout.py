@@ -86,8 +86,8 @@ class Node:
                 if (f.shape, f.offset) != (self.shape, off):
                     what = "gradient" if f.implicit else "field"
                     raise ValueError(f"{what} '{f.name}' is already placed with shape "
-                                     f"{f.shape} (offset {f.offset}), not {self.shape} "
-                                     f"(offset {off})")
+                                     f"{_where(f.shape, f.offset)}, not "
+                                     f"{_where(self.shape, off)}")
                 f.implicit = False
             elif hasattr(f, "members"):          # a struct field: each member
                 self.place(*f.members.values(), offset=offset)
@@ -104,9 +104,10 @@ class Node:
             parent.place_with(self.shape, off)
         elif (parent.shape, parent.offset) != (self.shape, off):
             raise ValueError(f"Members of the following field have different shapes: "
-                             f"'{parent.name}' is placed with shape {parent.shape} (offset "
-                             f"{parent.offset}), its component {c.name} with {self.shape} "
-                             f"(offset {off}); jitrt places every component alike")
+                             f"'{parent.name}' is placed with shape "
+                             f"{_where(parent.shape, parent.offset)}, its component {c.name} "
+                             f"with {_where(self.shape, off)}; jitrt places every component "
+                             "alike")
         parent.implicit = False
 
     def lazy_grad(self) -> None:
@@ -128,6 +129,11 @@ class Node:
 
 
 root = Node()
+
+
+def _where(shape: tuple[int, ...], offset: tuple[int, ...]) -> str:
+    """A shape in a message, with its offset when it has one."""
+    return f"{shape}" + (f" (offset {offset})" if any(offset) else "")
 
 
 def _is_int(v: Any) -> bool:

@@ -58,7 +58,7 @@ def test_components_placed_with_different_shapes_are_refused():
     a = jr.Matrix.field(2, 2, jr.i32)
     jr.root.dense(jr.i, 10).place(a.get_scalar_field(0, 0))
     with pytest.raises(ValueError, match="Members of the following field have different "
-                       r"shapes: .* is placed with shape \(10,\) .* with \(11,\)"):
+                       r"shapes: .* is placed with shape \(10,\), its component .* with \(11,\)"):
         jr.root.dense(jr.i, 11).place(a.get_scalar_field(0, 1))
     with pytest.raises(IndexError, match=r"get_scalar_field\(2, 0\)"):
         a.get_scalar_field(2, 0)

@@ -115,6 +115,33 @@ def test_gradients_through_offset_fields():
     assert x.grad[2] == pytest.approx(2 * 4.0 * 2)
 
 
+def test_adstack_sized_from_an_offset_field():
+    """A differentiated inner loop whose trip count reads an offset field: the max-reducer
+    runs over the user's indices and reads the storage (a capacity too small would raise
+    AdStackOverflowError, a wrong element would give another gradient)."""
+    n = 6
+    x = jr.field(jr.f64, shape=n, offset=-3, needs_grad=True)
+    cnt = jr.field(jr.i32, shape=n, offset=-3)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def recurrence():
+        for i in x:
+            v = x[i]
+            for _ in range(cnt[i]):
+                v = v * 0.5 + 1.0
+            loss[None] += v
+
+    x.from_numpy(np.linspace(0.1, 0.6, n))
+    cnt.from_numpy(np.array([1, 2, 3, 4, 5, 9], np.int32))
+    with jr.ad.Tape(loss=loss):
+        recurrence()
+    np.testing.assert_allclose(x.grad.to_numpy(), 0.5 ** np.array([1, 2, 3, 4, 5, 9]))
+    specs = [s for info in jr.debug.sizing_infos(recurrence, grad=True)
+             for s in info.max_reducer_specs]
+    assert specs and specs[0].begin.value == -3 and specs[0].end.value == 3
+
+
 def test_offset_errors_in_taichis_words():
     with pytest.raises(ValueError, match="The dimensionality of shape and offset must be "
                        "the same"):
