@@ -11,6 +11,10 @@ field declared without a shape (placed later by `jr.root`) always gets a gradien
 marked `implicit` until the program asks for it (`needs_grad=True`, `place(x.grad)`,
 `jr.root.lazy_grad()`): the runtime differentiates through it, a Tape refuses it as a loss.
 Host access to one element of a vector/matrix field (`v[i]`) gives a `FieldElement` view.
+`shape` is Taichi's (the element's components left out; `storage_shape` has them), fixed at
+creation as are `dtype`, `element_shape` and a field's `offset` (its first index per axis);
+`jr.field` makes a `ScalarField`, vector and matrix types a `MatrixField`. Copies (`copy`,
+`pickle`) own their memory (`_rebuild`).
 """
 from __future__ import annotations
 

@@ -4,9 +4,10 @@ Stage: API (types) used by the frontend. A `VectorType`/`MatrixType` is an eleme
 fixed size and a scalar dtype. In kernels, vectors and matrices are compile-time aggregates of
 scalar values (`frontend/vectors.py`): every operation unrolls into scalar IR, so they live in
 registers and autodiff sees only scalars. In memory, a field or ndarray of vectors stores the
-components as trailing dimensions: a `jr.Vector.field(3, jr.f32, shape=(N,))` holds an (N, 3)
-array, and `to_numpy()` returns that shape (as Taichi does); at Python scope `x[i]` of such a
-field is a `data.FieldElement`. Also `rgb_to_hex`, Taichi's GUI colour helper.
+components as trailing dimensions: a `jr.Vector.field(3, jr.f32, shape=(N,))` (a
+`data.MatrixField`) holds an (N, 3) array, which `to_numpy()` returns, while its `shape` is
+(N,) (both as in Taichi); at Python scope `x[i]` of such a field is a `data.FieldElement`.
+Also `rgb_to_hex`, Taichi's GUI colour helper.
 """
 from __future__ import annotations
 
