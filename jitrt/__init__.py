@@ -73,15 +73,14 @@ from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min,
 from .frontend.builtins import abs_ as _builtins_abs, max_ as _builtins_max, \
     min_ as _builtins_min
 from .kernel import data_oriented, func, kernel
-from .data import Field, Ndarray, field, ndarray
-from .linalg import Matrix, Struct, Vector, rgb_to_hex
+from .data import Field, Layout, MatrixField, Ndarray, ScalarField, field, ndarray
+from .linalg import Matrix, Struct, StructField, Vector, rgb_to_hex
 from .layout import i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741,F401 (jr.ij...)
 from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
 from .types import template
 from .peer_funcs import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, assume_in_range, dataclass,
                          hex_to_rgb, is_logging_effective, one, set_logging_level, zero)
-from .linalg import StructField
 from .linear_solve import solve
 
 # The launch path and the cache store load with the package; the compile pipeline (frontend
@@ -92,7 +91,6 @@ from .cache import store as _store  # noqa: E402,F401
 from .runtime import launcher as _launcher  # noqa: E402,F401
 
 
-ScalarField = MatrixField = Field       # the peers' names of a field's type (annotations)
 ScalarNdarray = VectorNdarray = MatrixNdarray = Ndarray     # and of an ndarray's
 pyfunc = func                           # a @jr.func also runs at Python scope
 # the peers' axis lists with l (jr.i ... jr.ijkl are in layout.py)
@@ -109,7 +107,8 @@ min, max, abs = _builtins_min, _builtins_max, _builtins_abs
 __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
            "CastWarning", "Field", "FloatDtypeError", "GradCheckWarning", "Graph", "JitrtError",
            "KernelArgError", "KernelCompileError", "KernelRuntimeError", "Matrix", "MatrixField",
-           "Ndarray", "NotDifferentiableError", "OfflineCacheError", "ScalarField", "Struct",
+           "Layout", "Ndarray", "NotDifferentiableError", "OfflineCacheError", "ScalarField",
+           "Struct", "StructField",
            "Vector", "acos", "ad", "amdgpu", "asin",
            "atan", "atan2", "atomic_add", "atomic_max", "atomic_min", "atomic_sub", "block_local",
            "cast", "ceil",

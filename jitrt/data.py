@@ -11,11 +11,16 @@ field declared without a shape (placed later by `jr.root`) always gets a gradien
 marked `implicit` until the program asks for it (`needs_grad=True`, `place(x.grad)`,
 `jr.root.lazy_grad()`): the runtime differentiates through it, a Tape refuses it as a loss.
 Host access to one element of a vector/matrix field (`v[i]`) gives a `FieldElement` view.
+`shape` is Taichi's (the element's components left out; `storage_shape` has them), fixed at
+creation as are `dtype`, `element_shape` and a field's `offset` (its first index per axis);
+`jr.field` makes a `ScalarField`, vector and matrix types a `MatrixField`. Copies (`copy`,
+`pickle`) own their memory (`_rebuild`).
 """
 from __future__ import annotations
 
 import contextlib
 import copy
+import enum
 import itertools
 import weakref
 from collections.abc import Iterator
@@ -26,6 +31,7 @@ import numpy as np
 from . import dtypes
 from .dtypes import DataType
 from .data_element import FieldElement
+from .data_index import host_index, offset_of, shape_of
 from .errors import FloatDtypeError
 
 _alloc_ids = itertools.count(1)
@@ -79,66 +85,20 @@ def live_grad_fields() -> list["Field"]:
     return alive
 
 
-MAX_ELEMENTS = 1 << 40   # far past any memory: a shape beyond is a typo, not a request
-
-
-def _shape(shape: Any) -> tuple[int, ...]:
-    """A shape as a tuple of non-negative Python ints; anything else is an error naming it."""
-    items = (shape,) if isinstance(shape, (int, np.integer)) else shape
-    try:
-        items = tuple(items)
-    except TypeError:
-        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
-    for s in items:
-        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
-            raise TypeError(f"shape {shape!r}: extent {s!r} is not an integer")
-        if s < 0:
-            raise ValueError(f"shape {shape!r} has a negative extent")
-    out = tuple(int(s) for s in items)
-    if int(np.prod(out, dtype=object)) > MAX_ELEMENTS:
-        raise ValueError(f"shape {shape!r} has more than 2**40 elements")
-    return out
-
-
-def _host_index(key: Any, shape: tuple[int, ...], name: str,
-                element_shape: tuple[int, ...] = ()) -> Any:
-    """A host-side index: `x[i]`, `x[i, j]`, `x[None]` for a 0-d field. With vector/matrix
-    elements, either one index per element dimension (the whole element) or one per storage
-    dimension (one component)."""
-    if key is None:
-        key = ()
-    index = key if isinstance(key, tuple) else (key,)
-    outer = len(shape) - len(element_shape)
-    if len(index) != len(shape) and not (element_shape and len(index) == outer):
-        if element_shape:
-            raise IndexError(
-                f"{name} is a field of {element_shape} elements with shape {shape[:outer]} "
-                f"(storage {shape}): give {outer} index(es) for an element or {len(shape)} "
-                f"for one component, not {len(index)}: {key!r}"
-                + (" (use x[None] for the element of a 0-d field)" if not outer else ""))
-        hint = " (use x[None] for a 0-d field or ndarray)" if not shape else ""
-        raise IndexError(f"{name} has {len(shape)} dimension(s) (shape {shape}) but "
-                         f"{len(index)} index(es) were given: {key!r}{hint}")
-    for k, (i, n) in enumerate(zip(index, shape)):
-        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
-            raise IndexError(f"{name}[{key!r}]: index {i!r} on axis {k} is not an integer")
-        if not -n <= i < n:
-            raise IndexError(f"{name}[{key!r}]: index {i} is out of bounds for axis {k} with "
-                             f"extent {n}")
-    return index
-
-
 class _Buffer:
     """What Field and Ndarray share: the numpy buffer, host access and the generation."""
 
-    __slots__ = ("_data", "_dtype", "_shape", "_dims", "_element", "gen", "ptr", "alloc_id",
-                 "grad", "name", "named", "_mirror", "dual", "implicit", "__weakref__")
+    __slots__ = ("_data", "_dtype", "_shape", "_dims", "_element", "_offset", "gen", "ptr",
+                 "alloc_id", "grad", "name", "named", "_mirror", "dual", "implicit",
+                 "__weakref__")
 
     def __init__(self, dtype: Any, shape: Any, needs_grad: bool, name: str | None,
                  kind: str, storage: np.ndarray | None = None, needs_dual: bool = False,
-                 element_shape: tuple[int, ...] = ()) -> None:
+                 element_shape: tuple[int, ...] = (), offset: Any = None) -> None:
         self._dtype: DataType = dtypes.coerce(dtype)
-        self._shape = _shape(shape)
+        self._shape = shape_of(shape)
+        # a field's first index on each axis (Taichi's offset; zeros for none)
+        self._offset = offset_of(offset, self._shape)
         # vectors/matrices (jr.Vector.field...): the trailing dimensions holding components
         self._element = tuple(element_shape)
         self._dims = self._shape + self._element
@@ -165,7 +125,7 @@ class _Buffer:
     def _companion(self, suffix: str, kind: str) -> Any:
         """A zeroed buffer like this one (a gradient or a dual), named after it."""
         out = type(self)(self._dtype, self._shape, False, self.name + suffix, kind,
-                         element_shape=self._element)
+                         element_shape=self._element, offset=self._offset)
         out.named = self.named
         return out
 
@@ -197,6 +157,15 @@ class _Buffer:
     @element_shape.setter
     def element_shape(self, value: Any) -> None:
         raise self._fixed("element_shape")
+
+    @property
+    def offset(self) -> tuple[int, ...]:
+        """The first index on each axis (`offset=` of `jr.field`; zeros for none)."""
+        return self._offset
+
+    @offset.setter
+    def offset(self, value: Any) -> None:
+        raise self._fixed("offset")
 
     @property
     def storage_shape(self) -> tuple[int, ...]:
@@ -257,7 +226,7 @@ class _Buffer:
             return self._host()[()].item()
         if isinstance(key, slice):
             return self._host()[key].copy()
-        index = _host_index(key, self._dims, self.name, self.element_shape)
+        index = host_index(key, self._dims, self.name, self._element, self._offset)
         if len(index) < len(self._dims):      # a whole vector/matrix element: a live proxy
             return FieldElement(self, index)
         return self._host()[index].item()
@@ -268,7 +237,7 @@ class _Buffer:
         elif isinstance(key, slice):
             index = key
         else:
-            index = _host_index(key, self._dims, self.name, self.element_shape)
+            index = host_index(key, self._dims, self.name, self._element, self._offset)
             if len(index) < len(self._dims):
                 value = self._element_value(key, value)
         self._host()[index] = value
@@ -304,7 +273,9 @@ class _Buffer:
 
     def __repr__(self) -> str:
         element = f" element_shape={self._element}" if self._element else ""
-        return f"<{type(self).__name__} {self.name} {self.dtype!r} shape={self._shape}{element}>"
+        offset = f" offset={self._offset}" if any(self._offset) else ""
+        return (f"<{type(self).__name__} {self.name} {self.dtype!r} shape={self._shape}"
+                f"{element}{offset}>")
 
     # ---- copies: each owns its memory (docs/usage.md, "Copies and pickling") ---------------
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -314,7 +285,7 @@ class _Buffer:
         tracked = any(r() is self for r in _user_fields)
         return (_rebuild, (type(self), self._dtype.name, self._shape, self._element, self.name,
                            self.named, self._host(), self.grad, self.dual, self.implicit,
-                           tracked))
+                           tracked, self._offset))
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         rebuild, args = self.__reduce__()
@@ -398,11 +369,11 @@ class _Buffer:
 
 def _rebuild(cls: type, dtype: str, shape: tuple[int, ...], element: tuple[int, ...],
              name: str, named: bool, data: np.ndarray, grad: Any, dual: Any, implicit: bool,
-             tracked: bool) -> Any:
+             tracked: bool, offset: tuple[int, ...] | None = None) -> Any:
     """A copied or unpickled field/ndarray (`_Buffer.__reduce__`): new memory, the data copied
     in, the gradient and dual already rebuilt, registered as a new one would be."""
     kind = "field" if issubclass(cls, Field) else "ndarray"
-    out = cls(dtype, shape, False, name, kind, element_shape=element)
+    out = cls(dtype, shape, False, name, kind, element_shape=element, offset=offset)
     if np.shape(data) != out.storage_shape:
         raise ValueError(f"cannot rebuild {kind} '{name}': its data has shape "
                          f"{np.shape(data)}, not {out.storage_shape}")
@@ -437,10 +408,31 @@ class Field(_Buffer):
         self.from_numpy(tensor.detach().cpu().numpy())
 
 
+class ScalarField(Field):
+    """A field of scalars: what `jr.field(jr.f32, ...)` returns (Taichi's `ti.ScalarField`)."""
+    __slots__ = ()
+
+
+class MatrixField(Field):
+    """A field of vectors or matrices: what `jr.Vector.field`, `jr.Matrix.field` and
+    `jr.field(jr.math.vec3, ...)` return (Taichi's `ti.MatrixField`)."""
+    __slots__ = ()
+
+    def get_scalar_field(self, *indices: int) -> Any:
+        """Component `indices` (`i` of a vector, `i, j` of a matrix) as a scalar field, to
+        place the components separately (Taichi's SOA placement) or to read and write one
+        component (`data_component.ComponentField`)."""
+        from .data_component import ComponentField
+        return ComponentField(self, tuple(indices))
+
+
 class PendingField(Field):
-    """A field declared without a shape, waiting for `jr.root....place(x)`. A float one has a
-    gradient from the start (pending too): `needs_grad=True` asks for it; otherwise it is
-    `implicit` until `place(x.grad)` or `jr.root.lazy_grad()` (see the module docstring)."""
+    """A field declared without a shape, waiting for `jr.root....place(x)`: an instance of
+    `PendingScalarField` or `PendingMatrixField` (so that `isinstance(x, jr.ScalarField)`
+    holds before placement too), which placing turns into a `ScalarField`/`MatrixField`. A
+    float one has a gradient from the start (pending too): `needs_grad=True` asks for it;
+    otherwise it is `implicit` until `place(x.grad)` or `jr.root.lazy_grad()` (see the module
+    docstring)."""
     __slots__ = ()
 
     def __init__(self, dtype: Any, needs_grad: bool, name: str | None,
@@ -455,15 +447,15 @@ class PendingField(Field):
         if needs_grad:
             _check_float(self.dtype, "needs_grad", "field", name)
         if not derived and (needs_grad or self.dtype.is_float):
-            self.grad = PendingField(self.dtype, False, self.name + ".grad", element_shape,
-                                     derived=True)
+            self.grad = pending(self.dtype, False, self.name + ".grad", element_shape,
+                                derived=True)
             self.grad.named = self.named
             self.grad.implicit = not needs_grad
         if needs_dual:
             _check_float(self.dtype, "needs_dual", "field", name)
         if not derived and (needs_dual or self.dtype.is_float):   # as the gradient above
-            self.dual = PendingField(self.dtype, False, self.name + ".dual", element_shape,
-                                     derived=True)
+            self.dual = pending(self.dtype, False, self.name + ".dual", element_shape,
+                                derived=True)
             self.dual.named = self.named
             self.dual.implicit = not needs_dual
 
@@ -477,27 +469,53 @@ class PendingField(Field):
                            f"jr.root.dense(jr.i, n).place({self.name}) (or create it with "
                            "shape=...)")
 
-    def place_with(self, shape: tuple[int, ...]) -> None:
-        """Become an ordinary Field of `shape` (plus the element's component dimensions); a
-        gradient not placed yet is placed with it, one placed already must match."""
+    def place_with(self, shape: tuple[int, ...], offset: Any = None) -> None:
+        """Become an ordinary field of `shape` (plus the element's component dimensions),
+        starting at `offset`; a gradient not placed yet is placed with it, one placed already
+        must match."""
         grad, dual, element = self.grad, self.dual, self.element_shape
         implicit = self.implicit
         Field.__init__(self, self.dtype, shape, False, self.name if self.named else None,
-                       "field", element_shape=element)
-        self.__class__ = Field  # type: ignore[assignment]
+                       "field", element_shape=element, offset=offset)
+        self.__class__ = MatrixField if element else ScalarField  # type: ignore[assignment]
         self.implicit = implicit
         if isinstance(grad, PendingField):
-            grad.place_with(shape)
+            grad.place_with(shape, offset)
         if grad is not None:
-            if grad.shape != self.shape:
-                raise ValueError(f"field '{self.name}' gets shape {self.shape} but its gradient "
-                                 f"was placed with shape {grad.shape}: place both alike")
+            if (grad.shape, grad.offset) != (self.shape, self.offset):
+                raise ValueError(f"field '{self.name}' gets shape {self.shape} (offset "
+                                 f"{self.offset}) but its gradient was placed with shape "
+                                 f"{grad.shape} (offset {grad.offset}): place both alike"
+                                 if any(self.offset) or any(grad.offset) else
+                                 f"field '{self.name}' gets shape {self.shape} but its "
+                                 f"gradient was placed with shape {grad.shape}: place both "
+                                 "alike")
             self.grad = grad
             _grad_fields.append(weakref.ref(self))
         if isinstance(dual, PendingField):
-            dual.place_with(shape)
+            dual.place_with(shape, offset)
             self.dual = dual
             _dual_buffers.append(weakref.ref(self))
+
+
+class PendingScalarField(PendingField, ScalarField):
+    __slots__ = ()
+
+
+class PendingMatrixField(PendingField, MatrixField):
+    __slots__ = ()
+
+    def get_scalar_field(self, *indices: int) -> Any:
+        from .data_component import ComponentField
+        return ComponentField(self, tuple(indices))
+
+
+def pending(dtype: Any, needs_grad: bool, name: str | None,
+            element_shape: tuple[int, ...] = (), needs_dual: bool = False,
+            derived: bool = False) -> PendingField:
+    """A field without a shape yet, of the class its element asks for."""
+    cls = PendingMatrixField if element_shape else PendingScalarField
+    return cls(dtype, needs_grad, name, element_shape, needs_dual, derived)
 
 
 class Ndarray(_Buffer):
@@ -548,8 +566,15 @@ class _NoShape:
 _NO_SHAPE: Any = _NoShape()
 
 
+class Layout(enum.Enum):
+    """Taichi's `ti.Layout` for `jr.Vector.field(..., layout=)`: accepted; jitrt stores the
+    components of each element together either way (docs/usage.md, "Component layouts")."""
+    AOS = "aos"
+    SOA = "soa"
+
+
 def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
-          name: str | None = None, needs_dual: bool = False) -> Field:
+          name: str | None = None, needs_dual: bool = False, offset: Any = None) -> Any:
     """A global array kernels reach by name (a module global or a closure variable).
 
     Args:
@@ -560,12 +585,20 @@ def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
         name: the name used in error messages (default: the name the kernel source uses).
         needs_dual: also allocate `x.dual` (float dtypes only), for forward-mode autodiff
             (`jr.ad.FwdMode`).
+        offset: the first index on each axis (an int or one per axis; default 0), as in
+            Taichi: `offset=(-4, 0)` with `shape=(8, 3)` takes `x[-4, 0]` to `x[3, 2]`, in
+            kernels and at Python scope.
+
+    Returns:
+        A `jr.ScalarField` (a `jr.MatrixField` for a vector or matrix dtype, a
+        `jr.StructField` for a struct type).
 
     Raises:
         TypeError: no shape, a non-integer extent, or a dtype jitrt does not know;
             `needs_grad`/`needs_dual` with an integer dtype (`jr.FloatDtypeError`, also a
             RuntimeError as in Taichi).
-        ValueError: a negative extent or more than 2**40 elements.
+        ValueError: a negative extent or more than 2**40 elements; an offset with another
+            number of axes than the shape, or an offset without a shape.
 
     Example::
 
@@ -574,12 +607,21 @@ def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
     """
     if shape is _NO_SHAPE:
         shape = None                              # placed later: jr.root.dense(...).place(x)
+    check_offset(shape, offset)
     if hasattr(dtype, "element_field"):           # jr.field(jr.math.vec3, shape=N)
-        return dtype.element_field(shape, needs_grad, name,  # type: ignore[no-any-return]
-                                   needs_dual=needs_dual)
+        return dtype.element_field(shape, needs_grad, name, needs_dual=needs_dual,
+                                   offset=offset)
     if shape is None:
-        return track(PendingField(dtype, needs_grad, name, needs_dual=needs_dual))
-    return track(Field(dtype, shape, needs_grad, name, "field", needs_dual=needs_dual))
+        return track(pending(dtype, needs_grad, name, needs_dual=needs_dual))
+    return track(ScalarField(dtype, shape, needs_grad, name, "field", needs_dual=needs_dual,
+                             offset=offset))
+
+
+def check_offset(shape: Any, offset: Any) -> None:
+    """Taichi's refusal of an offset for a field placed later (give it to `place`)."""
+    if offset is not None and shape is None:
+        raise ValueError("shape cannot be None when offset is set (a field placed later "
+                         "takes its offset from place(x, offset=...))")
 
 
 def ndarray(dtype: Any, shape: Any, needs_grad: bool = False, name: str | None = None,

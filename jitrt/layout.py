@@ -2,8 +2,11 @@
 
 Stage: API (data). A field created without a shape (`jr.field(jr.f32)`,
 `jr.Vector.field(3, jr.f32)`) is a `PendingField` until a layout places it: `place` gives it
-the layout's shape and turns it into an ordinary `Field` in place, so every reference a
-program already holds sees the placed field. As in Taichi, each `.dense(axes, extents)` level
+the layout's shape (and `place(x, offset=...)` its offset) and turns it into an ordinary
+`ScalarField`/`MatrixField` in place, so every reference a program already holds sees the
+placed field. Placing one component of a vector field (`v.get_scalar_field(i)`, Taichi's
+structure-of-arrays placement) places the whole field; its other components must be placed
+with the same shape and offset. As in Taichi, each `.dense(axes, extents)` level
 multiplies the extents of its axes (chained levels give the product) and the field has one
 dimension per axis used, in axis order, unused axes dropped: `dense(jr.k, 4).dense(jr.l, 3)`
 gives shape (4, 3), `dense(jr.l, 4).dense(jr.i, 3)` gives (3, 4). Storage is row-major over
@@ -24,6 +27,8 @@ import numpy as np
 
 from . import data
 from .data import PendingField
+from .data_component import ComponentField
+from .data_index import offset_of
 
 i, j, k, l = (0,), (1,), (2,), (3,)      # noqa: E741  (the peers' axis names)
 ij, ik, jk, ijk, ijkl = (0, 1), (0, 2), (1, 2), (0, 1, 2), (0, 1, 2, 3)
@@ -64,25 +69,46 @@ class Node:
             grown[a] = grown.get(a, 1) * int(s)
         return Node(grown)
 
-    def place(self, *fields: Any) -> "Node":
+    def place(self, *fields: Any, offset: Any = None) -> "Node":
+        """Give each field this level's shape, its indices starting at `offset` (an int or
+        one per axis, as `jr.field`'s): fields declared without a shape, gradients, a struct
+        field's members, or one component of a vector/matrix field
+        (`v.get_scalar_field(i)`: the first places the whole field, the others must agree).
+        A field placed already must have this shape and offset."""
+        off = offset_of(offset, self.shape)
         for f in fields:
-            if isinstance(f, PendingField):
-                f.place_with(self.shape)
+            if isinstance(f, ComponentField):
+                self._place_component(f, off)
+            elif isinstance(f, PendingField):
+                f.place_with(self.shape, off)
                 f.implicit = False                # placing a gradient asks for it
             elif isinstance(f, data.Field):
-                if f.shape != self.shape:
+                if (f.shape, f.offset) != (self.shape, off):
                     what = "gradient" if f.implicit else "field"
                     raise ValueError(f"{what} '{f.name}' is already placed with shape "
-                                     f"{f.shape}, not {self.shape}")
+                                     f"{_where(f.shape, f.offset)}, not "
+                                     f"{_where(self.shape, off)}")
                 f.implicit = False
             elif hasattr(f, "members"):          # a struct field: each member
-                self.place(*f.members.values())
+                self.place(*f.members.values(), offset=offset)
             elif f is None:
                 raise TypeError("place() takes fields, got None (a field created with a shape "
                                 "has .grad only with needs_grad=True)")
             else:
                 raise TypeError(f"place() takes fields, got {type(f).__name__}")
         return self
+
+    def _place_component(self, c: ComponentField, off: tuple[int, ...]) -> None:
+        parent = c.parent
+        if isinstance(parent, PendingField):
+            parent.place_with(self.shape, off)
+        elif (parent.shape, parent.offset) != (self.shape, off):
+            raise ValueError(f"Members of the following field have different shapes: "
+                             f"'{parent.name}' is placed with shape "
+                             f"{_where(parent.shape, parent.offset)}, its component {c.name} "
+                             f"with {_where(self.shape, off)}; jitrt places every component "
+                             "alike")
+        parent.implicit = False
 
     def lazy_grad(self) -> None:
         """Give every float field placed or created so far a gradient, as Taichi does for
@@ -103,6 +129,11 @@ class Node:
 
 
 root = Node()
+
+
+def _where(shape: tuple[int, ...], offset: tuple[int, ...]) -> str:
+    """A shape in a message, with its offset when it has one."""
+    return f"{shape}" + (f" (offset {offset})" if any(offset) else "")
 
 
 def _is_int(v: Any) -> bool:
@@ -140,9 +171,7 @@ def _ask_for(kind: str, registry: list) -> None:
             continue
         companion = getattr(f, kind)
         if companion is None:
-            companion = data.Field(f.dtype, f.shape, False, f"{f.name}.{kind}", "field",
-                                   element_shape=f.element_shape)
-            companion.named = f.named
+            companion = f._companion(f".{kind}", "field")
             setattr(f, kind, companion)
             registry.append(weakref.ref(f))
         companion.implicit = False

@@ -4,9 +4,10 @@ Stage: API (types) used by the frontend. A `VectorType`/`MatrixType` is an eleme
 fixed size and a scalar dtype. In kernels, vectors and matrices are compile-time aggregates of
 scalar values (`frontend/vectors.py`): every operation unrolls into scalar IR, so they live in
 registers and autodiff sees only scalars. In memory, a field or ndarray of vectors stores the
-components as trailing dimensions: a `jr.Vector.field(3, jr.f32, shape=(N,))` holds an (N, 3)
-array, and `to_numpy()` returns that shape (as Taichi does); at Python scope `x[i]` of such a
-field is a `data.FieldElement`. Also `rgb_to_hex`, Taichi's GUI colour helper.
+components as trailing dimensions: a `jr.Vector.field(3, jr.f32, shape=(N,))` (a
+`data.MatrixField`) holds an (N, 3) array, which `to_numpy()` returns, while its `shape` is
+(N,) (both as in Taichi); at Python scope `x[i]` of such a field is a `data.FieldElement`.
+Also `rgb_to_hex`, Taichi's GUI colour helper.
 """
 from __future__ import annotations
 
@@ -64,9 +65,10 @@ class MatrixType:
         return (Vector if self.m == 0 else Matrix)(flat)
 
     def element_field(self, shape: Any = None, needs_grad: bool = False,
-                      name: str | None = None, needs_dual: bool = False) -> Any:
+                      name: str | None = None, needs_dual: bool = False, offset: Any = None,
+                      layout: Any = None) -> Any:
         """A field of this type (`jr.field(jr.math.vec3, shape=N)`)."""
-        return _field(self, shape, needs_grad, name, needs_dual)
+        return _field(self, shape, needs_grad, name, needs_dual, offset, layout)
 
     def element_ndarray(self, shape: Any = (), needs_grad: bool = False,
                         name: str | None = None, needs_dual: bool = False) -> Any:
@@ -127,21 +129,29 @@ def element_type(dtype: Any) -> tuple[DataType, tuple[int, ...]]:
 
 
 def _storage(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
-             ndarray: bool, needs_dual: bool = False) -> Any:
-    """A field (or ndarray) of `kind`: the components as trailing dimensions."""
-    from .data import Field, Ndarray, PendingField, _shape, track
+             ndarray: bool, needs_dual: bool = False, offset: Any = None,
+             layout: Any = None) -> Any:
+    """A field (or ndarray) of `kind`: the components as trailing dimensions (with either
+    `jr.Layout`: docs/usage.md, "Component layouts")."""
+    from .data import Layout, MatrixField, Ndarray, check_offset, pending, track
+    if layout is not None and not isinstance(layout, Layout):
+        raise TypeError(f"layout must be jr.Layout.AOS or jr.Layout.SOA, got {layout!r}")
     dt, element = element_type(kind)
+    if not ndarray:
+        check_offset(shape, offset)
     if shape is None and not ndarray:        # placed later: jr.root.dense(...).place(x)
-        return track(PendingField(dt, needs_grad, name, element, needs_dual))
-    cls = Ndarray if ndarray else Field
-    out = cls(dt, _shape(shape), needs_grad, name, "ndarray" if ndarray else "field",
-              needs_dual=needs_dual, element_shape=element)
-    return out if isinstance(out, Ndarray) else track(out)
+        return track(pending(dt, needs_grad, name, element, needs_dual))
+    if ndarray:
+        return Ndarray(dt, shape, needs_grad, name, "ndarray", needs_dual=needs_dual,
+                       element_shape=element)
+    out = MatrixField(dt, shape, needs_grad, name, "field", needs_dual=needs_dual,
+                      element_shape=element, offset=offset)
+    return track(out)
 
 
 def _field(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
-           needs_dual: bool = False) -> Any:
-    return _storage(kind, shape, needs_grad, name, False, needs_dual)
+           needs_dual: bool = False, offset: Any = None, layout: Any = None) -> Any:
+    return _storage(kind, shape, needs_grad, name, False, needs_dual, offset, layout)
 
 
 def _ndarray(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
@@ -170,8 +180,11 @@ class Matrix(HostMatrix):
 
     @staticmethod
     def field(n: int, m: int, dtype: Any, shape: Any = None, needs_grad: bool = False,
-              name: str | None = None, needs_dual: bool = False) -> Any:
-        return _field(matrix(n, m, dtype), shape, needs_grad, name, needs_dual)
+              name: str | None = None, needs_dual: bool = False, offset: Any = None,
+              layout: Any = None) -> Any:
+        """A `jr.MatrixField` of n x m matrices; `offset` and `layout` as `Vector.field`'s."""
+        return _field(matrix(n, m, dtype), shape, needs_grad, name, needs_dual, offset,
+                      layout)
 
     @staticmethod
     def zero(dtype: Any, n: int, m: int) -> tuple:
@@ -211,8 +224,11 @@ class Vector(Matrix):
     @staticmethod
     def field(  # type: ignore[override]
             n: int, dtype: Any, shape: Any = None, needs_grad: bool = False,
-            name: str | None = None, needs_dual: bool = False) -> Any:
-        return _field(vector(n, dtype), shape, needs_grad, name, needs_dual)
+            name: str | None = None, needs_dual: bool = False, offset: Any = None,
+            layout: Any = None) -> Any:
+        """A `jr.MatrixField` of n-vectors; `offset` as `jr.field`'s, `layout` is
+        `jr.Layout.AOS` or `jr.Layout.SOA` (docs/usage.md, "Component layouts")."""
+        return _field(vector(n, dtype), shape, needs_grad, name, needs_dual, offset, layout)
 
     # in kernels: constant vectors (the frontend calls these specs and builds the value)
     @staticmethod
@@ -244,8 +260,9 @@ class StructType:
     members: tuple[tuple[str, Any], ...]
 
     def field(self, shape: Any = (), needs_grad: bool = False,
-              name: str | None = None) -> "StructField":
-        return StructField(self, shape, needs_grad, name)
+              name: str | None = None, needs_dual: bool = False,
+              offset: Any = None) -> "StructField":
+        return StructField(self, shape, needs_grad, name, needs_dual, offset)
 
     element_field = field
 
@@ -269,11 +286,14 @@ class StructField:
     `s.pos` (a field) or, in kernels, `s[i].pos`. `to_numpy()` is a dict of arrays."""
 
     def __init__(self, kind: StructType, shape: Any, needs_grad: bool,
-                 name: str | None) -> None:
-        from .data import _shape, field
-        self.kind, self._shape = kind, _shape(shape)
+                 name: str | None, needs_dual: bool = False, offset: Any = None) -> None:
+        from .data import field
+        from .data_index import offset_of, shape_of
+        self.kind, self._shape = kind, shape_of(shape)
+        self.offset = offset_of(offset, self._shape)
         self.members = {k: field(t, self._shape, needs_grad,
-                                 None if name is None else f"{name}.{k}")
+                                 None if name is None else f"{name}.{k}", needs_dual,
+                                 offset=offset)
                         for k, t in kind.members}
         self.element_shape = ()
 
@@ -312,5 +332,6 @@ class Struct:
 
     @staticmethod
     def field(members: dict[str, Any], shape: Any = (), needs_grad: bool = False,
-              name: str | None = None) -> StructField:
-        return struct(**members).field(shape, needs_grad, name)
+              name: str | None = None, needs_dual: bool = False,
+              offset: Any = None) -> StructField:
+        return struct(**members).field(shape, needs_grad, name, needs_dual, offset)

@@ -139,6 +139,7 @@ class AccessSite:
     name: str
     loc: n.Loc
     kind: str
+    offset: tuple[int, ...] = ()     # an offset field's first index per axis (its FieldRef's)
 
 
 @frozen

@@ -69,7 +69,8 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         """A fault site: an access (named by its ref) or an assertion (named by its message)."""
         from ..ir.printer import ref_text
         name = ref if isinstance(ref, str) else ref_text(ref).split(":", 1)[1]
-        self.sites.append(AccessSite(name, loc, kind))
+        offset = ref.offset if isinstance(ref, n.FieldRef) else ()
+        self.sites.append(AccessSite(name, loc, kind, offset))
         return len(self.sites) - 1
 
     def finish(self) -> None:

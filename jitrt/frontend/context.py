@@ -72,13 +72,19 @@ class CompileContext:
     stop_grads: list[list[Any]] = field(default_factory=lambda: [[]])
 
     def field_ref(self, fld: Any, name: str) -> n.FieldRef:
-        if type(fld).__name__ == "PendingField":
+        from ..data import PendingField
+        if isinstance(fld, PendingField):
             from ..errors import KernelCompileError
             raise KernelCompileError(f"field '{name}' has no shape yet: place it first "
                                      f"(jr.root.dense(jr.i, n).place({name}))")
         ref = self.field_refs.get(id(fld))
         if ref is None:
-            ref = n.FieldRef(len(self.field_objs), name, fld.dtype, fld.storage_shape)
+            offset = tuple(getattr(fld, "offset", ()))
+            # an offset field's accesses subtract the offset in the frontend; the ref keeps
+            # it (storage axes, zeros on the element's) for the messages of bounds errors
+            ref = n.FieldRef(len(self.field_objs), name, fld.dtype, fld.storage_shape,
+                             offset=offset + (0,) * len(fld.element_shape) if any(offset)
+                             else ())
             self.field_objs.append(fld)
             self.field_refs[id(fld)] = ref
         return ref

@@ -12,6 +12,7 @@ import ast
 import operator
 from typing import Any
 
+from ..data_component import ComponentField
 from ..frozen import frozen
 from .. import dtypes
 from ..dtypes import DataType
@@ -310,30 +311,18 @@ class ExprLowering(LoweringHost):
         """(ref, indices, element shape) of `x[i, j]` where x is a field or an ndarray: the
         element shape is () for one scalar element, and the component dimensions when the
         indices name a whole vector/matrix element (x[i] of a vec3 field). Each index
-        expression is evaluated once."""
+        expression is evaluated once. A field with an offset takes the user's indices: the
+        offset is subtracted here, so the IR holds storage indices. One component of a vector
+        field (`v.get_scalar_field(k)`) is the parent's access with the component's indices
+        appended."""
         base = self.expr(node.value) if base is None else base
-        if isinstance(base, PyValue) and is_field(base.obj):
-            # an unnamed field is named as the kernel's source does (`x`, `x.grad`) in errors
-            name = base.obj.name if base.obj.named else ast.unparse(node.value)
-            ref: n.Ref = self.ctx.field_ref(base.obj, name)
-        elif isinstance(base, n.ArrayRef):
-            ref = base
-        else:
-            what = base.obj if isinstance(base, PyValue) else base
-            raise self.err(node.value, f"cannot index {describe(what)}")
-        ndim = ref.ndim
-        sl = node.slice
-        if isinstance(sl, ast.Constant) and sl.value is None:
-            items: list[ast.AST] = []
-        elif isinstance(sl, ast.Tuple):
-            items = list(sl.elts)
-        else:
-            items = [sl]
-        values: list[tuple[ast.AST, Value]] = []
-        for item in items:          # an index vector (jr.grouped) counts as its components
-            v = self.expr(item)
-            values += [(item, x) for x in v.items] if isinstance(v, VecValue) else [(item, v)]
-        element = self.element_shape(base)
+        component: tuple[int, ...] = ()
+        if isinstance(base, PyValue) and isinstance(base.obj, ComponentField):
+            component, base = base.obj.index, PyValue(base.obj.parent)
+        ref = self.access_ref(node, base)
+        ndim = ref.ndim - len(component)
+        values = self.index_values(node.slice)
+        element = () if component else self.element_shape(base)
         if element and len(values) == ndim - len(element):
             ndim = len(values)
         else:
@@ -343,13 +332,43 @@ class ExprLowering(LoweringHost):
             raise self.err(node, f"'{ref.name}' has {ndim} dimension(s) but {len(values)} "
                            f"index(es) were given{hint}")
         indices = []
-        for item, v in values:
+        for axis, (item, v) in enumerate(values):
             e = self.value(item, v)
             if not e.dtype.is_int:
                 raise self.err(item, f"index must be an integer, got {e.dtype.name}")
-            indices.append(self.cast(e, dtypes.i64) if e.dtype.bits == 64 else
-                           self.cast(e, dtypes.i32))
-        return ref, tuple(indices), element
+            e = self.cast(e, dtypes.i64) if e.dtype.bits == 64 else self.cast(e, dtypes.i32)
+            if isinstance(ref, n.FieldRef) and ref.offset and ref.offset[axis]:
+                e = n.Binary("-", e, n.Const(ref.offset[axis], e.dtype, e.loc), e.dtype, e.loc)
+            indices.append(e)
+        loc = self.loc(node)
+        return ref, tuple(indices) + tuple(n.Const(k, dtypes.i32, loc) for k in component), \
+            element
+
+    def access_ref(self, node: ast.Subscript, base: Value) -> n.Ref:
+        """The ref of the field or ndarray `base` that `node` indexes."""
+        if isinstance(base, PyValue) and is_field(base.obj):
+            # an unnamed field is named as the kernel's source does (`x`, `x.grad`) in errors
+            name = base.obj.name if base.obj.named else ast.unparse(node.value)
+            return self.ctx.field_ref(base.obj, name)
+        if isinstance(base, n.ArrayRef):
+            return base
+        what = base.obj if isinstance(base, PyValue) else base
+        raise self.err(node.value, f"cannot index {describe(what)}")
+
+    def index_values(self, sl: ast.AST) -> list[tuple[ast.AST, Value]]:
+        """Each index of `x[sl]` with its source node (`x[None]` has none; an index vector,
+        from `jr.grouped`, counts as its components)."""
+        if isinstance(sl, ast.Constant) and sl.value is None:
+            items: list[ast.AST] = []
+        elif isinstance(sl, ast.Tuple):
+            items = list(sl.elts)
+        else:
+            items = [sl]
+        values: list[tuple[ast.AST, Value]] = []
+        for item in items:
+            v = self.expr(item)
+            values += [(item, x) for x in v.items] if isinstance(v, VecValue) else [(item, v)]
+        return values
 
     def expr_BinOp(self, node: ast.BinOp) -> Value:
         if isinstance(node.op, ast.MatMult):

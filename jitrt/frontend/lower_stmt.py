@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from .. import dtypes
 from ..ir import nodes as n
+from ..data_component import ComponentField
 from ..passes.walk import map_stmt, walk_expr
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
@@ -552,11 +553,8 @@ class StmtLowering(LoweringHost):
             if isinstance(callee, PyValue) and callee.obj is bi.grouped:
                 return self.grouped_for(node, it)
         source = self.expr(it)
-        if isinstance(source, PyValue) and type(source.obj).__name__ == "StructField":
-            zero = n.Const(0, dtypes.i32, self.loc(it))
-            return self.range_for(node, [(zero, n.Const(s, dtypes.i32, self.loc(it)))
-                                         for s in source.obj.shape], it)
-        if isinstance(source, PyValue) and is_field(source.obj):
+        if isinstance(source, PyValue) and (is_field(source.obj) or isinstance(
+                source.obj, ComponentField) or type(source.obj).__name__ == "StructField"):
             return self.range_for(node, self.field_box(source.obj, it), it)
         if isinstance(source, n.ArrayRef) and not source.grad:   # `for i in arr`: its shape
             loc = self.loc(it)
@@ -569,9 +567,12 @@ class StmtLowering(LoweringHost):
 
     def field_box(self, fld: Any, node: ast.AST) -> list[tuple[n.Expr, n.Expr]]:
         """The (begin, end) of each index of field `fld` (`for i, j in x`, `jr.grouped(x)`):
-        its shape, the element's components left out."""
+        its shape, the element's components left out, from its offset (the user's indices,
+        as in Taichi)."""
         loc = self.loc(node)
-        return [(n.Const(0, dtypes.i32, loc), n.Const(s, dtypes.i32, loc)) for s in fld.shape]
+        offset = tuple(getattr(fld, "offset", ())) or (0,) * len(fld.shape)
+        return [(n.Const(o, dtypes.i32, loc), n.Const(o + s, dtypes.i32, loc))
+                for o, s in zip(offset, fld.shape)]
 
     def is_constant_one(self, node: ast.AST) -> bool:
         step = self.expr(node)
@@ -638,7 +639,8 @@ class StmtLowering(LoweringHost):
             extents = self.ndrange_extents(inner.args)
         else:
             source = self.expr(inner)
-            if not (isinstance(source, PyValue) and is_field(source.obj)):
+            if not (isinstance(source, PyValue) and (is_field(source.obj) or isinstance(
+                    source.obj, ComponentField))):
                 raise self.err(inner, "jr.grouped() takes a field or a jr.ndrange(...)")
             extents = self.field_box(source.obj, inner)
         name = node.target.id

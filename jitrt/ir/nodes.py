@@ -43,6 +43,10 @@ class FieldRef:
     dtype: DataType
     shape: tuple[int, ...]
     grad: bool = False
+    # the field's first index on each storage axis when it has an offset (`jr.field(...,
+    # offset=)`), else (): indices in the IR are storage indices (the frontend subtracts the
+    # offset); this is only for the user's indices in bounds errors
+    offset: tuple[int, ...] = ()
 
     @property
     def ndim(self) -> int:

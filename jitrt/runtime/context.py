@@ -94,7 +94,12 @@ def raise_fault(buf: Any, compiled: "CompiledKernel") -> None:
         raise KernelAssertionError(
             f"kernel {compiled.name}: assertion failed at {site.loc}: {site.name}"
             + ("\n" + caret_text(line, site.loc.col) if line else ""))
+    if site.offset:       # an offset field: the user's index, not the storage's
+        index += site.offset[axis]
+        where = f" (its indices on axis {axis} start at {site.offset[axis]})"
+    else:
+        where = ""
     raise KernelBoundsError(
         f"kernel {compiled.name}: index {index} out of bounds on axis {axis} of '{site.name}' "
-        f"({site.kind}) at {site.loc}; the access was skipped"
+        f"({site.kind}){where} at {site.loc}; the access was skipped"
         + ("\n" + caret_text(line, site.loc.col) if line else ""))

@@ -18,7 +18,7 @@ each with its *fingerprint*:
   small numpy arrays, jitrt's frozen values such as dtypes and vector types), the module and
   qualified name for functions and classes of jitrt, the standard library's math modules and
   numpy (checked to be that very object), the field's layout (dtype, shape, element shape,
-  name, gradient and dual layouts) and which chains name the same field, and for a func its
+  offset, name, gradient and dual layouts) and which chains name the same field, and for a func its
   source text, defaults and annotations.
 
 A warm start computes the pre-key, reads the manifest, resolves every chain again and
@@ -377,8 +377,8 @@ class _Walk:
                     not self.user_modules and name.split(".")[0] not in NAMED_MODULES):
                 raise Unsupported(obj)
             return ("module", name)
-        field_type, func_type = _classes()
-        if t is field_type:
+        field_types, func_type = _classes()
+        if t in field_types:
             k = self.fields.setdefault(id(obj), len(self.fields))
             return ("field", k, self._layout(obj))
         if t is func_type:
@@ -439,13 +439,13 @@ class _Walk:
     def _layout(self, fld: Any) -> Any:
         """What the frontend reads of a field: never its data or address, nor the name of an
         unnamed one (`field<n>`, from the allocation order: the source's name is used)."""
-        Field = _classes()[0]
+        fields = _classes()[0]
         return (self.fingerprint(fld.dtype), tuple(fld.shape), tuple(fld.element_shape),
-                fld.name if fld.named else None, fld.named, fld.implicit,
+                tuple(fld.offset), fld.name if fld.named else None, fld.named, fld.implicit,
                 None if fld.grad is None else
-                self._layout(fld.grad) if type(fld.grad) is Field else self._fail(fld.grad),
+                self._layout(fld.grad) if type(fld.grad) in fields else self._fail(fld.grad),
                 None if fld.dual is None else
-                self._layout(fld.dual) if type(fld.dual) is Field else self._fail(fld.dual))
+                self._layout(fld.dual) if type(fld.dual) in fields else self._fail(fld.dual))
 
     def _func(self, func: Any) -> Any:
         k = self.func_ids.get(id(func))
@@ -475,12 +475,13 @@ _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 _CLASSES: list[Any] = []
 
 
-def _classes() -> tuple[type, type]:
-    """(Field, Func), imported on first use (this module is imported before them)."""
+def _classes() -> tuple[frozenset[type], type]:
+    """(the classes of placed fields, Func), imported on first use (this module is imported
+    before them). A field not placed yet is none of them."""
     if not _CLASSES:
-        from ..data import Field
+        from ..data import Field, MatrixField, ScalarField
         from ..frontend.func import Func
-        _CLASSES[:] = [Field, Func]
+        _CLASSES[:] = [frozenset((Field, ScalarField, MatrixField)), Func]
     return _CLASSES[0], _CLASSES[1]
 
 

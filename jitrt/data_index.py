@@ -1,0 +1,95 @@
+"""Shapes, offsets and host indices of fields and ndarrays.
+
+Stage: data (beside `data.py`). `shape_of` and `offset_of` check what `jr.field(...,
+shape=, offset=)` is given; `host_index` turns a Python-scope index (`x[i, j]`, user indices:
+an offset field's run from its offset) into the storage index of the numpy buffer. Caches
+nothing.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+MAX_ELEMENTS = 1 << 40   # far past any memory: a shape beyond is a typo, not a request
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def shape_of(shape: Any) -> tuple[int, ...]:
+    """A shape as a tuple of non-negative Python ints; anything else is an error naming it."""
+    items = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        items = tuple(items)
+    except TypeError:
+        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
+    for s in items:
+        if not _is_int(s):
+            raise TypeError(f"shape {shape!r}: extent {s!r} is not an integer")
+        if s < 0:
+            raise ValueError(f"shape {shape!r} has a negative extent")
+    out = tuple(int(s) for s in items)
+    if int(np.prod(out, dtype=object)) > MAX_ELEMENTS:
+        raise ValueError(f"shape {shape!r} has more than 2**40 elements")
+    return out
+
+
+def offset_of(offset: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A field's offset (`offset=-8`, `offset=(-4, 0)`, None for none) as one int per axis of
+    `shape`, in Taichi's words when its length differs."""
+    if offset is None:
+        return (0,) * len(shape)
+    items = (offset,) if _is_int(offset) else offset
+    try:
+        items = tuple(items)
+    except TypeError:
+        raise TypeError(f"offset must be an int or a tuple of ints, got {offset!r}") from None
+    if len(items) != len(shape):
+        raise ValueError(f"The dimensionality of shape and offset must be the same: shape "
+                         f"{shape} has {len(shape)} dimension(s), offset {offset!r} "
+                         f"{len(items)}")
+    for o in items:
+        if not _is_int(o):
+            raise TypeError(f"offset {offset!r}: {o!r} is not an integer")
+    return tuple(int(o) for o in items)
+
+
+def host_index(key: Any, shape: tuple[int, ...], name: str,
+               element_shape: tuple[int, ...] = (),
+               offset: tuple[int, ...] = ()) -> tuple[int, ...]:
+    """The storage index of a host-side index: `x[i]`, `x[i, j]`, `x[None]` for a 0-d field.
+    With vector/matrix elements, either one index per outer dimension (the whole element) or
+    one per storage dimension (one component). Without an offset an index may count from the
+    end, as in numpy; a field with an offset takes its own indices, from the offset to the
+    offset plus the extent (exclusive), as in Taichi."""
+    if key is None:
+        key = ()
+    index = key if isinstance(key, tuple) else (key,)
+    outer = len(shape) - len(element_shape)
+    if len(index) != len(shape) and not (element_shape and len(index) == outer):
+        if element_shape:
+            raise IndexError(
+                f"{name} is a field of {element_shape} elements with shape {shape[:outer]} "
+                f"(storage {shape}): give {outer} index(es) for an element or {len(shape)} "
+                f"for one component, not {len(index)}: {key!r}"
+                + (" (use x[None] for the element of a 0-d field)" if not outer else ""))
+        hint = " (use x[None] for a 0-d field or ndarray)" if not shape else ""
+        raise IndexError(f"{name} has {len(shape)} dimension(s) (shape {shape}) but "
+                         f"{len(index)} index(es) were given: {key!r}{hint}")
+    shifted = any(offset)
+    out = []
+    for k, (i, n) in enumerate(zip(index, shape)):
+        if not _is_int(i):
+            raise IndexError(f"{name}[{key!r}]: index {i!r} on axis {k} is not an integer")
+        lo = offset[k] if shifted and k < outer else 0
+        if shifted and k < outer:
+            if not lo <= i < lo + n:
+                raise IndexError(f"{name}[{key!r}]: index {i} is out of bounds for axis {k} "
+                                 f"with indices {lo}..{lo + n - 1} (offset {lo})")
+        elif not -n <= i < n:
+            raise IndexError(f"{name}[{key!r}]: index {i} is out of bounds for axis {k} with "
+                             f"extent {n}")
+        out.append(int(i) - lo)
+    return tuple(out)
