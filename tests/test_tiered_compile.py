@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -133,8 +134,9 @@ def test_the_offline_cache_gets_the_optimised_copy(tmp_path):
 
         a = np.ones(4, np.float32)
         twice(a)
+        jr.sync()
         print(jr.debug.stats()["compiles"], jr.debug.stats()["offline_cache_hits"], a.sum())
-    """))     # the first process ends right after its launch: exit waits for the copy
+    """))     # (exit waits for the copy only `EXIT_GRACE_S`: jr.sync() makes sure it lands)
     runs = [subprocess.run([sys.executable, str(script), str(tmp_path / "cache")],
                            capture_output=True, text=True, timeout=120) for _ in range(2)]
     assert [r.stdout.split() for r in runs] == [["1", "0", "8.0"], ["0", "1", "8.0"]], runs
@@ -381,3 +383,62 @@ def test_a_fork_while_another_thread_compiles_leaves_a_usable_child(tmp_path, ti
                           capture_output=True, text=True, timeout=180)
     assert proc.stdout.split() == ["child", "10.0", "parent", "6.0"], (proc.stdout,
                                                                         proc.stderr)
+
+
+EXIT_WHILE_COMPILING = """
+import threading
+import numpy as np
+import jitrt as jr
+from jitrt.backends import cpu_tiers
+jr.init(offline_cache=False, log_level="info")
+never = threading.Event()
+cpu_tiers._ThreadLLVM.compile = lambda self, text: never.wait() and b""   # a compile that
+                                                                         # never ends
+@jr.kernel
+def twice(a: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+    for i in range(a.shape[0]):
+        a[i] = 2 * a[i]
+
+a = np.ones(4, np.float32)
+twice(a)
+print(a.sum(), flush=True)
+"""
+
+
+def test_exit_drops_an_optimised_copy_still_compiling(tmp_path):
+    """Interpreter exit used to wait for every queued optimised copy (65 s after a 1,500-sin
+    kernel); it now waits `EXIT_GRACE_S`, then drops them and says so at INFO."""
+    script = tmp_path / "exit_compiling.py"
+    script.write_text(EXIT_WHILE_COMPILING)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stdout.split() == ["8.0"], (proc.stdout, proc.stderr)
+    assert "exit: the optimised compile of" in proc.stderr and "twice" in proc.stderr and \
+        "dropped after 0.5 s" in proc.stderr, proc.stderr
+
+
+def test_a_slow_compile_logs_when_it_starts_and_ends(held, monkeypatch, caplog):
+    """A compile running past `SLOW_COMPILE_S` logs one INFO line then and one at its end,
+    naming the kernel and the tier (here the background thread's optimised copy)."""
+    from jitrt import logger
+    monkeypatch.setattr(logger, "SLOW_COMPILE_S", 0.05)
+    jr.init(offline_cache=False)
+    x = jr.field(jr.f32, shape=(4,))
+
+    @jr.kernel
+    def slowly():
+        for i in x:
+            x[i] = 3.0
+
+    with caplog.at_level("INFO", logger="jitrt"):
+        slowly()
+        deadline = time.monotonic() + 60
+        while "background): compiling (started" not in caplog.text and \
+                time.monotonic() < deadline:
+            time.sleep(0.01)
+        held.set()
+        jr.sync()
+    lines = [r.getMessage() for r in caplog.records if "optimised copy, background" in
+             r.getMessage()]
+    assert len(lines) == 2 and "slowly" in lines[0], caplog.text
+    assert "compiling (started" in lines[0] and "compiled in" in lines[1], lines

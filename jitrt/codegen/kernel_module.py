@@ -139,6 +139,21 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     return fn
 
 
+# a parallel body with more calls of jitrt's own math (`vector_math`: each ~40 instructions,
+# inlined) than this calls the C library's functions instead, as with fast_math=False: LLVM's
+# time grows faster than the body (issue 34; `v = sin(v) * c` chains, LLVM process time on the
+# development VM, 2026-11-28: 8 calls 0.16 s, 16 0.33 s, 50 1.05 s, 100 3.2 s, 200 9.0 s,
+# against 0.08-0.17 s with libm calls; docs/architecture.md, "Bounded compile times")
+MAX_OWN_MATH = 32
+
+
+def own_math_calls(task: n.Task) -> int:
+    """How many calls in the task's body jitrt's own math would serve."""
+    from .vector_math import provides
+    return sum(1 for e in all_exprs(task.body)
+               if isinstance(e, n.Math) and provides(e.fn, ll_type(e.dtype)))
+
+
 def task_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, task: n.Task,
                  index: int, fn: ir.Function, sites: list[AccessSite]
                  ) -> tuple[FunctionEmitter, list[ir.Value], list[ir.Value]]:
@@ -147,7 +162,7 @@ def task_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, t
     ctx, caps, _, _, tid = fn.args[:5]
     em = FunctionEmitter(module, target, layout, fn, ctx, sites)
     em.task_index, em.tid = index, tid
-    em.vectorizable = True
+    em.vectorizable = own_math_calls(task) <= MAX_OWN_MATH
     em.unread_stacks = unread_stacks(task)
     b = em.builder
     d = len(task.vars)
