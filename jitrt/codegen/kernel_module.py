@@ -20,7 +20,7 @@ from .. import dtypes
 from ..ir import nodes as n
 from ..passes.offload import assigned_names
 from ..passes.walk import all_exprs, walk_expr
-from . import abi, bounds, loop_hints
+from . import abi, bounds, loop_hints, reduction_lanes
 from .abi import AccessSite, LaunchableTask
 from .emit_expr import I32, I64, ExprEmitter, ll_type
 from .emit_adstack import AdStackEmitter
@@ -54,6 +54,10 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.task_index = 0
         self.tid: ir.Value = ir.Constant(I64, 0)
         self.reductions: dict = {}   # reduction key -> accumulator alloca (parallel tasks)
+        self.reduction_lanes: dict = {}   # CPU float reductions: their sums (reduction_lanes)
+        self.reduction_lane: ir.Value | int | None = None   # the current iteration's sum
+        self.reduction_scalars: dict = {}   # in an unrolled pass: key -> its LANES sums
+        self.interleaved_evals: dict = {}   # in an interleaved pass: `Lanes.evals`
         self.private: frozenset = frozenset()   # fields whose atomics need no atomicity
         self.invariants: dict[int, ir.Value] = {}   # context slot -> its load at entry
         # accesses the current loop copy runs without checks -> their axes (codegen/bounds.py)
@@ -125,6 +129,7 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     else:
         emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
     b.position_at_end(exit_bb)
+    reduction_lanes.combine(em, task)
     flush = em.reductions
     em.reductions = {}
     if flush and target.is_gpu:
@@ -174,6 +179,7 @@ def task_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, t
     for k, key in enumerate(task.reductions):
         acc = em.local_ptr(f"$partial{k}", key[0].dtype)
         em.reductions[key] = acc
+    reduction_lanes.setup(em, task)
     from ..passes.reductions import private_refs    # (a warm start imports no pass)
     em.private = private_refs(task)      # atomics no other iteration races with: plain
     return em, begins, exts
@@ -205,6 +211,7 @@ def emit_fault_only_task(module: ir.Module, target: Target, layout: abi.ContextL
     emit_task_loop(em, task, local_types, counter, fn.args[2], fn.args[3], ir.Constant(I64, 1),
                    begins, exts, exit_bb)
     em.builder.position_at_end(exit_bb)
+    reduction_lanes.combine(em, task)
     flush, em.reductions = em.reductions, {}     # (the flush's atomics are not partials)
     flush_partials(em, flush, task)
     em.finish()
@@ -246,9 +253,11 @@ def block_sum(em: FunctionEmitter, flush: dict, name: str) -> None:
 
 def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
                    counter: ir.Value, lo: ir.Value, hi: ir.Value, step: ir.Value,
-                   begins: list[ir.Value], exts: list[ir.Value], exit_bb: ir.Block) -> None:
+                   begins: list[ir.Value], exts: list[ir.Value], exit_bb: ir.Block,
+                   first: ir.Value | None = None) -> None:
     """The loop over linear indices lo, lo + step, ... < hi: each index split into the task's
-    variables, then the body; it ends by jumping to `exit_bb`."""
+    variables, then the body; it ends by jumping to `exit_bb`. `first`: where the chunk
+    began, if before lo (float reductions count iterations from there)."""
     b, fn, d = em.builder, em.fn, len(task.vars)
     if d >= 2 and not em.target.is_gpu:
         emit_rows_loop(em, task, local_types, counter, lo, hi, begins, exts, exit_bb)
@@ -260,6 +269,7 @@ def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     idx = b.load(counter)
     b.cbranch(b.icmp_signed("<", idx, hi), body_bb, exit_bb)
     b.position_at_end(body_bb)
+    reduction_lanes.set_position(em, b.sub(idx, lo if first is None else first))
     rest = idx
     for k in reversed(range(d)):
         if d == 1:
@@ -288,6 +298,15 @@ def emit_fast_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
         from ..passes.interleave import interleaved      # (a warm start imports no pass)
         found = interleaved(task, em.target.lanes)
     if found is None:
+        if not em.target.is_gpu and reduction_lanes.unrollable(
+                em, task, bounds.cannot_fault(task.body, em.unchecked)):
+            def run(index: ir.Value, _: int) -> None:
+                set_var(em, task, local_types, 0, em.builder.add(index, begins[0]))
+                em.body(task.body)
+            rest = reduction_lanes.emit_unrolled(em, lo, hi, counter, run)
+            emit_task_loop(em, task, local_types, counter, rest, hi, step, begins, exts,
+                           exit_bb, first=lo)
+            return
         emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
         return
     lanes, body = found
@@ -306,12 +325,16 @@ def emit_fast_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     b.cbranch(b.icmp_signed("<", idx, main_end), body_bb, rest_bb)
     b.position_at_end(body_bb)
     set_var(em, task, local_types, 0, b.add(idx, begins[0]))
+    reduction_lanes.set_position(em, b.sub(idx, lo))
+    em.interleaved_evals = lanes.evals
     em.body(body)
+    em.interleaved_evals = {}
     b.store(b.add(b.load(counter), count), counter)
     back = b.branch(cond_bb)
     loop_hints.mark_loop(em.module, back, loop_hints.NO_RUNTIME_UNROLL)
     b.position_at_end(rest_bb)
-    emit_task_loop(em, task, local_types, counter, main_end, hi, step, begins, exts, exit_bb)
+    emit_task_loop(em, task, local_types, counter, main_end, hi, step, begins, exts, exit_bb,
+                   first=lo)
 
 
 def set_var(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
@@ -358,6 +381,7 @@ def emit_rows_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     b.cbranch(b.icmp_signed("<", jv, count), col_body, row_end)
     b.position_at_end(col_body)
     set_var(em, task, local_types, last, b.add(first, jv))
+    reduction_lanes.set_position(em, b.sub(b.add(idx, jv), lo))
     em.body(task.body)
     b.store(b.add(b.load(j), ir.Constant(I64, 1)), j)
     back = b.branch(col_cond)
