@@ -260,7 +260,8 @@ def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     began, if before lo (float reductions count iterations from there)."""
     b, fn, d = em.builder, em.fn, len(task.vars)
     if d >= 2 and not em.target.is_gpu:
-        emit_rows_loop(em, task, local_types, counter, lo, hi, begins, exts, exit_bb)
+        emit_rows_loop(em, task, local_types, counter, lo, hi, begins, exts, exit_bb,
+                       lo if first is None else first)
         return
     b.store(lo, counter)
     cond_bb, body_bb = fn.append_basic_block("cond"), fn.append_basic_block("body")
@@ -300,7 +301,7 @@ def emit_fast_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     if found is None:
         if not em.target.is_gpu and reduction_lanes.unrollable(
                 em, task, bounds.cannot_fault(task.body, em.unchecked)):
-            def run(index: ir.Value, _: int) -> None:
+            def run(index: ir.Value) -> None:
                 set_var(em, task, local_types, 0, em.builder.add(index, begins[0]))
                 em.body(task.body)
             rest = reduction_lanes.emit_unrolled(em, lo, hi, counter, run)
@@ -350,7 +351,7 @@ def set_var(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.Dat
 
 def emit_rows_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
                    counter: ir.Value, lo: ir.Value, hi: ir.Value, begins: list[ir.Value],
-                   exts: list[ir.Value], exit_bb: ir.Block) -> None:
+                   exts: list[ir.Value], exit_bb: ir.Block, chunk_lo: ir.Value) -> None:
     """A multi-dimensional box's chunk lo..hi on the CPU as rows: the outer coordinates are
     computed once per row, the innermost dimension is a plain counted loop (vectorizable)."""
     b, fn, d = em.builder, em.fn, len(task.vars)
@@ -381,7 +382,7 @@ def emit_rows_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     b.cbranch(b.icmp_signed("<", jv, count), col_body, row_end)
     b.position_at_end(col_body)
     set_var(em, task, local_types, last, b.add(first, jv))
-    reduction_lanes.set_position(em, b.sub(b.add(idx, jv), lo))
+    reduction_lanes.set_position(em, b.sub(b.add(idx, jv), chunk_lo))
     em.body(task.body)
     b.store(b.add(b.load(j), ir.Constant(I64, 1)), j)
     back = b.branch(col_cond)

@@ -72,7 +72,7 @@ def unrollable(em: Any, task: n.Task, cannot_fault: bool) -> bool:
 
 def emit_unrolled(em: Any, lo: ir.Value, hi: ir.Value, counter: ir.Value,
                   run: Any) -> ir.Value:
-    """The loop over lo, lo + LANES, ... below the last full group: `run(index, k)` emits
+    """The loop over lo, lo + LANES, ... below the last full group: `run(index)` emits
     iteration `index` with `em.reduction_lane` = k (a constant: sum k is a scalar local).
     Returns where the rest of the chunk starts (lanes still in step: (rest - lo) mod LANES
     is 0); the scalar sums are stored back into their arrays for it."""
@@ -98,7 +98,7 @@ def emit_unrolled(em: Any, lo: ir.Value, hi: ir.Value, counter: ir.Value,
     b.position_at_end(body_bb)
     for k in range(LANES):
         em.reduction_lane = k
-        run(b.add(idx, ir.Constant(I64, k)), k)
+        run(b.add(idx, ir.Constant(I64, k)))
     b.store(b.add(b.load(counter), step), counter)
     b.branch(cond_bb)
     b.position_at_end(rest_bb)
