@@ -284,9 +284,9 @@ def test_a_tiered_kernel_without_candidates_is_built_once(monkeypatch):
     texts = []
     real = cpu_tiers.Tiers.optimise_later
 
-    def spy(self, prefix, text, done):
+    def spy(self, prefix, text, done, *rest):
         texts.append(isinstance(text, str))
-        return real(self, prefix, text, done)
+        return real(self, prefix, text, done, *rest)
     monkeypatch.setattr(cpu_tiers.Tiers, "optimise_later", spy)
 
     @jr.kernel

@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterator
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 
+from .. import logger as log
 from .llvm_setup import LLVM_LOCK, init_llvm, make_target_machine, optimize
 
 QUICK = "$quick"      # suffix of the quick copy's exported definitions
@@ -51,6 +52,9 @@ CELL = "$cell"        # the cell of a symbol: the address of the copy its stub c
 # starts once no compile has run for this long, or at once when someone waits for the queue:
 # a kernel's compile and its first launch are followed at once by the next kernel's compile
 QUIET_S = 0.02
+# interpreter exit waits this long for the optimised copies still queued or compiling, then
+# drops them (`Tiers.at_exit`): a process ends within about this long of its script's end
+EXIT_GRACE_S = 0.5
 
 
 def stub_text(name: str, signature: str) -> str:
@@ -138,8 +142,8 @@ class _ThreadLLVM:
             mod.close()
 
 
-# (key, IR text or what builds it, what to do with the object)
-Job = tuple[str, "str | Callable[[], str]", Callable[[bytes], None]]
+# (key, IR text or what builds it, what to do with the object, the kernel's name)
+Job = tuple[str, "str | Callable[[], str]", Callable[[bytes], None], str]
 
 
 class Tiers:
@@ -157,6 +161,8 @@ class Tiers:
         self._waiting = 0                  # threads in `wait`
         self._paused = False               # a fork is under way (`pause`): start no job
         self._running = False              # a job is past its start (building or compiling)
+        self._current = ""                 # the kernel of the job running (the exit's log)
+        self._closed = False               # the interpreter exits: results are dropped
 
     def quick(self, prefix: str, text: str, symbols: list[str]) -> dict[str, int]:
         """Compile and load the quick copy: symbol -> its stub's address, and
@@ -169,20 +175,20 @@ class Tiers:
                 **{s + CELL: addrs[s + CELL] for s in symbols}}
 
     def optimise_later(self, prefix: str, text: str | Callable[[], str],
-                       done: Callable[[bytes], None]) -> None:
+                       done: Callable[[bytes], None], kernel: str = "") -> None:
         """Queue `text` (or a function building it, called on the background thread) for the
         background thread; `done(object)` runs there afterwards. A prefix already queued is
-        not queued again."""
+        not queued again. `kernel` names it in the log."""
         with self._cond:
             if prefix in self._queued:
                 return
             self._queued.add(prefix)
-            self._jobs.append((prefix, text, done))
+            self._jobs.append((prefix, text, done, kernel or prefix))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="jitrt-optimiser",
                                                 daemon=True)
                 self._thread.start()
-                atexit.register(self.wait)
+                atexit.register(self.at_exit)
             self._cond.notify_all()
 
     @contextlib.contextmanager
@@ -216,18 +222,42 @@ class Tiers:
             if cell is not None:
                 ctypes.c_uint64.from_address(cell).value = address
 
-    def wait(self) -> None:
-        """Return once no job is queued or compiling."""
+    def wait(self, timeout: float | None = None) -> bool:
+        """Return True once no job is queued or compiling, False if `timeout` seconds pass
+        first."""
         if not self._queued:
-            return
+            return True
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             self._waiting += 1
             self._cond.notify_all()
             try:
                 while self._queued:
-                    self._cond.wait()
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        return False
+                    self._cond.wait(left)
+                return True
             finally:
                 self._waiting -= 1
+
+    def at_exit(self) -> None:
+        """Interpreter exit: wait up to EXIT_GRACE_S for the queue, then drop the jobs not
+        started and the result of the one compiling (no one will launch the kernel again;
+        the next process compiles it anew). Its thread is a daemon: the process exits while
+        LLVM still works on it."""
+        if self.wait(EXIT_GRACE_S):
+            return
+        with self._cond:
+            self._closed = True
+            dropped = [kernel for _, _, _, kernel in self._jobs]
+            self._jobs.clear()
+            self._queued.clear()
+            self._cond.notify_all()
+        log.logger.info("exit: the optimised compile%s of %s %s dropped after %.1f s (not "
+                        "cached; jr.sync() before the end waits for them)",
+                        "s" if dropped else "", ", ".join([self._current, *dropped]),
+                        "are" if dropped else "is", EXIT_GRACE_S)
 
     def pause(self) -> None:
         """Before a fork (`runtime/forking.py`): start no further job and return once the job
@@ -265,22 +295,27 @@ class Tiers:
                 if self._paused:
                     continue
             self._running = True
-            return self._jobs.popleft()
+            job = self._jobs.popleft()
+            self._current = job[3]
+            return job
 
     def _run(self) -> None:
         state: _ThreadLLVM | None = None
         while True:
             with self._cond:
-                prefix, text, done = self._next()
+                prefix, text, done, kernel = self._next()
             try:
-                if state is None:
-                    state = _ThreadLLVM()
-                if not isinstance(text, str):
-                    text = text()
-                done(state.compile(text))
-                self.landed += 1
+                with log.slow_compile(kernel, "optimised copy, background"):
+                    if state is None:
+                        state = _ThreadLLVM()
+                    if not isinstance(text, str):
+                        text = text()
+                    obj = state.compile(text)
+                if not self._closed:
+                    done(obj)
+                    self.landed += 1
             except Exception as exc:  # noqa: BLE001 - the quick copy stays; the user is told
-                warnings.warn(f"jitrt: the optimised compile of {prefix} failed ({exc}); the "
+                warnings.warn(f"jitrt: the optimised compile of {kernel} failed ({exc}); the "
                               "kernel keeps running its quickly compiled copy", RuntimeWarning,
                               stacklevel=1)
             finally:

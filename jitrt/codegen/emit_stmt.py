@@ -39,28 +39,28 @@ class StmtEmitter(EmitterHost):
         self.builder.store(self.expr(s.value), self.local_ptr(s.name, s.value.dtype))
 
     def stmt_Eval(self, s: n.Eval) -> None:
-        acc = self.reduction_accumulator(s.expr)
+        acc = self.reduction_accumulator(s.expr, s)
         if acc is not None and isinstance(s.expr, n.Atomic):  # a private per-chunk partial sum
             value = self.expr(s.expr.value)
             b = self.builder
             old = b.load(acc)
             if s.expr.dtype.is_float:
-                # the partials of a `+=` reduction are summed in an order that already depends
-                # on how the box is split: letting LLVM reassociate them within a chunk too is
-                # what vectorizes the loop (the result moves within rounding, as between runs
-                # with other thread counts)
-                op = b.fadd if s.expr.op == "add" else b.fsub
-                b.store(op(old, value, flags=("reassoc",)), acc)
+                # no fast-math flag: the order is the IR's (codegen/reduction_lanes.py), the
+                # same in every tier of a kernel
+                b.store((b.fadd if s.expr.op == "add" else b.fsub)(old, value), acc)
             else:
                 b.store((b.add if s.expr.op == "add" else b.sub)(old, value), acc)
             return
         self.expr(s.expr)
 
-    def reduction_accumulator(self, e: n.Expr) -> ir.Value | None:
+    def reduction_accumulator(self, e: n.Expr, s: n.Eval | None = None) -> ir.Value | None:
         if not isinstance(e, n.Atomic) or not self.reductions:
             return None
         from ..passes.reductions import reduction_key
-        return self.reductions.get(reduction_key(e))
+        from . import reduction_lanes
+        key = reduction_key(e)
+        lane = reduction_lanes.accumulator(self, key, s)
+        return lane if lane is not None else self.reductions.get(key)
 
     def stmt_Store(self, s: n.Store) -> None:
         value = self.expr(s.value)

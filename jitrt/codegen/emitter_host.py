@@ -31,6 +31,10 @@ class EmitterHost:
         task_index: int
         tid: ir.Value
         reductions: dict[Any, ir.Value]
+        reduction_lanes: dict[Any, ir.Value]   # float reductions' sums (reduction_lanes.py)
+        reduction_lane: ir.Value | int | None
+        reduction_scalars: dict[Any, list[ir.Value]]
+        interleaved_evals: dict[int, Any]
         private: frozenset[Any]      # fields whose atomics need no atomicity (passes/reductions)
         invariants: dict[int, ir.Value]
         unchecked: dict[Any, Any]    # accesses proven in bounds -> axes (codegen/bounds.py)

@@ -20,7 +20,7 @@ from .. import dtypes
 from ..ir import nodes as n
 from ..passes.offload import assigned_names
 from ..passes.walk import all_exprs, walk_expr
-from . import abi, bounds, loop_hints
+from . import abi, bounds, loop_hints, reduction_lanes
 from .abi import AccessSite, LaunchableTask
 from .emit_expr import I32, I64, ExprEmitter, ll_type
 from .emit_adstack import AdStackEmitter
@@ -54,6 +54,10 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.task_index = 0
         self.tid: ir.Value = ir.Constant(I64, 0)
         self.reductions: dict = {}   # reduction key -> accumulator alloca (parallel tasks)
+        self.reduction_lanes: dict = {}   # CPU float reductions: their sums (reduction_lanes)
+        self.reduction_lane: ir.Value | int | None = None   # the current iteration's sum
+        self.reduction_scalars: dict = {}   # in an unrolled pass: key -> its LANES sums
+        self.interleaved_evals: dict = {}   # in an interleaved pass: `Lanes.evals`
         self.private: frozenset = frozenset()   # fields whose atomics need no atomicity
         self.invariants: dict[int, ir.Value] = {}   # context slot -> its load at entry
         # accesses the current loop copy runs without checks -> their axes (codegen/bounds.py)
@@ -126,6 +130,7 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     else:
         emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
     b.position_at_end(exit_bb)
+    reduction_lanes.combine(em, task)
     flush = em.reductions
     em.reductions = {}
     if flush and target.is_gpu:
@@ -140,6 +145,21 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     return fn
 
 
+# a parallel body with more calls of jitrt's own math (`vector_math`: each ~40 instructions,
+# inlined) than this calls the C library's functions instead, as with fast_math=False: LLVM's
+# time grows faster than the body (issue 34; `v = sin(v) * c` chains, LLVM process time on the
+# development VM, 2026-11-28: 8 calls 0.16 s, 16 0.33 s, 50 1.05 s, 100 3.2 s, 200 9.0 s,
+# against 0.08-0.17 s with libm calls; docs/architecture.md, "Bounded compile times")
+MAX_OWN_MATH = 32
+
+
+def own_math_calls(task: n.Task) -> int:
+    """How many calls in the task's body jitrt's own math would serve."""
+    from .vector_math import provides
+    return sum(1 for e in all_exprs(task.body)
+               if isinstance(e, n.Math) and provides(e.fn, ll_type(e.dtype)))
+
+
 def task_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, task: n.Task,
                  index: int, fn: ir.Function, sites: list[AccessSite]
                  ) -> tuple[FunctionEmitter, list[ir.Value], list[ir.Value]]:
@@ -148,7 +168,7 @@ def task_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, t
     ctx, caps, _, _, tid = fn.args[:5]
     em = FunctionEmitter(module, target, layout, fn, ctx, sites)
     em.task_index, em.tid = index, tid
-    em.vectorizable = True
+    em.vectorizable = own_math_calls(task) <= MAX_OWN_MATH
     em.unread_stacks = unread_stacks(task)
     b = em.builder
     d = len(task.vars)
@@ -160,6 +180,7 @@ def task_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, t
     for k, key in enumerate(task.reductions):
         acc = em.local_ptr(f"$partial{k}", key[0].dtype)
         em.reductions[key] = acc
+    reduction_lanes.setup(em, task)
     from ..passes.reductions import private_refs    # (a warm start imports no pass)
     em.private = private_refs(task)      # atomics no other iteration races with: plain
     return em, begins, exts
@@ -191,6 +212,7 @@ def emit_fault_only_task(module: ir.Module, target: Target, layout: abi.ContextL
     emit_task_loop(em, task, local_types, counter, fn.args[2], fn.args[3], ir.Constant(I64, 1),
                    begins, exts, exit_bb)
     em.builder.position_at_end(exit_bb)
+    reduction_lanes.combine(em, task)
     flush, em.reductions = em.reductions, {}     # (the flush's atomics are not partials)
     flush_partials(em, flush, task)
     em.finish()
@@ -232,12 +254,15 @@ def block_sum(em: FunctionEmitter, flush: dict, name: str) -> None:
 
 def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
                    counter: ir.Value, lo: ir.Value, hi: ir.Value, step: ir.Value,
-                   begins: list[ir.Value], exts: list[ir.Value], exit_bb: ir.Block) -> None:
+                   begins: list[ir.Value], exts: list[ir.Value], exit_bb: ir.Block,
+                   first: ir.Value | None = None) -> None:
     """The loop over linear indices lo, lo + step, ... < hi: each index split into the task's
-    variables, then the body; it ends by jumping to `exit_bb`."""
+    variables, then the body; it ends by jumping to `exit_bb`. `first`: where the chunk
+    began, if before lo (float reductions count iterations from there)."""
     b, fn, d = em.builder, em.fn, len(task.vars)
     if d >= 2 and not em.target.is_gpu:
-        emit_rows_loop(em, task, local_types, counter, lo, hi, begins, exts, exit_bb)
+        emit_rows_loop(em, task, local_types, counter, lo, hi, begins, exts, exit_bb,
+                       lo if first is None else first)
         return
     b.store(lo, counter)
     cond_bb, body_bb = fn.append_basic_block("cond"), fn.append_basic_block("body")
@@ -246,6 +271,7 @@ def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     idx = b.load(counter)
     b.cbranch(b.icmp_signed("<", idx, hi), body_bb, exit_bb)
     b.position_at_end(body_bb)
+    reduction_lanes.set_position(em, b.sub(idx, lo if first is None else first))
     rest = idx
     for k in reversed(range(d)):
         if d == 1:
@@ -274,6 +300,15 @@ def emit_fast_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
         from ..passes.interleave import interleaved      # (a warm start imports no pass)
         found = interleaved(task, em.target.lanes)
     if found is None:
+        if not em.target.is_gpu and reduction_lanes.unrollable(
+                em, task, bounds.cannot_fault(task.body, em.unchecked)):
+            def run(index: ir.Value) -> None:
+                set_var(em, task, local_types, 0, em.builder.add(index, begins[0]))
+                em.body(task.body)
+            rest = reduction_lanes.emit_unrolled(em, lo, hi, counter, run)
+            emit_task_loop(em, task, local_types, counter, rest, hi, step, begins, exts,
+                           exit_bb, first=lo)
+            return
         emit_task_loop(em, task, local_types, counter, lo, hi, step, begins, exts, exit_bb)
         return
     lanes, body = found
@@ -292,12 +327,16 @@ def emit_fast_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     b.cbranch(b.icmp_signed("<", idx, main_end), body_bb, rest_bb)
     b.position_at_end(body_bb)
     set_var(em, task, local_types, 0, b.add(idx, begins[0]))
+    reduction_lanes.set_position(em, b.sub(idx, lo))
+    em.interleaved_evals = lanes.evals
     em.body(body)
+    em.interleaved_evals = {}
     b.store(b.add(b.load(counter), count), counter)
     back = b.branch(cond_bb)
     loop_hints.mark_loop(em.module, back, loop_hints.NO_RUNTIME_UNROLL)
     b.position_at_end(rest_bb)
-    emit_task_loop(em, task, local_types, counter, main_end, hi, step, begins, exts, exit_bb)
+    emit_task_loop(em, task, local_types, counter, main_end, hi, step, begins, exts, exit_bb,
+                   first=lo)
 
 
 def set_var(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
@@ -313,7 +352,7 @@ def set_var(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.Dat
 
 def emit_rows_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
                    counter: ir.Value, lo: ir.Value, hi: ir.Value, begins: list[ir.Value],
-                   exts: list[ir.Value], exit_bb: ir.Block) -> None:
+                   exts: list[ir.Value], exit_bb: ir.Block, chunk_lo: ir.Value) -> None:
     """A multi-dimensional box's chunk lo..hi on the CPU as rows: the outer coordinates are
     computed once per row, the innermost dimension is a plain counted loop (vectorizable)."""
     b, fn, d = em.builder, em.fn, len(task.vars)
@@ -344,6 +383,7 @@ def emit_rows_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     b.cbranch(b.icmp_signed("<", jv, count), col_body, row_end)
     b.position_at_end(col_body)
     set_var(em, task, local_types, last, b.add(first, jv))
+    reduction_lanes.set_position(em, b.sub(b.add(idx, jv), chunk_lo))
     em.body(task.body)
     b.store(b.add(b.load(j), ir.Constant(I64, 1)), j)
     back = b.branch(col_cond)

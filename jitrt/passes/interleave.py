@@ -51,6 +51,9 @@ class Lanes:
         self.renamed |= {s.var for s in walk_stmts(task.body)
                          if isinstance(s, (n.For, n.ReverseFor))}
         self.fresh = 0
+        # each lane copy of an `Eval` (a `+=` among them) -> (the copy, its lane): codegen
+        # puts a float reduction's lane k into the sum of index i + k (codegen/reduction_lanes)
+        self.evals: dict[int, tuple[n.Eval, int]] = {}
 
     def expr(self, e: n.Expr, lane: int) -> n.Expr:
         """`e` as lane `lane` computes it."""
@@ -90,7 +93,9 @@ class Lanes:
             return replace(s, indices=tuple(self.expr(i, lane) for i in s.indices),
                            value=self.expr(s.value, lane))
         if isinstance(s, n.Eval):
-            return replace(s, expr=self.expr(s.expr, lane))
+            copy = replace(s, expr=self.expr(s.expr, lane))
+            self.evals[id(copy)] = (copy, lane)
+            return copy
         if isinstance(s, (n.StackInit, n.StackPush, n.StackAccAdj)):
             return replace(s, stack=replace(s.stack, lane=lane), value=self.expr(s.value, lane))
         if isinstance(s, n.StackPop):

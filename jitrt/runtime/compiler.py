@@ -192,17 +192,21 @@ def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
             return compiled
         program.count("offline_cache_misses")
     program.count("compiles")
-    module, artifact, times, later = lower_artifact(kernel, params, name, ctx, kir, cfg,
-                                                    program.device)
-    if tiers is not None and quick_first(cfg, program.device, artifact.lowered.tasked.tasks):
-        program.count("quick_compiles")
-        compiled = compile_tiered(tiers, module, later, artifact, times, ctx, program, key,
-                                  warm)
-    else:
-        artifact = with_object(program.device, module, artifact, times, later)
-        if store is not None and key is not None:
-            store.save(key, name, artifact)
-        compiled = instantiate(artifact, tuple(ctx.field_objs), program, warm)
+    with log.slow_compile(name, "lowering") as tier:
+        module, artifact, times, later = lower_artifact(kernel, params, name, ctx, kir, cfg,
+                                                        program.device)
+        if tiers is not None and quick_first(cfg, program.device,
+                                             artifact.lowered.tasked.tasks):
+            tier("quick copy")
+            program.count("quick_compiles")
+            compiled = compile_tiered(tiers, module, later, artifact, times, ctx, program, key,
+                                      warm)
+        else:
+            tier("optimised copy")
+            artifact = with_object(program.device, module, artifact, times, later)
+            if store is not None and key is not None:
+                store.save(key, name, artifact)
+            compiled = instantiate(artifact, tuple(ctx.field_objs), program, warm)
     if store is not None and key is not None:
         record_manifest(kernel, name, warm, variant, key, ctx)
     log.logger.info("%s: compiled in %.1f ms", name, (time.perf_counter() - start) * 1e3)
@@ -257,7 +261,8 @@ def compile_tiered(tiers: "Tiers", module: Any, later: "Later", artifact: "Artif
                          "one)", full.name, (time.perf_counter() - t0) * 1e3)
         if store is not None and key is not None:
             store.save(key, full.name, full)
-    tiers.optimise_later(artifact.prefix, text if later is None else later, landed)
+    tiers.optimise_later(artifact.prefix, text if later is None else later, landed,
+                         artifact.name)
     return instantiate(artifact, tuple(ctx.field_objs), program, warm, quick)
 
 

@@ -16,16 +16,22 @@ cached.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
-from ..backends import llvm_setup
-
 _held: list[Any] = []      # what `_before` acquired, in order (released in reverse)
+_llvm: list[Any] = []      # `llvm_setup`, when `_before` held its locks
+
+
+def _loaded(name: str) -> Any:
+    """The module `jitrt.backends.<name>` if something imported it (a hook imports nothing:
+    `import jitrt` loads no LLVM, and a process that never compiled has none in use)."""
+    return sys.modules.get(f"{__package__.rsplit('.', 1)[0]}.backends.{name}")
 
 
 def _tiers() -> Any:
-    from ..backends import cpu
-    return cpu._tiers
+    cpu = _loaded("cpu")
+    return None if cpu is None else cpu._tiers
 
 
 def _before() -> None:
@@ -39,11 +45,15 @@ def _before() -> None:
     tiers = _tiers()
     if tiers is not None:
         tiers.pause()
-    llvm_setup.hold_for_fork()
+    llvm_setup = _loaded("llvm_setup")
+    if llvm_setup is not None:
+        llvm_setup.hold_for_fork()
+        _llvm.append(llvm_setup)
 
 
 def _release() -> None:
-    llvm_setup.release_after_fork()
+    while _llvm:
+        _llvm.pop().release_after_fork()
     while _held:
         _held.pop().release()
 
