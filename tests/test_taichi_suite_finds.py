@@ -15,4 +15,6 @@ def test_print_in_a_versioned_field_loop(capfd):
     k(0.5)
     jr.sync()
     out = sorted(capfd.readouterr().out.splitlines())
-    assert out == ["x[ 0 ]= 0", "x[ 1 ]= 0.5", "x[ 2 ]= 1"]
+    # floats print as Python does on the CPU (0.0), as %g on GPUs (0): compare the numbers
+    assert [line.split("]=")[0] for line in out] == ["x[ 0 ", "x[ 1 ", "x[ 2 "]
+    assert [float(line.split("]=")[1]) for line in out] == [0.0, 0.5, 1.0]
