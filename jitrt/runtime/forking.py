@@ -35,7 +35,7 @@ def _tiers() -> Any:
 
 
 def _before() -> None:
-    from . import program
+    program = sys.modules[f"{__package__}.program"]   # it installed these hooks (no import)
     program._init_lock.acquire()
     _held.append(program._init_lock)
     current = program._current
