@@ -41,6 +41,22 @@ from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
 from .types import template
 
+# Quadrants 1.3.3's own names (what Genesis uses beyond Taichi's language): jitrt/quadrants/,
+# docs/porting.md "Genesis"
+from .frontend.builtins import (atomic_and, atomic_exchange, atomic_or, atomic_xor, outer,
+                                raw_mod, static_assert)
+from .frontend.builtins import graph_do_while as _graph_do_while
+from .quadrants import algorithms, lang, simt
+from .quadrants import qd_logging as _logging  # noqa: F401 (qd._logging)
+from .quadrants.perf import perf_dispatch
+from .quadrants.qd_logging import CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN
+from .quadrants.tensor import Backend, Layout, MatrixTensor, Tensor, VectorTensor, tensor
+
+int8, int16, int32, int64, uint8, uint16, uint32, uint64 = i8, i16, i32, i64, u8, u16, u32, u64
+float32, float64 = f32, f64
+u1 = u8            # Quadrants' 1-bit bool: a byte here (docs/porting.md, "Genesis")
+graph.do_while = _graph_do_while  # type: ignore[attr-defined]   # qd.graph.do_while(flag)
+
 # The launch path and the cache store load with the package; the compile pipeline (frontend
 # lowering, passes, codegen) loads with the first compile and the CPU backend (llvmlite's LLVM
 # library) with jr.init(), so that `import jitrt` pays for neither (docs/performance.md,
@@ -80,7 +96,13 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "ndrange", "polar_decompose", "pow", "profiler", "randn", "random", "reset", "root",
            "round", "rsqrt", "select", "sign", "sin", "sinh", "sqrt", "static", "stop_grad", "svd",
            "sym_eig",
-           "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8", "rgb_to_hex"]
+           "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8", "rgb_to_hex",
+           # Quadrants'
+           "Backend", "CRITICAL", "DEBUG", "ERROR", "INFO", "Layout", "MatrixTensor", "TRACE",
+           "Tensor", "VectorTensor", "WARN", "algorithms", "atomic_and", "atomic_exchange",
+           "atomic_or", "atomic_xor", "float32", "float64", "int16", "int32", "int64", "int8",
+           "lang", "outer", "perf_dispatch", "raw_mod", "simt", "static_assert", "tensor", "u1",
+           "uint16", "uint32", "uint64", "uint8"]
 
 
 def __getattr__(name: str) -> object:

@@ -86,9 +86,10 @@ def _check_log_level(value: Any) -> str | None:
     if value is None:
         return None
     text = str(value).strip().lower()
+    text = {"warn": "warning", "trace": "debug"}.get(text, text)   # Quadrants' jr.WARN, TRACE
     if text in ("debug", "info", "warning", "error", "critical"):
         return text
-    raise ValueError("expected one of debug, info, warning, error, critical")
+    raise ValueError("expected one of debug, info, warning (warn), error, critical")
 
 
 def _check_dir(value: Any) -> str | None:
@@ -200,7 +201,9 @@ assert [f.name for f in fields(Config)] == [o.name for o in OPTIONS], "Config an
 # Taichi's names for jitrt options, and Taichi options that have nothing to do in jitrt
 # (accepted with one warning each, so a ported `ti.init(...)` line runs unchanged)
 PEER_ALIASES = {"cpu_max_num_threads": "num_threads",
-                "offline_cache_file_path": "offline_cache_dir"}
+                "offline_cache_file_path": "offline_cache_dir",
+                # Quadrants' (Genesis's gs.init passes it): the cache's size bound in bytes
+                "offline_cache_max_size_of_files": "offline_cache_max_bytes"}
 PEER_IGNORED = {
     "device_memory_GB": "GPU memory is allocated per array, not preallocated",
     "device_memory_fraction": "GPU memory is allocated per array, not preallocated",
@@ -219,6 +222,11 @@ PEER_IGNORED = {
     "print_ir": "use jr.debug (docs/usage.md)",
     "verbose": "use jr.init(log_level=...)",
     "excepthook": "jitrt's errors already omit its internal frames",
+    # Quadrants 1.3.3's (what Genesis's gs.init passes)
+    "force_scalarize_matrix": "jitrt always lowers vectors and matrices to scalars",
+    "ad_stack_sparse_threshold_bytes": "adstacks are always sized exactly at each launch",
+    "num_compile_threads": "a kernel compiles on one thread (a tiered compile optimises on "
+                           "one more)",
 }
 
 

@@ -130,7 +130,8 @@ class _Buffer:
     """What Field and Ndarray share: the numpy buffer, host access and the generation."""
 
     __slots__ = ("_data", "dtype", "shape", "gen", "ptr", "alloc_id", "grad", "name",
-                 "named", "_mirror", "element_shape", "dual", "implicit", "__weakref__")
+                 "named", "_mirror", "element_shape", "dual", "implicit", "layout",
+                 "__weakref__")
 
     def __init__(self, dtype: Any, shape: Any, needs_grad: bool, name: str | None,
                  kind: str, storage: np.ndarray | None = None, needs_dual: bool = False) -> None:
@@ -148,6 +149,9 @@ class _Buffer:
         self.grad: Any = None
         self.dual: Any = None
         self.implicit = False   # a gradient placed with its field, not asked for (see top)
+        # Quadrants' physical axis order (`jr.tensor(..., layout=)`): recorded, storage stays
+        # row-major (quadrants/tensor.py)
+        self.layout: tuple[int, ...] | None = None
         if needs_grad:
             _check_float(self.dtype, "needs_grad", kind, name)
             self.grad = type(self)(self.dtype, self.shape, False, self.name + ".grad", kind)
@@ -163,6 +167,10 @@ class _Buffer:
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    def _unwrap(self) -> "_Buffer":
+        """Quadrants' `qd.Tensor._unwrap()`: a jitrt field or ndarray is its own tensor."""
+        return self
 
     @property
     def needs_grad(self) -> bool:

@@ -14,6 +14,7 @@ runs. `Func` (`@jr.func`, inlined where called) lives in the frontend
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import typing
 from typing import Any, Callable
@@ -26,6 +27,7 @@ from .ir import nodes as n
 from .runtime import launcher
 from .types import NdarrayType, Template
 from .linalg import MatrixType
+from .quadrants.tensor import Tensor
 
 
 def parse_params(fn: Callable) -> tuple[n.Param, ...]:
@@ -46,6 +48,10 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
                                      inspect.getsourcefile(fn) or "?", fn.__code__.co_firstlineno)
         if isinstance(ann, Template):
             params.append(n.Param(p.name, "template"))
+        elif isinstance(ann, type(Tensor)):      # jr.Tensor (or VectorTensor...)
+            # Quadrants' `qd.Tensor`: a field (as a template) or an ndarray (as an untyped
+            # ndarray parameter), chosen per argument (runtime/arguments.specialize)
+            params.append(n.Param(p.name, "tensor", None, -1, element_dim=-1))
         elif isinstance(ann, NdarrayType):
             params.append(n.Param(p.name, "ndarray", ann.dtype, ann.ndim if ann.ndim is not None
                                   else -1, element_shape=ann.element_shape,
@@ -109,6 +115,7 @@ class Kernel:
         self._forward_kernels: dict[tuple[int, ...], Kernel] = {}
         self._validation_kernel: Kernel | None = None
         self.grad_disabled = False     # @jr.ad.no_grad: never recorded, .grad does nothing
+        self.fastcache = self.graph = False    # Quadrants' options (see `kernel`)
         if dual_args is not None:      # the duals of these ndarrays come as hidden parameters
             self.params += tuple(dataclasses.replace(self.params[i], name=f"{self.params[i].name}"
                                                      ".dual", grad_annotation=None)
@@ -201,8 +208,16 @@ class BoundKernel:
 _BIND = launcher.user_facing(launcher.bind, "bind")
 
 
-def kernel(fn: Callable) -> Kernel:
+def kernel(fn: Callable | None = None, *, fastcache: bool = False, graph: bool = False
+           ) -> Any:
     """Decorate a function as a kernel, compiled on first call for each specialization.
+
+    `@jr.kernel(fastcache=True, graph=True)` takes Quadrants' two options. `fastcache`:
+    Quadrants caches such a kernel on disk keyed by its source; jitrt's offline cache does so
+    for every kernel whenever `jr.init(offline_cache=True)` (the default), so the flag changes
+    nothing. `graph`: Quadrants records the kernel's launches as one CUDA graph (on other
+    backends it launches as usual); jitrt records graphs with `jr.graph(step)`, and launches
+    such a kernel as usual. Both are kept as attributes of the kernel.
 
     Parameters are annotated `jr.f32`/`jr.i32`/... (scalars), `jr.math.vec3`,
     `jr.types.vector(3, jr.f32)`, `jr.types.matrix(2, 2, jr.f64)` (vectors/matrices passed by
@@ -222,7 +237,16 @@ def kernel(fn: Callable) -> Kernel:
             for i in range(a.shape[0]):
                 a[i] = a[i] * k
     """
-    return Kernel(fn)
+    for name, flag in (("fastcache", fastcache), ("graph", graph)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"@jr.kernel({name}=...) takes True or False, got {flag!r}")
+    if fn is None:
+        return functools.partial(kernel, fastcache=fastcache, graph=graph)
+    if not callable(fn):
+        raise TypeError(f"@jr.kernel decorates a function, got {type(fn).__name__}")
+    k = Kernel(fn)
+    k.fastcache, k.graph = fastcache, graph
+    return k
 
 
 def data_oriented(cls: type) -> type:

@@ -129,7 +129,9 @@ class Vector:
     """`jr.Vector([x, y, z])` in kernels (a vector value); `jr.Vector.field(3, jr.f32,
     shape=N)` and `jr.Vector.ndarray(3, jr.f32, shape=N)` make storage of vectors."""
 
-    def __new__(cls, values: Any, dtype: Any = None) -> Any:  # type: ignore[misc]
+    def __new__(cls, values: Any, dtype: Any = None, dt: Any = None  # type: ignore[misc]
+                ) -> Any:
+        dtype = dt if dtype is None else dtype             # dt=: Quadrants' spelling
         return np.asarray(values, dtype=None if dtype is None else dtypes.coerce(dtype).np)
 
     @staticmethod
@@ -155,12 +157,21 @@ class Vector:
                 name: str | None = None, needs_dual: bool = False) -> Any:
         return _ndarray(vector(n, dtype), shape, needs_grad, name, needs_dual)
 
+    @staticmethod
+    def tensor(n: int, dtype: Any, shape: Any, **kwargs: Any) -> Any:
+        """Quadrants' `qd.Vector.tensor(n, dtype, shape, backend=...)`: a field or ndarray of
+        n-vectors (quadrants/tensor.py)."""
+        from .quadrants.tensor import vector_tensor
+        return vector_tensor(n, dtype, shape, **kwargs)
+
 
 class Matrix:
     """`jr.Matrix([[a, b], [c, d]])` in kernels; `jr.Matrix.field(n, m, dtype, shape=...)`
     and `jr.Matrix.ndarray(...)` make storage of matrices."""
 
-    def __new__(cls, values: Any, dtype: Any = None) -> Any:  # type: ignore[misc]
+    def __new__(cls, values: Any, dtype: Any = None, dt: Any = None  # type: ignore[misc]
+                ) -> Any:
+        dtype = dt if dtype is None else dtype             # dt=: Quadrants' spelling
         return np.asarray(values, dtype=None if dtype is None else dtypes.coerce(dtype).np)
 
     @staticmethod
@@ -181,6 +192,12 @@ class Matrix:
                 name: str | None = None, needs_dual: bool = False) -> Any:
         return _ndarray(matrix(n, m, dtype), shape, needs_grad, name, needs_dual)
 
+    @staticmethod
+    def tensor(n: int, m: int, dtype: Any, shape: Any, **kwargs: Any) -> Any:
+        """Quadrants' `qd.Matrix.tensor(n, m, dtype, shape, backend=...)` (quadrants/tensor.py)."""
+        from .quadrants.tensor import matrix_tensor
+        return matrix_tensor(n, m, dtype, shape, **kwargs)
+
 
 @frozen
 class StructType:
@@ -189,7 +206,12 @@ class StructType:
     members: tuple[tuple[str, Any], ...]
 
     def field(self, shape: Any = (), needs_grad: bool = False,
-              name: str | None = None) -> "StructField":
+              name: str | None = None, layout: Any = None) -> "StructField":
+        """A field of these structs. Quadrants' `layout=jr.Layout.SOA` or `AOS` is accepted:
+        jitrt stores one field per member either way (quadrants/tensor.py)."""
+        from .quadrants.tensor import Layout
+        if layout is not None and not isinstance(layout, Layout):
+            raise TypeError(f"layout must be jr.Layout.SOA or jr.Layout.AOS, got {layout!r}")
         return StructField(self, shape, needs_grad, name)
 
     element_field = field

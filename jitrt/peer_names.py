@@ -13,7 +13,7 @@ _SPARSE = "sparse SNodes (pointer, bitmasked, dynamic) are not supported"
 _ARCH = "jitrt runs on jr.cpu, jr.cuda and jr.amdgpu (jr.gpu picks the first GPU found)"
 
 MISSING: dict[str, str] = {
-    **{k: _LAYOUT for k in ("axes", "FieldsBuilder", "SNode", "Layout", "AOS", "SOA")},
+    **{k: _LAYOUT for k in ("axes", "FieldsBuilder", "SNode", "AOS", "SOA")},
     **{k: _SPARSE for k in ("activate", "deactivate", "is_active", "append", "length",
                             "get_addr", "deactivate_all_snodes", "rescale_index")},
     **{k: _ARCH for k in ("vulkan", "metal", "opengl", "gles", "dx11", "dx12", "cc",

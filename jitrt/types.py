@@ -103,3 +103,6 @@ def template() -> Template:
     constant, compiled into the kernel (one specialization per field or value); in a
     `@jr.func`, a parameter passed by reference."""
     return Template()
+
+# Quadrants' `qd.types.primitive_types` (its lists of scalar types)
+from .quadrants import primitive_types  # noqa: E402,F401

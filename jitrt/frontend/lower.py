@@ -16,6 +16,7 @@ from ..ir import nodes as n
 from .context import RETURN_FIELD, CompileContext, PyValue, Scope, function_globals
 from .lower_call import CallLowering
 from .lower_expr import ExprLowering, describe
+from .lower_quadrants import QuadrantsLowering
 from .lower_stmt import StmtLowering
 from .source import SourceInfo
 from .structs import StructLowering
@@ -24,7 +25,7 @@ from .vectors import TupleValue, VecValue, VectorLowering
 
 
 class FunctionLowerer(ExprLowering, CallLowering, StmtLowering, VectorLowering, VectorIndexing,
-                      StructLowering):
+                      StructLowering, QuadrantsLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:

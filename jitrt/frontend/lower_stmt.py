@@ -106,17 +106,23 @@ class StmtLowering(LoweringHost):
         """`jr.loop_config(serialize=True)`: the next loop runs serially on one thread;
         `jr.loop_config(block_dim=N)`: on GPUs, its blocks have N threads (a multiple of 32
         up to 1024; the CPU ignores it); Taichi's `parallelize=N`: 1 serializes, more leaves
-        the thread count to the pool."""
+        the thread count to the pool; Quadrants' `name="..."` names the loop in GPU profiles
+        (checked to be a string, and otherwise not used: jitrt's profiler counts kernels)."""
         callee = self.expr(call.func)
         if not (isinstance(callee, PyValue) and callee.obj is bi.loop_config):
             return False
         for kw in call.keywords:
-            if kw.arg not in ("serialize", "block_dim", "parallelize"):
+            if kw.arg not in ("serialize", "block_dim", "parallelize", "name"):
                 raise self.err(kw, f"jr.loop_config() has no option '{kw.arg}' (options: "
-                               "serialize, block_dim, parallelize)")
+                               "serialize, block_dim, parallelize, name)")
             value = self.expr(kw.value)
             if not isinstance(value, PyValue):
                 raise self.err(kw.value, "jr.loop_config() options must be constants")
+            if kw.arg == "name":
+                if value.obj is not None and not isinstance(value.obj, str):
+                    raise self.err(kw.value, "jr.loop_config(name=...) must be a string, got "
+                                   f"{value.obj!r}")
+                continue
             if kw.arg == "serialize":
                 self.serialize_next = bool(value.obj)
                 continue

@@ -195,7 +195,7 @@ class Shape(Expr):
     loc: Loc = _loc()
 
 
-ATOMIC_OPS = ("add", "sub", "min", "max")
+ATOMIC_OPS = ("add", "sub", "min", "max", "or", "and", "xor", "xchg")  # the last 4: Quadrants'
 
 
 @frozen
@@ -305,6 +305,7 @@ class ParFor(Stmt):
 class Param:
     name: str
     kind: str  # scalar | vector (a vector/matrix value: element_shape) | ndarray | template
+    # | tensor (a declared `jr.Tensor` parameter: ndarray or template per argument)
     dtype: DataType | None = None
     ndim: int = 0
     needs_grad: bool = False

@@ -12,6 +12,7 @@ Nothing here is cached.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -191,6 +192,8 @@ def specialize(kernel: "KernelLike", values: list[Any], cfg: Any
     templates: dict[str, Any] = {}
     name_parts: list[str] = []
     for p, v in zip(kernel.params, values):
+        if p.kind == "tensor":       # `jr.Tensor`: an ndarray as such, a field as a template
+            p = tensor_param(kernel, p, v)
         if p.kind == "scalar":
             dt = p.dtype or _default_scalar(kernel, p, cfg)
             check_scalar(kernel, p, dt, v)
@@ -220,6 +223,16 @@ def specialize(kernel: "KernelLike", values: list[Any], cfg: Any
         ".validate" if kernel.validate else ""
     name = f"{kernel.qualname}{mode}[{','.join(name_parts)}]"
     return tuple(params), tuple(key), templates, name
+
+
+def tensor_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
+    """The parameter a `jr.Tensor` annotation is for the argument `v`: an untyped ndarray
+    parameter for a jitrt ndarray, a template for a field; anything else is refused."""
+    if isinstance(v, Ndarray):
+        return dataclasses.replace(p, kind="ndarray")
+    if isinstance(v, Field):
+        return n.Param(p.name, "template")
+    raise fail(kernel, p, "a jitrt field or ndarray (jr.Tensor)", describe(v))
 
 
 def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
