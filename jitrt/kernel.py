@@ -48,6 +48,10 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
                                      inspect.getsourcefile(fn) or "?", fn.__code__.co_firstlineno)
         if isinstance(ann, Template):
             params.append(n.Param(p.name, "template"))
+        elif isinstance(ann, type) and dataclasses.is_dataclass(ann):
+            # Quadrants' struct arguments (a dataclass of tensors): a compile-time reference,
+            # its members reached as `s.member` (runtime/arguments.template_key)
+            params.append(n.Param(p.name, "template"))
         elif isinstance(ann, type(Tensor)):      # jr.Tensor (or VectorTensor...)
             # Quadrants' `qd.Tensor`: a field (as a template) or an ndarray (as an untyped
             # ndarray parameter), chosen per argument (runtime/arguments.specialize)

@@ -279,3 +279,69 @@ def test_sort_refuses_float_keys_and_odd_bit_counts():
     with pytest.raises(jr.KernelCompileError, match="end_bit must be a positive multiple of "
                                                     "16 up to 32, got 24"):
         run(jr.ndarray(jr.u32, 4), s, n, jr.u32, 24)
+
+
+# ---- struct (dataclass) arguments and configuration templates ----------------------------
+
+def test_a_dataclass_argument_reaches_its_tensors():
+    """Genesis passes dataclasses of tensors (`dyn_state: DynState`); the kernel reads and
+    writes their members, ndarrays included, by reference."""
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Links:
+        pos: jr.Tensor
+        mass: jr.Tensor
+
+    @dataclasses.dataclass(frozen=True)
+    class State:
+        links: Links
+        scale: float
+
+    @jr.kernel
+    def step(s: State):
+        for i in range(s.links.pos.shape[0]):
+            s.links.pos[i] = s.links.mass[i] * s.scale
+    a = State(Links(jr.tensor(jr.f32, 3), jr.tensor(jr.f32, 3, backend=jr.Backend.FIELD)),
+              2.0)
+    b = State(Links(jr.tensor(jr.f32, 3), jr.tensor(jr.f32, 3)), 3.0)
+    a.links.mass.from_numpy(np.array([1, 2, 3], np.float32))
+    b.links.mass.fill(1.0)
+    step(a)
+    step(b)
+    np.testing.assert_array_equal(a.links.pos.to_numpy(), [2, 4, 6])
+    np.testing.assert_array_equal(b.links.pos.to_numpy(), [3, 3, 3])
+    a.links.mass.fill(5.0)                 # the data is read at each launch, not compiled in
+    step(a)
+    np.testing.assert_array_equal(a.links.pos.to_numpy(), [10, 10, 10])
+
+
+def test_a_hashable_configuration_is_a_template_by_value():
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:                          # no tensors: keyed by identity as a dataclass
+        n: int
+
+    class Mode:                            # Genesis's AutoInitMeta configs: eq and hash
+        def __init__(self, k):
+            self.k = k
+
+        def __eq__(self, other):
+            return isinstance(other, Mode) and other.k == self.k
+
+        def __hash__(self):
+            return hash(self.k)
+
+    @jr.kernel
+    def k(a: jr.types.ndarray(), m: jr.template(), c: Config):
+        for i in range(c.n):
+            a[i] = m.k
+    a = np.zeros(3, np.int32)
+    c2, c3 = Config(2), Config(3)
+    k(a, Mode(4), c2)
+    k(a, Mode(5), c3)
+    assert a.tolist() == [5, 5, 5]
+    before = jr.debug.stats()["compiles"]
+    k(a, Mode(4), c2)                              # an equal Mode: no new compile
+    assert jr.debug.stats()["compiles"] == before and a.tolist() == [4, 4, 5]

@@ -345,10 +345,16 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
         return (type(v), v), repr(v)
     if isinstance(v, tuple) and all(isinstance(x, (bool, int, float)) for x in v):
         return (tuple, v), repr(v)
-    if getattr(type(v), "_jitrt_data_oriented", False):   # the handle keeps v alive: no id reuse
-        return ("object", id(v)), type(v).__qualname__
-    raise fail(kernel, p, "a field, a Python constant or a @jr.data_oriented object "
-               "(jr.template())", describe(v))
+    if getattr(type(v), "_jitrt_data_oriented", False) or dataclasses.is_dataclass(v):
+        return ("object", id(v)), type(v).__qualname__   # the handle keeps v alive: no id reuse
+    if type(v).__hash__ not in (None, object.__hash__) and type(v).__eq__ is not object.__eq__:
+        # an immutable configuration object (Quadrants keys templates by equality); its name
+        # part is a digest of its repr, stable across processes for plain values
+        import hashlib
+        digest = hashlib.sha1(repr(v).encode()).hexdigest()[:12]
+        return ("value", type(v), v), f"{type(v).__qualname__}#{digest}"
+    raise fail(kernel, p, "a field, a Python constant, a dataclass, a hashable object or a "
+               "@jr.data_oriented object (jr.template())", describe(v))
 
 
 def written_params(compiled: "CompiledKernel") -> frozenset[int]:
