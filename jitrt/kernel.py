@@ -62,6 +62,8 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
                                   element_dim=ann.element_dim, grad_annotation=ann.needs_grad))
         elif isinstance(ann, MatrixType):      # a vector/matrix value (jr.math.vec3...)
             params.append(n.Param(p.name, "vector", ann.dtype, 0, element_shape=ann.shape))
+        elif ann is bool:                       # a flag (Quadrants takes it): an i32 0 or 1
+            params.append(n.Param(p.name, "scalar", dtypes.i32, 0))
         elif ann is int or ann is float or isinstance(ann, dtypes.DataType):
             params.append(n.Param(p.name, "scalar", ann if isinstance(ann, dtypes.DataType)
                                   else None, 0))
@@ -103,8 +105,8 @@ class Kernel:
         if typing.get_origin(ret) is tuple:
             ret = typing.get_args(ret)         # -> tuple[jr.f32, jr.math.vec3]
         elements = ret if isinstance(ret, tuple) else (ret,)
-        elements = tuple(dtypes.i32 if t is int else dtypes.f32 if t is float else t
-                         for t in elements)
+        elements = tuple(dtypes.i32 if t is int or t is bool else dtypes.f32 if t is float
+                         else t for t in elements)     # bool: 0 or 1, as an i32
         if ret is not None and (not elements or not all(
                 isinstance(t, (dtypes.DataType, MatrixType)) for t in elements)):
             raise KernelCompileError(f"kernel {fn.__qualname__}: return annotation must be a "

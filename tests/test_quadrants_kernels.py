@@ -187,3 +187,14 @@ def test_loop_config_name_and_graph_do_while():
         bad_name(a)
     with pytest.raises(jr.KernelCompileError, match=r"jr.graph.do_while\(\) is not supported"):
         loop(np.ones((), np.int32))
+
+
+def test_bool_parameters_and_returns():
+    @jr.kernel
+    def k(a: jr.types.ndarray(), flag: bool) -> tuple[bool, bool]:
+        for i in range(a.shape[0]):
+            a[i] = flag
+        return a[0] > 0, a[0] == 0
+    a = np.zeros(2, np.int32)
+    assert tuple(k(a, True)) == (1, 0) and a.tolist() == [1, 1]
+    assert tuple(k(a, False)) == (0, 1)
