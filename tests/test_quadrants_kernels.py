@@ -198,3 +198,16 @@ def test_bool_parameters_and_returns():
     a = np.zeros(2, np.int32)
     assert tuple(k(a, True)) == (1, 0) and a.tolist() == [1, 1]
     assert tuple(k(a, False)) == (0, 1)
+
+
+def test_a_numpy_bool_array_is_an_ndarray_of_u8():
+    """Genesis passes numpy bool arrays (`links_is_fixed`); Quadrants reads them as u1."""
+    @jr.kernel
+    def k(flags: jr.types.ndarray(), out: jr.types.ndarray()):
+        for i in range(flags.shape[0]):
+            out[i] = flags[i] * 10
+            flags[i] = out[i] == 0
+    flags, out = np.array([True, False, True]), np.zeros(3, np.int32)
+    for _ in range(2):                        # the second launch takes the fast path
+        k(flags, out)
+    assert out.tolist() == [0, 10, 0] and flags.tolist() == [True, False, True]

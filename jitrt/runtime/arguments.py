@@ -180,6 +180,8 @@ def array_info(v: Any) -> tuple[dtypes.DataType | None, int, bool] | None:
     if isinstance(v, Ndarray):
         return v.dtype, len(v.shape), v.grad is not None
     if isinstance(v, np.ndarray):
+        if v.dtype == np.bool_:       # one byte of 0 or 1: read and written as u8 (jr.u1)
+            return dtypes.u8, v.ndim, False
         return dtypes.from_numpy(v.dtype), v.ndim, False
     return None
 
@@ -373,7 +375,8 @@ def pack_array(buf: Any, slot: int, v: Any, dt: dtypes.DataType, ndim: int,
         buf[slot + 1] = v.grad.ptr if v.grad is not None else 0
         shape = v.shape
     elif isinstance(v, np.ndarray) and not need_grad:   # numpy subclasses (memmap) too
-        if v.dtype != dt.np or v.ndim != ndim or not v.flags.c_contiguous or (
+        if (v.dtype != dt.np and not (dt is dtypes.u8 and v.dtype == np.bool_)) or \
+                v.ndim != ndim or not v.flags.c_contiguous or (
                 written and not v.flags.writeable):
             return False
         buf[slot] = v.ctypes.data
