@@ -264,6 +264,24 @@ class _Buffer:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.dtype!r} shape={self.shape}>"
 
+    def to_torch(self, device: Any = None, *, copy: bool = True) -> Any:
+        """A torch tensor with a copy of the data, on `device` (default: the CPU); torch is
+        optional, never a dependency. For a view without a copy on a GPU program, use
+        `torch.from_dlpack(x)`. `copy=False` (Quadrants' writable zero-copy view) is a
+        ValueError: writes through such a view would escape the generation counters (use
+        `view()` to read without a copy, `writable()` to write)."""
+        if copy is False:
+            raise ValueError(f"{self.name}.to_torch(copy=False): jitrt gives no writable "
+                             "zero-copy view (writes through it would escape the generation "
+                             "counters); use view() to read, writable() to write")
+        import torch
+        tensor = torch.from_numpy(self.to_numpy())
+        return tensor if device is None else tensor.to(device)
+
+    def from_torch(self, tensor: Any) -> None:
+        """Copy a torch tensor of this shape into the data (moves it to the CPU)."""
+        self.from_numpy(tensor.detach().cpu().numpy())
+
     # ---- zero-copy interop (the CPU: the data is host memory) ---------------------------
     def view(self) -> np.ndarray:
         """A read-only numpy view of the data (no copy). Read-only so that generation counters
@@ -498,18 +516,6 @@ for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", 
 class Field(_Buffer):
     """Global data referenced from kernels by closure: `x = jr.field(jr.f32, shape=(N,))`."""
     __slots__ = ()
-
-    def to_torch(self, device: Any = None) -> Any:
-        """A torch tensor with a copy of the data, on `device` (default: the CPU); torch is
-        optional, never a dependency. For a view without a copy on a GPU program, use
-        `torch.from_dlpack(x)`."""
-        import torch
-        tensor = torch.from_numpy(self.to_numpy())
-        return tensor if device is None else tensor.to(device)
-
-    def from_torch(self, tensor: Any) -> None:
-        """Copy a torch tensor of the field's shape into the field (moves it to the CPU)."""
-        self.from_numpy(tensor.detach().cpu().numpy())
 
 
 class PendingField(Field):

@@ -345,3 +345,16 @@ def test_a_hashable_configuration_is_a_template_by_value():
     before = jr.debug.stats()["compiles"]
     k(a, Mode(4), c2)                              # an equal Mode: no new compile
     assert jr.debug.stats()["compiles"] == before and a.tolist() == [4, 4, 5]
+
+
+def test_to_torch_on_ndarrays_and_no_writable_zero_copy_view():
+    a = jr.tensor(jr.f32, 3)
+    a.fill(2.0)
+    with pytest.raises(ValueError, match=r"to_torch\(copy=False\): jitrt gives no writable "
+                                         "zero-copy view"):
+        a.to_torch(copy=False)
+    torch = pytest.importorskip("torch")
+    t = a.to_torch()
+    assert isinstance(t, torch.Tensor) and t.tolist() == [2.0, 2.0, 2.0]
+    a.from_torch(torch.ones(3))
+    assert a.to_numpy().tolist() == [1.0, 1.0, 1.0]

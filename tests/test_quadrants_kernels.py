@@ -211,3 +211,20 @@ def test_a_numpy_bool_array_is_an_ndarray_of_u8():
     for _ in range(2):                        # the second launch takes the fast path
         k(flags, out)
     assert out.tolist() == [0, 10, 0] and flags.tolist() == [True, False, True]
+
+
+def test_a_loop_variable_belongs_to_its_loop():
+    """As in Quadrants (Genesis's kernel_init_link_fields): a name that was a grouped index
+    vector in one loop is a new scalar in the next."""
+    f = jr.field(jr.i32, shape=(3,))
+
+    @jr.kernel
+    def k(out: jr.types.ndarray()):
+        for I_l in jr.grouped(f):
+            f[I_l] = I_l[0] * 10
+        for i, j in jr.ndrange(3, 2):
+            I_l = i
+            out[i, j] = f[I_l] + j
+    out = np.zeros((3, 2), np.int32)
+    k(out)
+    assert out.tolist() == [[0, 1], [10, 11], [20, 21]]

@@ -19,6 +19,8 @@ from .lower_expr import BINOPS, Value, is_field, is_number
 from .vectors import TupleValue, VecValue, VecVar
 
 
+_UNBOUND = object()     # a loop variable that had no binding before its loop
+
 class StmtLowering(LoweringHost):
     # ---- blocks -------------------------------------------------------------------------
     def emit(self, stmt: n.Stmt) -> None:
@@ -669,6 +671,11 @@ class StmtLowering(LoweringHost):
         names = self.loop_targets(node, len(extents))
         loc = self.loc(node)
         vars_: list[str] = []
+        group_name = getattr(self, "group_names", (None,))[0]
+        # the loop variables are the loop's own, as in Taichi/Quadrants: after the loop the
+        # names mean what they meant before it (a later `I = i` makes a new variable)
+        saved = {k: self.scope.bindings.get(k, _UNBOUND)
+                 for k in [name.id for name in names] + ([group_name] if group_name else [])}
         for name, (b, e) in zip(names, extents):
             dt = dtypes.i64 if dtypes.i64 in (b.dtype, e.dtype) else dtypes.i32
             var = LocalVar(self.scope.prefix + name.id, dt)
@@ -702,6 +709,11 @@ class StmtLowering(LoweringHost):
             self.scope.assigned = before   # the body may run zero times
             if parallel:
                 self.ctx.random_scopes.pop()
+            for k, v in saved.items():
+                if v is _UNBOUND:
+                    self.scope.bindings.pop(k, None)
+                else:
+                    self.scope.bindings[k] = v
         if parallel and counter in self.ctx.local_types:
             body = (n.Assign(counter, n.Const(0, dtypes.u64, loc), loc),) + tuple(body)
         if parallel:
