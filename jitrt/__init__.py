@@ -83,6 +83,18 @@ from .peer_funcs import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, assume_in_ra
                          hex_to_rgb, is_logging_effective, one, set_logging_level, zero)
 from .linear_solve import solve
 
+# Quadrants 1.3.3's own names (what Genesis uses beyond Taichi's language): jitrt/quadrants/,
+# docs/porting.md "Genesis"
+from .frontend.builtins import atomic_exchange, outer, raw_mod
+from .frontend.builtins import graph_do_while as _graph_do_while
+from .quadrants import algorithms, lang, simt
+from .quadrants import qd_logging as _logging  # noqa: F401 (qd._logging)
+from .quadrants.perf import perf_dispatch
+from .quadrants.tensor import Backend, MatrixTensor, Tensor, VectorTensor, tensor
+
+u1 = u8            # Quadrants' 1-bit bool: a byte here (docs/porting.md, "Genesis")
+graph.do_while = _graph_do_while  # type: ignore[attr-defined]   # qd.graph.do_while(flag)
+
 # The launch path and the cache store load with the package; the compile pipeline (frontend
 # lowering, passes, codegen) loads with the first compile and the CPU backend (llvmlite's LLVM
 # library) with jr.init(), so that `import jitrt` pays for neither (docs/performance.md,
@@ -119,20 +131,20 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "round", "rsqrt", "select", "sign", "sin", "sinh", "sqrt", "static", "stop_grad", "svd",
            "sym_eig",
            "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8", "rgb_to_hex",
-           # Taichi's spellings and names (docs/porting.md)
-           "CRITICAL", "DEBUG", "ERROR", "INFO", "KernelArgCountError", "KernelAssertionError",
-           "KernelBoundsError",
-           "KernelIndexError", "KernelNameError", "KernelSyntaxError", "KernelTypeError",
-           "MatrixNdarray", "ScalarNdarray", "TRACE", "TaichiAssertionError",
-           "TaichiCompilationError", "TaichiIndexError", "TaichiNameError",
-           "TaichiRuntimeError", "TaichiRuntimeTypeError", "TaichiSyntaxError",
-           "TaichiTypeError", "VectorNdarray", "WARN", "arm64", "assume_in_range", "atomic_and",
-           "atomic_or", "atomic_xor", "dataclass", "dx11", "dx12", "extension", "float32",
-           "float64", "gles", "StructField",
-           "hex_to_rgb", "int16", "int32", "int64", "int8", "is_extension_supported",
-           "is_logging_effective", "metal", "one", "opengl", "pyfunc", "set_logging_level",
-           "solve", "static_assert", "static_print",
-           "uint16", "uint32", "uint64", "uint8", "vulkan", "x64", "x86_64", "zero"]
+           # Taichi's and Quadrants' spellings and names (docs/porting.md)
+           "algorithms", "arm64", "assume_in_range", "atomic_and", "atomic_exchange", "atomic_or",
+           "atomic_xor", "Backend", "CRITICAL", "dataclass", "DEBUG", "dx11", "dx12", "ERROR",
+           "extension", "float32", "float64", "gles", "hex_to_rgb", "INFO", "int16", "int32",
+           "int64", "int8", "is_extension_supported", "is_logging_effective",
+           "KernelArgCountError", "KernelAssertionError", "KernelBoundsError", "KernelIndexError",
+           "KernelNameError", "KernelSyntaxError", "KernelTypeError", "lang", "Layout",
+           "MatrixNdarray", "MatrixTensor", "metal", "one", "opengl", "outer", "perf_dispatch",
+           "pyfunc", "raw_mod", "ScalarNdarray", "set_logging_level", "simt", "solve",
+           "static_assert", "static_print", "StructField", "TaichiAssertionError",
+           "TaichiCompilationError", "TaichiIndexError", "TaichiNameError", "TaichiRuntimeError",
+           "TaichiRuntimeTypeError", "TaichiSyntaxError", "TaichiTypeError", "Tensor", "tensor",
+           "TRACE", "u1", "uint16", "uint32", "uint64", "uint8", "VectorNdarray", "VectorTensor",
+           "vulkan", "WARN", "x64", "x86_64", "zero"]
 
 
 def __getattr__(name: str) -> object:

@@ -96,7 +96,7 @@ def _check_log_level(value: Any) -> str | None:
     text = {"trace": "debug", "warn": "warning"}.get(text, text)   # Taichi's spellings
     if text in ("debug", "info", "warning", "error", "critical"):
         return text
-    raise ValueError("expected one of debug, info, warning, error, critical")
+    raise ValueError("expected one of debug, info, warning (warn), error, critical")
 
 
 def _check_dir(value: Any) -> str | None:

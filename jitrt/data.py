@@ -89,7 +89,7 @@ class _Buffer:
     """What Field and Ndarray share: the numpy buffer, host access and the generation."""
 
     __slots__ = ("_data", "_dtype", "_shape", "_dims", "_element", "_offset", "gen", "ptr",
-                 "alloc_id", "grad", "name", "named", "_mirror", "dual", "implicit",
+                 "alloc_id", "grad", "name", "named", "_mirror", "dual", "implicit", "layout",
                  "__weakref__")
 
     def __init__(self, dtype: Any, shape: Any, needs_grad: bool, name: str | None,
@@ -112,6 +112,9 @@ class _Buffer:
         self.grad: Any = None
         self.dual: Any = None
         self.implicit = False   # a gradient placed with its field, not asked for (see top)
+        # Quadrants' physical axis order (`jr.tensor(..., layout=)`): recorded, storage stays
+        # row-major (quadrants/tensor.py)
+        self.layout: tuple[int, ...] | None = None
         if needs_grad:
             _check_float(self.dtype, "needs_grad", kind, name)
             self.grad = self._companion(".grad", kind)
@@ -181,6 +184,10 @@ class _Buffer:
     def ndim(self) -> int:
         """The number of indices of an element: `len(x.shape)`."""
         return len(self._shape)
+
+    def _unwrap(self) -> "_Buffer":
+        """Quadrants' `qd.Tensor._unwrap()`: a jitrt field or ndarray is its own tensor."""
+        return self
 
     @property
     def needs_grad(self) -> bool:
@@ -295,6 +302,24 @@ class _Buffer:
         """A copy owns its memory, as numpy's does: the same as `copy.deepcopy`."""
         return copy.deepcopy(self)
 
+    def to_torch(self, device: Any = None, *, copy: bool = True) -> Any:
+        """A torch tensor with a copy of the data, on `device` (default: the CPU); torch is
+        optional, never a dependency. For a view without a copy on a GPU program, use
+        `torch.from_dlpack(x)`. `copy=False` (Quadrants' writable zero-copy view) is a
+        ValueError: writes through such a view would escape the generation counters (use
+        `view()` to read without a copy, `writable()` to write)."""
+        if copy is False:
+            raise ValueError(f"{self.name}.to_torch(copy=False): jitrt gives no writable "
+                             "zero-copy view (writes through it would escape the generation "
+                             "counters); use view() to read, writable() to write")
+        import torch
+        tensor = torch.from_numpy(self.to_numpy())
+        return tensor if device is None else tensor.to(device)
+
+    def from_torch(self, tensor: Any) -> None:
+        """Copy a torch tensor of this shape into the data (moves it to the CPU)."""
+        self.from_numpy(tensor.detach().cpu().numpy())
+
     # ---- zero-copy interop (the CPU: the data is host memory) ---------------------------
     def view(self) -> np.ndarray:
         """A read-only numpy view of the data (no copy). Read-only so that generation counters
@@ -394,18 +419,6 @@ class Field(_Buffer):
     if TYPE_CHECKING:
         # `for i in x` in a kernel: the field's indices (for type checkers; not at Python scope)
         def __iter__(self) -> Iterator[Any]: ...
-
-    def to_torch(self, device: Any = None) -> Any:
-        """A torch tensor with a copy of the data, on `device` (default: the CPU); torch is
-        optional, never a dependency. For a view without a copy on a GPU program, use
-        `torch.from_dlpack(x)`."""
-        import torch
-        tensor = torch.from_numpy(self.to_numpy())
-        return tensor if device is None else tensor.to(device)
-
-    def from_torch(self, tensor: Any) -> None:
-        """Copy a torch tensor of the field's shape into the field (moves it to the CPU)."""
-        self.from_numpy(tensor.detach().cpu().numpy())
 
 
 class ScalarField(Field):

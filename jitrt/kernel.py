@@ -19,6 +19,7 @@ type (docs/usage.md, "Type checking").
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import typing
 from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, Protocol, TypeVar
@@ -31,6 +32,7 @@ from .ir import nodes as n
 from .runtime import launcher
 from .types import NdarrayType, Template
 from .linalg import MatrixType
+from .quadrants.tensor import Tensor
 
 
 def parse_params(fn: Callable) -> tuple[n.Param, ...]:
@@ -53,12 +55,22 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
                                     inspect.getsourcefile(fn) or "?", fn.__code__.co_firstlineno)
         if isinstance(ann, Template):
             params.append(n.Param(p.name, "template"))
+        elif isinstance(ann, type) and dataclasses.is_dataclass(ann):
+            # Quadrants' struct arguments (a dataclass of tensors): a compile-time reference,
+            # its members reached as `s.member` (runtime/arguments.template_key)
+            params.append(n.Param(p.name, "template"))
+        elif isinstance(ann, type(Tensor)):      # jr.Tensor (or VectorTensor...)
+            # Quadrants' `qd.Tensor`: a field (as a template) or an ndarray (as an untyped
+            # ndarray parameter), chosen per argument (runtime/arguments.specialize)
+            params.append(n.Param(p.name, "tensor", None, -1, element_dim=-1))
         elif isinstance(ann, NdarrayType):
             params.append(n.Param(p.name, "ndarray", ann.dtype, ann.ndim if ann.ndim is not None
                                   else -1, element_shape=ann.element_shape,
                                   element_dim=ann.element_dim, grad_annotation=ann.needs_grad))
         elif isinstance(ann, MatrixType):      # a vector/matrix value (jr.math.vec3...)
             params.append(n.Param(p.name, "vector", ann.dtype, 0, element_shape=ann.shape))
+        elif ann is bool:                       # a flag (Quadrants takes it): an i32 0 or 1
+            params.append(n.Param(p.name, "scalar", dtypes.i32, 0))
         elif ann is int or ann is float or isinstance(ann, dtypes.DataType):
             params.append(n.Param(p.name, "scalar", ann if isinstance(ann, dtypes.DataType)
                                   else None, 0))
@@ -123,7 +135,9 @@ class Kernel(Generic[P, R]):
         if typing.get_origin(ret) is tuple:
             ret = typing.get_args(ret)         # -> tuple[jr.f32, jr.math.vec3]
         elements = ret if isinstance(ret, tuple) else (ret,)
-        # `int` and `float` stay as they are: the program's default_ip/default_fp at compile
+        # `int` and `float` stay as they are: the program's default_ip/default_fp at compile;
+        # `bool` is 0 or 1, an i32 (Quadrants')
+        elements = tuple(dtypes.i32 if t is bool else t for t in elements)
         if ret is not None and (not elements or not all(
                 isinstance(t, (dtypes.DataType, MatrixType)) or t is int or t is float
                 for t in elements)):
@@ -139,6 +153,7 @@ class Kernel(Generic[P, R]):
         self._forward_kernels: dict[tuple[int, ...], Kernel[P, R]] = {}
         self._validation_kernel: Kernel[P, R] | None = None
         self.grad_disabled = False     # @jr.ad.no_grad: never recorded, .grad does nothing
+        self.fastcache = self.graph = False    # Quadrants' options (see `kernel`)
         if dual_args is not None:      # the duals of these ndarrays come as hidden parameters
             self.params += tuple(dataclasses.replace(self.params[i], name=f"{self.params[i].name}"
                                                      ".dual", grad_annotation=None)
@@ -232,8 +247,25 @@ class BoundKernel:
 _BIND = launcher.user_facing(launcher.bind, "bind")
 
 
-def kernel(fn: Callable[P, R]) -> Kernel[P, R]:
+@typing.overload
+def kernel(fn: Callable[P, R]) -> Kernel[P, R]: ...
+
+
+@typing.overload
+def kernel(fn: None = None, *, fastcache: bool = False,
+           graph: bool = False) -> Callable[[Callable[P, R]], Kernel[P, R]]: ...
+
+
+def kernel(fn: Callable[P, R] | None = None, *, fastcache: bool = False,
+           graph: bool = False) -> Any:
     """Decorate a function as a kernel, compiled on first call for each specialization.
+
+    `@jr.kernel(fastcache=True, graph=True)` takes Quadrants' two options. `fastcache`:
+    Quadrants caches such a kernel on disk keyed by its source; jitrt's offline cache does so
+    for every kernel whenever `jr.init(offline_cache=True)` (the default), so the flag changes
+    nothing. `graph`: Quadrants records the kernel's launches as one CUDA graph (on other
+    backends it launches as usual); jitrt records graphs with `jr.graph(step)`, and launches
+    such a kernel as usual. Both are kept as attributes of the kernel.
 
     Parameters are annotated `jr.f32`/`jr.i32`/... (scalars), `jr.math.vec3`,
     `jr.types.vector(3, jr.f32)`, `jr.types.matrix(2, 2, jr.f64)` (vectors/matrices passed by
@@ -254,7 +286,16 @@ def kernel(fn: Callable[P, R]) -> Kernel[P, R]:
             for i in range(a.shape[0]):
                 a[i] = a[i] * k
     """
-    return Kernel(fn)
+    for name, flag in (("fastcache", fastcache), ("graph", graph)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"@jr.kernel({name}=...) takes True or False, got {flag!r}")
+    if fn is None:
+        return functools.partial(kernel, fastcache=fastcache, graph=graph)
+    if not callable(fn):
+        raise TypeError(f"@jr.kernel decorates a function, got {type(fn).__name__}")
+    k = Kernel(fn)
+    k.fastcache, k.graph = fastcache, graph
+    return k
 
 
 def data_oriented(cls: type) -> type:

@@ -199,6 +199,12 @@ class Matrix(HostMatrix):
                 name: str | None = None, needs_dual: bool = False) -> Any:
         return _ndarray(matrix(n, m, dtype), shape, needs_grad, name, needs_dual)
 
+    @staticmethod
+    def tensor(n: int, m: int, dtype: Any, shape: Any, **kwargs: Any) -> Any:
+        """Quadrants' `qd.Matrix.tensor(n, m, dtype, shape, backend=...)` (quadrants/tensor.py)."""
+        from .quadrants.tensor import matrix_tensor
+        return matrix_tensor(n, m, dtype, shape, **kwargs)
+
     # at Python scope (in kernels the frontend builds these: frontend/vectors.py)
     @staticmethod
     def rows(rows: Any) -> Any:
@@ -249,6 +255,14 @@ class Vector(Matrix):
             name: str | None = None, needs_dual: bool = False) -> Any:
         return _ndarray(vector(n, dtype), shape, needs_grad, name, needs_dual)
 
+    @staticmethod
+    def tensor(  # type: ignore[override]
+            n: int, dtype: Any, shape: Any, **kwargs: Any) -> Any:
+        """Quadrants' `qd.Vector.tensor(n, dtype, shape, backend=...)`: a field or ndarray of
+        n-vectors (quadrants/tensor.py)."""
+        from .quadrants.tensor import vector_tensor
+        return vector_tensor(n, dtype, shape, **kwargs)
+
 
 host_matrix.register(Vector, Matrix)
 
@@ -261,7 +275,12 @@ class StructType:
 
     def field(self, shape: Any = (), needs_grad: bool = False,
               name: str | None = None, needs_dual: bool = False,
-              offset: Any = None) -> "StructField":
+              offset: Any = None, layout: Any = None) -> "StructField":
+        """A field of these structs. `layout=jr.Layout.SOA` or `AOS` (Quadrants') is
+        accepted: jitrt stores one field per member either way."""
+        from .data import Layout
+        if layout is not None and not isinstance(layout, Layout):
+            raise TypeError(f"layout must be jr.Layout.SOA or jr.Layout.AOS, got {layout!r}")
         return StructField(self, shape, needs_grad, name, needs_dual, offset)
 
     element_field = field

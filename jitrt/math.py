@@ -9,11 +9,14 @@ and matrices"), and `min`/`max` are element-wise as Taichi's `ti.math.min/max` (
 """
 from __future__ import annotations
 
-from .frontend.builtins import (MATH, Builtin, atan2, clamp, exp2, log2, max_, min_,
-                                pow_ as pow, rsqrt, select, sign)
-from .linalg import matrix, unsigned_vector, vector
 from .math_glsl import *  # noqa: F401,F403 (mix, step, ..., pi: math_glsl.__all__)
 from .math_glsl import __all__ as _glsl_names
+# isnan/isinf: Quadrants' builtins (an i32, element-wise on vectors) over the GLSL helpers'
+from .frontend.builtins import (  # type: ignore[assignment]
+                                MATH, Builtin, atan2, clamp, clz, exp2, ffs, isinf, isnan,
+                                log2, max_, min_, popcnt, pow_ as pow, rsqrt, select, sign)
+from .frontend.func import Func
+from .linalg import matrix, unsigned_vector, vector
 
 sin, cos, tan, exp, log, sqrt, tanh = (MATH[k] for k in ("sin", "cos", "tan", "exp", "log",
                                                          "sqrt", "tanh"))
@@ -33,8 +36,25 @@ normalize = Builtin("normalized")
 length = Builtin("norm")
 VECTOR_FUNCTIONS = {dot: "dot", cross: "cross", normalize: "normalized", length: "norm"}
 
+# Quadrants' `qd.math` constants, tests and bit counts (frontend/lower_quadrants.py)
+inf, nan = float("inf"), float("nan")
+pi, e = 3.141592653589793, 2.718281828459045
+
+
+def _radians(x):  # type: ignore[no-untyped-def]
+    return x * (pi / 180.0)
+
+
+def _degrees(x):  # type: ignore[no-untyped-def]
+    return x * (180.0 / pi)
+
+
+radians, degrees = Func(_radians), Func(_degrees)   # inlined in kernels, plain Python outside
+
 __all__ = ["acos", "asin", "atan", "atan2", "ceil", "clamp", "cos", "cosh", "cross", "dot",
-           "exp", "exp2", "floor", "ivec2", "ivec3", "ivec4", "length", "log", "log2", "mat2",
+           "degrees", "e", "exp", "exp2", "ffs", "clz", "floor", "inf", "isinf", "isnan",
+           "nan", "pi", "popcnt", "radians", "ivec2", "ivec3", "ivec4", "length", "log", "log2",
+           "mat2",
            "mat3", "mat4", "normalize", "pow", "round", "rsqrt", "select", "sign", "sin", "sinh",
            "sqrt", "tan", "tanh", "uvec2", "uvec3", "uvec4", "vec2", "vec3", "vec4",
            *_glsl_names]

@@ -195,7 +195,8 @@ def test_template_with_an_unusable_value():
             pass
 
     with pytest.raises(jr.KernelArgError,
-                       match=r"'x'.*a field, a Python constant or a @jr.data_oriented object"):
+                       match=r"'x'.*a field, a Python constant, a dataclass, a hashable "
+                             r"object or a @jr.data_oriented object"):
         t([1, 2])
 
 

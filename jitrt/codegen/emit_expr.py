@@ -298,6 +298,8 @@ class ExprEmitter(EmitterHost):
         args = [self.expr(a) for a in e.args]
         if e.fn == "ipow":
             return self.int_power(args[0], args[1], e.dtype)
+        if e.fn in ("popcnt", "clz", "ffs"):           # Quadrants' bit counts
+            return self.bit_count(e.fn, args[0])
         if e.fn == "abs" and not e.dtype.is_float:
             v = args[0]
             if not e.dtype.is_signed:
@@ -309,6 +311,18 @@ class ExprEmitter(EmitterHost):
         fn = self.target.math_function(self.module, e.fn, ll_type(e.dtype), len(args),
                                        vectorizable)
         return self.builder.call(fn, args)
+
+    def bit_count(self, fn: str, v: ir.Value) -> ir.Value:
+        """Set bits (popcnt), leading zero bits (clz; the width for 0) or 1 + the index of
+        the lowest set bit (ffs; 0 for 0), over the unsigned bit pattern, in v's type."""
+        b = self.builder
+        if fn == "popcnt":
+            return b.ctpop(v)
+        if fn == "clz":
+            return b.ctlz(v, ir.Constant(ir.IntType(1), 0))
+        zero = ir.Constant(v.type, 0)
+        low = b.add(b.cttz(v, ir.Constant(ir.IntType(1), 0)), ir.Constant(v.type, 1))
+        return b.select(b.icmp_unsigned("==", v, zero), zero, low)
 
     # ---- debugging aids -------------------------------------------------------------------
     def expr_Assertion(self, e: n.Assertion) -> ir.Value:
@@ -379,7 +393,9 @@ class ExprEmitter(EmitterHost):
         value = self.expr(e.value)
         access = self.element_ptr(e.ref, e.indices, e.loc, f"atomic_{e.op}")
         dt = e.dtype
-        if dt.is_float:
+        if e.op in ("or", "and", "xor", "xchg"):     # bitwise (integers) and exchange
+            op = e.op
+        elif dt.is_float:
             op = {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax"}[e.op]
         elif dt.is_signed:
             op = {"add": "add", "sub": "sub", "min": "min", "max": "max"}.get(e.op, e.op)
@@ -397,8 +413,10 @@ class ExprEmitter(EmitterHost):
         old = b.load(ptr)
         if op in ("fadd", "fsub", "add", "sub"):
             new = getattr(b, op)(old, value)
-        elif op in ("and", "or", "xor"):
+        elif op in ("or", "and", "xor"):
             new = getattr(b, op + "_" if op != "xor" else op)(old, value)
+        elif op == "xchg":
+            new = value
         elif op in ("fmin", "fmax"):
             take = b.or_(b.fcmp_ordered("<" if op == "fmin" else ">", value, old),
                          b.fcmp_unordered("uno", old, old))     # as minnum/maxnum

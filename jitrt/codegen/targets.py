@@ -24,7 +24,8 @@ MATH_INTRINSIC = {"sin": "llvm.sin", "cos": "llvm.cos", "tan": "llvm.tan", "exp"
                   "pow": "llvm.pow", "asin": "llvm.asin", "acos": "llvm.acos",
                   "atan": "llvm.atan", "atan2": "llvm.atan2", "sinh": "llvm.sinh",
                   "cosh": "llvm.cosh", "round": "llvm.roundeven"}
-INSTRUCTIONS = ("sqrt", "floor", "ceil", "abs", "round")   # every GPU has these as instructions
+# every GPU has these as instructions (the bit counts: Quadrants' jr.math.popcnt/clz/ffs)
+INSTRUCTIONS = ("sqrt", "floor", "ceil", "abs", "round", "popcnt", "clz", "ffs")
 
 
 class _PrivateAlloca(ir.instructions.AllocaInstr):

@@ -71,16 +71,44 @@ atomic_max = Builtin("atomic_max", None)
 atomic_and = Builtin("atomic_and", None)    # integers only, as the bitwise operators
 atomic_or = Builtin("atomic_or", None)
 atomic_xor = Builtin("atomic_xor", None)
+# Quadrants' exchange: the old value back, the new one stored (integers and floats)
+atomic_exchange = Builtin("atomic_exchange", None)
 ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max",
-           atomic_and: "and", atomic_or: "or", atomic_xor: "xor"}
+           atomic_and: "and", atomic_or: "or", atomic_xor: "xor", atomic_exchange: "xchg"}
 BITWISE_ATOMICS = ("and", "or", "xor")
 # statements about fields: `jr.stop_grad(x)` (no gradient into x from the reads of the
 # enclosing block) and `jr.block_local(x, ...)` (Taichi's GPU cache hint: checked, no code)
 stop_grad = Builtin("stop_grad", None)
-# compile-time checks and prints (Taichi's): evaluated while the kernel compiles, no code
-static_assert = Builtin("static_assert", None)
-static_print = Builtin("static_print", print)
 block_local = Builtin("block_local", None)
+
+
+def _static_assert(cond: Any, msg: Any = None) -> None:
+    if not cond:
+        raise AssertionError(msg if msg is not None else "static_assert failed")
+
+
+# compile-time checks and prints (Taichi's): evaluated while the kernel compiles, no code
+static_assert = Builtin("static_assert", _static_assert)
+static_print = Builtin("static_print", print)
+
+
+def _no_host(name: str, why: str) -> Callable[..., Any]:
+    def refuse(*args: Any) -> Any:
+        raise NotImplementedError(f"jr.math.{name}() has no Python fallback: {why}")
+    return refuse
+
+
+_WIDTH = "the result depends on the integer's bit width, which a Python int does not have"
+# Quadrants' functions the frontend lowers itself (frontend/lower_quadrants.py)
+raw_mod = Builtin("raw_mod", np.fmod)                          # C's remainder (truncated)
+outer = Builtin("outer", np.outer)                             # outer product of two vectors
+isnan = Builtin("isnan", np.isnan)
+isinf = Builtin("isinf", np.isinf)
+popcnt = Builtin("popcnt", _no_host("popcnt", _WIDTH))        # set bits, an i32
+clz = Builtin("clz", _no_host("clz", _WIDTH))                 # leading zero bits, an i32
+ffs = Builtin("ffs", _no_host("ffs", _WIDTH))                 # 1 + lowest set bit; 0 for 0
+graph_do_while = Builtin("graph.do_while", bool)
+QUADRANTS = (raw_mod, outer, isnan, isinf, popcnt, clz, ffs, graph_do_while)
 
 
 class grouped:

@@ -171,6 +171,7 @@ class LoweringHost:
         loc: Callable[..., n.Loc]
         # calls (lower_call) and statements (lower_stmt)
         static_value: Callable[..., Any]
+        quadrants_call: Callable[..., Any]
         emit: Callable[[n.Stmt], None]
         gradients_stopped: Callable[..., n.Body]
         typed: Callable[..., n.Expr]

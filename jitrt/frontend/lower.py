@@ -18,6 +18,7 @@ from .lower_call import CallLowering
 from .lower_expr import ExprLowering, describe
 from .lower_logic import LogicLowering
 from .lower_return import FuncReturn, ReturnLowering
+from .lower_quadrants import QuadrantsLowering
 from .lower_stmt import StmtLowering
 from .source import SourceInfo
 from .structs import StructLowering
@@ -26,7 +27,7 @@ from .vectors import TupleValue, VecValue, VectorLowering
 
 
 class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering, StmtLowering,
-                      VectorLowering, VectorIndexing, StructLowering):
+                      VectorLowering, VectorIndexing, StructLowering, QuadrantsLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:

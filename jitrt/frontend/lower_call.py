@@ -294,6 +294,8 @@ class CallLowering(LoweringHost):
             return self.field_statement(fn, node)
         if fn is bi.static_assert or fn is bi.static_print:
             return self.compile_time_statement(fn, node)
+        if fn in bi.QUADRANTS:
+            return self.quadrants_call(fn, node)    # lower_quadrants.py
         raise self.err(node, f"jr.{fn.name}() is not supported here")
 
     def compile_time_statement(self, fn: bi.Builtin, node: ast.Call) -> Value:
@@ -485,10 +487,11 @@ class CallLowering(LoweringHost):
     def atomic(self, op: str, node: ast.Call) -> Value:
         """`jr.atomic_add(x[i], v)` and friends: the element's old value. On a whole
         vector/matrix element (`v[i]` of a vector field) one atomic per component."""
+        name = f"jr.atomic_{'exchange' if op == 'xchg' else op}"
         if len(node.args) == 2 and isinstance(node.args[0], ast.Name):
-            if op in bi.BITWISE_ATOMICS:
-                raise self.err(node, f"jr.atomic_{op}() on a local variable is not supported: "
-                               "use the operator (&, | or ^) and assign")
+            if op in bi.BITWISE_ATOMICS or op == "xchg":
+                raise self.err(node, f"{name}() takes a field or ndarray element (x[i]); on "
+                               "a local variable, assign instead (s = s | v)")
             return self.atomic_local(op, node)          # a local: lower_stmt.py
         if len(node.args) != 2 or not isinstance(node.args[0], ast.Subscript):
             raise self.err(node, f"jr.atomic_{op}(x[i], value) needs a field or ndarray "
@@ -513,6 +516,8 @@ class CallLowering(LoweringHost):
             raise self.err(node, f"jr.atomic_{op}() needs an integer element, got "
                            f"{ref.dtype.name}", KernelTypeError)
         value = self.typed(value, ref.dtype, node.args[1])  # as for `+=`
+        if op in ("or", "and", "xor") and ref.dtype.is_float:
+            raise self.err(node, f"{name}() needs an integer element, got {ref.dtype.name}")
         return n.Atomic(op, ref, indices, value, ref.dtype, self.loc(node))
 
     # ---- @jr.func inlining --------------------------------------------------------------

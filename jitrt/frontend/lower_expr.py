@@ -488,8 +488,11 @@ def adapt(value: int | float, other: DataType, ctx: CompileContext) -> DataType:
 
 
 def is_field(obj: Any) -> bool:
-    from ..data import Field
-    return isinstance(obj, Field)
+    """A global buffer the kernel reaches by reference: a field, or an ndarray reached through
+    a compile-time object (a member of a dataclass or template argument, as Quadrants passes
+    struct members; the kernel is compiled for that object, as for its fields)."""
+    from ..data import Field, Ndarray
+    return isinstance(obj, (Field, Ndarray))
 
 
 def describe(obj: Any) -> str:

@@ -22,6 +22,7 @@ from .vectors import TupleValue, VecValue, VecVar, reads_ref
 
 # augmented assignments to a global element that are atomic (&, |, ^ on integers only)
 ATOMIC_AUG = {"+": "add", "-": "sub", "&": "and", "|": "or", "^": "xor"}
+_UNBOUND = object()     # a loop variable that had no binding before its loop
 
 class StmtLowering(LoweringHost):
     # ---- blocks -------------------------------------------------------------------------
@@ -128,17 +129,23 @@ class StmtLowering(LoweringHost):
         """`jr.loop_config(serialize=True)`: the next loop runs serially on one thread;
         `jr.loop_config(block_dim=N)`: on GPUs, its blocks have N threads (a multiple of 32
         up to 1024; the CPU ignores it); Taichi's `parallelize=N`: 1 serializes, more leaves
-        the thread count to the pool."""
+        the thread count to the pool; Quadrants' `name="..."` names the loop in GPU profiles
+        (checked to be a string, and otherwise not used: jitrt's profiler counts kernels)."""
         callee = self.expr(call.func)
         if not (isinstance(callee, PyValue) and callee.obj is bi.loop_config):
             return False
         for kw in call.keywords:
-            if kw.arg not in ("serialize", "block_dim", "parallelize"):
+            if kw.arg not in ("serialize", "block_dim", "parallelize", "name"):
                 raise self.err(kw, f"jr.loop_config() has no option '{kw.arg}' (options: "
-                               "serialize, block_dim, parallelize)")
+                               "serialize, block_dim, parallelize, name)")
             value = self.expr(kw.value)
             if not isinstance(value, PyValue):
                 raise self.err(kw.value, "jr.loop_config() options must be constants")
+            if kw.arg == "name":
+                if value.obj is not None and not isinstance(value.obj, str):
+                    raise self.err(kw.value, "jr.loop_config(name=...) must be a string, got "
+                                   f"{value.obj!r}")
+                continue
             if kw.arg == "serialize":
                 self.serialize_next = bool(value.obj)
                 continue
@@ -722,6 +729,11 @@ class StmtLowering(LoweringHost):
         names = self.loop_targets(node, len(extents))
         loc = self.loc(node)
         vars_: list[str] = []
+        group_name = getattr(self, "group_names", (None,))[0]
+        # the loop variables are the loop's own, as in Taichi/Quadrants: after the loop the
+        # names mean what they meant before it (a later `I = i` makes a new variable)
+        saved = {k: self.scope.bindings.get(k, _UNBOUND)
+                 for k in [name.id for name in names] + ([group_name] if group_name else [])}
         for name, (b, e) in zip(names, extents):
             dt = dtypes.i64 if dtypes.i64 in (b.dtype, e.dtype) else dtypes.i32
             var = LocalVar(self.scope.prefix + name.id, dt)
@@ -755,6 +767,11 @@ class StmtLowering(LoweringHost):
             self.scope.assigned = before   # the body may run zero times
             if parallel:
                 self.ctx.random_scopes.pop()
+            for k, v in saved.items():
+                if v is _UNBOUND:
+                    self.scope.bindings.pop(k, None)
+                else:
+                    self.scope.bindings[k] = v
         if parallel and counter in self.ctx.local_types:
             body = (n.Assign(counter, n.Const(0, dtypes.u64, loc), loc),) + tuple(body)
         if parallel:

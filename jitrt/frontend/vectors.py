@@ -177,7 +177,7 @@ class VectorLowering(LoweringHost):
         args = [as_vector(self.expr(a)) for a in node.args]
         dtype = None
         for kw in node.keywords:
-            if kw.arg != "dtype":
+            if kw.arg not in ("dtype", "dt"):          # dt=: Quadrants' spelling
                 raise self.err(node, f"unexpected keyword argument '{kw.arg}'")
             dt = self.expr(kw.value)
             dtype = dt.obj if isinstance(dt, PyValue) else None
@@ -205,11 +205,14 @@ class VectorLowering(LoweringHost):
         """`jr.Vector.zero(dtype, n)`, `jr.Vector.one(dtype, n)`, `jr.Matrix.zero(dtype, n, m)`,
         `jr.Matrix.identity(dtype, n)`, `jr.Vector.unit(n, k, dtype)`."""
         args = [self.expr(a) for a in node.args]
-        if not all(isinstance(a, PyValue) for a in args):
+        named: dict[str, Any] = {"dtype" if k.arg == "dt" else k.arg: self.expr(k.value)
+                                 for k in node.keywords if k.arg}   # Quadrants' dt=
+        if not all(isinstance(a, PyValue) for a in args + list(named.values())):
             raise self.err(node, "the arguments must be known at compile time")
         vals = [a.obj for a in args]
         try:
-            dt_arg, shape, fill, diagonal = kind(*vals)
+            dt_arg, shape, fill, diagonal = kind(*vals, **{
+                k: v.obj for k, v in named.items()})  # type: ignore[union-attr]
         except TypeError as exc:
             raise self.err(node, str(exc)) from None
         dt = {int: self.ctx.default_ip, float: self.ctx.default_fp}.get(dt_arg, dt_arg)

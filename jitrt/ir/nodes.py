@@ -199,7 +199,7 @@ class Shape(Expr):
     loc: Loc = _loc()
 
 
-ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor")   # and/or/xor: integers
+ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "xchg")  # and/or/xor: integers
 
 
 @frozen
@@ -309,6 +309,7 @@ class ParFor(Stmt):
 class Param:
     name: str
     kind: str  # scalar | vector (a vector/matrix value: element_shape) | ndarray | template
+    # | tensor (a declared `jr.Tensor` parameter: ndarray or template per argument)
     dtype: DataType | None = None
     ndim: int = 0
     needs_grad: bool = False

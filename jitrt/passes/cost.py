@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..ir import nodes as n
 from .walk import exprs_of, walk_expr
 
-MATH_COST = {"sqrt": 4, "abs": 1, "floor": 2, "ceil": 2}
+MATH_COST = {"sqrt": 4, "abs": 1, "floor": 2, "ceil": 2, "popcnt": 1, "clz": 1, "ffs": 2}
 
 
 def expr_cost(e: n.Expr) -> int:

@@ -12,6 +12,7 @@ Nothing here is cached.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -189,6 +190,8 @@ def array_info(v: Any) -> tuple[dtypes.DataType | None, int, bool] | None:
     if isinstance(v, Ndarray):
         return v.dtype, len(v.storage_shape), v.grad is not None
     if isinstance(v, np.ndarray):
+        if v.dtype == np.bool_:       # one byte of 0 or 1: read and written as u8 (jr.u1)
+            return dtypes.u8, v.ndim, False
         return dtypes.from_numpy(v.dtype), v.ndim, False
     return None
 
@@ -201,6 +204,8 @@ def specialize(kernel: "KernelLike", values: list[Any], cfg: Any
     templates: dict[str, Any] = {}
     name_parts: list[str] = []
     for p, v in zip(kernel.params, values):
+        if p.kind == "tensor":       # `jr.Tensor`: an ndarray as such, a field as a template
+            p = tensor_param(kernel, p, v)
         if p.kind == "scalar":
             dt = p.dtype or _default_scalar(kernel, p, cfg)
             check_scalar(kernel, p, dt, v)
@@ -230,6 +235,16 @@ def specialize(kernel: "KernelLike", values: list[Any], cfg: Any
         ".validate" if kernel.validate else ""
     name = f"{kernel.qualname}{mode}[{','.join(name_parts)}]"
     return tuple(params), tuple(key), templates, name
+
+
+def tensor_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
+    """The parameter a `jr.Tensor` annotation is for the argument `v`: an untyped ndarray
+    parameter for a jitrt ndarray, a template for a field; anything else is refused."""
+    if isinstance(v, Ndarray):
+        return dataclasses.replace(p, kind="ndarray")
+    if isinstance(v, Field):
+        return n.Param(p.name, "template")
+    raise fail(kernel, p, "a jitrt field or ndarray (jr.Tensor)", describe(v))
 
 
 def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
@@ -351,10 +366,16 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
         return (type(v), v), repr(v)
     if isinstance(v, tuple) and all(isinstance(x, (bool, int, float)) for x in v):
         return (tuple, v), repr(v)
-    if getattr(type(v), "_jitrt_data_oriented", False):   # the handle keeps v alive: no id reuse
-        return ("object", id(v)), type(v).__qualname__
-    raise fail(kernel, p, "a field, a Python constant or a @jr.data_oriented object "
-               "(jr.template())", describe(v))
+    if getattr(type(v), "_jitrt_data_oriented", False) or dataclasses.is_dataclass(v):
+        return ("object", id(v)), type(v).__qualname__   # the handle keeps v alive: no id reuse
+    if type(v).__hash__ not in (None, object.__hash__) and type(v).__eq__ is not object.__eq__:
+        # an immutable configuration object (Quadrants keys templates by equality); its name
+        # part is a digest of its repr, stable across processes for plain values
+        import hashlib
+        digest = hashlib.sha1(repr(v).encode()).hexdigest()[:12]
+        return ("value", type(v), v), f"{type(v).__qualname__}#{digest}"
+    raise fail(kernel, p, "a field, a Python constant, a dataclass, a hashable object or a "
+               "@jr.data_oriented object (jr.template())", describe(v))
 
 
 def written_params(compiled: "CompiledKernel") -> frozenset[int]:
@@ -373,7 +394,8 @@ def pack_array(buf: Any, slot: int, v: Any, dt: dtypes.DataType, ndim: int,
         buf[slot] = v.ptr
         buf[slot + 1] = v.grad.ptr if v.grad is not None else 0
     elif isinstance(v, np.ndarray) and not need_grad:   # numpy subclasses (memmap) too
-        if v.dtype != dt.np or v.ndim != ndim or not v.flags.c_contiguous or (
+        if (v.dtype != dt.np and not (dt is dtypes.u8 and v.dtype == np.bool_)) or \
+                v.ndim != ndim or not v.flags.c_contiguous or (
                 written and not v.flags.writeable):
             return False
         buf[slot] = v.ctypes.data

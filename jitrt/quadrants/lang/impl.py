@@ -1,0 +1,62 @@
+"""Quadrants' `qd.lang.impl` functions that have a meaning in jitrt.
+
+Stage: API. `get_runtime()` gives a `PyQuadrants`: the view of the current jitrt program that
+Quadrants code reads (`default_fp`, `default_ip`, `prog.synchronize()`). Its `materialize()`
+and `clear()` exist so that programs that wrap them (Genesis defers field fills to
+`materialize`) import; jitrt never calls them: its fields have storage from creation, so there
+is nothing to materialize. Caches nothing.
+"""
+from __future__ import annotations
+
+from ...dtypes import DataType
+
+
+class PyQuadrants:
+    """The current program as `qd.lang.impl.get_runtime()` shows it."""
+
+    @property
+    def default_fp(self) -> DataType:
+        from ...runtime.program import current
+        return current().config.default_fp
+
+    @property
+    def default_ip(self) -> DataType:
+        from ...runtime.program import current
+        return current().config.default_ip
+
+    @property
+    def prog(self) -> "PyQuadrants":
+        return self
+
+    def synchronize(self) -> None:
+        from ...runtime.program import sync
+        sync()
+
+    def materialize(self) -> None:
+        """Nothing to do in jitrt (module docstring)."""
+
+    def clear(self) -> None:
+        """Nothing to do in jitrt (module docstring)."""
+
+
+_RUNTIME = PyQuadrants()
+
+
+def get_runtime() -> PyQuadrants:
+    return _RUNTIME
+
+
+def get_max_shared_memory_bytes(*, is_lowerbound_ok: bool) -> int:
+    """Shared memory of a GPU block in bytes: 0 on the CPU (no shared memory), as in
+    Quadrants; on a GPU program the device's own figure, else 48 KiB (CUDA's guaranteed
+    amount) when a lower bound will do."""
+    from ...runtime.program import current
+    program = current()
+    if program.config.arch == "cpu":
+        return 0
+    limit = getattr(program.device, "max_shared_memory_bytes", None)
+    if limit is not None:
+        return int(limit)
+    if is_lowerbound_ok:
+        return 48 * 1024
+    raise RuntimeError(f"the shared memory of a block is not known on {program.config.arch}")
