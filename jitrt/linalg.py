@@ -202,8 +202,9 @@ class Matrix(HostMatrix):
     @staticmethod
     def tensor(n: int, m: int, dtype: Any, shape: Any, **kwargs: Any) -> Any:
         """Quadrants' `qd.Matrix.tensor(n, m, dtype, shape, backend=...)` (quadrants/tensor.py)."""
-        from .quadrants.tensor import matrix_tensor
-        return matrix_tensor(n, m, dtype, shape, **kwargs)
+        from .quadrants.tensor import element_tensor
+        return element_tensor("jr.Matrix.tensor", Matrix.field, Matrix.ndarray,
+                              (n, m, dtype, shape), **kwargs)
 
     # at Python scope (in kernels the frontend builds these: frontend/vectors.py)
     @staticmethod
@@ -260,8 +261,9 @@ class Vector(Matrix):
             n: int, dtype: Any, shape: Any, **kwargs: Any) -> Any:
         """Quadrants' `qd.Vector.tensor(n, dtype, shape, backend=...)`: a field or ndarray of
         n-vectors (quadrants/tensor.py)."""
-        from .quadrants.tensor import vector_tensor
-        return vector_tensor(n, dtype, shape, **kwargs)
+        from .quadrants.tensor import element_tensor
+        return element_tensor("jr.Vector.tensor", Vector.field, Vector.ndarray,
+                              (n, dtype, shape), **kwargs)
 
 
 host_matrix.register(Vector, Matrix)

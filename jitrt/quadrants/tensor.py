@@ -131,21 +131,11 @@ def tensor(dtype: Any, shape: Any, *, backend: Any = Backend.NDARRAY, layout: An
     return out
 
 
-def vector_tensor(n: int, dtype: Any, shape: Any, *, backend: Any = Backend.NDARRAY,
-                  **kwargs: Any) -> Any:
-    """`jr.Vector.tensor(n, dtype, shape, backend=...)`: a field or ndarray of n-vectors."""
-    from ..linalg import Vector
-    _check_kwargs(kwargs, "jr.Vector.tensor", frozenset({"backend", "needs_grad"}))
-    if _backend(backend) is Backend.FIELD:
-        return Vector.field(n, dtype, shape, **kwargs)
-    return Vector.ndarray(n, dtype, shape, **kwargs)
-
-
-def matrix_tensor(n: int, m: int, dtype: Any, shape: Any, *, backend: Any = Backend.NDARRAY,
-                  **kwargs: Any) -> Any:
-    """`jr.Matrix.tensor(n, m, dtype, shape, backend=...)`: of n x m matrices."""
-    from ..linalg import Matrix
-    _check_kwargs(kwargs, "jr.Matrix.tensor", frozenset({"backend", "needs_grad"}))
-    if _backend(backend) is Backend.FIELD:
-        return Matrix.field(n, m, dtype, shape, **kwargs)
-    return Matrix.ndarray(n, m, dtype, shape, **kwargs)
+def element_tensor(who: str, make_field: Any, make_ndarray: Any, args: tuple, *,
+                   backend: Any = Backend.NDARRAY, **kwargs: Any) -> Any:
+    """`jr.Vector.tensor(n, dtype, shape, backend=...)` / `jr.Matrix.tensor(n, m, ...)`: a
+    field or ndarray of vectors or matrices, made by the class's own `field`/`ndarray`
+    (passed in: this module does not import linalg)."""
+    _check_kwargs(kwargs, who, frozenset({"backend", "needs_grad"}))
+    make = make_field if _backend(backend) is Backend.FIELD else make_ndarray
+    return make(*args, **kwargs)
