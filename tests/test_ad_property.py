@@ -288,3 +288,30 @@ def test_2x2_matrix_functions(arch, rng):
 @pytest.mark.no_gpu_builds     # 3x3 decompositions: the GPU suite runs it on the GPU instead
 def test_3x3_matrix_functions(arch, rng):
     check_matrix_functions(3, rng)
+
+
+@pytest.mark.no_gpu_builds     # a 3x3 decomposition and its adjoint
+def test_polar_gradient_at_orthogonal_inputs_in_f32(arch, rng):
+    """The reported case: at the identity the gradient of sum(W * R) is (W - W^T) / 2 (it
+    was the lower triangle of W - W^T); at 2I half that; at a rotation Q, dR = Q Omega with
+    Omega the skew part of Q^T dA, so the gradient is Q (Q^T W - W^T Q) / 2."""
+    w = rng.uniform(-1, 1, (3, 3))
+    W = tuple(map(tuple, w.tolist()))
+    m = jr.Matrix.field(3, 3, jr.f32, shape=3, needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def k():
+        for i in m:
+            U, P = jr.polar_decompose(m[i])
+            loss[None] += (U * jr.Matrix(W)).sum()
+
+    q = rotation(3, 0.3)
+    m.from_numpy(np.stack([np.eye(3), 2 * np.eye(3), q]).astype(np.float32))
+    with jr.ad.Tape(loss=loss):
+        k()
+    g = m.grad.to_numpy()
+    skew = (w - w.T) / 2
+    np.testing.assert_allclose(g[0], skew, atol=1e-5)
+    np.testing.assert_allclose(g[1], skew / 2, atol=1e-5)
+    np.testing.assert_allclose(g[2], q @ (q.T @ w - w.T @ q) / 2, atol=1e-5)
