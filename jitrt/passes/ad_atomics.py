@@ -140,11 +140,13 @@ def clear_statements(a: n.Atomic, loc: n.Loc, scratch: Scratch) -> list[n.Stmt]:
 
 def share(a: n.Atomic, value: n.Expr, indices: tuple[n.Expr, ...], scratch: Scratch
           ) -> tuple[n.Expr, n.Expr]:
-    """(condition, adjoint) of one contribution in the adjoint task: scratch / count."""
+    """(condition, adjoint) of one contribution in the adjoint task: scratch / count (a count
+    of 0, which the same code cannot give, would leave the scratch's 0, never 0 / 0)."""
     count, adj = scratch[a.ref]
     loc, dt = a.loc, a.ref.dtype
-    g: n.Expr = n.Binary("/", n.Load(adj, indices, dt, loc),
-                         n.Cast(n.Load(count, indices, dtypes.i32, loc), dt, loc), dt, loc)
+    ties = n.Binary("max", n.Load(count, indices, dtypes.i32, loc), n.Const(1, dtypes.i32, loc),
+                    dtypes.i32, loc)
+    g: n.Expr = n.Binary("/", n.Load(adj, indices, dt, loc), n.Cast(ties, dt, loc), dt, loc)
     if value.dtype != dt:
         g = n.Cast(g, value.dtype, loc)
     return matches(a, value, indices), g
