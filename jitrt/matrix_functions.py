@@ -20,8 +20,8 @@ are differentiable like any kernel code.
   not taken through the algorithm (whose skipped rotations lost them at diagonal inputs):
   the algorithm runs on `detached` inputs and each result adds a `tangent_only` term, zero in
   value, whose derivative is the analytic one (section at the end; docs/adstack.md gives the
-  rules at repeated values). The forward kernel is the algorithm alone (about 1 s to compile
-  on the development VM; the offline cache keeps it).
+  rules at repeated values). `passes/ad_markers.py` then removes the terms and their code, so
+  a primal kernel runs the algorithm alone and an adjoint holds no adjoint of the algorithm.
 """
 from __future__ import annotations
 

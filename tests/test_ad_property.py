@@ -315,3 +315,31 @@ def test_polar_gradient_at_orthogonal_inputs_in_f32(arch, rng):
     np.testing.assert_allclose(g[0], skew, atol=1e-5)
     np.testing.assert_allclose(g[1], skew / 2, atol=1e-5)
     np.testing.assert_allclose(g[2], q @ (q.T @ w - w.T @ q) / 2, atol=1e-5)
+
+
+def test_tangent_only_terms_cost_nothing_outside_derivatives(arch):
+    """How the 3x3 matrix functions state derivatives: `y + tangent_only(t)` is y in value,
+    with t's derivative; the primal kernel computes no part of t (its IR has no sin here),
+    reverse and forward mode differentiate through it, `detached(v)` has none."""
+    from jitrt.frontend.builtins import detached, tangent_only
+    x = jr.field(jr.f64, shape=3, needs_grad=True, needs_dual=True)
+    y = jr.field(jr.f64, shape=3, needs_grad=True, needs_dual=True)
+
+    @jr.kernel
+    def k():
+        for i in x:
+            v = x[i]
+            t = jr.sin(v) * 3.0          # (a load would stay: its bounds check is an effect)
+            y[i] = detached(v * v) + tangent_only(t)
+
+    x.from_numpy(np.array([0.0, 0.5, -1.0]))
+    k()
+    np.testing.assert_array_equal(y.to_numpy(), [0.0, 0.25, 1.0])
+    primal = "\n".join(jr.debug.kernel_ir(k))
+    assert "sin" not in primal and "-0.0" not in primal
+    y.grad.fill(1.0)
+    k.grad()
+    np.testing.assert_allclose(x.grad.to_numpy(), 3 * np.cos([0.0, 0.5, -1.0]), rtol=1e-14)
+    with jr.ad.FwdMode(loss=y, param=x, seed=[1.0, 1.0, 1.0]):
+        k()
+    np.testing.assert_allclose(y.dual.to_numpy(), 3 * np.cos([0.0, 0.5, -1.0]), rtol=1e-14)

@@ -544,29 +544,6 @@ def refuse_array_grads(kernel: n.TaskedKernel, has_grad: Callable[[n.Ref], bool]
                 "own (an ndarray without needs_grad)")
 
 
-def without_stop_grad(kernel: n.TaskedKernel) -> n.TaskedKernel:
-    """`kernel` with every `stop_grad(x)` (the reads `jr.stop_grad` named, and the values
-    matrix functions detach) replaced by `x`, and every `tangent_only(x)` by -0.0 (its value;
-    `y + -0.0` folds to `y`, leaving the code of x dead): run on every kernel after the AD
-    passes have read the markers (codegen has no such ops). A kernel without markers is
-    returned as it is."""
-    def is_marker(e: n.Expr) -> bool:
-        return isinstance(e, n.Unary) and e.op in (n.STOP_GRAD, n.TANGENT_ONLY)
-
-    def bare(e: n.Expr) -> n.Expr:
-        if isinstance(e, n.Unary) and e.op == n.TANGENT_ONLY:
-            return n.Const(-0.0, e.dtype, e.loc)
-        return e.x if isinstance(e, n.Unary) and e.op == n.STOP_GRAD else e
-    if not any(is_marker(e) for t in kernel.tasks for e in
-               [*all_exprs(t.body), *(x for b in t.begins + t.ends for x in walk_expr(b))]):
-        return kernel
-    tasks = tuple(replace(t, body=tuple(map_stmt(s, bare) for s in t.body),
-                          begins=tuple(map_expr(b, bare) for b in t.begins),
-                          ends=tuple(map_expr(e, bare) for e in t.ends))
-                  for t in kernel.tasks)
-    return replace(kernel, tasks=tasks)
-
-
 def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
                   has_grad: Callable[[n.Ref], bool], tape: bool = False
                   ) -> tuple[n.TaskedKernel, list[AdjointTask | None]]:
