@@ -16,13 +16,16 @@ are differentiable like any kernel code.
   written here from the paper's description), so U and V are rotations and the last singular
   value carries the sign of det(A); polar from the SVD. A rotation whose target entry is
   tiny is the identity, so the identity, repeated eigenvalues and the zero matrix give
-  finite values and gradients (tests/test_matrix_functions.py). The adjoint of a 3x3
-  decomposition is a large straight-line function: about 1 s to compile the forward kernel
-  and 4-5 s its adjoint on the development VM (the offline cache keeps both).
+  finite values (tests/test_matrix_functions.py). The derivatives of the 3x3 results are
+  not taken through the algorithm (whose skipped rotations lost them at diagonal inputs):
+  the algorithm runs on `detached` inputs and each result adds a `tangent_only` term, zero in
+  value, whose derivative is the analytic one (section at the end; docs/adstack.md gives the
+  rules at repeated values). `passes/ad_markers.py` then removes the terms and their code, so
+  a primal kernel runs the algorithm alone and an adjoint holds no adjoint of the algorithm.
 """
 from __future__ import annotations
 
-from .frontend.builtins import MATH, atan2, select
+from .frontend.builtins import MATH, atan2, detached, select, tangent_only
 from .frontend.builtins import static
 from .frontend.func import Func
 from .linalg import Matrix, Vector
@@ -177,10 +180,10 @@ def _sorted3(e0, e1, e2, V):
     return Vector([e0, e1, e2]), Matrix([[x0, y0, z0], [x1, y1, z1], [x2, y2, z2]])
 
 
-def _sym_eig3x3(A):
+def _sym_eig3x3_values(S):
     """(eigenvalues in decreasing order, eigenvectors as the columns of a rotation) of the
-    symmetric part of A."""
-    d, V = jacobi3x3((A + A.transpose()) * 0.5)
+    symmetric S (the algorithm: its own derivative is not used, see `_sym_eig3x3`)."""
+    d, V = jacobi3x3(S)
     return sorted3(d[0], d[1], d[2], V)
 
 
@@ -199,11 +202,11 @@ def _givens_step(bp, bq, up, uq, a, b):
     return c * bp + s * bq, c * bq - s * bp, c * up + s * uq, c * uq - s * up
 
 
-def _svd3d(A):
+def _svd3d_values(A):
     """(U, S, V) with A = U S V^T, U and V rotations, S diagonal in decreasing order but for
     its last entry, which takes the sign of det(A) (as in Taichi). V from the eigenvectors of
     A^T A; U from a Givens QR of A V, whose columns are orthogonal with decreasing norms."""
-    _, V = sym_eig3x3(A.transpose() @ A)
+    _, V = sym_eig3x3_values(A.transpose() @ A)
     B = A @ V
     b0 = Vector([B[0, 0], B[0, 1], B[0, 2]])
     b1 = Vector([B[1, 0], B[1, 1], B[1, 2]])
@@ -217,15 +220,123 @@ def _svd3d(A):
     return U, Matrix([[b0[0], z, z], [z, b1[1], z], [z, z, b2[2]]]), V
 
 
-def _polar_decompose3d(A):
-    """(U, P) with A = U P, U a rotation, P symmetric (from the SVD: U = W V^T, P = V S V^T)."""
-    W, S, V = svd3d(A)
-    return W @ V.transpose(), V @ S @ V.transpose()
-
-
 jacobi_angle, rotate, identity_columns = Func(_jacobi_angle), Func(_rotate), \
     Func(_identity_columns)
 jacobi3x3, sorted3, givens, givens_step = Func(_jacobi3x3), Func(_sorted3), Func(_givens), \
     Func(_givens_step)
 swap_columns = Func(_swap_columns)
+sym_eig3x3_values, svd3d_values = Func(_sym_eig3x3_values), Func(_svd3d_values)
+
+
+# ---- 3x3 derivatives: stated, not taken through the algorithm ------------------------------
+# The algorithm runs on detached inputs; each result is its value plus `tangent_only(...)` of
+# a term linear in A whose derivative is the result's (zero in value: the primal kernels never
+# compute it). With A = U S V^T and M = U^T dA V: dS_ii = M_ii; dU = U W_U, dV = V W_V with,
+# for i != j, splitting M_ij into its symmetric part s and skew part k,
+# W_V[i, j] = s / (S_j - S_i) - k / (S_i + S_j) and W_U[i, j] = W_V[i, j] + 2 k / (S_i + S_j);
+# so the polar factor R = U V^T has dR = U (W_U - W_V) V^T, with no S_j - S_i: it is defined
+# wherever S_i + S_j != 0 (repeated singular values included). Values closer than `tol`
+# (GAP_ULPS units of round-off of the matrix's float type, relative to the sum of the
+# magnitudes: about 1e-4 in f32 and 2e-13 in f64, above what the algorithm's own round-off
+# leaves between equal values) count as equal: their 1 / (S_j - S_i) term is dropped (V keeps
+# its columns in the group, U follows R) and each value of the group gets the derivative of
+# the group's mean (docs/adstack.md). Symmetric eigenproblems likewise: dL_i = M_ii,
+# W[i, j] = M_ij / (L_j - L_i).
+GAP_ULPS = 1000.0
+
+
+def _equal_within(e0, e1, e2):
+    """The distance below which two of the values e0, e1, e2 count as equal, computed in
+    their float type: 4/3 is not exact there, and 3 (4/3 - 1) - 1 is its rounding error
+    (2^-23 in f32, 2^-52 in f64)."""
+    scale = abs(e0) + abs(e1) + abs(e2)
+    third = (scale * 0.0 + 4.0) / 3.0 - 1.0
+    return GAP_ULPS * abs(third * 3.0 - 1.0) * scale + TINY
+
+
+def _inv_gap(d, tol):
+    """1 / d, or 0 where |d| <= tol (the two values count as equal)."""
+    big = abs(d) > tol
+    return select(big, 1.0 / select(big, d, 1.0), 0.0)
+
+
+def _same(a, b, tol):
+    return select(abs(a - b) <= tol, 1.0, 0.0)
+
+
+def _group_means(d0, d1, d2, e0, e1, e2, tol):
+    """Per value e_i: the mean of the d_j of the values e_j equal to e_i (within tol)."""
+    s01, s02, s12 = same(e0, e1, tol), same(e0, e2, tol), same(e1, e2, tol)
+    return ((d0 + s01 * d1 + s02 * d2) / (1.0 + s01 + s02),
+            (d1 + s01 * d0 + s12 * d2) / (1.0 + s01 + s12),
+            (d2 + s02 * d0 + s12 * d1) / (1.0 + s02 + s12))
+
+
+def _skew3(x01, x02, x12):
+    """The antisymmetric matrix with these entries above the diagonal."""
+    z = x01 * 0.0
+    return Matrix([[z, x01, x02], [-x01, z, x12], [-x02, -x12, z]])
+
+
+def _svd_pair(mij, mji, si, sj, tol):
+    """(W_U[i, j], W_V[i, j]) of an SVD for i < j (see above)."""
+    sym = (mij + mji) * 0.5
+    skw = (mij - mji) * 0.5
+    a = sym * inv_gap(sj - si, tol)
+    b = skw * inv_gap(si + sj, tol)
+    return a + b, a - b
+
+
+def _svd3d(A):
+    """`_svd3d_values` of A with the derivative stated above."""
+    U0, S0, V0 = svd3d_values(detached(A))
+    U0, S0, V0 = detached(U0), detached(S0), detached(V0)
+    s0, s1, s2 = S0[0, 0], S0[1, 1], S0[2, 2]
+    tol = equal_within(s0, s1, s2)
+    M = U0.transpose() @ A @ V0
+    u01, v01 = svd_pair(M[0, 1], M[1, 0], s0, s1, tol)
+    u02, v02 = svd_pair(M[0, 2], M[2, 0], s0, s2, tol)
+    u12, v12 = svd_pair(M[1, 2], M[2, 1], s1, s2, tol)
+    d0, d1, d2 = group_means(M[0, 0], M[1, 1], M[2, 2], s0, s1, s2, tol)
+    z = d0 * 0.0
+    U = U0 + tangent_only(U0 @ skew3(u01, u02, u12))
+    S = S0 + tangent_only(Matrix([[d0, z, z], [z, d1, z], [z, z, d2]]))
+    return U, S, V0 + tangent_only(V0 @ skew3(v01, v02, v12))
+
+
+def _polar_decompose3d(A):
+    """(U, P) with A = U P, U a rotation, P symmetric (from the SVD: U = W V^T, P = V S V^T),
+    with the derivative stated above (dP from dU: P = U^T A)."""
+    W0, S0, V0 = svd3d_values(detached(A))
+    W0, S0, V0 = detached(W0), detached(S0), detached(V0)
+    s0, s1, s2 = S0[0, 0], S0[1, 1], S0[2, 2]
+    tol = equal_within(s0, s1, s2)
+    M = W0.transpose() @ A @ V0
+    r01 = (M[0, 1] - M[1, 0]) * inv_gap(s0 + s1, tol)
+    r02 = (M[0, 2] - M[2, 0]) * inv_gap(s0 + s2, tol)
+    r12 = (M[1, 2] - M[2, 1]) * inv_gap(s1 + s2, tol)
+    U = W0 @ V0.transpose() + tangent_only(W0 @ skew3(r01, r02, r12) @ V0.transpose())
+    UA = U.transpose() @ A
+    return U, V0 @ S0 @ V0.transpose() + tangent_only((UA + UA.transpose()) * 0.5)
+
+
+def _sym_eig3x3(A):
+    """(eigenvalues in decreasing order, eigenvectors as the columns of a rotation) of the
+    symmetric part of A, with the derivative stated above."""
+    S = (A + A.transpose()) * 0.5
+    L0, V0 = sym_eig3x3_values(detached(S))
+    L0, V0 = detached(L0), detached(V0)
+    tol = equal_within(L0[0], L0[1], L0[2])
+    M = V0.transpose() @ S @ V0
+    w01 = M[0, 1] * inv_gap(L0[1] - L0[0], tol)
+    w02 = M[0, 2] * inv_gap(L0[2] - L0[0], tol)
+    w12 = M[1, 2] * inv_gap(L0[2] - L0[1], tol)
+    d0, d1, d2 = group_means(M[0, 0], M[1, 1], M[2, 2], L0[0], L0[1], L0[2], tol)
+    return L0 + tangent_only(Vector([d0, d1, d2])), V0 + tangent_only(V0 @ skew3(w01, w02, w12))
+
+
+inv_gap, same, group_means, skew3 = Func(_inv_gap), Func(_same), Func(_group_means), \
+    Func(_skew3)
+equal_within = Func(_equal_within)
+svd_pair = Func(_svd_pair)
 sym_eig3x3, svd3d, polar_decompose3d = Func(_sym_eig3x3), Func(_svd3d), Func(_polar_decompose3d)

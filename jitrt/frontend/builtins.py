@@ -60,7 +60,11 @@ randn = Builtin("randn", lambda dtype=None: np.random.standard_normal())
 min_ = Builtin("min", lambda *args: functools.reduce(np.minimum, args))
 max_ = Builtin("max", lambda *args: functools.reduce(np.maximum, args))
 abs_ = Builtin("abs", np.abs)
-DERIVED = (rsqrt, log2, exp2, sign, clamp, select)
+# for jitrt/matrix_functions.py (not exported): x without a derivative, and a zero term with
+# x's derivative (nodes.TANGENT_ONLY); element-wise on vectors and matrices
+detached = Builtin("detached", lambda x: x)
+tangent_only = Builtin("tangent_only", lambda x: 0 * x)
+DERIVED = (rsqrt, log2, exp2, sign, clamp, select, detached, tangent_only)
 static = Builtin("static", lambda x: x)
 cast = Builtin("cast", None)
 loop_config = Builtin("loop_config", None)

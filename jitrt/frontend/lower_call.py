@@ -390,6 +390,10 @@ class CallLowering(LoweringHost):
             negative = n.Binary("<", x, zero, dtypes.i32, loc)
             return n.Select(positive, one, n.Select(negative, minus, zero, x.dtype, loc),
                             x.dtype, loc)
+        if fn is bi.detached or fn is bi.tangent_only:
+            x = self.value(node, args[0])
+            op = n.STOP_GRAD if fn is bi.detached else n.TANGENT_ONLY
+            return n.Unary(op, x, x.dtype, loc) if x.dtype.is_float else x
         if fn is bi.clamp:
             lo = self.pairwise("max", args[0], args[1], node)
             return self.pairwise("min", lo, args[2], node)

@@ -110,7 +110,7 @@ class Local(Expr):
 
 @frozen
 class Unary(Expr):
-    op: str  # neg | not | invert | STOP_GRAD
+    op: str  # neg | not | invert | STOP_GRAD | TANGENT_ONLY
     x: Expr
     dtype: DataType
     loc: Loc = _loc()
@@ -119,6 +119,10 @@ class Unary(Expr):
 # `stop_grad(x)`: x itself, through which autodiff sends no adjoint or tangent: the frontend
 # wraps the reads `jr.stop_grad` names, the AD passes read it, and it is removed before codegen
 STOP_GRAD = "stop_grad"
+# `tangent_only(x)`: a term whose value is zero and whose derivative is x's (the AD passes
+# differentiate through it; after them it becomes -0.0, so `y + tangent_only(x)` is y and the
+# code computing x is dead in every kernel): how jitrt/matrix_functions.py states derivatives
+TANGENT_ONLY = "tangent_only"
 
 
 COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")

@@ -45,6 +45,9 @@ class Build:
     def less(self, a: n.Expr, b: n.Expr) -> n.Expr:
         return n.Binary("<", a, b, i32, self.loc)
 
+    def compare(self, op: str, a: n.Expr, b: n.Expr) -> n.Expr:
+        return n.Binary(op, a, b, i32, self.loc)
+
     def select(self, cond: n.Expr, a: n.Expr, b: n.Expr) -> n.Expr:
         return n.Select(cond, a, b, a.dtype, self.loc)
 
@@ -57,10 +60,31 @@ Rule = Callable[[Any, n.Expr, Build], Pairs]   # the node: a Binary, Math, Unary
 
 
 def _min_max(e: n.Binary, g: n.Expr, b: Build) -> Pairs:
-    # min(a, c) picks c when c < a (else a); max picks c when c > a: the pick gets g.
+    # min(a, c) picks c when c < a, max picks c when c > a: the pick gets g; at a tie
+    # (a == c) each gets g / 2, the central difference (as torch and JAX split it)
     picks_c = b.less(e.b, e.a) if e.op == "min" else b.less(e.a, e.b)
-    zero = b.zero(g.dtype)
-    return [(e.a, b.select(picks_c, zero, g)), (e.b, b.select(picks_c, g, zero))]
+    tie = b.compare("==", e.a, e.b)
+    zero, half = b.zero(g.dtype), b.mul(g, b.c(0.5, g.dtype))
+    return [(e.a, b.select(tie, half, b.select(picks_c, zero, g))),
+            (e.b, b.select(tie, half, b.select(picks_c, g, zero)))]
+
+
+def abs_rule(e: n.Math, g: n.Expr, b: Build) -> Pairs:
+    """g times sign(x), 0 at x = 0 (the central difference, and what Taichi and torch give)."""
+    x, zero = e.args[0], b.zero(e.dtype)
+    return [(x, b.select(b.less(x, zero), b.neg(g), b.select(b.less(zero, x), g, zero)))]
+
+
+def pow_rule(e: n.Math, g: n.Expr, b: Build) -> Pairs:
+    """d(a^y)/da = y a^(y-1), 0 where y = 0 (also at a = 0: a^0 is constant); d(a^y)/dy =
+    a^y log(a), with log(1) in place of log(0), so 0 at a = 0 for y > 0 (as torch and JAX
+    give; the central difference there is 0 too) instead of 0 * -inf."""
+    a, y = e.args
+    zero, one = b.zero(e.dtype), b.c(1, e.dtype)
+    d_base = b.mul(y, b.math("pow", a, b.bin("-", y, one)))
+    safe_a = b.select(b.compare("==", a, zero), one, a)
+    return [(a, b.mul(g, b.select(b.compare("==", y, zero), zero, d_base))),
+            (y, b.mul(g, b.mul(e, b.math("log", safe_a))))]
 
 
 def one_minus_square(e: n.Math, b: Build) -> n.Expr:
@@ -95,8 +119,7 @@ MATH_RULES: dict[str, Rule] = {
     "log": lambda e, g, b: [(e.args[0], b.div(g, e.args[0]))],
     "sqrt": lambda e, g, b: [(e.args[0], b.div(g, b.mul(b.c(2, e.dtype), e)))],
     "tanh": lambda e, g, b: [(e.args[0], b.mul(g, b.bin("-", b.c(1, e.dtype), b.mul(e, e))))],
-    "abs": lambda e, g, b: [(e.args[0], b.select(b.less(e.args[0], b.zero(e.dtype)),
-                                                 b.neg(g), g))],
+    "abs": abs_rule,
     "asin": lambda e, g, b: [(e.args[0], b.div(g, b.math("sqrt", one_minus_square(e, b))))],
     "acos": lambda e, g, b: [(e.args[0], b.neg(b.div(g, b.math("sqrt",
                                                               one_minus_square(e, b)))))],
@@ -105,10 +128,7 @@ MATH_RULES: dict[str, Rule] = {
     "atan2": lambda e, g, b: atan2_rule(e, g, b),
     "sinh": lambda e, g, b: [(e.args[0], b.mul(g, b.math("cosh", e.args[0])))],
     "cosh": lambda e, g, b: [(e.args[0], b.mul(g, b.math("sinh", e.args[0])))],
-    "pow": lambda e, g, b: [
-        (e.args[0], b.mul(g, b.mul(e.args[1], b.math("pow", e.args[0], b.bin(
-            "-", e.args[1], b.c(1, e.dtype)))))),
-        (e.args[1], b.mul(g, b.mul(e, b.math("log", e.args[0]))))],
+    "pow": pow_rule,
 }
 
 
@@ -143,6 +163,8 @@ def rule_for(e: n.Expr) -> Rule | None:
         return MATH_RULES.get(e.fn)
     if isinstance(e, n.Unary) and e.op == "neg":
         return lambda e, g, b: [(e.x, b.neg(g))]
+    if isinstance(e, n.Unary) and e.op == n.TANGENT_ONLY:
+        return lambda e, g, b: [(e.x, g)]
     if isinstance(e, n.Select):
         return lambda e, g, b: [(e.a, b.select(e.cond, g, b.zero(g.dtype))),
                                 (e.b, b.select(e.cond, b.zero(g.dtype), g))]

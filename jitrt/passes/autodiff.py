@@ -17,6 +17,10 @@ every loop bound in a bound local):
   then resets that adjoint to 0: the old value was overwritten); loads add into the gradient
   of their source (atomically), except those wrapped in `stop_grad` (`jr.stop_grad`), which
   `without_stop_grad` unwraps after this pass, in every kernel.
+- `jr.atomic_min/max` statements into a field with a gradient pass the element's adjoint to
+  the contributions equal to its final value, split among ties: a count task before the
+  task's adjoint and a clear task after it (`ad_atomics.py`); the used value of a float
+  atomic that carries a derivative is refused there too.
 Adjoint rules are the table in `adjoint_rules.py`. while/break/continue cannot be
 differentiated; neither can `jr.random()` nor an access to an ndarray's `.grad` (as in
 Taichi): each raises `NotDifferentiableError` (a `KernelCompileError`) at its location.
@@ -31,6 +35,7 @@ from .. import dtypes
 from ..dtypes import DataType
 from ..errors import error_at, not_differentiable_at
 from ..ir import nodes as n
+from . import ad_atomics
 from .adjoint_rules import Build, has_zero_derivative, rule_for
 from .offload import assigned_names
 from .walk import all_exprs, bodies_of, exprs_of, map_expr, map_stmt, walk_expr, walk_stmts
@@ -52,6 +57,7 @@ class TaskAd:
     taping: bool = False           # whether partials are taped (the CPU: `Target.tape`)
     tape: dict[int, list[tuple[n.AdStack, n.Expr]]] = field(default_factory=dict)
     partial_of: dict[str, str] = field(default_factory=dict)
+    extrema: ad_atomics.Scratch = field(default_factory=dict)   # min/max destinations
 
     def fresh(self, base: str, dt: DataType) -> str:
         self.counter += 1
@@ -270,12 +276,25 @@ def reverse(body: n.Body, st: TaskAd) -> n.Body:
                 s.expr.op in ("add", "sub"):
             a = s.expr
             target_adjoint(a.ref, a.indices, a.value, a.op == "sub", s.loc, st, out)
+        elif isinstance(s, n.Eval) and isinstance(s.expr, n.Atomic) and s.expr.ref in st.extrema:
+            extremum_adjoint(s.expr, st, out)
         elif isinstance(s, n.If):
             out.append(n.If(sub(s.cond, st), reverse(s.body, st), reverse(s.orelse, st), s.loc))
         elif isinstance(s, n.For):
             out.append(n.ReverseFor(s.var, sub(s.begin, st), sub(s.end, st),
                                     reverse(s.body, st), s.loc))
     return tuple(out)
+
+
+def extremum_adjoint(a: n.Atomic, st: TaskAd, out: list[n.Stmt]) -> None:
+    """`jr.atomic_min/max(ref[indices], value)`: a contribution equal to the element's final
+    value gets its share of the element's adjoint (`ad_atomics`: the count task moved it)."""
+    value = sub(a.value, st)
+    cond, g = ad_atomics.share(a, value, tuple(sub(i, st) for i in a.indices), st.extrema)
+    inner: list[n.Stmt] = []
+    backprop(value, g, st, inner)
+    if inner:
+        out.append(n.If(cond, tuple(inner), (), a.loc))
 
 
 # math functions whose value in an adjoint is worth a stack entry (a libm call each)
@@ -536,25 +555,6 @@ def refuse_array_grads(kernel: n.TaskedKernel, has_grad: Callable[[n.Ref], bool]
                 "own (an ndarray without needs_grad)")
 
 
-def without_stop_grad(kernel: n.TaskedKernel) -> n.TaskedKernel:
-    """`kernel` with every `stop_grad(x)` (the reads `jr.stop_grad` named) replaced by `x`:
-    run on every kernel after the AD passes have read the markers (codegen has no such op).
-    A kernel without markers is returned as it is."""
-    def is_marker(e: n.Expr) -> bool:
-        return isinstance(e, n.Unary) and e.op == n.STOP_GRAD
-
-    def bare(e: n.Expr) -> n.Expr:
-        return e.x if isinstance(e, n.Unary) and e.op == n.STOP_GRAD else e
-    if not any(is_marker(e) for t in kernel.tasks for e in
-               [*all_exprs(t.body), *(x for b in t.begins + t.ends for x in walk_expr(b))]):
-        return kernel
-    tasks = tuple(replace(t, body=tuple(map_stmt(s, bare) for s in t.body),
-                          begins=tuple(map_expr(b, bare) for b in t.begins),
-                          ends=tuple(map_expr(e, bare) for e in t.ends))
-                  for t in kernel.tasks)
-    return replace(kernel, tasks=tasks)
-
-
 def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
                   has_grad: Callable[[n.Ref], bool], tape: bool = False
                   ) -> tuple[n.TaskedKernel, list[AdjointTask | None]]:
@@ -566,6 +566,7 @@ def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
     of that local from it."""
     refuse_random(kernel)
     refuse_array_grads(kernel, has_grad)
+    ad_atomics.refuse_atomic_values(kernel, has_grad)
     tasks: list[n.Task] = []
     infos: list[AdjointTask | None] = []
     fields = kernel.fields
@@ -578,6 +579,7 @@ def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
                      for k in range(len(slots)))
         tasks.append(n.Task("serial", zero))
         infos.append(None)
+    fields, extrema = ad_atomics.scratch_fields(fields, kernel, has_grad)
     counter = 0
     for k in reversed(range(len(kernel.tasks))):
         task = kernel.tasks[k]
@@ -592,10 +594,21 @@ def differentiate(kernel: n.TaskedKernel, local_types: dict[str, DataType],
                         tasks.append(n.Task("serial", replay, loc=t.loc))
                         infos.append(None)
         st = TaskAd(local_types, has_grad, counter=counter, scope_adjoints=slots,
-                    scratch=scratch, kernel=kernel.name, taping=tape)
+                    scratch=scratch, kernel=kernel.name, taping=tape, extrema=extrema)
+        reduces = bool(ad_atomics.extrema(task.body, has_grad))
+        if reduces:         # min/max reductions: count the ties first (ad_atomics)
+            tasks.append(replace(task, body=ad_atomics.replay(
+                task.body, has_grad, lambda a, loc: ad_atomics.count_statements(
+                    a, loc, extrema, st.fresh))))
+            infos.append(None)
         adj = replace(adjoint_task(task, st), primal_index=k)
         counter = st.counter   # fresh names stay unique across tasks (they share the entry)
         tasks.append(adj.task)
         infos.append(adj)
+        if reduces:         # ... and clear the scratch after the adjoint
+            tasks.append(replace(task, body=ad_atomics.replay(
+                task.body, has_grad, lambda a, loc: ad_atomics.clear_statements(
+                    a, loc, extrema))))
+            infos.append(None)
     grad = n.TaskedKernel(kernel.name, kernel.params, fields, tuple(tasks), None)
     return grad, infos

@@ -19,9 +19,10 @@ defines (emitted first, they read the same inputs the statement reads):
   operand's term of the JVP, and the terms add up.
 Control flow stays as it is (tangents flow forward with the values, so there are no adstacks).
 Refused with a `KernelCompileError` at its location: `atomic_min`/`atomic_max` on data with a
-dual, an atomic on data with a dual used inside a larger expression, and a tangent that would
-evaluate an atomic a second time. Caches nothing (the runtime caches the compiled kernel,
-named `<kernel>.fwd[...]`, like any other).
+dual, an atomic on data with a dual used inside a larger expression, the used value of a float
+atomic on data without a dual whose operand has a tangent (it is some other thread's operand),
+and a tangent that would evaluate an atomic a second time. Caches nothing (the runtime caches
+the compiled kernel, named `<kernel>.fwd[...]`, like any other).
 """
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ def forward_mode(kernel: n.KernelIR, local_types: dict[str, DataType], duals: Du
     fwd = Forward(local_types, duals)
     fwd.check_atomics(kernel.body)
     fwd.find_active(kernel.body)
+    fwd.check_atomic_values(kernel.body)
     for name in fwd.active:
         local_types[DUAL_PREFIX + name] = local_types[name]
     return replace(kernel, body=fwd.body(kernel.body))
@@ -119,6 +121,25 @@ class Forward:
                                        "(which has a dual) is used inside an expression; "
                                        "assign its result to a local first (old = "
                                        "jr.atomic_add(...))")
+
+    def check_atomic_values(self, body: n.Body) -> None:
+        """The old value of a float atomic on data without a dual, used as a value, whose
+        operand has a tangent (`old = jr.atomic_min(a[0], x[i])`): the old value is an
+        earlier thread's operand, so its tangent depends on the order threads ran in (and
+        is not 0): refused, as in reverse mode."""
+        for s in walk_stmts(body):
+            top = s.expr if isinstance(s, n.Eval) else None
+            for e in exprs_of(s):
+                for x in walk_expr(e):
+                    if isinstance(x, n.Atomic) and x is not top and x.dtype.is_float and \
+                            self.duals.of(x.ref) is None and self.tangent(x.value) is not None:
+                        raise error_at(x.loc, f"forward mode cannot differentiate the value "
+                                       f"jr.atomic_{x.op} returns (the old content of "
+                                       f"'{x.ref.name}', which has no dual): it is an "
+                                       "operand of whichever thread ran before, so its "
+                                       "tangent depends on the order threads ran in; use "
+                                       "the atomic as a statement")
+            self.memo.clear()
 
     # ---- tangents of expressions ----------------------------------------------------------
 

@@ -17,7 +17,8 @@ from ..ir.verify import verify
 from .ad_check_rules import check_access_rules
 from .adstack_sizing import task_capacities
 from .analysis import bound_reads, write_set
-from .autodiff import AdjointTask, differentiate, without_stop_grad
+from .ad_markers import without_stop_grad
+from .autodiff import AdjointTask, differentiate
 from .cost import iteration_cost
 from .forward_ad import Duals, forward_mode
 from .local_reductions import buffer_grads, reduction_adjoints
