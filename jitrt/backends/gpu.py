@@ -580,7 +580,9 @@ class GpuLaunch:
                 buf[slot] = self.device.data_ptr(v)
                 buf[slot + 1] = self.device.data_ptr(v.grad) if v.grad is not None else 0
         elif isinstance(v, np.ndarray) and not need_grad:
-            if v.dtype != dt.np or v.ndim != ndim or not v.flags.c_contiguous or (
+            # a numpy bool array is a u8 one (0 or 1), as arguments.pack_array reads it
+            if (v.dtype != dt.np and not (dt is dtypes.u8 and v.dtype == np.bool_)) or \
+                    v.ndim != ndim or not v.flags.c_contiguous or (
                     written and not v.flags.writeable):
                 return False
             host = v
