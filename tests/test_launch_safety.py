@@ -208,3 +208,29 @@ def test_numpy_subclasses_and_memmaps_are_written_in_place(tmp_path):
     ro = np.memmap(tmp_path / "mm.bin", dtype=np.float32, mode="r", shape=(12,))
     with pytest.raises(jr.KernelArgError, match="'out'"):
         iota_sum(ro)
+
+
+def test_a_launcher_refusing_checked_arguments_is_an_error_not_a_recursion(monkeypatch):
+    """If the generated launcher ever refuses arguments the slow path accepted (the two
+    paths' checks disagree: once, numpy bool arrays on CUDA), the call is a KernelArgError
+    naming the kernel, not a RecursionError."""
+    from jitrt.runtime import launcher
+
+    @jr.kernel
+    def fill_ones(a: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] = 1.0
+
+    a = np.zeros(3, np.float32)
+    fill_ones(a)
+    real = launcher.handle_for
+
+    def refusing(kernel, values):
+        handle = real(kernel, values)
+        monkeypatch.setattr(handle, "launcher",
+                            lambda kern, *v: launcher.DISPATCH(kern, v, {}))
+        return handle
+    monkeypatch.setattr(launcher, "handle_for", refusing)
+    with pytest.raises(jr.KernelArgError, match="fill_ones: the launcher refused arguments "
+                                                "the slow path accepted"):
+        launcher.dispatch(fill_ones, (a,), {})

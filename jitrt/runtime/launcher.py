@@ -22,6 +22,7 @@ import contextlib
 import ctypes
 import functools
 import gc
+import threading
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ..codegen import abi
@@ -79,7 +80,32 @@ def dispatch(kernel: "KernelLike", args: tuple, kwargs: dict) -> Any:
     values = [launch_value(p, v) for p, v in zip(handle.compiled.params, values)]
     if validating:   # another thread validates: run it (recorded on this thread's own tape)
         return handle.record(kernel, *values)
-    return handle.launcher(kernel, *values)
+    return _launch_once(kernel, handle, values)
+
+
+_DISPATCHING = threading.local()     # the kernels whose slow path is launching (this thread)
+
+
+def _launch_once(kernel: "KernelLike", handle: LaunchHandle, values: list[Any]) -> Any:
+    """Run the handle's launcher with values the slow path checked. Should the launcher still
+    find an argument that does not fit (a disagreement between the two paths' checks), it
+    hands the call back to `dispatch`: that comes here again, and is a clear error instead of
+    a recursion without end."""
+    active: set[int] = _DISPATCHING.__dict__.setdefault("kernels", set())
+    if id(kernel) in active:
+        raise KernelArgError(f"kernel {kernel.qualname}: the launcher refused arguments the "
+                             f"slow path accepted ({describe_values(values)}); this is a jitrt "
+                             "bug: please report it with the kernel's parameters")
+    active.add(id(kernel))
+    try:
+        return handle.launcher(kernel, *values)
+    finally:
+        active.discard(id(kernel))
+
+
+def describe_values(values: list[Any]) -> str:
+    return ", ".join(type(v).__name__ + (f" {v.dtype}" if hasattr(v, "dtype") else "")
+                     for v in values)
 
 
 def launch_forward(kernel: "KernelLike", values: list[Any]) -> Any:
