@@ -544,14 +544,21 @@ def test_quick_and_optimised_copies_compute_the_same_bits(held):
 
 
 def test_the_ported_programs_compute_the_same_bits_in_both_tiers(held):
-    """Whole programs (tests/programs: MLS-MPM's scatter and gather, the mass-spring truss's
-    forward run and its gradient through a Tape), first on quick copies, then optimised."""
-    from test_ported import load_program
+    """Every program of tests/programs (MLS-MPM's scatter and gather, the mass-spring truss's
+    forward run and its gradient through a Tape, position-based fluids' binning, neighbor
+    search and Jacobi iterations, the neo-Hookean sheet's energy gradient and integration),
+    first on quick copies, then optimised."""
+    from test_ported import load_program, pbf_block
     jr.init(offline_cache=False, num_threads=1, default_fp=jr.f64)
     mpm = load_program("mls_mpm_fluid")
     springs = load_program("mass_spring_opt")
+    fluid = load_program("pbf_particles")
+    sheet = load_program("fem_neohookean")
     x0 = [0.3, 0.08] + 0.4 * np.random.default_rng(0).random((mpm.num_particles, 2))
     pulse0 = np.random.default_rng(1).uniform(-0.05, 0.05, springs.num_springs)
+    block = pbf_block(fluid)
+    stretched = sheet.rest_positions * [1.15, 1.0] + np.random.default_rng(4).uniform(
+        -0.005, 0.005, (sheet.num_verts, 2))
 
     def run():
         mpm.reset(x0, fall=-2.0, spin=3.0)
@@ -560,9 +567,17 @@ def test_the_ported_programs_compute_the_same_bits_in_both_tiers(held):
         springs.reset(pulse0)
         with jr.ad.Tape(loss=springs.loss):
             springs.run()
+        fluid.reset(block)
+        for _ in range(3):
+            fluid.step()
+        sheet.reset(stretched)
+        for _ in range(3):
+            sheet.step()
         return [mpm.pos.to_numpy(), mpm.vel.to_numpy(), mpm.affine_v.to_numpy(),
                 np.float64(springs.loss[None]), springs.rest.grad.to_numpy(),
-                springs.pulse.grad.to_numpy()]
+                springs.pulse.grad.to_numpy(), fluid.pos.to_numpy(), fluid.vel.to_numpy(),
+                fluid.neighbor_count.to_numpy(), sheet.pos.to_numpy(), sheet.vel.to_numpy(),
+                sheet.pos.grad.to_numpy(), np.float64(sheet.energy[None])]
     landed = cpu.tiers().landed
     quick = run()
     held.set()
