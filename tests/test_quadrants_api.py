@@ -144,6 +144,8 @@ def test_lang_impl_reads_the_current_program():
     assert runtime.default_fp is jr.f64 and runtime.default_ip is jr.i32
     runtime.prog.synchronize()
     assert jr.lang.impl.get_max_shared_memory_bytes(is_lowerbound_ok=True) == 0   # CPU
+    cfg = jr.lang.impl.current_cfg()          # Taichi's tests ask it for the arch
+    assert cfg.arch == jr.cpu and cfg.default_fp is jr.f64 and cfg.offline_cache is False
     assert isinstance(jr.lang._template_mapper.__builtins__, dict)
     import importlib
     assert importlib.import_module("jitrt.quadrants.lang").impl is jr.lang.impl

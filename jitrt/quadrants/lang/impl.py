@@ -8,6 +8,8 @@ is nothing to materialize. Caches nothing.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ...dtypes import DataType
 
 
@@ -60,3 +62,11 @@ def get_max_shared_memory_bytes(*, is_lowerbound_ok: bool) -> int:
     if is_lowerbound_ok:
         return 48 * 1024
     raise RuntimeError(f"the shared memory of a block is not known on {program.config.arch}")
+
+
+def current_cfg() -> Any:
+    """Taichi's and Quadrants' `impl.current_cfg()`: the current program's configuration,
+    jitrt's `Config` (`arch`, `debug`, `default_fp`, `default_ip`, `offline_cache`, ... under
+    the names `jr.init` takes)."""
+    from ...runtime.program import current
+    return current().config
