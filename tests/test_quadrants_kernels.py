@@ -228,3 +228,28 @@ def test_a_loop_variable_belongs_to_its_loop():
     out = np.zeros((3, 2), np.int32)
     k(out)
     assert out.tolist() == [[0, 1], [10, 11], [20, 21]]
+
+
+def test_a_static_assignment_binds_the_compile_time_value():
+    """`BW = qd.static(is_backward)` then `W(i, v, BW)` into a func's template parameter read
+    by `qd.static(cond)` (Genesis's forward kinematics): the name is the value itself, as in
+    Taichi's static assignment, numbers and bools included."""
+    x = jr.field(jr.f32, shape=4)
+
+    @jr.func
+    def write_if(i, value, cond: jr.template()):
+        if jr.static(cond):
+            x[i] = value
+        return value
+
+    @jr.kernel
+    def k(is_backward: jr.template()):
+        flag = jr.static(is_backward)
+        w = jr.static(write_if)
+        for i in range(4):
+            w(i, 2.0, flag)
+
+    k(False)
+    assert x.to_numpy().tolist() == [0, 0, 0, 0]
+    k(True)
+    assert x.to_numpy().tolist() == [2, 2, 2, 2]

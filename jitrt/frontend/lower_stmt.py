@@ -189,7 +189,21 @@ class StmtLowering(LoweringHost):
             for t, v in zip(target.elts, temps):
                 self.assign_target(t, v, node)
             return
-        self.assign_target(target, self.expr(node.value), node)
+        value = self.expr(node.value)
+        if isinstance(target, ast.Name) and isinstance(value, PyValue) and \
+                self.is_static_call(node.value) and target.id not in self.scope.params and \
+                not isinstance(self.scope.bindings.get(target.id), LocalVar):
+            # `x = jr.static(v)`: the name is the compile-time value itself, numbers and bools
+            # too (Taichi's static assignment), so `jr.static(x)` and template arguments see it
+            self.scope.bindings[target.id] = value
+            return
+        self.assign_target(target, value, node)
+
+    def is_static_call(self, expr: ast.AST) -> bool:
+        if not isinstance(expr, ast.Call):
+            return False
+        callee = self.expr(expr.func)
+        return isinstance(callee, PyValue) and callee.obj is bi.static
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if not isinstance(node.target, ast.Name) or node.value is None:
