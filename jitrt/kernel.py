@@ -29,7 +29,7 @@ from .errors import KernelSyntaxError
 from .frontend.func import Func, refuse_wrapped, resolve_annotation
 from .frontend.source import SourceInfo, capture
 from .ir import nodes as n
-from .runtime import launcher
+from .runtime import bound, launcher
 from .types import NdarrayType, Template
 from .linalg import MatrixType
 from .quadrants.tensor import Tensor
@@ -244,7 +244,7 @@ class BoundKernel:
         return f"<jitrt kernel {self.kernel.qualname} bound to {type(self.obj).__name__}>"
 
 
-_BIND = launcher.user_facing(launcher.bind, "bind")
+_BIND = launcher.user_facing(bound.bind, "bind")
 
 
 @typing.overload

@@ -3,10 +3,13 @@
 Stage: runtime. A `BoundLaunch` shares its handle's compiled kernel and sizing infos and owns
 a `LaunchContext`; calling it runs generated straight-line code (`launch_source.py`) with no
 per-call argument work beyond re-checking plain numpy arrays, which can change in place after
-binding. `set_arg` rebinds one argument within the same specialization.
+binding. `set_arg` rebinds one argument within the same specialization. It reads the
+handle's `LaunchPlan`, like every launcher; in the chain of the launch modules it comes last
+(after `launcher.py`, whose handles it binds).
 """
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,12 +19,14 @@ from ..data import Ndarray
 from ..errors import KernelArgCountError, KernelArgError
 from . import native_launch
 from . import program as program_mod
-from .arguments import changed_expr, describe, fail, pack_vector, specialize, watch_state
+from .arguments import (as_host_array, bind_args, changed_expr, describe, fail, pack_vector,
+                        specialize, watch_state)
 from .context import LaunchContext, raise_fault
 from .launch_source import entry_lines, return_lines, serialized, sizing_lines
+from .launcher import LaunchHandle, handle_for
 
 if TYPE_CHECKING:
-    from .launcher import LaunchHandle
+    from .seams import KernelLike
 
 
 class _Gen:
@@ -53,7 +58,7 @@ class BoundLaunch(LaunchContext):
         return super().__new__(type(f"BoundLaunch[{handle.compiled.name}]", (cls,), {}))
 
     def __init__(self, handle: "LaunchHandle", values: list[Any]) -> None:
-        super().__init__(handle.compiled, handle.program, handle.sizing_infos)
+        super().__init__(handle.compiled, handle.program, handle.plan, handle.sizing_infos)
         self.handle = handle
         self.values = list(values)
         # what each ndarray argument was when packed: re-checked before every call, since a
@@ -61,7 +66,7 @@ class BoundLaunch(LaunchContext):
         self.watch: dict[int, list[Any]] = {}
         for i in range(len(values)):
             self._pack(i)
-        self.array_bumps: list[list[Any]] = [[_Gen()] for _ in self.compiled.lowered.writes.arrays]
+        self.array_bumps: list[list[Any]] = [[_Gen()] for _ in self.plan.array_bumps]
         self._update_bumps()
         self.cells = [[v] for v in self.values]   # the bound values the snapshot reads
         setattr(type(self), "__call__", self._make_call())
@@ -78,20 +83,19 @@ class BoundLaunch(LaunchContext):
         for i, cell in enumerate(self.cells):
             env[f"cell{i}"] = cell
             lines.append(f"    a{i} = cell{i}[0]")
-        lines += sizing_lines(self.handle, env, self.sizing)
+        lines += sizing_lines(self.plan, self, env)
         exec(compile("\n".join(lines), f"<jitrt size check {self.compiled.name}>", "exec"),
              env)  # noqa: S102
         return env["size_check"]
 
     def generation_bumps(self) -> list[Any]:
         """The objects whose `gen` a call of this launch moves (its write set)."""
-        c = self.compiled
-        fields = [c.field_objs[s].grad if g else c.field_objs[s]
-                  for s, g in c.lowered.writes.fields]
+        objs = self.compiled.field_objs
+        fields = [objs[s].grad if g else objs[s] for s, g in self.plan.field_bumps]
         return fields + [cell[0] for cell in self.array_bumps]
 
     def _make_call(self) -> Any:
-        c = self.compiled
+        c, plan = self.compiled, self.plan
         env: dict[str, Any] = {"cnt": self.handle.launch_count, "entry": self.entry,
                                "buf": self.buf, "dbuf": self.dbuf, "addr": self.addr,
                                "raise_fault": raise_fault, "c": c, "Ndarray": Ndarray,
@@ -109,31 +113,34 @@ class BoundLaunch(LaunchContext):
                          f" self._pack({i})")
         lines.append("    cnt[0] += 1")
         if self.sizing is not None:
-            lines += sizing_lines(self.handle, env, self.sizing)
-        for k, (slot, grad) in enumerate(c.lowered.writes.fields):
+            lines += sizing_lines(plan, self, env)
+        for k, (slot, grad) in enumerate(plan.field_bumps):
             env[f"f{k}"] = c.field_objs[slot].grad if grad else c.field_objs[slot]
             lines.append(f"    f{k}.gen += 1")
         for k, cell in enumerate(self.array_bumps):
             env[f"w{k}"] = cell
             lines.append(f"    w{k}[0].gen += 1")
         lines += entry_lines(c.name, env, self.program)
-        if self.program.device.faults_in_context:
+        if plan.faults_in_context:
             lines.append("    if buf[0]: raise_fault(buf, c)")
-        if c.sizing is not None:
+        if plan.adstacks:
             lines.append(f"    if buf[{abi.SLOT_OVERFLOW}]: self.overflow()")
-        lines += return_lines(c.lowered.tasked.ret, c, env)
+        lines += return_lines(plan, c.field_objs, env)
         lines = lines[:1] + serialized(lines[1:], env, self.program)
         source = "\n".join(lines)
         exec(compile(source, f"<jitrt bound launch {c.name}>", "exec"), env)  # noqa: S102
         call = env["__call__"]
         call.source = source
         self.python_call = call        # what a native `__call__` falls back to
-        return native_launch.for_bound(self, call) or call
+        if self.watch:      # a bound numpy array: re-checked by the Python call only
+            return call
+        return native_launch.bound_builtin(
+            self, self.handle.active_key, [cell[0] for cell in self.array_bumps],
+            functools.partial(call, self), self.handle.launch_count) or call
 
     def _pack(self, i: int) -> None:
-        c = self.compiled
-        p, v, slot = c.params[i], self.values[i], c.layout.param_slots[i]
-        dt = p.dtype
+        p, v = self.plan.params[i], self.values[i]
+        slot, dt = p.slot, p.dtype
         if p.kind == "scalar" and dt is not None:
             if dt.is_float:
                 self.dbuf[slot] = float(v)
@@ -142,13 +149,12 @@ class BoundLaunch(LaunchContext):
         elif p.kind == "vector" and dt is not None:
             pack_vector(self.buf, self.dbuf, slot, dt, v)
         elif p.kind == "ndarray" and dt is not None:
-            written = i in self.handle.written
-            if not self.pack_array(self.buf, slot, v, dt, p.ndim, i in c.grad_params,
-                                   written):
+            written = p.written
+            if not self.pack_array(self.buf, slot, v, dt, p.ndim, p.uses_grad, written):
                 want = "a writable ndarray" if isinstance(v, np.ndarray) and written and \
                     not v.flags.writeable else "an ndarray"
-                raise fail(self.handle.kernel, p, f"{want} of {dt.name}, ndim={p.ndim} "
-                           "(C-contiguous)", describe(v))
+                raise fail(self.handle.kernel, self.compiled.params[i],
+                           f"{want} of {dt.name}, ndim={p.ndim} (C-contiguous)", describe(v))
             if isinstance(v, np.ndarray):   # a jitrt ndarray's buffer never moves: no watch
                 state = self.watch.get(i)
                 if state is None:
@@ -159,8 +165,7 @@ class BoundLaunch(LaunchContext):
                 self.watch.pop(i, None)
 
     def _update_bumps(self) -> None:
-        writes = self.compiled.lowered.writes
-        for cell, (arg, grad) in zip(self.array_bumps, writes.arrays):
+        for cell, (arg, grad) in zip(self.array_bumps, self.plan.array_bumps):
             v = self.values[arg]
             cell[0] = (v.grad if grad else v) if isinstance(v, Ndarray) else _Gen()
 
@@ -182,3 +187,10 @@ class BoundLaunch(LaunchContext):
         self.cells[index][0] = value
         setattr(type(self), "__call__", self._make_call())   # the watched arrays may differ
         self.size_check = self._make_size_check()
+
+
+def bind(kernel: "KernelLike", args: tuple[Any, ...], kwargs: dict[str, Any]) -> BoundLaunch:
+    """Validate and pack the arguments once; nothing runs until the bound launch is called."""
+    values = [as_host_array(v) if p.kind == "ndarray" else v
+              for p, v in zip(kernel.params, bind_args(kernel, args, kwargs))]
+    return BoundLaunch(handle_for(kernel, values), values)

@@ -5,7 +5,8 @@ each: the buffer of 64-bit slots laid out by `codegen/abi.py` (header, field poi
 parameters, adstack slots), filled once with the device's header slots and the field
 pointers, the registry ids of its adstack tasks, its adstack sizing state (capacities written
 once when they are constants, else a `LaunchSizing` consulted before each launch), the device
-entry point it runs, and the fault and overflow checks read after a launch.
+entry point it runs, and the fault and overflow checks read after a launch. It carries the
+handle's `LaunchPlan` (`plan`), which the device's launch entry reads.
 """
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import ctypes
 from typing import TYPE_CHECKING, Any
 
 from ..codegen import abi
-from .arguments import pack_array
 from ..errors import KernelAssertionError, KernelBoundsError, caret_text, source_line
+from ..launch_plan import LaunchPlan
+from .arguments import pack_array
 
 if TYPE_CHECKING:
     from .compiler import CompiledKernel
@@ -22,9 +24,9 @@ if TYPE_CHECKING:
 
 
 class LaunchContext:
-    def __init__(self, compiled: "CompiledKernel", program: "Program",
-                 sizing_infos: tuple | None = None) -> None:
-        self.compiled, self.program = compiled, program
+    def __init__(self, compiled: "CompiledKernel", program: "Program", plan: LaunchPlan,
+                 sizing_infos: tuple[Any, ...] | None = None) -> None:
+        self.compiled, self.program, self.plan = compiled, program, plan
         layout = compiled.layout
         self.buf = (ctypes.c_int64 * max(layout.size, abi.HEADER_SLOTS))()
         self.dbuf = (ctypes.c_double * len(self.buf)).from_buffer(self.buf)
@@ -40,13 +42,13 @@ class LaunchContext:
         self.pack_array = getattr(self.entry, "pack", pack_array)
         infos = register_tasks(self.buf, program, compiled)
         self.sizing_infos = infos if sizing_infos is None else sizing_infos
-        plan = compiled.sizing
+        sizing = compiled.sizing
         self.sizing: Any = None
-        if plan is not None and plan.constant:
-            plan.size_launch(self.buf, self.addr, program)  # capacities known at compile time
-        elif plan is not None:
+        if sizing is not None and sizing.constant:
+            sizing.size_launch(self.buf, self.addr, program)  # capacities known at compile time
+        elif sizing is not None:
             from .adstack import LaunchSizing
-            self.sizing = LaunchSizing(plan, program, self.sizing_infos)
+            self.sizing = LaunchSizing(sizing, program, self.sizing_infos)
 
     def overflow(self) -> None:
         from .adstack import raise_overflow

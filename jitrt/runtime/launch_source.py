@@ -1,41 +1,41 @@
-"""The generated Python of a launch: straight-line code specialised to one compiled kernel.
+"""The generated Python of a launch: straight-line code specialised to one launch plan.
 
-Stage: runtime. Each function returns source lines (and puts the objects they name into the
-`env` the code is executed in): scalars written to their slots, arrays repacked only when
-they changed, template values compared, the adstack sizing snapshot, generation bumps, the
-launch lock and the return value. `launcher.py` assembles a LaunchHandle's launcher from them
-and `bound.py` a BoundLaunch's `__call__`; the source of each is kept on it (`.source`).
+Stage: runtime. Each function reads the handle's `LaunchPlan` (`jitrt/launch_plan.py`) and
+returns source lines (and puts the objects they name into the `env` the code is executed in):
+scalars written to their slots, arrays repacked only when they changed, template values
+compared, the adstack sizing snapshot, generation bumps, the launch lock and the return value.
+`launcher.py` assembles a LaunchHandle's launcher from them and `bound.py` a BoundLaunch's
+call; the source of each is kept on it (`.source`). This module knows launch contexts and
+plans, not handles: it comes before `launcher.py` and `bound.py` in the chain of the launch
+modules (plan, builder, context, native tables, sources, launchers).
 """
 from __future__ import annotations
 
 from math import prod
 from typing import TYPE_CHECKING, Any
 
-from .. import dtypes
 from ..codegen import abi
 from ..data import Ndarray
-from ..frontend.context import RETURN_FIELD
+from ..launch_plan import LaunchPlan
 from . import native_launch
-from .arguments import INT_RANGE, changed_expr, watch_state
+from .arguments import changed_expr, watch_state
 
 if TYPE_CHECKING:
+    from .context import LaunchContext
     from .program import Program
-    from .compiler import CompiledKernel
-    from .launcher import LaunchHandle
 
 
-def scalar_lines(c: "CompiledKernel", slow: str) -> list[str]:
+def scalar_lines(plan: LaunchPlan, slow: str) -> list[str]:
     """Scalars go straight into their slots; ctypes rejects a wrong type, ranges are checked.
     A vector/matrix argument is unpacked (nested for a matrix: a wrong shape raises; an
     object without `tolist` too) and its components stored the same way, at every launch (no
     value is remembered between them)."""
-    scalars = [i for i, p in enumerate(c.params) if p.kind in ("scalar", "vector")]
+    scalars = plan.of_kind("scalar", "vector")
     if not scalars:
         return []
     lines = ["    try:"]
-    for i in scalars:
-        p, slot = c.params[i], c.layout.param_slots[i]
-        dt = p.dtype
+    for p in scalars:
+        i, slot, dt = p.index, p.slot, p.dtype
         assert dt is not None              # concrete parameters of a compiled kernel
         values = [f"a{i}"]
         if p.kind == "vector":
@@ -47,11 +47,12 @@ def scalar_lines(c: "CompiledKernel", slow: str) -> list[str]:
             if dt.is_float:
                 lines.append(f"        dbuf[{slot + k}] = {value}")
             else:
-                lo, hi = INT_RANGE[dt]
+                assert p.int_range is not None
+                lo, hi = p.int_range
                 lines.append(f"        buf[{slot + k}] = {value}")  # ctypes wraps silently
                 lines.append(f"        if not {lo} <= {value} <= {hi}: raise TypeError")
     errors = "TypeError, ValueError, OverflowError" + (
-        ", AttributeError" if any(c.params[i].kind == "vector" for i in scalars) else "")
+        ", AttributeError" if any(p.kind == "vector" for p in scalars) else "")
     return lines + [f"    except ({errors}):", f"        {slow}"]
 
 
@@ -64,20 +65,20 @@ def unpack_target(shape: tuple[int, ...], names: list[str]) -> str:
                          for r in range(shape[0])) + ")"
 
 
-def array_lines(handle: "LaunchHandle", env: dict[str, Any], slow: str) -> list[str]:
+def array_lines(plan: LaunchPlan, ctx: "LaunchContext", last_arrays: list[list[Any]],
+                native_table: Any, env: dict[str, Any], slow: str) -> list[str]:
     """An array identical to the last one is not repacked. A plain numpy array can be resized,
     reshaped, reinterpreted or locked in place, so its shape, dtype, data pointer and flags are
-    re-checked (`changed_expr`)."""
-    c, lines = handle.compiled, []
-    env.update(pack_array=handle.pack_array, watch_state=watch_state, Ndarray=Ndarray)
-    for i, p in enumerate(c.params):
-        if p.kind != "ndarray":
-            continue
-        env[f"last{i}"], env[f"dt{i}"] = handle.last_arrays[i], p.dtype
+    re-checked (`changed_expr`). `last_arrays`: per parameter, what it remembers of the last
+    array packed; `native_table`: the handle's native launch table, if any (told each array
+    packed)."""
+    lines: list[str] = []
+    env.update(pack_array=ctx.pack_array, watch_state=watch_state, Ndarray=Ndarray)
+    for p in plan.of_kind("ndarray"):
+        i = p.index
+        env[f"last{i}"], env[f"dt{i}"] = last_arrays[i], p.dtype
         # a gradient is needed where the kernel uses it or the annotation asks for one
-        slot, need_grad = c.layout.param_slots[i], i in c.grad_params or bool(p.grad_annotation)
-        written = i in handle.written
-        lines.append(f"    if {changed_expr(f'a{i}', f'last{i}', written)}:")
+        lines.append(f"    if {changed_expr(f'a{i}', f'last{i}', p.written)}:")
         # element checks first: a slow path after packing would leave the slots out of step
         # with what `last{i}` remembers
         if p.element_shape:      # the components' trailing dimensions must match
@@ -90,34 +91,34 @@ def array_lines(handle: "LaunchHandle", env: dict[str, Any], slow: str) -> list[
         elif p.element_dim > 0:  # a jitrt ndarray of other elements (vectors, not matrices)
             lines.append(f"        if type(a{i}) is Ndarray and a{i}.element_shape not in "
                          f"((), {p.element_shape!r}): {slow}")
-        lines += [f"        if not pack_array(buf, {slot}, a{i}, dt{i}, {p.ndim}, {need_grad}, "
-                  f"{written}): {slow}",
+        lines += [f"        if not pack_array(buf, {p.slot}, a{i}, dt{i}, {p.ndim}, "
+                  f"{p.packs_grad}, {p.written}): {slow}",
                   f"        last{i}[:] = watch_state(a{i})"]
-        if handle.native_table is not None:   # the native launcher matches it by identity
-            env["native_words"], env["packed"] = handle.native_table, native_launch.packed
-            lines.append(f"        packed(native_words, {i}, a{i}, {p.ndim}, {written})")
+        if native_table is not None:   # the native launcher matches it by identity
+            env["native_words"], env["packed"] = native_table, native_launch.packed
+            lines.append(f"        packed(native_words, {i}, a{i}, {p.ndim}, {p.written})")
     return lines
 
 
-def template_lines(handle: "LaunchHandle", env: dict[str, Any], slow: str) -> list[str]:
+def template_lines(plan: LaunchPlan, env: dict[str, Any], slow: str) -> list[str]:
     lines = []
-    for i, p in enumerate(handle.compiled.params):
-        if p.kind == "template":
-            value = handle.template_values[i]
-            env[f"t{i}"], env[f"tt{i}"] = value, type(value)
-            lines.append(f"    if a{i} is not t{i} and (type(a{i}) is not tt{i} or a{i} != t{i}):"
-                         f" {slow}")
+    for p in plan.of_kind("template"):
+        i, value = p.index, p.template
+        env[f"t{i}"], env[f"tt{i}"] = value, type(value)
+        lines.append(f"    if a{i} is not t{i} and (type(a{i}) is not tt{i} or a{i} != t{i}):"
+                     f" {slow}")
     return lines
 
 
-def bump_lines(c: "CompiledKernel", env: dict[str, Any]) -> list[str]:
+def bump_lines(plan: LaunchPlan, field_objs: tuple[Any, ...], env: dict[str, Any]
+               ) -> list[str]:
     """Generation bumps of the write set (after sizing, which observes the old generations)."""
     lines = []
-    for slot, grad in c.lowered.writes.fields:
-        fld = c.field_objs[slot]
+    for slot, grad in plan.field_bumps:
+        fld = field_objs[slot]
         env[f"wf{slot}{int(grad)}"] = fld.grad if grad else fld
         lines.append(f"    wf{slot}{int(grad)}.gen += 1")
-    for arg, grad in c.lowered.writes.arrays:
+    for arg, grad in plan.array_bumps:
         target = f"a{arg}.grad" if grad else f"a{arg}"
         lines.append(f"    if type(a{arg}) is Ndarray: {target}.gen += 1")
     return lines
@@ -135,23 +136,21 @@ def serialized(body: list[str], env: dict[str, Any], program: "Program") -> list
         ["    finally:", "        held[0] -= 1", "        release()"]
 
 
-def sizing_lines(handle: "LaunchHandle", env: dict[str, Any], sizing: Any = None) -> list[str]:
+def sizing_lines(plan: LaunchPlan, ctx: "LaunchContext", env: dict[str, Any]) -> list[str]:
     """Adstack sizing before the launch (and before this launch bumps any generation): build
     the dependency snapshot; equal to the cached one -> a launch-cache hit, nothing else.
-    `sizing` is the LaunchSizing of the context buffer being launched (the handle's own by
-    default; a bound launch has its own buffer and so its own)."""
-    plan = handle.compiled.sizing
-    if plan is None or plan.constant:
+    `ctx`: the context being launched (a handle's, or a bound launch's: each has its own
+    buffer and so its own `LaunchSizing`)."""
+    if plan.sizing_snapshot is None:
         return []
     from .adstack import fingerprint
-    sizing = sizing or handle.sizing
+    sizing = ctx.sizing
     env.update(lsz=sizing, lsz_last=sizing.last, lsz_hits=sizing.hits, Ndarray=Ndarray,
                fingerprint=fingerprint)
-    for d in plan.deps:
-        if d.kind == "field":
-            env[f"F{d.index}"] = handle.compiled.field_objs[d.index]
-    sizing.bind_fields(handle.compiled.field_objs)
-    return [f"    snap = {plan.snapshot_expr()}",
+    for index in plan.sizing_fields:
+        env[f"F{index}"] = ctx.compiled.field_objs[index]
+    sizing.bind_fields(ctx.compiled.field_objs)
+    return [f"    snap = {plan.sizing_snapshot}",
             "    if snap != lsz_last[0]: lsz.miss(buf, addr, snap)",
             "    else: lsz_hits[0] += 1"]
 
@@ -165,27 +164,24 @@ def entry_lines(name: str, env: dict[str, Any], program: "Program") -> list[str]
     return ["    t0 = clock()", "    entry(addr)", "    ktimes.add(clock() - t0)"]
 
 
-def return_lines(ret: dtypes.DataType | None, c: Any = None,
-                 env: dict[str, Any] | None = None) -> list[str]:
+def return_lines(plan: LaunchPlan, field_objs: tuple[Any, ...], env: dict[str, Any]
+                 ) -> list[str]:
     """The launcher's return statement: the value in the context's return slot, decoded (a
     vector/matrix return: a copy of the kernel's hidden return field)."""
-    if ret is None and c is not None and env is not None:
-        for f in c.field_objs:
-            if f.name == RETURN_FIELD:
-                env["retf"] = f
-                return ["    return retf.to_numpy()"]
-        parts = sorted((int(f.name.rsplit(".", 1)[1]), f) for f in c.field_objs
-                       if f.name.startswith(RETURN_FIELD + "."))
-        if parts:       # a tuple: scalars from 0-d fields, vectors/matrices as arrays
-            items = []
-            for k, f in parts:
-                env[f"retf{k}"] = f
-                items.append(f"retf{k}[None]" if f.shape == () else f"retf{k}.to_numpy()")
-            return [f"    return ({', '.join(items)},)"]
-    if ret is None:
-        return []
-    if ret.is_float:
+    ret = plan.returns
+    if ret.kind == "field":
+        env["retf"] = field_objs[ret.fields[0][1]]
+        return ["    return retf.to_numpy()"]
+    if ret.kind == "tuple":     # scalars from 0-d fields, vectors/matrices as arrays
+        items = []
+        for k, index, scalar in ret.fields:
+            env[f"retf{k}"] = field_objs[index]
+            items.append(f"retf{k}[None]" if scalar else f"retf{k}.to_numpy()")
+        return [f"    return ({', '.join(items)},)"]
+    if ret.kind == "float":
         return [f"    return dbuf[{abi.SLOT_RETURN}]"]
-    if ret.is_signed:
+    if ret.kind == "signed":
         return [f"    return buf[{abi.SLOT_RETURN}]"]
-    return [f"    return buf[{abi.SLOT_RETURN}] & {(1 << ret.bits) - 1}"]
+    if ret.kind == "unsigned":
+        return [f"    return buf[{abi.SLOT_RETURN}] & {(1 << ret.bits) - 1}"]
+    return []

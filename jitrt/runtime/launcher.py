@@ -29,12 +29,12 @@ from ..codegen import abi
 from ..errors import JitrtError, KernelArgError
 from . import native_launch
 from . import program as program_mod
-from .arguments import (MISSING, as_host_array, bind_args, describe, fail, launch_value,
-                        specialize, written_params)
+from .arguments import MISSING, as_host_array, bind_args, describe, fail, launch_value, specialize
 from .compiler import CompiledKernel, compile_kernel
 from .context import LaunchContext
 from .launch_source import (array_lines, bump_lines, entry_lines, return_lines, scalar_lines,
                             serialized, sizing_lines, template_lines)
+from .plan_builder import build_plan
 
 if TYPE_CHECKING:
     from .program import Program
@@ -229,12 +229,13 @@ def make_router(kernel: "KernelLike", handles: list["LaunchHandle"], program: "P
         env[f"try{k}"] = h.try_launch
         attempts.append(f"r = try{k}(self, {', '.join(argnames)})")
         same = []
-        for i, p in enumerate(h.compiled.params):
+        for p in h.plan.params:
+            i = p.index
             if p.kind == "ndarray":
                 env[f"last{k}_{i}"] = h.last_arrays[i]
                 same.append(f"a{i} is last{k}_{i}[0]")
             elif p.kind == "template":
-                env[f"t{k}_{i}"] = h.template_values[i]
+                env[f"t{k}_{i}"] = p.template
                 same.append(f"a{i} is t{k}_{i}")
         if same:
             lines += [f"    if {' and '.join(same)}:", f"        {attempts[-1]}",
@@ -252,35 +253,37 @@ def make_router(kernel: "KernelLike", handles: list["LaunchHandle"], program: "P
 # ---- the handle ---------------------------------------------------------------------------
 
 class LaunchHandle(LaunchContext):
-    """One (kernel, specialization) of one program: its compiled kernel, launch context and
-    generated launchers (`launcher` falls back to `dispatch`, `try_launch` returns MISS,
-    `record` also records the launch on the program's Tape). The last two are generated on
-    first use: most kernels never run under a Tape or beside another specialization."""
+    """One (kernel, specialization) of one program: its compiled kernel, its `LaunchPlan`
+    (`plan`, built once: `plan_builder.py`), launch context and generated launchers
+    (`launcher` falls back to `dispatch`, `try_launch` returns MISS, `record` also records the
+    launch on the program's Tape). The last two are generated on first use: most kernels
+    never run under a Tape or beside another specialization."""
 
     def __init__(self, kernel: "KernelLike", compiled: CompiledKernel, program: "Program",
                  template_values: dict[int, Any]) -> None:
-        super().__init__(compiled, program)
+        super().__init__(compiled, program,
+                         build_plan(kernel, compiled, program.device, template_values))
         self.kernel = kernel
         # what `ACTIVE[0]` is when this handle's launches may run: the program, or for a
         # forward-mode kernel the program's FwdMode token (it runs inside FwdMode only)
         self.active_key: Any = program.fwd_token if kernel.dual_args is not None else \
             program.validate_token if kernel.validate else program
-        self.template_values = template_values
         self.launch_count = (ctypes.c_int64 * 1)()   # also counted by native launches
-        self.written = written_params(compiled)
+        self.written = self.plan.written
         # per ndarray parameter: what it remembers of the last array packed (`watch_state`)
         self.last_arrays: list[list[Any]] = [[MISSING, None, None, None, 0, None]
                                              for _ in compiled.params]
         self.tape_plan: Any = None     # what jr.ad.Tape checks of this kernel (built on use)
-        native = native_launch.for_handle(self)
-        self.python_fallback: Any = None   # what the native launcher calls (set by activate)
+        native = native_launch.handle_table(self, self.active_key)
         self.native_table = None if native is None else native.table
         self._recording: Any = None    # the "record" and "try" launchers, made on first use
         self._try: Any = None
         self.launcher = make_launcher(self, "fast")
+        # what the native launcher calls for anything but its steady state
+        self.python_fallback: Any = functools.partial(self.launcher, kernel)
         # the kernel's `__call__` when it has one specialization: native, else `launcher`
-        self.native = None if native is None else native_launch.activate(native, self)
-
+        self.native = None if native is None else native_launch.activate(
+            native, self, self.python_fallback, self.launch_count)
 
     def record(self, kernel: Any, *args: Any) -> Any:
         if self._recording is None:
@@ -326,15 +329,16 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
         if mode == "record":   # on the calling thread's tape: others' launches run as they are
             record = ["    tape = program.tape",
                       f"    if tape is not None: tape.record(self, {all_args}, handle)"]
-    body = (scalar_lines(c, slow) + array_lines(handle, env, slow)
-            + template_lines(handle, env, slow) + record + ["    cnt[0] += 1"]
-            + sizing_lines(handle, env) + bump_lines(c, env)
+    plan = handle.plan
+    body = (scalar_lines(plan, slow)
+            + array_lines(plan, handle, handle.last_arrays, handle.native_table, env, slow)
+            + template_lines(plan, env, slow) + record + ["    cnt[0] += 1"]
+            + sizing_lines(plan, handle, env) + bump_lines(plan, c.field_objs, env)
             + entry_lines(c.name, env, handle.program)
-            + (["    if buf[0]: handle.fault()"] if handle.program.device.faults_in_context
-               else []))
-    if c.sizing is not None:
+            + (["    if buf[0]: handle.fault()"] if plan.faults_in_context else []))
+    if plan.adstacks:
         body.append(f"    if buf[{abi.SLOT_OVERFLOW}]: handle.overflow()")
-    body += return_lines(c.lowered.tasked.ret, c, env)
+    body += return_lines(plan, c.field_objs, env)
     source = "\n".join(head + serialized(body, env, handle.program))
     filename = f"<jitrt {mode} launcher {c.name}>"
     if c.warm is None:
@@ -351,21 +355,12 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
 def default_names(handle: LaunchHandle, env: dict[str, Any]) -> list[tuple[str, str]]:
     """(argument, name in env) for each parameter with a default (`s: jr.f32 = 2.0`): the
     fast launcher fills an argument not passed with it, as the slow path would pack it."""
-    defaults = getattr(handle.kernel, "defaults", {})
     out = []
-    for k, p in enumerate(handle.compiled.params[:len(handle.kernel.params)]):
-        if p.name in defaults:
-            env[f"default{k}"] = launch_value(p, defaults[p.name])
-            out.append((f"a{k}", f"default{k}"))
+    for p in handle.plan.params[:handle.plan.nargs]:
+        if p.has_default:
+            env[f"default{p.index}"] = p.default
+            out.append((f"a{p.index}", f"default{p.index}"))
     return out
 
 
 DISPATCH = user_facing(dispatch, "dispatch")   # what generated launchers fall back to
-
-
-def bind(kernel: "KernelLike", args: tuple, kwargs: dict) -> Any:
-    """Validate and pack the arguments once; nothing runs until the bound launch is called."""
-    from .bound import BoundLaunch
-    values = [as_host_array(v) if p.kind == "ndarray" else v
-              for p, v in zip(kernel.params, bind_args(kernel, args, kwargs))]
-    return BoundLaunch(handle_for(kernel, values), values)

@@ -1,42 +1,40 @@
 """Native launches: the launch tables of `codegen/native_launcher.py` and the builtins over them.
 
-Stage: runtime. Input: a `LaunchHandle` (or a `BoundLaunch`) and its generated Python launcher.
-Output: a builtin function (`PyCFunction_NewEx` over the runtime module's `jitrt_launch`) that
-runs the steady-state launch in native code and calls the Python launcher for anything else;
-it becomes the kernel's `__call__` (a bound launch's). Only kernels whose launch the table can
-describe get one: no per-launch adstack sizing, no vector return, no profiler, every parameter
-an ndarray, a template, a scalar or a vector/matrix (taken natively as an exact tuple or list
-of numbers, or a C-contiguous float64/float32 or int64/int32 numpy array; anything else goes to
-the Python launcher), a device with a native entry (the CPU: the kernel's fused entry; a GPU
-whose driver offers one: `jitrt_gpu_entry` over the context's GPU entry table,
-`backends/gpu.py`). `layout()` measures, once per process, the CPython offsets the launcher
-reads (tuple size and items, an object's type, a float's value, `ACTIVE`'s items, a ctypes
-array's buffer, `gen` and `grad` slots) and checks each on live objects; if one does not hold
-(another Python implementation or build), or
-`JITRT_NATIVE_LAUNCH=0`, there are no native launches and the Python launchers serve.
+Stage: runtime. Input: a launch context (a handle's or a bound launch's), its `LaunchPlan` and
+the generated Python launcher. Output: a builtin function (`PyCFunction_NewEx` over the runtime
+module's `jitrt_launch`) that runs the steady-state launch in native code and calls the Python
+launcher for anything else; it becomes the kernel's `__call__` (a bound launch's). Only kernels
+whose launch the table can describe get one: no per-launch adstack sizing, no vector return, no
+profiler, every parameter an ndarray, a template, a scalar or a vector/matrix (taken natively
+as an exact tuple or list of numbers, or a C-contiguous float64/float32 or int64/int32 numpy
+array; anything else goes to the Python launcher), a device with a native entry (the CPU: the
+kernel's fused entry; a GPU whose driver offers one: `jitrt_gpu_entry` over the context's GPU
+entry table, `backends/gpu.py`). `layout()` measures, once per process, the CPython offsets the
+launcher reads (tuple size and items, an object's type, a float's value, `ACTIVE`'s items, a
+ctypes array's buffer, `gen` and `grad` slots) and checks each on live objects; if one does not
+hold (another Python implementation or build), or `JITRT_NATIVE_LAUNCH=0`, there are no native
+launches and the Python launchers serve.
 Caches: the layout (per process), the table and builtin (per handle or bound launch).
 """
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..codegen import abi
 from ..codegen import launch_table as nl
 from ..data import Ndarray
-from ..frontend.context import RETURN_FIELD
+from ..launch_plan import LaunchPlan
 from ..linalg import Matrix, Vector
 from . import program as program_mod
-from .arguments import INT_RANGE, NPY_C_CONTIGUOUS, NPY_WRITEABLE
+from .arguments import NPY_C_CONTIGUOUS, NPY_WRITEABLE
 
 if TYPE_CHECKING:
-    from .bound import BoundLaunch
-    from .launcher import LaunchHandle
+    from .context import LaunchContext
 
 
 class LaunchTable(ctypes.Array):  # type: ignore[type-arg]
@@ -166,9 +164,9 @@ class _Builder:
         self.table[at:at + 4] = [arg, id(obj) if obj is not None else 0, gen, grad]
         self.nbumps += 1
 
-    def finish(self, context: Any, fallback: Any, count: Any) -> Any:
+    def finish(self, context: "LaunchContext", fallback: Callable[..., Any], count: Any) -> Any:
         """Fill the launch words and make the builtin."""
-        t, c = self.table, context.compiled
+        t, plan = self.table, context.plan
         set_fallback(t, fallback)
         t[nl.T_HELD] = ctypes.addressof(context.program.launch_lock.held)
         self.obj(nl.T_FINISH, _finish(context))
@@ -176,12 +174,11 @@ class _Builder:
         t[nl.T_CONTEXT] = context.addr
         t[nl.T_ENTRY], t[nl.T_ENTRY_ARG] = device.native_entry(context, self.lay, slot_offset)
         # a GPU reports overflows at the next synchronisation, not in the context
-        t[nl.T_OVERFLOW_SLOT] = abi.SLOT_OVERFLOW if c.sizing is not None and \
-            device.faults_in_context else 0
-        ret = c.lowered.tasked.ret
-        if ret is not None:
-            t[nl.T_RETURN_KIND] = nl.RET_FLOAT if ret.is_float else \
-                nl.RET_SIGNED if ret.is_signed else nl.RET_UNSIGNED
+        t[nl.T_OVERFLOW_SLOT] = abi.SLOT_OVERFLOW if plan.adstacks and \
+            plan.faults_in_context else 0
+        ret = plan.returns
+        if ret.kind in RETURN_KINDS:
+            t[nl.T_RETURN_KIND] = RETURN_KINDS[ret.kind]
             t[nl.T_RETURN_MASK] = ((1 << ret.bits) - 1) if ret.bits < 64 else -1
         t[nl.T_COUNT_ADDR] = ctypes.addressof(count)
         name = ctypes.create_string_buffer(b"launch")
@@ -192,25 +189,28 @@ class _Builder:
         return _NEW_BUILTIN(ctypes.addressof(t), t, None)
 
 
-def _eligible(context: Any) -> dict[str, int] | None:
+RETURN_KINDS = {"float": nl.RET_FLOAT, "signed": nl.RET_SIGNED, "unsigned": nl.RET_UNSIGNED}
+
+
+def _eligible(context: "LaunchContext") -> dict[str, int] | None:
     """The layout, when this context's launch can be native."""
-    c, program = context.compiled, context.program
+    program, plan = context.program, context.plan
     if getattr(program.device, "native_launch_addr", None) is None or program.profile \
             is not None or context.sizing is not None:
         return None
-    if any(f.name.startswith(RETURN_FIELD) for f in c.field_objs):
+    if plan.returns.kind in ("field", "tuple"):
         return None
     return layout()
 
 
-def _finish(context: Any) -> Any:
+def _finish(context: "LaunchContext") -> Callable[[], None]:
     """What the native launcher calls after a fault or an overflow: raise it."""
-    buf, compiled = context.buf, context.compiled
+    buf, adstacks = context.buf, context.plan.adstacks
 
     def finish() -> None:
         if buf[abi.SLOT_ERROR]:
             context.fault()
-        if compiled.sizing is not None and buf[abi.SLOT_OVERFLOW]:
+        if adstacks and buf[abi.SLOT_OVERFLOW]:
             context.overflow()
     return finish
 
@@ -221,36 +221,32 @@ def set_fallback(table: Any, fallback: Any) -> None:
     table[nl.T_FALLBACK] = id(fallback)
 
 
-def for_handle(handle: "LaunchHandle") -> _Builder | None:
+def handle_table(context: "LaunchContext", active_key: Any) -> _Builder | None:
     """The launch table of a handle's native `__call__` (`.table`), or None; `activate`
     makes the builtin once the handle's Python launchers exist. Those write each packed
-    ndarray's identity into the table (`array_word`)."""
-    lay = _eligible(handle)
-    params = handle.compiled.params
+    ndarray's identity into the table (`packed`). `active_key`: what `ACTIVE[0]` must be."""
+    lay = _eligible(context)
+    plan = context.plan
     if lay is None or any(p.kind not in ("ndarray", "scalar", "template", "vector")
-                          for p in params):
+                          for p in plan.params):
         return None
-    writes = handle.compiled.lowered.writes
-    c = handle.compiled
-    build = _Builder(lay, len(params), len(writes.fields) + len(writes.arrays),
-                     {i: p.ndim for i, p in enumerate(params) if p.kind == "ndarray"},
-                     sum(p.kind == "vector" for p in params))
+    build = _Builder(lay, len(plan.params), len(plan.field_bumps) + len(plan.array_bumps),
+                     {p.index: p.ndim for p in plan.of_kind("ndarray")},
+                     len(plan.of_kind("vector")))
     vector_records = iter(build.vector_records)
-    build.table[nl.T_NARGS] = len(params)
+    build.table[nl.T_NARGS] = len(plan.params)
     build.table[nl.T_ACTIVE] = id(program_mod.ACTIVE) + lay["list_items"]
-    build.obj(nl.T_PROGRAM, handle.active_key)
-    for i, p in enumerate(params):
-        slot = c.layout.param_slots[i]
+    build.obj(nl.T_PROGRAM, active_key)
+    for p in plan.params:
         if p.kind == "ndarray":
-            build.param(i, nl.P_ARRAY, slot, 0, build.array_records[i])
+            build.param(p.index, nl.P_ARRAY, p.slot, 0, build.array_records[p.index])
         elif p.kind == "template":
-            value = handle.template_values[i]
-            build.table.keep.append(value)
-            build.param(i, nl.P_TEMPLATE, 0, id(value))
+            build.table.keep.append(p.template)
+            build.param(p.index, nl.P_TEMPLATE, 0, id(p.template))
         elif p.kind == "vector":     # row-major into the slots: see `native_launcher.vector`
             assert p.dtype is not None
             at = next(vector_records)
-            lo, hi = INT_RANGE.get(p.dtype, (0, 0))
+            lo, hi = p.int_range or (0, 0)
             rows, cols = (0, p.element_shape[0]) if len(p.element_shape) == 1 else \
                 p.element_shape
             wide, narrow = (np.dtype(np.float64), np.dtype(np.float32)) if p.dtype.is_float \
@@ -259,29 +255,29 @@ def for_handle(handle: "LaunchHandle") -> _Builder | None:
             build.table[at:at + nl.V_WORDS] = [nl.P_FLOAT if p.dtype.is_float else nl.P_INT,
                                                rows, cols, lo, min(hi, (1 << 63) - 1),
                                                id(wide), id(narrow)]
-            build.param(i, nl.P_VECTOR, slot, at)
+            build.param(p.index, nl.P_VECTOR, p.slot, at)
         elif p.dtype is not None and p.dtype.is_float:
-            build.param(i, nl.P_FLOAT, slot)
+            build.param(p.index, nl.P_FLOAT, p.slot)
         else:
-            assert p.dtype is not None
-            lo, hi = INT_RANGE[p.dtype]
-            build.param(i, nl.P_INT, slot, lo, min(hi, (1 << 63) - 1))
-    if not _add_field_bumps(build, c):
+            assert p.int_range is not None
+            lo, hi = p.int_range
+            build.param(p.index, nl.P_INT, p.slot, lo, min(hi, (1 << 63) - 1))
+    if not _add_field_bumps(build, plan, context.compiled.field_objs):
         return None
-    for arg, grad in writes.arrays:     # only a jitrt Ndarray has a generation
+    for arg, grad in plan.array_bumps:     # only a jitrt Ndarray has a generation
         build.bump(arg, Ndarray, lay["gen"], lay["grad"] if grad else 0)
     return build
 
 
-def activate(build: _Builder, handle: "LaunchHandle") -> Any:
-    """The builtin `__call__` of a handle, falling back to its Python launcher."""
-    handle.python_fallback = functools.partial(handle.launcher, handle.kernel)
-    return build.finish(handle, handle.python_fallback, handle.launch_count)
+def activate(build: _Builder, context: "LaunchContext", fallback: Callable[..., Any],
+             count: Any) -> Any:
+    """The builtin `__call__` of a handle, falling back to `fallback` (its Python launcher)."""
+    return build.finish(context, fallback, count)
 
 
-def _add_field_bumps(build: _Builder, c: Any) -> bool:
-    for slot, grad in c.lowered.writes.fields:
-        fld = c.field_objs[slot].grad if grad else c.field_objs[slot]
+def _add_field_bumps(build: _Builder, plan: LaunchPlan, field_objs: tuple[Any, ...]) -> bool:
+    for slot, grad in plan.field_bumps:
+        fld = field_objs[slot].grad if grad else field_objs[slot]
         offset = _gen_offset(type(fld))
         if offset is None:
             return False
@@ -307,21 +303,24 @@ def packed(table: Any, i: int, a: Any, ndim: int, written: bool) -> None:
         table[rec + 2] = 0
 
 
-def for_bound(bound: "BoundLaunch", python_call: Any) -> Any:
-    """The builtin `__call__` of a bound launch (no arguments), or None: a bound numpy
-    array is re-checked before every call, which the Python `__call__` does."""
-    lay = _eligible(bound)
-    if lay is None or bound.watch:
+def bound_builtin(context: "LaunchContext", active_key: Any, bumped: list[Any],
+                  fallback: Callable[[], Any], count: Any) -> Any:
+    """The builtin `__call__` of a bound launch (no arguments), or None. `bumped`: the
+    ndarrays whose generation a call moves (the write set's arrays, as bound). The caller
+    leaves out a bound numpy array (re-checked before every call, which the Python call
+    does)."""
+    lay = _eligible(context)
+    if lay is None:
         return None
-    c = bound.compiled
-    build = _Builder(lay, 0, len(c.lowered.writes.fields) + len(bound.array_bumps))
+    plan = context.plan
+    build = _Builder(lay, 0, len(plan.field_bumps) + len(bumped))
     build.table[nl.T_ACTIVE] = id(program_mod.ACTIVE) + lay["list_items"]
-    build.obj(nl.T_PROGRAM, bound.handle.active_key)   # else the Python call: a Tape records
-    if not _add_field_bumps(build, c):
+    build.obj(nl.T_PROGRAM, active_key)   # else the Python call: a Tape records
+    if not _add_field_bumps(build, plan, context.compiled.field_objs):
         return None
-    for cell in bound.array_bumps:
-        offset = _gen_offset(type(cell[0]))
+    for obj in bumped:
+        offset = _gen_offset(type(obj))
         if offset is None:
             return None
-        build.bump(-1, cell[0], offset)
-    return build.finish(bound, functools.partial(python_call, bound), bound.handle.launch_count)
+        build.bump(-1, obj, offset)
+    return build.finish(context, fallback, count)
