@@ -11,11 +11,13 @@ Not run on AMD hardware: see docs/gpu.md for what was verified and how.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Mapping
+
+from llvmlite import ir
 
 from ..errors import BackendUnavailableError
-from . import amdgcn
-from .base import DeviceTarget
+from . import amdgcn, gpu_probe
+from .base import NO_SERVICES, DeviceTarget, HostServices
 from .gpu import GpuDevice
 from .stream_driver import StreamApi, StreamDriver
 
@@ -71,19 +73,30 @@ class HipDriver(StreamDriver):
         self.gfx = os.environ.get("JITRT_AMDGPU_ARCH") or gfx_name(props.gcnArchName)
 
 
-def device_for(driver: HipDriver, device_id: int) -> GpuDevice:
+def device_for(driver: HipDriver, device_id: int,
+               host: HostServices = NO_SERVICES) -> GpuDevice:
     """The GPU device over a HIP driver (real or a test's fake)."""
     gfx = driver.gfx
     target = DeviceTarget("amdgpu", amdgcn.TRIPLE, amdgcn.codegen_target().data_layout, gfx,
                           f"hip {driver.driver_version}")
     return GpuDevice(device_id, driver, target, amdgcn.codegen_target(),
-                     lambda module: amdgcn.compile_code_object(module, gfx))
+                     lambda module: amdgcn.compile_code_object(module, gfx), host)
 
 
-def open_device(device_id: int = 0) -> GpuDevice:
+def open_device(device_id: int, host: HostServices = NO_SERVICES) -> GpuDevice:
     from hip import hip  # type: ignore[import-not-found]
     try:
         driver = HipDriver(hip, device_id)
     except HipError as exc:
         raise BackendUnavailableError(f"arch=amdgpu: {exc}") from None
-    return device_for(driver, device_id)
+    return device_for(driver, device_id, host)
+
+
+# ---- the registry's entry points (`registry.BackendModule`) ----------------------------------
+available = gpu_probe.hip_available
+codegen_target = amdgcn.codegen_target
+
+
+def assembly(module: ir.Module, options: Mapping[str, object]) -> str:
+    """AMDGCN assembly for the gfx target `options["gfx"]` (`jr.debug.gpu_asm(..., gfx=)`)."""
+    return amdgcn.assembly(module, str(options.get("gfx", "gfx942")))

@@ -14,11 +14,13 @@ import ctypes
 import functools
 import struct
 import subprocess
-from typing import Any
+from typing import Any, Mapping
+
+from llvmlite import ir
 
 from ..errors import BackendUnavailableError
-from . import nvptx
-from .base import DeviceTarget
+from . import gpu_probe, nvptx
+from .base import NO_SERVICES, DeviceTarget, HostServices
 from .gpu import GpuDevice
 from .stream_driver import StreamApi, StreamDriver
 
@@ -138,7 +140,7 @@ class CudaDriver(StreamDriver):
         return launch, current, int(self.context), int(self.stream)
 
 
-def open_device(device_id: int = 0) -> GpuDevice:
+def open_device(device_id: int, host: HostServices = NO_SERVICES) -> GpuDevice:
     try:
         driver = CudaDriver(device_id)
     except CudaError as exc:
@@ -147,4 +149,14 @@ def open_device(device_id: int = 0) -> GpuDevice:
     target = DeviceTarget("cuda", nvptx.TRIPLE, nvptx.codegen_target().data_layout, f"sm_{sm}",
                           f"driver {driver.driver_version}; {ptxas_version()}")
     return GpuDevice(device_id, driver, target, nvptx.codegen_target(),
-                     lambda module: compile_artifact(module, sm))
+                     lambda module: compile_artifact(module, sm), host)
+
+
+# ---- the registry's entry points (`registry.BackendModule`) ----------------------------------
+available = gpu_probe.cuda_available
+codegen_target = nvptx.codegen_target
+
+
+def assembly(module: ir.Module, options: Mapping[str, object]) -> str:
+    """PTX for compute capability `options["sm"]` (`jr.debug.gpu_asm(..., sm=80)`)."""
+    return nvptx.compile_ptx(module, int(str(options.get("sm", 80))))

@@ -20,13 +20,16 @@ launch entries and mirrors of this device, the sizing scratch (grow-only).
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
+
+from llvmlite import ir
 
 from ..codegen import abi
 from ..codegen import launch_table as lt
 from ..codegen.targets import Target as CodegenTarget
 from . import gpu_tasks
-from .base import Device, DeviceTarget, EntryPoint
+from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, HostServices, LaunchContext,
+                   Reducer, Required)
 from .gpu_driver import GpuDriver
 from .gpu_faults import check_status
 from .gpu_graph import GpuGraph
@@ -42,8 +45,10 @@ class GpuDevice(Device):
     faults_in_context = False
 
     def __init__(self, device_id: int, driver: GpuDriver, target: DeviceTarget,
-                 codegen_target: CodegenTarget, compile_fn: Any) -> None:
+                 codegen_target: CodegenTarget, compile_fn: Callable[[ir.Module], bytes],
+                 host: HostServices = NO_SERVICES) -> None:
         super().__init__(device_id)
+        self.host = host
         self.arch = target.arch
         self.driver = driver
         self._target, self._codegen_target, self._compile = target, codegen_target, compile_fn
@@ -62,7 +67,6 @@ class GpuDevice(Device):
                                          "graph_instantiations": 0, "graph_updates": 0,
                                          "graph_replays": 0}
         self.native_skips = (ctypes.c_int64 * 1)()   # h2d_skipped of native launches
-        self.runtime_store: Any = None    # the offline cache, for the host runtime module
         self._native: Any = False         # False: not looked at yet; None: no native launches
         self.closed = False
 
@@ -82,10 +86,7 @@ class GpuDevice(Device):
         module = self.driver.load_module(artifact)
         return {name: self.driver.function(module, name) for name in symbols}
 
-    def entry(self, address: int) -> EntryPoint:
-        raise TypeError("GPU launches go through launch_entry(context)")
-
-    def launch_entry(self, context: Any) -> EntryPoint:
+    def launch_entry(self, context: LaunchContext) -> EntryPoint:
         return GpuLaunch(self, context)
 
     # ---- launches -----------------------------------------------------------------------
@@ -106,10 +107,10 @@ class GpuDevice(Device):
             words = self.driver.native_words()
             if words is not None:
                 from .cpu import runtime_functions
-                self._native = {**runtime_functions(self.runtime_store), "words": words}
+                self._native = {**runtime_functions(self.host), "words": words}
         return self._native  # type: ignore[no-any-return]
 
-    def native_entry(self, context: Any, lay: dict[str, int],
+    def native_entry(self, context: LaunchContext, lay: Mapping[str, int],
                      slot_offset: Callable[[type, str], int | None]) -> tuple[int, int]:
         """The native GPU entry and this context's GPU entry table (`lay`: the native
         launcher's CPython layout; `slot_offset` measures `DeviceMirror`'s slots)."""
@@ -133,15 +134,16 @@ class GpuDevice(Device):
         buf[abi.SLOT_RUNTIME] = self.status
         buf[abi.SLOT_NUM_THREADS] = self.max_resident_threads
 
-    def sizing_calls(self, functions: dict[str, Any], prefix: str, nspecs: int, nstacks: int,
-                     sizable: bool) -> tuple[list[Any], Any]:
-        reducers = [gpu_tasks.GpuReducer(self, functions[f"{prefix}_red{k}_kernel"], nspecs,
-                                         nstacks) for k in range(nspecs)]
+    def sizing_calls(self, functions: Mapping[str, object], prefix: str, nspecs: int,
+                     nstacks: int, sizable: bool) -> tuple[list[Reducer], Required | None]:
+        reducers: list[Reducer] = [
+            gpu_tasks.GpuReducer(self, functions[f"{prefix}_red{k}_kernel"], nspecs, nstacks)
+            for k in range(nspecs)]
         required = gpu_tasks.GpuRequired(self, functions[f"{prefix}_required_kernel"], nspecs,
                                          nstacks) if sizable else None
         return reducers, required
 
-    def graph(self, entries: list[Any]) -> GpuGraph:
+    def graph(self, entries: list[EntryPoint]) -> GpuGraph:
         """A device graph of these launch entries, in order (`jr.graph`)."""
         return GpuGraph(self, entries)
 

@@ -8,8 +8,9 @@ instantiated graph (updated in place when arguments change).
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence, cast
 
+from .base import EntryPoint
 from .gpu_residency import unique
 from .gpu_staging import copy_back
 
@@ -25,12 +26,13 @@ class GpuGraph:
     arguments and updates the instantiated graph in place (instantiating again only when the
     driver refuses the update)."""
 
-    def __init__(self, device: "GpuDevice", entries: list["GpuLaunch"]) -> None:
+    def __init__(self, device: "GpuDevice", entries: Sequence[EntryPoint]) -> None:
         self.device, self.exec = device, None
         self.update(entries)
 
-    def update(self, entries: list["GpuLaunch"]) -> None:
+    def update(self, launches: Sequence[EntryPoint]) -> None:
         device, driver = self.device, self.device.driver
+        entries = cast("list[GpuLaunch]", launches)     # what this device's launch_entry made
         for entry in entries:
             entry.prepare()
         driver.begin_capture()
@@ -55,10 +57,10 @@ class GpuGraph:
         self.written = unique([m for e in entries for m in e.outputs])
         self.staged = [e for e in entries if e.staging]
 
-    def recapture_if_changed(self, entries: list["GpuLaunch"]) -> None:
+    def recapture_if_changed(self, launches: Sequence[EntryPoint]) -> None:
         """Before a replay: if a launch's context changed since the capture (an adstack
         capacity or heap that grew), capture again and update the graph in place."""
-        for e in entries:
+        for e in cast("list[GpuLaunch]", launches):
             if ctypes.string_at(e.context.addr, 8 * e.slots) != self.captured[id(e)]:
                 self.update(self.entries)
                 return
