@@ -16,11 +16,11 @@ import numpy as np
 
 from .frozen import frozen
 from . import dtypes
+from .backends import registry
 from .errors import ConfigError
 from .peer_options import peer_options
 
 
-ARCHES = ("cpu", "cuda", "amdgpu", "gpu")
 
 
 def _cores() -> int:
@@ -81,12 +81,13 @@ OTHER_ARCHES = ("vulkan", "metal", "opengl", "gles", "dx11", "dx12")   # Taichi'
 
 def _check_arch(value: Any) -> str:
     name = getattr(value, "name", value)
-    if isinstance(name, str) and name.strip().lower() in ARCHES:
+    arches = registry.names()      # the backend registry's archs, then "gpu"
+    if isinstance(name, str) and name.strip().lower() in arches:
         return name.strip().lower()
     if isinstance(name, str) and name.strip().lower() in OTHER_ARCHES:
         raise ValueError(f"arch {name.strip().lower()} is not supported by jitrt: use one of "
-                         f"{', '.join(ARCHES)}")
-    raise ValueError(f"expected one of {', '.join(ARCHES)} (or jr.cpu, jr.cuda, ...)")
+                         f"{', '.join(arches)}")
+    raise ValueError(f"expected one of {', '.join(arches)} (or jr.cpu, jr.gpu, ...)")
 
 
 def _check_log_level(value: Any) -> str | None:
@@ -140,7 +141,7 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("arch", "cpu", str, _check_arch, True, "cpu | cuda | amdgpu | gpu"),
+    Option("arch", "cpu", str, _check_arch, True, " | ".join(registry.names())),
     Option("device_id", 0, _parse_int, _int_in(0, 1 << 16, "the GPU to use; 0 is the first"),
            False, "which device of the arch (GPUs; the CPU is device 0)"),
     Option("enable_fallback", True, _parse_bool, _check_bool, False,

@@ -34,11 +34,14 @@ from .data_element import FieldElement
 from .data_index import host_index, offset_of, shape_of
 from .errors import FloatDtypeError
 
+if TYPE_CHECKING:
+    from .backends.base import Device
+
 _alloc_ids = itertools.count(1)
 # the GPU device of the current program (set by the runtime's `jr.init`), else None: what
 # `__cuda_array_interface__` and `__dlpack__` export from, and what foreign device arrays
 # passed to kernels are wrapped for
-CURRENT_DEVICE: list[Any] = [None]
+CURRENT_DEVICE: list["Device | None"] = [None]
 # numpy < 2.1 imports DLPack tensors read-only and cannot export read-only views through it
 DLPACK_WRITABLE = bool(np.from_dlpack(np.zeros(1)).flags.writeable)
 _grad_fields: list["weakref.ref[Field]"] = []   # pruned as fields die (cheaper than a WeakSet)
@@ -384,7 +387,7 @@ class _Buffer:
         writes are seen by later launches and host reads (call `.touch()` after them so that
         caches keyed on the generation see the change)."""
         device = CURRENT_DEVICE[0]
-        if device is None or not hasattr(device, "export_ptr"):
+        if device is None:
             raise AttributeError("__cuda_array_interface__: the current program is not on "
                                  "a GPU (jr.init(arch=jr.cuda))")
         ptr = device.export_ptr(self)

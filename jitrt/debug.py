@@ -30,14 +30,16 @@ def gpu_asm(kernel, *args, arch: str = "cuda", sm: int = 80, gfx: str = "gfx942"
     """The GPU assembly (PTX for arch="cuda" and compute capability `sm`, AMDGCN for
     arch="amdgpu" and the gfx target `gfx`) that jitrt generates for `kernel` specialised to
     these arguments. Needs no GPU: it stops after code generation."""
+    from .backends import registry
     from .runtime.compiler import lower_for_target
     from .runtime.arguments import bind_args, specialize
-    if arch not in ("cuda", "amdgpu"):
-        raise ValueError(f"arch must be 'cuda' or 'amdgpu', got {arch!r}")
+    printer = registry.assembler(getattr(arch, "name", arch))  # ValueError naming the archs
     program = _program.current()
     values = bind_args(kernel, args, kwargs)
     params, _, templates, name = specialize(kernel, values, program.config)
-    return lower_for_target(kernel, params, templates, name, program, arch, sm, gfx)
+    # each backend reads its own chip option (`sm` for PTX, `gfx` for AMDGCN)
+    return lower_for_target(kernel, params, templates, name, program, printer,
+                            {"sm": sm, "gfx": gfx})
 
 
 def max_reducer_dispatch_count() -> int:

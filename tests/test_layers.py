@@ -171,8 +171,8 @@ class CountingCpu(CpuDevice):
 @pytest.mark.parametrize("tiered", [False, True])
 def test_a_device_subclass_carries_every_compile_load_and_launch(monkeypatch, tiered):
     import jitrt.backends as backends
-    monkeypatch.setattr(backends, "create_device", lambda arch, device_id, cfg, store: CountingCpu(
-        cfg.num_threads, cfg.parallel_grain, store))
+    monkeypatch.setattr(backends, "create_device",
+                        lambda arch, device_id, host: CountingCpu(host))
     monkeypatch.delenv("JITRT_TIERED_COMPILE")        # (the suite sets it: conftest.py)
     program = jr.init(offline_cache=False, tiered_compile=tiered)
     assert isinstance(program.device, CountingCpu)

@@ -1,35 +1,52 @@
 """The device seam: what the rest of jitrt may ask of a backend, and nothing more.
 
 Stage: backend. A `Device` is created by `jr.init(arch=...)` (one per program, for one explicit
-device id) and is the only place that knows how code is compiled, loaded and launched and how
-memory moves on its hardware. The compiler asks it for its codegen `target`, `compile`s an LLVM
-module into an artifact (object code, PTX, a code object) and `load`s artifacts (cached here by
-key: loading the same artifact twice returns the same entry points). The offline-cache key
-uses `target.cache_key`; the adstack heap is sized from `max_resident_threads`; a launch
-context gets its device-specific header slots from `fill_context_header` and runs through
-`entry`. Memory: `alloc`/`free` and copies between host and device (asynchronous where the
-device has streams; `synchronize` waits), and `read_flags` (where fault/overflow flags come
-back from). A backend is one short module subclassing `Device`; see docs/architecture.md.
+device id, through `registry.create_device`) and is the only place that knows how code is
+compiled, loaded and launched and how memory moves on its hardware. It has three roles, each
+an abstract base whose every member callers use is declared here:
+
+- `CompileRole`: the codegen `target`, the `DeviceTarget` whose `cache_key` is part of every
+  offline-cache key, `compile` (LLVM module -> loadable artifact: object code, PTX, a code
+  object), and `tiers` (a tiered compilation, the CPU's);
+- `RunRole`: `load` (artifacts by key, cached here: loading the same artifact twice returns the
+  same entry points), `launch_entry` (the callable that runs one launch context), the adstack
+  sizing calls and heap, device graphs, the native launcher's words, the context header,
+  `synchronize`, counters and `close`;
+- `MemoryRole`: `alloc`/`free`, copies between host and device (asynchronous where the device
+  has streams; `synchronize` waits), the device address of a field's or ndarray's data, and the
+  export of that data to other libraries (DLPack, `__cuda_array_interface__`) and import of
+  theirs (`wrap_foreign`).
+
+What a backend needs from the runtime comes down through `HostServices` (the offline cache,
+the host runtime module's cache key, the thread count): no backend imports `runtime/`,
+`cache/` or `frontend/`. A backend is one short module subclassing `Device` and one line in
+`registry.BACKENDS`; see docs/architecture.md.
 """
 from __future__ import annotations
 
 import abc
+import os
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
 
 from llvmlite import ir
 
-from ..frozen import frozen
 from ..codegen.targets import Target as CodegenTarget
+from ..frozen import frozen
 
 if TYPE_CHECKING:
+    import ctypes
+
+    from ..data import Ndarray
     from .cpu_tiers import Tiers
+
+    Words = ctypes.Array[ctypes.c_int64]     # a launch context's 64-bit slots
 
 
 @frozen
 class DeviceTarget:
     """What code is generated for: the part of a device that reaches the offline-cache key."""
-    arch: str          # "cpu" | "cuda" | "amdgpu"
+    arch: str          # a registry name: "cpu", "cuda", "amdgpu"...
     triple: str
     data_layout: str
     cpu: str           # host CPU name, "sm_90", "gfx90a"...
@@ -40,19 +57,83 @@ class DeviceTarget:
 
 
 EntryPoint = Callable[[int], None]   # runs one launch given its context address
+Reducer = Callable[[int], int]       # the sizing service's max-reducer: context -> maximum
+Required = Callable[[int, int, int], None]   # its capacity function: (context, results, out)
 
 
-class Device(abc.ABC):
-    """One compute device. Subclasses implement the `_`-prefixed hooks and the memory calls."""
+class ObjectStore(Protocol):
+    """The offline cache as a backend sees it: bytes by key."""
 
-    arch: str = "?"
+    def load(self, key: str, /) -> object: ...
+    def save(self, key: str, what: str, obj: bytes, /) -> None: ...
 
-    def __init__(self, device_id: int = 0) -> None:
-        self.device_id = device_id
-        self._loaded: dict[str, dict[str, Any]] = {}
-        self._load_lock = threading.RLock()
 
-    # ---- code ---------------------------------------------------------------------------
+@frozen
+class HostServices:
+    """What the runtime hands a backend when it opens a device (the seam's only way down)."""
+    num_threads: int | None         # CPU worker threads counting the caller (None: all cores)
+    parallel_grain: int
+    store: ObjectStore | None       # the offline cache, for the host runtime module
+    # what the host runtime module's object code depends on besides the triple and data
+    # layout (the host target, LLVM's versions, jitrt's sources); asked only with a store
+    runtime_key: Callable[[], str]
+    cores: int = 1                  # the cores this process may run on
+    # work for helper threads while the host runtime module compiles (cold starts)
+    while_compiling: tuple[Callable[[], None], ...] = ()
+
+
+NO_SERVICES = HostServices(None, 1, None, lambda: "", os.cpu_count() or 1)
+
+
+class CompiledLike(Protocol):
+    """What a device reads of a launch's compiled kernel (`runtime/compiler.CompiledKernel`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def entry_addr(self) -> int: ...
+
+
+class LaunchContext(Protocol):
+    """One launch context (`runtime/context.py`): its slots, their address, its kernel."""
+    addr: int
+    buf: "Words"
+
+    @property
+    def compiled(self) -> CompiledLike: ...
+
+
+class HostBuffer(Protocol):
+    """A field's or ndarray's data on the host (`data._Buffer`)."""
+    ptr: int
+
+
+class DeviceGraph(Protocol):
+    """Launch entries replayed as one device graph (`jr.graph`)."""
+
+    def update(self, entries: Sequence[EntryPoint]) -> None: ...
+    def recapture_if_changed(self, entries: Sequence[EntryPoint]) -> None: ...
+    def replay(self) -> None: ...
+    def release(self) -> None: ...
+
+
+class AdStackHeap(Protocol):
+    """The adstack heap: `ensure(nbytes, who)` -> its address, grown to at least `nbytes`."""
+
+    def ensure(self, nbytes: int, who: str = "") -> int: ...
+
+
+class PoolInfo(Protocol):
+    """The CPU worker pool as `program.pool` shows it."""
+    num_threads: int
+    spin_limit: int
+
+
+class CompileRole(abc.ABC):
+    """Compile: what code is generated for, and the artifact it becomes."""
+
+    tiered = False       # whether `tiers()` gives a tiered compilation
+
     @property
     @abc.abstractmethod
     def target(self) -> DeviceTarget:
@@ -67,8 +148,28 @@ class Device(abc.ABC):
     def compile(self, module: ir.Module) -> bytes:
         """Optimise and emit `module` as a loadable artifact (what the offline cache stores)."""
 
-    def load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, Any]:
-        """Load `artifact` once per `key` and return the address of every symbol in it."""
+    def tiers(self) -> "Tiers | None":
+        """The device's tiered compilation (`backends/cpu_tiers.py`: a quick copy runs first,
+        the optimised one replaces it), or None where kernels are compiled once (GPUs)."""
+        return None
+
+
+class RunRole(abc.ABC):
+    """Run: load artifacts, launch contexts, synchronise."""
+
+    # a launch's fault record is in its context right after it (the CPU); GPUs report faults
+    # at the next synchronisation instead, so launchers need not look
+    faults_in_context = True
+    pool: PoolInfo | None = None     # the CPU worker pool (None elsewhere)
+    counters: dict[str, int] = {}    # device-side counters merged into jr.debug.stats()
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, dict[str, object]] = {}
+        self._load_lock = threading.RLock()
+
+    def load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, object]:
+        """Load `artifact` once per `key` and return each symbol's entry point (an address
+        on the CPU, the driver's function handle on a GPU)."""
         with self._load_lock:
             found = self._loaded.get(key)
             if found is None:
@@ -80,54 +181,37 @@ class Device(abc.ABC):
             return found
 
     @abc.abstractmethod
-    def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, Any]:
+    def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, object]:
         ...
 
-    tiered = False       # whether `tiers()` gives a tiered compilation
-
-    def tiers(self) -> "Tiers | None":
-        """The device's tiered compilation (`backends/cpu_tiers.py`: a quick copy runs first,
-        the optimised one replaces it), or None where kernels are compiled once (GPUs)."""
-        return None
+    @abc.abstractmethod
+    def launch_entry(self, context: LaunchContext) -> EntryPoint:
+        """The callable that runs one launch context (`runtime/context.py`), given its
+        address: the CPU's fused entry function; a GPU's entry also packs array arguments."""
 
     @abc.abstractmethod
-    def entry(self, address: int) -> EntryPoint:
-        """A callable that runs the launch entry at `address` on a context address."""
-
-    def launch_entry(self, context: Any) -> EntryPoint:
-        """The entry point of one launch context (`runtime/context.py`): on the CPU the fused
-        entry function; GPUs return an object that also packs array arguments (`.pack`)."""
-        return self.entry(context.compiled.entry_addr)
-
-    @abc.abstractmethod
-    def sizing_calls(self, functions: dict[str, Any], prefix: str, nspecs: int, nstacks: int,
-                     sizable: bool) -> tuple[list[Callable[[int], int]], Any]:
+    def sizing_calls(self, functions: Mapping[str, object], prefix: str, nspecs: int,
+                     nstacks: int, sizable: bool) -> tuple[list[Reducer], Required | None]:
         """The adstack sizing service's compiled functions as callables: one max-reducer per
         spec (context address -> maximum) and the capacity function (context, results, out
         addresses; None unless every stack is sizable)."""
 
-    def graph(self, entries: list[Any]) -> Any:
+    def graph(self, entries: list[EntryPoint]) -> DeviceGraph | None:
         """A device graph replaying these launch entries in order, or None where launches
         are replayed one by one (the CPU)."""
         return None
 
-    def adstack_heap(self) -> Any:
-        """The program's adstack heap (`ensure(nbytes, who) -> address`), None for the
-        runtime's host heap."""
+    def adstack_heap(self) -> AdStackHeap | None:
+        """The program's adstack heap, None for the runtime's host heap."""
         return None
 
-    def data_ptr(self, data: Any) -> int:
-        """The address kernels use for a field's or jitrt ndarray's data on this device."""
-        return int(data.ptr)
-
-    # ---- launches -----------------------------------------------------------------------
     @property
     def native_launch_addr(self) -> int | None:
         """The runtime's CPython-callable launcher (`codegen/native_launcher.py`) when launches
-        on this device can run through it (the CPU), else None."""
+        on this device can run through it, else None."""
         return None
 
-    def native_entry(self, context: Any, lay: dict[str, int],
+    def native_entry(self, context: LaunchContext, lay: Mapping[str, int],
                      slot_offset: Callable[[type, str], int | None]) -> tuple[int, int]:
         """(function, argument) the native launcher calls for a launch of `context`: the
         kernel's fused entry with the context's address (the CPU). `lay` is the launcher's
@@ -141,14 +225,29 @@ class Device(abc.ABC):
         """Threads that may run a task at once: the adstack heap holds one slice per thread."""
 
     @abc.abstractmethod
-    def fill_context_header(self, buf: Any) -> None:
+    def fill_context_header(self, buf: "Words") -> None:
         """Write the device's header slots of a launch context (runtime addresses...)."""
 
-    def read_flags(self, buf: Any) -> None:
-        """Bring the fault/overflow slots of a context up to date on the host (a no-op where
-        the context is host memory)."""
+    def stat_counts(self) -> dict[str, int]:
+        """The device's counters as `jr.debug.stats()` reports them."""
+        return self.counters
 
-    # ---- memory -------------------------------------------------------------------------
+    def reset_counts(self) -> None:
+        for name in self.counters:
+            self.counters[name] = 0
+
+    def synchronize(self) -> None:
+        """Wait for all queued work (launches run synchronously on devices without streams)."""
+
+    def close(self) -> None:
+        """Release what the device holds (called when its program is replaced)."""
+
+
+class MemoryRole(abc.ABC):
+    """Memory: allocation, copies, and the data's address for kernels and other libraries."""
+
+    dlpack_device_type = 1        # DLPack's device type of this device's memory (kDLCPU)
+
     @abc.abstractmethod
     def alloc(self, nbytes: int) -> int:
         ...
@@ -169,21 +268,28 @@ class Device(abc.ABC):
     def copy_d2d(self, dst: int, src: int, nbytes: int) -> None:
         ...
 
-    counters: dict[str, int] = {}   # device-side counters merged into jr.debug.stats()
+    def data_ptr(self, data: HostBuffer) -> int:
+        """The address kernels use for a field's or jitrt ndarray's data on this device."""
+        return int(data.ptr)
 
-    def stat_counts(self) -> dict[str, int]:
-        """The device's counters as `jr.debug.stats()` reports them."""
-        return self.counters
+    def export_ptr(self, data: HostBuffer) -> int:
+        """The address of `data` for another library (DLPack, `__cuda_array_interface__`),
+        current there and assumed written by it."""
+        return int(data.ptr)
 
-    def reset_counts(self) -> None:
-        for name in self.counters:
-            self.counters[name] = 0
-    # a launch's fault record is in its context right after it (the CPU); GPUs report faults
-    # at the next synchronisation instead, so launchers need not look
-    faults_in_context = True
+    def wrap_foreign(self, obj: object) -> "Ndarray | None":
+        """A jitrt ndarray over another library's array in this device's memory (no copy),
+        or None when `obj` is not one (host memory needs no wrapping: None)."""
+        return None
 
-    def synchronize(self) -> None:
-        """Wait for all queued work (launches run synchronously on devices without streams)."""
 
-    def close(self) -> None:
-        """Release what the device holds (called when its program is replaced)."""
+class Device(CompileRole, RunRole, MemoryRole):
+    """One compute device: the three roles together. Subclasses implement the abstract
+    members; see `cpu.py` and `gpu.py`."""
+
+    arch: str = "?"
+
+    def __init__(self, device_id: int = 0) -> None:
+        RunRole.__init__(self)
+        self.device_id = device_id
+

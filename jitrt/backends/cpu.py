@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 
-from typing import Any, Callable
+from typing import Any, Mapping
 
 import llvmlite.binding as llvm
 import xxhash
@@ -25,7 +25,8 @@ from llvmlite import ir
 
 from ..codegen import abi, threadpool
 from ..codegen.targets import Target as CodegenTarget
-from .base import Device, DeviceTarget, EntryPoint
+from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, HostServices,
+                   LaunchContext, Reducer, Required)
 from .cpu_tiers import Tiers
 from .llvm_setup import LLVM_LOCK, host_target_machine, init_llvm, optimize
 
@@ -113,8 +114,8 @@ class WorkerPool:
     """Spinning worker threads running native code; `num_threads` counts the caller too."""
 
     def __init__(self, num_threads: int, grain: int, spin_limit: int = 100_000,
-                 store: Any = None) -> None:
-        addrs = runtime_functions(store)
+                 host: HostServices = NO_SERVICES) -> None:
+        addrs = runtime_functions(host)
         self.parallel_for_addr = addrs["jitrt_parallel_for"]
         self.launch_addr = addrs["jitrt_launch"]     # codegen/native_launcher.py
         self._state = (ctypes.c_int64 * threadpool.POOL_SLOTS)()
@@ -186,46 +187,43 @@ RUNTIME_SYMBOLS = ["jitrt_parallel_for", "jitrt_worker", "jitrt_interrupt_state"
                    "jitrt_on_sigint", "jitrt_launch", "jitrt_gpu_entry"]
 
 
-def runtime_functions(store: Any) -> dict[str, int]:
+def runtime_functions(host: HostServices) -> dict[str, int]:
     """The runtime module's functions, loaded once per process (the CPU pool and a GPU
     device's native launches share them)."""
-    return engine().load("jitrt_runtime", runtime_object(store), RUNTIME_SYMBOLS)
+    return engine().load("jitrt_runtime", runtime_object(host), RUNTIME_SYMBOLS)
 
 
-def runtime_object(store: Any) -> bytes:
+def runtime_object(host: HostServices) -> bytes:
     """Object code of the runtime module, from the offline cache when there is one.
 
     The key names the module's inputs, not its text: building the module and printing it
     cost several ms of every start. `build_runtime_module` is a function of jitrt's sources
     (`compiler_hash`), the triple and data layout only (no process address, no Python version:
-    the native launcher reads such things from its tables), so these inputs decide the text."""
+    the native launcher reads such things from its tables), so these inputs decide the text.
+    The rest of the key (host target, LLVM versions, jitrt's compiler hash) comes from the
+    runtime (`host.runtime_key`), as the store does."""
     tm = host_target_machine()
     triple, data_layout = llvm.get_process_triple(), str(tm.target_data)
+    store = host.store
     if store is None:
-        return compile_with_helpers(threadpool.build_runtime_module(triple, data_layout))
-    from ..cache import keys
+        return compile_with_helpers(threadpool.build_runtime_module(triple, data_layout), host)
     key = "runtime-" + xxhash.xxh3_128_hexdigest(
-        "\0".join([triple, data_layout, keys.host_target(), keys.llvm_versions(),
-                   keys.compiler_hash()]).encode())
+        "\0".join([triple, data_layout, host.runtime_key()]).encode())
     obj = store.load(key)
     if not isinstance(obj, bytes):
-        obj = compile_with_helpers(threadpool.build_runtime_module(triple, data_layout))
+        obj = compile_with_helpers(threadpool.build_runtime_module(triple, data_layout), host)
         store.save(key, "jitrt runtime (thread pool)", obj)
     return obj
 
 
-# work for helper threads while the runtime module compiles (its LLVM time, ~0.3 s on the
-# development VM, holds no GIL): the runtime layer imports the kernel compile pipeline there
-# (`runtime/compiler.prefetch_pipeline`), so that the first kernel compile of a cold start
-# does not pay for it (~8 ms)
-WHILE_RUNTIME_COMPILES: list[Callable[[], None]] = []
-
-
-def compile_with_helpers(module: ir.Module) -> bytes:
-    """`compile_object(module)` with `WHILE_RUNTIME_COMPILES` run on threads meanwhile; they
-    are joined before it returns (no import runs alongside the caller's own)."""
+def compile_with_helpers(module: ir.Module, host: HostServices) -> bytes:
+    """`compile_object(module)` with `host.while_compiling` run on threads meanwhile (the
+    runtime module's LLVM time, ~0.3 s on the development VM, holds no GIL: the runtime
+    imports the kernel compile pipeline there, so that the first kernel compile of a cold
+    start does not pay for it, ~8 ms); they are joined before it returns (no import runs
+    alongside the caller's own)."""
     helpers = [threading.Thread(target=work, name="jitrt-prefetch", daemon=True)
-               for work in WHILE_RUNTIME_COMPILES]
+               for work in host.while_compiling]
     for helper in helpers:
         helper.start()
     try:
@@ -239,10 +237,10 @@ _pools: dict[int, WorkerPool] = {}
 _retired: list[WorkerPool] = []  # kept alive: old launch contexts may still point at them
 
 
-def worker_pool(num_threads: int | None, grain: int, store: Any = None) -> WorkerPool:
+def worker_pool(num_threads: int | None, grain: int,
+                host: HostServices = NO_SERVICES) -> WorkerPool:
     """The process's pool for this thread count (pools are kept: threads are not recreated)."""
-    from ..config import _cores
-    cores = _cores()
+    cores = host.cores
     count = num_threads or cores
     pool = _pools.get(count)
     if pool is None:
@@ -253,7 +251,7 @@ def worker_pool(num_threads: int | None, grain: int, store: Any = None) -> Worke
         # more threads than cores: idle workers must not spin (a spinning worker holds a core
         # that a worker with a chunk, or the caller, needs); they poll with usleep instead
         spin = 100_000 if count <= cores else 0
-        pool = _pools[count] = WorkerPool(count, grain, spin_limit=spin, store=store)
+        pool = _pools[count] = WorkerPool(count, grain, spin_limit=spin, host=host)
     pool.set_grain(grain)
     return pool
 
@@ -270,9 +268,9 @@ class CpuDevice(Device):
     arch = "cpu"
     tiered = True
 
-    def __init__(self, num_threads: int | None, grain: int, store: Any = None) -> None:
+    def __init__(self, host: HostServices = NO_SERVICES) -> None:
         super().__init__(0)
-        self.pool = worker_pool(num_threads, grain, store)
+        self.pool: WorkerPool = worker_pool(host.num_threads, host.parallel_grain, host)
         self._codegen_target = cpu_target()
         tm = host_target_machine()
         self._target = DeviceTarget("cpu", llvm.get_process_triple(), str(tm.target_data),
@@ -291,8 +289,8 @@ class CpuDevice(Device):
     def compile(self, module: ir.Module) -> bytes:
         return compile_object(module)
 
-    def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, int]:
-        return engine().load(key, artifact, symbols)
+    def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, object]:
+        return {**engine().load(key, artifact, symbols)}
 
     def tiers(self) -> Tiers:
         return tiers()
@@ -306,12 +304,23 @@ class CpuDevice(Device):
     close = synchronize     # a replaced program's optimised copies land and are cached
 
     def entry(self, address: int) -> EntryPoint:
+        """The fused entry function at `address` as a callable (the GIL released)."""
         return ENTRY_TYPE(address)   # type: ignore[no-any-return]
 
-    def sizing_calls(self, functions: dict[str, Any], prefix: str, nspecs: int, nstacks: int,
-                     sizable: bool) -> tuple[list[Any], Any]:
-        reducers = [REDUCER_TYPE(functions[f"{prefix}_red{k}"]) for k in range(nspecs)]
-        return reducers, REQUIRED_TYPE(functions[f"{prefix}_required"]) if sizable else None
+    def launch_entry(self, context: LaunchContext) -> EntryPoint:
+        return self.entry(context.compiled.entry_addr)
+
+    def sizing_calls(self, functions: Mapping[str, object], prefix: str, nspecs: int,
+                     nstacks: int, sizable: bool) -> tuple[list[Reducer], Required | None]:
+        def address(name: str) -> int:
+            found = functions[name]
+            assert isinstance(found, int), name
+            return found
+        reducers: list[Reducer] = [REDUCER_TYPE(address(f"{prefix}_red{k}"))
+                                   for k in range(nspecs)]
+        required: Required | None = REQUIRED_TYPE(address(f"{prefix}_required")) \
+            if sizable else None
+        return reducers, required
 
     @property
     def max_resident_threads(self) -> int:
@@ -339,3 +348,15 @@ class CpuDevice(Device):
         ctypes.memmove(dst, src, nbytes)
 
     copy_d2h = copy_d2d = copy_h2d
+
+
+# ---- the registry's entry points (`registry.BackendModule`) ----------------------------------
+def available() -> tuple[bool, str]:
+    return True, ""
+
+
+def open_device(device_id: int, host: HostServices) -> CpuDevice:
+    return CpuDevice(host)
+
+
+codegen_target = cpu_target

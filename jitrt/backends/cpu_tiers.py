@@ -36,7 +36,7 @@ import threading
 import time
 import warnings
 from collections import deque
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
@@ -215,11 +215,11 @@ class Tiers:
             self._cond.wait(None if self._foreground else QUIET_S - idle)
 
     @staticmethod
-    def retarget(quick: dict[str, int], optimised: dict[str, int]) -> None:
+    def retarget(quick: dict[str, int], optimised: Mapping[str, object]) -> None:
         """Point each symbol's cell at its optimised copy (one aligned 8-byte store each)."""
         for name, address in optimised.items():
             cell = quick.get(name + CELL)
-            if cell is not None:
+            if cell is not None and isinstance(address, int):
                 ctypes.c_uint64.from_address(cell).value = address
 
     def wait(self, timeout: float | None = None) -> bool:

@@ -14,13 +14,15 @@ import ctypes
 import functools
 import struct
 import subprocess
-import threading
-from typing import Any
+from typing import Any, Mapping
+
+from llvmlite import ir
 
 from ..errors import BackendUnavailableError
-from . import nvptx
-from .base import DeviceTarget
+from . import gpu_probe, nvptx
+from .base import NO_SERVICES, DeviceTarget, HostServices
 from .gpu import GpuDevice
+from .stream_driver import StreamApi, StreamDriver
 
 MAGIC = b"JRCU1\0\0\0"
 
@@ -57,118 +59,72 @@ class CudaError(RuntimeError):
     pass
 
 
-class _Bound(threading.local):
-    """Per thread: whether the device's context is current on it."""
-    bound = False
+CUDA_API = StreamApi(
+    success=lambda cu: cu.CUresult.CUDA_SUCCESS, error_code=lambda cu, code: cu.CUresult(code),
+    get_error_name="cuGetErrorName", init="cuInit", device_count="cuDeviceGetCount",
+    set_current="cuCtxSetCurrent", attribute="cuDeviceGetAttribute",
+    multiprocessors=lambda cu: cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    threads_per_multiprocessor=lambda cu:
+        cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+    driver_version="cuDriverGetVersion", stream_create="cuStreamCreate",
+    stream_flags=lambda cu: cu.CUstream_flags.CU_STREAM_NON_BLOCKING,
+    stream_synchronize="cuStreamSynchronize", stream_destroy="cuStreamDestroy",
+    module_load="cuModuleLoadData", module_unload="cuModuleUnload",
+    module_function="cuModuleGetFunction", launch="cuLaunchKernel", launch_extra=0,
+    event_create="cuEventCreate", event_flags=lambda cu: cu.CUevent_flags.CU_EVENT_DISABLE_TIMING,
+    event_record="cuEventRecord", event_synchronize="cuEventSynchronize",
+    event_destroy="cuEventDestroy", begin_capture="cuStreamBeginCapture",
+    capture_mode=lambda cu: cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+    end_capture="cuStreamEndCapture", instantiate="cuGraphInstantiate",
+    exec_update="cuGraphExecUpdate", exec_update_extra=(), graph_launch="cuGraphLaunch",
+    graph_destroy="cuGraphDestroy", exec_destroy="cuGraphExecDestroy", alloc="cuMemAlloc",
+    alloc_pinned="cuMemAllocHost", pinned_flags=lambda cu: (), free="cuMemFree",
+    free_pinned="cuMemFreeHost", copy_h2d="cuMemcpyHtoDAsync", copy_d2h="cuMemcpyDtoHAsync",
+    copy_d2d="cuMemcpyDtoDAsync", memset="cuMemsetD8Async")
 
 
-class CudaDriver:
-    """The calls the GPU launch path makes, through cuda-bindings, on one device."""
+class CudaDriver(StreamDriver):
+    """The CUDA driver API through cuda-bindings: the device's primary context is what is made
+    current; a module is loaded from the artifact's cubin, else compiled from its PTX."""
 
-    name = "cuda"
+    name, api, error, device_noun = "cuda", CUDA_API, CudaError, "CUDA device(s)"
     dlpack_device_type = 2                  # kDLCUDA
     max_grid_threads = (1 << 31) * 1024     # blocks in x below 2^31, 1024 threads each
+    # (measured on an H100: cuda-bindings' Cython call is 1.3-2.7 us faster per launch than
+    # a ctypes call of libcuda's cuLaunchKernel with argtypes)
 
     def __init__(self, device_id: int) -> None:
         from cuda.bindings import driver as cu  # type: ignore[import-not-found]
-        self.cu = cu
-        self.check(cu.cuInit(0), "cuInit")
-        count = self.check(cu.cuDeviceGetCount(), "cuDeviceGetCount")
-        if not 0 <= device_id < count:
-            raise BackendUnavailableError(f"arch=cuda: device_id={device_id} but this machine "
-                                          f"has {count} CUDA device(s)")
-        self.device = self.check(cu.cuDeviceGet(device_id), "cuDeviceGet")
-        self.context = self.check(cu.cuDevicePrimaryCtxRetain(self.device),
-                                  "cuDevicePrimaryCtxRetain")
-        self._thread = _Bound()
-        self.bind()
-        attr = cu.CUdevice_attribute
-        get = self.attribute
-        self.multiprocessors = get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-        self.max_threads_per_multiprocessor = get(
-            attr.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)
-        self.sm = 10 * get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) + get(
-            attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-        self.driver_version = self.check(cu.cuDriverGetVersion(), "cuDriverGetVersion")
-        self.stream = self.check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING),
-                                 "cuStreamCreate")
-        self._success = cu.CUresult.CUDA_SUCCESS
-        # (measured on an H100: cuda-bindings' Cython call is 1.3-2.7 us faster per launch
-        # than a ctypes call of libcuda's cuLaunchKernel with argtypes)
-        self._launch = cu.cuLaunchKernel
-        self._graph_launch = cu.cuGraphLaunch
-        self._h2d, self._d2h = cu.cuMemcpyHtoDAsync, cu.cuMemcpyDtoHAsync
-        self._modules: list[Any] = []
         self.ptx_loads = 0          # modules the driver compiled from PTX (no usable cubin)
+        super().__init__(cu, device_id)
 
-    def bind(self) -> None:
-        """Make the device's context current on the calling thread (once per thread)."""
-        if not self._thread.bound:
-            self.check(self.cu.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
-            self._thread.bound = True
+    def open(self, device_id: int) -> Any:
+        device = self.checked("cuDeviceGet", device_id)
+        self.context = self.checked("cuDevicePrimaryCtxRetain", device)
+        return device
 
-    def check(self, result: Any, what: str) -> Any:
-        err, *rest = result
-        if err != self.cu.CUresult.CUDA_SUCCESS:
-            _, name = self.cu.cuGetErrorName(err)
-            raise CudaError(f"{what} failed: {name.decode() if name else err}")
-        return rest[0] if len(rest) == 1 else (rest or None)
+    @property
+    def current(self) -> Any:
+        return self.context
 
-    def attribute(self, which: Any) -> int:
-        return int(self.check(self.cu.cuDeviceGetAttribute(which, self.device),
-                              "cuDeviceGetAttribute"))
+    def setup(self) -> None:
+        attr = self.lib.CUdevice_attribute
+        self.sm = 10 * self.attribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) + \
+            self.attribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
 
-    # ---- code -----------------------------------------------------------------------------
     def load_module(self, image: bytes) -> Any:
         self.bind()
         cubin, ptx = unpack_artifact(image)
         module = None
         if cubin is not None:
-            err, module = self.cu.cuModuleLoadData(cubin)
+            err, module = self.lib.cuModuleLoadData(cubin)
             if err != self._success:
                 module = None
         if module is None:
             self.ptx_loads += 1
-            module = self.check(self.cu.cuModuleLoadData(ptx), "cuModuleLoadData (PTX)")
+            module = self.check(self.lib.cuModuleLoadData(ptx), "cuModuleLoadData (PTX)")
         self._modules.append(module)
         return module
-
-    def function(self, module: Any, name: str) -> Any:
-        """The CUfunction of kernel `name`."""
-        return self.check(self.cu.cuModuleGetFunction(module, name.encode()),
-                          f"cuModuleGetFunction({name})")
-
-    def launch(self, function: Any, grid: int, block: int, params: int) -> None:
-        if not self._thread.bound:
-            self.bind()
-        err, = self._launch(function, grid, 1, 1, block, 1, 1, 0, self.stream, params, 0)
-        if err != self._success:
-            self.check((err,), "cuLaunchKernel")
-
-    def launch_source(self, function: str, grid: str, block: str, params: str
-                      ) -> tuple[list[str], dict[str, Any]]:
-        """`launch(...)` as lines of generated code (the GPU entry inlines it)."""
-        names = {"_cu_launch": self._launch, "_cu_stream": self.stream, "_cu_ok": self._success,
-                 "_cu_tl": self._thread, "_cu_bind": self.bind, "_cu_check": self.check}
-        return ["if not _cu_tl.bound: _cu_bind()",
-                f"err, = _cu_launch({function}, {grid}, 1, 1, {block}, 1, 1, 0, _cu_stream, "
-                f"{params}, 0)",
-                "if err != _cu_ok: _cu_check((err,), 'cuLaunchKernel')"], names
-
-    # ---- events (when a pinned staging buffer may be written again) -----------------------
-    def event_create(self) -> Any:
-        self.bind()
-        return self.check(self.cu.cuEventCreate(
-            self.cu.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
-
-    def event_record(self, event: Any) -> None:
-        self.check(self.cu.cuEventRecord(event, self.stream), "cuEventRecord")
-
-    def event_synchronize(self, event: Any) -> None:
-        self.check(self.cu.cuEventSynchronize(event), "cuEventSynchronize")
-
-    def event_destroy(self, event: Any) -> None:
-        self.cu.cuEventDestroy(event)
 
     def native_words(self) -> tuple[int, int, int, int] | None:
         """libcuda's cuLaunchKernel and cuCtxGetCurrent, the context and the stream, for the
@@ -183,92 +139,8 @@ class CudaDriver:
             return None
         return launch, current, int(self.context), int(self.stream)
 
-    def function_handle(self, function: Any) -> int:
-        return int(function)
 
-    def launch_error(self, code: int) -> Exception:
-        err = self.cu.CUresult(code)
-        _, name = self.cu.cuGetErrorName(err)
-        return CudaError(f"cuLaunchKernel failed: {name.decode() if name else code}")
-
-    # ---- graphs ---------------------------------------------------------------------------
-    def begin_capture(self) -> None:
-        self.bind()
-        mode = self.cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
-        self.check(self.cu.cuStreamBeginCapture(self.stream, mode), "cuStreamBeginCapture")
-
-    def end_capture(self) -> Any:
-        return self.check(self.cu.cuStreamEndCapture(self.stream), "cuStreamEndCapture")
-
-    def instantiate(self, graph: Any) -> Any:
-        return self.check(self.cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
-
-    def exec_update(self, graph_exec: Any, graph: Any) -> bool:
-        result = self.cu.cuGraphExecUpdate(graph_exec, graph)
-        return bool(result[0] == self._success)
-
-    def graph_launch(self, graph_exec: Any) -> None:
-        err, = self._graph_launch(graph_exec, self.stream)
-        if err != self._success:
-            self.check((err,), "cuGraphLaunch")
-
-    def destroy_graph(self, graph: Any) -> None:
-        self.cu.cuGraphDestroy(graph)
-
-    def destroy_exec(self, graph_exec: Any) -> None:
-        self.cu.cuGraphExecDestroy(graph_exec)
-
-    # ---- memory ---------------------------------------------------------------------------
-    def alloc(self, nbytes: int) -> int:
-        self.bind()
-        return int(self.check(self.cu.cuMemAlloc(nbytes), "cuMemAlloc"))
-
-    def alloc_pinned(self, nbytes: int) -> int:
-        """Page-locked host memory (transfers to and from it are true DMA)."""
-        self.bind()
-        return int(self.check(self.cu.cuMemAllocHost(nbytes), "cuMemAllocHost"))
-
-    def free_pinned(self, ptr: int) -> None:
-        self.bind()
-        self.check(self.cu.cuMemFreeHost(ptr), "cuMemFreeHost")
-
-    def free(self, ptr: int) -> None:
-        self.bind()
-        self.check(self.cu.cuMemFree(ptr), "cuMemFree")
-
-    def copy_h2d(self, dst: int, src: int, nbytes: int) -> None:
-        self.bind()
-        if nbytes:
-            self.check(self._h2d(dst, src, nbytes, self.stream), "cuMemcpyHtoDAsync")
-
-    def copy_d2h(self, dst: int, src: int, nbytes: int) -> None:
-        self.bind()
-        if nbytes:
-            self.check(self._d2h(dst, src, nbytes, self.stream), "cuMemcpyDtoHAsync")
-
-    def copy_d2d(self, dst: int, src: int, nbytes: int) -> None:
-        self.bind()
-        if nbytes:
-            self.check(self.cu.cuMemcpyDtoDAsync(dst, src, nbytes, self.stream),
-                       "cuMemcpyDtoDAsync")
-
-    def memset(self, dst: int, nbytes: int) -> None:
-        self.bind()
-        self.check(self.cu.cuMemsetD8Async(dst, 0, nbytes, self.stream), "cuMemsetD8Async")
-
-    def synchronize(self) -> None:
-        self.bind()
-        self.check(self.cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
-
-    def close(self) -> None:
-        self.synchronize()
-        for module in self._modules:
-            self.cu.cuModuleUnload(module)
-        self._modules.clear()
-        self.cu.cuStreamDestroy(self.stream)
-
-
-def open_device(device_id: int = 0) -> GpuDevice:
+def open_device(device_id: int, host: HostServices = NO_SERVICES) -> GpuDevice:
     try:
         driver = CudaDriver(device_id)
     except CudaError as exc:
@@ -277,4 +149,14 @@ def open_device(device_id: int = 0) -> GpuDevice:
     target = DeviceTarget("cuda", nvptx.TRIPLE, nvptx.codegen_target().data_layout, f"sm_{sm}",
                           f"driver {driver.driver_version}; {ptxas_version()}")
     return GpuDevice(device_id, driver, target, nvptx.codegen_target(),
-                     lambda module: compile_artifact(module, sm))
+                     lambda module: compile_artifact(module, sm), host)
+
+
+# ---- the registry's entry points (`registry.BackendModule`) ----------------------------------
+available = gpu_probe.cuda_available
+codegen_target = nvptx.codegen_target
+
+
+def assembly(module: ir.Module, options: Mapping[str, object]) -> str:
+    """PTX for compute capability `options["sm"]` (`jr.debug.gpu_asm(..., sm=80)`)."""
+    return nvptx.compile_ptx(module, int(str(options.get("sm", 80))))

@@ -1,12 +1,11 @@
 """Which GPU runtimes this process can use; import-guarded so `import jitrt` never needs them.
 
-Stage: backend selection. `require(arch)` returns the arch name if its runtime imports and a
-device answers, else raises `BackendUnavailableError` saying what is missing. The probes
-import the GPU packages only when called.
+Stage: backend selection. Each probe says whether its runtime imports and a device answers,
+and if not, what is missing (the registry's `available()` of `cuda.py` and `amdgpu.py`;
+`registry.resolve` raises `BackendUnavailableError` with the reasons). The probes import the
+GPU packages only when called.
 """
 from __future__ import annotations
-
-from ..errors import BackendUnavailableError
 
 
 def cuda_available() -> tuple[bool, str]:
@@ -43,16 +42,3 @@ def hip_available() -> tuple[bool, str]:
     if err != hip.hipError_t.hipSuccess or count == 0:
         return False, "no AMD GPU found"
     return True, ""
-
-
-def require(arch: str) -> str:
-    """The GPU arch to use for `arch` ("gpu": the first whose runtime answers)."""
-    checks = {"cuda": [("cuda", cuda_available)], "amdgpu": [("amdgpu", hip_available)],
-              "gpu": [("cuda", cuda_available), ("amdgpu", hip_available)]}[arch]
-    reasons = []
-    for name, probe in checks:
-        ok, why = probe()
-        if ok:
-            return name
-        reasons.append(f"{name}: {why}")
-    raise BackendUnavailableError(f"arch={arch} is not available: " + "; ".join(reasons))

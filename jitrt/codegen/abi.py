@@ -41,11 +41,11 @@ POOL_INTERRUPTS = 29    # in the CPU pool state: the address of the process's in
 # instead, at the same slot numbers, and is read back at the next synchronisation. The block
 # is reached through SLOT_RUNTIME; a fault also stores the context's SLOT_LAUNCH_ID there.
 STATUS_SLOTS = 16
-# GPU kernels get the context by value, one 64-bit kernel parameter per slot (cuLaunchKernel
-# copies them at the launch: no upload, no device buffer); kernel-scope locals that outlive a
-# task live in a small device buffer of the context instead, reached through this slot
+# GPU kernels get the context by value, one 64-bit kernel parameter per slot (the driver's
+# launch copies them: no upload, no device buffer; `Target.max_param_slots` at most);
+# kernel-scope locals that outlive a task live in a small device buffer of the context
+# instead, reached through this slot
 SLOT_GPU_LOCALS = SLOT_PARALLEL_FOR
-GPU_MAX_PARAM_SLOTS = 500     # CUDA's 4 KiB of kernel parameters, less room for the others
 STATUS_OVERFLOW_LAUNCH = 12   # the launch id of the context whose adstack overflowed
 DEVICE_WRITTEN = (SLOT_ERROR, SLOT_ERROR_AXIS, SLOT_ERROR_INDEX, SLOT_RETURN, SLOT_OVERFLOW)
 

@@ -340,7 +340,7 @@ class ExprEmitter(EmitterHost):
         spec, values = [], []
         for a in e.args:
             v = self.expr(a)
-            if a.dtype.is_float and not self.target.is_gpu:
+            if a.dtype.is_float and self.target.printer == "printf":
                 with b.goto_block(self.alloca_block):
                     text = b.alloca(ir.ArrayType(ir.IntType(8), print_format.BUF_BYTES))
                 text_ptr = b.bitcast(text, ir.IntType(8).as_pointer())
@@ -366,7 +366,7 @@ class ExprEmitter(EmitterHost):
         fmt.initializer = ir.Constant(fmt_ty, data)
         i8p = ir.IntType(8).as_pointer()
         fmt_ptr = b.bitcast(fmt, i8p)
-        if self.target.name == "cuda":
+        if self.target.printer == "vprintf":
             with b.goto_block(self.alloca_block):
                 buf = self.target.alloca(b, ir.ArrayType(I64, max(len(values), 1)), "printbuf")
             for k, v in enumerate(values):
@@ -375,7 +375,7 @@ class ExprEmitter(EmitterHost):
             b.call(declare(self.module, "vprintf", I32, (i8p, i8p)),
                    [fmt_ptr, b.bitcast(buf, i8p)])
             return ir.Constant(I32, 0)
-        if self.target.is_gpu:
+        if self.target.printer != "printf":
             from ..errors import error_at
             raise error_at(e.loc, f"print() in kernels is not supported on {self.target.name} "
                            "in this version (CPU and CUDA only)")

@@ -210,6 +210,28 @@ def emit_gpu_reducer(module: ir.Module, target: Target, prefix: str, k: int,
     b.ret_void()
 
 
+def emit_max_reducer(module: ir.Module, target: Target | None, prefix: str, k: int,
+                     spec: se.MaxOverRange, layout: abi.ContextLayout, params: tuple,
+                     fields: tuple) -> None:
+    """The max-reducer of spec `k` in the target's form: a GPU kernel, or the CPU's function
+    over the pool."""
+    if target is not None and target.is_gpu:
+        emit_gpu_reducer(module, target, prefix, k, spec, layout, params, fields)
+    else:
+        emit_reducer(module, prefix, k, spec, layout, params, fields)
+
+
+def entry_symbols(target: Target, prefix: str, task_symbols: list[str], nspecs: int,
+                  sizable: bool) -> list[str]:
+    """The symbols a kernel module is loaded for: a GPU's task kernels and sizing kernels, or
+    the CPU's fused entry and sizing functions."""
+    if target.is_gpu:
+        return task_symbols + [f"{prefix}_red{k}_kernel" for k in range(nspecs)] + (
+            [f"{prefix}_required_kernel"] if sizable else [])
+    return [f"{prefix}_entry"] + [f"{prefix}_red{k}" for k in range(nspecs)] + (
+        [f"{prefix}_required"] if sizable else [])
+
+
 def emit_required(module: ir.Module, prefix: str, capacities: list[se.SizeExpr],
                   specs: list[se.MaxOverRange], layout: abi.ContextLayout, params: tuple,
                   fields: tuple, target: Target | None = None) -> None:

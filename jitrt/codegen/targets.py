@@ -54,6 +54,12 @@ class Target:
     # whether reverse mode tapes math partials in the forward sweep (`autodiff.tape_partials`):
     # on the CPU a stack entry costs less than a libm call; a GPU's stacks are in global memory
     tape: bool = False
+    # the most context slots a kernel takes as parameters (0: no limit, the CPU's pointer);
+    # GPUs: 4 KiB of kernel parameters, less room for the others
+    max_param_slots: int = 0
+    # how kernels print: "printf" (the host's, floats formatted as Python does), "vprintf"
+    # (CUDA's device printf), "" where print() in kernels is not supported
+    printer: str = "printf"
 
     def alloca(self, builder: ir.IRBuilder, ty: ir.Type, name: str) -> ir.Value:
         return builder.alloca(ty, name=name)
@@ -112,6 +118,8 @@ class Target:
 class NvptxTarget(Target):
     kernel_cc: str = "ptx_kernel"
     warp_sizes: tuple[int, ...] = (32,)
+    max_param_slots: int = 500
+    printer: str = "vprintf"
 
     def _sreg(self, module: ir.Module, b: ir.IRBuilder, reg: str) -> ir.Value:
         return b.call(declare(module, f"llvm.nvvm.read.ptx.sreg.{reg}", I32), [])
@@ -151,6 +159,8 @@ class AmdgpuTarget(Target):
     64 on gfx9, 32 on gfx10+ by default) and the block size from the dispatch packet."""
     kernel_cc: str = "amdgpu_kernel"
     warp_sizes: tuple[int, ...] = (32, 64)
+    max_param_slots: int = 500
+    printer: str = ""
 
     def mark_kernel(self, fn: ir.Function) -> None:
         super().mark_kernel(fn)

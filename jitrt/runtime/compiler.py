@@ -18,7 +18,7 @@ import dataclasses
 import pickle
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..frozen import frozen
 from .. import logger as log
@@ -41,6 +41,7 @@ from .registry import fnv1a64_fold32
 # process whose kernels all come from the offline cache loads the frontend only.
 if TYPE_CHECKING:
     from ..backends.base import Device
+    from ..backends.registry import AssemblyModule
     from ..backends.cpu_tiers import Tiers
     from ..frontend.context import CompileContext
     from ..passes.forward_ad import Duals
@@ -480,10 +481,10 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
             target = dataclasses.replace(target, lanes=1)
     module, sites, tasks = build_module(lowered.tasked, target, layout, prefix,
                                         lowered.local_types)
-    if target.is_gpu and layout.gpu_slots > abi.GPU_MAX_PARAM_SLOTS:
+    if target.max_param_slots and layout.gpu_slots > target.max_param_slots:
         raise KernelCompileError(
             f"kernel {name}: its launch context has {layout.gpu_slots} slots (fields, "
-            f"arguments, shapes), more than the {abi.GPU_MAX_PARAM_SLOTS} a GPU kernel takes "
+            f"arguments, shapes), more than the {target.max_param_slots} a GPU kernel takes "
             "as parameters; pass fewer ndarrays or fields to one kernel")
     specs = add_sizing_functions(module, prefix, lowered, layout, params, target)
     later: Later = None
@@ -498,15 +499,9 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
             add_sizing_functions(module, prefix, plain, layout, params, full)
             return str(module)
     sizable = lowered.stacks and all(s.capacity is not None for s in lowered.stacks)
-    if target.is_gpu:
-        symbols = [t.symbol for t in tasks] + [f"{prefix}_red{k}_kernel"
-                                               for k in range(len(specs))]
-        if sizable:
-            symbols.append(f"{prefix}_required_kernel")
-    else:
-        symbols = [f"{prefix}_entry"] + [f"{prefix}_red{k}" for k in range(len(specs))]
-        if sizable:
-            symbols.append(f"{prefix}_required")
+    from ..codegen.sizing import entry_symbols
+    symbols = entry_symbols(target, prefix, [t.symbol for t in tasks], len(specs),
+                            bool(sizable))
     times = ((t1 - t0) * 1e3, (time.perf_counter() - t1) * 1e3, len(tasks))
     refs = used_refs(lowered.tasked)
     grad_params = frozenset(r.arg for r in refs if isinstance(r, n.ArrayRef) and r.grad)
@@ -545,8 +540,9 @@ def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: "Program",
         plan = SizingPlan(list(a.lowered.stacks), list(a.specs), a.layout,
                           program.config.ad_stack_size, addrs, a.prefix, a.name,
                           program.device)
+    entry = addrs.get(f"{a.prefix}_entry")         # the CPU's fused entry (none on GPUs)
     return CompiledKernel(a.name, a.params, a.lowered, a.layout, a.sites,
-                          addrs.get(f"{a.prefix}_entry", 0), field_objs, a.grad_params,
+                          entry if isinstance(entry, int) else 0, field_objs, a.grad_params,
                           a.ir_text, plan, a.tasks, addrs, warm)
 
 
@@ -563,12 +559,8 @@ def add_sizing_functions(module: Any, prefix: str, lowered: LoweredKernel,
             if spec not in specs:
                 specs.append(spec)
     fields = lowered.tasked.fields
-    gpu = target is not None and target.is_gpu
     for k, spec in enumerate(specs):
-        if gpu:
-            sizing.emit_gpu_reducer(module, target, prefix, k, spec, layout, params, fields)
-        else:
-            sizing.emit_reducer(module, prefix, k, spec, layout, params, fields)
+        sizing.emit_max_reducer(module, target, prefix, k, spec, layout, params, fields)
     sizing.emit_required(module, prefix, [s.capacity for s in lowered.stacks
                                           if s.capacity is not None], specs, layout,
                          params, fields, target)
@@ -588,23 +580,16 @@ def lower_module(kernel: "KernelLike", params: tuple[n.Param, ...],
 
 
 def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
-                     template_values: dict[str, Any],
-                     name: str, program: "Program", arch: str, sm: int = 80,
-                     gfx: str = "gfx942") -> str:
-    """GPU assembly (PTX for sm_<sm>, or AMDGCN for `gfx`) of a kernel specialization: the
-    same frontend, passes and lowering as any launch, with the GPU target hooks and the
-    backend's own compile step (libdevice linked for CUDA). No GPU or GPU runtime is needed."""
+                     template_values: dict[str, Any], name: str, program: "Program",
+                     printer: "AssemblyModule", options: Mapping[str, object]) -> str:
+    """GPU assembly of a kernel specialization (`printer`: a backend module of the registry,
+    `options`: its chip, e.g. sm=80 or gfx="gfx942"): the same frontend, passes and lowering
+    as any launch, with that backend's codegen target and its own compile step (libdevice
+    linked for PTX). No GPU or GPU runtime is needed."""
     from ..codegen.kernel_module import build_module
     cfg = program.config
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
-    if arch == "cuda":
-        from ..backends import nvptx
-        target = nvptx.codegen_target()
-        lowered, layout = passes(kernel, params, ctx, kir, cfg, target)
-        module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types)
-        return nvptx.compile_ptx(module, sm)
-    from ..backends import amdgcn
-    amd = amdgcn.codegen_target()
-    lowered, layout = passes(kernel, params, ctx, kir, cfg, amd)
-    module, _, _ = build_module(lowered.tasked, amd, layout, "jk", lowered.local_types)
-    return amdgcn.assembly(module, gfx)
+    target = printer.codegen_target()
+    lowered, layout = passes(kernel, params, ctx, kir, cfg, target)
+    module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types)
+    return printer.assembly(module, options)

@@ -19,15 +19,16 @@ import ctypes
 import threading
 import weakref
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import config as config_mod
 from .. import logger as log
 from .._version import __version__
+from ..backends import registry
 from ..errors import BackendUnavailableError
 
-
-ARCHES = config_mod.ARCHES
+if TYPE_CHECKING:
+    from ..backends.base import Device, HostServices, PoolInfo
 
 
 class LaunchLock:
@@ -60,10 +61,9 @@ class Program:
             self.cache_store = CacheStore(default_dir(cfg.offline_cache_dir),
                                           cfg.offline_cache_max_bytes,
                                           cfg.offline_cache_cleaning_factor)
-        from ..backends import Device, create_device, cpu
-        from .compiler import prefetch_pipeline
-        cpu.WHILE_RUNTIME_COMPILES[:] = [prefetch_pipeline]
-        self.device: Device = create_device(cfg.arch, cfg.device_id, cfg, self.cache_store)
+        from .. import backends
+        self.device: Device = backends.create_device(cfg.arch, cfg.device_id,
+                                                     host_services(cfg, self.cache_store))
         self.arch = self.device.arch
         self.counters: Counter[str] = Counter()
         self.launch_lock = LaunchLock()   # launches from several threads run in turn
@@ -126,9 +126,9 @@ class Program:
             self.tape_token if recorders else self
 
     @property
-    def pool(self) -> Any:
+    def pool(self) -> PoolInfo | None:
         """The CPU worker pool (CPU programs only)."""
-        return self.device.pool  # type: ignore[attr-defined]
+        return self.device.pool
 
     def count(self, name: str, amount: int = 1) -> None:
         self.counters[name] += amount
@@ -192,15 +192,16 @@ def _init(arch: Any = None, **options: Any) -> Program:
     cfg = config_mod.resolve(**options)
     log.configure(cfg.log_level)
     previous = _current
-    if previous is not None and previous.arch != "cpu" and (
-            cfg.arch == previous.arch or cfg.arch == "gpu"):
+    if previous is not None and registry.get(previous.arch).stream_gpu and (
+            cfg.arch == previous.arch or cfg.arch == registry.ANY_GPU):
         _close(previous)     # one context per GPU: the new program opens it again
     program = _start(cfg)
     if previous is not None:
         _close(previous)
     _current = program
     from .. import data, dtypes
-    data.CURRENT_DEVICE[0] = program.device if program.arch != "cpu" else None
+    # the device other libraries' arrays are exchanged with (none where memory is the host's)
+    data.CURRENT_DEVICE[0] = None if registry.get(program.arch).host_memory else program.device
     dtypes.DEFAULT_FP[0] = program.config.default_fp     # what float and jr.math.vec3 mean
     dtypes.DEFAULT_IP[0] = program.config.default_ip
     from ..frontend import random as random_mod
@@ -212,6 +213,18 @@ def _init(arch: Any = None, **options: Any) -> Program:
                     program.device.max_resident_threads,
                     store.dir if store is not None else "off")
     return program
+
+
+def host_services(cfg: config_mod.Config, store: Any) -> "HostServices":
+    """What a backend gets from the runtime when it opens a device (`backends/base.py`)."""
+    from ..backends.base import HostServices
+
+    def runtime_key() -> str:
+        from ..cache import keys
+        return "\0".join([keys.host_target(), keys.llvm_versions(), keys.compiler_hash()])
+    from .compiler import prefetch_pipeline
+    return HostServices(cfg.num_threads, cfg.parallel_grain, store, runtime_key,
+                        config_mod._cores(), (prefetch_pipeline,))
 
 
 def _start(cfg: config_mod.Config) -> Program:

@@ -1,0 +1,173 @@
+"""Where a GPU launch's data lives: device mirrors of host buffers, foreign device arrays, the
+adstack heap.
+
+Stage: backend (helpers of `gpu.py`). Each field and ndarray a launch touches gets a
+`DeviceMirror` (device memory of the same size). Host writes mark the host copy newer and the
+next launch uploads it; a launch marks what it writes device-newer and host reads (`to_numpy`,
+`x[i]`) download it. An ndarray over another library's device memory (a torch or CuPy array
+passed to a kernel) gets a `ForeignMirror` over that memory (`ForeignArrays` wraps each live
+object once). `GpuHeap` is the program's adstack heap in device memory. Caches: a mirror per
+buffer, a wrapper per live foreign object, the heap per device (grow-only).
+"""
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import dtypes
+from ..data import Ndarray
+
+if TYPE_CHECKING:
+    from .gpu import GpuDevice
+
+
+class DeviceMirror:
+    """The device copy of one field or ndarray (`data._Buffer._mirror`): which copy is newer,
+    and the transfers that make the other one current."""
+    __slots__ = ("device", "ptr", "nbytes", "host", "host_newer", "device_newer", "owner")
+
+    def __init__(self, device: "GpuDevice", owner: Any) -> None:
+        self.device, self.owner = device, weakref.ref(owner)
+        self.host = owner._data
+        self.nbytes = max(int(self.host.nbytes), 1)
+        self.ptr = device.alloc(self.nbytes)
+        self.host_newer, self.device_newer = True, False
+        weakref.finalize(owner, self.owner_died)
+
+    def owner_died(self) -> None:
+        if self.ptr and not self.device.closed:
+            self.device.free(self.ptr)
+            self.device.mirrors.remove(self)
+        self.ptr = 0
+
+    def to_device(self) -> None:
+        """Before a launch: upload the host copy if it changed since the last upload."""
+        if self.host_newer:
+            self.device.copy_h2d(self.ptr, self.host.ctypes.data, self.host.nbytes)
+            self.host_newer = False
+
+    def before_host_read(self) -> None:
+        if self.device_newer:
+            self.device.copy_d2h(self.host.ctypes.data, self.ptr, self.host.nbytes)
+            self.device.synchronize()
+            self.device_newer = False
+
+    def after_host_write(self) -> None:
+        self.host_newer = True
+
+    def release(self) -> None:
+        """The device goes away: bring the data home and drop the device memory."""
+        self.before_host_read()
+        owner = self.owner()
+        if owner is not None and owner._mirror is self:
+            owner._mirror = None
+        self.device.free(self.ptr)
+        self.ptr = 0
+
+
+class ForeignMirror(DeviceMirror):
+    """The device side of an ndarray over another library's device memory (a torch or CuPy
+    array passed to a kernel): that memory itself, never allocated or freed here; the data
+    starts newer on the device."""
+    __slots__ = ()
+
+    def __init__(self, device: "GpuDevice", owner: Any, ptr: int) -> None:
+        self.device, self.owner = device, weakref.ref(owner)
+        self.host = owner._data
+        self.nbytes = max(int(self.host.nbytes), 1)
+        self.ptr = ptr
+        self.host_newer, self.device_newer = False, True
+
+    def owner_died(self) -> None:
+        self.ptr = 0
+
+    def release(self) -> None:
+        self.before_host_read()
+        owner = self.owner()
+        if owner is not None and owner._mirror is self:
+            owner._mirror = None
+        self.ptr = 0
+
+
+def unique(mirrors: list[DeviceMirror]) -> list[DeviceMirror]:
+    """`mirrors` without repeats, in order."""
+    return list({id(m): m for m in mirrors}.values())
+
+
+def cuda_array(obj: Any) -> tuple[int, tuple[int, ...], Any, bool] | None:
+    """(pointer, shape, numpy dtype, read-only) of a C-contiguous `__cuda_array_interface__`
+    object, or None when it is not one."""
+    try:
+        cai = obj.__cuda_array_interface__
+    except AttributeError:
+        return None
+    shape = tuple(int(s) for s in cai["shape"])
+    dtype = np.dtype(cai["typestr"])
+    strides = cai.get("strides")
+    if strides is not None:
+        expect, step = [], dtype.itemsize
+        for s in reversed(shape):
+            expect.append(step)
+            step *= s
+        if tuple(strides) != tuple(reversed(expect)) and 0 not in shape:
+            return None
+    ptr, readonly = cai["data"]
+    return int(ptr), shape, dtype, bool(readonly)
+
+
+class ForeignArrays:
+    """jitrt ndarrays over other libraries' device arrays, one per live object."""
+
+    def __init__(self, device: "GpuDevice") -> None:
+        self.device = device
+        self.wrapped: dict[int, tuple[Any, Any]] = {}  # id(object) -> (weak ref, ndarray)
+
+    def wrap(self, obj: Any) -> Ndarray | None:
+        """A jitrt ndarray over a torch/CuPy device array (no copy), the same one for the
+        same live object; None if `obj` is not a C-contiguous device array of a jitrt
+        dtype."""
+        found = self.wrapped.get(id(obj))
+        if found is not None and found[0]() is obj:
+            return found[1]  # type: ignore[no-any-return]
+        info = cuda_array(obj)
+        if info is None:
+            return None
+        ptr, shape, np_dtype, readonly = info
+        dt = dtypes.from_numpy(np_dtype)
+        if dt is None:
+            return None
+        device = self.device
+        wrapped = Ndarray._on_device(lambda nd: ForeignMirror(device, nd, ptr), shape, dt, obj)
+        wrapped.readonly = readonly
+        try:
+            self.wrapped[id(obj)] = (weakref.ref(obj), wrapped)
+        except TypeError:       # not weak-referenceable: wrapped again at each use
+            pass
+        return wrapped
+
+    def close(self) -> None:
+        """The device goes away: other libraries' memory is just let go."""
+        for _, wrapped in self.wrapped.values():
+            wrapped._mirror = None
+        self.wrapped.clear()
+
+
+class GpuHeap:
+    """The program's adstack heap in device memory: grows by doubling, never per launch."""
+
+    def __init__(self, device: "GpuDevice") -> None:
+        self.device, self.size = device, 1 << 16
+        self.ptr = device.alloc(self.size)
+
+    def ensure(self, nbytes: int, who: str = "") -> int:
+        if nbytes > self.size:
+            size = self.size
+            while size < nbytes:
+                size *= 2
+            self.device.synchronize()        # launches in flight may still use the old one
+            self.device.free(self.ptr)
+            self.ptr, self.size = self.device.alloc(size), size
+            self.device.counters["allocations"] += 1
+        return self.ptr

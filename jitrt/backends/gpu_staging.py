@@ -1,0 +1,90 @@
+"""Host arrays passed to a GPU launch: staged through device buffers and pinned host buffers.
+
+Stage: backend (helpers of `gpu_launch.py`). A plain numpy argument (or a host tensor wrapped
+by `jr.ndarray.from_dlpack`) has no device mirror: each launch copies it host -> pinned buffer
+-> device staging buffer before the kernels and, when they write it, back the same way after
+them (DMA from and to the pinned buffer, never the array itself; one synchronisation). A pinned
+buffer is written again only after the event of the copy that last read it. Caches: one device
+staging buffer and one pinned buffer per launch context and slot (grow-only), on the launch.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .gpu import GpuDevice
+    from .gpu_launch import GpuLaunch
+
+CopyOut = list[tuple[Any, int, int]]      # (host array, device ptr, pinned ptr) to copy back
+
+
+def staging_buffer(launch: "GpuLaunch", slot: int, nbytes: int) -> int:
+    """The device buffer that holds the host array of `slot` during a launch (grow-only)."""
+    device = launch.device
+    ptr, size = launch.staging.get(slot, (0, 0))
+    if not ptr or size < nbytes:
+        if ptr:
+            device.free(ptr)
+        ptr, size = device.alloc(nbytes), max(nbytes, 1)
+        device.counters["allocations"] += 1
+        launch.staging[slot] = (ptr, size)
+    return ptr
+
+
+def stage_in(launch: "GpuLaunch") -> CopyOut:
+    """Copy host-memory arguments (numpy arrays, wrapped host tensors) to their staging
+    buffers; returns those the kernels write, to copy out after them."""
+    copy_out = []
+    driver = launch.device.driver
+    for slot, (_, host, written) in launch.arrays.items():
+        if host is not None:
+            ptr, pinned = launch.staging[slot][0], pinned_buffer(launch, slot, host.nbytes)
+            ctypes.memmove(pinned[0], host.ctypes.data, host.nbytes)
+            driver.copy_h2d(ptr, pinned[0], host.nbytes)      # DMA from pinned memory
+            driver.event_record(pinned[2])       # the buffer is free again after this
+            if written:
+                copy_out.append((host, ptr, pinned[0]))
+    return copy_out
+
+
+def pinned_buffer(launch: "GpuLaunch", slot: int, nbytes: int) -> list[Any]:
+    """[address, size, event] of the pinned host buffer that stages the host array of
+    `slot` (grow-only, one per context and slot); the copy that last read it has
+    finished (its event), so it may be written."""
+    driver = launch.device.driver
+    found = launch.pinned.get(slot)
+    if found is not None:
+        driver.event_synchronize(found[2])
+        if found[1] >= nbytes:
+            return found
+        driver.free_pinned(found[0])
+        driver.event_destroy(found[2])
+    size = max(nbytes, 1)
+    launch.pinned[slot] = [driver.alloc_pinned(size), size, driver.event_create()]
+    return launch.pinned[slot]
+
+
+def copy_back(device: "GpuDevice", copy_out: CopyOut) -> None:
+    """After the kernels: the staged host arrays they wrote come back through their pinned
+    buffers (DMA, one synchronisation), then into the arrays themselves."""
+    for host, ptr, pinned in copy_out:
+        device.driver.copy_d2h(pinned, ptr, host.nbytes)
+    try:
+        device.synchronize()        # may raise a kernel's fault: the copies are done by then
+    finally:
+        for host, _, pinned in copy_out:
+            ctypes.memmove(host.ctypes.data, pinned, host.nbytes)
+
+
+def release(launch: "GpuLaunch") -> None:
+    """Free a launch context's staging and pinned buffers."""
+    device = launch.device
+    for ptr, _ in launch.staging.values():
+        device.free(ptr)
+    launch.staging.clear()
+    for ptr, _, event in launch.pinned.values():
+        device.driver.event_synchronize(event)
+        device.driver.free_pinned(ptr)
+        device.driver.event_destroy(event)
+    launch.pinned.clear()

@@ -1,0 +1,282 @@
+"""One GPU driver for every stream API whose calls have the CUDA driver API's shape.
+
+Stage: backend. CUDA's driver API and HIP name the same calls differently (`cuMemAlloc`,
+`hipMalloc`) and take them with the same arguments; their Python bindings (cuda-bindings,
+hip-python) return `(error, value...)` tuples. `StreamDriver` implements the `GpuDriver`
+protocol (`gpu_driver.py`) once over a vendor's binding module (`lib`) and a `StreamApi`: the
+table of the vendor's call names and constants. The error-check rule is written once too: a
+result whose first item is not the vendor's success code raises the vendor's error type naming
+the call and the error (`cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY`). A vendor module
+(`cuda.py`, `amdgpu.py`) holds its table and a subclass with only its differences: how the
+device is opened and made current, what its artifact holds. Caches: the modules loaded (unloaded
+at `close`), and per thread whether the device is current on it.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from ..errors import BackendUnavailableError
+from ..frozen import frozen
+
+Const = Callable[[Any], Any]      # a constant of the binding module: lib -> value
+
+
+@frozen
+class StreamApi:
+    """One stream API's calls by name (each takes the arguments CUDA's namesake takes) and
+    the constants it needs from the binding module."""
+    success: Const                 # the success code results are compared with
+    error_code: Callable[[Any, int], Any]   # (lib, raw code) -> the binding's error value
+    get_error_name: str
+    init: str
+    device_count: str
+    set_current: str               # makes the device (or its context) current on a thread
+    attribute: str                 # (attribute, device) -> value
+    multiprocessors: Const         # the attribute values of multiprocessors, threads per one
+    threads_per_multiprocessor: Const
+    driver_version: str
+    stream_create: str
+    stream_flags: Const            # non-blocking
+    stream_synchronize: str
+    stream_destroy: str
+    module_load: str
+    module_unload: str
+    module_function: str
+    launch: str
+    launch_extra: Any              # the launch call's last argument ("extra": 0 or None)
+    event_create: str
+    event_flags: Const             # no timing
+    event_record: str
+    event_synchronize: str
+    event_destroy: str
+    begin_capture: str
+    capture_mode: Const            # thread-local capture
+    end_capture: str
+    instantiate: str
+    exec_update: str
+    exec_update_extra: tuple[Any, ...]    # arguments after (graph exec, graph)
+    graph_launch: str
+    graph_destroy: str
+    exec_destroy: str
+    alloc: str
+    alloc_pinned: str
+    pinned_flags: Callable[[Any], tuple[Any, ...]]  # arguments after the size
+    free: str
+    free_pinned: str
+    copy_h2d: str
+    copy_d2h: str
+    copy_d2d: str
+    memset: str
+
+
+class _Bound(threading.local):
+    """Per thread: whether the device is current on it."""
+    bound = False
+
+
+def first(value: Any) -> Any:
+    """The first value of a call that returns several (`check` gives them as a list)."""
+    return value[0] if isinstance(value, list) else value
+
+
+class StreamDriver:
+    """The `GpuDriver` calls over one device of a stream API, from its `StreamApi` table."""
+
+    name = "?"                      # the arch name ("cuda", "amdgpu")
+    api: StreamApi
+    error: type[Exception] = RuntimeError     # what a failing call raises
+    device_noun = "GPU(s)"          # in "this machine has 2 GPU(s)"
+    dlpack_device_type = 0
+    max_grid_threads = 0
+
+    def __init__(self, lib: Any, device_id: int) -> None:
+        self.lib, api = lib, self.api
+        self._success = api.success(lib)
+        self.checked(api.init, 0)
+        count = self.checked(api.device_count)
+        if not 0 <= device_id < count:
+            raise BackendUnavailableError(f"arch={self.name}: device_id={device_id} but this "
+                                          f"machine has {count} {self.device_noun}")
+        self.device = self.open(device_id)
+        self._thread = _Bound()
+        self.bind()
+        self.multiprocessors = self.attribute(api.multiprocessors(lib))
+        self.max_threads_per_multiprocessor = self.attribute(
+            api.threads_per_multiprocessor(lib))
+        self.setup()
+        self.driver_version = self.checked(api.driver_version)
+        self.stream = self.checked(api.stream_create, api.stream_flags(lib))
+        self._launch = getattr(lib, api.launch)
+        self._modules: list[Any] = []
+
+    # ---- what a vendor may change ---------------------------------------------------------
+    def open(self, device_id: int) -> Any:
+        """The device handle `attribute` takes (the ordinal itself unless overridden)."""
+        return device_id
+
+    @property
+    def current(self) -> Any:
+        """What `set_current` makes current on a thread (the device unless overridden)."""
+        return self.device
+
+    def setup(self) -> None:
+        """Read what else the vendor needs (compute capability, gfx name) once bound."""
+
+    def load_module(self, image: bytes) -> Any:
+        self.bind()
+        module = self.checked(self.api.module_load, image)
+        self._modules.append(module)
+        return module
+
+    def native_words(self) -> tuple[int, int, int, int] | None:
+        """None: launches stay in the Python entry (see `GpuDriver.native_words`)."""
+        return None
+
+    # ---- calls ----------------------------------------------------------------------------
+    def call(self, name: str, *args: Any) -> Any:
+        return getattr(self.lib, name)(*args)
+
+    def checked(self, name: str, *args: Any) -> Any:
+        """Call `name` and return its value, raising the vendor's error if it failed."""
+        return self.check(getattr(self.lib, name)(*args), name)
+
+    def check(self, result: Any, what: str) -> Any:
+        err, *rest = result if isinstance(result, tuple) else (result,)
+        if err != self._success:
+            raise self.error(f"{what} failed: {self.error_text(err)}")
+        return rest[0] if len(rest) == 1 else (rest or None)
+
+    def error_text(self, err: Any) -> str:
+        """The vendor's name of an error code (the code itself if it has none)."""
+        name = self.call(self.api.get_error_name, err)
+        text = name[-1] if isinstance(name, tuple) else name
+        return str(text.decode() if isinstance(text, bytes) else text or err)
+
+    def bind(self) -> None:
+        """Make the device current on the calling thread (once per thread)."""
+        if not self._thread.bound:
+            self.checked(self.api.set_current, self.current)
+            self._thread.bound = True
+
+    def attribute(self, which: Any) -> int:
+        return int(self.checked(self.api.attribute, which, self.device))
+
+    # ---- code -----------------------------------------------------------------------------
+    def function(self, module: Any, name: str) -> Any:
+        """The handle of kernel `name` in `module`."""
+        api = self.api.module_function
+        return self.check(self.call(api, module, name.encode()), f"{api}({name})")
+
+    def launch(self, function: Any, grid: int, block: int, params: int) -> None:
+        if not self._thread.bound:
+            self.bind()
+        result = self._launch(function, grid, 1, 1, block, 1, 1, 0, self.stream, params,
+                              self.api.launch_extra)
+        if result[0] != self._success:
+            self.check(result, self.api.launch)
+
+    def launch_source(self, function: str, grid: str, block: str, params: str
+                      ) -> tuple[list[str], dict[str, Any]]:
+        """`launch(...)` as lines of generated code (the GPU entry inlines it)."""
+        names = {"_drv_launch": self._launch, "_drv_stream": self.stream,
+                 "_drv_ok": self._success, "_drv_tl": self._thread, "_drv_bind": self.bind,
+                 "_drv_check": self.check}
+        return ["if not _drv_tl.bound: _drv_bind()",
+                f"err = _drv_launch({function}, {grid}, 1, 1, {block}, 1, 1, 0, _drv_stream, "
+                f"{params}, {self.api.launch_extra!r})",
+                f"if err[0] != _drv_ok: _drv_check(err, {self.api.launch!r})"], names
+
+    def function_handle(self, function: Any) -> int:
+        return int(function)
+
+    def launch_error(self, code: int) -> Exception:
+        text = self.error_text(self.api.error_code(self.lib, code))
+        return self.error(f"{self.api.launch} failed: {text}")
+
+    # ---- events (when a pinned staging buffer may be written again) -----------------------
+    def event_create(self) -> Any:
+        self.bind()
+        return self.checked(self.api.event_create, self.api.event_flags(self.lib))
+
+    def event_record(self, event: Any) -> None:
+        self.checked(self.api.event_record, event, self.stream)
+
+    def event_synchronize(self, event: Any) -> None:
+        self.checked(self.api.event_synchronize, event)
+
+    def event_destroy(self, event: Any) -> None:
+        self.call(self.api.event_destroy, event)
+
+    # ---- graphs ---------------------------------------------------------------------------
+    def begin_capture(self) -> None:
+        self.bind()
+        self.checked(self.api.begin_capture, self.stream, self.api.capture_mode(self.lib))
+
+    def end_capture(self) -> Any:
+        return self.checked(self.api.end_capture, self.stream)
+
+    def instantiate(self, graph: Any) -> Any:
+        return first(self.checked(self.api.instantiate, graph, 0))
+
+    def exec_update(self, graph_exec: Any, graph: Any) -> bool:
+        result = self.call(self.api.exec_update, graph_exec, graph, *self.api.exec_update_extra)
+        return bool(result[0] == self._success)
+
+    def graph_launch(self, graph_exec: Any) -> None:
+        self.checked(self.api.graph_launch, graph_exec, self.stream)
+
+    def destroy_graph(self, graph: Any) -> None:
+        self.call(self.api.graph_destroy, graph)
+
+    def destroy_exec(self, graph_exec: Any) -> None:
+        self.call(self.api.exec_destroy, graph_exec)
+
+    # ---- memory ---------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> int:
+        self.bind()
+        return int(self.checked(self.api.alloc, nbytes))
+
+    def alloc_pinned(self, nbytes: int) -> int:
+        """Page-locked host memory (transfers to and from it are true DMA)."""
+        self.bind()
+        return int(self.checked(self.api.alloc_pinned, nbytes,
+                                *self.api.pinned_flags(self.lib)))
+
+    def free_pinned(self, ptr: int) -> None:
+        self.bind()
+        self.checked(self.api.free_pinned, ptr)
+
+    def free(self, ptr: int) -> None:
+        self.bind()
+        self.checked(self.api.free, ptr)
+
+    def copy_h2d(self, dst: int, src: int, nbytes: int) -> None:
+        self.copy(self.api.copy_h2d, dst, src, nbytes)
+
+    def copy_d2h(self, dst: int, src: int, nbytes: int) -> None:
+        self.copy(self.api.copy_d2h, dst, src, nbytes)
+
+    def copy_d2d(self, dst: int, src: int, nbytes: int) -> None:
+        self.copy(self.api.copy_d2d, dst, src, nbytes)
+
+    def copy(self, name: str, dst: int, src: int, nbytes: int) -> None:
+        """An asynchronous copy on the stream (none for zero bytes)."""
+        self.bind()
+        if nbytes:
+            self.checked(name, dst, src, nbytes, self.stream)
+
+    def memset(self, dst: int, nbytes: int) -> None:
+        self.bind()
+        self.checked(self.api.memset, dst, 0, nbytes, self.stream)
+
+    def synchronize(self) -> None:
+        self.bind()
+        self.checked(self.api.stream_synchronize, self.stream)
+
+    def close(self) -> None:
+        self.synchronize()
+        for module in self._modules:
+            self.call(self.api.module_unload, module)
+        self._modules.clear()
+        self.call(self.api.stream_destroy, self.stream)
