@@ -83,10 +83,6 @@ LAUNCH_CHAIN = ("jitrt.launch_plan", "jitrt.runtime.plan_builder", "jitrt.runtim
 
 def test_the_launch_modules_form_a_chain_even_for_type_checkers():
     graph = import_graph(type_checking=True)
-    # (backends/gpu.py's lazy import of runtime/context.py's `raise_fault` closes a loop
-    # through the device; that edge goes with issue 31's device seam, not with the launch
-    # modules, and is left out here)
-    graph["jitrt.backends.gpu"] = graph["jitrt.backends.gpu"] - {"jitrt.runtime.context"}
     for k, m in enumerate(LAUNCH_CHAIN):
         later = set(LAUNCH_CHAIN[k + 1:])
         assert not graph[m] & later, f"{m} imports a later launch module: {graph[m] & later}"
