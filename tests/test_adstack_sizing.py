@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import jitrt as jr
-from jitrt.passes import sizeexpr as se
+from jitrt.ir import sizeexpr as se
 from jitrt.runtime.registry import fnv1a64_fold32
 
 nd = jr.types.ndarray

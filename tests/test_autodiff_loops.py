@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jitrt as jr
-from jitrt.passes import sizeexpr
+from jitrt.ir import sizeexpr
 
 nd = jr.types.ndarray
 

@@ -149,7 +149,7 @@ def test_host_writes_upload_before_the_next_launch_only(fake):
     assert [c[0] for c in fake.calls] == ["h2d", "launch", "d2h", "d2h"]
 
 
-# ---- the native GPU entry (codegen/native_gpu_entry.py) over a fake driver ------------------
+# ---- the native GPU entry (native/native_gpu_entry.py) over a fake driver ------------------
 
 LAUNCH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7,
                              ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jitrt as jr
-from jitrt.passes import interleave
+from jitrt.codegen import kernel_module
 from jitrt.runtime.adstack import SLICE_ALIGN, AdStackHeap
 
 from test_adstack_sizing import make_problem, sin_recurrence
@@ -21,13 +21,13 @@ def applied(monkeypatch):
     compilation the optimised copies (the interleaved ones) are built on the background
     thread: read it after `jr.sync()`."""
     seen: list[tuple[object, bool]] = []
-    real = interleave.interleaved
+    real = kernel_module.interleaved_body     # (codegen asks where the body cannot fault)
 
-    def spy(task, lanes):
-        found = real(task, lanes)
+    def spy(em, task):
+        found = real(em, task)
         seen.append((task, found is not None))
         return found
-    monkeypatch.setattr(interleave, "interleaved", spy)
+    monkeypatch.setattr(kernel_module, "interleaved_body", spy)
     jr.init(arch=jr.cpu, offline_cache=False)
     yield seen
     jr.reset()
@@ -261,7 +261,7 @@ def test_interleaved_and_plain_copies_agree(applied, monkeypatch):
     results = []
     for interleaved in (True, False):
         if not interleaved:
-            monkeypatch.setattr(interleave, "interleaved", lambda task, lanes: None)
+            monkeypatch.setattr(kernel_module, "interleaved_body", lambda em, task: None)
         kernel = make()
         hist.fill(0)
         kernel(cnt, x)

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import jitrt as jr
-from jitrt.passes import sizeexpr as se
+from jitrt.ir import sizeexpr as se
 from jitrt.runtime import program as program_mod
 
 nd = jr.types.ndarray

@@ -1,4 +1,4 @@
-"""Native launches (codegen/native_launcher.py, runtime/native_launch.py): the steady state of a
+"""Native launches (native/native_launcher.py, runtime/native_launch.py): the steady state of a
 CPU launch runs in native code, and everything else reaches the Python launcher unchanged."""
 import os
 import pathlib

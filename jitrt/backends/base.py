@@ -207,7 +207,7 @@ class RunRole(abc.ABC):
 
     @property
     def native_launch_addr(self) -> int | None:
-        """The runtime's CPython-callable launcher (`codegen/native_launcher.py`) when launches
+        """The runtime's CPython-callable launcher (`native/native_launcher.py`) when launches
         on this device can run through it, else None."""
         return None
 

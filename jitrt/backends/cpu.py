@@ -5,7 +5,7 @@ Stage: backend. `CpuDevice` is the device seam's CPU implementation (`backends/b
 links it into the process's MCJIT engine (`CpuEngine`; an object already loaded is not loaded
 twice) and returns function addresses, a launch is a direct native call of the kernel's fused
 entry with the GIL released, memory is host memory. `WorkerPool` owns the pool state of
-`codegen/threadpool.py` and the Python threads that run `jitrt_worker` in native code; they
+`native/threadpool.py` and the Python threads that run `jitrt_worker` in native code; they
 stop at interpreter exit. Caches: loaded objects by symbol prefix, pools by thread count
 (process-wide).
 """
@@ -23,7 +23,8 @@ import llvmlite.binding as llvm
 import xxhash
 from llvmlite import ir
 
-from ..codegen import abi, threadpool
+from ..codegen import abi
+from ..native import threadpool
 from ..codegen.targets import Target as CodegenTarget
 from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, HostServices,
                    LaunchContext, Reducer, Required)
@@ -117,7 +118,7 @@ class WorkerPool:
                  host: HostServices = NO_SERVICES) -> None:
         addrs = runtime_functions(host)
         self.parallel_for_addr = addrs["jitrt_parallel_for"]
-        self.launch_addr = addrs["jitrt_launch"]     # codegen/native_launcher.py
+        self.launch_addr = addrs["jitrt_launch"]     # native/native_launcher.py
         self._state = (ctypes.c_int64 * threadpool.POOL_SLOTS)()
         self.address = ctypes.addressof(self._state)
         interrupt_state = ctypes.CFUNCTYPE(ctypes.c_int64)(addrs["jitrt_interrupt_state"])()

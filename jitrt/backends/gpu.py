@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping
 from llvmlite import ir
 
 from ..codegen import abi
-from ..codegen import launch_table as lt
+from ..native import launch_table as lt
 from ..codegen.targets import Target as CodegenTarget
 from . import gpu_tasks
 from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, HostServices, LaunchContext,

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from ..codegen import abi
-from ..codegen import launch_table as lt
+from ..native import launch_table as lt
 from ..data import Field, Ndarray
 from . import gpu_staging, gpu_tasks
 from .gpu_residency import DeviceMirror, unique

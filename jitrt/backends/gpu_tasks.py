@@ -2,8 +2,8 @@
 
 Stage: backend (helpers of `gpu.py`). `box_size_function` gives the generated Python entry a
 task's point count from the host launch context (the grid follows it); `native_table` fills a
-context's *GPU entry table* (`codegen/launch_table.py`'s `G_*` words) that the native GPU
-entry (`codegen/native_gpu_entry.py`) reads to launch without Python, with each task's box as
+context's *GPU entry table* (`native/launch_table.py`'s `G_*` words) that the native GPU
+entry (`native/native_gpu_entry.py`) reads to launch without Python, with each task's box as
 bounds it can read itself (`box_bounds`), and `write_native_mirrors` keeps the table's
 mirrors and its go-to-Python flag current when the context's arguments are repacked. Caches
 nothing (the table lives on its `GpuLaunch`). The sizing service's GPU kernels are launched
@@ -16,7 +16,7 @@ import functools
 from typing import Any
 
 from ..codegen import abi
-from ..codegen import launch_table as lt
+from ..native import launch_table as lt
 from ..ir import nodes as n
 
 

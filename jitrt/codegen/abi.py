@@ -16,7 +16,7 @@ from math import prod
 
 from ..frozen import frozen
 from ..ir import nodes as n
-from ..passes.offload import assigned_names
+from ..ir.walk import assigned_names
 
 SLOT_ERROR = 0          # 0, 1 + the id of the access site that failed (first one wins), or
                         # ERROR_INTERRUPTED

@@ -26,8 +26,8 @@ from llvmlite import ir
 from ..frozen import frozen
 from .. import dtypes
 from ..ir import nodes as n
-from ..passes.offload import assigned_names
-from ..passes.walk import all_exprs, bodies_of, exprs_of, sub_exprs, walk_stmts
+from ..ir.walk import assigned_names
+from ..ir.walk import all_exprs, bodies_of, exprs_of, sub_exprs, walk_stmts
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
 

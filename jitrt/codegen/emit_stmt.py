@@ -9,7 +9,8 @@ from llvmlite import ir
 
 from ..dtypes import DataType
 from ..ir import nodes as n
-from ..passes.walk import walk_stmts
+from ..ir.facts import reduction_key
+from ..ir.walk import walk_stmts
 from . import abi, interrupts, loop_hints
 from .emitter_host import EmitterHost
 from .emit_expr import I64, ll_type
@@ -56,7 +57,6 @@ class StmtEmitter(EmitterHost):
     def reduction_accumulator(self, e: n.Expr, s: n.Eval | None = None) -> ir.Value | None:
         if not isinstance(e, n.Atomic) or not self.reductions:
             return None
-        from ..passes.reductions import reduction_key
         from . import reduction_lanes
         key = reduction_key(e)
         lane = reduction_lanes.accumulator(self, key, s)

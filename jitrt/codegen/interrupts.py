@@ -1,7 +1,7 @@
 """Ctrl-C in native code: where a launch notes the interrupt counter and where it looks again.
 
 Stage: codegen (CPU targets). The runtime module keeps a process-wide interrupt counter that its
-SIGINT handler bumps (`codegen/threadpool.py`). `start_launch` is emitted first in every launch
+SIGINT handler bumps (`native/threadpool.py`). `start_launch` is emitted first in every launch
 entry (kernels and max-reducers): it records the counter in the context's
 `SLOT_INTERRUPT_EPOCH` and clears an interrupt mark a previous launch left behind.
 `check_interrupt` is emitted on loop back edges: one load and a compare; when the counter has

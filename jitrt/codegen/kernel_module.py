@@ -14,12 +14,14 @@ launches.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from llvmlite import ir
 
 from .. import dtypes
 from ..ir import nodes as n
-from ..passes.offload import assigned_names
-from ..passes.walk import all_exprs, walk_expr
+from ..ir.facts import TaskFacts
+from ..ir.walk import all_exprs, assigned_names, walk_expr
 from . import abi, bounds, loop_hints, reduction_lanes
 from .abi import AccessSite, LaunchableTask
 from .emit_expr import I32, I64, ExprEmitter, ll_type
@@ -59,6 +61,7 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.reduction_scalars: dict = {}   # in an unrolled pass: key -> its LANES sums
         self.interleaved_evals: dict = {}   # in an interleaved pass: `Lanes.evals`
         self.private: frozenset = frozenset()   # fields whose atomics need no atomicity
+        self.facts = TaskFacts()        # what the passes say of the task (`ir/facts.py`)
         self.invariants: dict[int, ir.Value] = {}   # context slot -> its load at entry
         # accesses the current loop copy runs without checks -> their axes (codegen/bounds.py)
         self.unchecked: dict = {}
@@ -90,9 +93,9 @@ def task_signature_caps(task: n.Task) -> int:
 
 def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task: n.Task,
               index: int, name: str, local_types: dict[str, dtypes.DataType],
-              sites: list[AccessSite]) -> ir.Function:
+              sites: list[AccessSite], facts: TaskFacts) -> ir.Function:
     fn = ir.Function(module, GPU_TASK_TYPE if target.is_gpu else TASK_TYPE, name)
-    em, begins, exts = task_emitter(module, target, layout, task, index, fn, sites)
+    em, begins, exts = task_emitter(module, target, layout, task, index, fn, sites, facts)
     b = em.builder
     lo, hi = fn.args[2], fn.args[3]
     step = fn.args[5] if target.is_gpu else ir.Constant(I64, 1)
@@ -106,8 +109,7 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
         fast_bb, checked_bb = fn.append_basic_block("unchecked"), fn.append_basic_block("checked")
         inside = bounds.box_inside(b, proven, begins, exts, em.extents,
                                    lambda e: em.to_slot(em.expr(e), e.dtype))
-        from ..passes.reductions import private_arrays
-        arrays = private_arrays(task)    # plain in the fast loop while apart from other arrays
+        arrays = facts.private_arrays    # plain in the fast loop while apart from other arrays
         inside = bounds.apart(em, task, sorted(arrays, key=repr), inside)
         if gathers:
             inside = bounds.gathers_inside(em, task, gathers, proven, inside, lo, hi, begins[0])
@@ -116,7 +118,7 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
         if cold:
             b.position_at_end(checked_bb)
             checked = emit_fault_only_task(module, target, layout, task, index,
-                                           f"{name}_checked", local_types, sites)
+                                           f"{name}_checked", local_types, sites, facts)
             b.call(checked, fn.args)
             b.ret_void()
         b.position_at_end(fast_bb)
@@ -161,10 +163,11 @@ def own_math_calls(task: n.Task) -> int:
 
 
 def task_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, task: n.Task,
-                 index: int, fn: ir.Function, sites: list[AccessSite]
+                 index: int, fn: ir.Function, sites: list[AccessSite], facts: TaskFacts
                  ) -> tuple[FunctionEmitter, list[ir.Value], list[ir.Value]]:
     """The emitter of a task function `fn` (arguments as `TASK_TYPE`, GPU: and a step): the
-    box (begins, extents) and the captures read from `caps`, the `+=` partials set up."""
+    box (begins, extents) and the captures read from `caps`, the `+=` partials set up, the
+    passes' facts about the task (`facts`) at hand."""
     ctx, caps, _, _, tid = fn.args[:5]
     em = FunctionEmitter(module, target, layout, fn, ctx, sites)
     em.task_index, em.tid = index, tid
@@ -181,8 +184,8 @@ def task_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, t
         acc = em.local_ptr(f"$partial{k}", key[0].dtype)
         em.reductions[key] = acc
     reduction_lanes.setup(em, task)
-    from ..passes.reductions import private_refs    # (a warm start imports no pass)
-    em.private = private_refs(task)      # atomics no other iteration races with: plain
+    em.facts = facts
+    em.private = facts.private_refs      # atomics no other iteration races with: plain
     return em, begins, exts
 
 
@@ -196,7 +199,7 @@ def unread_stacks(task: n.Task) -> frozenset[int]:
 def emit_fault_only_task(module: ir.Module, target: Target, layout: abi.ContextLayout,
                          task: n.Task, index: int, name: str,
                          local_types: dict[str, dtypes.DataType],
-                         sites: list[AccessSite]) -> ir.Function:
+                         sites: list[AccessSite], facts: TaskFacts) -> ir.Function:
     """A CPU task's loop with every bounds check, as a function of its own that LLVM does not
     optimise (`optnone`: compiled at about a quarter of the cost of an optimised copy), for a
     task whose box test fails only when the launch faults (`bounds.fault_only`): it then runs
@@ -206,7 +209,7 @@ def emit_fault_only_task(module: ir.Module, target: Target, layout: abi.ContextL
     fn.attributes.add("noinline")
     fn.attributes.add("optnone")
     fn.attributes.add("cold")
-    em, begins, exts = task_emitter(module, target, layout, task, index, fn, sites)
+    em, begins, exts = task_emitter(module, target, layout, task, index, fn, sites, facts)
     counter = em.local_ptr("$index", dtypes.i64)
     exit_bb = fn.append_basic_block("exit")
     emit_task_loop(em, task, local_types, counter, fn.args[2], fn.args[3], ir.Constant(I64, 1),
@@ -292,13 +295,12 @@ def emit_fast_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
                    begins: list[ir.Value], exts: list[ir.Value], exit_bb: ir.Block) -> None:
     """The loop copy without bounds checks. On the CPU, where every access of the body is
     proven in bounds (so nothing in it can fault) and the body runs an inner loop, one pass
-    runs `Target.lanes` consecutive indices (`passes/interleave.py`) and the chunk's last
-    indices run one at a time."""
+    runs `Target.lanes` consecutive indices (the interleaved body the passes made,
+    `TaskFacts.interleaved`) and the chunk's last indices run one at a time."""
     found = None
     if not em.target.is_gpu and em.target.lanes > 1 and \
             bounds.cannot_fault(task.body, em.unchecked):
-        from ..passes.interleave import interleaved      # (a warm start imports no pass)
-        found = interleaved(task, em.target.lanes)
+        found = interleaved_body(em, task)
     if found is None:
         if not em.target.is_gpu and reduction_lanes.unrollable(
                 em, task, bounds.cannot_fault(task.body, em.unchecked)):
@@ -316,16 +318,9 @@ def emit_fast_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     em.unchecked = {**em.unchecked, **{
         lanes.key(ref, indices, k): bounds.shifted(axes, k)
         for (ref, indices), axes in em.unchecked.items() for k in range(lanes.count)}}
-    b, fn = em.builder, em.fn
-    main_end = b.sub(hi, b.srem(b.sub(hi, lo), count))
-    b.store(lo, counter)
-    cond_bb, body_bb, rest_bb = (fn.append_basic_block(f"lanes_{part}")
-                                 for part in ("cond", "body", "rest"))
-    b.branch(cond_bb)
-    b.position_at_end(cond_bb)
-    idx = b.load(counter)
-    b.cbranch(b.icmp_signed("<", idx, main_end), body_bb, rest_bb)
-    b.position_at_end(body_bb)
+    b = em.builder
+    idx, main_end, cond_bb, rest_bb = reduction_lanes.strided_main_loop(
+        b, em.fn, lo, hi, counter, count, "lanes")
     set_var(em, task, local_types, 0, b.add(idx, begins[0]))
     reduction_lanes.set_position(em, b.sub(idx, lo))
     em.interleaved_evals = lanes.evals
@@ -337,6 +332,13 @@ def emit_fast_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     b.position_at_end(rest_bb)
     emit_task_loop(em, task, local_types, counter, main_end, hi, step, begins, exts, exit_bb,
                    first=lo)
+
+
+def interleaved_body(em: FunctionEmitter, task: n.Task) -> tuple[Any, n.Body] | None:
+    """The interleaved body the passes made of `task` for this target's lanes (`Lanes`, body;
+    `ir.facts.TaskFacts.interleaved`), asked for where nothing in the body can fault."""
+    found = em.facts.interleaved
+    return found if found is not None and found[0].count == em.target.lanes else None
 
 
 def set_var(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
@@ -577,10 +579,12 @@ def emit_gpu_serial(module: ir.Module, target: Target, layout: abi.ContextLayout
 
 
 def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayout,
-                 prefix: str, local_types: dict[str, dtypes.DataType]
+                 prefix: str, local_types: dict[str, dtypes.DataType],
+                 facts: tuple[TaskFacts, ...]
                  ) -> tuple[ir.Module, list[AccessSite], tuple[LaunchableTask, ...]]:
     """The module of one kernel: per parallel task a chunk function (and a GPU kernel around
-    it), per serial task a GPU kernel on GPU targets, and on the CPU the fused entry."""
+    it), per serial task a GPU kernel on GPU targets, and on the CPU the fused entry. `facts`:
+    per task, what the passes computed for this target (`passes.pipeline.codegen_facts`)."""
     module = ir.Module(name=prefix)
     module.triple = target.triple
     module.data_layout = target.data_layout
@@ -591,7 +595,7 @@ def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayo
         symbol = ""
         if task.kind == "parallel":
             task_fns[k] = emit_task(module, target, layout, task, k, f"{prefix}_task{k}",
-                                    local_types, sites)
+                                    local_types, sites, facts[k])
             symbol = f"{prefix}_task{k}"
             if target.is_gpu:
                 task_fns[k].linkage = "internal"

@@ -22,7 +22,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..ir import nodes as n
-from ..passes.walk import exprs_of, walk_expr
+from ..ir.walk import exprs_of, walk_expr
 from .targets import INSTRUCTIONS
 
 NO_RUNTIME_UNROLL = (("llvm.loop.unroll.runtime.disable",),)

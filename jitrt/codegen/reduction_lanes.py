@@ -63,7 +63,7 @@ def unrollable(em: Any, task: n.Task, cannot_fault: bool) -> bool:
     """Whether the chunk's loop runs LANES iterations per pass, each with its own sum."""
     if not em.reduction_lanes or len(task.vars) != 1 or not cannot_fault:
         return False
-    from ..passes.walk import all_exprs, walk_stmts
+    from ..ir.walk import all_exprs, walk_stmts
     stmts = list(walk_stmts(task.body))
     if any(isinstance(st, (n.While, n.For, n.Break, n.Continue, n.Return)) for st in stmts):
         return False
@@ -87,15 +87,7 @@ def emit_unrolled(em: Any, lo: ir.Value, hi: ir.Value, counter: ir.Value,
         scalars[key] = cells
     em.reduction_scalars = scalars
     step = ir.Constant(I64, LANES)
-    main_end = b.sub(hi, b.srem(b.sub(hi, lo), step))
-    b.store(lo, counter)
-    cond_bb, body_bb, rest_bb = (fn.append_basic_block(f"sums_{part}")
-                                 for part in ("cond", "body", "rest"))
-    b.branch(cond_bb)
-    b.position_at_end(cond_bb)
-    idx = b.load(counter)
-    b.cbranch(b.icmp_signed("<", idx, main_end), body_bb, rest_bb)
-    b.position_at_end(body_bb)
+    idx, main_end, cond_bb, rest_bb = strided_main_loop(b, fn, lo, hi, counter, step, "sums")
     for k in range(LANES):
         em.reduction_lane = k
         run(b.add(idx, ir.Constant(I64, k)))
@@ -108,6 +100,25 @@ def emit_unrolled(em: Any, lo: ir.Value, hi: ir.Value, counter: ir.Value,
             b.store(b.load(cell), lane_ptr(b, em.reduction_lanes[key], k))
     em.reduction_scalars = {}
     return main_end
+
+
+def strided_main_loop(b: ir.IRBuilder, fn: ir.Function, lo: ir.Value, hi: ir.Value,
+                      counter: ir.Value, step: ir.Value, name: str
+                      ) -> tuple[ir.Value, ir.Value, ir.Block, ir.Block]:
+    """The head of a loop over lo, lo + step, ... below the last full group of `step`
+    indices (`main_end`): the counter set to lo, the condition block, and the builder left in
+    the body. Returns (the index, main_end, the condition block the body branches back to, the
+    block after the loop, where the rest of the chunk runs one index at a time)."""
+    main_end = b.sub(hi, b.srem(b.sub(hi, lo), step))
+    b.store(lo, counter)
+    cond_bb, body_bb, rest_bb = (fn.append_basic_block(f"{name}_{part}")
+                                 for part in ("cond", "body", "rest"))
+    b.branch(cond_bb)
+    b.position_at_end(cond_bb)
+    idx = b.load(counter)
+    b.cbranch(b.icmp_signed("<", idx, main_end), body_bb, rest_bb)
+    b.position_at_end(body_bb)
+    return idx, main_end, cond_bb, rest_bb
 
 
 def set_position(em: Any, position: ir.Value) -> None:

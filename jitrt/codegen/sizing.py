@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..passes import sizeexpr as se
+from ..ir import sizeexpr as se
 from . import abi, interrupts, loop_hints
 from .emit_expr import I64
 from .kernel_module import (I8P, I64P, PARALLEL_FOR_TYPE, TASK_TYPE, global_thread, gpu_context,

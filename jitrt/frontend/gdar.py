@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import dtypes
 from ..ir import nodes as n
-from ..passes.walk import exprs_of, sub_exprs
+from ..ir.walk import exprs_of, sub_exprs
 from .context import CompileContext
 
 _BITS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()

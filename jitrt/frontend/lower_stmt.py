@@ -13,7 +13,7 @@ from typing import Any, Callable
 from .. import dtypes
 from ..ir import nodes as n
 from ..data_component import ComponentField
-from ..passes.walk import map_stmt, walk_expr
+from ..ir.walk import map_stmt, walk_expr
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import BINOPS, ShapeOf, Value, is_field, is_number

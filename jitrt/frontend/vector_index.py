@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import dtypes
 from ..ir import nodes as n
-from ..passes.walk import walk_expr
+from ..ir.walk import walk_expr
 from .context import LoweringHost, PyValue
 from .vectors import SWIZZLE, TupleValue, VecValue, VecVar, as_vector, size
 

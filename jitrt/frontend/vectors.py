@@ -18,7 +18,7 @@ from typing import Any
 from ..frozen import frozen
 from .. import dtypes
 from ..ir import nodes as n
-from ..passes.walk import walk_expr
+from ..ir.walk import walk_expr
 from ..linalg import MatrixType
 from .context import LocalVar, LoweringHost, PyValue
 

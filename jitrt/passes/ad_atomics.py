@@ -34,7 +34,7 @@ from typing import Callable
 from .. import dtypes
 from ..errors import not_differentiable_at
 from ..ir import nodes as n
-from .walk import exprs_of, map_expr, sub_exprs, walk_expr, walk_stmts
+from ..ir.walk import exprs_of, map_expr, sub_exprs, walk_expr, walk_stmts
 
 HasGrad = Callable[[n.Ref], bool]
 Scratch = dict[n.Ref, tuple[n.FieldRef, n.FieldRef]]   # destination -> (count, adjoint)

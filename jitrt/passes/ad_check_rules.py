@@ -36,7 +36,7 @@ from typing import Callable
 from ..errors import not_differentiable_at
 from ..ir import nodes as n
 from .index_forms import Form, Scope, add, form, kernel_scope_defs, scope_of
-from .walk import exprs_of, sub_exprs, walk_expr, walk_stmts
+from ..ir.walk import exprs_of, sub_exprs, walk_expr, walk_stmts
 
 Key = tuple[str, int]             # ("field", slot) | ("array", argument index)
 

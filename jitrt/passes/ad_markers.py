@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir import nodes as n
-from .walk import all_exprs, map_expr, map_stmt, walk_expr, walk_stmts
+from ..ir.walk import all_exprs, map_expr, map_stmt, walk_expr, walk_stmts
 
 
 def without_stop_grad(kernel: n.TaskedKernel) -> n.TaskedKernel:

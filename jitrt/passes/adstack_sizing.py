@@ -7,7 +7,7 @@ over the task's index range) and the closed MaxOverRange sub-trees (the max-redu
 
 Trip counts are traced through locals assigned before the loop (sequential substitution,
 inlined funcs included, since their returns are plain expressions) into the grammar of
-sizeexpr.py. A loop whose pushes depend on a bound outside the grammar raises
+ir/sizeexpr.py. A loop whose pushes depend on a bound outside the grammar raises
 `KernelCompileError` at the loop, unless `ad_stack_size` forces every capacity.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 from ..frozen import frozen
 from ..errors import error_at
 from ..ir import nodes as n
-from . import sizeexpr as se
-from .offload import assigned_names
+from ..ir import sizeexpr as se
+from ..ir.walk import assigned_names
 
 
 class NotSizable(Exception):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..frozen import frozen
 from ..ir import nodes as n
-from .walk import all_exprs, walk_expr, walk_stmts
+from ..ir.walk import all_exprs, walk_expr, walk_stmts
 
 
 @frozen

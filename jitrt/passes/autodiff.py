@@ -37,8 +37,8 @@ from ..errors import error_at, not_differentiable_at
 from ..ir import nodes as n
 from . import ad_atomics
 from .adjoint_rules import Build, has_zero_derivative, rule_for
-from .offload import assigned_names
-from .walk import all_exprs, bodies_of, exprs_of, map_expr, map_stmt, walk_expr, walk_stmts
+from ..ir.walk import assigned_names
+from ..ir.walk import all_exprs, bodies_of, exprs_of, map_expr, map_stmt, walk_expr, walk_stmts
 
 
 @dataclass

@@ -8,7 +8,7 @@ math functions 20; an inner loop counts its body 8 times unless its trip count i
 from __future__ import annotations
 
 from ..ir import nodes as n
-from .walk import exprs_of, walk_expr
+from ..ir.walk import exprs_of, walk_expr
 
 MATH_COST = {"sqrt": 4, "abs": 1, "floor": 2, "ceil": 2, "popcnt": 1, "clz": 1, "ffs": 2}
 

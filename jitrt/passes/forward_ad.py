@@ -34,7 +34,7 @@ from ..frozen import frozen
 from ..ir import nodes as n
 from .adjoint_rules import Build, has_zero_derivative, rule_for
 from .local_reductions import reduction_operand
-from .walk import exprs_of, sub_exprs, walk_expr, walk_stmts
+from ..ir.walk import exprs_of, sub_exprs, walk_expr, walk_stmts
 
 DUAL_PREFIX = "dual$"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import nodes as n
-from .walk import walk_stmts
+from ..ir.walk import walk_stmts
 
 Atom = tuple                      # ("arg", index, component) | ("shape", arg, axis) | ...
 Monomial = tuple[Atom, ...]

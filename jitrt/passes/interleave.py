@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from .. import dtypes
 from ..ir import nodes as n
-from .walk import all_exprs, map_expr, walk_expr, walk_stmts
+from ..ir.walk import all_exprs, map_expr, walk_expr, walk_stmts
 
 MAX_NODES = 400        # statements and expressions in the body: K copies of it are compiled
 LANE = "@"             # `v@2`: lane 2's copy of the local `v`

@@ -25,7 +25,7 @@ from typing import Callable
 
 from ..errors import error_at
 from ..ir import nodes as n
-from .walk import exprs_of, map_expr, map_stmt, walk_expr, walk_stmts
+from ..ir.walk import exprs_of, map_expr, map_stmt, walk_expr, walk_stmts
 
 REDUCE_OPS = {"add": "+", "sub": "-", "min": "min", "max": "max"}
 BUFFER_PREFIX = "$reduce."

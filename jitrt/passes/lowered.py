@@ -12,7 +12,7 @@ from dataclasses import field
 from ..dtypes import DataType
 from ..frozen import frozen
 from ..ir import nodes as n
-from . import sizeexpr as se
+from ..ir import sizeexpr as se
 from .analysis import WriteSet
 
 

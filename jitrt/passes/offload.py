@@ -9,21 +9,11 @@ appends to the field table.
 from __future__ import annotations
 
 from ..ir import nodes as n
-from .walk import all_exprs, walk_stmts
-
-
-def assigned_names(body: n.Body) -> set[str]:
-    out: set[str] = set()
-    for s in walk_stmts(body):
-        if isinstance(s, n.Assign):
-            out.add(s.name)
-        elif isinstance(s, n.For):
-            out.add(s.var)
-    return out
+from ..ir.walk import all_exprs, assigned_names
 
 
 def offload(kernel: n.KernelIR, local_types: dict) -> n.TaskedKernel:
-    # imported here: a warm start imports this module (codegen's `assigned_names`) but no pass
+    # imported here: the offload pass alone loads no other pass
     from .local_reductions import reduce_loop
     tasks: list[n.Task] = []
     serial: list[n.Stmt] = []

@@ -13,6 +13,7 @@ from typing import Callable
 from ..dtypes import DataType
 from ..errors import KernelCompileError
 from ..ir import nodes as n
+from ..ir.facts import NO_FACTS, TaskFacts
 from ..ir.verify import verify
 from .ad_check_rules import check_access_rules
 from .adstack_sizing import task_capacities
@@ -24,7 +25,7 @@ from .forward_ad import Duals, forward_mode
 from .local_reductions import buffer_grads, reduction_adjoints
 from .lowered import LoweredKernel, StackSizing
 from .offload import offload
-from .reductions import reducible_atomics
+from .reductions import private_arrays, private_refs, reducible_atomics
 from .scope_versions import version_scope_locals
 from .simplify import simplify
 
@@ -64,6 +65,24 @@ def annotate_tasks(kernel: n.TaskedKernel) -> n.TaskedKernel:
                           cost=iteration_cost(t.body)) if t.kind == "parallel" else t
                   for t in kernel.tasks)
     return replace(kernel, tasks=tasks)
+
+
+def codegen_facts(kernel: n.TaskedKernel, lanes: int) -> tuple[TaskFacts, ...]:
+    """9. What codegen reads about each task, for a codegen target that runs `lanes`
+    iterations of a parallel task in one pass (1: no interleaving; GPUs): the fields and
+    ndarrays whose atomics no other iteration races with (`reductions.py`), and the
+    interleaved body of a task that allows one (`interleave.py`: codegen uses it where every
+    access of the body is proven in bounds). Run for each module built, never stored."""
+    from . import interleave     # (a module attribute: tests replace `interleaved`)
+    facts = []
+    for task in kernel.tasks:
+        if task.kind != "parallel":
+            facts.append(NO_FACTS)
+            continue
+        found = interleave.interleaved(task, lanes) if lanes > 1 and \
+            interleave.candidate(task) else None
+        facts.append(TaskFacts(private_refs(task), private_arrays(task), found))
+    return tuple(facts)
 
 
 def size_stacks(primal: n.TaskedKernel, adjoints: list[AdjointTask | None],

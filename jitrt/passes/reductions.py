@@ -1,6 +1,7 @@
 """Reduction analysis: `+=` into one fixed element from a parallel loop.
 
-Stage: pass (run by `pipeline.annotate_tasks`; codegen reads `Task.reductions`). `loss[None] += v`
+Stage: pass (run by `pipeline.annotate_tasks` and `pipeline.codegen_facts`; codegen reads
+`Task.reductions` and `ir.facts.TaskFacts`). `loss[None] += v`
 in a parallel loop is an atomic add on one address from every thread, which serialises on that
 cache line. When the element's indices are constants and the task never reads or stores that data
 otherwise, the task keeps a private partial sum per chunk and adds it once at the end of the chunk
@@ -18,15 +19,8 @@ the task writes (a test at the task's entry)."""
 from __future__ import annotations
 
 from ..ir import nodes as n
-from .walk import all_exprs, walk_stmts
-
-ReductionKey = tuple[n.Ref, tuple[int, ...]]
-
-
-def reduction_key(e: n.Atomic) -> ReductionKey | None:
-    if e.op not in ("add", "sub") or not all(isinstance(i, n.Const) for i in e.indices):
-        return None
-    return (e.ref, tuple(int(i.value) for i in e.indices if isinstance(i, n.Const)))
+from ..ir.facts import ReductionKey, reduction_key
+from ..ir.walk import all_exprs, walk_stmts
 
 
 def reducible_atomics(body: n.Body) -> list[ReductionKey]:

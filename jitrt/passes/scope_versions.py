@@ -19,8 +19,8 @@ from dataclasses import replace
 
 from ..dtypes import DataType
 from ..ir import nodes as n
-from .offload import assigned_names
-from .walk import all_exprs, map_expr, map_stmt, walk_expr
+from ..ir.walk import assigned_names
+from ..ir.walk import all_exprs, map_expr, map_stmt, walk_expr
 
 
 def version_scope_locals(kernel: n.TaskedKernel, local_types: dict[str, DataType]

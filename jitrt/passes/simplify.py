@@ -11,7 +11,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from ..ir import nodes as n
-from .walk import map_expr
+from ..ir.walk import map_expr
 
 _FOLD = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
          "min": min, "max": max}

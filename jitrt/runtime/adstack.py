@@ -32,7 +32,7 @@ from ..frozen import frozen
 from .. import logger as log
 from ..codegen import abi
 from ..errors import AdStackOverflowError
-from ..passes import sizeexpr as se
+from ..ir import sizeexpr as se
 
 if TYPE_CHECKING:
     from .program import Program

@@ -27,7 +27,7 @@ from ..codegen.abi import AccessSite, LaunchableTask
 from ..errors import KernelCompileError
 from ..ir import nodes as n
 from ..ir.printer import kernel_text
-from ..passes import sizeexpr as se
+from ..ir import sizeexpr as se
 from ..passes.lowered import LoweredKernel
 from .._version import __version__
 from ..cache import keys
@@ -68,7 +68,7 @@ class CompiledKernel:
 
 
 def used_refs(kernel: n.TaskedKernel) -> list[n.Ref]:
-    from ..passes.walk import all_exprs, walk_stmts
+    from ..ir.walk import all_exprs, walk_stmts
     refs: list[n.Ref] = []
     for task in kernel.tasks:
         for e in all_exprs(task.body):
@@ -428,6 +428,13 @@ def passes(kernel: "KernelLike", params: tuple[n.Param, ...], ctx: CompileContex
     return lowered, abi.layout_for(params, lowered.tasked.fields, lowered.tasked.tasks)
 
 
+def codegen_facts(lowered: LoweredKernel, target: Any) -> tuple[Any, ...]:
+    """What the passes tell codegen about each task for `target` (`ir/facts.py`): run for
+    each module built (a tiered compile's quick copy, without lanes, interleaves nothing)."""
+    from ..passes.pipeline import codegen_facts as facts
+    return facts(lowered.tasked, target.lanes)
+
+
 def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
                    ctx: CompileContext,
                    kir: n.KernelIR, cfg: Any, device: "Device") -> Artifact:
@@ -480,7 +487,7 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
         if any(candidate(t) for t in lowered.tasked.tasks):   # else both builds are the same
             target = dataclasses.replace(target, lanes=1)
     module, sites, tasks = build_module(lowered.tasked, target, layout, prefix,
-                                        lowered.local_types)
+                                        lowered.local_types, codegen_facts(lowered, target))
     if target.max_param_slots and layout.gpu_slots > target.max_param_slots:
         raise KernelCompileError(
             f"kernel {name}: its launch context has {layout.gpu_slots} slots (fields, "
@@ -493,7 +500,7 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
 
         def later() -> str:
             module, full_sites, _ = build_module(plain.tasked, full, layout, prefix,
-                                                 plain.local_types)
+                                                 plain.local_types, codegen_facts(plain, full))
             if full_sites != sites:     # (the interleaved body can fault nowhere: no sites)
                 raise RuntimeError("the interleaved module's access sites differ")
             add_sizing_functions(module, prefix, plain, layout, params, full)
@@ -575,7 +582,8 @@ def lower_module(kernel: "KernelLike", params: tuple[n.Param, ...],
     cfg = program.config
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
     lowered, layout = passes(kernel, params, ctx, kir, cfg, target)
-    module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types)
+    module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types,
+                                codegen_facts(lowered, target))
     return module
 
 
@@ -591,5 +599,6 @@ def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
     target = printer.codegen_target()
     lowered, layout = passes(kernel, params, ctx, kir, cfg, target)
-    module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types)
+    module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types,
+                                codegen_facts(lowered, target))
     return printer.assembly(module, options)

@@ -66,7 +66,7 @@ def register_tasks(buf: Any, program: "Program", compiled: "CompiledKernel") -> 
     plan = compiled.sizing
     if plan is None:
         return ()
-    from ..passes import sizeexpr as se
+    from ..ir import sizeexpr as se
     from .adstack import AdStackSizingInfo
     infos = []
     for task, _stride_slot, reg_slot in compiled.layout.task_slots:

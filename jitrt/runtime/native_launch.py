@@ -1,4 +1,4 @@
-"""Native launches: the launch tables of `codegen/native_launcher.py` and the builtins over them.
+"""Native launches: the launch tables of `native/native_launcher.py` and the builtins over them.
 
 Stage: runtime. Input: a launch context (a handle's or a bound launch's), its `LaunchPlan` and
 the generated Python launcher. Output: a builtin function (`PyCFunction_NewEx` over the runtime
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..codegen import abi
-from ..codegen import launch_table as nl
+from ..native import launch_table as nl
 from ..data import Ndarray
 from ..launch_plan import LaunchPlan
 from ..linalg import Matrix, Vector

@@ -1,6 +1,6 @@
 """The CPU runtime module: a spinning thread pool written in LLVM IR.
 
-Stage: codegen (built once per process by `backends/cpu.py`). Functions:
+Stage: native (built once per process by `backends/cpu.py`). Functions:
 - `jitrt_parallel_for(pool, task, ctx, caps, n, cost)`: runs `task` over [0, n), where `cost`
   is the compile-time estimate of one iteration's work. Little work (n * cost <= grain), no
   workers, or a pool already busy with another launch: inline on the calling thread.
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .abi import ERROR_INTERRUPTED, POOL_INTERRUPTS, SLOT_ERROR, SLOT_INTERRUPT_EPOCH
+from ..codegen.abi import ERROR_INTERRUPTED, POOL_INTERRUPTS, SLOT_ERROR, SLOT_INTERRUPT_EPOCH
 from . import native_gpu_entry, native_launcher
-from .kernel_module import I8P, I64P, TASK_TYPE
+from ..codegen.kernel_module import I8P, I64P, TASK_TYPE
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 POOL_TICKET, POOL_DONE = 0, 8

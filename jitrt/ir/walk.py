@@ -1,16 +1,17 @@
 """Generic traversal of IR: child expressions and bodies of any node.
 
-Stage: shared by passes. `exprs_of(stmt)` yields a statement's own expressions, `bodies_of`
-its nested bodies, `walk_expr` every sub-expression, `walk_stmts` every statement of a body;
-`map_expr` rebuilds an expression bottom-up through a node rewrite, `map_stmt` a statement
-(its expressions and nested bodies) through one.
+Stage: IR (shared by the frontend, the passes, codegen and the runtime). `exprs_of(stmt)`
+yields a statement's own expressions, `bodies_of` its nested bodies, `walk_expr` every
+sub-expression, `walk_stmts` every statement of a body; `map_expr` rebuilds an expression
+bottom-up through a node rewrite, `map_stmt` a statement (its expressions and nested bodies)
+through one; `assigned_names` the locals a body assigns.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Callable, Iterator
 
-from ..ir import nodes as n
+from . import nodes as n
 
 
 def sub_exprs(e: n.Expr) -> Iterator[n.Expr]:
@@ -77,3 +78,14 @@ def map_stmt(s: n.Stmt, fn: Callable[[n.Expr], n.Expr]) -> n.Stmt:
         elif isinstance(v, tuple) and name in ("body", "orelse"):
             changes[name] = tuple(map_stmt(x, fn) for x in v)
     return replace(s, **changes) if changes else s
+
+
+def assigned_names(body: n.Body) -> set[str]:
+    """The locals `body` assigns, loop variables included."""
+    out: set[str] = set()
+    for s in walk_stmts(body):
+        if isinstance(s, n.Assign):
+            out.add(s.name)
+        elif isinstance(s, n.For):
+            out.add(s.var)
+    return out

@@ -1,6 +1,6 @@
 """The native launcher: one CPython-callable function, in LLVM IR, that launches any CPU kernel.
 
-Stage: codegen (part of the runtime module that `backends/cpu.py` builds, and the offline
+Stage: native (part of the runtime module that `backends/cpu.py` builds, and the offline
 cache stores, once per machine). `jitrt_launch(self, args, kwargs)` is the C function of a
 builtin (`METH_VARARGS | METH_KEYWORDS`) whose `self` is a *launch table*: a ctypes array of
 64-bit words that `runtime/native_launch.py` fills per launch handle or bound launch (layout:
@@ -32,8 +32,8 @@ from typing import Callable
 
 from llvmlite import ir
 
-from .abi import ERROR_RAISED, SLOT_ERROR, SLOT_RETURN
-from .kernel_module import I8P, I64P
+from ..codegen.abi import ERROR_RAISED, SLOT_ERROR, SLOT_RETURN
+from ..codegen.kernel_module import I8P, I64P
 from .launch_table import (A_DATA, A_DESCR, A_FLAGS, A_NDIM, A_NUMPY, A_SHAPE, API_WORDS,
                            CTYPES_BUFFER_OFFSET, HEADER_WORDS, P_ARRAY, P_FLOAT, P_TEMPLATE,
                            P_VECTOR, RECORD_WORDS, RET_FLOAT, RET_SIGNED, RET_UNSIGNED,

@@ -1,6 +1,7 @@
 """SizeExpr: the grammar in which adstack capacities are expressed, and its evaluation.
 
-Stage: produced by `adstack_sizing.py` at compile time, evaluated by the runtime at launch.
+Stage: IR (a grammar of sizes: produced by `passes/adstack_sizing.py` at compile time,
+emitted by `codegen/sizing.py`, evaluated by the runtime at launch).
 Nodes (frozen, hashable, printable): Const, ScalarArg, FieldLoad, NdarrayRead, NdarrayShape,
 BoundVar, Add, Sub (saturating at 0), Mul, Max, Min, MaxOverRange(var, begin, end, body).
 `fold` simplifies constant sub-trees; `free_vars` and `is_closed` tell whether a MaxOverRange

@@ -2,7 +2,7 @@
 that reads tables (`native_launcher.py`, LLVM IR) and the runtime that fills them
 (`runtime/native_launch.py`).
 
-Stage: codegen (constants only; no llvmlite import, so filling a table loads no IR builder).
+Stage: native (constants only; no llvmlite import, so filling a table loads no IR builder).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The native GPU entry: the steady-state launch of one GPU launch context, in LLVM IR.
 
-Stage: codegen (part of the runtime module, next to `native_launcher.py`; compiled and cached
+Stage: native (part of the runtime module, next to `native_launcher.py`; compiled and cached
 once per machine). `jitrt_gpu_entry(table)` is what the native launcher calls in place of a
 CPU kernel's entry when the kernel runs on a GPU: `table` is a *GPU entry table*, a ctypes
 array of 64-bit words that `backends/gpu.py` fills per launch context (layout: the `G_*` word
@@ -20,8 +20,8 @@ from typing import Callable
 
 from llvmlite import ir
 
-from .abi import ERROR_RAISED, SLOT_ERROR
-from .kernel_module import I64P
+from ..codegen.abi import ERROR_RAISED, SLOT_ERROR
+from ..codegen.kernel_module import I64P
 from .launch_table import (G_API, G_API_NAMES, G_CONTEXT, G_DEVICE_NEWER, G_ERROR,
                            G_GET_CURRENT, G_GPU_CONTEXT, G_HOST_NEWER, G_INPUTS, G_LAUNCH,
                            G_NINPUTS, G_NOUTPUTS, G_NTASKS, G_ON_ERROR, G_OUTPUTS, G_PARAMS,
