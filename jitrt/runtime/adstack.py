@@ -72,7 +72,7 @@ def expr_deps(e: se.SizeExpr) -> list[Dep]:
     return out
 
 
-def fingerprint(arr: Any) -> tuple:
+def fingerprint(arr: Any) -> tuple[Any, ...]:
     """A plain numpy array has no generation counter: observe its content. Another library's
     device array cannot be observed cheaply: a fresh token (the sizing reruns)."""
     if not isinstance(arr, np.ndarray):
@@ -230,7 +230,7 @@ class LaunchSizing:
                         if plan.deps[j].kind == "field")
             for k, key in enumerate(self.spec_keys))
 
-    def miss(self, buf: Any, addr: int, snap: tuple) -> None:
+    def miss(self, buf: Any, addr: int, snap: tuple[Any, ...]) -> None:
         plan, program = self.plan, self.program
         program.count("launch_cache_misses")
         cache = program.spec_cache

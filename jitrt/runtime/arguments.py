@@ -49,7 +49,7 @@ class _SlowCell:
 
     @property
     def value(self) -> int:
-        return self.read(self.arr)
+        return int(self.read(self.arr))
 
 
 def _probe_struct_offsets() -> bool:
@@ -124,7 +124,8 @@ def describe(v: Any) -> str:
     return f"{type(v).__name__} {v!r}"[:120]
 
 
-def bind_args(kernel: "KernelLike", args: tuple, kwargs: dict) -> list[Any]:
+def bind_args(kernel: "KernelLike", args: tuple[Any, ...], kwargs: dict[str, Any]
+              ) -> list[Any]:
     params = kernel.params
     if len(args) > len(params):
         raise KernelArgCountError(f"kernel {kernel.qualname} takes {len(params)} argument(s), "
@@ -197,7 +198,7 @@ def array_info(v: Any) -> tuple[dtypes.DataType | None, int, bool] | None:
 
 
 def specialize(kernel: "KernelLike", values: list[Any], cfg: Any
-               ) -> tuple[tuple[n.Param, ...], tuple, dict[str, Any], str]:
+               ) -> tuple[tuple[n.Param, ...], tuple[Any, ...], dict[str, Any], str]:
     """Concrete params, the handle key, template values and the content-stable kernel name."""
     params: list[n.Param] = []
     key: list[Any] = []
@@ -347,7 +348,8 @@ def pack_vector(buf: Any, dbuf: Any, slot: int, dt: dtypes.DataType, v: Any) -> 
 
 def _default_scalar(kernel: "KernelLike", p: n.Param, cfg: Any) -> dtypes.DataType:
     ann = kernel.fn.__annotations__.get(p.name)
-    return cfg.default_ip if ann is int or ann == "int" else cfg.default_fp
+    dt: dtypes.DataType = cfg.default_ip if ann is int or ann == "int" else cfg.default_fp
+    return dt
 
 
 def _default_vector(kernel: "KernelLike", p: n.Param, cfg: Any) -> dtypes.DataType:
@@ -355,8 +357,9 @@ def _default_vector(kernel: "KernelLike", p: n.Param, cfg: Any) -> dtypes.DataTy
     `jr.math.ivec2`): the program's default for that kind."""
     from ..frontend.func import resolve_annotation
     ann = resolve_annotation(kernel.fn, kernel.fn.__annotations__.get(p.name))
-    return ann.scalar(cfg.default_fp, cfg.default_ip) if hasattr(ann, "scalar") else \
-        cfg.default_fp
+    dt: dtypes.DataType = ann.scalar(cfg.default_fp, cfg.default_ip) \
+        if hasattr(ann, "scalar") else cfg.default_fp
+    return dt
 
 
 def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
@@ -368,7 +371,8 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
         return (tuple, v), repr(v)
     if getattr(type(v), "_jitrt_data_oriented", False) or dataclasses.is_dataclass(v):
         return ("object", id(v)), type(v).__qualname__   # the handle keeps v alive: no id reuse
-    if type(v).__hash__ not in (None, object.__hash__) and type(v).__eq__ is not object.__eq__:
+    cls: Any = type(v)
+    if cls.__hash__ not in (None, object.__hash__) and cls.__eq__ is not object.__eq__:
         # an immutable configuration object (Quadrants keys templates by equality); its name
         # part is a digest of its repr, stable across processes for plain values
         import hashlib

@@ -80,7 +80,7 @@ def used_refs(kernel: n.TaskedKernel) -> list[n.Ref]:
     return refs
 
 
-class LazyTasks(Sequence):
+class LazyTasks(Sequence[n.Task]):
     """The tasks of a stored kernel's IR (`TaskedKernel.tasks`), unpickled on first use: a CPU
     launch never reads them (a GPU launch reads its tasks' boxes), and unpickling their
     statement trees was most of an entry's load time (0.3-0.5 ms of ~0.5 on the development

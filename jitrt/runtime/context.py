@@ -60,7 +60,8 @@ class LaunchContext:
         raise_fault(self.buf, self.compiled)
 
 
-def register_tasks(buf: Any, program: "Program", compiled: "CompiledKernel") -> tuple:
+def register_tasks(buf: Any, program: "Program", compiled: "CompiledKernel"
+                   ) -> tuple[Any, ...]:
     """Register every task with adstacks (content-stable ids) and write the ids into the
     context; returns the sizing infos (one tuple, never copied per launch)."""
     plan = compiled.sizing

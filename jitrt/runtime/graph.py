@@ -122,7 +122,7 @@ class Graph:
         self._build(records)
         self.args, self.kwargs = args, kwargs
 
-    def _same(self, args: tuple, kwargs: dict) -> bool:
+    def _same(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         if len(args) != len(self.args) or kwargs.keys() != self.kwargs.keys():
             return False
         pairs = list(zip(args, self.args)) + [(kwargs[k], self.kwargs[k]) for k in kwargs]

@@ -63,7 +63,7 @@ def user_facing(fn: Any, name: str, packed: bool = False) -> Any:
 
 # ---- dispatch (slow path) -----------------------------------------------------------------
 
-def dispatch(kernel: "KernelLike", args: tuple, kwargs: dict) -> Any:
+def dispatch(kernel: "KernelLike", args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     values = bind_args(kernel, args, kwargs)
     values = [as_host_array(v) if p.kind == "ndarray" else v
               for p, v in zip(kernel.params, values)]

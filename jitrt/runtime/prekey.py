@@ -165,7 +165,7 @@ class WarmFile:
         self.store.save(self.pre, f"{self.name} (warm start)", payload, MANIFEST_SUFFIX)
 
 
-def pre_key(kernel: Any, params: tuple, name: str, cfg: Any, target_key: str
+def pre_key(kernel: Any, params: tuple[Any, ...], name: str, cfg: Any, target_key: str
             ) -> tuple[str, str] | None:
     """(file key, variant key) checked before lowering, or None when this kernel always
     takes the full path (template parameters: their objects are compiled in; forward mode:
