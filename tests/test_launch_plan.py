@@ -114,3 +114,26 @@ def test_a_gpu_plan_has_each_task_with_its_box_and_block(fake_gpu):
         ("parallel", 64, 1), ("parallel", 0, 1)]
     (begin, end), = tasks[0].box
     assert begin.value == 3 and type(end).__name__ == "Shape"
+
+
+def test_the_device_runs_a_plans_tasks_as_the_launch_does(fake_gpu):
+    """`run_tasks(plan, context)` (what a device graph captures) launches the plan's tasks in
+    order with the grids of the generated task loop: a box from an array's shape sizes its
+    grid, a serial task is one thread."""
+    @jr.kernel
+    def two(y: ND(dtype=jr.f32, ndim=1)):
+        jr.loop_config(block_dim=64)
+        for i in range(y.shape[0]):
+            y[i] = 1.0
+        y[0] = 2.0
+
+    y = jr.ndarray(jr.f32, shape=(1000,))
+    two(y)
+    launched = [c for c in fake_gpu.calls if c[0] == "launch"]
+    handle = handle_of(two)
+    assert [t.kind for t in handle.plan.tasks] == ["parallel", "serial"]
+    jr.sync()
+    fake_gpu.calls.clear()
+    handle.program.device.run_tasks(handle.plan, handle)
+    assert fake_gpu.calls == launched
+    assert [c[2:] for c in launched] == [(16, 64), (1, 1)]     # 1000 points, 64 a block

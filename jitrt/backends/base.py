@@ -33,6 +33,7 @@ from llvmlite import ir
 
 from ..codegen.targets import Target as CodegenTarget
 from ..frozen import frozen
+from ..launch_plan import LaunchPlan
 
 if TYPE_CHECKING:
     import ctypes
@@ -95,9 +96,11 @@ class CompiledLike(Protocol):
 
 
 class LaunchContext(Protocol):
-    """One launch context (`runtime/context.py`): its slots, their address, its kernel."""
+    """One launch context (`runtime/context.py`): its slots, their address, its kernel and
+    its handle's launch plan (`launch_plan.py`)."""
     addr: int
     buf: "Words"
+    plan: LaunchPlan
 
     @property
     def compiled(self) -> CompiledLike: ...

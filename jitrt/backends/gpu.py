@@ -27,12 +27,14 @@ from llvmlite import ir
 from ..codegen import abi
 from ..native import launch_table as lt
 from ..codegen.targets import Target as CodegenTarget
+from ..launch_plan import LaunchPlan
 from . import gpu_tasks
 from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, HostServices, LaunchContext,
                    Reducer, Required)
 from .gpu_driver import GpuDriver
 from .gpu_faults import check_status
 from .gpu_graph import GpuGraph
+from . import gpu_launch
 from .gpu_launch import DEFAULT_BLOCK, MAX_GRID, GpuLaunch
 from .gpu_residency import DeviceMirror, ForeignArrays, GpuHeap
 
@@ -88,6 +90,11 @@ class GpuDevice(Device):
 
     def launch_entry(self, context: LaunchContext) -> EntryPoint:
         return GpuLaunch(self, context)
+
+    def run_tasks(self, plan: LaunchPlan, context: LaunchContext) -> None:
+        """The tasks of `plan` on the stream, one kernel each, with the slots of `context`
+        (whose launch entry this device made): what a graph captures."""
+        gpu_launch.run_tasks(plan, self.launch_at[context.addr])
 
     # ---- launches -----------------------------------------------------------------------
     @property

@@ -38,7 +38,7 @@ class GpuGraph:
         driver.begin_capture()
         try:
             for entry in entries:
-                entry.launch_tasks()
+                device.run_tasks(entry.plan, entry.context)
         finally:
             graph = driver.end_capture()
         if self.exec is not None and driver.exec_update(self.exec, graph):

@@ -12,7 +12,7 @@ buffer and the staging buffers per launch context; the generated code per contex
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from .. import dtypes
 from ..codegen import abi
 from ..native import launch_table as lt
 from ..data import Field, Ndarray
+from ..launch_plan import LaunchPlan
 from . import gpu_staging, gpu_tasks
 from .gpu_residency import DeviceMirror, unique
 from .gpu_tasks import box_size_function
@@ -47,7 +48,8 @@ class GpuLaunch:
 
     def __init__(self, device: "GpuDevice", context: Any) -> None:
         self.device, self.context = device, context
-        compiled = context.compiled
+        compiled, plan = context.compiled, context.plan
+        self.plan: LaunchPlan = plan
         self.launch_id = len(device.launches)
         device.launches.append(self)
         device.launch_at[context.addr] = self
@@ -65,18 +67,18 @@ class GpuLaunch:
             *(context.addr + 8 * k for k in range(self.slots)),
             ctypes.addressof(self.param_values))
         self.params_addr = ctypes.addressof(self.params)
-        self.tasks = task_table(device, compiled)
+        self.tasks = task_table(device, plan, compiled.functions, compiled.layout)
         self.fields = [b for f in compiled.field_objs for b in (f, f.grad) if b is not None]
-        writes = compiled.lowered.writes
         self.written_fields = [compiled.field_objs[s].grad if g else compiled.field_objs[s]
-                               for s, g in writes.fields]
-        self.written_arrays = set(writes.arrays)
-        self.arg_of_slot = {slot: i for i, slot in enumerate(compiled.layout.param_slots)}
+                               for s, g in plan.field_bumps]
+        self.written_arrays = set(plan.array_bumps)
+        self.arg_of_slot = {p.slot: p.index for p in plan.params}
         # slot -> (argument, its host memory when staged, whether the kernel writes it)
         self.arrays: dict[int, tuple[Any, Any, bool]] = {}
         self.staging: dict[int, tuple[int, int]] = {}     # slot -> (device ptr, bytes)
         self.pinned: dict[int, list[Any]] = {}   # slot -> [pinned host ptr, bytes, event]
-        self.returns = compiled.lowered.tasked.ret is not None
+        # a scalar return comes back through the status block (a vector one: a field)
+        self.returns = plan.returns.kind in ("float", "signed", "unsigned")
         self.field_inputs = unique([f._mirror for f in self.fields])
         self.field_outputs = [f._mirror for f in self.written_fields]
         self.array_inputs: list[DeviceMirror] = []     # updated in place by `refresh`
@@ -158,7 +160,7 @@ class GpuLaunch:
                                "aout": self.array_outputs}
         lines = ["def __call__(self, addr):"]
         self.staged_code = bool(self.staging)
-        has_arrays = any(p.kind == "ndarray" for p in self.context.compiled.params)
+        has_arrays = bool(self.plan.of_kind("ndarray"))
         for k, m in enumerate(self.field_inputs):
             env[f"m{k}"] = m
             lines.append(f"    if m{k}.host_newer: m{k}.to_device()")
@@ -176,7 +178,7 @@ class GpuLaunch:
         if self.staged_code or self.returns:
             lines.append("    results(copy_out)" if self.staged_code else "    results(None)")
         source = "\n".join(lines)
-        exec(compile(source, f"<jitrt gpu entry {self.context.compiled.name}>", "exec"),
+        exec(compile(source, f"<jitrt gpu entry {self.plan.name}>", "exec"),
              env)  # noqa: S102
         call = env["__call__"]
         call.source = source
@@ -231,20 +233,6 @@ class GpuLaunch:
         """Host arrays to their staging buffers (`gpu_staging.stage_in`)."""
         return gpu_staging.stage_in(self)
 
-    def launch_tasks(self) -> None:
-        """One kernel per task on the stream (what a graph captures)."""
-        driver = self.device.driver
-        buf = self.context.buf
-        for function, kind, size, block, grid, largest in self.tasks:
-            if kind == "serial":
-                self.param_values[0] = 1
-                driver.launch(function, 1, 1, self.params_addr)
-                continue
-            if size is not None:
-                grid = min(largest, max(1, (size(buf) + block - 1) // block))
-            self.param_values[0] = grid * block
-            driver.launch(function, grid, block, self.params_addr)
-
     def array_mirrors(self) -> tuple[list[DeviceMirror], list[DeviceMirror]]:
         """The device copies of the current array arguments: (read, written)."""
         reads, writes = [], []
@@ -277,20 +265,34 @@ class GpuLaunch:
         gpu_staging.release(self)
 
 
-def task_table(device: "GpuDevice", compiled: Any) -> list[tuple[Any, ...]]:
-    """Per task: (function, kind, box size from the context or None, block, resident grid,
-    largest grid). A task with adstacks keeps to the resident threads (each owns a heap
-    slice); others get one thread per point of the box (more loads in flight)."""
-    ir_tasks = compiled.lowered.tasked.tasks
+def run_tasks(plan: LaunchPlan, launch: GpuLaunch) -> None:
+    """The tasks of `plan`, in order, one kernel each on the stream, from the context of
+    `launch` (its task table: `task_table`); the Python twin of the generated task loop."""
+    driver, params = launch.device.driver, launch.params_addr
+    buf, pv = launch.context.buf, launch.param_values
+    for task, (function, kind, size, block, grid, largest) in zip(plan.tasks, launch.tasks):
+        if task.kind == "serial":
+            pv[0] = 1
+            driver.launch(function, 1, 1, params)
+            continue
+        if size is not None:
+            grid = min(largest, max(1, (size(buf) + block - 1) // block))
+        pv[0] = grid * block
+        driver.launch(function, grid, block, params)
+
+
+def task_table(device: "GpuDevice", plan: LaunchPlan, functions: Mapping[str, Any],
+               layout: abi.ContextLayout) -> list[tuple[Any, ...]]:
+    """Per task of the plan: (function, kind, box size from the context or None, block,
+    resident grid, largest grid). A task with adstacks keeps to the resident threads (each
+    owns a heap slice); others get one thread per point of the box (more loads in flight)."""
     resident = device.max_resident_threads
     limit = device.driver.max_grid_threads
     table = []
-    for t in compiled.tasks:
+    for t in plan.tasks:
         block = t.block_dim or DEFAULT_BLOCK
-        size = (box_size_function(ir_tasks[t.index], compiled.layout)
-                if t.kind == "parallel" else None)
+        size = box_size_function(t.box, layout) if t.kind == "parallel" else None
         resident_grid = max(1, resident // block)
         largest = resident_grid if t.stacks else min(MAX_GRID, limit // block)
-        table.append((compiled.functions[t.symbol], t.kind, size, block, resident_grid,
-                      largest))
+        table.append((functions[t.symbol], t.kind, size, block, resident_grid, largest))
     return table

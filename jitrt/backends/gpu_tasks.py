@@ -19,6 +19,8 @@ from ..codegen import abi
 from ..native import launch_table as lt
 from ..ir import nodes as n
 
+Box = tuple[tuple[n.Expr, n.Expr], ...]    # a task's box: (begin, end) per dimension
+
 
 def host_expr(e: n.Expr, layout: abi.ContextLayout) -> str | None:
     """Python source computing an integer bound expression from the context buffer `buf`, if
@@ -37,12 +39,12 @@ def host_expr(e: n.Expr, layout: abi.ContextLayout) -> str | None:
     return None
 
 
-def box_size_function(task: n.Task, layout: abi.ContextLayout) -> Any:
-    """`f(buf) -> points in the task's box`, computed on the host to size the grid, or None
-    when a bound depends on device data (the grid is then the device's resident maximum; the
-    grid-stride loop is correct for any grid)."""
+def box_size_function(box: Box, layout: abi.ContextLayout) -> Any:
+    """`f(buf) -> points in a task's box` (`TaskPlan.box`), computed on the host to size the
+    grid, or None when a bound depends on device data (the grid is then the device's resident
+    maximum; the grid-stride loop is correct for any grid)."""
     extents = []
-    for be, ee in zip(task.begins, task.ends):
+    for be, ee in box:
         begin, end = host_expr(be, layout), host_expr(ee, layout)
         if begin is None or end is None:
             return None
@@ -50,7 +52,7 @@ def box_size_function(task: n.Task, layout: abi.ContextLayout) -> Any:
     return eval("lambda buf: " + " * ".join(extents or ["1"]))  # noqa: S307 (built above)
 
 
-def box_bounds(task: n.Task, layout: abi.ContextLayout) -> list[int] | None:
+def box_bounds(box: Box, layout: abi.ContextLayout) -> list[int] | None:
     """The task's box for the native GPU entry: per extent (begin is a slot, begin, end is a
     slot, end), each bound a constant or one context slot; None when a bound is anything else
     or the box has more than `MAX_EXTENTS` extents (that launch then stays in Python)."""
@@ -64,10 +66,10 @@ def box_bounds(task: n.Task, layout: abi.ContextLayout) -> list[int] | None:
         if isinstance(e, n.Cast) and e.dtype.is_int and e.x.dtype.is_int:
             return bound(e.x)
         return None
-    if len(task.begins) > lt.MAX_EXTENTS:
+    if len(box) > lt.MAX_EXTENTS:
         return None
     words: list[int] = []
-    for be, ee in zip(task.begins, task.ends):
+    for be, ee in box:
         begin, end = bound(be), bound(ee)
         if begin is None or end is None:
             return None
@@ -80,7 +82,8 @@ def native_table(launch: Any, native: dict[str, Any], api: list[int],
     """The GPU entry table of the `GpuLaunch` `launch`: the driver's words (`native`), the
     C API functions (`api`), `DeviceMirror`'s slot offsets (`newer`; without them every
     launch goes to the Python entry) and one record per task."""
-    arrays = sum(p.kind == "ndarray" for p in launch.context.compiled.params)
+    plan = launch.context.plan
+    arrays = len(plan.of_kind("ndarray"))
     launch.native_inputs = len(launch.field_inputs) + 2 * arrays     # capacities
     launch.native_outputs = len(launch.field_outputs) + 2 * arrays
     ntasks = len(launch.tasks)
@@ -101,10 +104,9 @@ def native_table(launch: Any, native: dict[str, Any], api: list[int],
     t[lt.G_NTASKS], t[lt.G_TASKS] = ntasks, lt.G_HEADER_WORDS
     t[lt.G_INPUTS], t[lt.G_OUTPUTS] = first_input, first_input + launch.native_inputs
     launch.native_slow_tasks = None in newer     # no offsets: always Python
-    ir_tasks = launch.context.compiled.lowered.tasked.tasks
     for k, (task, (function, kind, size, block, grid, largest)) in enumerate(
-            zip(launch.context.compiled.tasks, launch.tasks)):
-        bounds = box_bounds(ir_tasks[task.index], launch.context.compiled.layout) \
+            zip(plan.tasks, launch.tasks)):
+        bounds = box_bounds(task.box, launch.context.compiled.layout) \
             if size is not None else []
         if bounds is None:
             launch.native_slow_tasks, bounds = True, []
