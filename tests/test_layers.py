@@ -96,6 +96,41 @@ def test_lower_layers_do_not_import_upper_ones(lower, upper):
     assert not bad, bad
 
 
+def test_backends_import_no_runtime_cache_or_frontend():
+    """Backends sit below the runtime: what they need from it (the offline cache, the keys of
+    the host runtime module, fault raising) comes down through `HostServices` and
+    `jitrt/faults.py`, never by importing upward (lazy imports count)."""
+    graph = import_graph()
+    bad = [(m, d) for m, deps in graph.items() if m.startswith("jitrt.backends")
+           for d in deps if d.startswith(("jitrt.runtime", "jitrt.cache", "jitrt.frontend"))]
+    assert not bad, bad
+
+
+VENDOR_NAMES = {"cuda", "hip", "amdgpu", "nvptx", "amdgcn", "rocm"}
+VENDOR_MODULES = {"jitrt.backends.cuda", "jitrt.backends.amdgpu", "jitrt.backends.nvptx",
+                  "jitrt.backends.amdgcn", "jitrt.backends.stream_driver"}
+# the public arch constants (jr.cuda, jr.amdgpu) are the only vendor names of the API surface
+PUBLIC_ARCH_NAMES = {"jitrt", "jitrt.extension"}
+
+
+def test_generic_modules_name_no_gpu_vendor():
+    """Outside backends/ (and the registry there), no code branches on a vendor's name or
+    imports a vendor's module: generic code asks the registry (`get(arch).stream_gpu`) or the
+    codegen target (`printer`, `max_param_slots`)."""
+    graph = import_graph()
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        name = module_name(path)
+        if name.startswith("jitrt.backends") or name in PUBLIC_ARCH_NAMES:
+            continue
+        found += [(name, d) for d in graph.get(name, ()) if d in VENDOR_MODULES]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    node.value.lower() in VENDOR_NAMES:
+                found.append((name, f"line {node.lineno}: {node.value!r}"))
+    assert not found, found
+
+
 def test_compiler_reaches_hardware_only_through_the_device():
     graph = import_graph()
     assert "jitrt.backends.cpu" not in graph["jitrt.runtime.compiler"]
