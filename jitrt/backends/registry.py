@@ -50,7 +50,7 @@ class Backend:
     assembly: str = ""      # what `jr.debug.gpu_asm` prints for it ("" where it does not)
 
     def load(self) -> BackendModule:
-        return importlib.import_module(self.module, __package__)  # type: ignore[return-value]
+        return importlib.import_module(self.module, __package__)
 
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (
