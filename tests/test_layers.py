@@ -106,6 +106,34 @@ def test_backends_import_no_runtime_cache_or_frontend():
     assert not bad, bad
 
 
+class RecordingStore:
+    """The offline cache as a backend sees it (`base.ObjectStore`): every key asked for."""
+
+    def __init__(self):
+        self.asked = []
+
+    def load(self, key):
+        self.asked.append(key)
+        return b"object code"          # a hit: nothing is compiled
+
+    def save(self, key, what, obj):
+        raise AssertionError("a hit saves nothing")
+
+
+def test_the_host_runtime_module_is_keyed_by_what_the_runtime_hands_down():
+    """backends/cpu.py computes no cache key part of the runtime's (compiler hash, host
+    target, LLVM versions): they come through `HostServices.runtime_key`, and each changes
+    the key."""
+    from jitrt.backends import cpu
+    from jitrt.backends.base import HostServices
+    store = RecordingStore()
+    for part in ("jitrt a", "jitrt b"):
+        host = HostServices(1, 1, store, lambda part=part: part)
+        assert cpu.runtime_object(host) == b"object code"
+    first, second = store.asked
+    assert first.startswith("runtime-") and second.startswith("runtime-") and first != second
+
+
 VENDOR_NAMES = {"cuda", "hip", "amdgpu", "nvptx", "amdgcn", "rocm"}
 VENDOR_MODULES = {"jitrt.backends.cuda", "jitrt.backends.amdgpu", "jitrt.backends.nvptx",
                   "jitrt.backends.amdgcn", "jitrt.backends.stream_driver"}
