@@ -25,15 +25,17 @@ def optimized_ir(kernel, *args, **kwargs) -> str:
     return optimize(lower_module(kernel, params, templates, name, program, cpu_target()))
 
 
-def gpu_asm(kernel, *args, arch: str = "cuda", sm: int = 80, gfx: str = "gfx942",
+def gpu_asm(kernel, *args, arch: str | None = None, sm: int = 80, gfx: str = "gfx942",
             **kwargs) -> str:
     """The GPU assembly (PTX for arch="cuda" and compute capability `sm`, AMDGCN for
-    arch="amdgpu" and the gfx target `gfx`) that jitrt generates for `kernel` specialised to
-    these arguments. Needs no GPU: it stops after code generation."""
+    arch="amdgpu" and the gfx target `gfx`; None: the backend registry's first arch that
+    prints assembly, cuda) that jitrt generates for `kernel` specialised to these arguments.
+    Needs no GPU: it stops after code generation."""
     from .backends import registry
     from .runtime.compiler import lower_for_target
     from .runtime.arguments import bind_args, specialize
-    printer = registry.assembler(getattr(arch, "name", arch))  # ValueError naming the archs
+    # ValueError naming the archs; None: the registry's first that prints assembly (PTX)
+    printer = registry.assembler(getattr(arch, "name", arch))
     program = _program.current()
     values = bind_args(kernel, args, kwargs)
     params, _, templates, name = specialize(kernel, values, program.config)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import enum
 
+from .backends import registry
+
 
 class Arch(str):
     """An arch name (`jr.cpu == "cpu"`), with Taichi's `.name`."""
@@ -42,7 +44,7 @@ class extension(enum.Enum):
 # what jitrt has, per arch it runs on
 _SUPPORTED = {extension.data64, extension.adstack, extension.assertion}
 SUPPORTED: dict[str, frozenset[extension]] = {
-    arch: frozenset(_SUPPORTED) for arch in ("cpu", "cuda", "amdgpu", "gpu")}
+    arch: frozenset(_SUPPORTED) for arch in registry.names()}
 
 
 def is_extension_supported(arch: object, ext: extension) -> bool:
@@ -51,4 +53,5 @@ def is_extension_supported(arch: object, ext: extension) -> bool:
         raise TypeError(f"is_extension_supported(arch, ext): ext must be a jr.extension "
                         f"member (jr.extension.adstack, ...), got {ext!r}")
     name = str(getattr(arch, "name", arch)).lower()
-    return ext in SUPPORTED.get(name, frozenset())
+    return ext in SUPPORTED.get(name, frozenset(_SUPPORTED) if name in registry.names()
+                                else frozenset())

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 import jitrt as jr
-from jitrt.backends import gpu, nvptx
+import fakegpu_backend
+import fakegpu_lib
+from jitrt.backends import gpu, nvptx, registry
 from jitrt.backends.base import DeviceTarget
 from jitrt.runtime import native_launch
 from jitrt.runtime import program as program_mod
@@ -95,9 +97,28 @@ def on_fake_device(driver):
 
 
 @pytest.fixture
-def fake():
-    """A program whose device is a GpuDevice over the recording driver."""
-    yield from on_fake_device(RecordingDriver())
+def fakegpu():
+    """A program on the fake third vendor (`fakegpu_backend.py` over `fakegpu_lib.py`),
+    plugged in with one registry line and opened by `jr.init(arch="fakegpu")`."""
+    fakegpu_backend.LIB[0] = fakegpu_lib.FakeGpuLib()
+    registry.register(registry.Backend("fakegpu", "fakegpu_backend", stream_gpu=True,
+                                       host_memory=False))
+    try:
+        program = jr.init(arch="fakegpu", offline_cache=False, enable_fallback=False)
+        yield program.device.driver
+        jr.reset()
+    finally:
+        registry.unregister("fakegpu")
+
+
+@pytest.fixture(params=["recording", "fakegpu"])
+def fake(request):
+    """A program whose device is a GpuDevice over the recording driver, or over the fake
+    third vendor's binding (the same calls recorded in the same shape)."""
+    if request.param == "fakegpu":
+        yield request.getfixturevalue("fakegpu")
+    else:
+        yield from on_fake_device(RecordingDriver())
 
 
 def test_ping_pong_arrays_reuse_the_generated_entry(fake):

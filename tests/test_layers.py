@@ -137,6 +137,69 @@ def test_lower_layers_do_not_import_upper_ones(lower, upper):
     assert not bad, bad
 
 
+def test_backends_import_no_runtime_cache_or_frontend():
+    """Backends sit below the runtime: what they need from it (the offline cache, the keys of
+    the host runtime module, fault raising) comes down through `HostServices` and
+    `jitrt/faults.py`, never by importing upward (lazy imports count)."""
+    graph = import_graph()
+    bad = [(m, d) for m, deps in graph.items() if m.startswith("jitrt.backends")
+           for d in deps if d.startswith(("jitrt.runtime", "jitrt.cache", "jitrt.frontend"))]
+    assert not bad, bad
+
+
+class RecordingStore:
+    """The offline cache as a backend sees it (`base.ObjectStore`): every key asked for."""
+
+    def __init__(self):
+        self.asked = []
+
+    def load(self, key):
+        self.asked.append(key)
+        return b"object code"          # a hit: nothing is compiled
+
+    def save(self, key, what, obj):
+        raise AssertionError("a hit saves nothing")
+
+
+def test_the_host_runtime_module_is_keyed_by_what_the_runtime_hands_down():
+    """backends/cpu.py computes no cache key part of the runtime's (compiler hash, host
+    target, LLVM versions): they come through `HostServices.runtime_key`, and each changes
+    the key."""
+    from jitrt.backends import cpu
+    from jitrt.backends.base import HostServices
+    store = RecordingStore()
+    for part in ("jitrt a", "jitrt b"):
+        host = HostServices(1, 1, store, lambda part=part: part)
+        assert cpu.runtime_object(host) == b"object code"
+    first, second = store.asked
+    assert first.startswith("runtime-") and second.startswith("runtime-") and first != second
+
+
+VENDOR_NAMES = {"cuda", "hip", "amdgpu", "nvptx", "amdgcn", "rocm"}
+VENDOR_MODULES = {"jitrt.backends.cuda", "jitrt.backends.amdgpu", "jitrt.backends.nvptx",
+                  "jitrt.backends.amdgcn", "jitrt.backends.stream_driver"}
+# the public arch constants (jr.cuda, jr.amdgpu) are the only vendor names of the API surface
+PUBLIC_ARCH_NAMES = {"jitrt", "jitrt.extension"}
+
+
+def test_generic_modules_name_no_gpu_vendor():
+    """Outside backends/ (and the registry there), no code branches on a vendor's name or
+    imports a vendor's module: generic code asks the registry (`get(arch).stream_gpu`) or the
+    codegen target (`printer`, `max_param_slots`)."""
+    graph = import_graph()
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        name = module_name(path)
+        if name.startswith("jitrt.backends") or name in PUBLIC_ARCH_NAMES:
+            continue
+        found += [(name, d) for d in graph.get(name, ()) if d in VENDOR_MODULES]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    node.value.lower() in VENDOR_NAMES:
+                found.append((name, f"line {node.lineno}: {node.value!r}"))
+    assert not found, found
+
+
 def test_compiler_reaches_hardware_only_through_the_device():
     graph = import_graph()
     assert "jitrt.backends.cpu" not in graph["jitrt.runtime.compiler"]

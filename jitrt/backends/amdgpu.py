@@ -84,7 +84,7 @@ def device_for(driver: HipDriver, device_id: int,
 
 
 def open_device(device_id: int, host: HostServices = NO_SERVICES) -> GpuDevice:
-    from hip import hip  # type: ignore[import-not-found]
+    from hip import hip
     try:
         driver = HipDriver(hip, device_id)
     except HipError as exc:

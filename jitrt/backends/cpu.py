@@ -47,7 +47,7 @@ def compile_object(module: ir.Module | str) -> bytes:
         mod = llvm.parse_assembly(text)
         mod.verify()
         optimize(mod, tm)
-        return tm.emit_object(mod)
+        return bytes(tm.emit_object(mod))
 
 
 def optimized_ir(module: ir.Module | str) -> str:
@@ -179,7 +179,7 @@ def chain_sigint(handler: int, previous_slot: int) -> bool:
             return False
         ctypes.c_int64.from_address(previous_slot).value = old.handler
         new = _Sigaction(handler, old.mask, old.flags, None)
-        return libc.sigaction(signal.SIGINT, ctypes.byref(new), None) == 0
+        return bool(libc.sigaction(signal.SIGINT, ctypes.byref(new), None) == 0)
     except (OSError, AttributeError, ValueError):
         return False
 
@@ -306,7 +306,8 @@ class CpuDevice(Device):
 
     def entry(self, address: int) -> EntryPoint:
         """The fused entry function at `address` as a callable (the GIL released)."""
-        return ENTRY_TYPE(address)   # type: ignore[no-any-return]
+        entry: EntryPoint = ENTRY_TYPE(address)
+        return entry
 
     def launch_entry(self, context: LaunchContext) -> EntryPoint:
         return self.entry(context.compiled.entry_addr)

@@ -101,7 +101,7 @@ def quick_object(text: str, symbols: list[str]) -> bytes:
         for fn in mod.functions:
             if not fn.is_declaration:
                 fpm.run(fn, pb)
-        return tm.emit_object(mod)
+        return bytes(tm.emit_object(mod))
 
 
 def _unlocked(name: str) -> Any:

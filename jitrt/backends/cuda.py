@@ -94,7 +94,7 @@ class CudaDriver(StreamDriver):
     # a ctypes call of libcuda's cuLaunchKernel with argtypes)
 
     def __init__(self, device_id: int) -> None:
-        from cuda.bindings import driver as cu  # type: ignore[import-not-found]
+        from cuda.bindings import driver as cu
         self.ptx_loads = 0          # modules the driver compiled from PTX (no usable cubin)
         super().__init__(cu, device_id)
 

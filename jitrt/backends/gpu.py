@@ -104,7 +104,7 @@ class GpuDevice(Device):
     @property
     def native_launch_addr(self) -> int | None:
         native = self.native_functions()
-        return None if native is None else native["jitrt_launch"]  # type: ignore[no-any-return]
+        return None if native is None else int(native["jitrt_launch"])
 
     def native_functions(self) -> dict[str, Any] | None:
         """The host runtime's functions and the driver's words that native launches on this

@@ -13,6 +13,7 @@ import ctypes
 from typing import TYPE_CHECKING
 
 from ..codegen import abi
+from ..faults import raise_fault
 
 if TYPE_CHECKING:
     from .gpu import GpuDevice
@@ -36,5 +37,4 @@ def check_status(device: "GpuDevice") -> None:
         record[slot] = status[slot]
     driver.memset(device.status, abi.STATUS_SLOTS * 8)
     driver.synchronize()
-    from ..runtime.context import raise_fault
     raise_fault(record, device.launches[launch_id].context.compiled)

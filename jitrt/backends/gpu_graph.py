@@ -27,7 +27,8 @@ class GpuGraph:
     driver refuses the update)."""
 
     def __init__(self, device: "GpuDevice", entries: Sequence[EntryPoint]) -> None:
-        self.device, self.exec = device, None
+        self.device = device
+        self.exec: object = None       # the instantiated graph (the driver's handle)
         self.update(entries)
 
     def update(self, launches: Sequence[EntryPoint]) -> None:

@@ -7,10 +7,12 @@ GPU packages only when called.
 """
 from __future__ import annotations
 
+from typing import Any
+
 
 def cuda_available() -> tuple[bool, str]:
     try:
-        from cuda.bindings import driver  # type: ignore[import-not-found]
+        from cuda.bindings import driver
     except ImportError:
         return False, "the CUDA runtime needs cuda-bindings (pip install 'jitrt[cuda]')"
     try:
@@ -27,9 +29,10 @@ def cuda_available() -> tuple[bool, str]:
 
 def hip_available() -> tuple[bool, str]:
     try:
-        from hip import hip  # type: ignore[import-not-found]
+        from hip import hip as hip_module
     except ImportError:
         return False, "the AMDGPU runtime needs hip-python and ROCm (pip install 'jitrt[hip]')"
+    hip: Any = hip_module       # hip-python's functions are untyped
     try:
         result = hip.hipInit(0)
     except Exception as exc:    # hip-python raises when libamdhip64.so cannot be loaded

@@ -30,7 +30,7 @@ TRIPLE = "nvptx64-nvidia-cuda"
 def _toolkit_roots() -> list[str]:
     roots = [os.environ.get(v, "") for v in ("CUDA_HOME", "CUDA_PATH")] + ["/usr/local/cuda"]
     try:        # the nvidia-* wheels install under site-packages/nvidia/cu<major>/
-        import nvidia  # type: ignore[import-not-found]
+        import nvidia
         for base in nvidia.__path__:
             roots += sorted(glob.glob(os.path.join(base, "cu*")), reverse=True)
             roots.append(os.path.join(base, "cuda_nvcc"))
@@ -98,7 +98,7 @@ def libdevice_subset(names: frozenset[str]) -> bytes:
         if not fn.is_declaration and fn.name not in names:
             fn.linkage = llvm.Linkage.internal
     drop_unused(lib, target_machine(80))     # the same bitcode serves every sm
-    return lib.as_bitcode()
+    return bytes(lib.as_bitcode())
 
 
 def compile_ptx(module: ir.Module | str, sm: int) -> str:

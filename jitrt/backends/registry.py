@@ -50,7 +50,7 @@ class Backend:
     assembly: str = ""      # what `jr.debug.gpu_asm` prints for it ("" where it does not)
 
     def load(self) -> BackendModule:
-        return importlib.import_module(self.module, __package__)  # type: ignore[return-value]
+        return importlib.import_module(self.module, __package__)
 
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (
@@ -101,9 +101,11 @@ def create_device(arch: str, device_id: int, host: "HostServices") -> "Device":
     return resolve(arch).load().open_device(device_id, host)
 
 
-def assembler(arch: str) -> AssemblyModule:
-    """The module that prints `arch`'s assembly (`jr.debug.gpu_asm`)."""
+def assembler(arch: str | None) -> AssemblyModule:
+    """The module that prints `arch`'s assembly (`jr.debug.gpu_asm`; None: the first arch in
+    the table that prints one)."""
     printers = [b.name for b in BACKENDS.values() if b.assembly]
+    arch = printers[0] if arch is None and printers else arch
     if arch not in printers:
         raise ValueError(f"arch must be one of {', '.join(map(repr, printers))}, got {arch!r}")
-    return BACKENDS[arch].load()  # type: ignore[return-value]
+    return BACKENDS[str(arch)].load()  # type: ignore[return-value]

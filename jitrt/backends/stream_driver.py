@@ -107,7 +107,7 @@ class StreamDriver:
         self.setup()
         self.driver_version = self.checked(api.driver_version)
         self.stream = self.checked(api.stream_create, api.stream_flags(lib))
-        self._launch = getattr(lib, api.launch)
+        self._launch, self._extra = getattr(lib, api.launch), api.launch_extra
         self._modules: list[Any] = []
 
     # ---- what a vendor may change ---------------------------------------------------------
@@ -172,7 +172,7 @@ class StreamDriver:
         if not self._thread.bound:
             self.bind()
         result = self._launch(function, grid, 1, 1, block, 1, 1, 0, self.stream, params,
-                              self.api.launch_extra)
+                              self._extra)
         if result[0] != self._success:
             self.check(result, self.api.launch)
 

@@ -21,7 +21,8 @@ from . import native_launch
 from . import program as program_mod
 from .arguments import (as_host_array, bind_args, changed_expr, describe, fail, pack_vector,
                         specialize, watch_state)
-from .context import LaunchContext, raise_fault
+from ..faults import raise_fault
+from .context import LaunchContext
 from .launch_source import entry_lines, return_lines, serialized, sizing_lines
 from .launcher import LaunchHandle, handle_for
 

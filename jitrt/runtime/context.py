@@ -14,7 +14,7 @@ import ctypes
 from typing import TYPE_CHECKING, Any
 
 from ..codegen import abi
-from ..errors import KernelAssertionError, KernelBoundsError, caret_text, source_line
+from ..faults import raise_fault
 from ..launch_plan import LaunchPlan
 from .arguments import pack_array
 
@@ -80,29 +80,3 @@ def register_tasks(buf: Any, program: "Program", compiled: "CompiledKernel"
         infos.append(AdStackSizingInfo(rid, compiled.name, task,
                                        tuple(p.stack.name for p in stacks), exprs, specs))
     return tuple(infos)
-
-
-def raise_fault(buf: Any, compiled: "CompiledKernel") -> None:
-    """Raise what the error slot reports (and clear it): an interrupt or a bad index."""
-    if buf[abi.SLOT_ERROR] == abi.ERROR_INTERRUPTED:
-        buf[abi.SLOT_ERROR] = 0
-        raise KeyboardInterrupt(f"kernel {compiled.name} was interrupted and stopped early; "
-                                "the data it writes may be partly updated")
-    site_id, axis, index = buf[abi.SLOT_ERROR] - 1, buf[abi.SLOT_ERROR_AXIS], \
-        buf[abi.SLOT_ERROR_INDEX]
-    buf[abi.SLOT_ERROR] = buf[abi.SLOT_ERROR_AXIS] = buf[abi.SLOT_ERROR_INDEX] = 0
-    site = compiled.sites[site_id]
-    line = source_line(site.loc)
-    if site.kind == "assert":
-        raise KernelAssertionError(
-            f"kernel {compiled.name}: assertion failed at {site.loc}: {site.name}"
-            + ("\n" + caret_text(line, site.loc.col) if line else ""))
-    if site.offset:       # an offset field: the user's index, not the storage's
-        index += site.offset[axis]
-        where = f" (its indices on axis {axis} start at {site.offset[axis]})"
-    else:
-        where = ""
-    raise KernelBoundsError(
-        f"kernel {compiled.name}: index {index} out of bounds on axis {axis} of '{site.name}' "
-        f"({site.kind}){where} at {site.loc}; the access was skipped"
-        + ("\n" + caret_text(line, site.loc.col) if line else ""))

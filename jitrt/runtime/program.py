@@ -192,7 +192,8 @@ def _init(arch: Any = None, **options: Any) -> Program:
     cfg = config_mod.resolve(**options)
     log.configure(cfg.log_level)
     previous = _current
-    if previous is not None and registry.get(previous.arch).stream_gpu and (
+    was = registry.BACKENDS.get(previous.arch) if previous is not None else None
+    if previous is not None and was is not None and was.stream_gpu and (
             cfg.arch == previous.arch or cfg.arch == registry.ANY_GPU):
         _close(previous)     # one context per GPU: the new program opens it again
     program = _start(cfg)

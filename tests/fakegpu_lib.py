@@ -1,0 +1,146 @@
+"""A fake GPU vendor's Python binding (the test double of a module like cuda-bindings' `driver`
+or hip-python's `hip`): the calls of `backends/stream_driver.py`'s table under made-up `fg*`
+names, over host memory. Kernels never run; memory calls do what they say (device memory is
+host memory), and the calls a launch path's test looks at are recorded in `calls` in the shape
+of `test_gpu_launch_path.RecordingDriver`'s: ("launch", function, grid, block), ("h2d", dst,
+nbytes), ("d2h", src, nbytes), ("event_sync", event state). Every call is in `log`.
+"""
+import ctypes
+import types
+
+SUCCESS, ERROR_OUT_OF_MEMORY = 0, 2
+ERROR_NAMES = {SUCCESS: b"fgSuccess", ERROR_OUT_OF_MEMORY: b"fgErrorOutOfMemory"}
+Attribute = types.SimpleNamespace(MULTIPROCESSORS=1, THREADS_PER_MULTIPROCESSOR=2)
+STREAM_NON_BLOCKING, EVENT_NO_TIMING, CAPTURE_THREAD_LOCAL, PINNED_DEFAULT = 1, 2, 1, 0
+
+
+class FakeGpuLib:
+    """One process's fake GPU: 4 multiprocessors of 256 threads each (as the recording
+    driver), device memory in ctypes blocks. The constants are the binding's, as a module's."""
+
+    SUCCESS, Attribute, STREAM_NON_BLOCKING = SUCCESS, Attribute, STREAM_NON_BLOCKING
+    EVENT_NO_TIMING, CAPTURE_THREAD_LOCAL = EVENT_NO_TIMING, CAPTURE_THREAD_LOCAL
+    PINNED_DEFAULT = PINNED_DEFAULT
+
+    def __init__(self, devices: int = 1) -> None:
+        self.devices, self.calls, self.log, self.memory = devices, [], [], {}
+        self.fail: dict[str, int] = {}       # call name -> the error it returns
+
+    def __getattribute__(self, name):
+        found = object.__getattribute__(self, name)
+        if name.startswith("fg") and callable(found):
+            def call(*args):
+                self.log.append((name, args))
+                code = self.fail.get(name)
+                return (code, None) if code else found(*args)
+            return call
+        return found
+
+    def fgGetErrorName(self, err):
+        return SUCCESS, ERROR_NAMES.get(int(err), b"")
+
+    def fgInit(self, flags):
+        return (SUCCESS,)
+
+    def fgGetDeviceCount(self):
+        return SUCCESS, self.devices
+
+    def fgSetDevice(self, device):
+        return (SUCCESS,)
+
+    def fgDeviceGetAttribute(self, which, device):
+        return SUCCESS, {Attribute.MULTIPROCESSORS: 4, Attribute.THREADS_PER_MULTIPROCESSOR: 256}[
+            which]
+
+    def fgDriverGetVersion(self):
+        return SUCCESS, 1
+
+    def fgStreamCreate(self, flags):
+        return SUCCESS, "stream"
+
+    def fgStreamSynchronize(self, stream):
+        return (SUCCESS,)
+
+    def fgStreamDestroy(self, stream):
+        return (SUCCESS,)
+
+    def fgModuleLoad(self, image):
+        return SUCCESS, ("module", bytes(image))
+
+    def fgModuleUnload(self, module):
+        return (SUCCESS,)
+
+    def fgModuleGetFunction(self, module, name):
+        return SUCCESS, name.decode()
+
+    def fgLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.calls.append(("launch", function, gx, bx))
+        return (SUCCESS,)
+
+    def fgEventCreate(self, flags):
+        return SUCCESS, ["event"]
+
+    def fgEventRecord(self, event, stream):
+        event[0] = "recorded"
+        return (SUCCESS,)
+
+    def fgEventSynchronize(self, event):
+        self.calls.append(("event_sync", event[0]))
+        return (SUCCESS,)
+
+    def fgEventDestroy(self, event):
+        return (SUCCESS,)
+
+    def fgStreamBeginCapture(self, stream, mode):
+        return (SUCCESS,)
+
+    def fgStreamEndCapture(self, stream):
+        return SUCCESS, "graph"
+
+    def fgGraphInstantiate(self, graph, flags):
+        return SUCCESS, "exec"
+
+    def fgGraphExecUpdate(self, graph_exec, graph):
+        return (SUCCESS,)
+
+    def fgGraphLaunch(self, graph_exec, stream):
+        self.calls.append(("graph_launch", graph_exec))
+        return (SUCCESS,)
+
+    def fgGraphDestroy(self, graph):
+        return (SUCCESS,)
+
+    def fgGraphExecDestroy(self, graph_exec):
+        return (SUCCESS,)
+
+    def fgMalloc(self, nbytes):
+        block = (ctypes.c_uint8 * nbytes)()
+        self.memory[ctypes.addressof(block)] = block
+        return SUCCESS, ctypes.addressof(block)
+
+    def fgMallocHost(self, nbytes, flags):
+        return self.fgMalloc(nbytes)
+
+    def fgFree(self, ptr):
+        self.memory.pop(ptr, None)
+        return (SUCCESS,)
+
+    fgFreeHost = fgFree
+
+    def fgMemcpyHtoDAsync(self, dst, src, nbytes, stream):
+        self.calls.append(("h2d", dst, nbytes))
+        ctypes.memmove(dst, src, nbytes)
+        return (SUCCESS,)
+
+    def fgMemcpyDtoHAsync(self, dst, src, nbytes, stream):
+        self.calls.append(("d2h", src, nbytes))
+        ctypes.memmove(dst, src, nbytes)
+        return (SUCCESS,)
+
+    def fgMemcpyDtoDAsync(self, dst, src, nbytes, stream):
+        ctypes.memmove(dst, src, nbytes)
+        return (SUCCESS,)
+
+    def fgMemsetD8Async(self, dst, value, nbytes, stream):
+        ctypes.memset(dst, value, nbytes)
+        return (SUCCESS,)
