@@ -90,6 +90,16 @@ def test_the_launch_modules_form_a_chain_even_for_type_checkers():
         assert not back, f"{m} is in an import cycle (type-checking imports too) through {back}"
 
 
+def test_the_runtime_has_no_cycle_even_for_type_checkers():
+    """`program.py` imports the compiler and the adstack sizing, which see a program through
+    `seams.ProgramLike` instead of naming `Program`."""
+    graph = import_graph(type_checking=True)
+    runtime = {m: {d for d in deps if d.startswith("jitrt.runtime.")}
+               for m, deps in graph.items() if m.startswith("jitrt.runtime.")}
+    looped = sorted(m for m in runtime if m in reachable(runtime, m))
+    assert not looped, f"runtime modules in an import cycle (type-checking imports too): {looped}"
+
+
 def test_the_launch_plan_is_neutral():
     """Backends can import the plan: it depends on the IR and the dtypes only."""
     deps = reachable(import_graph(type_checking=True), "jitrt.launch_plan")

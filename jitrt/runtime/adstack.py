@@ -35,7 +35,7 @@ from ..errors import AdStackOverflowError
 from ..ir import sizeexpr as se
 
 if TYPE_CHECKING:
-    from .program import Program
+    from .seams import ProgramLike
 
 
 
@@ -159,7 +159,7 @@ class SizingPlan:
                 parts.append(f"a{d.index}")
         return "(" + "".join(p + ", " for p in parts) + ")"
 
-    def required_sizes(self, ctx_addr: int, program: "Program") -> list[int] | None:
+    def required_sizes(self, ctx_addr: int, program: "ProgramLike") -> list[int] | None:
         """Exact capacity of every stack for the data now in the context (runs reducers)."""
         if self.required is None:
             return None
@@ -169,7 +169,7 @@ class SizingPlan:
         self.required(ctx_addr, ctypes.addressof(self.results), ctypes.addressof(self.out))
         return [max(self.out[j], 1) for j in range(len(self.stacks))]
 
-    def write_layout(self, buf: Any, caps: list[int], program: "Program") -> None:
+    def write_layout(self, buf: Any, caps: list[int], program: "ProgramLike") -> None:
         strides: dict[int, int] = {}
         offsets: dict[int, int] = {}
         lanes = program.device.codegen_target.lanes    # copies per stack (interleaved tasks)
@@ -189,7 +189,7 @@ class SizingPlan:
             need = max(need, stride * program.device.max_resident_threads)
         buf[abi.SLOT_ADSTACK_HEAP] = program.heap.ensure(need, f"kernel {self.kernel_name}")
 
-    def size_launch(self, buf: Any, ctx_addr: int, program: "Program") -> None:
+    def size_launch(self, buf: Any, ctx_addr: int, program: "ProgramLike") -> None:
         if self.forced > 0:
             caps = [self.forced] * len(self.stacks)
         else:
@@ -200,7 +200,7 @@ class SizingPlan:
 class LaunchSizing:
     """The sizing state of one LaunchHandle: its launch cache and its spec keys."""
 
-    def __init__(self, plan: SizingPlan, program: "Program", infos: tuple[AdStackSizingInfo, ...]
+    def __init__(self, plan: SizingPlan, program: "ProgramLike", infos: tuple[AdStackSizingInfo, ...]
                  ) -> None:
         self.plan, self.program = plan, program
         owner: dict[Any, Any] = {}
@@ -262,7 +262,7 @@ class LaunchSizing:
 
 
 def raise_overflow(buf: Any, ctx_addr: int, plan: SizingPlan, infos: tuple[AdStackSizingInfo, ...],
-                   program: "Program") -> None:
+                   program: "ProgramLike") -> None:
     rid = buf[abi.SLOT_OVERFLOW]
     buf[abi.SLOT_OVERFLOW] = 0
     entry = program.registry.lookup(rid)

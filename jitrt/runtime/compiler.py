@@ -45,8 +45,7 @@ if TYPE_CHECKING:
     from ..backends.cpu_tiers import Tiers
     from ..frontend.context import CompileContext
     from ..passes.forward_ad import Duals
-    from .program import Program
-    from .seams import KernelLike
+    from .seams import KernelLike, ProgramLike
 
 
 @frozen
@@ -148,7 +147,7 @@ class Artifact:
 
 def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
                    template_values: dict[str, Any],
-                   name: str, program: "Program") -> CompiledKernel:
+                   name: str, program: "ProgramLike") -> CompiledKernel:
     """The offline cache through the pre-key (no frontend), else the frontend, then the
     offline cache by the full key or a full compile."""
     tiers = program.device.tiers() if program.config.tiered_compile else None
@@ -159,7 +158,7 @@ def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
 
 
 def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
-                template_values: dict[str, Any], name: str, program: "Program",
+                template_values: dict[str, Any], name: str, program: "ProgramLike",
                 tiers: "Tiers | None") -> CompiledKernel:
     """`compile_kernel`'s work (`tiers`: the device's tiered compilation, where on)."""
     start = time.perf_counter()
@@ -242,7 +241,7 @@ def known_work(tasks: Sequence[n.Task]) -> int:
 
 
 def compile_tiered(tiers: "Tiers", module: Any, later: "Later", artifact: "Artifact",
-                   times: tuple[float, float, int], ctx: CompileContext, program: "Program",
+                   times: tuple[float, float, int], ctx: CompileContext, program: "ProgramLike",
                    key: str | None, warm: prekey.WarmFile | None) -> CompiledKernel:
     """The kernel's quick copy, loaded and bound now (`backends/cpu_tiers.py`); its optimised
     copy is compiled on the background thread (from `later()`'s module where the quick one
@@ -268,7 +267,7 @@ def compile_tiered(tiers: "Tiers", module: Any, later: "Later", artifact: "Artif
 
 
 def early_hit(kernel: "KernelLike", name: str, warm: prekey.WarmFile, variant: str,
-              program: "Program") -> CompiledKernel | None:
+              program: "ProgramLike") -> CompiledKernel | None:
     """The kernel from the offline cache through its pre-key's manifest, without the
     frontend (`prekey.py`); None when no manifest matches this process's values."""
     store = program.cache_store
@@ -534,7 +533,7 @@ def with_hidden_fields(refs: tuple[n.FieldRef, ...], field_objs: tuple[Any, ...]
     return tuple(field_objs) + extra
 
 
-def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: "Program",
+def instantiate(a: Artifact, field_objs: tuple[Any, ...], program: "ProgramLike",
                 warm: prekey.WarmFile | None = None, addrs: dict[str, Any] | None = None
                 ) -> CompiledKernel:
     """Load an artifact's object code into the process (unless `addrs` has its symbols
@@ -575,7 +574,7 @@ def add_sizing_functions(module: Any, prefix: str, lowered: LoweredKernel,
 
 
 def lower_module(kernel: "KernelLike", params: tuple[n.Param, ...],
-                 template_values: dict[str, Any], name: str, program: "Program",
+                 template_values: dict[str, Any], name: str, program: "ProgramLike",
                  target: Any) -> Any:
     """The LLVM module (before optimisation) of a kernel specialization for a codegen target."""
     from ..codegen.kernel_module import build_module
@@ -588,7 +587,7 @@ def lower_module(kernel: "KernelLike", params: tuple[n.Param, ...],
 
 
 def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
-                     template_values: dict[str, Any], name: str, program: "Program",
+                     template_values: dict[str, Any], name: str, program: "ProgramLike",
                      printer: "AssemblyModule", options: Mapping[str, object]) -> str:
     """GPU assembly of a kernel specialization (`printer`: a backend module of the registry,
     `options`: its chip, e.g. sm=80 or gfx="gfx942"): the same frontend, passes and lowering

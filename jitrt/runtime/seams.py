@@ -1,16 +1,23 @@
 """The types where the runtime meets the layers around it.
 
 Stage: runtime. `KernelLike` is what the runtime needs of a `@jr.kernel` object (implemented by
-`jitrt/kernel.py`, one layer up, which the runtime must not import). `Program`, `Device` and
-`CompiledKernel` are the concrete classes; modules annotate with them under `TYPE_CHECKING`.
+`jitrt/kernel.py`, one layer up, which the runtime must not import). `ProgramLike` is what the
+compiler and the adstack sizing read of a `Program` (`program.py` imports them, so they must
+not name it, not even for a type checker). `Device` and `CompiledKernel` are the concrete
+classes; modules annotate with them under `TYPE_CHECKING`.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ..dtypes import DataType
 from ..frontend.source import SourceInfo
 from ..ir import nodes as n
+
+if TYPE_CHECKING:
+    import weakref
+
+    from ..backends.base import Device
 
 
 class KernelLike(Protocol):
@@ -34,3 +41,18 @@ class KernelLike(Protocol):
     def forward_kernel(self, dual_args: tuple[int, ...]) -> "KernelLike": ...
 
     def validation_kernel(self) -> "KernelLike": ...
+
+
+class ProgramLike(Protocol):
+    """A `Program` (`program.py`) as the compiler and the adstack sizing service see it."""
+
+    config: Any                   # `config.Config`
+    cache_store: Any              # the offline cache's store, or None
+    device: "Device"
+    registry: Any                 # `registry.Registry`: adstack task ids
+    heap: Any                     # the adstack heap
+    spec_cache: dict[Any, tuple[tuple[Any, ...], int]]
+    sizing_states: "weakref.WeakSet[Any]"
+    current_results: Any
+
+    def count(self, name: str, amount: int = 1) -> None: ...
