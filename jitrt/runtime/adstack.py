@@ -200,8 +200,8 @@ class SizingPlan:
 class LaunchSizing:
     """The sizing state of one LaunchHandle: its launch cache and its spec keys."""
 
-    def __init__(self, plan: SizingPlan, program: "ProgramLike", infos: tuple[AdStackSizingInfo, ...]
-                 ) -> None:
+    def __init__(self, plan: SizingPlan, program: "ProgramLike",
+                 infos: tuple[AdStackSizingInfo, ...]) -> None:
         self.plan, self.program = plan, program
         owner: dict[Any, Any] = {}
         for info in infos:
