@@ -3,8 +3,8 @@
     python worker.py RUNTIME TASK CACHE_DIR [--target-s 0.2] [--repeats 5]
 
 RUNTIME is jitrt, numba, warp, taichi or quadrants (its kernels are in rt_<name>.py). It
-imports the runtime (timed: `import_ms`), initialises it on the CPU with CACHE_DIR as its
-kernel cache, then does TASK:
+imports the runtime (timed: `import_ms`, numpy already loaded), initialises it on the CPU with
+CACHE_DIR as its kernel cache (timed: `init_ms`), then does TASK:
 - `steady`: every launch case of `rt.launches` and every adstack step of `rt.adstack`, each
   warmed up, then timed `--repeats` times as one loop of calls between two
   `time.perf_counter_ns()` reads followed by the runtime's sync; microseconds per call;
@@ -117,7 +117,10 @@ def main() -> None:
     pkg = importlib.import_module(package)
     import_ms = (time.perf_counter_ns() - t0) * 1e-6
     rt = importlib.import_module(module)
-    out = {"import_ms": import_ms, "version": rt.init(pkg, args.cache_dir),
+    t0 = time.perf_counter_ns()
+    version = rt.init(pkg, args.cache_dir)
+    init_ms = (time.perf_counter_ns() - t0) * 1e-6
+    out = {"import_ms": import_ms, "init_ms": init_ms, "version": version,
            "note": rt.NOTES.get(package, "")}
     if args.task == "steady":
         out.update(steady(rt, pkg, args.target_s, args.repeats))

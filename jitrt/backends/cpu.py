@@ -28,6 +28,7 @@ from ..codegen.targets import Target as CodegenTarget
 from .base import Device, DeviceTarget, EntryPoint
 from .cpu_tiers import Tiers
 from .llvm_setup import LLVM_LOCK, host_target_machine, init_llvm, optimize
+from ..logger import logger as log
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
 REDUCER_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
@@ -193,7 +194,8 @@ def runtime_functions(store: Any) -> dict[str, int]:
 
 
 def runtime_object(store: Any) -> bytes:
-    """Object code of the runtime module, from the offline cache when there is one.
+    """Object code of the runtime module: the one shipped for this target and these sources
+    (`cache/prebuilt.py`), else from the offline cache when there is one, else compiled.
 
     The key names the module's inputs, not its text: building the module and printing it
     cost several ms of every start. `build_runtime_module` is a function of jitrt's sources
@@ -201,6 +203,12 @@ def runtime_object(store: Any) -> bytes:
     the native launcher reads such things from its tables), so these inputs decide the text."""
     tm = host_target_machine()
     triple, data_layout = llvm.get_process_triple(), str(tm.target_data)
+    from ..cache import prebuilt
+    shipped = prebuilt.load(triple, data_layout)
+    if shipped is not None:
+        log.debug("runtime module: the shipped object for %s", triple)
+        return shipped
+    log.debug("runtime module: none shipped for %s and these sources, compiling it", triple)
     if store is None:
         return compile_with_helpers(threadpool.build_runtime_module(triple, data_layout))
     from ..cache import keys
