@@ -70,8 +70,8 @@ def pytest_generate_tests(metafunc):
 # gfx942 (wave64) and gfx1100 (wave32), each checked to hold one kernel descriptor per GPU
 # symbol with the kernarg size of its parameters. Neither needs a GPU: codegen regressions are
 # caught on any machine. JITRT_TEST_PTX=0 / JITRT_TEST_AMDGPU=0 skip them. The test process
-# lowers each kernel for the GPUs; LLVM, ptxas and ld.lld run in a worker process
-# (gpu_builds.py), whose results each test module collects at its end.
+# lowers each kernel for the GPUs; LLVM, ptxas and ld.lld run in worker processes
+# (gpu_builds.py), whose results the next test module collects at its end.
 from gpu_builds import AMDGPU_TARGETS, Worker  # noqa: E402
 
 GPU_WORKER = Worker()
@@ -159,10 +159,13 @@ _install_gpu_builds()
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _gpu_builds_of_this_module():
-    """The GPU builds this module's tests sent: a failure is an error at the module's end."""
+def _gpu_builds_of_earlier_modules():
+    """The GPU builds earlier modules' tests sent (this module's are collected at the end of
+    the next one, so that the workers keep building meanwhile): a failure is an error at
+    this module's end naming the test that compiled the kernel."""
+    earlier = GPU_WORKER.sent
     yield
-    failures = GPU_WORKER.collect()
+    failures = GPU_WORKER.collect(earlier)
     if failures:
         pytest.fail("GPU builds failed:\n" + "\n".join(failures), pytrace=False)
 

@@ -7,9 +7,10 @@ about three quarters of the CPU time of a test file, run on the test's own threa
 run in WORKERS worker processes, on the core the test process leaves idle, while the tests
 go on.
 The test process still lowers each kernel for each GPU (passes, codegen: the parts that need
-its objects) and sends the LLVM module's text with what its descriptors must say; the
-results are collected at the end of each test module (a failure is an error there, naming the
-test and kernel) and at the end of the session.
+its objects) and sends the LLVM module's text with what its descriptors must say. A test
+module's builds are collected at the end of the next module (so that the workers' backlog
+overlaps with that module's tests) and at the end of the session; a failure is an error
+there, naming the test and kernel that failed.
 """
 from __future__ import annotations
 
@@ -59,10 +60,17 @@ class Worker:
         self._pending.append((test, kernel, kind, self._pool.submit(build, kind, text,
                                                                     expected)))
 
-    def collect(self) -> list[str]:
-        """Wait for every build sent so far; what failed, one line each."""
+    @property
+    def sent(self) -> int:
+        """How many builds were sent and not yet collected."""
+        return len(self._pending)
+
+    def collect(self, first: int | None = None) -> list[str]:
+        """Wait for the first `first` builds not yet collected (all: None); what failed, one
+        line each."""
         failures: list[str] = []
-        pending, self._pending = self._pending, []
+        upto = len(self._pending) if first is None else first
+        pending, self._pending = self._pending[:upto], self._pending[upto:]
         for test, kernel, kind, future in pending:
             try:
                 future.result()
