@@ -65,16 +65,17 @@ def pytest_generate_tests(metafunc):
 
 
 # ---- every kernel the CPU suite compiles is also built for the GPUs ----------------------------
-# CUDA: PTX made for sm_80, assembled by ptxas for sm_80 and sm_90 (LLVM's sm_90 output runs in
-# the arch=cuda suite on an H100). AMDGPU: code objects linked by ld.lld for
-# gfx942 (wave64) and gfx1100 (wave32), each checked to hold one kernel descriptor per GPU
-# symbol with the kernarg size of its parameters. Neither needs a GPU: codegen regressions are
-# caught on any machine. JITRT_TEST_PTX=0 / JITRT_TEST_AMDGPU=0 skip them. The test process
-# lowers each kernel for the GPUs; LLVM, ptxas and ld.lld run in worker processes
-# (gpu_builds.py), whose results the next test module collects at its end.
+# CUDA: PTX made for sm_80, assembled by ptxas for sm_80 or sm_90, the kernels taking turns
+# (LLVM's sm_90 output runs in the arch=cuda suite on an H100). AMDGPU: code objects linked
+# by ld.lld for gfx942 (wave64) and gfx1100 (wave32), each checked to hold one kernel
+# descriptor per GPU symbol with the kernarg size of its parameters. Neither needs a GPU:
+# codegen regressions are caught on any machine. JITRT_TEST_PTX=0 / JITRT_TEST_AMDGPU=0 skip
+# them. The test process lowers each kernel for the GPUs; LLVM, ptxas and ld.lld run in
+# worker processes (gpu_builds.py), whose results the next test module collects at its end.
 from gpu_builds import AMDGPU_TARGETS, Worker  # noqa: E402
 
 GPU_WORKER = Worker()
+PTX_SMS = (80, 90)
 
 
 class _TextOnly:
@@ -113,7 +114,7 @@ def _build_for_gpus_too(real, checks):
                 from jitrt.backends import nvptx
                 ptx = _TextOnly("cuda", nvptx.codegen_target())
                 real(kernel, params, name, ctx, kir, cfg, ptx)
-                GPU_WORKER.submit(test, name, "ptx", ptx.text)
+                GPU_WORKER.submit(test, name, "ptx", ptx.text, PTX_SMS[len(seen) % 2])
             if "amdgpu" in checks:
                 from jitrt.backends import amdgcn
                 amd = _TextOnly("amdgpu", amdgcn.codegen_target())
@@ -181,7 +182,7 @@ def pytest_sessionfinish(session):
 def pytest_terminal_summary(terminalreporter):
     if GPU_WORKER.done["ptx"]:
         terminalreporter.write_line(f"PTX of {GPU_WORKER.done['ptx']} distinct kernels "
-                                    "assembled by ptxas for sm_80 and sm_90")
+                                    "assembled by ptxas for sm_80 or sm_90 in turn")
     if GPU_WORKER.done["amdgpu"]:
         terminalreporter.write_line(
             f"AMDGPU code objects of {GPU_WORKER.done['amdgpu']} distinct kernels linked for "
