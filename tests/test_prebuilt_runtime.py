@@ -30,8 +30,9 @@ def test_shipped_object_is_built_from_todays_sources(triple):
     assert key is not None, f"a file of RUNTIME_SOURCES is missing: {prebuilt.RUNTIME_SOURCES}"
     path = prebuilt.object_path(triple, key)
     assert os.path.exists(path), f"no runtime object for today's sources ({triple}): {REGENERATE}"
-    shipped = [name for name in os.listdir(prebuilt.OBJECTS) if name.endswith(".o")]
-    assert shipped == [os.path.basename(path)] * (len(shipped) > 0), \
+    shipped = [name for name in os.listdir(prebuilt.OBJECTS)
+               if name.startswith(f"runtime-{triple}-") and name.endswith(".o")]
+    assert shipped == [os.path.basename(path)], \
         f"stale objects beside the current one: {shipped}: {REGENERATE}"
     manifest = prebuilt.read_manifest()[os.path.basename(path)]
     text = str(threadpool.build_runtime_module(triple, layout))
