@@ -46,7 +46,6 @@ demo: $(STAMP)
 test: $(TEST_STAMP)
 	$(BIN)/python -m ruff check jitrt tests benchmarks cache_fixtures tools
 	$(BIN)/python -m mypy
-	$(BIN)/python -m mypy --strict jitrt/backends jitrt/runtime
 	$(BIN)/python -m sphinx -W --keep-going -q -b html docs build/docs
 	$(BIN)/python -m pytest -q
 

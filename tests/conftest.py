@@ -14,7 +14,6 @@ and counters from one test never leak into another.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import tempfile
 
@@ -66,57 +65,29 @@ def pytest_generate_tests(metafunc):
 
 
 # ---- every kernel the CPU suite compiles is also built for the GPUs ----------------------------
-# CUDA: PTX made for sm_80, assembled by ptxas for sm_80 and sm_90 (LLVM's sm_90 output runs in
-# the arch=cuda suite on an H100). AMDGPU: code objects linked by ld.lld for
-# gfx942 (wave64) and gfx1100 (wave32), each checked to hold one kernel descriptor per GPU
-# symbol with the kernarg size of its parameters. Neither needs a GPU: codegen regressions are
-# caught on any machine. JITRT_TEST_PTX=0 / JITRT_TEST_AMDGPU=0 skip them.
-AMDGPU_TARGETS = ("gfx942", "gfx1100")
+# CUDA: PTX made for sm_80, assembled by ptxas for sm_80 or sm_90, the kernels taking turns
+# (LLVM's sm_90 output runs in the arch=cuda suite on an H100). AMDGPU: code objects linked
+# by ld.lld for gfx942 (wave64) and gfx1100 (wave32), each checked to hold one kernel
+# descriptor per GPU symbol with the kernarg size of its parameters. Neither needs a GPU:
+# codegen regressions are caught on any machine. JITRT_TEST_PTX=0 / JITRT_TEST_AMDGPU=0 skip
+# them. The test process lowers each kernel for the GPUs; LLVM, ptxas and ld.lld run in
+# worker processes (gpu_builds.py), whose results the next test module collects at its end.
+from gpu_builds import AMDGPU_TARGETS, Worker  # noqa: E402
+
+GPU_WORKER = Worker()
+PTX_SMS = (80, 90)
 
 
-TOOL_RUNS = concurrent.futures.ThreadPoolExecutor(max_workers=2)   # ptxas, ld.lld subprocesses
+class _TextOnly:
+    """The compile half of a GPU device for the suite: keeps the module's text for the
+    worker (`gpu_builds.build`)."""
 
-
-class _PtxOnly:
-    """The compile half of a CUDA device: ptxas raises on bad PTX. The two ptxas runs go to
-    threads (a subprocess each) while the test goes on to the AMDGPU build; `wait()` raises
-    what ptxas said, in the same test."""
-    arch = "cuda"
-
-    def __init__(self):
-        from jitrt.backends import nvptx
-        self.nvptx, self.codegen_target = nvptx, nvptx.codegen_target()
-        self.runs = []
+    def __init__(self, arch, codegen_target):
+        self.arch, self.codegen_target, self.text = arch, codegen_target, None
 
     def compile(self, module):
-        ptx = self.nvptx.compile_ptx(module, 80)     # sm_80 PTX runs on sm_90 too
-        for sm in (80, 90):
-            self.runs.append(TOOL_RUNS.submit(self.nvptx.assemble, ptx, sm))
+        self.text = str(module)
         return b""
-
-    def wait(self):
-        for run in self.runs:
-            run.result()
-
-
-class _CodeObjectOnly:
-    """The compile half of an AMDGPU device: keeps each target's code object to check."""
-    arch = "amdgpu"
-
-    def __init__(self):
-        from jitrt.backends import amdgcn
-        self.amdgcn, self.codegen_target = amdgcn, amdgcn.codegen_target()
-        self.links = {}
-
-    def compile(self, module):
-        text = str(module)
-        for gfx in AMDGPU_TARGETS:      # ld.lld runs in a thread while LLVM goes on
-            self.links[gfx] = TOOL_RUNS.submit(self.amdgcn.link,
-                                                self.amdgcn.compile_object(text, gfx))
-        return b""
-
-    def code_objects(self):
-        return {gfx: run.result() for gfx, run in self.links.items()}
 
 
 def expected_kernarg_size(artifact, symbol):
@@ -125,16 +96,6 @@ def expected_kernarg_size(artifact, symbol):
     role = symbol.rsplit("_", 2)[-2]         # jk_<hash>_<role>_kernel
     pointers = {"required": 2}.get(role, 1 if role.startswith("red") else 0)
     return 8 * (artifact.layout.gpu_slots + 1 + pointers)
-
-
-def check_code_objects(artifact, code_objects):
-    for gfx, code_object in code_objects.items():
-        found = CODE_OBJECT_CHECK["amdgcn"].kernel_descriptors(code_object)
-        assert sorted(found) == sorted(artifact.symbols), (gfx, sorted(found), artifact.symbols)
-        for symbol in artifact.symbols:
-            got = found[symbol]
-            assert got.kernarg_size == expected_kernarg_size(artifact, symbol), (gfx, symbol)
-            assert got.wave32 == (gfx == "gfx1100"), (gfx, symbol)
 
 
 def _build_for_gpus_too(real, checks):
@@ -148,22 +109,23 @@ def _build_for_gpus_too(real, checks):
     def build_for_gpus(artifact, kernel, params, name, ctx, kir, cfg, device):
         if device.arch == "cpu" and artifact.prefix not in seen and not NO_GPU_BUILDS[0]:
             seen.add(artifact.prefix)
-            ptx = _PtxOnly() if "ptx" in checks else None
-            if ptx is not None:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
+            if "ptx" in checks:
+                from jitrt.backends import nvptx
+                ptx = _TextOnly("cuda", nvptx.codegen_target())
                 real(kernel, params, name, ctx, kir, cfg, ptx)
+                GPU_WORKER.submit(test, name, "ptx", ptx.text, PTX_SMS[len(seen) % 2])
             if "amdgpu" in checks:
-                amd = _CodeObjectOnly()
+                from jitrt.backends import amdgcn
+                amd = _TextOnly("amdgpu", amdgcn.codegen_target())
                 try:
                     amd_artifact = real(kernel, params, name, ctx, kir, cfg, amd)
                 except jr.KernelCompileError as exc:    # print(): CPU and CUDA only
                     if "not supported on amdgpu" not in str(exc):
                         raise
                 else:
-                    check_code_objects(amd_artifact, amd.code_objects())
-                    GPU_BUILDS["amdgpu"] += 1
-            if ptx is not None:
-                ptx.wait()
-                GPU_BUILDS["ptx"] += 1
+                    GPU_WORKER.submit(test, name, "amdgpu", amd.text, {
+                        s: expected_kernarg_size(amd_artifact, s) for s in amd_artifact.symbols})
     return build_artifact, build_for_gpus
 
 
@@ -177,9 +139,7 @@ def _lower_for_gpus_too(real, build_for_gpus):
     return lower_artifact
 
 
-GPU_BUILDS = {"ptx": 0, "amdgpu": 0}
 NO_GPU_BUILDS = [False]     # the running test carries @pytest.mark.no_gpu_builds
-CODE_OBJECT_CHECK = {}
 
 
 def _install_gpu_builds():
@@ -190,7 +150,6 @@ def _install_gpu_builds():
         checks.add("ptx")
     if os.environ.get("JITRT_TEST_AMDGPU", "1") != "0" and amdgcn.linker() is not None:
         checks.add("amdgpu")
-        CODE_OBJECT_CHECK["amdgcn"] = amdgcn
     if checks:
         compiler.build_artifact, build_for_gpus = _build_for_gpus_too(compiler.build_artifact,
                                                                       checks)
@@ -200,13 +159,33 @@ def _install_gpu_builds():
 _install_gpu_builds()
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _gpu_builds_of_earlier_modules():
+    """The GPU builds earlier modules' tests sent (this module's are collected at the end of
+    the next one, so that the workers keep building meanwhile): a failure is an error at
+    this module's end naming the test that compiled the kernel."""
+    earlier = GPU_WORKER.sent
+    yield
+    failures = GPU_WORKER.collect(earlier)
+    if failures:
+        pytest.fail("GPU builds failed:\n" + "\n".join(failures), pytrace=False)
+
+
+def pytest_sessionfinish(session):
+    failures = GPU_WORKER.collect()
+    GPU_WORKER.close()
+    if failures:
+        print("\nGPU builds failed:\n" + "\n".join(failures))
+        session.exitstatus = 1
+
+
 def pytest_terminal_summary(terminalreporter):
-    if GPU_BUILDS["ptx"]:
-        terminalreporter.write_line(f"PTX of {GPU_BUILDS['ptx']} distinct kernels assembled by "
-                                    "ptxas for sm_80 and sm_90")
-    if GPU_BUILDS["amdgpu"]:
+    if GPU_WORKER.done["ptx"]:
+        terminalreporter.write_line(f"PTX of {GPU_WORKER.done['ptx']} distinct kernels "
+                                    "assembled by ptxas for sm_80 or sm_90 in turn")
+    if GPU_WORKER.done["amdgpu"]:
         terminalreporter.write_line(
-            f"AMDGPU code objects of {GPU_BUILDS['amdgpu']} distinct kernels linked for "
+            f"AMDGPU code objects of {GPU_WORKER.done['amdgpu']} distinct kernels linked for "
             f"{' and '.join(AMDGPU_TARGETS)}, kernel descriptors checked")
 
 

@@ -23,7 +23,7 @@ def show(a: jr.types.ndarray(dtype=None, ndim=1)):
         print(a[i])
 
 
-@pytest.mark.cpu_only          # CUDA's device printf keeps %g (docs/usage.md)
+@pytest.mark.cpu_only          # CUDA's device printf: %g or %.1f (docs/usage.md)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_kernel_print_shows_floats_as_python_does(dtype, capfd):
     values = np.array(VALUES, dtype)

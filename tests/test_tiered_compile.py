@@ -3,6 +3,7 @@ quickly compiled copy through per-symbol stubs and cells; the optimised copy, co
 background thread, is swapped in and written to the offline cache; `jr.sync()` waits for it.
 The background thread is held back where a test needs the quick copy to be running."""
 import ctypes
+import os
 import subprocess
 import sys
 import textwrap
@@ -227,7 +228,10 @@ def test_tiered_compile_off_compiles_optimised_code_before_the_first_launch(monk
 
 
 def test_a_cold_start_imports_the_compile_pipeline_while_the_runtime_module_compiles(tmp_path):
+    # no shipped runtime object (another target, or edited sources: cache/prebuilt.py)
     probe = ("import sys, jitrt as jr\n"
+             "from jitrt.cache import prebuilt\n"
+             "prebuilt.load = lambda triple, layout: None\n"
              "jr.init(offline_cache_dir=sys.argv[1])\n"
              "print('jitrt.frontend.lower' in sys.modules, 'jitrt.passes.pipeline' in sys.modules)")
     runs = [subprocess.run([sys.executable, "-c", probe, str(tmp_path / "cache")],
@@ -239,6 +243,11 @@ def test_a_cold_start_imports_the_compile_pipeline_while_the_runtime_module_comp
         "offline_cache_dir=sys.argv[1]", "offline_cache=False")], capture_output=True,
         text=True, timeout=120)      # no cache: the runtime module compiles every time
     assert uncached.stdout.split() == ["True", "True"], uncached
+    shipped = subprocess.run([sys.executable, "-c", probe.replace(
+        "prebuilt.load = lambda triple, layout: None", ""), str(tmp_path / "empty")],
+        capture_output=True, text=True, timeout=120)
+    if sys.platform == "linux" and os.uname().machine == "x86_64":    # its object is shipped
+        assert shipped.stdout.split() == ["False", "False"], shipped   # nothing compiled
 
 
 FORK_PROGRAM = """

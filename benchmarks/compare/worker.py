@@ -3,13 +3,15 @@
     python worker.py RUNTIME TASK CACHE_DIR [--target-s 0.2] [--repeats 5]
 
 RUNTIME is jitrt, numba, warp, taichi or quadrants (its kernels are in rt_<name>.py). It
-imports the runtime (timed: `import_ms`), initialises it on the CPU with CACHE_DIR as its
-kernel cache, then does TASK:
+imports the runtime (timed: `import_ms`, numpy already loaded), initialises it on the CPU with
+CACHE_DIR as its kernel cache (timed: `init_ms`), then does TASK (`*_cpu_ms`: the CPU time of
+the main thread in the same phases, which load on a shared machine moves less than the wall
+time):
 - `steady`: every launch case of `rt.launches` and every adstack step of `rt.adstack`, each
   warmed up, then timed `--repeats` times as one loop of calls between two
   `time.perf_counter_ns()` reads followed by the runtime's sync; microseconds per call;
 - `first`: the time from after init to the first forward + gradient result of the adstack
-  step (kernel definitions, allocations, compiles or cache loads included).
+  step (kernel definitions, allocations, compiles or cache loads included; `first_ms`).
 Both check the adstack gradient against the analytic derivative (`grad_err`, max relative
 error). The last line printed is one JSON object; a case that raised gives its error instead
 of times.
@@ -96,12 +98,13 @@ def steady(rt, pkg, target_s: float, repeats: int) -> dict:
 
 def first(rt, pkg) -> dict:
     x0, counts = adstack_inputs(N_ADSTACK)
-    t0 = time.perf_counter_ns()
+    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
     steps, grads = rt.adstack(pkg, x0, counts)
     steps["by hand"]()
     grad = np.array(grads(), copy=True)
     first_ms = (time.perf_counter_ns() - t0) * 1e-6
-    return {"first_ms": first_ms, "grad_err": grad_error(grad, x0, counts)}
+    return {"first_ms": first_ms, "first_cpu_ms": (time.thread_time_ns() - c0) * 1e-6,
+            "grad_err": grad_error(grad, x0, counts)}
 
 
 def main() -> None:
@@ -113,11 +116,16 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     module, package = RUNTIMES[args.runtime]
-    t0 = time.perf_counter_ns()
+    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
     pkg = importlib.import_module(package)
     import_ms = (time.perf_counter_ns() - t0) * 1e-6
+    import_cpu_ms = (time.thread_time_ns() - c0) * 1e-6
     rt = importlib.import_module(module)
-    out = {"import_ms": import_ms, "version": rt.init(pkg, args.cache_dir),
+    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+    version = rt.init(pkg, args.cache_dir)
+    init_ms = (time.perf_counter_ns() - t0) * 1e-6
+    out = {"import_ms": import_ms, "init_ms": init_ms, "import_cpu_ms": import_cpu_ms,
+           "init_cpu_ms": (time.thread_time_ns() - c0) * 1e-6, "version": version,
            "note": rt.NOTES.get(package, "")}
     if args.task == "steady":
         out.update(steady(rt, pkg, args.target_s, args.repeats))

@@ -81,6 +81,9 @@ class HostServices:
     cores: int = 1                  # the cores this process may run on
     # work for helper threads while the host runtime module compiles (cold starts)
     while_compiling: tuple[Callable[[], None], ...] = ()
+    # the host runtime module's object code shipped with jitrt for (triple, data layout) and
+    # today's sources (`cache/prebuilt.py`), or None
+    prebuilt_runtime: Callable[[str, str], bytes | None] = lambda triple, layout: None
 
 
 NO_SERVICES = HostServices(None, 1, None, lambda: "", os.cpu_count() or 1)

@@ -30,6 +30,7 @@ from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, HostServices,
                    LaunchContext, Reducer, Required)
 from .cpu_tiers import Tiers
 from .llvm_setup import LLVM_LOCK, host_target_machine, init_llvm, optimize
+from ..logger import logger as log
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
 REDUCER_TYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
@@ -195,7 +196,9 @@ def runtime_functions(host: HostServices) -> dict[str, int]:
 
 
 def runtime_object(host: HostServices) -> bytes:
-    """Object code of the runtime module, from the offline cache when there is one.
+    """Object code of the runtime module: the one shipped for this target and these sources
+    (`cache/prebuilt.py`, handed down as `host.prebuilt_runtime`), else from the offline cache
+    when there is one, else compiled.
 
     The key names the module's inputs, not its text: building the module and printing it
     cost several ms of every start. `build_runtime_module` is a function of jitrt's sources
@@ -206,6 +209,11 @@ def runtime_object(host: HostServices) -> bytes:
     tm = host_target_machine()
     triple, data_layout = llvm.get_process_triple(), str(tm.target_data)
     store = host.store
+    shipped = host.prebuilt_runtime(triple, data_layout)
+    if shipped is not None:
+        log.debug("runtime module: the shipped object for %s", triple)
+        return shipped
+    log.debug("runtime module: none shipped for %s and these sources, compiling it", triple)
     if store is None:
         return compile_with_helpers(threadpool.build_runtime_module(triple, data_layout), host)
     key = "runtime-" + xxhash.xxh3_128_hexdigest(

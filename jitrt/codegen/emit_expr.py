@@ -335,9 +335,13 @@ class ExprEmitter(EmitterHost):
 
     def expr_Print(self, e: n.Print) -> ir.Value:
         """printf on the CPU (flushed at once; floats as Python prints them,
-        `print_format.py`), vprintf on CUDA (floats `%g`); AMDGPU has no printf here."""
+        `print_format.py`), vprintf on CUDA (floats `%g`, whole numbers `%.1f`: the format
+        string is picked at run time, `print_format.device_formats`); AMDGPU has no printf
+        here."""
         b = self.builder
-        spec, values = [], []
+        spec: list[str] = []
+        values: list[ir.Value] = []
+        floats: list[int] = []
         for a in e.args:
             v = self.expr(a)
             if a.dtype.is_float and self.target.printer == "printf":
@@ -350,22 +354,25 @@ class ExprEmitter(EmitterHost):
                 spec.append("%s")
                 values.append(text_ptr)
             elif a.dtype.is_float:
-                spec.append("%g")
+                if len(floats) < print_format.DEVICE_WHOLE_ARGS:
+                    floats.append(len(values))
+                spec.append(print_format.GENERAL)
                 values.append(v if a.dtype.bits == 64 else b.fpext(v, ir.DoubleType()))
             else:
                 spec.append("%lld" if a.dtype.is_signed else "%llu")
                 values.append(v if a.dtype.bits == 64 else (
                     b.sext(v, I64) if a.dtype.is_signed else b.zext(v, I64)))
-        text = "".join(p.replace("%", "%%") + (spec[k] if k < len(spec) else "")
-                       for k, p in enumerate(e.pieces))
-        data = bytearray(text.encode() + b"\0")
-        fmt_ty = ir.ArrayType(ir.IntType(8), len(data))
-        # unique in the module: a loop body can be emitted twice (bounds versioning)
-        fmt = ir.GlobalVariable(self.module, fmt_ty, self.module.get_unique_name("jitrt_fmt"))
-        fmt.linkage, fmt.global_constant = "internal", True
-        fmt.initializer = ir.Constant(fmt_ty, data)
+        if self.target.printer != "vprintf":
+            floats = []
+        texts = print_format.device_formats(list(e.pieces), spec, floats)
+        fmt_ptr = self._format_string(texts[0])
+        wholes = [print_format.is_whole_below_1e16(self.module, b, values[k]) for k in floats]
+        for mask, text in enumerate(texts[1:], 1):     # the one whose floats' wholeness fits
+            fits = ir.Constant(ir.IntType(1), 1)
+            for j, whole in enumerate(wholes):
+                fits = b.and_(fits, whole if mask >> j & 1 else b.not_(whole))
+            fmt_ptr = b.select(fits, self._format_string(text), fmt_ptr)
         i8p = ir.IntType(8).as_pointer()
-        fmt_ptr = b.bitcast(fmt, i8p)
         if self.target.printer == "vprintf":
             with b.goto_block(self.alloca_block):
                 buf = self.target.alloca(b, ir.ArrayType(I64, max(len(values), 1)), "printbuf")
@@ -382,6 +389,16 @@ class ExprEmitter(EmitterHost):
         b.call(declare(self.module, "printf", I32, (i8p,), var_arg=True), [fmt_ptr, *values])
         b.call(declare(self.module, "fflush", I32, (i8p,)), [ir.Constant(i8p, None)])
         return ir.Constant(I32, 0)
+
+    def _format_string(self, text: str) -> ir.Value:
+        """An i8* to a new constant global holding `text` (unique in the module: a loop body
+        can be emitted twice, bounds versioning)."""
+        data = bytearray(text.encode() + b"\0")
+        fmt_ty = ir.ArrayType(ir.IntType(8), len(data))
+        fmt = ir.GlobalVariable(self.module, fmt_ty, self.module.get_unique_name("jitrt_fmt"))
+        fmt.linkage, fmt.global_constant = "internal", True
+        fmt.initializer = ir.Constant(fmt_ty, data)
+        return self.builder.bitcast(fmt, ir.IntType(8).as_pointer())
 
     # ---- global memory ------------------------------------------------------------------
     def expr_Load(self, e: n.Load) -> ir.Value:

@@ -72,3 +72,35 @@ def format_float(module: ir.Module) -> ir.Function:
         b.call(snprintf, [buf, size, fmt["whole"], back])
     b.ret_void()
     return fn
+
+
+# ---- CUDA: the device's printf has no snprintf/strtod to find the shortest digits ----------
+# A float prints with `%g` (six significant digits) or, when it is a whole number below 1e16,
+# with `%.1f`, as on the CPU (`1.0`, `100000.0`, `0.0`, not `1`, `100000`, `0`). vprintf
+# takes one format string, so a print with k float arguments has 2**k of them and picks one
+# at run time by which arguments are whole; up to DEVICE_WHOLE_ARGS floats get the rule, the
+# floats after them print with `%g`.
+WHOLE, GENERAL = "%.1f", "%g"
+DEVICE_WHOLE_ARGS = 4
+
+
+def device_formats(pieces: list[str], specs: list[str], floats: list[int]) -> list[str]:
+    """The format strings of one device print: `pieces` (literal text, `%` escaped here)
+    around `specs` (one per argument), with the float arguments `floats[j]` given `WHOLE`
+    where bit j of the string's index is set, `GENERAL` where it is clear."""
+    out = []
+    for mask in range(1 << len(floats)):
+        chosen = list(specs)
+        for j, k in enumerate(floats):
+            chosen[k] = WHOLE if mask >> j & 1 else GENERAL
+        out.append("".join(p.replace("%", "%%") + (chosen[k] if k < len(chosen) else "")
+                           for k, p in enumerate(pieces)))
+    return out
+
+
+def is_whole_below_1e16(module: ir.Module, b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    """i1: the double `v` is a whole number of magnitude below 1e16 (false for inf and nan)."""
+    trunc = module.declare_intrinsic("llvm.trunc", [F64])
+    fabs = module.declare_intrinsic("llvm.fabs", [F64])
+    return b.and_(b.fcmp_ordered("==", b.call(trunc, [v]), v),
+                  b.fcmp_ordered("<", b.call(fabs, [v]), ir.Constant(F64, 1e16)))

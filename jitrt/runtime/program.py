@@ -224,8 +224,9 @@ def host_services(cfg: config_mod.Config, store: Any) -> "HostServices":
         from ..cache import keys
         return "\0".join([keys.host_target(), keys.llvm_versions(), keys.compiler_hash()])
     from .compiler import prefetch_pipeline
+    from ..cache import prebuilt
     return HostServices(cfg.num_threads, cfg.parallel_grain, store, runtime_key,
-                        config_mod._cores(), (prefetch_pipeline,))
+                        config_mod._cores(), (prefetch_pipeline,), prebuilt.load)
 
 
 def _start(cfg: config_mod.Config) -> Program:
