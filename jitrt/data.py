@@ -272,6 +272,24 @@ class _Buffer:
         np.copyto(self._data, arr, casting="same_kind")
         self._wrote()
 
+    def copy_from(self, other: Any) -> None:
+        """Copy every element of `other` (a field for a field, an ndarray for an ndarray) of
+        the same shape and element shape, converting its values to this dtype as a kernel's
+        assignment would; offsets may differ (elements pair up by position)."""
+        kind = "field" if isinstance(self, Field) else "ndarray"
+        if not isinstance(other, Field if kind == "field" else Ndarray):
+            raise TypeError(f"{self.name}.copy_from: a {kind} copies from another {kind}, "
+                            f"got {type(other).__name__}")
+        if other.storage_shape != self._dims:
+            raise ValueError(f"{self.name}.copy_from: the source {other.name} has shape "
+                             f"{other.shape} (element {other.element_shape}), this {kind} "
+                             f"{self.shape} (element {self.element_shape})")
+        source = other._host()
+        if self._mirror is not None:
+            self._mirror.device_newer = False    # every element is overwritten
+        np.copyto(self._data, source, casting="unsafe")
+        self._wrote()
+
     def fill(self, value: Any) -> None:
         if self._mirror is not None:
             self._mirror.device_newer = False

@@ -20,6 +20,7 @@ from . import dtypes
 from .dtypes import DataType
 from . import host_matrix
 from .host_matrix import HostMatrix
+from .data_struct import StructField
 
 
 @frozen
@@ -300,52 +301,6 @@ def struct(**members: Any) -> StructType:
         if not isinstance(v, MatrixType):
             dtypes.coerce(v)        # raises TypeError for what is not a dtype
     return StructType(tuple(members.items()))
-
-
-class StructField:
-    """A field of structs (`jr.Struct.field({...}, shape=N)`): one field per member, reached as
-    `s.pos` (a field) or, in kernels, `s[i].pos`. `to_numpy()` is a dict of arrays."""
-
-    def __init__(self, kind: StructType, shape: Any, needs_grad: bool,
-                 name: str | None, needs_dual: bool = False, offset: Any = None) -> None:
-        from .data import field
-        from .data_index import offset_of, shape_of
-        self.kind, self._shape = kind, shape_of(shape)
-        self.offset = offset_of(offset, self._shape)
-        self.members = {k: field(t, self._shape, needs_grad,
-                                 None if name is None else f"{name}.{k}", needs_dual,
-                                 offset=offset)
-                        for k, t in kind.members}
-        self.element_shape = ()
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._shape  # type: ignore[no-any-return]
-
-    @shape.setter
-    def shape(self, value: Any) -> None:
-        raise AttributeError(f"the shape of a struct field cannot be changed (it is "
-                             f"{self._shape}): create a new field instead")
-
-    def __getattr__(self, name: str) -> Any:
-        members = self.__dict__.get("members", {})
-        if name in members:
-            return members[name]
-        raise AttributeError(f"struct field has no member '{name}'")
-
-    def to_numpy(self) -> dict[str, np.ndarray]:
-        return {k: f.to_numpy() for k, f in self.members.items()}
-
-    def from_numpy(self, arrays: dict[str, Any]) -> None:
-        unknown = set(arrays) - set(self.members)
-        if unknown:
-            raise KeyError(f"struct field has no member(s) {sorted(unknown)}")
-        for k, a in arrays.items():
-            self.members[k].from_numpy(a)
-
-    def fill(self, value: Any) -> None:
-        for f in self.members.values():
-            f.fill(value)
 
 
 class Struct:
