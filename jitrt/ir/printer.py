@@ -23,7 +23,8 @@ def expr_text(e: n.Expr) -> str:
     if isinstance(e, n.Unary):
         return f"{e.op}({expr_text(e.x)})"
     if isinstance(e, n.Binary):
-        return f"({expr_text(e.a)} {e.op} {expr_text(e.b)}):{e.dtype.name}"
+        checked = "!" if e.overflow else ""      # an overflow-checked op (debug builds)
+        return f"({expr_text(e.a)} {e.op}{checked} {expr_text(e.b)}):{e.dtype.name}"
     if isinstance(e, n.Select):
         return f"select({expr_text(e.cond)}, {expr_text(e.a)}, {expr_text(e.b)})"
     if isinstance(e, n.Cast):
