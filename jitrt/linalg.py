@@ -53,9 +53,13 @@ class MatrixType:
         """Outside kernels: a `jr.Vector`/`jr.Matrix` of this shape and type (a type without
         one takes the program's default: `jr.math.vec3` default_fp, `jr.math.ivec3`
         default_ip, as in Taichi); inside, the frontend lowers it. One number fills every
-        component."""
+        component; several pieces (numbers, lists, vectors) are laid end to end, as in
+        Taichi (`jr.math.vec3(v.xy, 1)`)."""
         dt = self.scalar(dtypes.DEFAULT_FP[0], dtypes.DEFAULT_IP[0])
-        flat = np.asarray(values[0] if len(values) == 1 else values, dtype=dt.np)
+        if len(values) == 1:
+            flat = np.asarray(values[0], dtype=dt.np)
+        else:
+            flat = np.concatenate([np.asarray(v, dtype=dt.np).ravel() for v in values])
         if flat.size == int(np.prod(self.shape)):
             flat = flat.reshape(self.shape)
         elif flat.size == 1:
@@ -67,9 +71,9 @@ class MatrixType:
 
     def element_field(self, shape: Any = None, needs_grad: bool = False,
                       name: str | None = None, needs_dual: bool = False, offset: Any = None,
-                      layout: Any = None) -> Any:
+                      layout: Any = None, order: str | None = None) -> Any:
         """A field of this type (`jr.field(jr.math.vec3, shape=N)`)."""
-        return _field(self, shape, needs_grad, name, needs_dual, offset, layout)
+        return _field(self, shape, needs_grad, name, needs_dual, offset, layout, order)
 
     def element_ndarray(self, shape: Any = (), needs_grad: bool = False,
                         name: str | None = None, needs_dual: bool = False) -> Any:
@@ -131,15 +135,17 @@ def element_type(dtype: Any) -> tuple[DataType, tuple[int, ...]]:
 
 def _storage(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
              ndarray: bool, needs_dual: bool = False, offset: Any = None,
-             layout: Any = None) -> Any:
+             layout: Any = None, order: str | None = None) -> Any:
     """A field (or ndarray) of `kind`: the components as trailing dimensions (with either
-    `jr.Layout`: docs/usage.md, "Component layouts")."""
+    `jr.Layout`: docs/usage.md, "Component layouts"; `order` as `jr.field`'s)."""
     from .data import Layout, MatrixField, Ndarray, check_offset, pending, track
+    from .data_index import order_of
     if layout is not None and not isinstance(layout, Layout):
         raise TypeError(f"layout must be jr.Layout.AOS or jr.Layout.SOA, got {layout!r}")
     dt, element = element_type(kind)
     if not ndarray:
         check_offset(shape, offset)
+    perm = order_of(order, shape)
     if shape is None and not ndarray:        # placed later: jr.root.dense(...).place(x)
         return track(pending(dt, needs_grad, name, element, needs_dual))
     if ndarray:
@@ -147,12 +153,14 @@ def _storage(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
                        element_shape=element)
     out = MatrixField(dt, shape, needs_grad, name, "field", needs_dual=needs_dual,
                       element_shape=element, offset=offset)
+    out.layout = perm
     return track(out)
 
 
 def _field(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
-           needs_dual: bool = False, offset: Any = None, layout: Any = None) -> Any:
-    return _storage(kind, shape, needs_grad, name, False, needs_dual, offset, layout)
+           needs_dual: bool = False, offset: Any = None, layout: Any = None,
+           order: str | None = None) -> Any:
+    return _storage(kind, shape, needs_grad, name, False, needs_dual, offset, layout, order)
 
 
 def _ndarray(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
@@ -182,10 +190,11 @@ class Matrix(HostMatrix):
     @staticmethod
     def field(n: int, m: int, dtype: Any, shape: Any = None, needs_grad: bool = False,
               name: str | None = None, needs_dual: bool = False, offset: Any = None,
-              layout: Any = None) -> Any:
-        """A `jr.MatrixField` of n x m matrices; `offset` and `layout` as `Vector.field`'s."""
+              layout: Any = None, order: str | None = None) -> Any:
+        """A `jr.MatrixField` of n x m matrices; `offset`, `layout` and `order` as
+        `Vector.field`'s."""
         return _field(matrix(n, m, dtype), shape, needs_grad, name, needs_dual, offset,
-                      layout)
+                      layout, order)
 
     @staticmethod
     def zero(dtype: Any, n: int, m: int) -> tuple:
@@ -233,10 +242,12 @@ class Vector(Matrix):
     def field(  # type: ignore[override]
             n: int, dtype: Any, shape: Any = None, needs_grad: bool = False,
             name: str | None = None, needs_dual: bool = False, offset: Any = None,
-            layout: Any = None) -> Any:
+            layout: Any = None, order: str | None = None) -> Any:
         """A `jr.MatrixField` of n-vectors; `offset` as `jr.field`'s, `layout` is
-        `jr.Layout.AOS` or `jr.Layout.SOA` (docs/usage.md, "Component layouts")."""
-        return _field(vector(n, dtype), shape, needs_grad, name, needs_dual, offset, layout)
+        `jr.Layout.AOS` or `jr.Layout.SOA` (docs/usage.md, "Component layouts"), `order` as
+        `jr.field`'s."""
+        return _field(vector(n, dtype), shape, needs_grad, name, needs_dual, offset, layout,
+                      order)
 
     # in kernels: constant vectors (the frontend calls these specs and builds the value)
     @staticmethod

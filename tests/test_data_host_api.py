@@ -90,3 +90,98 @@ def test_struct_field_copy_from_and_element_read_in_a_kernel():
 
     read()
     assert out[None] == 30
+
+
+# ---- fill, to_numpy(keep_dims, dtype), from_numpy of vector columns/rows ----------------------
+def test_fill_with_an_element_value_or_a_number():
+    m = jr.Matrix.field(2, 3, jr.i32, shape=(4, 7))
+    mat = jr.Matrix([[0, 1, 2], [2, 3, 4]])
+    gen = m.gen
+    m.fill(mat)
+    assert m.gen == gen + 1 and (m[3, 6] == mat).all()
+    x = jr.ndarray(jr.types.vector(2, jr.f32), (5, 5))
+    x.fill(1.0)
+    assert x[2, 2].to_numpy().tolist() == [1.0, 1.0]
+    x.fill(jr.types.vector(2, jr.f32)(2.0, 4.0))
+    assert x[3, 3].to_numpy().tolist() == [2.0, 4.0]
+    with pytest.raises(ValueError, match=r"the value has shape \(3,\); an element has shape "
+                                         r"\(2,\)"):
+        x.fill([1, 2, 3])
+
+
+def test_to_numpy_keep_dims_and_dtype_and_from_numpy_of_a_column():
+    vec = jr.Vector.field(3, jr.i32, shape=(4, 7))
+    vec.from_numpy(np.arange(84, dtype=np.int32).reshape(4, 7, 3, 1))
+    assert vec[1, 2].to_numpy().tolist() == [27, 28, 29]
+    vec.from_numpy(np.ones((4, 7, 1, 3), np.int32))
+    assert vec.to_numpy().shape == (4, 7, 3)
+    assert vec.to_numpy(keep_dims=True).shape == (4, 7, 3, 1)
+    mat = jr.Matrix.field(3, 4, jr.i32, shape=(2,))
+    assert mat.to_numpy(keep_dims=True).shape == (2, 3, 4)
+    assert vec.to_numpy(dtype=jr.f64).dtype == np.float64
+
+
+# ---- Python-scope vectors: pieces end to end, swizzles --------------------------------------
+def test_vector_constructor_lays_pieces_end_to_end():
+    v = jr.math.vec3([0, 1], 2)
+    assert v.tolist() == [0, 1, 2] and isinstance(v, jr.Vector)
+    vec3i = jr.types.vector(3, jr.i32)
+    assert vec3i(4.8, jr.types.vector(2, jr.f32)(3.2)).tolist() == [4, 3, 3]
+    with pytest.raises(ValueError, match="has 3 components, got 4 values"):
+        jr.math.vec3([0, 1], [2, 3])
+
+
+def test_python_scope_swizzles_read_and_write():
+    v = jr.math.vec3(1, 2, 3)
+    assert v.x == 1 and v.b == 3 and v.zyx.tolist() == [3, 2, 1]
+    assert isinstance(v.xy, jr.Vector) and v.xxxx.tolist() == [1, 1, 1, 1]
+    v.rgb += 1
+    v.zy = (10, 20)
+    assert v.tolist() == [2, 20, 10]
+    v.stp = 0
+    assert v.tolist() == [0, 0, 0]
+    with pytest.raises(AttributeError, match="swizzle 'w' reaches component 3 of a vector "
+                                             "of 3"):
+        v.w
+    with pytest.raises(AttributeError, match="has no attribute 'xr'"):
+        v.xr
+
+
+# ---- order= and declaration errors ---------------------------------------------------------
+def test_order_is_checked_and_kept_values_are_the_same():
+    a = jr.field(jr.i32, shape=(4, 3, 2), order="kji")
+    b = jr.Vector.field(2, jr.i32, shape=(4, 3), order="ji")
+    assert a.layout == (2, 1, 0) and b.layout == (1, 0)
+
+    @jr.kernel
+    def fill():
+        for i, j, k in a:
+            a[i, j, k] = i * 100 + j * 10 + k
+        for i, j in b:
+            b[i, j] = [i, j]
+
+    fill()
+    assert a[3, 2, 1] == 321 and a.to_numpy()[1, 2, 0] == 120
+    assert b[3, 1].to_numpy().tolist() == [3, 1]
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: jr.field(jr.f32, shape=3, order="ij"),
+     "The dimensionality of shape and order must be the same"),
+    (lambda: jr.field(jr.f32, shape=None, order="i"), "shape cannot be None when order is set"),
+    (lambda: jr.Vector.field(3, jr.f32, shape=(3, 4, 3), order="iii"),
+     "The axes in order must be different"),
+    (lambda: jr.Matrix.field(2, 2, jr.f32, shape=(3, 4, 3), order="ijl"),
+     "Invalid axis 'l' in order 'ijl': a field of 3 axes takes 'ijk'"),
+    (lambda: jr.field(jr.f32, shape=3, offset=(3, 4)),
+     "The dimensionality of shape and offset must be the same"),
+    (lambda: jr.Vector.field(3, jr.f32, shape=None, offset=(3,)),
+     "shape cannot be None when offset is set"),
+])
+def test_declaration_errors_are_compile_errors_and_value_errors_at_the_users_line(make,
+                                                                                 message):
+    with pytest.raises(jr.TaichiCompilationError, match=message) as info:
+        make()
+    assert isinstance(info.value, ValueError)
+    assert info.value.filename == __file__         # the lambda's line in this file
+    assert "lambda: jr." in str(info.value)
