@@ -20,11 +20,13 @@ class StructField:
 
     def __init__(self, kind: Any, shape: Any, needs_grad: bool,
                  name: str | None, needs_dual: bool = False, offset: Any = None) -> None:
-        from .data import field
+        from .data import check_offset, field
         from .data_index import offset_of, shape_of
-        self.kind, self._shape = kind, shape_of(shape)
-        self.offset = offset_of(offset, self._shape)
-        self.members = {k: field(t, self._shape, needs_grad,
+        check_offset(shape, offset)
+        if shape is not None:        # else every member waits for jr.root...place(s)
+            offset_of(offset, shape_of(shape))
+        self.kind = kind
+        self.members = {k: field(t, shape, needs_grad,
                                  None if name is None else f"{name}.{k}", needs_dual,
                                  offset=offset)
                         for k, t in kind.members}
@@ -32,12 +34,18 @@ class StructField:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._shape  # type: ignore[no-any-return]
+        """The members' shape (a RuntimeError before a struct field declared without one is
+        placed)."""
+        return next(iter(self.members.values())).shape  # type: ignore[no-any-return]
 
     @shape.setter
     def shape(self, value: Any) -> None:
         raise AttributeError(f"the shape of a struct field cannot be changed (it is "
-                             f"{self._shape}): create a new field instead")
+                             f"{self.shape}): create a new field instead")
+
+    @property
+    def offset(self) -> tuple[int, ...]:
+        return next(iter(self.members.values())).offset  # type: ignore[no-any-return]
 
     def keys(self) -> list[str]:
         """The member names, in declaration order."""

@@ -287,11 +287,12 @@ class StructType:
     Stored as one field (or ndarray) per member (structure of arrays)."""
     members: tuple[tuple[str, Any], ...]
 
-    def field(self, shape: Any = (), needs_grad: bool = False,
+    def field(self, shape: Any = None, needs_grad: bool = False,
               name: str | None = None, needs_dual: bool = False,
               offset: Any = None, layout: Any = None) -> "StructField":
-        """A field of these structs. `layout=jr.Layout.SOA` or `AOS` (Quadrants') is
-        accepted: jitrt stores one field per member either way."""
+        """A field of these structs; without a shape, placed later (`jr.root...place(s)`),
+        as in Taichi. `layout=jr.Layout.SOA` or `AOS` (Quadrants') is accepted: jitrt
+        stores one field per member either way."""
         from .data import Layout
         if layout is not None and not isinstance(layout, Layout):
             raise TypeError(f"layout must be jr.Layout.SOA or jr.Layout.AOS, got {layout!r}")
@@ -318,7 +319,7 @@ class Struct:
     """`jr.Struct.field({"pos": jr.math.vec3, "mass": jr.f32}, shape=N)`."""
 
     @staticmethod
-    def field(members: dict[str, Any], shape: Any = (), needs_grad: bool = False,
+    def field(members: dict[str, Any], shape: Any = None, needs_grad: bool = False,
               name: str | None = None, needs_dual: bool = False,
               offset: Any = None) -> StructField:
         return struct(**members).field(shape, needs_grad, name, needs_dual, offset)
