@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import dtypes
+from . import data_placement, dtypes
 from .dtypes import DataType
 from .data_element import FieldElement
 from .data_index import FieldDeclarationError, host_index, offset_of, order_of, shape_of
@@ -560,7 +560,13 @@ def pending(dtype: Any, needs_grad: bool, name: str | None,
             derived: bool = False) -> PendingField:
     """A field without a shape yet, of the class its element asks for."""
     cls = PendingMatrixField if element_shape else PendingScalarField
-    return cls(dtype, needs_grad, name, element_shape, needs_dual, derived)
+    out = cls(dtype, needs_grad, name, element_shape, needs_dual, derived)
+    if not derived:         # Taichi's materialization checks (data_placement.py)
+        data_placement.declared(out)
+        for kind, asked in (("grad", needs_grad), ("dual", needs_dual)):
+            if asked:
+                data_placement.awaiting(out, kind)
+    return out
 
 
 class Ndarray(_Buffer):

@@ -26,7 +26,7 @@ import weakref
 
 import numpy as np
 
-from . import data
+from . import data, data_placement
 from .data import PendingField
 from .data_component import ComponentField
 from .data_index import offset_of
@@ -85,6 +85,7 @@ class Node:
         if self.owner is not None:
             self.owner.placing(fields)
         for f in fields:
+            data_placement.placed(f)
             if isinstance(f, ComponentField):
                 self._place_component(f, off)
             elif isinstance(f, PendingField):
@@ -124,11 +125,13 @@ class Node:
         one asked for, and a field created with a shape and no gradient gets one. Fields
         declared later are not affected (call it again)."""
         _ask_for("grad", data._grad_fields)
+        data_placement.asked_for_all("grad")
 
     def lazy_dual(self) -> None:
         """Give every float field placed or created so far a dual (forward mode), as
         `lazy_grad` does gradients."""
         _ask_for("dual", data._dual_buffers)
+        data_placement.asked_for_all("dual")
 
     def pointer(self, *args: Any) -> Any:
         raise NotImplementedError("sparse layouts (pointer) are not supported: use dense")

@@ -69,3 +69,41 @@ def test_a_struct_field_without_a_shape_is_placed_later():
     assert s.a[7] == 3
     t = jr.types.struct(p=jr.f32).field(shape=4, offset=-2)
     assert t.shape == (4,) and t.offset == (-2,)
+
+
+# ---- materialization checks (Taichi's): before a kernel compiles -----------------------------
+def _noop():
+    @jr.kernel
+    def noop():
+        pass
+    return noop
+
+
+def test_an_unplaced_field_stops_the_next_compile_naming_its_line():
+    a = jr.field(jr.i32, name="pos")     # noqa: F841  (alive: declared, never placed)
+    with pytest.raises(RuntimeError, match=r"These field\(s\) are not placed: 'pos' declared "
+                                           r"at .*test_fields_builder.py:\d+"):
+        _noop()()
+    jr.root.dense(jr.i, 2).place(a)
+    _noop()()                            # placed: compiles
+
+
+@pytest.mark.parametrize("kind", ["grad", "dual"])
+def test_a_companion_asked_for_must_be_placed(kind):
+    make = {"grad": dict(needs_grad=True), "dual": dict(needs_dual=True)}[kind]
+    v = jr.Vector.field(3, jr.f32, **make)
+    jr.root.dense(jr.i, 1).place(v)
+    with pytest.raises(RuntimeError, match=rf"require `needs_{kind}=True`, however their "
+                                           rf"{kind} field\(s\) are not placed"):
+        _noop()()
+    getattr(jr.root, f"lazy_{kind}")()
+    _noop()()
+    m = jr.Matrix.field(2, 2, jr.f64, **make)
+    jr.root.dense(jr.i, 3).place(m, getattr(m, kind))
+    _noop()()                             # placed explicitly: compiles
+
+
+def test_a_new_program_forgets_the_old_programs_fields():
+    a = jr.field(jr.f32)                 # noqa: F841
+    jr.init(offline_cache=False)
+    _noop()()

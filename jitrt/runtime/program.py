@@ -199,8 +199,9 @@ def _init(arch: Any = None, **options: Any) -> Program:
     if previous is not None:
         _close(previous)
     _current = program
-    from .. import data, dtypes
+    from .. import data, data_placement, dtypes
     data.CURRENT_DEVICE[0] = program.device if program.arch != "cpu" else None
+    data_placement.new_program()      # the previous program's unplaced fields are not ours
     dtypes.DEFAULT_FP[0] = program.config.default_fp     # what float and jr.math.vec3 mean
     dtypes.DEFAULT_IP[0] = program.config.default_ip
     from ..frontend import random as random_mod
