@@ -323,3 +323,12 @@ class Struct:
               name: str | None = None, needs_dual: bool = False,
               offset: Any = None) -> StructField:
         return struct(**members).field(shape, needs_grad, name, needs_dual, offset)
+
+
+def __getattr__(name: str) -> Any:
+    """Taichi's `ti.linalg` solvers (matrix_free.py), imported on first use: they are built
+    from kernels, which need this module first."""
+    if name in ("LinearOperator", "MatrixFreeCG", "MatrixFreeBICGSTAB"):
+        from . import matrix_free
+        return getattr(matrix_free, name)
+    raise AttributeError(f"module 'jitrt.linalg' has no attribute {name!r}")
