@@ -147,7 +147,7 @@ class FieldsBuilder:
     (and `fb.place(s)` for 0-d fields) as under `jr.root`, closed by `fb.finalize()`, which
     returns an `SNodeTree`. Placing through a finalized builder, or finalizing twice, is a
     RuntimeError. Every field owns its memory in jitrt, so finalizing allocates nothing
-    new and `SNodeTree.destroy()` only ends the tree (memory is freed when the fields are
+    new and `SNodeTree.destroy()` frees nothing itself (memory is freed when the fields are
     dropped); sparse levels raise NotImplementedError as under `jr.root`."""
 
     def __init__(self) -> None:
@@ -189,7 +189,9 @@ class FieldsBuilder:
 
 class SNodeTree:
     """What `FieldsBuilder.finalize()` returns: `destroy()` ends it (once; a second call is
-    a `jr.TaichiRuntimeError`, as in Taichi)."""
+    a `jr.TaichiRuntimeError`, as in Taichi). As Taichi's, `destroy()` makes every kernel
+compile again at its next launch, so that kernels of a data-oriented object whose fields
+were declared anew see the new fields."""
 
     def __init__(self, fields: tuple[Any, ...]) -> None:
         self.fields = fields
@@ -197,9 +199,11 @@ class SNodeTree:
 
     def destroy(self) -> None:
         from .errors import KernelRuntimeError
+        from .kernel import clear_compiled_kernels
         if self.destroyed:
             raise KernelRuntimeError("this SNodeTree is destroyed already")
         self.destroyed = True
+        clear_compiled_kernels()     # as Taichi: kernels read their fields afresh
 
 
 def _where(shape: tuple[int, ...], offset: tuple[int, ...]) -> str:

@@ -107,3 +107,29 @@ def test_a_new_program_forgets_the_old_programs_fields():
     a = jr.field(jr.f32)                 # noqa: F841
     jr.init(offline_cache=False)
     _noop()()
+
+
+def test_destroy_makes_kernels_read_a_data_oriented_objects_new_fields():
+    @jr.data_oriented
+    class Holder:
+        def init(self):
+            self.x = jr.field(int)
+            fb = jr.FieldsBuilder()
+            fb.dense(jr.i, 50).place(self.x)
+            self.tree = fb.finalize()
+
+        @jr.kernel
+        def k(self, m: int):
+            for i in range(50):
+                self.x[i] = m * i
+
+    h = Holder()
+    h.init()
+    h.k(1)
+    first = h.x
+    h.tree.destroy()
+    h.init()                     # new fields under the same object
+    h.k(2)
+    assert h.x[34] == 68 and first[34] == 34
+    h.k(3)                       # the recompiled kernel keeps working (fast path)
+    assert h.x[34] == 102
