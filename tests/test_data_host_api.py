@@ -185,3 +185,26 @@ def test_declaration_errors_are_compile_errors_and_value_errors_at_the_users_lin
     assert isinstance(info.value, ValueError)
     assert info.value.filename == __file__         # the lambda's line in this file
     assert "lambda: jr." in str(info.value)
+
+
+# ---- x.fill(v) inside kernels ----------------------------------------------------------------
+def test_fill_in_a_kernel_at_the_top_and_inside_a_loop():
+    val = jr.field(jr.i32, shape=(4, 7), offset=(-2, 3))
+    m = jr.Matrix.field(2, 3, jr.i32, shape=5)
+
+    @jr.kernel
+    def top(v: jr.i32, w: jr.types.matrix(2, 3, jr.i32)):
+        val.fill(v)
+        m.fill(w)
+
+    @jr.kernel
+    def looped():
+        for i in range(3):
+            m.fill(i + 10)            # a number: every component
+
+    gen = val.gen
+    top(3, jr.Matrix([[4, 5, 6], [6, 7, 8]]))
+    assert val.gen > gen and (val.to_numpy() == 3).all()
+    assert m[4].to_numpy().tolist() == [[4, 5, 6], [6, 7, 8]]
+    looped()
+    assert (m.to_numpy() == 12).all()
