@@ -23,3 +23,6 @@ fill = Func(_fill)
 
 # the methods of fields that kernels call through these funcs
 KERNEL_METHODS: dict[str, Any] = {"fill": fill}
+# methods of fields that move data between the host and the field: a compile error in kernels
+HOST_ONLY_METHODS = frozenset(("to_numpy", "from_numpy", "copy_from", "to_torch", "from_torch",
+                               "to_paddle", "from_paddle"))

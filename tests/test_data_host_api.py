@@ -208,3 +208,16 @@ def test_fill_in_a_kernel_at_the_top_and_inside_a_loop():
     assert m[4].to_numpy().tolist() == [[4, 5, 6], [6, 7, 8]]
     looped()
     assert (m.to_numpy() == 12).all()
+
+
+def test_python_scope_field_methods_in_a_kernel_are_named():
+    x = jr.field(jr.f32, shape=3)
+    y = jr.field(jr.f32, shape=3)
+
+    @jr.kernel
+    def k():
+        x.copy_from(y)
+
+    with pytest.raises(jr.KernelCompileError, match=r"copy_from\(\) of a field runs at Python "
+                                                    r"scope only .*fields have fill\(\)"):
+        k()
