@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from .errors import KernelRuntimeError
 
 
 def _np_type(dt: Any) -> Any:
@@ -158,8 +159,11 @@ class HostMatrix(np.ndarray):
         if picks is None:
             super().__setattr__(name, value)
             return
-        values = np.broadcast_to(np.asarray(value), (len(picks),))
-        for k, v in zip(picks, values):
+        values = np.asarray(value)
+        if values.ndim > 1 or values.size not in (1, len(picks)):
+            raise SwizzleValueError(f"value len does not match the swizzle pattern={name}: "
+                                    f"{len(picks)} component(s), got {values.size} value(s)")
+        for k, v in zip(picks, np.broadcast_to(values.ravel(), (len(picks),))):
             self.view(np.ndarray)[k] = v
 
     # printing as Taichi does: the numbers only -------------------------------------------
@@ -182,10 +186,17 @@ def _swizzle(name: str, v: "HostMatrix") -> tuple[int, ...] | None:
         if all(c in letters for c in name):
             picks = tuple(letters.index(c) for c in name)
             if max(picks) >= v.shape[0]:
-                raise AttributeError(f"swizzle {name!r} reaches component {max(picks)} of a "
-                                     f"vector of {v.shape[0]}")
+                n = v.shape[0]
+                raise AttributeError(f"vec{n} only has attributes={tuple(letters[:n])!r}, "
+                                   f"got={tuple(name)!r}: swizzle {name!r} reaches component "
+                                   f"{max(picks)} of a vector of {n}")
             return picks
     return None
+
+
+class SwizzleValueError(KernelRuntimeError, ValueError):
+    """A swizzle assignment whose value has another number of components: a `ValueError`
+    and Taichi's `TaichiRuntimeError`."""
 
 
 # the user-facing classes, jr.Vector and jr.Matrix (linalg.py registers them: this module
