@@ -91,3 +91,15 @@ def test_checks_run_in_parallel_loops_and_name_the_line(capfd):
     line = _line_of("x[i] = x[i] + 1     # (x[i] += 1 is an atomic add: not checked, as in Taichi)")
     assert f"test_debug_overflow.py:{line}:" in out and "    x[i] = x[i] + 1 " in out
     assert x.to_numpy().tolist() == [2, -(2**31), 4, 5]
+
+
+def test_the_reported_place_is_part_of_the_ir_text_the_cache_key_hashes():
+    from jitrt.ir import nodes as n
+    from jitrt.ir.printer import expr_text
+    a, b = n.Local("a", jr.i32), n.Local("b", jr.i32)
+    plain = n.Binary("+", a, b, jr.i32)
+    said = "Addition overflow detected in kernel k at f.py:{}:1"
+    at_5 = n.Binary("+", a, b, jr.i32, overflow=said.format(5))
+    at_6 = n.Binary("+", a, b, jr.i32, overflow=said.format(6))
+    assert expr_text(plain) == "(a + b):i32"
+    assert "f.py:5:1" in expr_text(at_5) and expr_text(at_5) != expr_text(at_6)
