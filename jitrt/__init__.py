@@ -75,6 +75,7 @@ from .frontend.builtins import abs_ as _builtins_abs, max_ as _builtins_max, \
 from .kernel import data_oriented, func, kernel
 from .data import Field, Layout, MatrixField, Ndarray, ScalarField, field, ndarray
 from .linalg import Matrix, Struct, StructField, Vector, rgb_to_hex
+from .layout import FieldsBuilder, SNodeTree  # noqa: F401 (Taichi's builder of a layout tree)
 from .layout import i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741,F401 (jr.ij...)
 from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
@@ -134,7 +135,8 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            # Taichi's and Quadrants' spellings and names (docs/porting.md)
            "algorithms", "arm64", "assume_in_range", "atomic_and", "atomic_exchange", "atomic_or",
            "atomic_xor", "Backend", "CRITICAL", "dataclass", "DEBUG", "dx11", "dx12", "ERROR",
-           "extension", "float32", "float64", "gles", "hex_to_rgb", "INFO", "int16", "int32",
+           "extension", "FieldsBuilder", "float32", "float64", "gles", "hex_to_rgb", "INFO",
+           "int16", "int32",
            "int64", "int8", "is_extension_supported", "is_logging_effective",
            "KernelArgCountError", "KernelAssertionError", "KernelBoundsError", "KernelIndexError",
            "KernelNameError", "KernelSyntaxError", "KernelTypeError", "lang", "Layout",

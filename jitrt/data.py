@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import dtypes
+from . import data_placement, dtypes
 from .dtypes import DataType
 from .data_element import FieldElement
-from .data_index import host_index, offset_of, shape_of
+from .data_index import FieldDeclarationError, host_index, offset_of, order_of, shape_of
 from .errors import FloatDtypeError
 
 if TYPE_CHECKING:
@@ -262,11 +262,19 @@ class _Buffer:
                              f"{self.element_shape}, got a value of shape {arr.shape}")
         return arr
 
-    def to_numpy(self) -> np.ndarray:
-        return self._host().copy()
+    def to_numpy(self, keep_dims: bool = False, dtype: Any = None) -> np.ndarray:
+        """A copy of the storage (`storage_shape`). As in Taichi, `keep_dims=True` gives a
+        vector element an explicit column (`(N, n, 1)`); `dtype` converts the copy."""
+        out = self._host().copy()
+        if keep_dims and len(self._element) == 1:
+            out = out.reshape(self._dims + (1,))
+        return out if dtype is None else out.astype(dtypes.coerce(dtype).np)
 
     def from_numpy(self, arr: Any) -> None:
         arr = np.asarray(arr)
+        if len(self._element) == 1 and arr.shape in (self._dims + (1,), self._shape + (
+                1,) + self._element):      # a vector given as a column or a row (Taichi)
+            arr = arr.reshape(self._dims)
         if arr.shape != self._dims:
             raise ValueError(f"{self.name}.from_numpy: shape {arr.shape} does not match "
                              f"{self._dims}")
@@ -275,10 +283,34 @@ class _Buffer:
         np.copyto(self._data, arr, casting="same_kind")
         self._wrote()
 
+    def copy_from(self, other: Any) -> None:
+        """Copy every element of `other` (a field for a field, an ndarray for an ndarray) of
+        the same shape and element shape, converting its values to this dtype as a kernel's
+        assignment would; offsets may differ (elements pair up by position)."""
+        kind = "field" if isinstance(self, Field) else "ndarray"
+        if not isinstance(other, Field if kind == "field" else Ndarray):
+            raise TypeError(f"{self.name}.copy_from: a {kind} copies from another {kind}, "
+                            f"got {type(other).__name__}")
+        if other.storage_shape != self._dims:
+            raise ValueError(f"{self.name}.copy_from: the source {other.name} has shape "
+                             f"{other.shape} (element {other.element_shape}), this {kind} "
+                             f"{self.shape} (element {self.element_shape})")
+        source = other._host()
+        if self._mirror is not None:
+            self._mirror.device_newer = False    # every element is overwritten
+        np.copyto(self._data, source, casting="unsafe")
+        self._wrote()
+
     def fill(self, value: Any) -> None:
+        """Every element becomes `value`: a number (every component too), or for a
+        vector/matrix element a value of the element's shape (`jr.Vector([1, 2])`)."""
+        arr = np.asarray(value)
+        if arr.shape not in ((), self._element):
+            raise ValueError(f"{self.name}.fill: the value has shape {arr.shape}; an element "
+                             f"has shape {self._element} (or give a number)")
         if self._mirror is not None:
             self._mirror.device_newer = False
-        self._data.fill(value)
+        self._data[...] = arr
         self._wrote()
 
     def __repr__(self) -> str:
@@ -531,7 +563,13 @@ def pending(dtype: Any, needs_grad: bool, name: str | None,
             derived: bool = False) -> PendingField:
     """A field without a shape yet, of the class its element asks for."""
     cls = PendingMatrixField if element_shape else PendingScalarField
-    return cls(dtype, needs_grad, name, element_shape, needs_dual, derived)
+    out = cls(dtype, needs_grad, name, element_shape, needs_dual, derived)
+    if not derived:         # Taichi's materialization checks (data_placement.py)
+        data_placement.declared(out)
+        for kind, asked in (("grad", needs_grad), ("dual", needs_dual)):
+            if asked:
+                data_placement.awaiting(out, kind)
+    return out
 
 
 class Ndarray(_Buffer):
@@ -590,7 +628,8 @@ class Layout(enum.Enum):
 
 
 def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
-          name: str | None = None, needs_dual: bool = False, offset: Any = None) -> Any:
+          name: str | None = None, needs_dual: bool = False, offset: Any = None,
+          order: str | None = None) -> Any:
     """A global array kernels reach by name (a module global or a closure variable).
 
     Args:
@@ -604,6 +643,9 @@ def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
         offset: the first index on each axis (an int or one per axis; default 0), as in
             Taichi: `offset=(-4, 0)` with `shape=(8, 3)` takes `x[-4, 0]` to `x[3, 2]`, in
             kernels and at Python scope.
+        order: Taichi's memory order of the axes, outermost first (`"ji"`): checked as
+            Taichi checks it and kept in `x.layout`; storage stays row-major, so indices,
+            values and `to_numpy()` are the same either way (docs/porting.md).
 
     Returns:
         A `jr.ScalarField` (a `jr.MatrixField` for a vector or matrix dtype, a
@@ -625,19 +667,25 @@ def field(dtype: Any, shape: Any = _NO_SHAPE, needs_grad: bool = False,
         shape = None                              # placed later: jr.root.dense(...).place(x)
     check_offset(shape, offset)
     if hasattr(dtype, "element_field"):           # jr.field(jr.math.vec3, shape=N)
+        if order is not None:
+            return dtype.element_field(shape, needs_grad, name, needs_dual=needs_dual,
+                                       offset=offset, order=order)
         return dtype.element_field(shape, needs_grad, name, needs_dual=needs_dual,
                                    offset=offset)
+    perm = order_of(order, shape)
     if shape is None:
         return track(pending(dtype, needs_grad, name, needs_dual=needs_dual))
-    return track(ScalarField(dtype, shape, needs_grad, name, "field", needs_dual=needs_dual,
-                             offset=offset))
+    out = ScalarField(dtype, shape, needs_grad, name, "field", needs_dual=needs_dual,
+                      offset=offset)
+    out.layout = perm
+    return track(out)
 
 
 def check_offset(shape: Any, offset: Any) -> None:
     """Taichi's refusal of an offset for a field placed later (give it to `place`)."""
     if offset is not None and shape is None:
-        raise ValueError("shape cannot be None when offset is set (a field placed later "
-                         "takes its offset from place(x, offset=...))")
+        raise FieldDeclarationError("shape cannot be None when offset is set (a field placed "
+                                    "later takes its offset from place(x, offset=...))")
 
 
 def ndarray(dtype: Any, shape: Any, needs_grad: bool = False, name: str | None = None,

@@ -7,11 +7,33 @@ nothing.
 """
 from __future__ import annotations
 
+import os
+import sys
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from .errors import KernelSyntaxError, source_line
+
 MAX_ELEMENTS = 1 << 40   # far past any memory: a shape beyond is a typo, not a request
+AXES = "ijklmnop"        # Taichi's axis letters (`order="ji"`)
+
+
+class FieldDeclarationError(KernelSyntaxError, ValueError):  # type: ignore[misc]
+    """A shape, offset or order of a field declaration that do not fit together: a
+    `ValueError`, and Taichi's `TaichiSyntaxError` (a `TaichiCompilationError`). It points
+    at the user's line that declared the field (the first caller outside jitrt)."""
+
+    def __init__(self, message: str) -> None:
+        frame = sys._getframe(1)
+        while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+            frame = frame.f_back
+        loc = SimpleNamespace(file=frame.f_code.co_filename, line=frame.f_lineno)
+        super().__init__(message, loc.file, loc.line, 0, source_line(loc).strip())
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _is_int(v: Any) -> bool:
@@ -47,13 +69,34 @@ def offset_of(offset: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
     except TypeError:
         raise TypeError(f"offset must be an int or a tuple of ints, got {offset!r}") from None
     if len(items) != len(shape):
-        raise ValueError(f"The dimensionality of shape and offset must be the same: shape "
+        raise FieldDeclarationError(
+            f"The dimensionality of shape and offset must be the same: shape "
                          f"{shape} has {len(shape)} dimension(s), offset {offset!r} "
                          f"{len(items)}")
     for o in items:
         if not _is_int(o):
             raise TypeError(f"offset {offset!r}: {o!r} is not an integer")
     return tuple(int(o) for o in items)
+
+
+def order_of(order: Any, shape: Any) -> tuple[int, ...] | None:
+    """Taichi's `order="ji"` (the axes from outermost to innermost in memory) as a
+    permutation of the axes, None for none; checked as Taichi checks it."""
+    if order is None:
+        return None
+    if shape is None:
+        raise FieldDeclarationError(f"shape cannot be None when order is set (order={order!r})")
+    ndim = len(shape_of(shape))
+    if not isinstance(order, str) or len(order) != ndim:
+        raise FieldDeclarationError(f"The dimensionality of shape and order must be the same: "
+                                    f"shape {shape!r} has {ndim} axes, order is {order!r}")
+    if len(set(order)) != ndim:
+        raise FieldDeclarationError(f"The axes in order must be different: {order!r}")
+    bad = [c for c in order if c not in AXES[:ndim]]
+    if bad:
+        raise FieldDeclarationError(f"Invalid axis {bad[0]!r} in order {order!r}: a field of "
+                                    f"{ndim} axes takes {AXES[:ndim]!r}")
+    return tuple(AXES.index(c) for c in order)
 
 
 def host_index(key: Any, shape: tuple[int, ...], name: str,

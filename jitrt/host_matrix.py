@@ -5,7 +5,8 @@ Stage: API (values). A `HostMatrix` is a numpy array (a subclass of `np.ndarray`
 two dimensions with Taichi's methods on top: `n`/`m` (a vector's `m` is 1), `to_numpy()`,
 `to_list()`, `norm()`, `norm_sqr()`, `norm_inv()`, `normalized()`, `dot()`, `cross()`,
 `outer_product()`, `transpose()`, `trace()`, `determinant()`, `inverse()`, `cast()`,
-`get_shape()`. Being a numpy array, it goes wherever jitrt takes one (a kernel's vector
+`get_shape()`, and swizzles (`v.x`, `v.zyx`, `v.rgb += 1`; letters of one of xyzw, rgba,
+stpq). Being a numpy array, it goes wherever jitrt takes one (a kernel's vector
 parameter, `x[i] = v`, `from_numpy`, a global captured by a kernel as a constant), and
 arithmetic with numbers, numpy arrays and other vectors is numpy's element-wise arithmetic
 (`@` is the matrix product). As in Taichi (`__array_priority__`), an expression with a numpy
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from .errors import KernelRuntimeError
 
 
 def _np_type(dt: Any) -> Any:
@@ -142,12 +144,59 @@ class HostMatrix(np.ndarray):
             return iter(self.view(np.ndarray))
         return iter(self.view(np.ndarray).tolist())
 
+    # swizzles, as Taichi's Python-scope vectors have them: v.x, v.xy, v.rgb = ... ----------
+    def __getattr__(self, name: str) -> Any:
+        picks = _swizzle(name, self)
+        if picks is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        flat = self.view(np.ndarray)
+        if len(picks) == 1:
+            return flat[picks[0]][()]
+        return flat[list(picks)].view(_class_for(1, type(self)))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        picks = _swizzle(name, self)
+        if picks is None:
+            super().__setattr__(name, value)
+            return
+        values = np.asarray(value)
+        if values.ndim > 1 or values.size not in (1, len(picks)):
+            raise SwizzleValueError(f"value len does not match the swizzle pattern={name}: "
+                                    f"{len(picks)} component(s), got {values.size} value(s)")
+        for k, v in zip(picks, np.broadcast_to(values.ravel(), (len(picks),))):
+            self.view(np.ndarray)[k] = v
+
     # printing as Taichi does: the numbers only -------------------------------------------
     def __repr__(self) -> str:
         return str(self.view(np.ndarray))
 
     def __str__(self) -> str:
         return str(self.view(np.ndarray))
+
+
+_SWIZZLE_SETS = ("xyzw", "rgba", "stpq")
+
+
+def _swizzle(name: str, v: "HostMatrix") -> tuple[int, ...] | None:
+    """The component indices a swizzle name picks from vector `v` (`"zyx"` -> (2, 1, 0)),
+    or None when `name` is not a swizzle of it (letters of one set, each within `v.n`)."""
+    if v.ndim != 1 or not 1 <= len(name) <= 4:
+        return None
+    for letters in _SWIZZLE_SETS:
+        if all(c in letters for c in name):
+            picks = tuple(letters.index(c) for c in name)
+            if max(picks) >= v.shape[0]:
+                n = v.shape[0]
+                raise AttributeError(f"vec{n} only has attributes={tuple(letters[:n])!r}, "
+                                   f"got={tuple(name)!r}: swizzle {name!r} reaches component "
+                                   f"{max(picks)} of a vector of {n}")
+            return picks
+    return None
+
+
+class SwizzleValueError(KernelRuntimeError, ValueError):
+    """A swizzle assignment whose value has another number of components: a `ValueError`
+    and Taichi's `TaichiRuntimeError`."""
 
 
 # the user-facing classes, jr.Vector and jr.Matrix (linalg.py registers them: this module

@@ -309,6 +309,22 @@ def data_oriented(cls: type) -> type:
     return cls
 
 
+def clear_compiled_kernels() -> None:
+    """Every kernel compiles again at its next launch in this program (Taichi's
+    `clear_compiled_functions`, which `SNodeTree.destroy()` calls): what a kernel read at
+    compile time (a data-oriented object's fields, globals) is read afresh. Bound launches
+    and graphs made earlier keep their compiled code."""
+    from .runtime import program as program_mod
+    program = program_mod._current
+    if program is None:
+        return
+    for h in program.handles:
+        k = h.kernel
+        for key in [key for key, v in k.handles.items() if v is h]:
+            del k.handles[key]
+        setattr(type(k), "__call__", _FIRST_CALL)
+
+
 def func(fn: Callable[P, R]) -> Callable[P, R]:
     """Decorate a function to be inlined into the kernels that call it.
 

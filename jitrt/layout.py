@@ -15,7 +15,8 @@ levels in memory: the logical indices and `to_numpy()` are the same, only the me
 differs). A float field's gradient is placed with it (`data.PendingField`); `place(x.grad)`
 checks its shape and `lazy_grad()` marks gradients asked for (and gives one to fields created
 with a shape and no gradient). Duals are placed with their fields (`lazy_dual()` has nothing
-to do). Sparse layouts raise NotImplementedError. Caches nothing.
+to do). Sparse layouts raise NotImplementedError. `FieldsBuilder` is Taichi's builder of
+a separate tree (the same levels, then `finalize()`). Caches nothing.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import weakref
 
 import numpy as np
 
-from . import data
+from . import data, data_placement
 from .data import PendingField
 from .data_component import ComponentField
 from .data_index import offset_of
@@ -35,10 +36,13 @@ ij, ik, jk, ijk, ijkl = (0, 1), (0, 2), (1, 2), (0, 1, 2), (0, 1, 2, 3)
 
 
 class Node:
-    """A level of a layout: the shape so far, per axis."""
+    """A level of a layout: the shape so far, per axis; `owner` is the `FieldsBuilder` whose
+    tree it belongs to (None under `jr.root`)."""
 
-    def __init__(self, extents: dict[int, int] | None = None) -> None:
+    def __init__(self, extents: dict[int, int] | None = None,
+                 owner: "FieldsBuilder | None" = None) -> None:
         self.extents = dict(extents or {})
+        self.owner = owner
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -46,12 +50,14 @@ class Node:
 
     def dense(self, axes: Any, shape: Any) -> "Node":
         """A level over `axes` (`jr.i`, `jr.ij`, or a tuple of them) of `shape` (one positive
-        int for every axis, or one per axis). An axis named twice in one level, an extent
-        that is not an integer (`True`, `"4"`, 2.0) or not positive is refused, as in
-        Taichi."""
+        int for every axis, given as an int or a 1-tuple, or one per axis). An axis named
+        twice in one level, an extent that is not an integer (`True`, `"4"`, 2.0) or not
+        positive is refused, as in Taichi."""
         axes = _flat_axes(axes)
         where = f"dense({_axes_name(axes)}, {shape!r})"
         sizes = (shape,) * len(axes) if _is_int(shape) else _extents(shape, where)
+        if len(sizes) == 1:
+            sizes = sizes * len(axes)          # one extent for every axis, as in Taichi
         if len(sizes) != len(axes):
             raise ValueError(f"{where}: one extent per axis ({len(axes)} axes, "
                              f"{len(sizes)} extents)")
@@ -67,7 +73,7 @@ class Node:
                 raise (TypeError if not _is_int(s) else ValueError)(
                     f"{where}: every extent must be a positive integer, got {s!r}")
             grown[a] = grown.get(a, 1) * int(s)
-        return Node(grown)
+        return Node(grown, self.owner)
 
     def place(self, *fields: Any, offset: Any = None) -> "Node":
         """Give each field this level's shape, its indices starting at `offset` (an int or
@@ -76,7 +82,10 @@ class Node:
         (`v.get_scalar_field(i)`: the first places the whole field, the others must agree).
         A field placed already must have this shape and offset."""
         off = offset_of(offset, self.shape)
+        if self.owner is not None:
+            self.owner.placing(fields)
         for f in fields:
+            data_placement.placed(f)
             if isinstance(f, ComponentField):
                 self._place_component(f, off)
             elif isinstance(f, PendingField):
@@ -116,11 +125,13 @@ class Node:
         one asked for, and a field created with a shape and no gradient gets one. Fields
         declared later are not affected (call it again)."""
         _ask_for("grad", data._grad_fields)
+        data_placement.asked_for_all("grad")
 
     def lazy_dual(self) -> None:
         """Give every float field placed or created so far a dual (forward mode), as
         `lazy_grad` does gradients."""
         _ask_for("dual", data._dual_buffers)
+        data_placement.asked_for_all("dual")
 
     def pointer(self, *args: Any) -> Any:
         raise NotImplementedError("sparse layouts (pointer) are not supported: use dense")
@@ -129,6 +140,70 @@ class Node:
 
 
 root = Node()
+
+
+class FieldsBuilder:
+    """Taichi's `ti.FieldsBuilder`: a layout tree of its own, `fb.dense(jr.i, n).place(x)`
+    (and `fb.place(s)` for 0-d fields) as under `jr.root`, closed by `fb.finalize()`, which
+    returns an `SNodeTree`. Placing through a finalized builder, or finalizing twice, is a
+    RuntimeError. Every field owns its memory in jitrt, so finalizing allocates nothing
+    new and `SNodeTree.destroy()` frees nothing itself (memory is freed when the fields are
+    dropped); sparse levels raise NotImplementedError as under `jr.root`."""
+
+    def __init__(self) -> None:
+        self._root = Node(owner=self)
+        self.finalized = False
+        self.fields: list[Any] = []
+
+    def placing(self, fields: tuple[Any, ...]) -> None:
+        """Called by this tree's nodes before they place `fields`."""
+        if self.finalized:
+            raise RuntimeError("this FieldsBuilder is finalized: place fields through a new "
+                               "jr.FieldsBuilder()")
+        self.fields.extend(fields)
+
+    def dense(self, axes: Any, shape: Any) -> Node:
+        return self._root.dense(axes, shape)
+
+    def place(self, *fields: Any, offset: Any = None) -> Node:
+        return self._root.place(*fields, offset=offset)
+
+    def pointer(self, *args: Any) -> Any:
+        return self._root.pointer(*args)
+
+    bitmasked = dynamic = bit_struct = pointer
+
+    def lazy_grad(self) -> None:
+        root.lazy_grad()
+
+    def lazy_dual(self) -> None:
+        root.lazy_dual()
+
+    def finalize(self, raise_warning: bool = True) -> "SNodeTree":
+        """Close the tree: no more placing through it."""
+        if self.finalized:
+            raise RuntimeError("this FieldsBuilder is finalized already")
+        self.finalized = True
+        return SNodeTree(tuple(self.fields))
+
+
+class SNodeTree:
+    """What `FieldsBuilder.finalize()` returns: `destroy()` ends it (once; a second call is
+    a `jr.TaichiRuntimeError`, as in Taichi). As Taichi's, `destroy()` makes every kernel
+compile again at its next launch, so that kernels of a data-oriented object whose fields
+were declared anew see the new fields."""
+
+    def __init__(self, fields: tuple[Any, ...]) -> None:
+        self.fields = fields
+        self.destroyed = False
+
+    def destroy(self) -> None:
+        from .errors import KernelRuntimeError
+        from .kernel import clear_compiled_kernels
+        if self.destroyed:
+            raise KernelRuntimeError("this SNodeTree is destroyed already")
+        self.destroyed = True
+        clear_compiled_kernels()     # as Taichi: kernels read their fields afresh
 
 
 def _where(shape: tuple[int, ...], offset: tuple[int, ...]) -> str:

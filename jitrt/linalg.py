@@ -20,6 +20,7 @@ from . import dtypes
 from .dtypes import DataType
 from . import host_matrix
 from .host_matrix import HostMatrix
+from .data_struct import StructField
 
 
 @frozen
@@ -52,9 +53,13 @@ class MatrixType:
         """Outside kernels: a `jr.Vector`/`jr.Matrix` of this shape and type (a type without
         one takes the program's default: `jr.math.vec3` default_fp, `jr.math.ivec3`
         default_ip, as in Taichi); inside, the frontend lowers it. One number fills every
-        component."""
+        component; several pieces (numbers, lists, vectors) are laid end to end, as in
+        Taichi (`jr.math.vec3(v.xy, 1)`)."""
         dt = self.scalar(dtypes.DEFAULT_FP[0], dtypes.DEFAULT_IP[0])
-        flat = np.asarray(values[0] if len(values) == 1 else values, dtype=dt.np)
+        if len(values) == 1:
+            flat = np.asarray(values[0], dtype=dt.np)
+        else:
+            flat = np.concatenate([np.asarray(v, dtype=dt.np).ravel() for v in values])
         if flat.size == int(np.prod(self.shape)):
             flat = flat.reshape(self.shape)
         elif flat.size == 1:
@@ -66,9 +71,9 @@ class MatrixType:
 
     def element_field(self, shape: Any = None, needs_grad: bool = False,
                       name: str | None = None, needs_dual: bool = False, offset: Any = None,
-                      layout: Any = None) -> Any:
+                      layout: Any = None, order: str | None = None) -> Any:
         """A field of this type (`jr.field(jr.math.vec3, shape=N)`)."""
-        return _field(self, shape, needs_grad, name, needs_dual, offset, layout)
+        return _field(self, shape, needs_grad, name, needs_dual, offset, layout, order)
 
     def element_ndarray(self, shape: Any = (), needs_grad: bool = False,
                         name: str | None = None, needs_dual: bool = False) -> Any:
@@ -130,15 +135,17 @@ def element_type(dtype: Any) -> tuple[DataType, tuple[int, ...]]:
 
 def _storage(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
              ndarray: bool, needs_dual: bool = False, offset: Any = None,
-             layout: Any = None) -> Any:
+             layout: Any = None, order: str | None = None) -> Any:
     """A field (or ndarray) of `kind`: the components as trailing dimensions (with either
-    `jr.Layout`: docs/usage.md, "Component layouts")."""
+    `jr.Layout`: docs/usage.md, "Component layouts"; `order` as `jr.field`'s)."""
     from .data import Layout, MatrixField, Ndarray, check_offset, pending, track
+    from .data_index import order_of
     if layout is not None and not isinstance(layout, Layout):
         raise TypeError(f"layout must be jr.Layout.AOS or jr.Layout.SOA, got {layout!r}")
     dt, element = element_type(kind)
     if not ndarray:
         check_offset(shape, offset)
+    perm = order_of(order, shape)
     if shape is None and not ndarray:        # placed later: jr.root.dense(...).place(x)
         return track(pending(dt, needs_grad, name, element, needs_dual))
     if ndarray:
@@ -146,12 +153,14 @@ def _storage(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
                        element_shape=element)
     out = MatrixField(dt, shape, needs_grad, name, "field", needs_dual=needs_dual,
                       element_shape=element, offset=offset)
+    out.layout = perm
     return track(out)
 
 
 def _field(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
-           needs_dual: bool = False, offset: Any = None, layout: Any = None) -> Any:
-    return _storage(kind, shape, needs_grad, name, False, needs_dual, offset, layout)
+           needs_dual: bool = False, offset: Any = None, layout: Any = None,
+           order: str | None = None) -> Any:
+    return _storage(kind, shape, needs_grad, name, False, needs_dual, offset, layout, order)
 
 
 def _ndarray(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
@@ -181,10 +190,11 @@ class Matrix(HostMatrix):
     @staticmethod
     def field(n: int, m: int, dtype: Any, shape: Any = None, needs_grad: bool = False,
               name: str | None = None, needs_dual: bool = False, offset: Any = None,
-              layout: Any = None) -> Any:
-        """A `jr.MatrixField` of n x m matrices; `offset` and `layout` as `Vector.field`'s."""
+              layout: Any = None, order: str | None = None) -> Any:
+        """A `jr.MatrixField` of n x m matrices; `offset`, `layout` and `order` as
+        `Vector.field`'s."""
         return _field(matrix(n, m, dtype), shape, needs_grad, name, needs_dual, offset,
-                      layout)
+                      layout, order)
 
     @staticmethod
     def zero(dtype: Any, n: int, m: int) -> tuple:
@@ -232,10 +242,12 @@ class Vector(Matrix):
     def field(  # type: ignore[override]
             n: int, dtype: Any, shape: Any = None, needs_grad: bool = False,
             name: str | None = None, needs_dual: bool = False, offset: Any = None,
-            layout: Any = None) -> Any:
+            layout: Any = None, order: str | None = None) -> Any:
         """A `jr.MatrixField` of n-vectors; `offset` as `jr.field`'s, `layout` is
-        `jr.Layout.AOS` or `jr.Layout.SOA` (docs/usage.md, "Component layouts")."""
-        return _field(vector(n, dtype), shape, needs_grad, name, needs_dual, offset, layout)
+        `jr.Layout.AOS` or `jr.Layout.SOA` (docs/usage.md, "Component layouts"), `order` as
+        `jr.field`'s."""
+        return _field(vector(n, dtype), shape, needs_grad, name, needs_dual, offset, layout,
+                      order)
 
     # in kernels: constant vectors (the frontend calls these specs and builds the value)
     @staticmethod
@@ -275,11 +287,12 @@ class StructType:
     Stored as one field (or ndarray) per member (structure of arrays)."""
     members: tuple[tuple[str, Any], ...]
 
-    def field(self, shape: Any = (), needs_grad: bool = False,
+    def field(self, shape: Any = None, needs_grad: bool = False,
               name: str | None = None, needs_dual: bool = False,
               offset: Any = None, layout: Any = None) -> "StructField":
-        """A field of these structs. `layout=jr.Layout.SOA` or `AOS` (Quadrants') is
-        accepted: jitrt stores one field per member either way."""
+        """A field of these structs; without a shape, placed later (`jr.root...place(s)`),
+        as in Taichi. `layout=jr.Layout.SOA` or `AOS` (Quadrants') is accepted: jitrt
+        stores one field per member either way."""
         from .data import Layout
         if layout is not None and not isinstance(layout, Layout):
             raise TypeError(f"layout must be jr.Layout.SOA or jr.Layout.AOS, got {layout!r}")
@@ -302,57 +315,20 @@ def struct(**members: Any) -> StructType:
     return StructType(tuple(members.items()))
 
 
-class StructField:
-    """A field of structs (`jr.Struct.field({...}, shape=N)`): one field per member, reached as
-    `s.pos` (a field) or, in kernels, `s[i].pos`. `to_numpy()` is a dict of arrays."""
-
-    def __init__(self, kind: StructType, shape: Any, needs_grad: bool,
-                 name: str | None, needs_dual: bool = False, offset: Any = None) -> None:
-        from .data import field
-        from .data_index import offset_of, shape_of
-        self.kind, self._shape = kind, shape_of(shape)
-        self.offset = offset_of(offset, self._shape)
-        self.members = {k: field(t, self._shape, needs_grad,
-                                 None if name is None else f"{name}.{k}", needs_dual,
-                                 offset=offset)
-                        for k, t in kind.members}
-        self.element_shape = ()
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._shape  # type: ignore[no-any-return]
-
-    @shape.setter
-    def shape(self, value: Any) -> None:
-        raise AttributeError(f"the shape of a struct field cannot be changed (it is "
-                             f"{self._shape}): create a new field instead")
-
-    def __getattr__(self, name: str) -> Any:
-        members = self.__dict__.get("members", {})
-        if name in members:
-            return members[name]
-        raise AttributeError(f"struct field has no member '{name}'")
-
-    def to_numpy(self) -> dict[str, np.ndarray]:
-        return {k: f.to_numpy() for k, f in self.members.items()}
-
-    def from_numpy(self, arrays: dict[str, Any]) -> None:
-        unknown = set(arrays) - set(self.members)
-        if unknown:
-            raise KeyError(f"struct field has no member(s) {sorted(unknown)}")
-        for k, a in arrays.items():
-            self.members[k].from_numpy(a)
-
-    def fill(self, value: Any) -> None:
-        for f in self.members.values():
-            f.fill(value)
-
-
 class Struct:
     """`jr.Struct.field({"pos": jr.math.vec3, "mass": jr.f32}, shape=N)`."""
 
     @staticmethod
-    def field(members: dict[str, Any], shape: Any = (), needs_grad: bool = False,
+    def field(members: dict[str, Any], shape: Any = None, needs_grad: bool = False,
               name: str | None = None, needs_dual: bool = False,
               offset: Any = None) -> StructField:
         return struct(**members).field(shape, needs_grad, name, needs_dual, offset)
+
+
+def __getattr__(name: str) -> Any:
+    """Taichi's `ti.linalg` solvers (matrix_free.py), imported on first use: they are built
+    from kernels, which need this module first."""
+    if name in ("LinearOperator", "MatrixFreeCG", "MatrixFreeBICGSTAB"):
+        from . import matrix_free
+        return getattr(matrix_free, name)
+    raise AttributeError(f"module 'jitrt.linalg' has no attribute {name!r}")

@@ -23,7 +23,7 @@ _LOGGER = "logging goes through Python's logging module (logger 'jitrt')"
 
 # name -> advice (names of Taichi's top level, ti.math, ti.types and ti.profiler)
 MISSING: dict[str, str] = {
-    **{k: _LAYOUT for k in ("axes", "FieldsBuilder", "SNode")},
+    **{k: _LAYOUT for k in ("axes", "SNode")},
     **{k: _SPARSE for k in ("activate", "deactivate", "is_active", "append", "length",
                             "get_addr", "deactivate_all_snodes", "rescale_index",
                             "sparse_matrix_builder")},

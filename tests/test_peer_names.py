@@ -6,7 +6,7 @@ import jitrt as jr
 from jitrt.peer_names import MISSING
 
 
-@pytest.mark.parametrize("name", ["FieldsBuilder", "Mesh", "f16", "GUI", "cache_read_only"])
+@pytest.mark.parametrize("name", ["SNode", "Mesh", "f16", "GUI", "cache_read_only"])
 def test_a_peer_name_says_what_to_use(name):
     with pytest.raises(AttributeError, match=f"jitrt.{name} is not in jitrt: ") as info:
         getattr(jr, name)

@@ -15,7 +15,7 @@ from llvmlite import ir
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
-from . import abi, print_format
+from . import abi, overflow, print_format
 from .declare import declare
 from .emitter_host import EmitterHost
 
@@ -170,6 +170,8 @@ class ExprEmitter(EmitterHost):
         if e.op in ("and", "or"):
             return self.short_circuit(e)
         a, b_ = self.expr(e.a), self.expr(e.b)
+        if e.overflow and overflow.can_check(e, self.target):     # jr.init(debug=True)
+            return overflow.checked_binary(self, e, a, b_)
         return self.binary(e.op, a, b_, e.a.dtype, e.dtype)
 
     def short_circuit(self, e: n.Binary) -> ir.Value:

@@ -67,6 +67,14 @@ class CallLowering(LoweringHost):
         if isinstance(obj, BoundFunc):                    # self.f(...) of a @jr.func method
             return self.inline(obj.func, node, obj.obj)
         if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
+            from ..data import Field
+            from ..data_kernel import HOST_ONLY_METHODS, KERNEL_METHODS
+            if isinstance(obj.__self__, Field) and obj.__name__ in KERNEL_METHODS:
+                return self.inline(KERNEL_METHODS[obj.__name__], node, obj.__self__)  # x.fill
+            if isinstance(obj.__self__, Field) and obj.__name__ in HOST_ONLY_METHODS:
+                raise self.err(node, f"{obj.__name__}() of a field runs at Python scope only "
+                               "(outside kernels); in kernels fields have "
+                               f"{', '.join(sorted(KERNEL_METHODS))}()")
             return self.inline(plain_func(obj.__func__), node, obj.__self__)
         if isinstance(obj, types.FunctionType) and \
                 not (getattr(obj, "__module__", None) or "").startswith(("numpy", "math",

@@ -34,6 +34,9 @@ PY_BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": opera
              "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
              "==": operator.eq, "!=": operator.ne}
 INT_ONLY_OPS = ("&", "|", "^", "<<", ">>")
+# integer operators a debug build checks for wrap-around (Taichi's set), with their names
+OVERFLOW_CHECKED = {"+": "Addition", "-": "Subtraction", "*": "Multiplication",
+                    "<<": "Shift left"}
 
 
 @frozen
@@ -405,7 +408,17 @@ class ExprLowering(LoweringHost):
         if op == "/" and not dt.is_float:
             dt = self.ctx.default_fp
             ea, eb = self.cast(ea, dt), self.cast(eb, dt)
+        if self.ctx.debug and op in OVERFLOW_CHECKED and not dt.is_float:
+            return n.Binary(op, ea, eb, dt, loc, self.overflow_message(op, loc))
         return n.Binary(op, ea, eb, dt, loc)
+
+    def overflow_message(self, op: str, loc: n.Loc) -> str:
+        """What a debug build prints when `op` wraps: Taichi's first words, then the kernel,
+        the place and the source line."""
+        from ..errors import source_line
+        line = source_line(loc, self.src.file_lines).strip()
+        return (f"{OVERFLOW_CHECKED[op]} overflow detected in kernel {self.ctx.kernel_name} "
+                f"at {loc}:\n    {line}\n")
 
     def fold(self, op: str, x: Any, y: Any, node: ast.AST) -> Any:
         """A constant expression, evaluated at compile time with Python's semantics (bounded:

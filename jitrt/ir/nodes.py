@@ -130,12 +130,15 @@ COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
 
 @frozen
 class Binary(Expr):
-    """`op` in + - * / // % ** & | ^ << >> min max and or, or a comparison (result i32)."""
+    """`op` in + - * / // % ** & | ^ << >> min max and or, or a comparison (result i32).
+    `overflow`: for an integer + - * << a user wrote under jr.init(debug=True), the message
+    printed when the result wraps (the wrapped value is kept, as in Taichi); "" otherwise."""
     op: str
     a: Expr
     b: Expr
     dtype: DataType
     loc: Loc = _loc()
+    overflow: str = ""
 
 
 @frozen

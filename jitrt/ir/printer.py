@@ -23,7 +23,10 @@ def expr_text(e: n.Expr) -> str:
     if isinstance(e, n.Unary):
         return f"{e.op}({expr_text(e.x)})"
     if isinstance(e, n.Binary):
-        return f"({expr_text(e.a)} {e.op} {expr_text(e.b)}):{e.dtype.name}"
+        # an overflow-checked op (debug builds) with its message, whose place (file:line)
+        # thus reaches the offline-cache key: a moved kernel never prints a stale line
+        checked = f"!{e.overflow!r}" if e.overflow else ""
+        return f"({expr_text(e.a)} {e.op}{checked} {expr_text(e.b)}):{e.dtype.name}"
     if isinstance(e, n.Select):
         return f"select({expr_text(e.cond)}, {expr_text(e.a)}, {expr_text(e.b)})"
     if isinstance(e, n.Cast):

@@ -1,5 +1,6 @@
 # mypy: disable-error-code="valid-type"
-"""`qd.algorithms.sort` and `sort_scratch_slots`: Quadrants 1.3.3's radix sort contract.
+"""`qd.algorithms.sort` and `sort_scratch_slots`: Quadrants 1.3.3's radix sort contract
+(Taichi's `parallel_sort` lives in merge_sort.py and is re-exported here).
 
 Stage: API (a `@jr.func` library). `sort(keys, tmp_keys, values, tmp_values, scratch, n,
 key_dtype, has_values, end_bit, log256_max_n)` is called at the top level of the caller's
@@ -21,6 +22,7 @@ from .. import dtypes
 from ..frontend.builtins import cast, static, static_assert
 from ..frontend.func import Func
 from ..types import template
+from .merge_sort import parallel_sort  # noqa: F401  (Taichi's ti.algorithms.parallel_sort)
 
 BLOCK_DIM = 256          # Quadrants' block of the device sort: what the scratch formula uses
 RADIX_DIGITS = 256
@@ -123,4 +125,4 @@ def _sort(keys: template(), tmp_keys: template(), values: template(),  # type: i
 
 digit, one_pass, sort = Func(_digit), Func(_pass), Func(_sort)
 
-__all__ = ["sort", "sort_scratch_slots"]
+__all__ = ["parallel_sort", "sort", "sort_scratch_slots"]

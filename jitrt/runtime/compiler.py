@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..frozen import frozen
+from .. import data_placement
 from .. import logger as log
 from ..codegen import abi
 from ..codegen.abi import AccessSite, LaunchableTask
@@ -173,10 +174,12 @@ def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
         compiled = early_hit(kernel, name, warm, variant, program) if warm is not None \
             else None
         if compiled is not None:
+            data_placement.check()
             log.logger.info("%s: loaded from the offline cache in %.1f ms (frontend skipped)",
                             name, (time.perf_counter() - start) * 1e3)
             return compiled
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
+    data_placement.check()       # every field placed (Taichi's materialization checks)
     key = None
     if store is not None:
         key = cache_key(key_parts(src.text, ctx, kir, cfg, program.device.target.cache_key()))

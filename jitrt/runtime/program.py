@@ -200,9 +200,10 @@ def _init(arch: Any = None, **options: Any) -> Program:
     if previous is not None:
         _close(previous)
     _current = program
-    from .. import data, dtypes
+    from .. import data, data_placement, dtypes
     # the device other libraries' arrays are exchanged with (none where memory is the host's)
     data.CURRENT_DEVICE[0] = None if registry.get(program.arch).host_memory else program.device
+    data_placement.new_program()      # the previous program's unplaced fields are not ours
     dtypes.DEFAULT_FP[0] = program.config.default_fp     # what float and jr.math.vec3 mean
     dtypes.DEFAULT_IP[0] = program.config.default_ip
     from ..frontend import random as random_mod
