@@ -253,3 +253,28 @@ def test_a_static_assignment_binds_the_compile_time_value():
     assert x.to_numpy().tolist() == [0, 0, 0, 0]
     k(True)
     assert x.to_numpy().tolist() == [2, 2, 2, 2]
+
+
+def test_fill_sets_every_component_in_kernels():
+    """`x[i, j].fill(s)` on an element of a vector field (Genesis's forward kinematics),
+    `a[i].fill(s)` on an ndarray of vectors, and `v.fill(s)` / `m.fill(s)` on locals set
+    every component, converted to the element's type."""
+    x = jr.Vector.field(3, jr.f32, shape=(4, 2))
+    vec2 = jr.types.vector(2, jr.f32)
+
+    @jr.kernel
+    def k(a: jr.types.ndarray(dtype=vec2, ndim=1)) -> jr.f32:
+        for i, j in x:
+            x[i, j].fill(i + 0.5)
+        for i in a:
+            a[i].fill(2)
+        v = jr.Vector([1.0, 2.0, 3.0])
+        v.fill(7)
+        m = jr.Matrix([[1, 2], [3, 4]])
+        m.fill(5)
+        return v.sum() + m.sum() + m[1, 0]
+
+    a = jr.ndarray(vec2, shape=(3,))
+    assert k(a) == 46.0
+    assert x.to_numpy()[:, 1, :].tolist() == [[0.5] * 3, [1.5] * 3, [2.5] * 3, [3.5] * 3]
+    assert a.to_numpy().tolist() == [[2.0, 2.0]] * 3

@@ -97,7 +97,8 @@ class StmtLowering(LoweringHost):
     def stmt_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring or comment string
-        if isinstance(node.value, ast.Call) and self.is_loop_config(node.value):
+        if isinstance(node.value, ast.Call) and (self.fill_vector(node.value, node)
+                                                 or self.is_loop_config(node.value)):
             return
         # a call whose value is discarded: `jr.atomic_add(v[i], d)` on a vector element emits
         # its atomics as statements (differentiable as `+=` is)
@@ -108,6 +109,34 @@ class StmtLowering(LoweringHost):
             self.statement_call = None
         if isinstance(v, n.Expr) and has_side_effect(v):
             self.emit(n.Eval(v, self.loc(node)))
+
+    def fill_vector(self, call: ast.Call, node: ast.AST) -> bool:
+        """`v.fill(s)` on a vector/matrix local or a whole element `x[i].fill(s)` of a field
+        or ndarray of vectors: every component is set to `s` (Taichi's in-kernel
+        `Matrix.fill`). False when the receiver is not one of those."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "fill"
+                and len(call.args) == 1 and not call.keywords):
+            return False
+        recv = func.value
+        if isinstance(recv, ast.Name):
+            var = self.scope.bindings.get(recv.id)
+            if not isinstance(var, VecVar):
+                return False
+            value = self.expr(call.args[0])
+            self.assign_local(recv, VecValue(var.shape, (value,) * len(var.components)), node)
+            return True
+        if not isinstance(recv, ast.Subscript):
+            return False
+        base = self.expr(recv.value)
+        if not (is_field(base.obj) if isinstance(base, PyValue) else
+                isinstance(base, n.ArrayRef)):
+            return False
+        ref, indices, element = self.access(recv, base)
+        if not element:
+            return False
+        self.store_element((ref, indices, element), self.expr(call.args[0]), node)
+        return True
 
     def stmt_Assert(self, node: ast.Assert) -> None:
         """Checked when the program runs with jr.init(debug=True) (as in Taichi), else
