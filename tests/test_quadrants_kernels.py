@@ -278,3 +278,38 @@ def test_fill_sets_every_component_in_kernels():
     assert k(a) == 46.0
     assert x.to_numpy()[:, 1, :].tolist() == [[0.5] * 3, [1.5] * 3, [2.5] * 3, [3.5] * 3]
     assert a.to_numpy().tolist() == [[2.0, 2.0]] * 3
+
+
+def test_slices_of_vectors_and_matrices():
+    """`m[i, :]` with a run-time i (Genesis's forward kinematics), `m[:, j]`, `v[a:b]` reads;
+    `m[i, :] = row`, `v[a:b] += w` (static bounds, Genesis's FEM solver) and `x[i][1:] = w`
+    stores; Python's rules for bounds and dropped axes."""
+    x = jr.Matrix.field(3, 3, jr.f32, shape=2)
+    y = jr.Vector.field(3, jr.f32, shape=2)
+
+    @jr.kernel
+    def k() -> jr.f32:
+        m = jr.Matrix([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
+        for i in range(2):
+            x[i] = m
+            y[i] = m[i + 1, :]
+        y[1][1:] = m[:, 2][:2]
+        w = jr.Vector.zero(jr.f32, 6)
+        for i in jr.static(range(2)):
+            w[i * 3: i * 3 + 3] += m[:, i]
+        w[4:] = w[0:2]
+        return w[0] + w[3] * 10 + w[4] * 100 + w[5] * 1000 + x[1][1:, 0].sum() * 1e4
+
+    assert k() == 1 + 20 + 100 + 4000 + 11e4
+    assert y.to_numpy().tolist() == [[4, 5, 6], [7, 3, 6]]
+
+
+def test_bad_slices_are_located_errors():
+    @jr.kernel
+    def k(n: jr.i32) -> jr.f32:
+        v = jr.Vector([1.0, 2.0, 3.0])
+        return v[0:n].sum()
+
+    with pytest.raises(jr.KernelCompileError, match="slice of a vector or matrix needs its "
+                       "bounds known at compile time"):
+        k(2)

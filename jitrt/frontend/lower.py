@@ -23,11 +23,13 @@ from .lower_stmt import StmtLowering
 from .source import SourceInfo
 from .structs import StructLowering
 from .vector_index import VectorIndexing
+from .vector_slices import VectorSlicing
 from .vectors import TupleValue, VecValue, VectorLowering
 
 
 class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering, StmtLowering,
-                      VectorLowering, VectorIndexing, StructLowering, QuadrantsLowering):
+                      VectorLowering, VectorIndexing, VectorSlicing, StructLowering,
+                      QuadrantsLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:

@@ -17,6 +17,7 @@ from ..passes.walk import map_stmt, walk_expr
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import BINOPS, ShapeOf, Value, is_field, is_number
+from .vector_index import has_slice
 from .vectors import TupleValue, VecValue, VecVar, reads_ref
 
 
@@ -291,7 +292,11 @@ class StmtLowering(LoweringHost):
         field/ndarray of vectors), `v[k] = s` (a component of a vector local)."""
         if isinstance(target.value, ast.Name) and isinstance(
                 self.scope.bindings.get(target.value.id), VecVar):
-            self.assign_vec_component(target, self.scope.bindings[target.value.id], v)
+            var = self.scope.bindings[target.value.id]
+            if has_slice(target.slice):
+                self.assign_vec_slice(target, var, v, node)
+            else:
+                self.assign_vec_component(target, var, v)
             self.mark_assigned(target.value.id)
             return True
         outer = self.vector_element_of(target)
@@ -507,6 +512,10 @@ class StmtLowering(LoweringHost):
         if isinstance(target.value, ast.Name) and isinstance(
                 self.scope.bindings.get(target.value.id), VecVar):
             var = self.scope.bindings[target.value.id]
+            if has_slice(target.slice):
+                self.assign_vec_slice(target, var, self.expr(node.value), node, op)
+                self.mark_assigned(target.value.id)
+                return True
             ks = self.vec_indices(var.shape, target.slice)     # evaluated once
             current = self.vec_part(self.vec_local_value(var, target), ks, target.slice)
             new = self.binary(op, current, self.expr(node.value), node)
