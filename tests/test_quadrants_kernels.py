@@ -313,3 +313,19 @@ def test_bad_slices_are_located_errors():
     with pytest.raises(jr.KernelCompileError, match="slice of a vector or matrix needs its "
                        "bounds known at compile time"):
         k(2)
+
+
+def test_shapes_and_compile_time_tuples_unpack():
+    """`n, m = a.shape` of an ndarray (Genesis's broadphase) and of a field, `p, q = (2, 3)`
+    from a global tuple."""
+    f = jr.field(jr.i32, shape=(4, 5))
+    pair = (2, 3)
+
+    @jr.kernel
+    def k(a: jr.types.ndarray(dtype=jr.f32, ndim=2)) -> jr.i32:
+        n, m = a.shape
+        fn, fm = f.shape
+        p, q = pair
+        return n * 1000 + m * 100 + fn * 10 + fm + p * q * 10000
+
+    assert k(np.zeros((6, 7), np.float32)) == 60000 + 6000 + 700 + 40 + 5

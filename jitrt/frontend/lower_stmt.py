@@ -199,7 +199,7 @@ class StmtLowering(LoweringHost):
             raise self.err(node, "chained assignment (a = b = c) is not supported in kernels")
         target = node.targets[0]
         if isinstance(target, ast.Tuple) and not isinstance(node.value, ast.Tuple):
-            v = self.expr(node.value)          # a, b, c = vector (components, then rows)
+            v = self.unpackable(self.expr(node.value), node)  # a, b = vector, tuple, shape
             if isinstance(v, TupleValue) and len(v.items) == len(target.elts):
                 for t, part in zip(target.elts, v.items):
                     self.assign_target(t, self.snapshot(part, node), node)
@@ -228,6 +228,17 @@ class StmtLowering(LoweringHost):
             self.scope.bindings[target.id] = value
             return
         self.assign_target(target, value, node)
+
+    def unpackable(self, v: Value, node: ast.AST) -> Value:
+        """`a.shape` of an ndarray (`n, m = a.shape`: one run-time extent per index axis) and
+        a compile-time tuple or list (`n, m = x.shape` of a field) as a TupleValue."""
+        if isinstance(v, ShapeOf):
+            ndim = v.ref.ndim - len(self.element_shape(v.ref))
+            loc = self.loc(node)
+            return TupleValue(tuple(n.Shape(v.ref, k, dtypes.i32, loc) for k in range(ndim)))
+        if isinstance(v, PyValue) and isinstance(v.obj, (tuple, list)):
+            return TupleValue(tuple(PyValue(x) for x in v.obj))
+        return v
 
     def is_static_call(self, expr: ast.AST) -> bool:
         if not isinstance(expr, ast.Call):
