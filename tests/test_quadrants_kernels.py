@@ -329,3 +329,21 @@ def test_shapes_and_compile_time_tuples_unpack():
         return n * 1000 + m * 100 + fn * 10 + fm + p * q * 10000
 
     assert k(np.zeros((6, 7), np.float32)) == 60000 + 6000 + 700 + 40 + 5
+
+
+def test_conditional_expressions_with_vector_arms():
+    """`x[(j, i) if i > j else (i, j)]` (Genesis's narrowphase) and `v if c else 0.0`: the
+    arms are selected component by component."""
+    x = jr.field(jr.i32, shape=(3, 3))
+    for i in range(3):
+        for j in range(3):
+            x[i, j] = 10 * i + j
+
+    @jr.kernel
+    def k(i: jr.i32, j: jr.i32) -> jr.i32:
+        v = jr.Vector([1.0, 2.0])
+        w = v if i > j else 0.0
+        return x[(j, i) if i > j else (i, j)] + jr.cast(w.sum(), jr.i32) * 100
+
+    assert k(2, 1) == 12 + 300
+    assert k(0, 2) == 2

@@ -22,7 +22,7 @@ from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoVa
 from .source import SourceInfo
 from .structs import StructElement
 from .vectors import (CONSTRUCTORS, METHODS, ClassMethod, TupleValue, VecValue, VecVar,
-                      constant_array)
+                      as_vector, constant_array, size)
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
           ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -468,8 +468,31 @@ class ExprLowering(LoweringHost):
         cond = self.expr(node.test)
         if isinstance(cond, PyValue):
             return self.expr(node.body if cond.obj else node.orelse)
-        a, b, dt = self.operands(self.expr(node.body), self.expr(node.orelse), node)
+        body, orelse = as_vector(self.expr(node.body)), as_vector(self.expr(node.orelse))
+        if isinstance(body, VecValue) or isinstance(orelse, VecValue):
+            truth = self.truth(cond)  # type: ignore[arg-type]
+            return self.select_vectors(truth, body, orelse, node)
+        a, b, dt = self.operands(body, orelse, node)
         return n.Select(self.truth(cond), a, b, dt, self.loc(node))  # type: ignore[arg-type]
+
+    def select_vectors(self, cond: n.Expr, body: Value, orelse: Value, node: ast.IfExp
+                       ) -> VecValue:
+        """`a if c else b` with vector or matrix arms (`(i, j) if i < j else (j, i)`):
+        component by component, as Taichi's select; a scalar arm is broadcast."""
+        shape = (body if isinstance(body, VecValue) else orelse).shape  # type: ignore[union-attr]
+        arms = []
+        for arm in (body, orelse):
+            if isinstance(arm, VecValue) and arm.shape != shape:
+                raise self.err(node, f"the two arms of this conditional expression have "
+                               f"shapes {shape} and {arm.shape}")
+            arms.append(arm.items if isinstance(arm, VecValue) else (arm,) * size(shape))
+        if not isinstance(cond, n.Expr) or any(isinstance(x, VecValue) for x in arms[0]):
+            raise self.err(node, "a conditional expression needs a scalar condition")
+        items = []
+        for a, b in zip(*arms):
+            a, b, dt = self.operands(a, b, node)
+            items.append(n.Select(cond, a, b, dt, self.loc(node)))  # type: ignore[arg-type]
+        return VecValue(shape, tuple(items))
 
 
 def adapt(value: int | float, other: DataType, ctx: CompileContext) -> DataType:
