@@ -347,3 +347,26 @@ def test_conditional_expressions_with_vector_arms():
 
     assert k(2, 1) == 12 + 300
     assert k(0, 2) == 2
+
+
+def test_python_functions_with_compile_time_arguments_run_while_compiling():
+    """`qd.static(qd.lang.impl.get_runtime().default_fp == qd.f32)` (Genesis's support
+    field), `math.comb(5, 2)`: run in Python at compile time; with a run-time argument,
+    a located error says why."""
+    from jitrt.quadrants.lang import impl
+
+    @jr.kernel
+    def k(x: jr.f32) -> jr.f32:
+        y = x
+        if jr.static(impl.get_runtime().default_fp == jr.f32):
+            y = x + math.comb(5, 2)
+        return y
+
+    assert k(1.0) == 11.0
+
+    @jr.kernel
+    def bad(x: jr.f32) -> jr.f32:
+        return math.comb(x, 2)
+
+    with pytest.raises(jr.KernelCompileError, match="arguments must be known at compile time"):
+        bad(1.0)

@@ -110,7 +110,28 @@ class CallLowering(LoweringHost):
             return self.min_max("min" if obj is bi.PY_MIN else "max", node, "")
         if obj is bi.PY_RANGE or obj is bi.ndrange:
             raise self.err(node, f"{describe(obj)}() can only be the iterable of a for loop")
+        if callable(obj):
+            return self.call_in_python(obj, node)
         raise self.err(node, f"calling {describe(obj)} is not supported in kernels")
+
+    def call_in_python(self, obj: Any, node: ast.Call) -> Value:
+        """Any other Python callable whose arguments are all known at compile time runs in
+        Python while the kernel compiles, and its result is a compile-time value (Taichi runs
+        Python functions in kernels the same way): `impl.get_runtime().default_fp`,
+        `math.comb(n, 2)`, a helper computing a table."""
+        args = [self.expr(a) for a in node.args]
+        kwargs = {str(kw.arg): self.expr(kw.value) for kw in node.keywords}
+        if not all(isinstance(v, PyValue) for v in [*args, *kwargs.values()]):
+            raise self.err(node, f"calling {describe(obj)} is not supported in kernels with "
+                           "run-time arguments (a Python function runs while the kernel "
+                           "compiles, so its arguments must be known at compile time)")
+        try:
+            result = obj(*(a.obj for a in args),  # type: ignore[union-attr]
+                         **{k: v.obj for k, v in kwargs.items()})  # type: ignore[union-attr]
+        except Exception as exc:  # noqa: BLE001 - the user's function failed: say where
+            raise self.err(node, f"calling {describe(obj)} at compile time raised "
+                           f"{type(exc).__name__}: {exc}") from exc
+        return PyValue(result)
 
     def vector_call(self, obj: Any, node: ast.Call) -> Value | None:
         """Constructors (`jr.Vector`, `jr.math.vec3`...), methods (`v.norm()`), `jr.math.dot`
