@@ -40,6 +40,19 @@ def plain_func(fn: Any) -> Func:
     if found is None:
         found = _PLAIN_FUNCS[fn] = Func(fn)
     return found
+NOT_KNOWN = object()
+
+
+def known_value(v: Any) -> Any:
+    """The Python object of a value known at compile time (a constant of a type, such as
+    `np.float32(math.pi)` in a kernel, as the numpy number of that type), else NOT_KNOWN."""
+    if isinstance(v, PyValue):
+        return v.obj
+    if isinstance(v, n.Const):
+        return v.dtype.np.type(v.value)
+    return NOT_KNOWN
+
+
 COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
 
 
@@ -119,18 +132,19 @@ class CallLowering(LoweringHost):
         Python while the kernel compiles, and its result is a compile-time value (Taichi runs
         Python functions in kernels the same way): `impl.get_runtime().default_fp`,
         `math.comb(n, 2)`, a helper computing a table."""
-        args = [self.expr(a) for a in node.args]
-        kwargs = {str(kw.arg): self.expr(kw.value) for kw in node.keywords}
-        if not all(isinstance(v, PyValue) for v in [*args, *kwargs.values()]):
+        args = [known_value(self.expr(a)) for a in node.args]
+        kwargs = {str(kw.arg): known_value(self.expr(kw.value)) for kw in node.keywords}
+        if any(v is NOT_KNOWN for v in [*args, *kwargs.values()]):
             raise self.err(node, f"calling {describe(obj)} is not supported in kernels with "
                            "run-time arguments (a Python function runs while the kernel "
                            "compiles, so its arguments must be known at compile time)")
         try:
-            result = obj(*(a.obj for a in args),  # type: ignore[union-attr]
-                         **{k: v.obj for k, v in kwargs.items()})  # type: ignore[union-attr]
+            result = obj(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - the user's function failed: say where
             raise self.err(node, f"calling {describe(obj)} at compile time raised "
                            f"{type(exc).__name__}: {exc}") from exc
+        if isinstance(result, np.generic) and result.dtype.kind in "iuf":
+            result = result.item()                  # a numpy number as the Python number
         return PyValue(result)
 
     def vector_call(self, obj: Any, node: ast.Call) -> Value | None:
