@@ -360,7 +360,8 @@ def test_python_functions_with_compile_time_arguments_run_while_compiling():
         y = x
         if jr.static(impl.get_runtime().default_fp == jr.f32):
             y = x + math.comb(5, 2)
-        return y + float(np.nextafter(np.float32(math.pi), np.float32(0.0)))
+        below = jr.static(float(np.nextafter(np.float32(math.pi), np.float32(0.0))))
+        return y + below + int(x) * 0
 
     below_pi = float(np.nextafter(np.float32(math.pi), np.float32(0.0)))
     assert k(1.0) == np.float32(11.0 + below_pi)

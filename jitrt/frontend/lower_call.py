@@ -113,10 +113,8 @@ class CallLowering(LoweringHost):
             return self.static_value(node)
         if isinstance(obj, bi.Builtin):
             return self.call_builtin(obj, node)
-        if obj is bi.PY_INT:
-            return self.cast(self.one_value(node), self.ctx.default_ip)
-        if obj is bi.PY_FLOAT:
-            return self.cast(self.one_value(node), self.ctx.default_fp)
+        if obj is bi.PY_INT or obj is bi.PY_FLOAT:
+            return self.int_or_float(obj, node)
         if obj is bi.PY_ABS:
             return self.abs_value(self.one_value(node), node)
         if obj is bi.PY_MIN or obj is bi.PY_MAX:
@@ -126,6 +124,19 @@ class CallLowering(LoweringHost):
         if callable(obj):
             return self.call_in_python(obj, node)
         raise self.err(node, f"calling {describe(obj)} is not supported in kernels")
+
+    def int_or_float(self, obj: Any, node: ast.Call) -> Value:
+        """`int(x)` / `float(x)`: a number known at compile time stays one (so that
+        `jr.static(float(np.float32(math.pi)))` is a compile-time value, as in Python);
+        a run-time value is cast to default_ip / default_fp."""
+        if len(node.args) != 1:
+            raise self.err(node, f"expected 1 argument, got {len(node.args)}")
+        v = self.expr(node.args[0])
+        known = known_value(v)
+        if isinstance(known, (int, float, np.number)) and not isinstance(known, bool):
+            return PyValue(obj(known))
+        dt = self.ctx.default_ip if obj is bi.PY_INT else self.ctx.default_fp
+        return self.cast(self.value(node.args[0], v), dt)
 
     def call_in_python(self, obj: Any, node: ast.Call) -> Value:
         """Any other Python callable whose arguments are all known at compile time runs in
