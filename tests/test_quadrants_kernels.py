@@ -372,3 +372,16 @@ def test_python_functions_with_compile_time_arguments_run_while_compiling():
 
     with pytest.raises(jr.KernelCompileError, match="arguments must be known at compile time"):
         bad(1.0)
+
+
+def test_list_literals_repeat_and_concatenate_as_in_python():
+    """`qd.Vector([-1e20] * 12, dt=...)` (Genesis's narrowphase) and `[a, b] + [c]`: a list of
+    compile-time values is a Python list, as in Taichi."""
+
+    @jr.kernel
+    def k() -> jr.f32:
+        a = jr.Vector([-1.5] * 4, dt=jr.f32)
+        b = jr.Vector([1.0, 2.0] + [3.0])
+        return a.sum() * 10 + b.sum() + a.n * 100 + b.n * 1000
+
+    assert k() == -60 + 6 + 400 + 3000

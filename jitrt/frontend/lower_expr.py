@@ -391,6 +391,12 @@ class ExprLowering(LoweringHost):
                 raise self.err(node, f"compile-time comparison fails: {exc}") from None
         if is_number(a) and is_number(b):
             return PyValue(self.fold(op, a.obj, b.obj, node))  # type: ignore[union-attr]
+        if op in ("+", "*") and isinstance(a, PyValue) and isinstance(b, PyValue) and any(
+                isinstance(x.obj, (tuple, list)) for x in (a, b)):
+            try:       # `[-1e20] * 12`, `[a, b] + [c]`: Python's repetition and concatenation
+                return PyValue(PY_BINOPS[op](a.obj, b.obj))
+            except TypeError as exc:
+                raise self.err(node, f"compile-time {op} fails: {exc}") from None
         if op == "**":
             return self.power(a, b, node)
         ea, eb, dt = self.operands(a, b, node)
