@@ -385,3 +385,35 @@ def test_list_literals_repeat_and_concatenate_as_in_python():
         return a.sum() * 10 + b.sum() + a.n * 100 + b.n * 1000
 
     assert k() == -60 + 6 + 400 + 3000
+
+
+def test_a_name_reassigned_with_another_shape_in_a_later_block_is_a_new_local():
+    """Genesis's narrowphase: `corner` is a vec3 in one block and a vec2 in a later one. In
+    Taichi a name first assigned in a block is local to it, so the second is a new local;
+    a read after branches that gave it different shapes is refused, never mixed."""
+
+    @jr.kernel
+    def k(a: jr.i32, b: jr.i32) -> jr.f32:
+        s = 0.0
+        if a > 0:
+            for i in range(2):
+                corner = jr.Vector([1.0, 2.0, 3.0])
+                s += corner.sum()
+        if b > 0:
+            for i in range(3):
+                corner = jr.Vector([10.0, 20.0])
+                s += corner.sum()
+        return s
+
+    assert (k(1, 1), k(0, 1), k(1, 0)) == (102.0, 90.0, 12.0)
+
+    @jr.kernel
+    def mixed(a: jr.i32) -> jr.f32:
+        if a > 0:
+            y = jr.Vector([1.0, 2.0, 3.0])
+        else:
+            y = jr.Vector([1.0, 2.0])
+        return y.sum()
+
+    with pytest.raises(jr.KernelCompileError, match="'y'"):
+        mixed(1)

@@ -149,15 +149,15 @@ class ExprLowering(LoweringHost):
                 node.id, list(self.scope.bindings) + list(self.scope.globals), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise self.err(node, f"name '{node.id}' is not defined{hint}")
-        if isinstance(found, LocalVar):
+        if isinstance(found, (LocalVar, VecVar)):
             if self.scope.assigned is not None and node.id not in self.scope.assigned:
                 raise self.err(node, f"local '{node.id}' may be read before it is assigned: it "
                                "is assigned only in some branches or in a loop body that may "
                                "run zero times (Python would raise NameError); assign it "
                                "before the if/loop")
+            if isinstance(found, VecVar):
+                return self.vec_local_value(found, node)
             return n.Local(found.ir_name, found.dtype, self.loc(node))
-        if isinstance(found, VecVar):
-            return self.vec_local_value(found, node)
         if isinstance(found, PyValue) and node.id not in self.scope.bindings and isinstance(
                 found.obj, (bool, int, float, tuple, str)):
             self.ctx.captured[node.id] = repr(found.obj)  # a key part of the offline cache

@@ -37,12 +37,16 @@ class StmtLowering(LoweringHost):
         """What `lower()` emits, as a block of its own."""
         saved, self.block = self.block, []
         self.ctx.stop_grads.append([])
+        rebound, self.rebound = self.rebound, set()
         try:
             lower()
             return self.gradients_stopped(tuple(self.block), self.ctx.stop_grads[-1])
         finally:
             self.block = saved
             self.ctx.stop_grads.pop()
+            if self.scope.assigned is not None:   # a local rebound here ends with the block
+                self.scope.assigned -= self.rebound
+            self.rebound = rebound | self.rebound
 
     def stmts(self, body: list[ast.stmt]) -> None:
         """Lower statements in order. In a @jr.func with early returns (`lower_return.py`),
@@ -368,6 +372,11 @@ class StmtLowering(LoweringHost):
         if isinstance(binding, (n.Arg, n.ArrayRef)) or (
                 isinstance(binding, PyValue) and name in self.scope.params):
             raise self.err(target, f"cannot assign to parameter '{name}'; copy it into a local")
+        if binding is not None and self.is_new_local(name, binding, v):
+            binding = self.scope.bindings.pop(name)
+            self.ir_names[name] = self.ctx.fresh_prefix(self.scope.prefix + name) + name
+            self.rebound.add(name)
+            binding = None
         if isinstance(v, TupleValue):      # a tuple of run-time values: its parts, snapshotted
             self.scope.bindings[name] = TupleValue(tuple(self.snapshot(x, node)
                                                          for x in v.items))
@@ -391,11 +400,25 @@ class StmtLowering(LoweringHost):
             self.mark_assigned(name)
             return
         e = self.typed(v, declared, node, "declare") if declared else self.value(node, v)
-        var = LocalVar(self.scope.prefix + name, e.dtype)
+        var = LocalVar(self.local_ir_name(name), e.dtype)
         self.ctx.local_types[var.ir_name] = e.dtype
         self.scope.bindings[name] = var
         self.emit(n.Assign(var.ir_name, e, self.loc(node)))
         self.mark_assigned(name)
+
+    def local_ir_name(self, name: str) -> str:
+        return self.ir_names.get(name) or self.scope.prefix + name
+
+    def is_new_local(self, name: str, binding: Any, v: Value) -> bool:
+        """`corner = vec2` where `corner` was a vec3 local of an earlier block and is not
+        assigned on every path to here: in Taichi a name first assigned in a block is local
+        to it, so this is a new local of the new shape (its old value cannot be read here).
+        The new local ends with its block: it is not readable after it (lower_with)."""
+        if self.scope.assigned is None or name in self.scope.assigned:
+            return False
+        if isinstance(binding, VecVar):
+            return not isinstance(v, VecValue) or v.shape != binding.shape
+        return isinstance(binding, LocalVar) and isinstance(v, VecValue)
 
     # ---- definite assignment (Python's NameError, decided at compile time) --------------
     def mark_assigned(self, name: str) -> None:
