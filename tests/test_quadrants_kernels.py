@@ -417,3 +417,19 @@ def test_a_name_reassigned_with_another_shape_in_a_later_block_is_a_new_local():
 
     with pytest.raises(jr.KernelCompileError, match="'y'"):
         mixed(1)
+
+
+def test_a_name_repeated_in_one_unpacking_keeps_its_last_part():
+    """`v1, _, _ = f(...)` with parts of different shapes (Genesis's box contact)."""
+
+    @jr.func
+    def parts(x):
+        return jr.Vector([x, 2 * x, 3 * x]), jr.Vector([x, x, x]), 7
+
+    @jr.kernel
+    def k(x: jr.f32) -> jr.f32:
+        v1, _, _ = parts(x)
+        a, a = 1.0, 2.0
+        return v1.sum() + _ * 10 + a * 100
+
+    assert k(1.0) == 6 + 70 + 200

@@ -205,23 +205,20 @@ class StmtLowering(LoweringHost):
         if isinstance(target, ast.Tuple) and not isinstance(node.value, ast.Tuple):
             v = self.unpackable(self.expr(node.value), node)  # a, b = vector, tuple, shape
             if isinstance(v, TupleValue) and len(v.items) == len(target.elts):
-                for t, part in zip(target.elts, v.items):
-                    self.assign_target(t, self.snapshot(part, node), node)
+                self.unpack_into(target.elts, [self.snapshot(p, node) for p in v.items], node)
                 return
             if not isinstance(v, VecValue) or v.shape[0] != len(target.elts):
                 raise self.err(node, "tuple assignment needs a tuple or a vector of the same "
                                "length")
             parts = [v.row(k) if len(v.shape) == 2 else v.items[k] for k in range(v.shape[0])]
-            for t, part in zip(target.elts, parts):
-                self.assign_target(t, self.snapshot(part, node), node)
+            self.unpack_into(target.elts, [self.snapshot(p, node) for p in parts], node)
             return
         if isinstance(target, ast.Tuple):
             if not isinstance(node.value, ast.Tuple) or len(node.value.elts) != len(target.elts):
                 raise self.err(node, "tuple assignment needs a tuple of the same length")
             # evaluate every right side first
             temps = [self.snapshot(self.expr(v), v) for v in node.value.elts]
-            for t, v in zip(target.elts, temps):
-                self.assign_target(t, v, node)
+            self.unpack_into(target.elts, temps, node)
             return
         value = self.expr(node.value)
         if isinstance(target, ast.Name) and isinstance(value, PyValue) and \
@@ -232,6 +229,15 @@ class StmtLowering(LoweringHost):
             self.scope.bindings[target.id] = value
             return
         self.assign_target(target, value, node)
+
+    def unpack_into(self, targets: list[ast.expr], parts: list[Any], node: ast.AST) -> None:
+        """`a, _, _ = t`: the parts assigned left to right, as in Python; a name that a later
+        target of the same statement assigns again keeps only its last part (the earlier
+        assignments cannot be observed, so `_` may take parts of different shapes)."""
+        last = {t.id: k for k, t in enumerate(targets) if isinstance(t, ast.Name)}
+        for k, (t, part) in enumerate(zip(targets, parts)):
+            if not isinstance(t, ast.Name) or last[t.id] == k:
+                self.assign_target(t, part, node)
 
     def unpackable(self, v: Value, node: ast.AST) -> Value:
         """`a.shape` of an ndarray (`n, m = a.shape`: one run-time extent per index axis) and
