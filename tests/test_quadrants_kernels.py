@@ -433,3 +433,19 @@ def test_a_name_repeated_in_one_unpacking_keeps_its_last_part():
         return v1.sum() + _ * 10 + a * 100
 
     assert k(1.0) == 6 + 70 + 200
+
+
+def test_static_enumerate_of_run_time_values_unrolls():
+    """`for k, c in qd.static(enumerate((i_x, i_y)))` (Genesis's contact code): each item is
+    a run-time value bound for its unrolled iteration."""
+
+    @jr.kernel
+    def k(a: jr.i32, b: jr.f32) -> jr.f32:
+        s = 0.0
+        for idx, c in jr.static(enumerate((a, b, 2))):
+            s += c * 10 ** idx
+        for u, w in jr.static(zip((a, b), (b, a))):
+            s += u * w * 1000
+        return s
+
+    assert k(3, 0.5) == 3 + 5 + 200 + 3000

@@ -25,6 +25,7 @@ from ..linalg import MatrixType
 from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .func import BoundFunc, Func
+from ..frozen import frozen
 from .lower_expr import Value, describe, is_field, is_number
 from .lower_return import has_early_return
 from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, VecVar, as_vector
@@ -41,6 +42,24 @@ def plain_func(fn: Any) -> Func:
         found = _PLAIN_FUNCS[fn] = Func(fn)
     return found
 NOT_KNOWN = object()
+# `jr.static(enumerate((i_x, i_y)))`: these iterate over a tuple of run-time values at compile
+# time, each item a RunTimeItem that the unrolled loop binds as a local
+ITERATION_BUILTINS = (enumerate, zip, reversed, list, tuple)
+
+
+@frozen
+class RunTimeItem:
+    """A run-time value (or vector) inside a compile-time tuple of a jr.static loop."""
+    value: Any
+
+
+def run_time_items(v: Any) -> Any:
+    """A tuple or vector of run-time values as a compile-time tuple of RunTimeItems (the
+    numbers among them as themselves); anything else unchanged."""
+    if isinstance(v, (TupleValue, VecValue)) and (isinstance(v, TupleValue) or len(v.shape) == 1):
+        return PyValue(tuple(x.obj if isinstance(x, PyValue) else RunTimeItem(x)
+                             for x in v.items))
+    return v
 
 
 def known_value(v: Any) -> Any:
@@ -268,6 +287,8 @@ class CallLowering(LoweringHost):
         if not isinstance(node, ast.Call):
             return self.expr(node)
         parts = [self.compile_time(x) for x in [node.func, *node.args]]
+        if isinstance(parts[0], PyValue) and parts[0].obj in ITERATION_BUILTINS:
+            parts[1:] = [run_time_items(p) for p in parts[1:]]
         kwargs = {k.arg: self.compile_time(k.value) for k in node.keywords}
         if None in kwargs or not all(isinstance(p, PyValue) for p in
                                      parts + list(kwargs.values())):

@@ -891,6 +891,20 @@ class StmtLowering(LoweringHost):
         finally:
             self.loops.pop()
 
+    def bind_static_item(self, target: ast.AST, item: Any) -> None:
+        """A jr.static loop's target: the item itself (a compile-time value), or, for a
+        run-time value taken from a tuple (`enumerate((i_x, i_y))`), a new local holding it
+        for this iteration."""
+        if not isinstance(target, ast.Name):
+            raise self.err(target, "unsupported loop target")
+        if type(item).__name__ != "RunTimeItem":
+            self.scope.bindings[target.id] = PyValue(item)
+            return
+        self.scope.bindings.pop(target.id, None)
+        self.ir_names[target.id] = self.ctx.fresh_prefix(self.scope.prefix + target.id) + \
+            target.id
+        self.assign_local(target, item.value, target)
+
     def unroll(self, node: ast.For, items: list[Any]) -> None:
         """The body of a jr.static loop once per item (a func's return ends the unrolling;
         after a run-time one, the remaining iterations run under `if not done`)."""
@@ -900,9 +914,9 @@ class StmtLowering(LoweringHost):
                 if len(t.elts) != len(item):
                     raise self.err(t, "loop targets do not match the items")
                 for name, val in zip(t.elts, item):
-                    self.scope.bindings[name.id] = PyValue(val)  # type: ignore[attr-defined]
+                    self.bind_static_item(name, val)
             elif isinstance(t, ast.Name):
-                self.scope.bindings[t.id] = PyValue(item)
+                self.bind_static_item(t, item)
             else:
                 raise self.err(t, "unsupported loop target")
             self.stmts(node.body)
