@@ -93,7 +93,7 @@ class _Buffer:
 
     __slots__ = ("_data", "_dtype", "_shape", "_dims", "_element", "_offset", "gen", "ptr",
                  "alloc_id", "grad", "name", "named", "_mirror", "dual", "implicit", "layout",
-                 "__weakref__")
+                 "escaped", "__weakref__", "__dict__")
 
     def __init__(self, dtype: Any, shape: Any, needs_grad: bool, name: str | None,
                  kind: str, storage: np.ndarray | None = None, needs_dual: bool = False,
@@ -109,6 +109,9 @@ class _Buffer:
         self.ptr: int = self._data.ctypes.data
         self._mirror: Any = None   # a GPU's copy of the data (backends/gpu.py), if any
         self.gen = 0
+        # a writable view that outlives every call has been handed out (`to_torch(copy=False)`):
+        # writes through it move no generation, so caches keyed on it re-observe the data
+        self.escaped = False
         self.alloc_id = next(_alloc_ids)
         self.name = name or f"{kind}{self.alloc_id}"
         self.named = name is not None   # else errors use the kernel's source name
@@ -338,16 +341,21 @@ class _Buffer:
         return copy.deepcopy(self)
 
     def to_torch(self, device: Any = None, *, copy: bool = True) -> Any:
-        """A torch tensor with a copy of the data, on `device` (default: the CPU); torch is
-        optional, never a dependency. For a view without a copy on a GPU program, use
-        `torch.from_dlpack(x)`. `copy=False` (Quadrants' writable zero-copy view) is a
-        ValueError: writes through such a view would escape the generation counters (use
-        `view()` to read without a copy, `writable()` to write)."""
-        if copy is False:
-            raise ValueError(f"{self.name}.to_torch(copy=False): jitrt gives no writable "
-                             "zero-copy view (writes through it would escape the generation "
-                             "counters); use view() to read, writable() to write")
+        """A torch tensor with a copy of the data, on `device` (default: the CPU, or the
+        program's GPU for `copy=False`); torch is optional, never a dependency.
+        `copy=False` (Quadrants' zero-copy view) shares the memory: the host buffer on the
+        CPU, the device memory on a GPU program (through DLPack). Writes through such a view
+        move no generation counter, so from then on the caches keyed on it (adstack sizing)
+        re-observe this data at every launch instead of trusting the counter."""
         import torch
+        if copy is False:
+            tensor = torch.from_dlpack(self)
+            if device is not None and tensor.device != torch.device(device):
+                raise ValueError(f"{self.name}.to_torch(device={device!r}, copy=False): the "
+                                 f"data lives on {tensor.device}; a zero-copy view cannot "
+                                 "move it (drop copy=False to get a copy)")
+            self.escaped = True
+            return tensor
         tensor = torch.from_numpy(self.to_numpy())
         return tensor if device is None else tensor.to(device)
 

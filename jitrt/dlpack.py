@@ -73,6 +73,8 @@ _api.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 
 def _delete(managed: Any) -> None:
     """The consumer's release: forget the export and run its `on_release`."""
+    if _live is None or ctypes is None:   # interpreter shutdown: module globals are gone
+        return
     kept = _live.pop(ctypes.addressof(managed.contents), None)
     if kept is not None and kept[-1] is not None:
         try:

@@ -322,6 +322,26 @@ def test_sizes_follow_numpy_arrays_changed_in_place(rng):
     check_grad(recur, x, loss, xv, cv, cv)
 
 
+def test_sizes_follow_writes_through_a_zero_copy_torch_view(rng):
+    """`to_torch(copy=False)` (Quadrants' zero-copy view, which Genesis keeps and writes
+    through): the writes move no generation, so the sizing re-observes the array at every
+    launch from then on."""
+    torch = pytest.importorskip("torch")
+    x, loss, recur = make_problem()
+    xv = rng.uniform(-1, 1, N)
+    x.from_numpy(xv)
+    cv = rng.integers(0, 3, N).astype(np.int32)
+    cnt = jr.ndarray(jr.i32, shape=(N,))
+    cnt.from_numpy(cv)
+    view = cnt.to_torch(copy=False)
+    assert isinstance(view, torch.Tensor) and view.tolist() == cv.tolist()
+    check_grad(recur, x, loss, xv, cv, cnt)
+    view[7] = 25                                     # behind jitrt's back
+    cv[7] = 25
+    assert cnt.to_numpy()[7] == 25
+    check_grad(recur, x, loss, xv, cv, cnt)
+
+
 def test_sizes_follow_field_writes_and_scalar_arguments(rng):
     x = jr.field(jr.f64, shape=(N,), needs_grad=True)
     loss = jr.field(jr.f64, shape=(), needs_grad=True)

@@ -348,14 +348,20 @@ def test_a_hashable_configuration_is_a_template_by_value():
     assert jr.debug.stats()["compiles"] == before and a.tolist() == [4, 4, 5]
 
 
-def test_to_torch_on_ndarrays_and_no_writable_zero_copy_view():
+def test_to_torch_copies_and_zero_copy_views():
     a = jr.tensor(jr.f32, 3)
     a.fill(2.0)
-    with pytest.raises(ValueError, match=r"to_torch\(copy=False\): jitrt gives no writable "
-                                         "zero-copy view"):
-        a.to_torch(copy=False)
+    a._tc = "Genesis caches its views on the object"   # Quadrants' objects take attributes
     torch = pytest.importorskip("torch")
-    t = a.to_torch()
-    assert isinstance(t, torch.Tensor) and t.tolist() == [2.0, 2.0, 2.0]
+    view = a.to_torch(copy=False)                   # shares the memory, both ways
+    view[1] = 5.0
+    assert a.to_numpy().tolist() == [2.0, 5.0, 2.0] and a.escaped
+    a.fill(3.0)
+    assert view.tolist() == [3.0, 3.0, 3.0]
+    with pytest.raises(ValueError, match="a zero-copy view cannot move it"):
+        a.to_torch(device="meta", copy=False)
+    t = a.to_torch()                                # a copy
+    t[0] = 9.0
+    assert isinstance(t, torch.Tensor) and a.to_numpy().tolist() == [3.0, 3.0, 3.0]
     a.from_torch(torch.ones(3))
     assert a.to_numpy().tolist() == [1.0, 1.0, 1.0]

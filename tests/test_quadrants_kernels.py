@@ -253,3 +253,199 @@ def test_a_static_assignment_binds_the_compile_time_value():
     assert x.to_numpy().tolist() == [0, 0, 0, 0]
     k(True)
     assert x.to_numpy().tolist() == [2, 2, 2, 2]
+
+
+def test_fill_sets_every_component_in_kernels():
+    """`x[i, j].fill(s)` on an element of a vector field (Genesis's forward kinematics),
+    `a[i].fill(s)` on an ndarray of vectors, and `v.fill(s)` / `m.fill(s)` on locals set
+    every component, converted to the element's type."""
+    x = jr.Vector.field(3, jr.f32, shape=(4, 2))
+    vec2 = jr.types.vector(2, jr.f32)
+
+    @jr.kernel
+    def k(a: jr.types.ndarray(dtype=vec2, ndim=1)) -> jr.f32:
+        for i, j in x:
+            x[i, j].fill(i + 0.5)
+        for i in a:
+            a[i].fill(2)
+        v = jr.Vector([1.0, 2.0, 3.0])
+        v.fill(7)
+        m = jr.Matrix([[1, 2], [3, 4]])
+        m.fill(5)
+        return v.sum() + m.sum() + m[1, 0]
+
+    a = jr.ndarray(vec2, shape=(3,))
+    assert k(a) == 46.0
+    assert x.to_numpy()[:, 1, :].tolist() == [[0.5] * 3, [1.5] * 3, [2.5] * 3, [3.5] * 3]
+    assert a.to_numpy().tolist() == [[2.0, 2.0]] * 3
+
+
+def test_slices_of_vectors_and_matrices():
+    """`m[i, :]` with a run-time i (Genesis's forward kinematics), `m[:, j]`, `v[a:b]` reads;
+    `m[i, :] = row`, `v[a:b] += w` (static bounds, Genesis's FEM solver) and `x[i][1:] = w`
+    stores; Python's rules for bounds and dropped axes."""
+    x = jr.Matrix.field(3, 3, jr.f32, shape=2)
+    y = jr.Vector.field(3, jr.f32, shape=2)
+
+    @jr.kernel
+    def k() -> jr.f32:
+        m = jr.Matrix([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
+        for i in range(2):
+            x[i] = m
+            y[i] = m[i + 1, :]
+        y[1][1:] = m[:, 2][:2]
+        w = jr.Vector.zero(jr.f32, 6)
+        for i in jr.static(range(2)):
+            w[i * 3: i * 3 + 3] += m[:, i]
+        w[4:] = w[0:2]
+        return w[0] + w[3] * 10 + w[4] * 100 + w[5] * 1000 + x[1][1:, 0].sum() * 1e4
+
+    assert k() == 1 + 20 + 100 + 4000 + 11e4
+    assert y.to_numpy().tolist() == [[4, 5, 6], [7, 3, 6]]
+
+
+def test_bad_slices_are_located_errors():
+    @jr.kernel
+    def k(n: jr.i32) -> jr.f32:
+        v = jr.Vector([1.0, 2.0, 3.0])
+        return v[0:n].sum()
+
+    with pytest.raises(jr.KernelCompileError, match="slice of a vector or matrix needs its "
+                       "bounds known at compile time"):
+        k(2)
+
+
+def test_shapes_and_compile_time_tuples_unpack():
+    """`n, m = a.shape` of an ndarray (Genesis's broadphase) and of a field, `p, q = (2, 3)`
+    from a global tuple."""
+    f = jr.field(jr.i32, shape=(4, 5))
+    pair = (2, 3)
+
+    @jr.kernel
+    def k(a: jr.types.ndarray(dtype=jr.f32, ndim=2)) -> jr.i32:
+        n, m = a.shape
+        fn, fm = f.shape
+        p, q = pair
+        return n * 1000 + m * 100 + fn * 10 + fm + p * q * 10000
+
+    assert k(np.zeros((6, 7), np.float32)) == 60000 + 6000 + 700 + 40 + 5
+
+
+def test_conditional_expressions_with_vector_arms():
+    """`x[(j, i) if i > j else (i, j)]` (Genesis's narrowphase) and `v if c else 0.0`: the
+    arms are selected component by component."""
+    x = jr.field(jr.i32, shape=(3, 3))
+    for i in range(3):
+        for j in range(3):
+            x[i, j] = 10 * i + j
+
+    @jr.kernel
+    def k(i: jr.i32, j: jr.i32) -> jr.i32:
+        v = jr.Vector([1.0, 2.0])
+        w = v if i > j else 0.0
+        return x[(j, i) if i > j else (i, j)] + jr.cast(w.sum(), jr.i32) * 100
+
+    assert k(2, 1) == 12 + 300
+    assert k(0, 2) == 2
+
+
+def test_python_functions_with_compile_time_arguments_run_while_compiling():
+    """`qd.static(qd.lang.impl.get_runtime().default_fp == qd.f32)` (Genesis's support
+    field), `math.comb(5, 2)`: run in Python at compile time; with a run-time argument,
+    a located error says why."""
+    from jitrt.quadrants.lang import impl
+
+    @jr.kernel
+    def k(x: jr.f32) -> jr.f32:
+        y = x
+        if jr.static(impl.get_runtime().default_fp == jr.f32):
+            y = x + math.comb(5, 2)
+        below = jr.static(float(np.nextafter(np.float32(math.pi), np.float32(0.0))))
+        return y + below + int(x) * 0
+
+    below_pi = float(np.nextafter(np.float32(math.pi), np.float32(0.0)))
+    assert k(1.0) == np.float32(11.0 + below_pi)
+
+    @jr.kernel
+    def bad(x: jr.f32) -> jr.f32:
+        return math.comb(x, 2)
+
+    with pytest.raises(jr.KernelCompileError, match="arguments must be known at compile time"):
+        bad(1.0)
+
+
+def test_list_literals_repeat_and_concatenate_as_in_python():
+    """`qd.Vector([-1e20] * 12, dt=...)` (Genesis's narrowphase) and `[a, b] + [c]`: a list of
+    compile-time values is a Python list, as in Taichi."""
+
+    @jr.kernel
+    def k() -> jr.f32:
+        a = jr.Vector([-1.5] * 4, dt=jr.f32)
+        b = jr.Vector([1.0, 2.0] + [3.0])
+        return a.sum() * 10 + b.sum() + a.n * 100 + b.n * 1000
+
+    assert k() == -60 + 6 + 400 + 3000
+
+
+def test_a_name_reassigned_with_another_shape_in_a_later_block_is_a_new_local():
+    """Genesis's narrowphase: `corner` is a vec3 in one block and a vec2 in a later one. In
+    Taichi a name first assigned in a block is local to it, so the second is a new local;
+    a read after branches that gave it different shapes is refused, never mixed."""
+
+    @jr.kernel
+    def k(a: jr.i32, b: jr.i32) -> jr.f32:
+        s = 0.0
+        if a > 0:
+            for i in range(2):
+                corner = jr.Vector([1.0, 2.0, 3.0])
+                s += corner.sum()
+        if b > 0:
+            for i in range(3):
+                corner = jr.Vector([10.0, 20.0])
+                s += corner.sum()
+        return s
+
+    assert (k(1, 1), k(0, 1), k(1, 0)) == (102.0, 90.0, 12.0)
+
+    @jr.kernel
+    def mixed(a: jr.i32) -> jr.f32:
+        if a > 0:
+            y = jr.Vector([1.0, 2.0, 3.0])
+        else:
+            y = jr.Vector([1.0, 2.0])
+        return y.sum()
+
+    with pytest.raises(jr.KernelCompileError, match="'y'"):
+        mixed(1)
+
+
+def test_a_name_repeated_in_one_unpacking_keeps_its_last_part():
+    """`v1, _, _ = f(...)` with parts of different shapes (Genesis's box contact)."""
+
+    @jr.func
+    def parts(x):
+        return jr.Vector([x, 2 * x, 3 * x]), jr.Vector([x, x, x]), 7
+
+    @jr.kernel
+    def k(x: jr.f32) -> jr.f32:
+        v1, _, _ = parts(x)
+        a, a = 1.0, 2.0
+        return v1.sum() + _ * 10 + a * 100
+
+    assert k(1.0) == 6 + 70 + 200
+
+
+def test_static_enumerate_of_run_time_values_unrolls():
+    """`for k, c in qd.static(enumerate((i_x, i_y)))` (Genesis's contact code): each item is
+    a run-time value bound for its unrolled iteration."""
+
+    @jr.kernel
+    def k(a: jr.i32, b: jr.f32) -> jr.f32:
+        s = 0.0
+        for idx, c in jr.static(enumerate((a, b, 2))):
+            s += c * 10 ** idx
+        for u, w in jr.static(zip((a, b), (b, a))):
+            s += u * w * 1000
+        return s
+
+    assert k(3, 0.5) == 3 + 5 + 200 + 3000

@@ -107,7 +107,8 @@ class Scope:
 
     def __post_init__(self) -> None:
         if self.assigned is None:
-            self.assigned = {k for k, v in self.bindings.items() if isinstance(v, LocalVar)}
+            self.assigned = {k for k, v in self.bindings.items()
+                             if isinstance(v, LocalVar) or type(v).__name__ == "VecVar"}
 
     def lookup(self, name: str) -> LocalVar | PyValue | n.ArrayRef | n.Arg | None:
         if name in self.bindings:
@@ -183,6 +184,9 @@ class LoweringHost:
         lower_with: Callable[..., n.Body]
         # a @jr.func's returns (lower_return.py)
         func_return: Any               # FuncReturn of the func being inlined, or None
+        rebound: set[str]
+        ir_names: dict[str, str]
+        local_ir_name: Callable[[str], str]
         guarded: Callable[..., None]
         returned: Callable[..., Any]
         resolve_kind: Callable[..., Any]
@@ -194,6 +198,10 @@ class LoweringHost:
         vec_index: Callable[..., Any]
         vec_indices: Callable[..., list[Any]]
         vec_part: Callable[..., Any]
+        vec_slice: Callable[..., Any]
+        element_slice: Callable[..., Any]
+        assign_vec_slice: Callable[..., None]
+        dynamic_part: Callable[..., Any]
         element_part: Callable[..., Any]
         element_component: Callable[..., Any]
         vec_binary: Callable[..., Any]
@@ -212,6 +220,7 @@ class LoweringHost:
         element_shape: Callable[..., tuple[int, ...]]
         whole_element: Callable[..., Any]
         load_element: Callable[..., Any]
+        fill_vector: Callable[..., bool]
         store_element: Callable[..., None]
         assign_vec_local: Callable[..., None]
         assign_vec_component: Callable[..., None]

@@ -23,11 +23,13 @@ from .lower_stmt import StmtLowering
 from .source import SourceInfo
 from .structs import StructLowering
 from .vector_index import VectorIndexing
+from .vector_slices import VectorSlicing
 from .vectors import TupleValue, VecValue, VectorLowering
 
 
 class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering, StmtLowering,
-                      VectorLowering, VectorIndexing, StructLowering, QuadrantsLowering):
+                      VectorLowering, VectorIndexing, VectorSlicing, StructLowering,
+                      QuadrantsLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:
@@ -39,6 +41,10 @@ class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering,
         self.serialize_next = False
         self.block_dim_next = 0
         self.func_return: FuncReturn | None = None    # set while a func's early returns lower
+        # names given a new local of another shape in the block being lowered (lower_stmt's
+        # `rebind`), and the IR name of each such local
+        self.rebound: set[str] = set()
+        self.ir_names: dict[str, str] = {}
 
     def sub_lowerer(self, src: SourceInfo, scope: Scope) -> "FunctionLowerer":
         """A lowerer for an inlined func body that emits into this lowerer's current block."""

@@ -25,6 +25,7 @@ from ..linalg import MatrixType
 from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .func import BoundFunc, Func
+from ..frozen import frozen
 from .lower_expr import Value, describe, is_field, is_number
 from .lower_return import has_early_return
 from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, VecVar, as_vector
@@ -40,6 +41,37 @@ def plain_func(fn: Any) -> Func:
     if found is None:
         found = _PLAIN_FUNCS[fn] = Func(fn)
     return found
+NOT_KNOWN = object()
+# `jr.static(enumerate((i_x, i_y)))`: these iterate over a tuple of run-time values at compile
+# time, each item a RunTimeItem that the unrolled loop binds as a local
+ITERATION_BUILTINS = (enumerate, zip, reversed, list, tuple)
+
+
+@frozen
+class RunTimeItem:
+    """A run-time value (or vector) inside a compile-time tuple of a jr.static loop."""
+    value: Any
+
+
+def run_time_items(v: Any) -> Any:
+    """A tuple or vector of run-time values as a compile-time tuple of RunTimeItems (the
+    numbers among them as themselves); anything else unchanged."""
+    if isinstance(v, (TupleValue, VecValue)) and (isinstance(v, TupleValue) or len(v.shape) == 1):
+        return PyValue(tuple(x.obj if isinstance(x, PyValue) else RunTimeItem(x)
+                             for x in v.items))
+    return v
+
+
+def known_value(v: Any) -> Any:
+    """The Python object of a value known at compile time (a constant of a type, such as
+    `np.float32(math.pi)` in a kernel, as the numpy number of that type), else NOT_KNOWN."""
+    if isinstance(v, PyValue):
+        return v.obj
+    if isinstance(v, n.Const):
+        return v.dtype.np.type(v.value)
+    return NOT_KNOWN
+
+
 COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
 
 
@@ -108,17 +140,50 @@ class CallLowering(LoweringHost):
             return self.static_value(node)
         if isinstance(obj, bi.Builtin):
             return self.call_builtin(obj, node)
-        if obj is bi.PY_INT:
-            return self.cast(self.one_value(node), self.ctx.default_ip)
-        if obj is bi.PY_FLOAT:
-            return self.cast(self.one_value(node), self.ctx.default_fp)
+        if obj is bi.PY_INT or obj is bi.PY_FLOAT:
+            return self.int_or_float(obj, node)
         if obj is bi.PY_ABS:
             return self.abs_value(self.one_value(node), node)
         if obj is bi.PY_MIN or obj is bi.PY_MAX:
             return self.min_max("min" if obj is bi.PY_MIN else "max", node, "")
         if obj is bi.PY_RANGE or obj is bi.ndrange:
             raise self.err(node, f"{describe(obj)}() can only be the iterable of a for loop")
+        if callable(obj):
+            return self.call_in_python(obj, node)
         raise self.err(node, f"calling {describe(obj)} is not supported in kernels")
+
+    def int_or_float(self, obj: Any, node: ast.Call) -> Value:
+        """`int(x)` / `float(x)`: a number known at compile time stays one (so that
+        `jr.static(float(np.float32(math.pi)))` is a compile-time value, as in Python);
+        a run-time value is cast to default_ip / default_fp."""
+        if len(node.args) != 1:
+            raise self.err(node, f"expected 1 argument, got {len(node.args)}")
+        v = self.expr(node.args[0])
+        known = known_value(v)
+        if isinstance(known, (int, float, np.number)) and not isinstance(known, bool):
+            return PyValue(obj(known))
+        dt = self.ctx.default_ip if obj is bi.PY_INT else self.ctx.default_fp
+        return self.cast(self.value(node.args[0], v), dt)
+
+    def call_in_python(self, obj: Any, node: ast.Call) -> Value:
+        """Any other Python callable whose arguments are all known at compile time runs in
+        Python while the kernel compiles, and its result is a compile-time value (Taichi runs
+        Python functions in kernels the same way): `impl.get_runtime().default_fp`,
+        `math.comb(n, 2)`, a helper computing a table."""
+        args = [known_value(self.expr(a)) for a in node.args]
+        kwargs = {str(kw.arg): known_value(self.expr(kw.value)) for kw in node.keywords}
+        if any(v is NOT_KNOWN for v in [*args, *kwargs.values()]):
+            raise self.err(node, f"calling {describe(obj)} is not supported in kernels with "
+                           "run-time arguments (a Python function runs while the kernel "
+                           "compiles, so its arguments must be known at compile time)")
+        try:
+            result = obj(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the user's function failed: say where
+            raise self.err(node, f"calling {describe(obj)} at compile time raised "
+                           f"{type(exc).__name__}: {exc}") from exc
+        if isinstance(result, np.generic) and result.dtype.kind in "iuf":
+            result = result.item()                  # a numpy number as the Python number
+        return PyValue(result)
 
     def vector_call(self, obj: Any, node: ast.Call) -> Value | None:
         """Constructors (`jr.Vector`, `jr.math.vec3`...), methods (`v.norm()`), `jr.math.dot`
@@ -230,6 +295,8 @@ class CallLowering(LoweringHost):
         if not isinstance(node, ast.Call):
             return self.expr(node)
         parts = [self.compile_time(x) for x in [node.func, *node.args]]
+        if isinstance(parts[0], PyValue) and parts[0].obj in ITERATION_BUILTINS:
+            parts[1:] = [run_time_items(p) for p in parts[1:]]
         kwargs = {k.arg: self.compile_time(k.value) for k in node.keywords}
         if None in kwargs or not all(isinstance(p, PyValue) for p in
                                      parts + list(kwargs.values())):

@@ -22,7 +22,7 @@ from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoVa
 from .source import SourceInfo
 from .structs import StructElement
 from .vectors import (CONSTRUCTORS, METHODS, ClassMethod, TupleValue, VecValue, VecVar,
-                      constant_array)
+                      as_vector, constant_array, size)
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
           ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -152,15 +152,15 @@ class ExprLowering(LoweringHost):
                 node.id, list(self.scope.bindings) + list(self.scope.globals), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise self.err(node, f"name '{node.id}' is not defined{hint}")
-        if isinstance(found, LocalVar):
+        if isinstance(found, (LocalVar, VecVar)):
             if self.scope.assigned is not None and node.id not in self.scope.assigned:
                 raise self.err(node, f"local '{node.id}' may be read before it is assigned: it "
                                "is assigned only in some branches or in a loop body that may "
                                "run zero times (Python would raise NameError); assign it "
                                "before the if/loop")
+            if isinstance(found, VecVar):
+                return self.vec_local_value(found, node)
             return n.Local(found.ir_name, found.dtype, self.loc(node))
-        if isinstance(found, VecVar):
-            return self.vec_local_value(found, node)
         if isinstance(found, PyValue) and node.id not in self.scope.bindings and isinstance(
                 found.obj, (bool, int, float, tuple, str)):
             self.ctx.captured[node.id] = repr(found.obj)  # a key part of the offline cache
@@ -394,6 +394,12 @@ class ExprLowering(LoweringHost):
                 raise self.err(node, f"compile-time comparison fails: {exc}") from None
         if is_number(a) and is_number(b):
             return PyValue(self.fold(op, a.obj, b.obj, node))  # type: ignore[union-attr]
+        if op in ("+", "*") and isinstance(a, PyValue) and isinstance(b, PyValue) and any(
+                isinstance(x.obj, (tuple, list)) for x in (a, b)):
+            try:       # `[-1e20] * 12`, `[a, b] + [c]`: Python's repetition and concatenation
+                return PyValue(PY_BINOPS[op](a.obj, b.obj))
+            except TypeError as exc:
+                raise self.err(node, f"compile-time {op} fails: {exc}") from None
         if op == "**":
             return self.power(a, b, node)
         ea, eb, dt = self.operands(a, b, node)
@@ -481,8 +487,31 @@ class ExprLowering(LoweringHost):
         cond = self.expr(node.test)
         if isinstance(cond, PyValue):
             return self.expr(node.body if cond.obj else node.orelse)
-        a, b, dt = self.operands(self.expr(node.body), self.expr(node.orelse), node)
+        body, orelse = as_vector(self.expr(node.body)), as_vector(self.expr(node.orelse))
+        if isinstance(body, VecValue) or isinstance(orelse, VecValue):
+            truth = self.truth(cond)  # type: ignore[arg-type]
+            return self.select_vectors(truth, body, orelse, node)
+        a, b, dt = self.operands(body, orelse, node)
         return n.Select(self.truth(cond), a, b, dt, self.loc(node))  # type: ignore[arg-type]
+
+    def select_vectors(self, cond: n.Expr, body: Value, orelse: Value, node: ast.IfExp
+                       ) -> VecValue:
+        """`a if c else b` with vector or matrix arms (`(i, j) if i < j else (j, i)`):
+        component by component, as Taichi's select; a scalar arm is broadcast."""
+        shape = (body if isinstance(body, VecValue) else orelse).shape  # type: ignore[union-attr]
+        arms = []
+        for arm in (body, orelse):
+            if isinstance(arm, VecValue) and arm.shape != shape:
+                raise self.err(node, f"the two arms of this conditional expression have "
+                               f"shapes {shape} and {arm.shape}")
+            arms.append(arm.items if isinstance(arm, VecValue) else (arm,) * size(shape))
+        if not isinstance(cond, n.Expr) or any(isinstance(x, VecValue) for x in arms[0]):
+            raise self.err(node, "a conditional expression needs a scalar condition")
+        items = []
+        for a, b in zip(*arms):
+            a, b, dt = self.operands(a, b, node)
+            items.append(n.Select(cond, a, b, dt, self.loc(node)))  # type: ignore[arg-type]
+        return VecValue(shape, tuple(items))
 
 
 def adapt(value: int | float, other: DataType, ctx: CompileContext) -> DataType:

@@ -17,6 +17,7 @@ from ..ir.walk import map_stmt, walk_expr
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import BINOPS, ShapeOf, Value, is_field, is_number
+from .vector_index import has_slice
 from .vectors import TupleValue, VecValue, VecVar, reads_ref
 
 
@@ -36,12 +37,16 @@ class StmtLowering(LoweringHost):
         """What `lower()` emits, as a block of its own."""
         saved, self.block = self.block, []
         self.ctx.stop_grads.append([])
+        rebound, self.rebound = self.rebound, set()
         try:
             lower()
             return self.gradients_stopped(tuple(self.block), self.ctx.stop_grads[-1])
         finally:
             self.block = saved
             self.ctx.stop_grads.pop()
+            if self.scope.assigned is not None:   # a local rebound here ends with the block
+                self.scope.assigned -= self.rebound
+            self.rebound = rebound | self.rebound
 
     def stmts(self, body: list[ast.stmt]) -> None:
         """Lower statements in order. In a @jr.func with early returns (`lower_return.py`),
@@ -97,7 +102,8 @@ class StmtLowering(LoweringHost):
     def stmt_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring or comment string
-        if isinstance(node.value, ast.Call) and self.is_loop_config(node.value):
+        if isinstance(node.value, ast.Call) and (self.fill_vector(node.value, node)
+                                                 or self.is_loop_config(node.value)):
             return
         # a call whose value is discarded: `jr.atomic_add(v[i], d)` on a vector element emits
         # its atomics as statements (differentiable as `+=` is)
@@ -108,6 +114,34 @@ class StmtLowering(LoweringHost):
             self.statement_call = None
         if isinstance(v, n.Expr) and has_side_effect(v):
             self.emit(n.Eval(v, self.loc(node)))
+
+    def fill_vector(self, call: ast.Call, node: ast.AST) -> bool:
+        """`v.fill(s)` on a vector/matrix local or a whole element `x[i].fill(s)` of a field
+        or ndarray of vectors: every component is set to `s` (Taichi's in-kernel
+        `Matrix.fill`). False when the receiver is not one of those."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "fill"
+                and len(call.args) == 1 and not call.keywords):
+            return False
+        recv = func.value
+        if isinstance(recv, ast.Name):
+            var = self.scope.bindings.get(recv.id)
+            if not isinstance(var, VecVar):
+                return False
+            value = self.expr(call.args[0])
+            self.assign_local(recv, VecValue(var.shape, (value,) * len(var.components)), node)
+            return True
+        if not isinstance(recv, ast.Subscript):
+            return False
+        base = self.expr(recv.value)
+        if not (is_field(base.obj) if isinstance(base, PyValue) else
+                isinstance(base, n.ArrayRef)):
+            return False
+        ref, indices, element = self.access(recv, base)
+        if not element:
+            return False
+        self.store_element((ref, indices, element), self.expr(call.args[0]), node)
+        return True
 
     def stmt_Assert(self, node: ast.Assert) -> None:
         """Checked when the program runs with jr.init(debug=True) (as in Taichi), else
@@ -169,25 +203,22 @@ class StmtLowering(LoweringHost):
             raise self.err(node, "chained assignment (a = b = c) is not supported in kernels")
         target = node.targets[0]
         if isinstance(target, ast.Tuple) and not isinstance(node.value, ast.Tuple):
-            v = self.expr(node.value)          # a, b, c = vector (components, then rows)
+            v = self.unpackable(self.expr(node.value), node)  # a, b = vector, tuple, shape
             if isinstance(v, TupleValue) and len(v.items) == len(target.elts):
-                for t, part in zip(target.elts, v.items):
-                    self.assign_target(t, self.snapshot(part, node), node)
+                self.unpack_into(target.elts, [self.snapshot(p, node) for p in v.items], node)
                 return
             if not isinstance(v, VecValue) or v.shape[0] != len(target.elts):
                 raise self.err(node, "tuple assignment needs a tuple or a vector of the same "
                                "length")
             parts = [v.row(k) if len(v.shape) == 2 else v.items[k] for k in range(v.shape[0])]
-            for t, part in zip(target.elts, parts):
-                self.assign_target(t, self.snapshot(part, node), node)
+            self.unpack_into(target.elts, [self.snapshot(p, node) for p in parts], node)
             return
         if isinstance(target, ast.Tuple):
             if not isinstance(node.value, ast.Tuple) or len(node.value.elts) != len(target.elts):
                 raise self.err(node, "tuple assignment needs a tuple of the same length")
             # evaluate every right side first
             temps = [self.snapshot(self.expr(v), v) for v in node.value.elts]
-            for t, v in zip(target.elts, temps):
-                self.assign_target(t, v, node)
+            self.unpack_into(target.elts, temps, node)
             return
         value = self.expr(node.value)
         if isinstance(target, ast.Name) and isinstance(value, PyValue) and \
@@ -198,6 +229,26 @@ class StmtLowering(LoweringHost):
             self.scope.bindings[target.id] = value
             return
         self.assign_target(target, value, node)
+
+    def unpack_into(self, targets: list[ast.expr], parts: list[Any], node: ast.AST) -> None:
+        """`a, _, _ = t`: the parts assigned left to right, as in Python; a name that a later
+        target of the same statement assigns again keeps only its last part (the earlier
+        assignments cannot be observed, so `_` may take parts of different shapes)."""
+        last = {t.id: k for k, t in enumerate(targets) if isinstance(t, ast.Name)}
+        for k, (t, part) in enumerate(zip(targets, parts)):
+            if not isinstance(t, ast.Name) or last[t.id] == k:
+                self.assign_target(t, part, node)
+
+    def unpackable(self, v: Value, node: ast.AST) -> Value:
+        """`a.shape` of an ndarray (`n, m = a.shape`: one run-time extent per index axis) and
+        a compile-time tuple or list (`n, m = x.shape` of a field) as a TupleValue."""
+        if isinstance(v, ShapeOf):
+            ndim = v.ref.ndim - len(self.element_shape(v.ref))
+            loc = self.loc(node)
+            return TupleValue(tuple(n.Shape(v.ref, k, dtypes.i32, loc) for k in range(ndim)))
+        if isinstance(v, PyValue) and isinstance(v.obj, (tuple, list)):
+            return TupleValue(tuple(PyValue(x) for x in v.obj))
+        return v
 
     def is_static_call(self, expr: ast.AST) -> bool:
         if not isinstance(expr, ast.Call):
@@ -262,7 +313,11 @@ class StmtLowering(LoweringHost):
         field/ndarray of vectors), `v[k] = s` (a component of a vector local)."""
         if isinstance(target.value, ast.Name) and isinstance(
                 self.scope.bindings.get(target.value.id), VecVar):
-            self.assign_vec_component(target, self.scope.bindings[target.value.id], v)
+            var = self.scope.bindings[target.value.id]
+            if has_slice(target.slice):
+                self.assign_vec_slice(target, var, v, node)
+            else:
+                self.assign_vec_component(target, var, v)
             self.mark_assigned(target.value.id)
             return True
         outer = self.vector_element_of(target)
@@ -323,6 +378,11 @@ class StmtLowering(LoweringHost):
         if isinstance(binding, (n.Arg, n.ArrayRef)) or (
                 isinstance(binding, PyValue) and name in self.scope.params):
             raise self.err(target, f"cannot assign to parameter '{name}'; copy it into a local")
+        if binding is not None and self.is_new_local(name, binding, v):
+            binding = self.scope.bindings.pop(name)
+            self.ir_names[name] = self.ctx.fresh_prefix(self.scope.prefix + name) + name
+            self.rebound.add(name)
+            binding = None
         if isinstance(v, TupleValue):      # a tuple of run-time values: its parts, snapshotted
             self.scope.bindings[name] = TupleValue(tuple(self.snapshot(x, node)
                                                          for x in v.items))
@@ -346,11 +406,25 @@ class StmtLowering(LoweringHost):
             self.mark_assigned(name)
             return
         e = self.typed(v, declared, node, "declare") if declared else self.value(node, v)
-        var = LocalVar(self.scope.prefix + name, e.dtype)
+        var = LocalVar(self.local_ir_name(name), e.dtype)
         self.ctx.local_types[var.ir_name] = e.dtype
         self.scope.bindings[name] = var
         self.emit(n.Assign(var.ir_name, e, self.loc(node)))
         self.mark_assigned(name)
+
+    def local_ir_name(self, name: str) -> str:
+        return self.ir_names.get(name) or self.scope.prefix + name
+
+    def is_new_local(self, name: str, binding: Any, v: Value) -> bool:
+        """`corner = vec2` where `corner` was a vec3 local of an earlier block and is not
+        assigned on every path to here: in Taichi a name first assigned in a block is local
+        to it, so this is a new local of the new shape (its old value cannot be read here).
+        The new local ends with its block: it is not readable after it (lower_with)."""
+        if self.scope.assigned is None or name in self.scope.assigned:
+            return False
+        if isinstance(binding, VecVar):
+            return not isinstance(v, VecValue) or v.shape != binding.shape
+        return isinstance(binding, LocalVar) and isinstance(v, VecValue)
 
     # ---- definite assignment (Python's NameError, decided at compile time) --------------
     def mark_assigned(self, name: str) -> None:
@@ -478,6 +552,10 @@ class StmtLowering(LoweringHost):
         if isinstance(target.value, ast.Name) and isinstance(
                 self.scope.bindings.get(target.value.id), VecVar):
             var = self.scope.bindings[target.value.id]
+            if has_slice(target.slice):
+                self.assign_vec_slice(target, var, self.expr(node.value), node, op)
+                self.mark_assigned(target.value.id)
+                return True
             ks = self.vec_indices(var.shape, target.slice)     # evaluated once
             current = self.vec_part(self.vec_local_value(var, target), ks, target.slice)
             new = self.binary(op, current, self.expr(node.value), node)
@@ -813,6 +891,20 @@ class StmtLowering(LoweringHost):
         finally:
             self.loops.pop()
 
+    def bind_static_item(self, target: ast.AST, item: Any) -> None:
+        """A jr.static loop's target: the item itself (a compile-time value), or, for a
+        run-time value taken from a tuple (`enumerate((i_x, i_y))`), a new local holding it
+        for this iteration."""
+        if not isinstance(target, ast.Name):
+            raise self.err(target, "unsupported loop target")
+        if type(item).__name__ != "RunTimeItem":
+            self.scope.bindings[target.id] = PyValue(item)
+            return
+        self.scope.bindings.pop(target.id, None)
+        self.ir_names[target.id] = self.ctx.fresh_prefix(self.scope.prefix + target.id) + \
+            target.id
+        self.assign_local(target, item.value, target)
+
     def unroll(self, node: ast.For, items: list[Any]) -> None:
         """The body of a jr.static loop once per item (a func's return ends the unrolling;
         after a run-time one, the remaining iterations run under `if not done`)."""
@@ -822,9 +914,9 @@ class StmtLowering(LoweringHost):
                 if len(t.elts) != len(item):
                     raise self.err(t, "loop targets do not match the items")
                 for name, val in zip(t.elts, item):
-                    self.scope.bindings[name.id] = PyValue(val)  # type: ignore[attr-defined]
+                    self.bind_static_item(name, val)
             elif isinstance(t, ast.Name):
-                self.scope.bindings[t.id] = PyValue(item)
+                self.bind_static_item(t, item)
             else:
                 raise self.err(t, "unsupported loop target")
             self.stmts(node.body)

@@ -28,7 +28,10 @@ class VectorIndexing(LoweringHost):
     """The indexing part of the lowering visitor."""
 
     def vec_index(self, v: VecValue, index_node: ast.AST) -> Any:
-        """`v[k]`, `m[i, j]`, `m[i]` (a row) of a vector or matrix value."""
+        """`v[k]`, `m[i, j]`, `m[i]` (a row) of a vector or matrix value; `v[1:3]`,
+        `m[i, :]` with a slice (vector_slices.py)."""
+        if has_slice(index_node):
+            return self.vec_slice(v, index_node)
         return self.vec_part(v, self.vec_indices(v.shape, index_node), index_node)
 
     def vec_indices(self, shape: tuple[int, ...], index_node: ast.AST) -> list[Any]:
@@ -127,6 +130,8 @@ class VectorIndexing(LoweringHost):
         run-time `k` is one more index of the access, bounds-checked as any index is."""
         _, idx, element = outer
         loc = self.loc(index_node)
+        if has_slice(index_node):
+            return self.element_slice(outer, index_node)
         ks = self.vec_indices(element, index_node)
         heads = tuple(n.Const(k, dtypes.i32, loc) if isinstance(k, int) else k for k in ks)
         rest = element[len(ks):]
@@ -268,6 +273,12 @@ def index_message(shape: tuple[int, ...], index_node: ast.AST, what: str) -> str
     kind = f"{shape[0]}-component vector" if len(shape) == 1 else f"{shape[0]}x{shape[1]} matrix"
     return (f"index [{ast.unparse(index_node)}] out of range for a {kind} (a run-time index "
             f"must be in 0..n-1 on each axis); {what}")
+
+
+def has_slice(index_node: ast.AST) -> bool:
+    """`index_node` (of `v[...]`) has a slice on some axis."""
+    items = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
+    return any(isinstance(item, ast.Slice) for item in items)
 
 
 def plain_name(node: ast.AST) -> bool:

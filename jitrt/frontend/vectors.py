@@ -592,7 +592,7 @@ class VectorLowering(LoweringHost):
             return
         if binding is not None and not isinstance(binding, PyValue):
             raise self.err(node, f"'{name}' is a scalar local; cannot assign a vector to it")
-        self.scope.bindings[name] = self.new_vec_var(self.scope.prefix + name, v, node)
+        self.scope.bindings[name] = self.new_vec_var(self.local_ir_name(name), v, node)
 
     def new_vec_var(self, ir_name: str, v: VecValue, node: ast.AST) -> VecVar:
         """A new vector local `ir_name$k` per component, assigned `v` here. All components

@@ -148,11 +148,11 @@ class SizingPlan:
         """Python source of the launcher's snapshot tuple (names: F<slot> fields, a<i> args)."""
         parts = []
         for d in self.deps:
-            if d.kind == "field":
-                parts.append(f"F{d.index}.gen")
+            if d.kind == "field":     # an escaped field (a shared writable view): re-observe
+                parts.append(f"(F{d.index}.gen if not F{d.index}.escaped else object())")
             elif d.kind == "array":
                 parts.append(f"((a{d.index}.alloc_id, a{d.index}.gen) if type(a{d.index}) is "
-                             f"Ndarray else fingerprint(a{d.index}))")
+                             f"Ndarray and not a{d.index}.escaped else fingerprint(a{d.index}))")
             elif d.kind == "shape":
                 parts.append(f"a{d.index}.shape[{d.axis}]")
             else:

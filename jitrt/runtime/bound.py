@@ -32,10 +32,11 @@ if TYPE_CHECKING:
 
 class _Gen:
     """Stands in for data without a generation counter (a plain numpy array)."""
-    __slots__ = ("gen",)
+    __slots__ = ("gen", "escaped")
 
     def __init__(self) -> None:
         self.gen = 0
+        self.escaped = False
 
 
 def record(bound: "BoundLaunch") -> None:
