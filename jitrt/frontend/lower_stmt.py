@@ -294,24 +294,26 @@ class StmtLowering(LoweringHost):
 
     def typed(self, v: Value, dt: dtypes.DataType, node: ast.AST,
               what: str = "store") -> n.Expr:
-        """`v` converted for a store into (or a return as) `dt`. A float into an integer needs
-        an explicit int()/jr.cast(); a compile-time integer must fit `dt`; a run-time value of
-        a type `dt` cannot hold (f64 into f32, i64 into i32: Taichi's promotion of the two is
-        not `dt`) stored gives a `jr.CastWarning` (`what` "store"; a declaration and a
-        return convert silently, as explicit conversions)."""
+        """`v` converted for a store into (or a return as) `dt`, as Taichi converts: a float
+        into an integer truncates toward zero; a compile-time integer must fit `dt`. A stored
+        value of a type `dt` cannot hold (the promotion of the two is not `dt`: f32 into i32,
+        f64 into f32, i64 into i32; a float literal with a fraction into an integer) gives a
+        `jr.CastWarning` (`what` "store"; a declaration and a return convert silently, as
+        explicit conversions)."""
         if is_number(v):
             value = v.obj  # type: ignore[union-attr]
             if isinstance(value, float) and not dt.is_float:
-                raise self.err(node, f"cannot {what} the float {value!r} as {dt.name} without "
-                               "an explicit int() or jr.cast()")
+                if value != value or value in (float("inf"), float("-inf")):
+                    raise self.err(node, f"cannot {what} the float {value!r} as {dt.name}: "
+                                   "it has no integer value")
+                if what == "store" and not value.is_integer():
+                    warn_narrowing(self.loc(node), dt, self.ctx.default_fp)
+                value = int(value)
             if not isinstance(value, float) and dt.is_int and not dtypes.fits(int(value), dt):
                 raise self.err(node, f"the constant {int(value)} does not fit {dt.name} "
                                f"(range {dtypes.int_range(dt)[0]}..{dtypes.int_range(dt)[1]})")
             return self.const(value, node, dt)
         e = self.value(node, v)
-        if e.dtype.is_float and not dt.is_float:
-            raise self.err(node, f"cannot {what} a {e.dtype.name} value as {dt.name} without "
-                           "an explicit int() or jr.cast()")
         if what == "store" and e.dtype != dt and dtypes.promote(dt, e.dtype) != dt:
             warn_narrowing(self.loc(node), dt, e.dtype)
         return self.cast(e, dt)
@@ -407,8 +409,11 @@ class StmtLowering(LoweringHost):
             self.reduce_vec_local(node.target, binding, op, reduce, self.expr(node.value), node)
             return
         current = self.expr(node.target)
+        rhs = self.expr(node.value)
+        if reduce and isinstance(binding, LocalVar) and binding.dtype.is_int:
+            rhs = self.typed(rhs, binding.dtype, node.value)  # Taichi's atomic: v converted first
         start = len(self.block)
-        self.assign_local(node.target, self.binary(op, current, self.expr(node.value), node), node)
+        self.assign_local(node.target, self.binary(op, current, rhs, node), node)
         self.mark_reduction(node.target.id, reduce, start)
 
     def reduce_vec_local(self, target: ast.Name, var: VecVar, op: str, reduce: str, rhs: Value,
