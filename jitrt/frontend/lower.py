@@ -20,6 +20,7 @@ from .lower_logic import LogicLowering
 from .lower_return import FuncReturn, ReturnLowering
 from .lower_quadrants import QuadrantsLowering
 from .lower_stmt import StmtLowering
+from .real_func import RealFuncLowering
 from .source import SourceInfo
 from .structs import StructLowering
 from .vector_index import VectorIndexing
@@ -27,7 +28,8 @@ from .vectors import TupleValue, VecValue, VectorLowering
 
 
 class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering, StmtLowering,
-                      VectorLowering, VectorIndexing, StructLowering, QuadrantsLowering):
+                      VectorLowering, VectorIndexing, StructLowering, QuadrantsLowering,
+                      RealFuncLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:
@@ -39,6 +41,8 @@ class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering,
         self.serialize_next = False
         self.block_dim_next = 0
         self.func_return: FuncReturn | None = None    # set while a func's early returns lower
+        self.real_ret = None          # in a jr.real_func's body: its signature (real_func.py)
+        self.ref_params: list = []    # ... and its jr.ref parameters
 
     def sub_lowerer(self, src: SourceInfo, scope: Scope) -> "FunctionLowerer":
         """A lowerer for an inlined func body that emits into this lowerer's current block."""
@@ -194,4 +198,5 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
     if ctx.validate:                       # jr.ad.Tape(validation=True): frontend/gdar.py
         from .gdar import with_checks
         ir_body = with_checks(ir_body, ctx)
-    return n.KernelIR(ctx.kernel_name, params, tuple(ctx.field_refs.values()), ir_body, ret)
+    return n.KernelIR(ctx.kernel_name, params, tuple(ctx.field_refs.values()), ir_body, ret,
+                      tuple(ctx.real_funcs))

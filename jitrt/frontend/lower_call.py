@@ -27,6 +27,7 @@ from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue,
 from .func import BoundFunc, Func
 from .lower_expr import Value, describe, is_field, is_number
 from .lower_return import has_early_return
+from .real_func import RealFuncDef
 from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, VecVar, as_vector
 
 MAX_INLINE_DEPTH = 24
@@ -62,6 +63,10 @@ class CallLowering(LoweringHost):
             obj = bi.PYTHON_EQUIVALENTS.get(obj, obj)
         except TypeError:  # unhashable
             pass
+        if isinstance(obj, RealFuncDef):                  # a function of its own
+            return self.call_real(obj, node, None)  # type: ignore[attr-defined]
+        if isinstance(obj, BoundFunc) and isinstance(obj.func, RealFuncDef):
+            return self.call_real(obj.func, node, obj.obj)  # type: ignore[attr-defined]
         if isinstance(obj, Func):
             return self.inline(obj, node)
         if isinstance(obj, BoundFunc):                    # self.f(...) of a @jr.func method

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from .. import dtypes
 from ..ir import nodes as n
 from ..data_component import ComponentField
+from ..errors import KernelCompileError
 from ..passes.walk import map_stmt, walk_expr
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
@@ -112,7 +113,16 @@ class StmtLowering(LoweringHost):
     def stmt_Assert(self, node: ast.Assert) -> None:
         """Checked when the program runs with jr.init(debug=True) (as in Taichi), else
         skipped: a failure raises KernelRuntimeError with the message at the next sync."""
-        if not self.ctx.debug:
+        if not self.ctx.debug:     # unchecked, but its calls run, as in Taichi (a real
+            if any(isinstance(c, ast.Call) for c in ast.walk(node.test)):   # func's effects)
+                start = len(self.block)
+                try:
+                    test = self.expr(node.test)
+                except KernelCompileError:     # what it could not compile is not run: kept
+                    del self.block[start:]     # as before (asserts off)
+                    return
+                if isinstance(test, n.Expr) and has_side_effect(test):
+                    self.emit(n.Eval(test, self.loc(node)))
             return
         cond = self.truth(self.value(node.test))
         message = ast.unparse(node.test)

@@ -19,6 +19,8 @@ def assigned_names(body: n.Body) -> set[str]:
             out.add(s.name)
         elif isinstance(s, n.For):
             out.add(s.var)
+        elif isinstance(s, n.Call):
+            out.update(s.outs)
     return out
 
 
@@ -52,4 +54,5 @@ def offload(kernel: n.KernelIR, local_types: dict) -> n.TaskedKernel:
                             block_dim=stmt.block_dim))
         serial += after
     flush()
-    return n.TaskedKernel(kernel.name, kernel.params, tuple(fields), tuple(tasks), kernel.ret)
+    return n.TaskedKernel(kernel.name, kernel.params, tuple(fields), tuple(tasks), kernel.ret,
+                          kernel.funcs)
