@@ -144,19 +144,6 @@ def test_float_into_int_element_warns_at_the_store():
     assert b.tolist() == [3, 3, 3, 3]
 
 
-def test_kernel_scope_local_assigned_in_parallel_loop():
-    @jr.kernel
-    def k(a: nd(dtype=jr.f32, ndim=1)) -> jr.f32:
-        total = 0.0
-        for i in range(a.shape[0]):
-            # (`total += a[i]` is a reduction, allowed: tests/test_local_reductions.py)
-            total = total + a[i]  # @scope
-        return total
-
-    assert_points_at(compile_error(k, np.ones(4, np.float32)), "scope", "total = total",
-                     "'total'", "kernel-scope", "serialize=True")
-
-
 def test_break_in_outermost_loop():
     @jr.kernel
     def k():

@@ -498,9 +498,9 @@ class CallLowering(LoweringHost):
         vector/matrix element (`v[i]` of a vector field) one atomic per component."""
         name = f"jr.atomic_{'exchange' if op == 'xchg' else op}"
         if len(node.args) == 2 and isinstance(node.args[0], ast.Name):
-            if op in bi.BITWISE_ATOMICS or op == "xchg":
+            if op == "xchg":
                 raise self.err(node, f"{name}() takes a field or ndarray element (x[i]); on "
-                               "a local variable, assign instead (s = s | v)")
+                               "a local variable, assign instead (s = v)")
             return self.atomic_local(op, node)          # a local: lower_stmt.py
         if len(node.args) != 2 or not isinstance(node.args[0], ast.Subscript):
             raise self.err(node, f"jr.atomic_{op}(x[i], value) needs a field or ndarray "

@@ -137,17 +137,19 @@ class StmtLowering(LoweringHost):
 
     def is_loop_config(self, call: ast.Call) -> bool:
         """`jr.loop_config(serialize=True)`: the next loop runs serially on one thread;
-        `jr.loop_config(block_dim=N)`: on GPUs, its blocks have N threads (a multiple of 32
-        up to 1024; the CPU ignores it); Taichi's `parallelize=N`: 1 serializes, more leaves
+        `jr.loop_config(block_dim=N)`: on GPUs, its blocks have N threads (1 to 1024, rounded
+        up to whole warps of 32; the CPU ignores it; so does Taichi's `block_dim_adaptive`);
+        Taichi's `parallelize=N`: 1 serializes, more leaves
         the thread count to the pool; Quadrants' `name="..."` names the loop in GPU profiles
         (checked to be a string, and otherwise not used: jitrt's profiler counts kernels)."""
         callee = self.expr(call.func)
         if not (isinstance(callee, PyValue) and callee.obj is bi.loop_config):
             return False
         for kw in call.keywords:
-            if kw.arg not in ("serialize", "block_dim", "parallelize", "name"):
+            if kw.arg not in ("serialize", "block_dim", "parallelize", "name",
+                              "block_dim_adaptive"):
                 raise self.err(kw, f"jr.loop_config() has no option '{kw.arg}' (options: "
-                               "serialize, block_dim, parallelize, name)")
+                               "serialize, block_dim, parallelize, name, block_dim_adaptive)")
             value = self.expr(kw.value)
             if not isinstance(value, PyValue):
                 raise self.err(kw.value, "jr.loop_config() options must be constants")
@@ -166,12 +168,13 @@ class StmtLowering(LoweringHost):
                                    f"positive int (1 runs the loop serially), got {threads!r}")
                 self.serialize_next = threads == 1
                 continue
+            if kw.arg == "block_dim_adaptive":     # Taichi's CPU block hint: no effect
+                continue
             dim = value.obj
-            if isinstance(dim, bool) or not isinstance(dim, int) or not (
-                    32 <= dim <= 1024 and dim % 32 == 0):
-                raise self.err(kw.value, f"jr.loop_config(block_dim=...) must be a multiple of "
-                               f"32 from 32 to 1024 (whole warps), got {dim!r}")
-            self.block_dim_next = dim
+            if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 1024:
+                raise self.err(kw.value, "jr.loop_config(block_dim=...) must be an int from 1 "
+                               f"to 1024, got {dim!r}")
+            self.block_dim_next = -(-dim // 32) * 32    # whole warps (block sums need them)
         return True
 
     def stmt_Assign(self, node: ast.Assign) -> None:
@@ -413,14 +416,16 @@ class StmtLowering(LoweringHost):
             return
         if not isinstance(node.target, ast.Name):
             raise self.err(node.target, "augmented assignment needs a name or an element")
-        reduce = {"+": "add", "-": "sub"}.get(op, "")
         binding = self.scope.bindings.get(node.target.id)
-        if reduce and isinstance(binding, VecVar):
+        reduce = {"+": "add", "-": "sub"}.get(op, "")
+        if op in ("&", "|", "^") and isinstance(binding, LocalVar) and binding.dtype.is_int:
+            reduce = {"&": "and", "|": "or", "^": "xor"}[op]   # atomic on ints, as in Taichi
+        if reduce in ("add", "sub") and isinstance(binding, VecVar):
             self.reduce_vec_local(node.target, binding, op, reduce, self.expr(node.value), node)
             return
         current = self.expr(node.target)
         rhs = self.expr(node.value)
-        if reduce and isinstance(binding, LocalVar) and binding.dtype.is_int:
+        if reduce in ("add", "sub") and isinstance(binding, LocalVar) and binding.dtype.is_int:
             rhs = self.typed(rhs, binding.dtype, node.value)  # Taichi's atomic: v converted first
         start = len(self.block)
         self.assign_local(node.target, self.binary(op, current, rhs, node), node)
@@ -462,8 +467,9 @@ class StmtLowering(LoweringHost):
                 self.block[k] = n.Assign(s.name, s.value, s.loc, reduce)
 
     def atomic_local(self, op: str, node: ast.Call) -> Value:
-        """`jr.atomic_add(s, v)` (sub/min/max likewise) on a local `s` (a scalar, or a vector
-        component-wise): `s = s <op> v`, tagged as a reduction; the value is the old `s`."""
+        """`jr.atomic_add(s, v)` (sub/min/max/and/or/xor likewise) on a local `s` (a scalar, or
+        a vector component-wise): `s = s <op> v`, tagged as a reduction; the value is the old
+        `s`."""
         target = node.args[0]
         assert isinstance(target, ast.Name)
         if not isinstance(self.scope.bindings.get(target.id), (LocalVar, VecVar)):
@@ -474,7 +480,7 @@ class StmtLowering(LoweringHost):
         statement = getattr(self, "statement_call", None) is node
         old = current if statement else self.snapshot(current, node)
         value = self.expr(node.args[1])
-        symbol = {"add": "+", "sub": "-"}.get(op, op)
+        symbol = {"add": "+", "sub": "-", "and": "&", "or": "|", "xor": "^"}.get(op, op)
         binding = self.scope.bindings[target.id]
         if isinstance(binding, VecVar):
             self.reduce_vec_local(target, binding, symbol, op, value, node)

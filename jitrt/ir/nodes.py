@@ -233,7 +233,8 @@ Body = tuple[Stmt, ...]
 class Assign(Stmt):
     """`name = value`. `reduce` names the reduction when the source wrote `name += v`,
     `name -= v` or `jr.atomic_add/sub/min/max(name, v)` (value: `name <op> v`): "add", "sub",
-    "min" or "max"; "" otherwise. Only these may update a kernel-scope local inside a parallel
+    "min" or "max"; on integers also "and", "or", "xor" (`&=`, `jr.atomic_and`...); ""
+    otherwise. Only these may update a kernel-scope local inside a parallel
     loop (`passes/local_reductions.py`)."""
     name: str
     value: Expr
