@@ -480,7 +480,8 @@ class StmtLowering(LoweringHost):
         statement = getattr(self, "statement_call", None) is node
         old = current if statement else self.snapshot(current, node)
         value = self.expr(node.args[1])
-        symbol = {"add": "+", "sub": "-", "and": "&", "or": "|", "xor": "^"}.get(op, op)
+        symbol = {"add": "+", "sub": "-", "and": "&", "or": "|", "xor": "^",
+                  "mul": "*"}.get(op, op)
         binding = self.scope.bindings[target.id]
         if isinstance(binding, VecVar):
             self.reduce_vec_local(target, binding, symbol, op, value, node)

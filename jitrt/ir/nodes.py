@@ -203,7 +203,8 @@ class Shape(Expr):
     loc: Loc = _loc()
 
 
-ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "xchg")  # and/or/xor: integers
+ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "xchg",  # and/or/xor: integers
+              "mul")                                    # mul: a compare-and-swap loop
 
 
 @frozen
