@@ -74,3 +74,56 @@ def test_atomic_mul_returns_the_old_value_and_works_on_locals():
 
     assert k() == 5040.0
     np.testing.assert_array_equal(out.to_numpy(), [6.0, 3.0])
+
+
+def test_unary_operators_and_atan2_are_element_wise_on_matrices():
+    yi = jr.Matrix.field(3, 2, jr.i32, ())
+    yi.from_numpy(np.array([[3, 2], [9, 0], [7, 4]], np.int32))
+    y = jr.Matrix.field(3, 2, jr.f32, ())
+    y.from_numpy(np.array([[0, 2], [9, 3.5], [-7, 4]], np.float32))
+    xi = jr.Matrix.field(3, 2, jr.i32, 2)
+    xf = jr.Matrix.field(3, 2, jr.f32, 2)
+
+    @jr.kernel
+    def k(s: jr.f32):
+        xi[0] = ~yi[None]
+        xi[1] = not yi[None]
+        xf[0] = jr.atan2(y[None], s)
+        xf[1] = jr.atan2(s, y[None])
+
+    k(5.0)
+    yv = yi.to_numpy()
+    np.testing.assert_array_equal(xi.to_numpy()[0], ~yv)
+    np.testing.assert_array_equal(xi.to_numpy()[1], np.logical_not(yv).astype(np.int32))
+    np.testing.assert_allclose(xf.to_numpy()[0], np.arctan2(y.to_numpy(), 5.0), rtol=1e-6)
+    np.testing.assert_allclose(xf.to_numpy()[1], np.arctan2(5.0, y.to_numpy()), rtol=1e-6)
+
+
+def test_if_expression_broadcasts_a_scalar_against_a_vector():
+    @jr.kernel
+    def k(c: jr.i32) -> jr.math.vec3:
+        v = jr.Vector([1.0, 2.0, 3.0])
+        return 0 if c > 0 else v
+
+    np.testing.assert_array_equal(k(1), [0, 0, 0])
+    np.testing.assert_array_equal(k(0), [1, 2, 3])
+
+    @jr.kernel
+    def vector_condition() -> jr.math.vec3:
+        v = jr.Vector([1.0, -2.0, 3.0])
+        return 0 if v > 0 else v
+
+    with pytest.raises(jr.KernelCompileError, match="use jr.select"):
+        vector_condition()
+
+
+def test_an_item_of_a_static_list_of_python_scope_vectors_is_a_constant_vector():
+    offsets = [jr.Vector([1, 2]), jr.Vector([2, 3])]
+
+    @jr.kernel
+    def k() -> jr.math.ivec2:
+        v = jr.Vector([4, 5])
+        v += jr.static(offsets)[0]
+        return jr.select(v > 6, v, jr.static(offsets)[1]) + jr.static(offsets)[1]
+
+    np.testing.assert_array_equal(k(), [4, 10])

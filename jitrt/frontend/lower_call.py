@@ -285,10 +285,10 @@ class CallLowering(LoweringHost):
         if fn is bi.atan2:
             if len(node.args) != 2:
                 raise self.err(node, "jr.atan2(y, x) takes 2 arguments")
-            y, x, dt = self.operands(self.expr(node.args[0]), self.expr(node.args[1]), node)
-            if not dt.is_float:
-                dt = self.ctx.default_fp
-            return n.Math("atan2", (self.cast(y, dt), self.cast(x, dt)), dt, loc)
+            ys, xs = as_vector(self.expr(node.args[0])), as_vector(self.expr(node.args[1]))
+            if isinstance(ys, VecValue) or isinstance(xs, VecValue):    # element-wise
+                return self.vec_elementwise2(lambda y, x: self.atan2(y, x, node), ys, xs, node)
+            return self.atan2(ys, xs, node)
         if fn in bi.DERIVED:
             return self.derived_math(fn, node)
         if fn is bi.cast:
@@ -352,6 +352,21 @@ class CallLowering(LoweringHost):
             if fn is bi.stop_grad:
                 self.ctx.stop_grads[-1].extend(data)
         return PyValue(None)
+
+    def atan2(self, y: Value, x: Value, node: ast.Call) -> n.Expr:
+        ey, ex, dt = self.operands(y, x, node)
+        if not dt.is_float:
+            dt = self.ctx.default_fp
+        return n.Math("atan2", (self.cast(ey, dt), self.cast(ex, dt)), dt, self.loc(node))
+
+    def vec_elementwise2(self, fn: Any, a: Value, b: Value, node: ast.AST) -> VecValue:
+        """`fn` per component of two vectors/matrices of one shape (a scalar broadcasts)."""
+        shape = (a if isinstance(a, VecValue) else b).shape       # type: ignore[union-attr]
+        if any(isinstance(v, VecValue) and v.shape != shape for v in (a, b)):
+            raise self.err(node, "the arguments' shapes differ")
+        count = len((a if isinstance(a, VecValue) else b).items)  # type: ignore[union-attr]
+        cols = [v.items if isinstance(v, VecValue) else (v,) * count for v in (a, b)]
+        return VecValue(shape, tuple(fn(p, q) for p, q in zip(*cols)))
 
     def derived_math(self, fn: bi.Builtin, node: ast.Call) -> Value:
         """Functions spelled with the others: rsqrt, log2, exp2 (as pow(2, x)), sign, clamp

@@ -22,7 +22,7 @@ from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoVa
 from .source import SourceInfo
 from .structs import StructElement
 from .vectors import (CONSTRUCTORS, METHODS, ClassMethod, TupleValue, VecValue, VecVar,
-                      constant_array)
+                      constant_array, as_vector)
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
           ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -264,8 +264,8 @@ class ExprLowering(LoweringHost):
                 return self.table_lookup(base.obj, idx, node)
             if not (is_number(idx) and isinstance(idx.obj, int)):  # type: ignore[union-attr]
                 raise self.err(node.slice, "a compile-time tuple needs a constant index")
-            try:
-                return PyValue(base.obj[idx.obj])  # type: ignore[union-attr]
+            try:          # (a Python-scope vector item: a constant vector)
+                return self.array_constant(PyValue(base.obj[idx.obj]), None)  # type: ignore
             except IndexError:
                 raise self.err(node.slice, f"index {idx.obj} out of range") from None  # type: ignore
         ref, indices, element = self.access(node, base)
@@ -443,22 +443,27 @@ class ExprLowering(LoweringHost):
         return self.cast(out, dt)
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
-        v = self.expr(node.operand)
-        if isinstance(v, VecValue) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            if isinstance(node.op, ast.UAdd):
+        return self.unary(node.op, self.expr(node.operand), node)
+
+    def unary(self, op: ast.unaryop, v: Value, node: ast.AST) -> Value:
+        """`-v`, `+v`, `not v`, `~v`; element-wise on vectors and matrices."""
+        if isinstance(v, VecValue) and isinstance(op, (ast.USub, ast.UAdd)):
+            if isinstance(op, ast.UAdd):
                 return v
             return self.vec_binary("*", v, PyValue(-1), node)
+        if isinstance(v, VecValue):
+            return VecValue(v.shape, tuple(self.unary(op, x, node) for x in v.items))
         if is_number(v):
             fold: Any = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-                         ast.Invert: operator.invert}[type(node.op)]
+                         ast.Invert: operator.invert}[type(op)]
             return PyValue(fold(v.obj))  # type: ignore[union-attr]
-        e = self.value(node.operand, v)
+        e = self.value(node, v)
         loc = self.loc(node)
-        if isinstance(node.op, ast.UAdd):
+        if isinstance(op, ast.UAdd):
             return e
-        if isinstance(node.op, ast.USub):
+        if isinstance(op, ast.USub):
             return n.Unary("neg", e, e.dtype, loc)
-        if isinstance(node.op, ast.Not):
+        if isinstance(op, ast.Not):
             return n.Unary("not", self.truth(e), dtypes.i32, loc)
         if e.dtype.is_float:
             raise self.err(node, "operator ~ needs an integer")
@@ -468,8 +473,25 @@ class ExprLowering(LoweringHost):
         cond = self.expr(node.test)
         if isinstance(cond, PyValue):
             return self.expr(node.body if cond.obj else node.orelse)
-        a, b, dt = self.operands(self.expr(node.body), self.expr(node.orelse), node)
-        return n.Select(self.truth(cond), a, b, dt, self.loc(node))  # type: ignore[arg-type]
+        if isinstance(cond, VecValue):
+            raise self.err(node.test, "an if-expression needs a scalar condition, got a "
+                           f"vector/matrix of shape {cond.shape}; for one choice per component "
+                           'use jr.select(cond, a, b). Please use "jr.select" instead.')
+        body, orelse = as_vector(self.expr(node.body)), as_vector(self.expr(node.orelse))
+        if isinstance(body, VecValue) or isinstance(orelse, VecValue):  # scalars broadcast
+            shape = (body if isinstance(body, VecValue) else orelse).shape
+            items = [x.items if isinstance(x, VecValue) else (x,) * len(
+                (body if isinstance(body, VecValue) else orelse).items) for x in (body, orelse)]
+            if any(isinstance(x, VecValue) and x.shape != shape for x in (body, orelse)):
+                raise self.err(node, "the two sides of an if-expression have different shapes")
+            test = self.truth(self.value(node.test, cond))
+            return VecValue(shape, tuple(self.select_one(test, a, b, node)
+                                         for a, b in zip(*items)))
+        return self.select_one(self.truth(cond), body, orelse, node)  # type: ignore[arg-type]
+
+    def select_one(self, test: n.Expr, a: Value, b: Value, node: ast.AST) -> n.Expr:
+        ea, eb, dt = self.operands(a, b, node)
+        return n.Select(test, ea, eb, dt, self.loc(node))
 
 
 def adapt(value: int | float, other: DataType, ctx: CompileContext) -> DataType:
