@@ -297,7 +297,7 @@ def struct(**members: Any) -> StructType:
     if not members:
         raise TypeError("a struct needs at least one member")
     for k, v in members.items():
-        if not isinstance(v, MatrixType):
+        if not isinstance(v, (MatrixType, StructType)):   # (a struct member: nested)
             dtypes.coerce(v)        # raises TypeError for what is not a dtype
     return StructType(tuple(members.items()))
 

@@ -21,6 +21,7 @@ from .lower_return import FuncReturn, ReturnLowering
 from .lower_quadrants import QuadrantsLowering
 from .lower_stmt import StmtLowering
 from .real_func import RealFuncLowering
+from .struct_values import StructValueLowering
 from .source import SourceInfo
 from .structs import StructLowering
 from .vector_index import VectorIndexing
@@ -29,7 +30,7 @@ from .vectors import TupleValue, VecValue, VectorLowering
 
 class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering, StmtLowering,
                       VectorLowering, VectorIndexing, StructLowering, QuadrantsLowering,
-                      RealFuncLowering):
+                      RealFuncLowering, StructValueLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:

@@ -21,7 +21,7 @@ from .. import dtypes
 from ..dtypes import DataType
 from ..errors import KernelCompileError, KernelTypeError
 from ..ir import nodes as n
-from ..linalg import MatrixType
+from ..linalg import MatrixType, StructType
 from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .func import BoundFunc, Func
@@ -89,6 +89,8 @@ class CallLowering(LoweringHost):
             return self.random_call(node)
         if obj is bi.randn:
             return self.randn_call(node)
+        if isinstance(obj, StructType):                   # struct_values.py
+            return self.struct_construct(obj, node)  # type: ignore[attr-defined]
         if node.keywords and obj is not bi.cast:
             raise self.err(node, f"keyword arguments are not supported for {describe(obj)}")
         if isinstance(obj, dtypes.DataType):
@@ -563,6 +565,9 @@ class CallLowering(LoweringHost):
         prefix = self.ctx.fresh_prefix(func.name)
         bindings: dict[str, Any] = {}
         for name, v in bound.arguments.items():
+            if type(v).__name__ == "StructValue":     # by value, as it is (immutable)
+                bindings[name] = v
+                continue
             if not isinstance(v, (PyValue, n.ArrayRef, n.Expr, VecValue)):
                 v = PyValue(v)  # a default value
             caller = self.scope.bindings.get(sources[name].id) if isinstance(

@@ -23,6 +23,7 @@ from .source import SourceInfo
 from .structs import StructElement
 from .vectors import (CONSTRUCTORS, METHODS, ClassMethod, TupleValue, VecValue, VecVar,
                       constant_array, as_vector)
+from .struct_values import StructValue, StructVar
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
           ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -158,6 +159,8 @@ class ExprLowering(LoweringHost):
             return n.Local(found.ir_name, found.dtype, self.loc(node))
         if isinstance(found, VecVar):
             return self.vec_local_value(found, node)
+        if isinstance(found, StructVar):
+            return self.struct_local_value(found, node)  # type: ignore[attr-defined]
         if isinstance(found, PyValue) and node.id not in self.scope.bindings and isinstance(
                 found.obj, (bool, int, float, tuple, str)):
             self.ctx.captured[node.id] = repr(found.obj)  # a key part of the offline cache
@@ -192,6 +195,11 @@ class ExprLowering(LoweringHost):
             return self.vec_attribute(base, node)
         if isinstance(base, StructElement):
             return self.load_member(base, node)
+        if isinstance(base, StructValue):
+            try:
+                return base.member(node.attr)
+            except KeyError:
+                raise self.err(node, f"{base.kind!r} has no member '{node.attr}'") from None
         if isinstance(base, PyValue):
             obj = base.obj
             if is_field(obj) and node.attr == "grad" and obj.grad is None:

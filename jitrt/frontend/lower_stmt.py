@@ -250,13 +250,19 @@ class StmtLowering(LoweringHost):
         return n.Local(name, value.dtype, loc)
 
     def assign_target(self, target: ast.AST, v: Value, node: ast.AST) -> None:
+        target = self.struct_target(target)    # type: ignore[attr-defined]
         if isinstance(target, ast.Name):
             self.assign_local(target, v, node)
-        elif isinstance(target, ast.Attribute) and (self.assign_vec_swizzle(target, v, node)
-                                                    or self.store_member(target, v, node)):
+        elif isinstance(target, ast.Attribute) and (
+                self.store_struct_member(target, v, node, None)  # type: ignore[attr-defined]
+                or self.assign_vec_swizzle(target, v, node) or self.store_member(target, v, node)):
             return
         elif isinstance(target, ast.Subscript):
             if self.assign_vector_part(target, v, node):
+                return
+            base = self.expr(target.value)
+            if isinstance(base, PyValue) and type(base.obj).__name__ == "StructField":
+                self.store_struct_element(base.obj, target, v, node)  # type: ignore[attr-defined]
                 return
             ref, indices, element = self.access(target)
             if element:                   # x[i] = v on a field of vectors
@@ -338,6 +344,15 @@ class StmtLowering(LoweringHost):
         if isinstance(binding, (n.Arg, n.ArrayRef)) or (
                 isinstance(binding, PyValue) and name in self.scope.params):
             raise self.err(target, f"cannot assign to parameter '{name}'; copy it into a local")
+        if type(v).__name__ == "StructElement":     # `s = y[i]` of a struct field
+            v = self.struct_element_value(v, node)  # type: ignore[attr-defined]
+        if type(v).__name__ == "StructValue":       # frontend/struct_values.py
+            if declared is not None:
+                raise self.err(target, "a struct local takes no scalar annotation")
+            self.assign_struct_local(target, v, node)  # type: ignore[attr-defined]
+            return
+        if type(binding).__name__ == "StructVar":
+            raise self.err(target, f"'{name}' is a struct local; assign it a struct")
         if isinstance(v, TupleValue):      # a tuple of run-time values: its parts, snapshotted
             self.scope.bindings[name] = TupleValue(tuple(self.snapshot(x, node)
                                                          for x in v.items))
@@ -388,6 +403,10 @@ class StmtLowering(LoweringHost):
         return a & b
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        target = self.struct_target(node.target)    # type: ignore[attr-defined]
+        if target is not node.target:               # `s.member += v` of a struct local
+            node = ast.copy_location(ast.AugAssign(target=target, op=node.op,
+                                                   value=node.value), node)
         op = BINOPS.get(type(node.op))
         if op is None:
             raise self.err(node, f"operator {type(node.op).__name__} is not supported")
@@ -395,8 +414,9 @@ class StmtLowering(LoweringHost):
             return
         if isinstance(node.target, ast.Attribute):
             rhs = self.expr(node.value)
-            if self.assign_vec_swizzle(node.target, rhs, node, op) or self.store_member(
-                    node.target, rhs, node, op):
+            if self.store_struct_member(node.target, rhs, node, op) or (  # type: ignore
+                    self.assign_vec_swizzle(node.target, rhs, node, op) or self.store_member(
+                        node.target, rhs, node, op)):
                 return
         if isinstance(node.target, ast.Subscript):
             ref, indices, element = self.access(node.target)

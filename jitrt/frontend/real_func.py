@@ -10,7 +10,9 @@ its loops never become tasks; `return` may appear anywhere, inside loops too). A
 `n.Call` statement whose results land in fresh locals; a call of an instance being lowered
 (recursion) refers to it by name, so recursion compiles to a recursive LLVM function
 (`codegen/real_funcs.py`). The results: one scalar per dtype of the return annotation (a
-dtype, a vector/matrix type, or a tuple of those). Caches nothing beyond the compile context.
+dtype, a vector/matrix type, a struct type, or a tuple of those); a struct parameter is passed
+as its flattened members and read as a struct in the body. Caches nothing beyond the compile
+context.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from ..types import NdarrayType, RefType
 from .context import LocalVar, LoweringHost, NoValue, PyValue, Scope, function_globals
 from .func import Func
 from .lower_expr import Value, describe, is_number
+from .struct_values import StructValue, flatten_struct, struct_dtypes, unflatten_struct
 from .vectors import TupleValue, VecValue, VecVar
 
 
@@ -80,13 +83,17 @@ class RealFuncLowering(LoweringHost):
         plan: list[tuple[str, Any, Any]] = []      # (name, how, binding info)
         refs: list[LocalVar] = []
         for name, v in bound.arguments.items():
-            if not isinstance(v, (PyValue, n.ArrayRef, n.Expr, VecValue)):
+            if not isinstance(v, (PyValue, n.ArrayRef, n.Expr, VecValue, StructValue)) and \
+                    type(v).__name__ != "StructElement":
                 v = PyValue(v)
             how, info = self.real_param(func, name, v, sources.get(name), node)
             if how == "value":
                 values += info
                 key.append((name, tuple(e.dtype for e in info)))
-                if isinstance(v, VecValue):
+                if isinstance(v, StructValue) or type(v).__name__ == "StructElement":
+                    kind = self.resolve_kind(func.param_types.get(name))
+                    plan.append((name, "struct", (kind, tuple(e.dtype for e in info))))
+                elif isinstance(v, VecValue):
                     plan.append((name, "vector", (v.shape, tuple(e.dtype for e in info))))
                 else:
                     plan.append((name, "scalar", info[0].dtype))
@@ -133,8 +140,14 @@ class RealFuncLowering(LoweringHost):
             dt = kind.scalar(self.ctx.default_fp, self.ctx.default_ip)
             return "value", [self.cast(self.value(node, x), dt) for x in v.items]
         if isinstance(kind, StructType):
-            raise self.err(node, f"{where}: struct parameters of real functions are not "
-                           "supported yet; pass the members")
+            if type(v).__name__ == "StructElement":
+                v = self.struct_element_value(v, node)  # type: ignore[attr-defined]
+            if not isinstance(v, StructValue) or v.kind != kind:
+                raise self.err(node, f"{where} is a {kind!r}, got {describe(v)}",
+                               KernelTypeError)
+            dts = struct_dtypes(kind, self.ctx)
+            return "value", [self.cast(self.value(node, x), dt)
+                             for x, dt in zip(flatten_struct(v), dts)]
         if isinstance(v, (n.Expr, VecValue)):
             raise self.err(node, f"{where} is compiled in (jr.template()): it takes a field, "
                            f"an ndarray or a constant, got a run-time {describe(v)}")
@@ -160,6 +173,11 @@ class RealFuncLowering(LoweringHost):
                 shape, dts = info
                 comps = tuple(LocalVar(f"{prefix}{name}${k}", dt) for k, dt in enumerate(dts))
                 bindings[name] = VecVar(shape, comps)
+            elif how == "struct":             # read-only: the struct of its parameters
+                kind, dts = info
+                comps = tuple(LocalVar(f"{prefix}{name}${k}", dt) for k, dt in enumerate(dts))
+                bindings[name] = unflatten_struct(kind, [n.Local(c.ir_name, c.dtype)
+                                                         for c in comps])
             else:
                 var = LocalVar(prefix + name, info)
                 bindings[name] = var
@@ -205,10 +223,10 @@ class RealFuncLowering(LoweringHost):
             kinds = tuple(kind) if isinstance(kind, (tuple, list)) else kind.__args__
         resolved = tuple(self.resolve_kind(k) for k in kinds)
         for k in resolved:
-            if not isinstance(k, (DataType, MatrixType)):
+            if not isinstance(k, (DataType, MatrixType, StructType)):
                 raise self.err(node, f"@jr.real_func '{func.name}' returns {k!r}: a real "
-                               "function returns dtypes and vector/matrix types (or a tuple "
-                               "of them)")
+                               "function returns dtypes, vector/matrix types and structs (or "
+                               "a tuple of them)")
         return resolved, is_tuple
 
     def emit_call(self, sig: RealSig, values: list[n.Expr], refs: list[LocalVar],
@@ -222,13 +240,14 @@ class RealFuncLowering(LoweringHost):
         self.emit(n.Call(sig.name, tuple(values), outs, types, loc))
         for var, out in zip(refs, outs[len(sig.rets):]):
             self.emit(n.Assign(var.ir_name, n.Local(out, var.dtype, loc), loc))
-        items: list[Value] = []
+        items: list[Any] = []
         k = 0
         for kind in sig.kinds:
             count = len(kind_dtypes(kind, self.ctx))
             locs = [n.Local(outs[k + j], types[k + j], loc) for j in range(count)]
             items.append(VecValue(kind.shape, tuple(locs)) if isinstance(kind, MatrixType)
-                         else locs[0])
+                         else unflatten_struct(kind, list(locs)) if isinstance(
+                             kind, StructType) else locs[0])
             k += count
         if not sig.kinds:
             return PyValue(NoValue(sig.name))
@@ -261,6 +280,14 @@ class RealFuncLowering(LoweringHost):
         self.scope.assigned = None            # nothing after a return runs
 
     def flatten_return(self, kind: Any, v: Value, node: ast.AST) -> list[n.Expr]:
+        if isinstance(kind, StructType):
+            if type(v).__name__ == "StructElement":
+                v = self.struct_element_value(v, node)  # type: ignore[attr-defined]
+            if not isinstance(v, StructValue) or v.kind != kind:
+                raise self.err(node, f"returns {describe(v)}, annotated {kind!r}",
+                               KernelTypeError)
+            return [self.typed(x, dt, node, "return") for x, dt in
+                    zip(flatten_struct(v), struct_dtypes(kind, self.ctx))]
         if isinstance(kind, DataType):
             if isinstance(v, (VecValue, TupleValue)):
                 raise self.err(node, f"returns {describe(v)}, annotated {kind.name}",
@@ -275,6 +302,8 @@ class RealFuncLowering(LoweringHost):
 def kind_dtypes(kind: Any, ctx: Any) -> tuple[DataType, ...]:
     if isinstance(kind, DataType):
         return (kind,)
+    if isinstance(kind, StructType):
+        return struct_dtypes(kind, ctx)
     count = 1
     for d in kind.shape:
         count *= d
