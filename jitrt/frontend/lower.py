@@ -11,6 +11,7 @@ import ast
 from typing import Any
 
 from .. import dtypes
+from ..errors import KernelSyntaxError
 from ..linalg import MatrixType
 from ..ir import nodes as n
 from .context import RETURN_FIELD, CompileContext, NoValue, PyValue, Scope, function_globals
@@ -226,8 +227,9 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
             e = lowerer.typed(lowerer.expr(ret_stmt.value), ret, ret_stmt.value, "return")
             lowerer.emit(n.Return(e, src.loc(ret_stmt)))
     elif ret is not None and not lowerer.returned_early:
-        raise src.error(src.tree, f"kernel is annotated to return {ret!r} but has no final "
-                        "return statement")
+        raise src.error(src.tree, "Kernel has a return type but does not have a return "
+                        f"statement: it is annotated to return {ret!r}; end it with `return "
+                        "value`", KernelSyntaxError)
     if ctx.random_used:
         lowerer.block[:0] = random_prologue(ctx, src.loc(src.tree))
     ir_body = lowerer.gradients_stopped(tuple(lowerer.block), ctx.stop_grads[0])  # stop_grad

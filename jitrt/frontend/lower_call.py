@@ -592,6 +592,10 @@ class CallLowering(LoweringHost):
             ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
             for stmt in body[:-1] if ret else body:
                 sub.stmt(stmt)
+            if (ret is None or ret.value is None) and func.return_type is not None:
+                raise self.err(node, f"Function has a return type but does not have a return "
+                               f"statement: @jr.func '{func.name}' is annotated to return "
+                               f"{func.return_type!r}")
             if ret is None or ret.value is None:
                 return PyValue(NoValue(func.name))
             return sub.returned(sub.expr(ret.value), func.return_type, ret.value, func.name)
