@@ -113,3 +113,56 @@ def test_funcs_and_real_functions_take_and_return_structs():
         return jr.Vector([s.b.a[1], total(s), get_i(C(i=2))])
 
     np.testing.assert_array_equal(k(), [0.25, 105.25, 2.0])
+
+
+def test_dataclass_methods_are_called_on_struct_values_in_kernels():
+    @jr.dataclass
+    class Foo:
+        a: int
+
+        @jr.func
+        def get(self):
+            return self.a
+
+    @jr.dataclass
+    class Sphere:
+        f: Foo
+        radius: jr.f32
+
+        @jr.func
+        def area(self):
+            return 4.0 * self.radius * self.radius + self.f.get()
+
+        def grown(self, by):                  # a plain function is a method too
+            return Sphere(self.f, self.radius + by)
+
+    spheres = Sphere.field(shape=4)
+
+    @jr.kernel
+    def k() -> jr.math.vec2:
+        s = Sphere(Foo(42), 1.0)
+        spheres[3] = s.grown(1.0)
+        return jr.Vector([s.area(), spheres[3].area()])
+
+    np.testing.assert_allclose(k(), [46.0, 58.0])
+
+
+def test_fields_of_nested_structs():
+    x = mystruct.field(shape=4)
+    y = line3f.field(shape=4)
+
+    @jr.kernel
+    def k():
+        for i in y:
+            y[i] = line3f(linedir=vec3f(1), length=i + 0.5)
+        for i in x:
+            x[i].idx = i
+            x[i].line = y[i]
+            x[i].line.length += 1.0
+
+    @jr.kernel
+    def read(i: jr.i32) -> float:
+        return x[i].line.length + x[i].line.linedir[2] + x[i].idx
+
+    k()
+    assert read(2) == 3.5 + 1.0 + 2

@@ -552,8 +552,9 @@ class CallLowering(LoweringHost):
             raise self.err(node, f"@jr.func '{func.name}' nests deeper than "
                            f"{MAX_INLINE_DEPTH} calls (recursion is not supported)")
         sig = inspect.signature(func.fn)
-        args = ([] if bound_self is NO_SELF else [PyValue(bound_self)]) + \
-            [self.expr(a) for a in node.args]
+        first = bound_self if type(bound_self).__name__ == "StructValue" else \
+            PyValue(bound_self)                         # (a struct method's self: as it is)
+        args = ([] if bound_self is NO_SELF else [first]) + [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
         try:
             bound = sig.bind(*args, **kwargs)

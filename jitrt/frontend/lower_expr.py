@@ -23,7 +23,7 @@ from .source import SourceInfo
 from .structs import StructElement
 from .vectors import (CONSTRUCTORS, METHODS, ClassMethod, TupleValue, VecValue, VecVar,
                       constant_array, as_vector)
-from .struct_values import StructValue, StructVar
+from .struct_values import StructValue, StructVar, struct_method
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
           ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -194,11 +194,18 @@ class ExprLowering(LoweringHost):
         if isinstance(base, VecValue):
             return self.vec_attribute(base, node)
         if isinstance(base, StructElement):
+            method = dict(base.field.kind.methods).get(node.attr)
+            if method is not None and node.attr not in base.field.members:   # `s[i].area()`
+                whole = self.struct_element_value(base, node)  # type: ignore[attr-defined]
+                return PyValue(struct_method(method, whole))
             return self.load_member(base, node)
         if isinstance(base, StructValue):
             try:
                 return base.member(node.attr)
             except KeyError:
+                method = dict(base.kind.methods).get(node.attr)
+                if method is not None:            # a @jr.dataclass's method: self = base
+                    return PyValue(struct_method(method, base))
                 raise self.err(node, f"{base.kind!r} has no member '{node.attr}'") from None
         if isinstance(base, PyValue):
             obj = base.obj

@@ -43,6 +43,14 @@ class StructVar:
     name: str
 
 
+def struct_method(method: Any, value: StructValue) -> Any:
+    """A `@jr.dataclass` method bound to a struct value (called: inlined, `self` = value)."""
+    from .func import BoundFunc, Func
+    from .lower_call import plain_func
+    func = method if isinstance(method, Func) else plain_func(method)
+    return BoundFunc(func, value)
+
+
 def member_names(kind: StructType) -> list[str]:
     return [k for k, _ in kind.members]
 
@@ -172,9 +180,13 @@ class StructValueLowering(LoweringHost):
 
     def struct_element_value(self, element: Any, node: ast.AST) -> StructValue:
         """`y[i]` of a struct field as a whole: the struct of its members' loads."""
-        items = []
+        from .structs import StructElement
+        items: list[Any] = []
         for k, t in element.field.kind.members:
             sub, member = self.struct_member(element, k, node)  # type: ignore[attr-defined]
+            if isinstance(t, StructType):                       # a nested struct's field
+                items.append(self.struct_element_value(StructElement(member.obj, sub), node))
+                continue
             ref, indices, shape = self.access(sub, member)      # type: ignore[attr-defined]
             items.append(self.load_element((ref, indices, shape), sub) if shape   # type: ignore
                          else n.Load(ref, indices, ref.dtype, self.loc(node)))
@@ -191,8 +203,11 @@ class StructValueLowering(LoweringHost):
             v = self.struct_fill(base.kind, v, node)
         if v.kind != base.kind:
             raise self.err(node, f"cannot store a {v.kind!r} into a field of {base.kind!r}")
-        for (k, _), item in zip(base.kind.members, v.items):
+        for (k, t), item in zip(base.kind.members, v.items):
             sub, member = self.struct_member(element, k, node)  # type: ignore[attr-defined]
+            if isinstance(t, StructType):                       # a nested struct's field
+                self.store_struct_element(member.obj, sub, item, node)
+                continue
             self.store_element(self.access(sub, member), item, node)  # type: ignore
 
 
