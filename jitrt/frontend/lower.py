@@ -14,11 +14,11 @@ from .. import dtypes
 from ..errors import KernelSyntaxError
 from ..linalg import MatrixType
 from ..ir import nodes as n
-from .context import RETURN_FIELD, CompileContext, NoValue, PyValue, Scope, function_globals
+from .context import RETURN_FIELD, CompileContext, PyValue, Scope, function_globals
 from .lower_call import CallLowering
 from .lower_expr import ExprLowering, describe
 from .lower_logic import LogicLowering
-from .lower_return import FuncReturn, ReturnLowering, has_early_return
+from .lower_return import FuncReturn, ReturnLowering
 from .lower_quadrants import QuadrantsLowering
 from .lower_stmt import StmtLowering
 from .real_func import RealFuncLowering
@@ -45,7 +45,6 @@ class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering,
         self.func_return: FuncReturn | None = None    # set while a func's early returns lower
         self.real_ret = None          # in a jr.real_func's body: its signature (real_func.py)
         self.ref_params: list = []    # ... and its jr.ref parameters
-        self.returned_early = False   # a kernel lowered by `return_early`
 
     def sub_lowerer(self, src: SourceInfo, scope: Scope) -> "FunctionLowerer":
         """A lowerer for an inlined func body that emits into this lowerer's current block."""
@@ -148,32 +147,6 @@ def resolve_scalar_types(kind: Any, ctx: CompileContext) -> Any:
     return ctx.default_ip if kind is int else ctx.default_fp if kind is float else kind
 
 
-def return_early(lowerer: FunctionLowerer, body: list[ast.stmt], ret: Any, src: SourceInfo,
-                 fn: Any) -> None:
-    """A kernel whose returns are not only its last statement (inside `if jr.static(...)` or
-    `jr.static` loops, or run-time `if`s): lowered as a func's early returns are
-    (`lower_return.py`), then the value returned as a final return's is."""
-    fr = lowerer.start_returns(f"kernel {src.tree.name}", ret,   # type: ignore[attr-defined]
-                               src.tree)
-    lowerer.stmts(body)
-    value = lowerer.finish_returns(fr, src.tree)
-    lowerer.func_return = None
-    lowerer.returned_early = True
-    if isinstance(value, PyValue) and isinstance(value.obj, NoValue):
-        if ret is None:
-            return
-        raise src.error(src.tree, f"kernel is annotated to return {ret!r} but returns no value")
-    if ret is None:
-        raise src.error(src.tree, "kernel returns a value but has no return annotation (add "
-                        "-> jr.f32 or similar)")
-    node = ast.copy_location(ast.Return(value=src.tree), src.tree)  # type: ignore[arg-type]
-    if isinstance(ret, MatrixType):
-        store_vector_return(lowerer, ret, node, lowerer.ctx, fn, value)
-        return
-    e = lowerer.typed(value, ret, src.tree, "return")
-    lowerer.emit(n.Return(e, src.loc(src.tree)))
-
-
 def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
                  template_values: dict[str, Any], ctx: CompileContext,
                  ret: Any) -> n.KernelIR:
@@ -199,17 +172,9 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
         body = body[1:]
     last = body[-1] if body else None
     ret_stmt = last if isinstance(last, ast.Return) else None
-    if ret_stmt is not None and isinstance(ret_stmt.value, ast.Constant) and \
-            ret_stmt.value.value is None:
-        ret_stmt = ast.copy_location(ast.Return(value=None), ret_stmt)   # `return None`
-    early = not isinstance(ret, tuple) and has_early_return(body)
-    if early:
-        return_early(lowerer, body, ret, src, fn)      # returns inside static ifs/loops
-        ret_stmt = None
-        ret = None if isinstance(ret, MatrixType) else ret
-    elif ret_stmt is not None:
+    if ret_stmt is not None:
         body.pop()
-    for stmt in () if early else body:
+    for stmt in body:
         lowerer.stmt(stmt)
     if ret_stmt is not None:
         if ret_stmt.value is None:
@@ -226,7 +191,7 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
         else:
             e = lowerer.typed(lowerer.expr(ret_stmt.value), ret, ret_stmt.value, "return")
             lowerer.emit(n.Return(e, src.loc(ret_stmt)))
-    elif ret is not None and not lowerer.returned_early:
+    elif ret is not None:
         raise src.error(src.tree, "Kernel has a return type but does not have a return "
                         f"statement: it is annotated to return {ret!r}; end it with `return "
                         "value`", KernelSyntaxError)

@@ -48,11 +48,6 @@ class FuncReturn:
         return stopped
 
 
-def who(fr: FuncReturn) -> str:
-    """How messages name the function whose returns `fr` tracks (a kernel's: "kernel k")."""
-    return fr.name if fr.name.startswith("kernel ") else f"@jr.func '{fr.name}'"
-
-
 def has_early_return(body: list[ast.stmt]) -> bool:
     """Whether a func body returns anywhere but in its last statement."""
     last = body[-1] if body and isinstance(body[-1], ast.Return) else None
@@ -109,8 +104,8 @@ class ReturnLowering(LoweringHost):
     def finish_returns(self, fr: FuncReturn, node: ast.AST) -> Value:
         """The call's value once the body is lowered."""
         if fr.has_value and not fr.stopped:
-            raise self.err(node, f"{who(fr)} returns a value on some paths but may reach its "
-                           "end without a return; end it with a return")
+            raise self.err(node, f"@jr.func '{fr.name}' returns a value on some paths but may "
+                           "reach its end without a return; end it with a return")
         if not fr.has_value:
             return PyValue(NoValue(fr.name))
         if isinstance(fr.var, VecVar):
@@ -127,14 +122,13 @@ class ReturnLowering(LoweringHost):
         if fr is None:
             raise self.err(node, "return is only allowed as the last statement of a kernel")
         if any(kind != "static" for kind in self.loops[fr.loop_base:]):
-            raise self.err(node, f"a return inside a run-time loop of {who(fr)} is not "
-                           "supported (as in Taichi: \"Return inside non-static if/for is not "
-                           "supported\"); set a flag and break, or unroll the loop with "
-                           "jr.static(range(...))")
+            raise self.err(node, f"a return inside a run-time loop of @jr.func '{fr.name}' is "
+                           "not supported (as in Taichi); set a flag and break, or unroll the "
+                           "loop with jr.static(range(...))")
         has_value = node.value is not None
         if fr.has_value is not None and fr.has_value != has_value:
-            raise self.err(node, f"{who(fr)} returns a value in some returns and none in "
-                           "others")
+            raise self.err(node, f"@jr.func '{fr.name}' returns a value in some returns and "
+                           "none in others")
         fr.has_value = has_value
         dynamic = self.depth > fr.depth_base
         if has_value:
