@@ -72,21 +72,21 @@ from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min,
                                 select, sign, static, stop_grad, svd, sym_eig)
 from .frontend.builtins import abs_ as _builtins_abs, max_ as _builtins_max, \
     min_ as _builtins_min
-from .kernel import data_oriented, func, kernel
+from .kernel import data_oriented, func, kernel, real_func
 from .data import Field, Layout, MatrixField, Ndarray, ScalarField, field, ndarray
 from .linalg import Matrix, Struct, StructField, Vector, rgb_to_hex
 from .layout import FieldsBuilder, SNodeTree  # noqa: F401 (Taichi's builder of a layout tree)
 from .layout import i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741,F401 (jr.ij...)
 from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
-from .types import template
+from .types import ref, template
 from .peer_funcs import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, assume_in_range, dataclass,
                          hex_to_rgb, is_logging_effective, one, set_logging_level, zero)
 from .linear_solve import solve
 
 # Quadrants 1.3.3's own names (what Genesis uses beyond Taichi's language): jitrt/quadrants/,
 # docs/porting.md "Genesis"
-from .frontend.builtins import atomic_exchange, outer, raw_mod
+from .frontend.builtins import atomic_exchange, atomic_mul, bit_shr, outer, raw_div, raw_mod
 from .frontend.builtins import graph_do_while as _graph_do_while
 from .quadrants import algorithms, lang, simt
 from .quadrants import qd_logging as _logging  # noqa: F401 (qd._logging)
@@ -132,6 +132,7 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "round", "rsqrt", "select", "sign", "sin", "sinh", "sqrt", "static", "stop_grad", "svd",
            "sym_eig",
            "sync", "tan", "tanh", "template", "types", "u16", "u32", "u64", "u8", "rgb_to_hex",
+           "real_func", "ref",
            # Taichi's and Quadrants' spellings and names (docs/porting.md)
            "algorithms", "arm64", "assume_in_range", "atomic_and", "atomic_exchange", "atomic_or",
            "atomic_xor", "Backend", "CRITICAL", "dataclass", "DEBUG", "dx11", "dx12", "ERROR",
@@ -142,6 +143,7 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "KernelNameError", "KernelSyntaxError", "KernelTypeError", "lang", "Layout",
            "MatrixNdarray", "MatrixTensor", "metal", "one", "opengl", "outer", "perf_dispatch",
            "pyfunc", "raw_mod", "ScalarNdarray", "set_logging_level", "simt", "solve",
+           "raw_div", "bit_shr", "atomic_mul",
            "static_assert", "static_print", "StructField", "TaichiAssertionError",
            "TaichiCompilationError", "TaichiIndexError", "TaichiNameError", "TaichiRuntimeError",
            "TaichiRuntimeTypeError", "TaichiSyntaxError", "TaichiTypeError", "Tensor", "tensor",

@@ -336,3 +336,16 @@ def func(fn: Callable[P, R]) -> Callable[P, R]:
     Returns a `Func`, typed as the function it wraps.
     """
     return typing.cast("Callable[P, R]", Func(fn))
+
+
+def real_func(fn: Callable[P, R]) -> Callable[P, R]:
+    """Decorate a function compiled as a function of its own in each kernel that calls it
+    (Taichi's `ti.real_func`): not inlined, so it may recurse and `return` anywhere (inside
+    loops too). Every parameter is annotated: a dtype or vector/matrix type (by value,
+    converted), `jr.ref(dt)` (the caller's local gets the final value), or a field, ndarray
+    or constant (`jr.template()`, `jr.types.ndarray(...)`: compiled in). A returned value
+    needs a return annotation (a dtype, a vector/matrix type or a tuple of them). Kernels
+    calling one are not differentiated (docs/usage.md, "Real functions")."""
+    from .frontend.real_func import RealFuncDef
+    return typing.cast("Callable[P, R]", RealFuncDef(fn))
+

@@ -11,6 +11,7 @@ Also `rgb_to_hex`, Taichi's GUI colour helper.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -284,8 +285,12 @@ host_matrix.register(Vector, Matrix)
 @frozen
 class StructType:
     """Named members, each a dtype or a vector/matrix type: `jr.types.struct(pos=vec3, m=f32)`.
-    Stored as one field (or ndarray) per member (structure of arrays)."""
+    Stored as one field (or ndarray) per member (structure of arrays). `methods`: a
+    `@jr.dataclass`'s functions, called on struct values in kernels (inlined, `self` the
+    struct); not part of the type's identity."""
     members: tuple[tuple[str, Any], ...]
+    methods: tuple[tuple[str, Any], ...] = dataclasses.field(default=(), compare=False,
+                                                             repr=False)
 
     def field(self, shape: Any = None, needs_grad: bool = False,
               name: str | None = None, needs_dual: bool = False,
@@ -310,7 +315,7 @@ def struct(**members: Any) -> StructType:
     if not members:
         raise TypeError("a struct needs at least one member")
     for k, v in members.items():
-        if not isinstance(v, MatrixType):
+        if not isinstance(v, (MatrixType, StructType)):   # (a struct member: nested)
             dtypes.coerce(v)        # raises TypeError for what is not a dtype
     return StructType(tuple(members.items()))
 

@@ -46,14 +46,22 @@ def hex_to_rgb(color: int) -> tuple[float, float, float]:
 
 def dataclass(cls: type) -> Any:
     """`@jr.dataclass class C: pos: jr.math.vec3; m: jr.f32` is `jr.types.struct(pos=...,
-    m=...)` (Taichi's `@ti.dataclass`); methods on the class are not supported."""
+    m=...)` (Taichi's `@ti.dataclass`). Its methods (`@jr.func` or plain functions) are
+    called on struct values in kernels, inlined with `self` the struct (read-only: a method
+    returns a new struct rather than assigning `self.x`); static/class methods and properties
+    are not supported."""
+    import dataclasses
+
     from .linalg import struct
-    methods = [k for k, v in vars(cls).items() if not k.startswith("__")
-               and (callable(v) or isinstance(v, (staticmethod, classmethod, property)))]
-    if methods:
+    odd = [k for k, v in vars(cls).items() if not k.startswith("__")
+           and isinstance(v, (staticmethod, classmethod, property))]
+    if odd:
         raise NotImplementedError(
-            f"@jr.dataclass {cls.__name__}: methods on structs ({', '.join(methods)}) are not "
-            "supported in jitrt; write them as @jr.func functions that take the struct")
+            f"@jr.dataclass {cls.__name__}: static methods, class methods and properties "
+            f"({', '.join(odd)}) are not supported in jitrt; write them as @jr.func functions "
+            "that take the struct")
+    methods = tuple((k, v) for k, v in vars(cls).items() if not k.startswith("__")
+                    and callable(v))
     try:
         members = inspect.get_annotations(cls, eval_str=True)
     except Exception as exc:  # noqa: BLE001 - the user's own annotation text
@@ -62,7 +70,7 @@ def dataclass(cls: type) -> Any:
     if not members:
         raise TypeError(f"@jr.dataclass {cls.__name__}: a struct needs at least one annotated "
                         "member (name: type)")
-    return struct(**members)
+    return dataclasses.replace(struct(**members), methods=methods)
 
 
 def _level(level: str) -> int:

@@ -44,12 +44,7 @@ MISSING: dict[str, str] = {
     "argpack": "argument packs are not supported: pass the members as parameters",
     "DeviceCapability": "Vulkan device capabilities are not part of jitrt",
     "Format": "texture formats are not part of jitrt",
-    "ref": "reference parameters of real functions are not supported: use @jr.func "
-           "(always inlined; jr.template() passes fields and ndarrays by reference)",
-    "atomic_mul": "atomic multiplication is not supported: use a serial loop or a reduction",
     "bit_cast": _BITS.format("or numpy's view() at Python scope"),
-    "bit_shr": _BITS.format("a logical shift is >> on an unsigned type"),
-    "raw_div": _BITS.format("// and / follow Python's rules"),
     "raw_mod": _BITS.format("% follows Python's rules"),
     "frexp": _BITS.format("jr.log2 and jr.floor give the exponent"),
     "clz": _BITS.format("count leading zeros with a loop"),
@@ -62,7 +57,6 @@ MISSING: dict[str, str] = {
     "kernel_profiler_print": "use jr.profiler.print_info() with jr.init(kernel_profiler=True)",
     "print_kernel_profiler_info": "use jr.profiler.print_info() with "
                                   "jr.init(kernel_profiler=True)",
-    "real_func": "use @jr.func (always inlined)",
     # ti.profiler: Taichi's CUDA and scoped profilers
     **{k: "only the kernel profiler is in jitrt (jr.profiler.print_info)" for k in (
         "CuptiMetric", "collect_kernel_profiler_metrics", "get_predefined_cupti_metrics",

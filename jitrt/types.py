@@ -110,6 +110,21 @@ def template() -> Template:
     return Template()
 
 
+@frozen
+class RefType:
+    """`jr.ref(dt)`: a `jr.real_func` parameter passed by reference (a caller's local)."""
+    dtype: Any
+
+    def __repr__(self) -> str:
+        return f"jr.ref({self.dtype!r})"
+
+
+def ref(dtype: Any) -> RefType:
+    """The annotation of a `jr.real_func` parameter the function may assign: the caller's
+    local (of type `dtype`) takes the parameter's value when the call returns."""
+    return RefType(dtype)
+
+
 def _dtype_of(dt: Any, who: str) -> DataType:
     try:
         return dtypes.coerce(dt)

@@ -426,10 +426,22 @@ def test_loop_config_block_dim(arch):
         assert handle.entry.tasks[0][3] == 256
 
     @jr.kernel
+    def partial_warps():
+        jr.loop_config(block_dim=8, block_dim_adaptive=False)   # Taichi's: accepted
+        for i in x:
+            total[None] += 2.0
+
+    total[None] = 0.0
+    partial_warps()
+    assert total[None] == 2000.0
+    handle = next(iter(partial_warps.handles.values()))
+    assert [t.block_dim for t in handle.compiled.tasks] == [32]   # rounded up to a warp
+
+    @jr.kernel
     def bad():
-        jr.loop_config(block_dim=100)
+        jr.loop_config(block_dim=2048)
         for i in x:
             x[i] = 0.0
 
-    with pytest.raises(jr.KernelCompileError, match="multiple of 32"):
+    with pytest.raises(jr.KernelCompileError, match="an int from 1 to 1024, got 2048"):
         bad()

@@ -128,7 +128,7 @@ def test_bitwise_atomics_and_exchange():
     assert old[0] == 7.0 and f.tolist() == [2.5, 5.0]
 
 
-def test_atomic_misuse_is_a_located_error():
+def test_atomic_misuse_is_a_located_error_and_bitwise_atomics_work_on_locals():
     @jr.kernel
     def on_float(f: jr.types.ndarray()):
         for i in range(2):
@@ -143,9 +143,19 @@ def test_atomic_misuse_is_a_located_error():
     with pytest.raises(jr.KernelCompileError, match=r"jr.atomic_or\(\) needs an integer "
                                                     "element, got f32"):
         on_float(np.zeros(2, np.float32))
-    with pytest.raises(jr.KernelCompileError, match=r"jr.atomic_or\(\) takes a field or "
-                                                    "ndarray element"):
-        on_local(np.zeros(2, np.int32))
+    f = np.zeros(2, np.int32)
+    on_local(f)                        # on a local: s = s | 1, as in Taichi
+    np.testing.assert_array_equal(f, [1, 1])
+
+    @jr.kernel
+    def exchange_local(f: jr.types.ndarray()):
+        for i in range(2):
+            s = 0
+            jr.atomic_exchange(s, 1)
+            f[i] = s
+    with pytest.raises(jr.KernelCompileError, match=r"jr.atomic_exchange\(\) takes a field "
+                                                    "or ndarray element"):
+        exchange_local(np.zeros(2, np.int32))
 
 
 def test_static_assert():

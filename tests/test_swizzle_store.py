@@ -110,17 +110,10 @@ def _vector_into_one():
         u.x += jr.Vector([3.0, 4.0])
 
 
-def _float_into_int():
-    for _ in range(1):
-        u = jr.Vector([1, 2])
-        u.y = 0.5
-
-
 MISUSE = [(_no_such_component, "a 2-component vector has no 'z'"),
           (_named_twice, "cannot assign to 'xx': a component named twice"),
           (_scalar_into_two, r"cannot assign a scalar to 'xy' \(2 component"),
-          (_vector_into_one, r"cannot assign \(2,\) to 'x' \(1 component"),
-          (_float_into_int, "without an explicit int")]
+          (_vector_into_one, r"cannot assign \(2,\) to 'x' \(1 component")]
 
 
 @pytest.mark.parametrize("fn,words", MISUSE, ids=[m[0].__name__ for m in MISUSE])
@@ -128,3 +121,14 @@ def test_bad_swizzle_store_is_a_located_compile_error(fn, words):
     with pytest.raises(jr.KernelCompileError, match=words) as info:
         jr.kernel(fn)()
     assert info.value.line == fn.__code__.co_firstlineno + 3
+
+
+def test_float_into_an_integer_component_truncates_with_a_warning():
+    @jr.kernel
+    def k() -> jr.math.ivec2:
+        u = jr.Vector([1, 2])
+        u.y = -0.5 * 5
+        return u
+
+    with pytest.warns(jr.CastWarning, match="i32 <- f32"):
+        np.testing.assert_array_equal(k(), [1, -2])

@@ -257,12 +257,12 @@ def test_dataclass_is_a_struct_type():
     k()
     assert x.to_numpy()["i"].tolist() == [0, 1, 2] and x.to_numpy()["f"].tolist() == [0, .5, 1]
     assert isinstance(x, jr.StructField)
-    with pytest.raises(NotImplementedError, match=r"methods on structs \(area\) are not"):
+    with pytest.raises(NotImplementedError, match=r"properties \(area\) are not supported"):
         @jr.dataclass
         class S:
             r: jr.f32
 
-            @jr.func
+            @property
             def area(self):
                 return self.r
 

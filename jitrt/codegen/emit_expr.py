@@ -412,7 +412,7 @@ class ExprEmitter(EmitterHost):
         value = self.expr(e.value)
         access = self.element_ptr(e.ref, e.indices, e.loc, f"atomic_{e.op}")
         dt = e.dtype
-        if e.op in ("or", "and", "xor", "xchg"):     # bitwise (integers) and exchange
+        if e.op in ("or", "and", "xor", "xchg", "mul"):   # bitwise (integers), exchange, mul
             op = e.op
         elif dt.is_float:
             op = {"add": "fadd", "sub": "fsub", "min": "fmin", "max": "fmax"}[e.op]
@@ -423,8 +423,33 @@ class ExprEmitter(EmitterHost):
         zero = ir.Constant(ll_type(dt), 0.0 if dt.is_float else 0)
         if e.ref in self.private:       # only this iteration touches the element: plain
             return self.guarded(access, lambda ptr: self.plain_rmw(op, ptr, value), zero)
+        if op == "mul":
+            return self.guarded(access, lambda ptr: self.cas_mul(ptr, value, dt), zero)
         return self.guarded(
             access, lambda ptr: self.builder.atomic_rmw(op, ptr, value, "monotonic"), zero)
+
+    def cas_mul(self, ptr: ir.Value, value: ir.Value, dt: DataType) -> ir.Value:
+        """`*ptr *= value` atomically (no instruction does it): a compare-and-swap loop on the
+        bits; returns the old value."""
+        b = self.builder
+        bits = ir.IntType(dt.bits)
+        iptr = b.bitcast(ptr, bits.as_pointer(ptr.type.addrspace))
+        start = b.block
+        loop = self.fn.append_basic_block("cas_mul")
+        done = self.fn.append_basic_block("cas_mul_done")
+        first = b.load(iptr)
+        b.branch(loop)
+        b.position_at_end(loop)
+        seen = b.phi(bits)
+        seen.add_incoming(first, start)
+        old = b.bitcast(seen, ll_type(dt)) if dt.is_float else seen
+        new = b.fmul(old, value) if dt.is_float else b.mul(old, value)
+        pair = b.cmpxchg(iptr, seen, b.bitcast(new, bits) if dt.is_float else new,
+                         "monotonic", "monotonic")
+        seen.add_incoming(b.extract_value(pair, 0), loop)
+        b.cbranch(b.extract_value(pair, 1), done, loop)
+        b.position_at_end(done)
+        return old
 
     def plain_rmw(self, op: str, ptr: ir.Value, value: ir.Value) -> ir.Value:
         """`op` applied to `*ptr` and `value` without atomicity; returns the old value."""
@@ -432,6 +457,9 @@ class ExprEmitter(EmitterHost):
         old = b.load(ptr)
         if op in ("fadd", "fsub", "add", "sub"):
             new = getattr(b, op)(old, value)
+        elif op == "mul":
+            new = b.fmul(old, value) if isinstance(old.type, (ir.FloatType, ir.DoubleType)) \
+                else b.mul(old, value)
         elif op in ("or", "and", "xor"):
             new = getattr(b, op + "_" if op != "xor" else op)(old, value)
         elif op == "xchg":

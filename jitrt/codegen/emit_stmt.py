@@ -71,6 +71,21 @@ class StmtEmitter(EmitterHost):
         v = self.to_slot(self.expr(s.value), s.value.dtype)
         self.builder.store(v, self.written_slot_ptr(abi.SLOT_RETURN))
 
+    def stmt_Call(self, s: n.Call) -> None:
+        """A real function's call: the context and the arguments in, the results out into
+        the caller's locals (codegen/real_funcs.py)."""
+        from . import real_funcs
+        fn = self.module.get_global(real_funcs.symbol(self.module, s.func))
+        result = self.builder.call(fn, [self.ctx_ptr] + [self.expr(a) for a in s.args])
+        for k, (name, dt) in enumerate(zip(s.outs, s.out_types)):
+            self.builder.store(self.builder.extract_value(result, k), self.local_ptr(name, dt))
+
+    def stmt_FuncRet(self, s: n.FuncRet) -> None:
+        from . import real_funcs
+        real_funcs.ret_values(self.builder, self.real_rets,
+                              [self.expr(v) for v in s.values])
+        self.dead_block()
+
     def stmt_If(self, s: n.If) -> None:
         cond = self.truth(self.expr(s.cond), s.cond.dtype)
         if not s.orelse:

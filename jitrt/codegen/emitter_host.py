@@ -40,6 +40,7 @@ class EmitterHost:
         unchecked: dict[Any, Any]    # accesses proven in bounds -> axes (codegen/bounds.py)
         interrupt_epoch: ir.Value | None
         interrupt_counter: ir.Value | None
+        real_rets: tuple[Any, ...]       # in a real function: its result types
         next_id: Callable[[], int]
         add_site: Callable[..., int]
         expr: Callable[..., ir.Value]

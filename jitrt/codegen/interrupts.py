@@ -46,5 +46,6 @@ def check_interrupt(b: ir.IRBuilder, fn: ir.Function, ctx: ir.Value, counter: ir
     if isinstance(fn.function_type.return_type, ir.VoidType):
         b.ret_void()
     else:
-        b.ret(ir.Constant(fn.function_type.return_type, 0))
+        ty = fn.function_type.return_type        # (a real function's result: a struct)
+        b.ret(ir.Constant(ty, None if isinstance(ty, ir.LiteralStructType) else 0))
     b.position_at_end(go_bb)

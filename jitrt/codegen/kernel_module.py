@@ -22,7 +22,7 @@ from .. import dtypes
 from ..ir import nodes as n
 from ..ir.facts import TaskFacts
 from ..ir.walk import all_exprs, assigned_names, walk_expr
-from . import abi, bounds, loop_hints, reduction_lanes
+from . import abi, bounds, loop_hints, real_funcs, reduction_lanes
 from .abi import AccessSite, LaunchableTask
 from .emit_expr import I32, I64, ExprEmitter, ll_type
 from .emit_adstack import AdStackEmitter
@@ -67,6 +67,7 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.unchecked: dict = {}
         self.interrupt_epoch: ir.Value | None = None     # see codegen/interrupts.py
         self.interrupt_counter: ir.Value | None = None
+        self.real_rets: tuple = ()         # in a real function: its result types
 
     def next_id(self) -> int:
         self._ids += 1
@@ -591,6 +592,8 @@ def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayo
     sites: list[AccessSite] = []
     task_fns: dict[int, ir.Function] = {}
     tasks = []
+    real_funcs.declare(module, kernel.funcs)
+    real_funcs.emit_all(module, target, layout, kernel.funcs, sites)
     for k, task in enumerate(kernel.tasks):
         symbol = ""
         if task.kind == "parallel":

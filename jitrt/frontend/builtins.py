@@ -77,8 +77,10 @@ atomic_or = Builtin("atomic_or", None)
 atomic_xor = Builtin("atomic_xor", None)
 # Quadrants' exchange: the old value back, the new one stored (integers and floats)
 atomic_exchange = Builtin("atomic_exchange", None)
+atomic_mul = Builtin("atomic_mul", None)    # Taichi's: a compare-and-swap loop
 ATOMICS = {atomic_add: "add", atomic_sub: "sub", atomic_min: "min", atomic_max: "max",
-           atomic_and: "and", atomic_or: "or", atomic_xor: "xor", atomic_exchange: "xchg"}
+           atomic_and: "and", atomic_or: "or", atomic_xor: "xor", atomic_exchange: "xchg",
+           atomic_mul: "mul"}
 BITWISE_ATOMICS = ("and", "or", "xor")
 # statements about fields: `jr.stop_grad(x)` (no gradient into x from the reads of the
 # enclosing block) and `jr.block_local(x, ...)` (Taichi's GPU cache hint: checked, no code)
@@ -105,6 +107,17 @@ def _no_host(name: str, why: str) -> Callable[..., Any]:
 _WIDTH = "the result depends on the integer's bit width, which a Python int does not have"
 # Quadrants' functions the frontend lowers itself (frontend/lower_quadrants.py)
 raw_mod = Builtin("raw_mod", np.fmod)                          # C's remainder (truncated)
+
+
+def _c_div(a: Any, b: Any) -> Any:
+    if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+    return a / b
+
+
+raw_div = Builtin("raw_div", _c_div)       # Taichi's: C's division of integers (truncated)
+bit_shr = Builtin("bit_shr", _no_host("bit_shr", _WIDTH))     # logical shift right
 outer = Builtin("outer", np.outer)                             # outer product of two vectors
 isnan = Builtin("isnan", np.isnan)
 isinf = Builtin("isinf", np.isinf)
@@ -112,7 +125,8 @@ popcnt = Builtin("popcnt", _no_host("popcnt", _WIDTH))        # set bits, an i32
 clz = Builtin("clz", _no_host("clz", _WIDTH))                 # leading zero bits, an i32
 ffs = Builtin("ffs", _no_host("ffs", _WIDTH))                 # 1 + lowest set bit; 0 for 0
 graph_do_while = Builtin("graph.do_while", bool)
-QUADRANTS = (raw_mod, outer, isnan, isinf, popcnt, clz, ffs, graph_do_while)
+QUADRANTS = (raw_mod, outer, isnan, isinf, popcnt, clz, ffs, graph_do_while, raw_div,
+             bit_shr)
 
 
 class grouped:

@@ -70,6 +70,10 @@ class CompileContext:
     # jr.stop_grad(x): per open block (the kernel body first), the data whose reads in it
     # carry no gradient (Field objects, ndarray parameter indices); lower_stmt applies them
     stop_grads: list[list[Any]] = field(default_factory=lambda: [[]])
+    # jr.real_func instances: key (function, compile-time arguments, value types) -> the
+    # instance's signature (frontend/real_func.py); their IR in order of first call
+    real_sigs: dict[Any, Any] = field(default_factory=dict)
+    real_funcs: list[n.RealFunc] = field(default_factory=list)
 
     def field_ref(self, fld: Any, name: str) -> n.FieldRef:
         from ..data import PendingField

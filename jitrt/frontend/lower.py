@@ -11,6 +11,7 @@ import ast
 from typing import Any
 
 from .. import dtypes
+from ..errors import KernelSyntaxError
 from ..linalg import MatrixType
 from ..ir import nodes as n
 from .context import RETURN_FIELD, CompileContext, PyValue, Scope, function_globals
@@ -20,6 +21,8 @@ from .lower_logic import LogicLowering
 from .lower_return import FuncReturn, ReturnLowering
 from .lower_quadrants import QuadrantsLowering
 from .lower_stmt import StmtLowering
+from .real_func import RealFuncLowering
+from .struct_values import StructValueLowering
 from .source import SourceInfo
 from .structs import StructLowering
 from .vector_index import VectorIndexing
@@ -29,7 +32,7 @@ from .vectors import TupleValue, VecValue, VectorLowering
 
 class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering, StmtLowering,
                       VectorLowering, VectorIndexing, VectorSlicing, StructLowering,
-                      QuadrantsLowering):
+                      QuadrantsLowering, RealFuncLowering, StructValueLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:
@@ -42,9 +45,11 @@ class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering,
         self.block_dim_next = 0
         self.func_return: FuncReturn | None = None    # set while a func's early returns lower
         # names given a new local of another shape in the block being lowered (lower_stmt's
-        # `rebind`), and the IR name of each such local
+        # `is_new_local`), and the IR name of each such local
         self.rebound: set[str] = set()
         self.ir_names: dict[str, str] = {}
+        self.real_ret = None          # in a jr.real_func's body: its signature (real_func.py)
+        self.ref_params: list = []    # ... and its jr.ref parameters
 
     def sub_lowerer(self, src: SourceInfo, scope: Scope) -> "FunctionLowerer":
         """A lowerer for an inlined func body that emits into this lowerer's current block."""
@@ -192,12 +197,14 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
             e = lowerer.typed(lowerer.expr(ret_stmt.value), ret, ret_stmt.value, "return")
             lowerer.emit(n.Return(e, src.loc(ret_stmt)))
     elif ret is not None:
-        raise src.error(src.tree, f"kernel is annotated to return {ret!r} but has no final "
-                        "return statement")
+        raise src.error(src.tree, "Kernel has a return type but does not have a return "
+                        f"statement: it is annotated to return {ret!r}; end it with `return "
+                        "value`", KernelSyntaxError)
     if ctx.random_used:
         lowerer.block[:0] = random_prologue(ctx, src.loc(src.tree))
     ir_body = lowerer.gradients_stopped(tuple(lowerer.block), ctx.stop_grads[0])  # stop_grad
     if ctx.validate:                       # jr.ad.Tape(validation=True): frontend/gdar.py
         from .gdar import with_checks
         ir_body = with_checks(ir_body, ctx)
-    return n.KernelIR(ctx.kernel_name, params, tuple(ctx.field_refs.values()), ir_body, ret)
+    return n.KernelIR(ctx.kernel_name, params, tuple(ctx.field_refs.values()), ir_body, ret,
+                      tuple(ctx.real_funcs))

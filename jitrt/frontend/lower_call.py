@@ -21,13 +21,14 @@ from .. import dtypes
 from ..dtypes import DataType
 from ..errors import KernelCompileError, KernelTypeError
 from ..ir import nodes as n
-from ..linalg import MatrixType
+from ..linalg import MatrixType, StructType
 from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .func import BoundFunc, Func
 from ..frozen import frozen
 from .lower_expr import Value, describe, is_field, is_number
 from .lower_return import has_early_return
+from .real_func import RealFuncDef
 from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, VecVar, as_vector
 
 MAX_INLINE_DEPTH = 24
@@ -94,6 +95,10 @@ class CallLowering(LoweringHost):
             obj = bi.PYTHON_EQUIVALENTS.get(obj, obj)
         except TypeError:  # unhashable
             pass
+        if isinstance(obj, RealFuncDef):                  # a function of its own
+            return self.call_real(obj, node, None)  # type: ignore[attr-defined]
+        if isinstance(obj, BoundFunc) and isinstance(obj.func, RealFuncDef):
+            return self.call_real(obj.func, node, obj.obj)  # type: ignore[attr-defined]
         if isinstance(obj, Func):
             return self.inline(obj, node)
         if isinstance(obj, BoundFunc):                    # self.f(...) of a @jr.func method
@@ -124,6 +129,8 @@ class CallLowering(LoweringHost):
             return self.random_call(node)
         if obj is bi.randn:
             return self.randn_call(node)
+        if isinstance(obj, StructType):                   # struct_values.py
+            return self.struct_construct(obj, node)  # type: ignore[attr-defined]
         if node.keywords and obj is not bi.cast:
             raise self.err(node, f"keyword arguments are not supported for {describe(obj)}")
         if isinstance(obj, dtypes.DataType):
@@ -355,10 +362,10 @@ class CallLowering(LoweringHost):
         if fn is bi.atan2:
             if len(node.args) != 2:
                 raise self.err(node, "jr.atan2(y, x) takes 2 arguments")
-            y, x, dt = self.operands(self.expr(node.args[0]), self.expr(node.args[1]), node)
-            if not dt.is_float:
-                dt = self.ctx.default_fp
-            return n.Math("atan2", (self.cast(y, dt), self.cast(x, dt)), dt, loc)
+            ys, xs = as_vector(self.expr(node.args[0])), as_vector(self.expr(node.args[1]))
+            if isinstance(ys, VecValue) or isinstance(xs, VecValue):    # element-wise
+                return self.vec_elementwise2(lambda y, x: self.atan2(y, x, node), ys, xs, node)
+            return self.atan2(ys, xs, node)
         if fn in bi.DERIVED:
             return self.derived_math(fn, node)
         if fn is bi.cast:
@@ -422,6 +429,21 @@ class CallLowering(LoweringHost):
             if fn is bi.stop_grad:
                 self.ctx.stop_grads[-1].extend(data)
         return PyValue(None)
+
+    def atan2(self, y: Value, x: Value, node: ast.Call) -> n.Expr:
+        ey, ex, dt = self.operands(y, x, node)
+        if not dt.is_float:
+            dt = self.ctx.default_fp
+        return n.Math("atan2", (self.cast(ey, dt), self.cast(ex, dt)), dt, self.loc(node))
+
+    def vec_elementwise2(self, fn: Any, a: Value, b: Value, node: ast.AST) -> VecValue:
+        """`fn` per component of two vectors/matrices of one shape (a scalar broadcasts)."""
+        shape = (a if isinstance(a, VecValue) else b).shape       # type: ignore[union-attr]
+        if any(isinstance(v, VecValue) and v.shape != shape for v in (a, b)):
+            raise self.err(node, "the arguments' shapes differ")
+        count = len((a if isinstance(a, VecValue) else b).items)  # type: ignore[union-attr]
+        cols = [v.items if isinstance(v, VecValue) else (v,) * count for v in (a, b)]
+        return VecValue(shape, tuple(fn(p, q) for p, q in zip(*cols)))
 
     def derived_math(self, fn: bi.Builtin, node: ast.Call) -> Value:
         """Functions spelled with the others: rsqrt, log2, exp2 (as pow(2, x)), sign, clamp
@@ -568,9 +590,9 @@ class CallLowering(LoweringHost):
         vector/matrix element (`v[i]` of a vector field) one atomic per component."""
         name = f"jr.atomic_{'exchange' if op == 'xchg' else op}"
         if len(node.args) == 2 and isinstance(node.args[0], ast.Name):
-            if op in bi.BITWISE_ATOMICS or op == "xchg":
+            if op == "xchg":
                 raise self.err(node, f"{name}() takes a field or ndarray element (x[i]); on "
-                               "a local variable, assign instead (s = s | v)")
+                               "a local variable, assign instead (s = v)")
             return self.atomic_local(op, node)          # a local: lower_stmt.py
         if len(node.args) != 2 or not isinstance(node.args[0], ast.Subscript):
             raise self.err(node, f"jr.atomic_{op}(x[i], value) needs a field or ndarray "
@@ -605,8 +627,9 @@ class CallLowering(LoweringHost):
             raise self.err(node, f"@jr.func '{func.name}' nests deeper than "
                            f"{MAX_INLINE_DEPTH} calls (recursion is not supported)")
         sig = inspect.signature(func.fn)
-        args = ([] if bound_self is NO_SELF else [PyValue(bound_self)]) + \
-            [self.expr(a) for a in node.args]
+        first = bound_self if type(bound_self).__name__ == "StructValue" else \
+            PyValue(bound_self)                         # (a struct method's self: as it is)
+        args = ([] if bound_self is NO_SELF else [first]) + [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
         try:
             bound = sig.bind(*args, **kwargs)
@@ -618,6 +641,9 @@ class CallLowering(LoweringHost):
         prefix = self.ctx.fresh_prefix(func.name)
         bindings: dict[str, Any] = {}
         for name, v in bound.arguments.items():
+            if type(v).__name__ == "StructValue":     # by value, as it is (immutable)
+                bindings[name] = v
+                continue
             if not isinstance(v, (PyValue, n.ArrayRef, n.Expr, VecValue)):
                 v = PyValue(v)  # a default value
             caller = self.scope.bindings.get(sources[name].id) if isinstance(
@@ -642,6 +668,10 @@ class CallLowering(LoweringHost):
             ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
             for stmt in body[:-1] if ret else body:
                 sub.stmt(stmt)
+            if (ret is None or ret.value is None) and func.return_type is not None:
+                raise self.err(node, f"Function has a return type but does not have a return "
+                               f"statement: @jr.func '{func.name}' is annotated to return "
+                               f"{func.return_type!r}")
             if ret is None or ret.value is None:
                 return PyValue(NoValue(func.name))
             return sub.returned(sub.expr(ret.value), func.return_type, ret.value, func.name)

@@ -23,6 +23,7 @@ from .source import SourceInfo
 from .structs import StructElement
 from .vectors import (CONSTRUCTORS, METHODS, ClassMethod, TupleValue, VecValue, VecVar,
                       as_vector, constant_array, size)
+from .struct_values import StructValue, StructVar, struct_method
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
           ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -161,6 +162,8 @@ class ExprLowering(LoweringHost):
             if isinstance(found, VecVar):
                 return self.vec_local_value(found, node)
             return n.Local(found.ir_name, found.dtype, self.loc(node))
+        if isinstance(found, StructVar):
+            return self.struct_local_value(found, node)  # type: ignore[attr-defined]
         if isinstance(found, PyValue) and node.id not in self.scope.bindings and isinstance(
                 found.obj, (bool, int, float, tuple, str)):
             self.ctx.captured[node.id] = repr(found.obj)  # a key part of the offline cache
@@ -194,7 +197,19 @@ class ExprLowering(LoweringHost):
         if isinstance(base, VecValue):
             return self.vec_attribute(base, node)
         if isinstance(base, StructElement):
+            method = dict(base.field.kind.methods).get(node.attr)
+            if method is not None and node.attr not in base.field.members:   # `s[i].area()`
+                whole = self.struct_element_value(base, node)  # type: ignore[attr-defined]
+                return PyValue(struct_method(method, whole))
             return self.load_member(base, node)
+        if isinstance(base, StructValue):
+            try:
+                return base.member(node.attr)
+            except KeyError:
+                method = dict(base.kind.methods).get(node.attr)
+                if method is not None:            # a @jr.dataclass's method: self = base
+                    return PyValue(struct_method(method, base))
+                raise self.err(node, f"{base.kind!r} has no member '{node.attr}'") from None
         if isinstance(base, PyValue):
             obj = base.obj
             if is_field(obj) and node.attr == "grad" and obj.grad is None:
@@ -267,8 +282,8 @@ class ExprLowering(LoweringHost):
                 return self.table_lookup(base.obj, idx, node)
             if not (is_number(idx) and isinstance(idx.obj, int)):  # type: ignore[union-attr]
                 raise self.err(node.slice, "a compile-time tuple needs a constant index")
-            try:
-                return PyValue(base.obj[idx.obj])  # type: ignore[union-attr]
+            try:           # an item that is a small numpy array is a constant vector
+                return self.array_constant(PyValue(base.obj[idx.obj]), None)  # type: ignore
             except IndexError:
                 raise self.err(node.slice, f"index {idx.obj} out of range") from None  # type: ignore
         ref, indices, element = self.access(node, base)
@@ -462,22 +477,27 @@ class ExprLowering(LoweringHost):
         return self.cast(out, dt)
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
-        v = self.expr(node.operand)
-        if isinstance(v, VecValue) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            if isinstance(node.op, ast.UAdd):
+        return self.unary(node.op, self.expr(node.operand), node)
+
+    def unary(self, op: ast.unaryop, v: Value, node: ast.AST) -> Value:
+        """`-v`, `+v`, `not v`, `~v`; element-wise on vectors and matrices."""
+        if isinstance(v, VecValue) and isinstance(op, (ast.USub, ast.UAdd)):
+            if isinstance(op, ast.UAdd):
                 return v
             return self.vec_binary("*", v, PyValue(-1), node)
+        if isinstance(v, VecValue):
+            return VecValue(v.shape, tuple(self.unary(op, x, node) for x in v.items))
         if is_number(v):
             fold: Any = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-                         ast.Invert: operator.invert}[type(node.op)]
+                         ast.Invert: operator.invert}[type(op)]
             return PyValue(fold(v.obj))  # type: ignore[union-attr]
-        e = self.value(node.operand, v)
+        e = self.value(node, v)
         loc = self.loc(node)
-        if isinstance(node.op, ast.UAdd):
+        if isinstance(op, ast.UAdd):
             return e
-        if isinstance(node.op, ast.USub):
+        if isinstance(op, ast.USub):
             return n.Unary("neg", e, e.dtype, loc)
-        if isinstance(node.op, ast.Not):
+        if isinstance(op, ast.Not):
             return n.Unary("not", self.truth(e), dtypes.i32, loc)
         if e.dtype.is_float:
             raise self.err(node, "operator ~ needs an integer")
@@ -487,31 +507,25 @@ class ExprLowering(LoweringHost):
         cond = self.expr(node.test)
         if isinstance(cond, PyValue):
             return self.expr(node.body if cond.obj else node.orelse)
+        if isinstance(cond, VecValue):
+            raise self.err(node.test, "an if-expression needs a scalar condition, got a "
+                           f"vector/matrix of shape {cond.shape}; for one choice per component "
+                           'use jr.select(cond, a, b). Please use "jr.select" instead.')
         body, orelse = as_vector(self.expr(node.body)), as_vector(self.expr(node.orelse))
-        if isinstance(body, VecValue) or isinstance(orelse, VecValue):
-            truth = self.truth(cond)  # type: ignore[arg-type]
-            return self.select_vectors(truth, body, orelse, node)
-        a, b, dt = self.operands(body, orelse, node)
-        return n.Select(self.truth(cond), a, b, dt, self.loc(node))  # type: ignore[arg-type]
+        if isinstance(body, VecValue) or isinstance(orelse, VecValue):  # scalars broadcast
+            shape = (body if isinstance(body, VecValue) else orelse).shape
+            items = [x.items if isinstance(x, VecValue) else (x,) * len(
+                (body if isinstance(body, VecValue) else orelse).items) for x in (body, orelse)]
+            if any(isinstance(x, VecValue) and x.shape != shape for x in (body, orelse)):
+                raise self.err(node, "the two sides of an if-expression have different shapes")
+            test = self.truth(self.value(node.test, cond))
+            return VecValue(shape, tuple(self.select_one(test, a, b, node)
+                                         for a, b in zip(*items)))
+        return self.select_one(self.truth(cond), body, orelse, node)  # type: ignore[arg-type]
 
-    def select_vectors(self, cond: n.Expr, body: Value, orelse: Value, node: ast.IfExp
-                       ) -> VecValue:
-        """`a if c else b` with vector or matrix arms (`(i, j) if i < j else (j, i)`):
-        component by component, as Taichi's select; a scalar arm is broadcast."""
-        shape = (body if isinstance(body, VecValue) else orelse).shape  # type: ignore[union-attr]
-        arms = []
-        for arm in (body, orelse):
-            if isinstance(arm, VecValue) and arm.shape != shape:
-                raise self.err(node, f"the two arms of this conditional expression have "
-                               f"shapes {shape} and {arm.shape}")
-            arms.append(arm.items if isinstance(arm, VecValue) else (arm,) * size(shape))
-        if not isinstance(cond, n.Expr) or any(isinstance(x, VecValue) for x in arms[0]):
-            raise self.err(node, "a conditional expression needs a scalar condition")
-        items = []
-        for a, b in zip(*arms):
-            a, b, dt = self.operands(a, b, node)
-            items.append(n.Select(cond, a, b, dt, self.loc(node)))  # type: ignore[arg-type]
-        return VecValue(shape, tuple(items))
+    def select_one(self, test: n.Expr, a: Value, b: Value, node: ast.AST) -> n.Expr:
+        ea, eb, dt = self.operands(a, b, node)
+        return n.Select(test, ea, eb, dt, self.loc(node))
 
 
 def adapt(value: int | float, other: DataType, ctx: CompileContext) -> DataType:

@@ -1,5 +1,6 @@
 """AST -> IR for Quadrants' own kernel functions: `raw_mod`, `outer`,
-`math.isnan`/`isinf`, the bit counts `math.popcnt`/`clz`/`ffs`, and `graph.do_while`.
+`math.isnan`/`isinf`, the bit counts `math.popcnt`/`clz`/`ffs`, and `graph.do_while`; and
+Taichi's `raw_div` (C's integer division) and `bit_shr` (a logical shift right).
 
 Stage: frontend (a family of the call lowering; `lower_call.call_builtin` sends these here).
 Each is spelled with existing IR: `raw_mod(a, b)` (C's remainder, the sign of `a`) from
@@ -19,7 +20,7 @@ from . import builtins as bi
 from .context import LoweringHost
 from .vectors import VecValue, as_vector
 
-_ARITY = {bi.raw_mod: (2, 2), bi.outer: (2, 2),
+_ARITY = {bi.raw_mod: (2, 2), bi.outer: (2, 2), bi.raw_div: (2, 2), bi.bit_shr: (2, 2),
           bi.graph_do_while: (1, 1)}
 
 
@@ -51,6 +52,10 @@ class QuadrantsLowering(LoweringHost):
         loc = self.loc(node)
         if fn is bi.raw_mod:
             return self.raw_mod(args[0], args[1], node)
+        if fn is bi.raw_div:
+            return self.raw_div(args[0], args[1], node)
+        if fn is bi.bit_shr:
+            return self.bit_shr(args[0], args[1], node)
         x = self.value(node, args[0])
         if fn is bi.isnan or fn is bi.isinf:
             if not x.dtype.is_float:
@@ -74,6 +79,29 @@ class QuadrantsLowering(LoweringHost):
         fix = n.Binary("and", n.Binary("!=", r, zero, dtypes.i32, loc), differs, dtypes.i32,
                        loc)
         return n.Select(fix, n.Binary("-", r, eb, dt, loc), r, dt, loc)
+
+    def raw_div(self, a: Any, b: Any, node: ast.Call) -> n.Expr:
+        """Taichi's `raw_div`: C's division (truncated toward zero) of integers, `/` else."""
+        ea, eb, dt = self.operands(a, b, node)
+        if dt.is_float:
+            return self.binary("/", ea, eb, node)
+        loc = self.loc(node)
+        q = self.binary("//", ea, eb, node)
+        zero = self.const(0, node, dt)
+        inexact = n.Binary("!=", self.binary("%", ea, eb, node), zero, dtypes.i32, loc)
+        signs = n.Binary("!=", n.Binary("<", ea, zero, dtypes.i32, loc),
+                         n.Binary("<", eb, zero, dtypes.i32, loc), dtypes.i32, loc)
+        fix = n.Binary("and", inexact, signs, dtypes.i32, loc)
+        return n.Select(fix, n.Binary("+", q, self.const(1, node, dt), dt, loc), q, dt, loc)
+
+    def bit_shr(self, a: Any, b: Any, node: ast.Call) -> n.Expr:
+        """Taichi's `bit_shr`: a logical shift right (zeros in from the left), in `a`'s
+        type."""
+        x = self.value(node, a)
+        if not x.dtype.is_int or not self.value(node, b).dtype.is_int:
+            raise self.err(node, "jr.bit_shr() takes integers")
+        unsigned = dtypes.BY_NAME[f"u{x.dtype.bits}"]
+        return self.cast(self.binary(">>", self.cast(x, unsigned), b, node), x.dtype)
 
     def outer(self, a: Any, b: Any, node: ast.Call) -> VecValue:
         """`jr.outer(a, b)`: the len(a) x len(b) matrix a[i] * b[j] of two vectors."""

@@ -115,6 +115,9 @@ class ReturnLowering(LoweringHost):
         return fr.value
 
     def stmt_Return(self, node: ast.Return) -> None:
+        if getattr(self, "real_ret", None) is not None:   # in a jr.real_func (real_func.py)
+            self.real_return(node)  # type: ignore[attr-defined]
+            return
         fr = self.func_return
         if fr is None:
             raise self.err(node, "return is only allowed as the last statement of a kernel")

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from .. import dtypes
 from ..ir import nodes as n
 from ..data_component import ComponentField
+from ..errors import KernelCompileError
 from ..ir.walk import map_stmt, walk_expr
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
@@ -146,7 +147,16 @@ class StmtLowering(LoweringHost):
     def stmt_Assert(self, node: ast.Assert) -> None:
         """Checked when the program runs with jr.init(debug=True) (as in Taichi), else
         skipped: a failure raises KernelRuntimeError with the message at the next sync."""
-        if not self.ctx.debug:
+        if not self.ctx.debug:     # unchecked, but its calls run, as in Taichi (a real
+            if any(isinstance(c, ast.Call) for c in ast.walk(node.test)):   # func's effects)
+                start = len(self.block)
+                try:
+                    test = self.expr(node.test)
+                except KernelCompileError:     # what it could not compile is not run: kept
+                    del self.block[start:]     # as before (asserts off)
+                    return
+                if isinstance(test, n.Expr) and has_side_effect(test):
+                    self.emit(n.Eval(test, self.loc(node)))
             return
         cond = self.truth(self.value(node.test))
         message = ast.unparse(node.test)
@@ -161,17 +171,19 @@ class StmtLowering(LoweringHost):
 
     def is_loop_config(self, call: ast.Call) -> bool:
         """`jr.loop_config(serialize=True)`: the next loop runs serially on one thread;
-        `jr.loop_config(block_dim=N)`: on GPUs, its blocks have N threads (a multiple of 32
-        up to 1024; the CPU ignores it); Taichi's `parallelize=N`: 1 serializes, more leaves
+        `jr.loop_config(block_dim=N)`: on GPUs, its blocks have N threads (1 to 1024, rounded
+        up to whole warps of 32; the CPU ignores it; so does Taichi's `block_dim_adaptive`);
+        Taichi's `parallelize=N`: 1 serializes, more leaves
         the thread count to the pool; Quadrants' `name="..."` names the loop in GPU profiles
         (checked to be a string, and otherwise not used: jitrt's profiler counts kernels)."""
         callee = self.expr(call.func)
         if not (isinstance(callee, PyValue) and callee.obj is bi.loop_config):
             return False
         for kw in call.keywords:
-            if kw.arg not in ("serialize", "block_dim", "parallelize", "name"):
+            if kw.arg not in ("serialize", "block_dim", "parallelize", "name",
+                              "block_dim_adaptive"):
                 raise self.err(kw, f"jr.loop_config() has no option '{kw.arg}' (options: "
-                               "serialize, block_dim, parallelize, name)")
+                               "serialize, block_dim, parallelize, name, block_dim_adaptive)")
             value = self.expr(kw.value)
             if not isinstance(value, PyValue):
                 raise self.err(kw.value, "jr.loop_config() options must be constants")
@@ -190,12 +202,13 @@ class StmtLowering(LoweringHost):
                                    f"positive int (1 runs the loop serially), got {threads!r}")
                 self.serialize_next = threads == 1
                 continue
+            if kw.arg == "block_dim_adaptive":     # Taichi's CPU block hint: no effect
+                continue
             dim = value.obj
-            if isinstance(dim, bool) or not isinstance(dim, int) or not (
-                    32 <= dim <= 1024 and dim % 32 == 0):
-                raise self.err(kw.value, f"jr.loop_config(block_dim=...) must be a multiple of "
-                               f"32 from 32 to 1024 (whole warps), got {dim!r}")
-            self.block_dim_next = dim
+            if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 1024:
+                raise self.err(kw.value, "jr.loop_config(block_dim=...) must be an int from 1 "
+                               f"to 1024, got {dim!r}")
+            self.block_dim_next = -(-dim // 32) * 32    # whole warps (block sums need them)
         return True
 
     def stmt_Assign(self, node: ast.Assign) -> None:
@@ -288,13 +301,19 @@ class StmtLowering(LoweringHost):
         return n.Local(name, value.dtype, loc)
 
     def assign_target(self, target: ast.AST, v: Value, node: ast.AST) -> None:
+        target = self.struct_target(target)    # type: ignore[attr-defined]
         if isinstance(target, ast.Name):
             self.assign_local(target, v, node)
-        elif isinstance(target, ast.Attribute) and (self.assign_vec_swizzle(target, v, node)
-                                                    or self.store_member(target, v, node)):
+        elif isinstance(target, ast.Attribute) and (
+                self.store_struct_member(target, v, node, None)  # type: ignore[attr-defined]
+                or self.assign_vec_swizzle(target, v, node) or self.store_member(target, v, node)):
             return
         elif isinstance(target, ast.Subscript):
             if self.assign_vector_part(target, v, node):
+                return
+            base = self.expr(target.value)
+            if isinstance(base, PyValue) and type(base.obj).__name__ == "StructField":
+                self.store_struct_element(base.obj, target, v, node)  # type: ignore[attr-defined]
                 return
             ref, indices, element = self.access(target)
             if element:                   # x[i] = v on a field of vectors
@@ -349,24 +368,26 @@ class StmtLowering(LoweringHost):
 
     def typed(self, v: Value, dt: dtypes.DataType, node: ast.AST,
               what: str = "store") -> n.Expr:
-        """`v` converted for a store into (or a return as) `dt`. A float into an integer needs
-        an explicit int()/jr.cast(); a compile-time integer must fit `dt`; a run-time value of
-        a type `dt` cannot hold (f64 into f32, i64 into i32: Taichi's promotion of the two is
-        not `dt`) stored gives a `jr.CastWarning` (`what` "store"; a declaration and a
-        return convert silently, as explicit conversions)."""
+        """`v` converted for a store into (or a return as) `dt`, as Taichi converts: a float
+        into an integer truncates toward zero; a compile-time integer must fit `dt`. A stored
+        value of a type `dt` cannot hold (the promotion of the two is not `dt`: f32 into i32,
+        f64 into f32, i64 into i32; a float literal with a fraction into an integer) gives a
+        `jr.CastWarning` (`what` "store"; a declaration and a return convert silently, as
+        explicit conversions)."""
         if is_number(v):
             value = v.obj  # type: ignore[union-attr]
             if isinstance(value, float) and not dt.is_float:
-                raise self.err(node, f"cannot {what} the float {value!r} as {dt.name} without "
-                               "an explicit int() or jr.cast()")
+                if value != value or value in (float("inf"), float("-inf")):
+                    raise self.err(node, f"cannot {what} the float {value!r} as {dt.name}: "
+                                   "it has no integer value")
+                if what == "store" and not value.is_integer():
+                    warn_narrowing(self.loc(node), dt, self.ctx.default_fp)
+                value = int(value)
             if not isinstance(value, float) and dt.is_int and not dtypes.fits(int(value), dt):
                 raise self.err(node, f"the constant {int(value)} does not fit {dt.name} "
                                f"(range {dtypes.int_range(dt)[0]}..{dtypes.int_range(dt)[1]})")
             return self.const(value, node, dt)
         e = self.value(node, v)
-        if e.dtype.is_float and not dt.is_float:
-            raise self.err(node, f"cannot {what} a {e.dtype.name} value as {dt.name} without "
-                           "an explicit int() or jr.cast()")
         if what == "store" and e.dtype != dt and dtypes.promote(dt, e.dtype) != dt:
             warn_narrowing(self.loc(node), dt, e.dtype)
         return self.cast(e, dt)
@@ -378,8 +399,17 @@ class StmtLowering(LoweringHost):
         if isinstance(binding, (n.Arg, n.ArrayRef)) or (
                 isinstance(binding, PyValue) and name in self.scope.params):
             raise self.err(target, f"cannot assign to parameter '{name}'; copy it into a local")
+        if type(v).__name__ == "StructElement":     # `s = y[i]` of a struct field
+            v = self.struct_element_value(v, node)  # type: ignore[attr-defined]
+        if type(v).__name__ == "StructValue":       # frontend/struct_values.py
+            if declared is not None:
+                raise self.err(target, "a struct local takes no scalar annotation")
+            self.assign_struct_local(target, v, node)  # type: ignore[attr-defined]
+            return
+        if type(binding).__name__ == "StructVar":
+            raise self.err(target, f"'{name}' is a struct local; assign it a struct")
         if binding is not None and self.is_new_local(name, binding, v):
-            binding = self.scope.bindings.pop(name)
+            self.scope.bindings.pop(name)
             self.ir_names[name] = self.ctx.fresh_prefix(self.scope.prefix + name) + name
             self.rebound.add(name)
             binding = None
@@ -447,6 +477,10 @@ class StmtLowering(LoweringHost):
         return a & b
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        target = self.struct_target(node.target)    # type: ignore[attr-defined]
+        if target is not node.target:               # `s.member += v` of a struct local
+            node = ast.copy_location(ast.AugAssign(target=target, op=node.op,
+                                                   value=node.value), node)
         op = BINOPS.get(type(node.op))
         if op is None:
             raise self.err(node, f"operator {type(node.op).__name__} is not supported")
@@ -454,8 +488,9 @@ class StmtLowering(LoweringHost):
             return
         if isinstance(node.target, ast.Attribute):
             rhs = self.expr(node.value)
-            if self.assign_vec_swizzle(node.target, rhs, node, op) or self.store_member(
-                    node.target, rhs, node, op):
+            if self.store_struct_member(node.target, rhs, node, op) or (  # type: ignore
+                    self.assign_vec_swizzle(node.target, rhs, node, op) or self.store_member(
+                        node.target, rhs, node, op)):
                 return
         if isinstance(node.target, ast.Subscript):
             ref, indices, element = self.access(node.target)
@@ -475,14 +510,19 @@ class StmtLowering(LoweringHost):
             return
         if not isinstance(node.target, ast.Name):
             raise self.err(node.target, "augmented assignment needs a name or an element")
-        reduce = {"+": "add", "-": "sub"}.get(op, "")
         binding = self.scope.bindings.get(node.target.id)
-        if reduce and isinstance(binding, VecVar):
+        reduce = {"+": "add", "-": "sub"}.get(op, "")
+        if op in ("&", "|", "^") and isinstance(binding, LocalVar) and binding.dtype.is_int:
+            reduce = {"&": "and", "|": "or", "^": "xor"}[op]   # atomic on ints, as in Taichi
+        if reduce in ("add", "sub") and isinstance(binding, VecVar):
             self.reduce_vec_local(node.target, binding, op, reduce, self.expr(node.value), node)
             return
         current = self.expr(node.target)
+        rhs = self.expr(node.value)
+        if reduce in ("add", "sub") and isinstance(binding, LocalVar) and binding.dtype.is_int:
+            rhs = self.typed(rhs, binding.dtype, node.value)  # Taichi's atomic: v converted first
         start = len(self.block)
-        self.assign_local(node.target, self.binary(op, current, self.expr(node.value), node), node)
+        self.assign_local(node.target, self.binary(op, current, rhs, node), node)
         self.mark_reduction(node.target.id, reduce, start)
 
     def reduce_vec_local(self, target: ast.Name, var: VecVar, op: str, reduce: str, rhs: Value,
@@ -521,8 +561,9 @@ class StmtLowering(LoweringHost):
                 self.block[k] = n.Assign(s.name, s.value, s.loc, reduce)
 
     def atomic_local(self, op: str, node: ast.Call) -> Value:
-        """`jr.atomic_add(s, v)` (sub/min/max likewise) on a local `s` (a scalar, or a vector
-        component-wise): `s = s <op> v`, tagged as a reduction; the value is the old `s`."""
+        """`jr.atomic_add(s, v)` (sub/min/max/and/or/xor likewise) on a local `s` (a scalar, or
+        a vector component-wise): `s = s <op> v`, tagged as a reduction; the value is the old
+        `s`."""
         target = node.args[0]
         assert isinstance(target, ast.Name)
         if not isinstance(self.scope.bindings.get(target.id), (LocalVar, VecVar)):
@@ -533,7 +574,8 @@ class StmtLowering(LoweringHost):
         statement = getattr(self, "statement_call", None) is node
         old = current if statement else self.snapshot(current, node)
         value = self.expr(node.args[1])
-        symbol = {"add": "+", "sub": "-"}.get(op, op)
+        symbol = {"add": "+", "sub": "-", "and": "&", "or": "|", "xor": "^",
+                  "mul": "*"}.get(op, op)
         binding = self.scope.bindings[target.id]
         if isinstance(binding, VecVar):
             self.reduce_vec_local(target, binding, symbol, op, value, node)

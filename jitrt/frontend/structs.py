@@ -40,6 +40,8 @@ class StructLowering(LoweringHost):
 
     def load_member(self, element: StructElement, node: ast.Attribute) -> Any:
         sub, member = self.struct_member(element, node.attr, node)
+        if type(member.obj).__name__ == "StructField":     # `s[i].inner` of a nested struct
+            return StructElement(member.obj, sub)
         ref, indices, shape = self.access(sub, member)
         if shape:
             return self.load_element((ref, indices, shape), sub)
@@ -49,12 +51,25 @@ class StructLowering(LoweringHost):
                      op: str | None = None) -> bool:
         """`s[i].attr = v` (or `op=` v) on a struct member, `x[i].y = s` on a component of a
         vector element; False when `target` is neither."""
+        if isinstance(target.value, ast.Attribute):     # `s[i].inner.attr` (nested structs)
+            inner = self.expr(target.value)
+            if not isinstance(inner, StructElement):
+                return False
+            sub, member = self.struct_member(inner, target.attr, target)
+            if type(member.obj).__name__ == "StructField" and op is None:
+                self.store_struct_element(member.obj, sub, v, node)  # type: ignore[attr-defined]
+            else:
+                self.store_element(self.access(sub, member), v, node, op)
+            return True
         if not isinstance(target.value, ast.Subscript):
             return False
         base = self.expr(target.value.value)
         if isinstance(base, PyValue) and type(base.obj).__name__ == "StructField":
             sub, member = self.struct_member(StructElement(base.obj, target.value),
                                              target.attr, target)
+            if type(member.obj).__name__ == "StructField" and op is None:   # nested struct
+                self.store_struct_element(member.obj, sub, v, node)  # type: ignore[attr-defined]
+                return True
             self.store_element(self.access(sub, member), v, node, op)
             return True
         if not self.element_shape(base) or target.attr not in SWIZZLE:

@@ -206,7 +206,8 @@ class Shape(Expr):
     loc: Loc = _loc()
 
 
-ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "xchg")  # and/or/xor: integers
+ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "xchg",  # and/or/xor: integers
+              "mul")                                    # mul: a compare-and-swap loop
 
 
 @frozen
@@ -236,7 +237,8 @@ Body = tuple[Stmt, ...]
 class Assign(Stmt):
     """`name = value`. `reduce` names the reduction when the source wrote `name += v`,
     `name -= v` or `jr.atomic_add/sub/min/max(name, v)` (value: `name <op> v`): "add", "sub",
-    "min" or "max"; "" otherwise. Only these may update a kernel-scope local inside a parallel
+    "min" or "max"; on integers also "and", "or", "xor" (`&=`, `jr.atomic_and`...); ""
+    otherwise. Only these may update a kernel-scope local inside a parallel
     loop (`passes/local_reductions.py`)."""
     name: str
     value: Expr
@@ -310,6 +312,49 @@ class ParFor(Stmt):
     block_dim: int = 0       # GPU threads per block (`jr.loop_config(block_dim=...)`; 0: default)
 
 
+@frozen
+class Call(Stmt):
+    """A call of a real function (`jr.real_func`, a function of its own in the LLVM module):
+    `outs` are the caller's locals that receive its results, one per scalar returned."""
+    func: str
+    args: tuple[Expr, ...]
+    outs: tuple[str, ...]
+    out_types: tuple[DataType, ...]
+    loc: Loc = _loc()
+
+
+@frozen
+class FuncRet(Stmt):
+    """`return` inside a real function: one value per scalar of its return type."""
+    values: tuple[Expr, ...]
+    loc: Loc = _loc()
+
+
+@frozen
+class RealFunc:
+    """A real function of the kernel: its parameters (locals set from the call's arguments),
+    its result types and its body (serial code; loops never become tasks)."""
+    name: str
+    params: tuple[tuple[str, DataType], ...]
+    rets: tuple[DataType, ...]
+    body: Body
+    loc: Loc = _loc()
+
+
+def has_call(body: Body) -> bool:
+    """Whether `body` calls a real function (whose accesses it cannot see)."""
+    stack = list(body)
+    while stack:
+        s = stack.pop()
+        if isinstance(s, Call):
+            return True
+        for name in ("body", "orelse"):
+            inner = getattr(s, name, None)
+            if isinstance(inner, tuple):
+                stack.extend(inner)
+    return False
+
+
 # ---- kernels and tasks --------------------------------------------------------------------
 
 @frozen
@@ -338,6 +383,7 @@ class KernelIR:
     fields: tuple[FieldRef, ...]
     body: Body
     ret: DataType | None
+    funcs: tuple[RealFunc, ...] = ()
 
 
 @frozen
@@ -366,6 +412,7 @@ class TaskedKernel:
     fields: tuple[FieldRef, ...]
     tasks: tuple[Task, ...]
     ret: DataType | None
+    funcs: tuple[RealFunc, ...] = ()
 
 
 # ---- autodiff: adstacks -------------------------------------------------------------------

@@ -84,6 +84,11 @@ def body_lines(body: n.Body, depth: int = 0) -> list[str]:
             out.append(f"{pad}continue")
         elif isinstance(s, n.Return):
             out.append(f"{pad}return {expr_text(s.value)}")
+        elif isinstance(s, n.Call):
+            outs = ", ".join(s.outs)
+            out.append(f"{pad}({outs}) = call {s.func}({', '.join(map(expr_text, s.args))})")
+        elif isinstance(s, n.FuncRet):
+            out.append(f"{pad}func_return({', '.join(expr_text(v) for v in s.values)})")
         elif isinstance(s, n.ReverseFor):
             out.append(f"{pad}for {s.var} in reversed(range({expr_text(s.begin)}, "
                        f"{expr_text(s.end)})):")
@@ -104,6 +109,10 @@ def kernel_text(k: n.TaskedKernel | n.KernelIR) -> str:
                        for p in k.params)
     fields = ", ".join(f"{f.name}:{f.dtype.name}{list(f.shape)}" for f in k.fields)
     lines = [f"kernel {k.name}({params}) fields[{fields}] -> {k.ret.name if k.ret else 'None'}"]
+    for f in k.funcs:
+        args = ", ".join(f"{name}:{dt.name}" for name, dt in f.params)
+        lines.append(f"  real_func {f.name}({args}) -> ({', '.join(d.name for d in f.rets)}):")
+        lines += body_lines(f.body, 2)
     if isinstance(k, n.KernelIR):
         lines += body_lines(k.body, 1)
         return "\n".join(lines)

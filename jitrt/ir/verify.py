@@ -60,7 +60,8 @@ def _check_body(body: n.Body, local_types: dict[str, DataType], in_loop: bool) -
             v = getattr(s, name, None)
             if isinstance(v, n.Expr):
                 _check_expr(v, local_types)
-        for v in getattr(s, "indices", ()) + getattr(s, "begins", ()) + getattr(s, "ends", ()):
+        for v in getattr(s, "indices", ()) + getattr(s, "begins", ()) + getattr(s, "ends", ()) \
+                + getattr(s, "args", ()) + getattr(s, "values", ()):
             _check_expr(v, local_types)
         loop = isinstance(s, (n.For, n.While))
         parallel = isinstance(s, n.ParFor)
@@ -72,3 +73,25 @@ def _check_body(body: n.Body, local_types: dict[str, DataType], in_loop: bool) -
 
 def verify(kernel: n.KernelIR, local_types: dict[str, DataType]) -> None:
     _check_body(kernel.body, local_types, False)
+    funcs = {f.name: f for f in kernel.funcs}
+    for f in kernel.funcs:
+        _check_body(f.body, local_types, False)
+    for s in _all_stmts(kernel.body + sum((f.body for f in kernel.funcs), ())):
+        if isinstance(s, n.Call):
+            callee = funcs.get(s.func)
+            if callee is None or len(s.args) != len(callee.params) or \
+                    len(s.outs) != len(callee.rets):
+                raise IRVerifyError(f"{s.loc}: call of {s.func} does not match its definition")
+            if any(a.dtype != dt for a, (_, dt) in zip(s.args, callee.params)):
+                raise IRVerifyError(f"{s.loc}: argument types of {s.func} differ")
+
+
+def _all_stmts(body: n.Body) -> list[n.Stmt]:
+    out: list[n.Stmt] = []
+    for s in body:
+        out.append(s)
+        for attr in ("body", "orelse"):
+            inner = getattr(s, attr, None)
+            if isinstance(inner, tuple):
+                out += _all_stmts(inner)
+    return out

@@ -32,7 +32,8 @@ def exprs_of(s: n.Stmt) -> Iterator[n.Expr]:
     for name, value in vars(s).items():
         if isinstance(value, n.Expr):
             yield value
-        elif isinstance(value, tuple) and name in ("indices", "begins", "ends"):
+        elif isinstance(value, tuple) and name in ("indices", "begins", "ends", "args",
+                                                     "values"):
             yield from value
 
 
@@ -73,7 +74,7 @@ def map_stmt(s: n.Stmt, fn: Callable[[n.Expr], n.Expr]) -> n.Stmt:
     for name, v in vars(s).items():
         if isinstance(v, n.Expr):
             changes[name] = map_expr(v, fn)
-        elif isinstance(v, tuple) and name in ("indices", "begins", "ends"):
+        elif isinstance(v, tuple) and name in ("indices", "begins", "ends", "args", "values"):
             changes[name] = tuple(map_expr(x, fn) for x in v)
         elif isinstance(v, tuple) and name in ("body", "orelse"):
             changes[name] = tuple(map_stmt(x, fn) for x in v)
@@ -88,4 +89,6 @@ def assigned_names(body: n.Body) -> set[str]:
             out.add(s.name)
         elif isinstance(s, n.For):
             out.add(s.var)
+        elif isinstance(s, n.Call):         # a real function's results (jr.real_func)
+            out.update(s.outs)
     return out

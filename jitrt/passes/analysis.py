@@ -21,11 +21,11 @@ class WriteSet:
 
 def write_set(kernel: n.TaskedKernel) -> WriteSet:
     refs: list[n.Ref] = []
-    for task in kernel.tasks:
-        for s in walk_stmts(task.body):
+    for body in [t.body for t in kernel.tasks] + [f.body for f in kernel.funcs]:
+        for s in walk_stmts(body):
             if isinstance(s, n.Store):
                 refs.append(s.ref)
-        refs += [e.ref for e in all_exprs(task.body) if isinstance(e, n.Atomic)]
+        refs += [e.ref for e in all_exprs(body) if isinstance(e, n.Atomic)]
     fields = sorted({(r.slot, r.grad) for r in refs if isinstance(r, n.FieldRef)})
     arrays = sorted({(r.arg, r.grad) for r in refs if isinstance(r, n.ArrayRef)})
     return WriteSet(tuple(fields), tuple(arrays))

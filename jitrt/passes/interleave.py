@@ -171,7 +171,7 @@ def candidate(task: n.Task) -> bool:
 def interleaved(task: n.Task, lanes: int) -> tuple[Lanes, n.Body] | None:
     """The body running indices i .. i + lanes - 1 of `task` in one pass, with the renaming
     that made it, or None (see the module docstring for when)."""
-    if lanes < 2 or not candidate(task):
+    if lanes < 2 or not candidate(task) or n.has_call(task.body):
         return None
     plan = Lanes(task, lanes)
     if task.vars[0] in plan.renamed or plan.renamed & {name for name, _ in task.captures}:

@@ -2,16 +2,18 @@
 
 Stage: pass (run by `offload` on each outermost loop; `reduction_adjoints` by the pipeline for
 grad kernels). A kernel-scope local (assigned before the loop) that the loop updates with
-`s += v`, `s -= v` or `jr.atomic_add/sub/min/max(s, v)` (the frontend tags them:
+`s += v`, `s -= v`, `jr.atomic_add/sub/min/max(s, v)` or, on integers, `&=`, `|=`, `^=` and
+`jr.atomic_and/or/xor` (the frontend tags them:
 `n.Assign.reduce`) becomes, for that loop, a hidden 0-d field appended to the kernel's field
 table (`$reduce.<name>`, private storage per compiled kernel): the serial code before the loop
 stores `s` into it, the loop's updates become atomics on it (so `reductions.py` gives `+=` a
 partial sum per chunk and one atomic per chunk), and the serial code after the loop loads it
 back into `s`. Taichi does the same through a global temporary.
 
-Refused, at the source line: any other assignment of such a local in the loop (`s = s + v`
-is a data race in Taichi), mixing `+=`/`-=` with min or max, and any other read of it in the
-loop (its value there would depend on the order threads run in).
+A loop with any other assignment of such a local (`s = s + v`: a data race in Taichi), mixing
+`+=`/`-=` with min or max, or another read of it in the loop (its value there would depend on
+the order threads run in) is not reduced: `offload` runs it serially, in order, and logs the
+reason this module gives.
 
 Gradients (`reduction_adjoints`): the grad kernel first replays the reductions (the primal
 tasks up to the last reducing loop, without their other writes: the buffers are private to each
@@ -27,7 +29,8 @@ from ..errors import error_at
 from ..ir import nodes as n
 from ..ir.walk import exprs_of, map_expr, map_stmt, walk_expr, walk_stmts
 
-REDUCE_OPS = {"add": "+", "sub": "-", "min": "min", "max": "max"}
+REDUCE_OPS = {"add": "+", "sub": "-", "min": "min", "max": "max", "and": "&", "or": "|",
+              "xor": "^"}
 BUFFER_PREFIX = "$reduce."
 
 
@@ -53,16 +56,16 @@ def shown(name: str) -> str:
 def refuse_assignment(s: n.Assign) -> Exception:
     name = shown(s.name)
     return error_at(s.loc, f"'{name}' is a kernel-scope variable assigned inside the outermost "
-                    "(parallel) loop, where every thread runs its own iterations; only "
-                    f"`{name} += v`, `{name} -= v` and jr.atomic_add/sub/min/max({name}, v) "
-                    "combine across threads (a plain assignment would be a data race, as in "
-                    "Taichi); accumulate into a field or ndarray, or put "
-                    "jr.loop_config(serialize=True) before the loop to run it serially")
+                    "loop otherwise than by a reduction; in parallel every thread would share "
+                    f"it (a data race in Taichi). Write `{name} += v`, `{name} -= v` or "
+                    f"jr.atomic_add/sub/min/max/and/or/xor({name}, v) for a parallel reduction, "
+                    "or use a local of the loop body")
 
 
 def loop_reductions(body: n.Body, names: set[str]) -> dict[str, str]:
     """For each kernel-scope local in `names` that the loop `body` assigns, its reduction kind
-    ("add" for += and -=, "min", "max"); raises at the first assignment or read it refuses."""
+    ("add" for += and -=, "min", "max", "and", "or", "xor"); raises at the first assignment or
+    read that keeps the loop from running in parallel (`offload` serializes it then)."""
     kinds: dict[str, str] = {}
     first: dict[str, n.Assign] = {}
     for s in walk_stmts(body):
@@ -87,11 +90,10 @@ def loop_reductions(body: n.Body, names: set[str]) -> dict[str, str]:
             for x in walk_expr(e):
                 if isinstance(x, n.Local) and x.name in kinds:
                     where = first[x.name].loc.line
-                    raise error_at(x.loc, f"'{shown(x.name)}' is reduced by this parallel "
-                                   f"loop (line {where}); a read of it inside the loop would "
-                                   "see a value that depends on the order threads run in: "
-                                   "read it after the loop, or keep a per-iteration value in "
-                                   "a local of the loop body")
+                    raise error_at(x.loc, f"'{shown(x.name)}' is reduced by this loop "
+                                   f"(line {where}) and read inside it; in parallel the value "
+                                   "read would depend on the order threads run in: read it "
+                                   "after the loop for a parallel reduction")
     return kinds
 
 

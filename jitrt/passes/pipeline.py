@@ -36,6 +36,10 @@ def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: boo
                  tape_partials: bool = False) -> LoweredKernel:
     local_types = dict(local_types)          # passes add locals; the frontend's table stays
     verify(kernel, local_types)              # 1. the frontend's output is well typed
+    if kernel.funcs and (grad or duals is not None):
+        raise KernelCompileError(f"kernel {kernel.name} calls a jr.real_func "
+                                 f"({kernel.funcs[0].name.split('$')[0]}): real functions are "
+                                 "not differentiated; make it a @jr.func")
     kernel = simplify(kernel)                # 2. fold constants (bounds become constants)
     if duals is not None:                    # 2b. forward mode: tangents beside the values
         kernel = forward_mode(kernel, local_types, duals)
@@ -61,7 +65,8 @@ def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: boo
 def annotate_tasks(kernel: n.TaskedKernel) -> n.TaskedKernel:
     """Store on each parallel task what codegen needs: the `+=` it may accumulate privately
     per chunk (`reductions.py`) and the estimated cost of one iteration (`cost.py`)."""
-    tasks = tuple(replace(t, reductions=tuple(reducible_atomics(t.body)),
+    tasks = tuple(replace(t, reductions=() if n.has_call(t.body) else tuple(
+                              reducible_atomics(t.body)),
                           cost=iteration_cost(t.body)) if t.kind == "parallel" else t
                   for t in kernel.tasks)
     return replace(kernel, tasks=tasks)

@@ -62,6 +62,8 @@ def _index_private(task: n.Task) -> set[n.Ref]:
     """Refs with atomics in the parallel `task` whose every load, store and atomic holds, for
     each loop variable, exactly that variable at a fixed index position; none when a loop
     variable is assigned in the body."""
+    if n.has_call(task.body):      # a real function's accesses are not seen here
+        return set()
     if task.kind != "parallel" or not task.vars:
         return set()
     if any(isinstance(st, n.Assign) and st.name in task.vars for st in walk_stmts(task.body)):

@@ -71,4 +71,5 @@ def fold_body(body: n.Body) -> n.Body:
 
 
 def simplify(kernel: n.KernelIR) -> n.KernelIR:
-    return replace(kernel, body=fold_body(kernel.body))
+    return replace(kernel, body=fold_body(kernel.body),
+                   funcs=tuple(replace(f, body=fold_body(f.body)) for f in kernel.funcs))

@@ -70,11 +70,11 @@ class CompiledKernel:
 def used_refs(kernel: n.TaskedKernel) -> list[n.Ref]:
     from ..ir.walk import all_exprs, walk_stmts
     refs: list[n.Ref] = []
-    for task in kernel.tasks:
-        for e in all_exprs(task.body):
+    for body in [t.body for t in kernel.tasks] + [f.body for f in kernel.funcs]:
+        for e in all_exprs(body):
             if isinstance(e, (n.Load, n.Atomic, n.Shape)):
                 refs.append(e.ref)
-        for s in walk_stmts(task.body):
+        for s in walk_stmts(body):
             if isinstance(s, n.Store):
                 refs.append(s.ref)
     return refs
