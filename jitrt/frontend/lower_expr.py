@@ -22,7 +22,7 @@ from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoVa
 from .source import SourceInfo
 from .structs import StructElement
 from .vectors import (CONSTRUCTORS, METHODS, ClassMethod, TupleValue, VecValue, VecVar,
-                      as_vector, constant_array, size)
+                      as_vector, constant_array)
 from .struct_values import StructValue, StructVar, struct_method
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
