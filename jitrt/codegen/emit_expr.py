@@ -338,9 +338,17 @@ class ExprEmitter(EmitterHost):
         `print_format.py`), vprintf on CUDA (floats `%g`); AMDGPU has no printf here."""
         b = self.builder
         spec, values = [], []
-        for a in e.args:
+        for k, a in enumerate(e.args):
             v = self.expr(a)
-            if a.dtype.is_float and not self.target.is_gpu:
+            user = e.formats[k] if e.formats else ""     # a printf spec from a format string
+            if user:
+                spec.append("%" + (user if a.dtype.is_float else user[:-1] + "ll" + user[-1]))
+                if a.dtype.is_float:
+                    values.append(v if a.dtype.bits == 64 else b.fpext(v, ir.DoubleType()))
+                else:
+                    values.append(v if a.dtype.bits == 64 else (
+                        b.sext(v, I64) if a.dtype.is_signed else b.zext(v, I64)))
+            elif a.dtype.is_float and not self.target.is_gpu:
                 with b.goto_block(self.alloca_block):
                     text = b.alloca(ir.ArrayType(ir.IntType(8), print_format.BUF_BYTES))
                 text_ptr = b.bitcast(text, ir.IntType(8).as_pointer())

@@ -172,6 +172,12 @@ class LoweringHost:
         # calls (lower_call) and statements (lower_stmt)
         static_value: Callable[..., Any]
         quadrants_call: Callable[..., Any]
+        python_call: Callable[..., Any]
+        compile_time: Callable[..., Any]
+        dict_item: Callable[..., Any]
+        str_format: Callable[..., Any]
+        percent_format: Callable[..., Any]
+        print_parts: Callable[..., None]
         emit: Callable[[n.Stmt], None]
         gradients_stopped: Callable[..., n.Body]
         typed: Callable[..., n.Expr]

@@ -15,8 +15,11 @@ from ..linalg import MatrixType
 from ..ir import nodes as n
 from .context import RETURN_FIELD, CompileContext, PyValue, Scope, function_globals
 from .lower_call import CallLowering
+from .lower_comprehension import ComprehensionLowering
 from .lower_expr import ExprLowering, describe
+from .lower_format import FormatLowering
 from .lower_logic import LogicLowering
+from .lower_pycalls import PyCallLowering
 from .lower_return import FuncReturn, ReturnLowering
 from .lower_quadrants import QuadrantsLowering
 from .lower_stmt import StmtLowering
@@ -26,7 +29,8 @@ from .vector_index import VectorIndexing
 from .vectors import TupleValue, VecValue, VectorLowering
 
 
-class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering, StmtLowering,
+class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, PyCallLowering,
+                      ComprehensionLowering, FormatLowering, ReturnLowering, StmtLowering,
                       VectorLowering, VectorIndexing, StructLowering, QuadrantsLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,

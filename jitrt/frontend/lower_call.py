@@ -40,14 +40,11 @@ def plain_func(fn: Any) -> Func:
     if found is None:
         found = _PLAIN_FUNCS[fn] = Func(fn)
     return found
-COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
 
 
 class CallLowering(LoweringHost):
     def expr_Call(self, node: ast.Call) -> Value:
-        for arg in node.args:   # blame a comprehension, not the function it is passed to
-            if isinstance(arg, COMPREHENSIONS):
-                self.expr(arg)
+        for arg in node.args:
             if isinstance(arg, ast.Starred):
                 raise self.err(arg, "Starred arguments (*args) are not supported in kernel "
                                "calls; pass the arguments one by one")
@@ -73,6 +70,8 @@ class CallLowering(LoweringHost):
                                                                         "jitrt")):
             return self.inline(plain_func(obj), node)     # a plain function or lambda: inlined
         vector_call = self.vector_call(obj, node)
+        if vector_call is None:
+            vector_call = self.python_call(obj, node)    # all, len, operator.add... (lower_pycalls)
         if vector_call is not None:
             return vector_call
         if getattr(type(obj), "is_jitrt_kernel", False):
@@ -183,12 +182,17 @@ class CallLowering(LoweringHost):
         return self.value(node.args[0])
 
     def static_value(self, node: ast.Call) -> Value:
-        if len(node.args) != 1:
-            raise self.err(node, "jr.static() takes exactly one argument")
-        v = self.compile_time(node.args[0])
-        if not isinstance(v, PyValue):
-            raise self.err(node.args[0], "jr.static() needs a value known at compile time")
-        return v
+        """`jr.static(x)`: x, which must be known at compile time; `jr.static(a, b)` the tuple
+        `(a, b)` (as Taichi's)."""
+        if not node.args or node.keywords:
+            raise self.err(node, "jr.static() takes one or more positional arguments")
+        values = []
+        for arg in node.args:
+            v = self.compile_time(arg)
+            if not isinstance(v, PyValue):
+                raise self.err(arg, "jr.static() needs a value known at compile time")
+            values.append(v)
+        return values[0] if len(values) == 1 else PyValue(tuple(v.obj for v in values))
 
     def compile_time(self, node: ast.AST) -> Value:
         """Inside `jr.static(...)`: a call whose callee and arguments are all known at compile
@@ -444,7 +448,8 @@ class CallLowering(LoweringHost):
 
     def print_call(self, node: ast.Call) -> Value:
         """`print(a, "text", v, sep=..., end=...)`: compile-time values become text, numbers
-        are printed by the device (CPU: printf; CUDA: vprintf), vectors as [x, y, z]."""
+        are printed by the device (CPU: printf; CUDA: vprintf), vectors as [x, y, z];
+        formatted strings (f-strings, str.format) give each value its printf spec."""
         options = {"sep": " ", "end": "\n"}
         for kw in node.keywords:
             value = self.expr(kw.value)
@@ -452,27 +457,16 @@ class CallLowering(LoweringHost):
                                              isinstance(value.obj, str)):
                 raise self.err(kw.value, "print() takes sep= and end= strings only")
             options[kw.arg] = value.obj
-        pieces, args = [""], []
-
-        def put(v: Value, src: ast.AST) -> None:
-            if isinstance(v, VecValue):
-                pieces[-1] += "["
-                for k, x in enumerate(v.items):
-                    if k:
-                        pieces[-1] += ", "
-                    put(x, src)
-                pieces[-1] += "]"
-            elif isinstance(v, PyValue) and not is_number(v):
-                pieces[-1] += str(v.obj)
-            else:
-                args.append(self.value(src, v))
-                pieces.append("")
+        pieces: list[str] = [""]           # print_parts: lower_format.py
+        args: list[n.Expr] = []
+        formats: list[str] = []
         for k, a in enumerate(node.args):
             if k:
                 pieces[-1] += options["sep"]
-            put(self.expr(a), a)
+            self.print_parts(self.expr(a), None, a, pieces, args, formats)
         pieces[-1] += options["end"]
-        return n.Print(tuple(pieces), tuple(args), dtypes.i32, self.loc(node))
+        return n.Print(tuple(pieces), tuple(args), dtypes.i32, self.loc(node),
+                       tuple(formats) if any(formats) else ())
 
     def cast_call(self, node: ast.Call) -> Value:
         args = list(node.args) + [k.value for k in node.keywords if k.arg == "dtype"]

@@ -16,13 +16,20 @@ from ..data_component import ComponentField
 from ..passes.walk import map_stmt, walk_expr
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
-from .lower_expr import BINOPS, ShapeOf, Value, is_field, is_number
+from .lower_expr import BINOPS, ShapeOf, Value, describe, is_field, is_number
 from .vectors import TupleValue, VecValue, VecVar, reads_ref
 
 
 # augmented assignments to a global element that are atomic (&, |, ^ on integers only)
 ATOMIC_AUG = {"+": "add", "-": "sub", "&": "and", "|": "or", "^": "xor"}
 _UNBOUND = object()     # a loop variable that had no binding before its loop
+
+
+def describe_value(v: Any) -> str:
+    if isinstance(v, PyValue):
+        return describe(v.obj)
+    return "a run-time number" if isinstance(v, n.Expr) else describe(v)
+
 
 class StmtLowering(LoweringHost):
     # ---- blocks -------------------------------------------------------------------------
@@ -165,39 +172,58 @@ class StmtLowering(LoweringHost):
         return True
 
     def stmt_Assign(self, node: ast.Assign) -> None:
-        if len(node.targets) != 1:
-            raise self.err(node, "chained assignment (a = b = c) is not supported in kernels")
-        target = node.targets[0]
-        if isinstance(target, ast.Tuple) and not isinstance(node.value, ast.Tuple):
-            v = self.expr(node.value)          # a, b, c = vector (components, then rows)
-            if isinstance(v, TupleValue) and len(v.items) == len(target.elts):
-                for t, part in zip(target.elts, v.items):
-                    self.assign_target(t, self.snapshot(part, node), node)
-                return
-            if not isinstance(v, VecValue) or v.shape[0] != len(target.elts):
-                raise self.err(node, "tuple assignment needs a tuple or a vector of the same "
-                               "length")
-            parts = [v.row(k) if len(v.shape) == 2 else v.items[k] for k in range(v.shape[0])]
-            for t, part in zip(target.elts, parts):
-                self.assign_target(t, self.snapshot(part, node), node)
+        if len(node.targets) == 1:
+            self.assign_from(node.targets[0], node.value, node)
             return
-        if isinstance(target, ast.Tuple):
-            if not isinstance(node.value, ast.Tuple) or len(node.value.elts) != len(target.elts):
-                raise self.err(node, "tuple assignment needs a tuple of the same length")
+        # `a = b = v` (Python's chained assignment): v is evaluated once, then assigned to
+        # each target from left to right
+        v = self.snapshot(self.expr(node.value), node)
+        for target in node.targets:
+            self.assign_value(target, v, node)
+
+    def assign_from(self, target: ast.expr, value: ast.expr, node: ast.stmt) -> None:
+        """`target = value` for one target."""
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+            if len(value.elts) != len(target.elts):
+                raise self.err(node, f"cannot unpack {len(value.elts)} values into "
+                               f"{len(target.elts)} targets")
             # evaluate every right side first
-            temps = [self.snapshot(self.expr(v), v) for v in node.value.elts]
+            temps = [self.snapshot(self.expr(v), v) for v in value.elts]
             for t, v in zip(target.elts, temps):
-                self.assign_target(t, v, node)
+                self.assign_value(t, v, node)
             return
-        value = self.expr(node.value)
-        if isinstance(target, ast.Name) and isinstance(value, PyValue) and \
-                self.is_static_call(node.value) and target.id not in self.scope.params and \
+        v = self.expr(value)
+        if isinstance(target, ast.Name) and isinstance(v, PyValue) and \
+                self.is_static_call(value) and target.id not in self.scope.params and \
                 not isinstance(self.scope.bindings.get(target.id), LocalVar):
             # `x = jr.static(v)`: the name is the compile-time value itself, numbers and bools
             # too (Taichi's static assignment), so `jr.static(x)` and template arguments see it
-            self.scope.bindings[target.id] = value
+            self.scope.bindings[target.id] = v
             return
-        self.assign_target(target, value, node)
+        self.assign_value(target, v, node)
+
+    def assign_value(self, target: ast.expr, v: Value, node: ast.stmt) -> None:
+        """`target = v` where v is already evaluated; a tuple target unpacks a tuple, a
+        vector (components, or a matrix's rows) or a compile-time sequence (`a, b = x.shape`,
+        `u, w = jr.static(f, g)`)."""
+        if not isinstance(target, (ast.Tuple, ast.List)):
+            self.assign_target(target, v, node)
+            return
+        count = len(target.elts)
+        parts: list[Value]
+        if isinstance(v, TupleValue):
+            parts = list(v.items)
+        elif isinstance(v, VecValue):
+            parts = [v.row(k) if len(v.shape) == 2 else v.items[k] for k in range(v.shape[0])]
+        elif isinstance(v, PyValue) and isinstance(v.obj, (tuple, list)):
+            parts = [PyValue(x) for x in v.obj]
+        else:
+            raise self.err(node, f"cannot unpack {describe_value(v)} into {count} targets")
+        if len(parts) != count:
+            raise self.err(node, f"cannot unpack {len(parts)} values into {count} targets")
+        parts = [self.snapshot(p, node) for p in parts]    # every part read before assigning
+        for t, part in zip(target.elts, parts):
+            self.assign_value(t, part, node)
 
     def is_static_call(self, expr: ast.AST) -> bool:
         if not isinstance(expr, ast.Call):

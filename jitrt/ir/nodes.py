@@ -167,11 +167,14 @@ class Assertion(Expr):
 @frozen
 class Print(Expr):
     """`print(...)` in a kernel: `pieces` are text and `args` interleaved ("%" marks where each
-    argument goes); 0. CPU only (a compile error on GPUs in this version)."""
+    argument goes); 0. CPU only (a compile error on GPUs in this version). `formats`, when
+    given, holds each argument's printf specifier without `%` or length (`.2f`, `5d`; "" for
+    the default)."""
     pieces: tuple[str, ...]
     args: tuple[Expr, ...]
     dtype: DataType
     loc: Loc = _loc()
+    formats: tuple[str, ...] = ()
 
 
 MATH_FUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil", "abs", "pow",

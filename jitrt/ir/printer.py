@@ -40,7 +40,8 @@ def expr_text(e: n.Expr) -> str:
     if isinstance(e, n.Assertion):
         return f"assert({expr_text(e.cond)}, {e.message!r})"
     if isinstance(e, n.Print):
-        return f"print({e.pieces!r}, {', '.join(expr_text(a) for a in e.args)})"
+        fmt = f", formats={e.formats!r}" if e.formats else ""
+        return f"print({e.pieces!r}, {', '.join(expr_text(a) for a in e.args)}{fmt})"
     if isinstance(e, n.StackTop):
         return f"top(stack{e.stack.id}:{e.stack.name})"
     if isinstance(e, n.StackTopAdj):

@@ -1,0 +1,237 @@
+"""Python syntax that kernels accept as Taichi does: comprehensions, dicts, the walrus, chained
+and unpacking assignments, `jr.static(a, b)`, Python's `all`/`any`/`len`/`sum` and the
+`operator` module, `jr.func(f)` applied in a kernel, formatted strings in `print`."""
+import operator
+
+import numpy as np
+import pytest
+
+import jitrt as jr
+
+
+# ---- calls of Python's functions ------------------------------------------------------------
+
+def test_func_applied_in_the_kernel_inlines_a_plain_function():
+    out = jr.field(jr.f32, shape=4)
+
+    def f(i):
+        return i * 0.5 + 1.0
+
+    @jr.kernel
+    def fill():
+        for i in range(4):
+            out[i] = jr.sqrt(jr.func(f)(jr.cast(i, jr.f32)))
+
+    fill()
+    np.testing.assert_allclose(out.to_numpy(), np.sqrt(np.arange(4) * 0.5 + 1.0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", [operator.add, operator.sub, operator.mul, operator.iadd,
+                                operator.floordiv, operator.matmul])
+def test_operator_functions_are_their_operators(op):
+    a, b = np.array([[7, 8], [9, 10]]), np.array([[2, 3], [4, 5]])
+    r = jr.Matrix.field(2, 2, jr.i32, shape=())
+    m1 = jr.Matrix(a.tolist())
+
+    @jr.kernel
+    def run():
+        r[None] = op(m1, jr.Matrix([[2, 3], [4, 5]]))
+
+    run()
+    np.testing.assert_array_equal(r[None].to_numpy(), op(a, b))
+
+
+def test_all_any_len_sum_of_vectors():
+    @jr.kernel
+    def k(a: jr.f32) -> jr.i32:
+        v = jr.Vector([1.0, 2.0, a])
+        m = jr.Matrix([[1, 1, 1], [2, 2, 2]])
+        code = 0
+        if all(v > 0):
+            code += 1
+        if any(v == 3.0):
+            code += 10
+        return code + 100 * len(v) + 1000 * len(m) + 10000 * sum(m)
+
+    assert k(3.0) == 1 + 10 + 300 + 2000 + 90000
+    assert k(-1.0) == 300 + 2000 + 90000
+
+
+# ---- assignments --------------------------------------------------------------------------
+
+def test_chained_assignment_evaluates_the_value_once():
+    @jr.kernel
+    def k() -> jr.i32:
+        a = 1
+        b = 1
+        a = b = a + b
+        (c, d) = (e, f) = (3, 4)
+        return a * 100000 + b * 10000 + c * 1000 + d * 100 + e * 10 + f
+
+    assert k() == 223434
+
+
+def test_unpacking_a_constant_list_a_shape_and_a_static_tuple():
+    a, b, c = (jr.field(jr.f32, ()) for _ in range(3))
+    d = jr.field(jr.f32, (2, 3, 4))
+    values = [5, 6, 7]
+
+    @jr.kernel
+    def from_list():
+        a[None], b[None], c[None] = values
+
+    @jr.kernel
+    def from_shape():
+        a[None], b[None], c[None] = d.shape
+
+    @jr.kernel
+    def from_static(x: jr.f32):
+        u, w = jr.static(b, a)
+        u[None] = x
+        w[None] = -x
+
+    from_list()
+    assert (a[None], b[None], c[None]) == (5, 6, 7)
+    from_shape()
+    assert (a[None], b[None], c[None]) == (2, 3, 4)
+    from_static(1.5)
+    assert (a[None], b[None]) == (-1.5, 1.5)
+
+
+def test_unpacking_the_wrong_count_is_a_compile_error():
+    values = [1, 2, 3]
+
+    @jr.kernel
+    def k() -> jr.i32:
+        p, q = values
+        return p + q
+
+    with pytest.raises(jr.KernelCompileError, match="cannot unpack 3 values into 2 targets"):
+        k()
+
+
+def test_walrus_assigns_and_gives_the_value():
+    @jr.kernel
+    def k(x: jr.i32) -> jr.i32:
+        b = 2 + (a := x * 5)
+        b += a
+        return b
+
+    assert k(1) == 12
+
+
+# ---- comprehensions and dicts --------------------------------------------------------------
+
+def test_comprehensions_unroll_over_compile_time_sequences_and_matrix_rows():
+    @jr.func
+    def identity(dt, n: jr.template()):
+        return jr.Matrix([[jr.cast(int(i == j), dt) for j in range(n)] for i in range(n)])
+
+    @jr.kernel
+    def k(n: jr.template(), s: jr.i32) -> jr.i32:
+        a = identity(jr.i32, n) * s
+        firsts = [row[0] for row in a]
+        flat = [x for row in a for x in row if jr.static(True)]
+        odd = {i: i * i for i in range(n) if i % 2}
+        total = 0
+        for i in jr.static(range(n)):
+            total += firsts[i] + flat[i * n + i] * 10
+            if jr.static(i % 2):
+                total += odd[i] * 100
+        return total
+
+    assert k(4, 3) == 3 + 4 * 3 * 10 + (1 + 9) * 100
+
+
+def test_comprehension_of_constants_is_a_python_list():
+    @jr.kernel
+    def k(x: jr.f32) -> jr.f32:
+        m = jr.Matrix([[0.0] * 3 for _ in range(2)])
+        v = jr.Vector([x * k for k in [1, 2, 3]])
+        return m[1, 2] + v[2] + sum([k for k in range(5)])
+
+    assert k(2.0) == 6.0 + 10
+
+
+def test_dict_display_of_run_time_values_reads_them_once():
+    a = jr.field(jr.f32, shape=2)
+
+    @jr.kernel
+    def k(u: jr.i32) -> jr.f32:
+        x = {"foo": 2 + u, "bar": 3 + a[0], **{"baz": 1}}
+        a[0] = 100.0                       # x["bar"] was read before
+        return x["foo"] * 100 + x["bar"] + x["baz"]
+
+    a[0] = 0.5
+    assert k(2) == pytest.approx(403.5 + 1)
+
+
+def test_missing_dict_key_and_run_time_comprehension_are_compile_errors():
+    @jr.kernel
+    def missing(key: jr.template()) -> jr.i32:
+        d = {1: 2, 3: 4}
+        return d[key]
+
+    assert missing(3) == 4
+    with pytest.raises(jr.KernelCompileError, match="key 2 is not in the dict"):
+        missing(2)
+
+    @jr.kernel
+    def runtime_range(n: jr.i32) -> jr.i32:
+        return sum([i for i in range(n)])
+
+    with pytest.raises(jr.KernelCompileError, match="length known at compile time"):
+        runtime_range(3)
+
+
+# ---- formatted strings in print -----------------------------------------------------------
+
+@pytest.mark.cpu_only
+def test_print_of_format_strings_uses_printf_specs(capfd):
+    m = jr.Matrix.field(2, 2, jr.f32, shape=())
+
+    @jr.func
+    def inc(x):
+        return x + 1
+
+    @jr.kernel
+    def show(i: jr.i32, f: jr.f32):
+        m[None][0, 0] = -1.0
+        print(f"qwe {inc(1):d} {(inc(2) * 2 - 1):.10d} {i} {f:.1f} {4} {True} {1.23}")
+        print("{:.2} {name:i} {value:d}".format(f, name=999, value=i))
+        print("{2:d} {1:.2} {:.10}".format(3, 2, 1))  # noqa: F525 (Taichi numbers {} apart)
+        print(f"{m[None]:.2f} {m[None] = :e}")
+        print("%d and %.2f and %s" % (i, f, "text"))
+        w = jr.Matrix([[20.0, 300.0], [4000.0, 7e6]], jr.f32)
+        print(f"{w:g}")
+
+    show(123, 4.56)
+    out = capfd.readouterr().out
+    assert out == ("qwe 2 0000000005 123 4.6 4 True 1.23\n"
+                   "4.56 999 123\n"
+                   "1 02 0000000003\n"
+                   "[[-1.00, 0.00], [0.00, 0.00]] m[None] = [[-1.000000e+00, 0.000000e+00], "
+                   "[0.000000e+00, 0.000000e+00]]\n"
+                   "123 and 4.56 and text\n"
+                   "[[20, 300], [4000, 7e+06]]\n")
+
+
+@pytest.mark.parametrize("body,kind,message", [
+    ('print("{:u}".format(i))', jr.KernelTypeError, "'u' doesn't match 'i32'."),
+    ('print(f"{f:d}")', jr.KernelTypeError, "'d' doesn't match 'f32'."),
+    ('print("{0} {1}".format(1, 2, 3))', jr.KernelSyntaxError,
+     r"Expected 2 positional argument\(s\), but received 3 instead."),
+    ('print("{k}".format())', jr.KernelSyntaxError, "Keyword 'k' not found."),
+    ('print("{}".format(i, k=i))', jr.KernelSyntaxError, "Keyword 'k' not used."),
+    ('print(f"{f:>5}")', jr.KernelSyntaxError, "'>5' is not a valid printf format specifier"),
+    ('s = f"{i}"', jr.KernelCompileError, "a formatted string with run-time values"),
+])
+def test_bad_format_strings_are_compile_errors(body, kind, message, tmp_path):
+    path = tmp_path / "kernel_src.py"
+    path.write_text(f"import jitrt as jr\n\n\n@jr.kernel\ndef k(i: jr.i32, f: jr.f32):\n"
+                    f"    {body}\n")
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    with pytest.raises(kind, match=message) as info:
+        namespace["k"](1, 2.0)
+    assert info.value.line == 6
