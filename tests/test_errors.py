@@ -176,15 +176,17 @@ def test_break_in_outermost_loop():
     assert_points_at(compile_error(k), "break", "break", "outermost", "break")
 
 
-def test_continue_in_outermost_loop():
+def test_break_in_outermost_loop_that_also_continues():
     @jr.kernel
     def k():
         for i in x:
             if i > 2:
-                continue  # @continue
+                continue              # ends the iteration (as in Taichi)
+            if i == 1:
+                break  # @continue
             x[i] = 1.0
 
-    assert_points_at(compile_error(k), "continue", "continue", "outermost")
+    assert_points_at(compile_error(k), "continue", "break", "outermost", "'break'")
 
 
 def test_range_with_a_zero_step():

@@ -235,3 +235,86 @@ def test_bad_format_strings_are_compile_errors(body, kind, message, tmp_path):
     with pytest.raises(kind, match=message) as info:
         namespace["k"](1, 2.0)
     assert info.value.line == 6
+
+
+# ---- control flow ---------------------------------------------------------------------------
+
+def test_continue_in_the_parallel_loop_ends_the_iteration():
+    x = jr.field(jr.i32, shape=64)
+
+    @jr.kernel
+    def run():
+        for i in range(64):
+            for j in range(3):
+                if j == 1:
+                    continue              # the inner loop's
+                x[i] += j
+            if i % 2 == 0:
+                if i % 4 == 0:
+                    continue              # the parallel loop's
+            x[i] = -x[i]
+
+    run()
+    want = np.array([2 if i % 4 == 0 else -2 for i in range(64)])
+    np.testing.assert_array_equal(x.to_numpy(), want)
+
+
+def test_break_and_continue_in_static_loops_act_while_unrolling():
+    a = jr.field(jr.i32, shape=8)
+
+    @jr.kernel
+    def k():
+        for i in jr.static(range(8)):
+            a[i] = 3
+            if jr.static(i == 2):
+                continue
+            if jr.static(i >= 5):
+                break
+            a[i] = 5
+
+    k()
+    np.testing.assert_array_equal(a.to_numpy(), [5, 5, 3, 5, 5, 3, 0, 0])
+
+    @jr.kernel
+    def runtime_condition(v: jr.i32):
+        for i in jr.static(range(3)):
+            if v > i:
+                break
+
+    with pytest.raises(jr.KernelCompileError, match="must not be inside a run-time if"):
+        runtime_condition(1)
+
+
+def test_kernel_returns_under_static_ifs_and_loops():
+    @jr.kernel
+    def pick(a: jr.template()) -> jr.i32:
+        if jr.static(a == 1):
+            return 10
+        elif jr.static(a == 2):
+            return 20
+        return 30
+
+    @jr.kernel
+    def squares() -> jr.i32:
+        s = 0
+        for i in jr.static(range(10)):
+            s += i * i
+            if jr.static(i == 8):
+                return s
+
+    @jr.kernel
+    def nothing():
+        return None
+
+    assert (pick(1), pick(2), pick(7)) == (10, 20, 30)
+    assert squares() == 204
+    nothing()
+
+    @jr.kernel
+    def runtime_return(v: jr.i32) -> jr.i32:
+        if v > 0:
+            return 1
+        return 2
+
+    with pytest.raises(jr.KernelCompileError, match="Return inside non-static if/for"):
+        runtime_return(1)

@@ -156,6 +156,8 @@ class LoweringHost:
         serialize_next: bool
         block_dim_next: int
         statement_call: Any           # the call an expression statement is lowering, or None
+        static_jump: str | None       # "break"/"continue" met in a jr.static loop's body
+        static_depths: list[int]      # the depth at each enclosing jr.static loop
         # expressions (lower_expr)
         expr: Callable[..., Any]
         value: Callable[..., n.Expr]

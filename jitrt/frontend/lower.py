@@ -20,7 +20,7 @@ from .lower_expr import ExprLowering, describe
 from .lower_format import FormatLowering
 from .lower_logic import LogicLowering
 from .lower_pycalls import PyCallLowering
-from .lower_return import FuncReturn, ReturnLowering
+from .lower_return import FuncReturn, ReturnLowering, has_early_return
 from .lower_quadrants import QuadrantsLowering
 from .lower_stmt import StmtLowering
 from .source import SourceInfo
@@ -43,6 +43,8 @@ class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, PyCallLowering,
         self.serialize_next = False
         self.block_dim_next = 0
         self.func_return: FuncReturn | None = None    # set while a func's early returns lower
+        self.static_jump: str | None = None     # a break/continue of the jr.static loop
+        self.static_depths: list[int] = []      # self.depth at each enclosing jr.static loop
 
     def sub_lowerer(self, src: SourceInfo, scope: Scope) -> "FunctionLowerer":
         """A lowerer for an inlined func body that emits into this lowerer's current block."""
@@ -83,11 +85,12 @@ def return_field(ctx: CompileContext, fn: Any, kind: Any, index: int | None) -> 
 
 
 def store_tuple_return(lowerer: FunctionLowerer, kinds: tuple, node: ast.Return,
-                       ctx: CompileContext, fn: Any) -> None:
+                       ctx: CompileContext, fn: Any, v: Any = None) -> None:
     """`return a, v` of a kernel annotated `-> (jr.f32, jr.math.vec3)`: each element goes to
     its own hidden field; the launcher returns a tuple of Python scalars and numpy arrays."""
     assert node.value is not None
-    v = lowerer.expr(node.value)
+    if v is None:
+        v = lowerer.expr(node.value)
     items = v.items if isinstance(v, (TupleValue, VecValue)) and not (
         isinstance(v, VecValue) and len(v.shape) != 1) else None
     if isinstance(v, PyValue) and isinstance(v.obj, tuple):     # constants: `return 1.5, 2`
@@ -170,24 +173,36 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
         body = body[1:]
     last = body[-1] if body else None
     ret_stmt = last if isinstance(last, ast.Return) else None
+    value = None
+    if has_early_return(body):           # returns under jr.static ifs and loops
+        fr = lowerer.start_returns(ctx.kernel_name, None, src.tree)
+        fr.kernel = True
+        lowerer.stmts(body)
+        if fr.has_value:
+            value = lowerer.finish_returns(fr, src.tree)
+        lowerer.func_return = None
+        ret_stmt = fr.node if fr.stopped else None
+    else:
+        if ret_stmt is not None:
+            body.pop()
+        for stmt in body:
+            lowerer.stmt(stmt)
     if ret_stmt is not None:
-        body.pop()
-    for stmt in body:
-        lowerer.stmt(stmt)
-    if ret_stmt is not None:
-        if ret_stmt.value is None:
-            pass
+        if ret_stmt.value is None or (isinstance(ret_stmt.value, ast.Constant)
+                                      and ret_stmt.value.value is None and ret is None):
+            pass                                                # return / return None
         elif ret is None:
             raise src.error(ret_stmt, "kernel returns a value but has no return annotation "
                             "(add -> jr.f32 or similar)")
         elif isinstance(ret, MatrixType):
-            store_vector_return(lowerer, ret, ret_stmt, ctx, fn)
+            store_vector_return(lowerer, ret, ret_stmt, ctx, fn, value)
             ret = None
         elif isinstance(ret, tuple):
-            store_tuple_return(lowerer, ret, ret_stmt, ctx, fn)
+            store_tuple_return(lowerer, ret, ret_stmt, ctx, fn, value)
             ret = None
         else:
-            e = lowerer.typed(lowerer.expr(ret_stmt.value), ret, ret_stmt.value, "return")
+            v = lowerer.expr(ret_stmt.value) if value is None else value
+            e = lowerer.typed(v, ret, ret_stmt.value, "return")
             lowerer.emit(n.Return(e, src.loc(ret_stmt)))
     elif ret is not None:
         raise src.error(src.tree, f"kernel is annotated to return {ret!r} but has no final "

@@ -56,6 +56,8 @@ class StmtLowering(LoweringHost):
         done`."""
         for k, stmt in enumerate(body):
             self.stmt(stmt)
+            if self.static_jump:             # a break/continue of a jr.static loop
+                return
             fr = self.func_return
             if fr is None:
                 continue
@@ -517,21 +519,33 @@ class StmtLowering(LoweringHost):
         return True
 
     def stmt_Break(self, node: ast.Break) -> None:
-        self.check_in_loop(node, "break")
-        self.emit(n.Break(self.loc(node)))
-        self.scope.assigned = None
+        if self.check_in_loop(node, "break"):
+            self.emit(n.Break(self.loc(node)))
+            self.scope.assigned = None
 
     def stmt_Continue(self, node: ast.Continue) -> None:
-        self.check_in_loop(node, "continue")
-        self.emit(n.Continue(self.loc(node)))
-        self.scope.assigned = None
+        if self.check_in_loop(node, "continue"):
+            self.emit(n.Continue(self.loc(node)))
+            self.scope.assigned = None
 
-    def check_in_loop(self, node: ast.AST, word: str) -> None:
-        if not self.loops or self.loops[-1] == "static":
-            raise self.err(node, f"'{word}' outside a loop (or in a jr.static loop)")
-        if self.loops[-1] == "parallel":
+    def check_in_loop(self, node: ast.AST, word: str) -> bool:
+        """Whether `word` jumps at run time; in a jr.static loop it acts while unrolling (the
+        rest of this copy of the body is not compiled; `break` ends the unrolling), which
+        needs it under compile-time ifs only."""
+        if not self.loops or (self.loops[-1] == "static" and not self.static_depths):
+            raise self.err(node, f"'{word}' outside a loop")
+        if self.loops[-1] == "static":
+            if self.depth != self.static_depths[-1]:
+                raise self.err(node, f"'{word}' of a jr.static loop must not be inside a "
+                               "run-time if (the loop is unrolled while compiling): make the "
+                               "condition jr.static(...)")
+            self.static_jump = word
+            return False
+        if self.loops[-1] == "parallel" or (self.loops[-1] == "parallel+continue"
+                                            and word == "break"):
             raise self.err(node, f"'{word}' in the outermost (parallel) loop is not supported; "
-                           "only serial inner loops may break or continue")
+                           "only serial inner loops may break (continue ends the iteration)")
+        return True
 
     # ---- control flow -------------------------------------------------------------------
     def stmt_If(self, node: ast.If) -> None:
@@ -786,7 +800,8 @@ class StmtLowering(LoweringHost):
         parallel = self.depth == 0 and self.is_kernel_body and not self.serialize_next
         block_dim = self.block_dim_next if parallel else 0
         self.serialize_next, self.block_dim_next = False, 0
-        self.loops.append("parallel" if parallel else "serial")
+        skips = parallel and continues(node.body)
+        self.loops.append("parallel+continue" if skips else "parallel" if parallel else "serial")
         self.depth += 1
         group: tuple[str, list[str]] | None = getattr(self, "group_names", None)
         if group is not None:            # jr.grouped: the loop variables as one index vector
@@ -812,6 +827,11 @@ class StmtLowering(LoweringHost):
                     self.scope.bindings.pop(k, None)
                 else:
                     self.scope.bindings[k] = v
+        if skips:     # `continue` in the parallel loop ends the iteration: the body runs in a
+            trip = f"$trip{len(self.ctx.local_types)}"          # one-trip serial loop
+            self.ctx.local_types[trip] = dtypes.i32
+            body = (n.For(trip, n.Const(0, dtypes.i32, loc), n.Const(1, dtypes.i32, loc),
+                          tuple(body), loc),)
         if parallel and counter in self.ctx.local_types:
             body = (n.Assign(counter, n.Const(0, dtypes.u64, loc), loc),) + tuple(body)
         if parallel:
@@ -834,10 +854,13 @@ class StmtLowering(LoweringHost):
             raise self.err(node.iter, "jr.static() loop needs an iterable known at compile "
                            "time") from None
         self.loops.append("static")
+        self.static_depths = self.static_depths + [self.depth]
         try:
             self.unroll(node, items)
         finally:
             self.loops.pop()
+            self.static_depths = self.static_depths[:-1]
+            self.static_jump = None
 
     def unroll(self, node: ast.For, items: list[Any]) -> None:
         """The body of a jr.static loop once per item (a func's return ends the unrolling;
@@ -854,6 +877,9 @@ class StmtLowering(LoweringHost):
             else:
                 raise self.err(t, "unsupported loop target")
             self.stmts(node.body)
+            jump, self.static_jump = self.static_jump, None
+            if jump == "break":
+                return
             fr = self.func_return
             if fr is not None and fr.stopped:
                 return
@@ -875,6 +901,20 @@ def warn_narrowing(loc: n.Loc, target: dtypes.DataType, value: dtypes.DataType) 
         f"type (a local's type is fixed by its first assignment: `s = 0.0` makes a default_fp "
         f"one; declare it, e.g. `s: jr.{value.name} = 0`)", CastWarning, loc.file, loc.line,
         module="jitrt.kernel", registry=_WARNED)
+
+
+def continues(body: list[ast.stmt]) -> bool:
+    """Whether `body` has a `continue` of its own loop (not one of a loop nested in it)."""
+    for stmt in body:
+        if isinstance(stmt, ast.Continue):
+            return True
+        if isinstance(stmt, (ast.For, ast.While, ast.FunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "handlers", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and continues(inner):
+                return True
+    return False
 
 
 def has_side_effect(e: Any) -> bool:
