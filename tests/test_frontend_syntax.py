@@ -318,3 +318,26 @@ def test_kernel_returns_under_static_ifs_and_loops():
 
     with pytest.raises(jr.KernelCompileError, match="Return inside non-static if/for"):
         runtime_return(1)
+
+
+def test_grouped_loop_over_an_ndarray_and_a_numpy_array():
+    @jr.kernel
+    def fill(a: jr.types.ndarray()):
+        for I in jr.grouped(a):
+            for j, k in jr.ndrange(2, 2):
+                a[I][j, k] = j * 10 + k + I[0] * 100
+
+    m = jr.Matrix.ndarray(2, 2, jr.i32, shape=(3, 2))
+    fill(m)
+    got = m.to_numpy()
+    assert got.shape == (3, 2, 2, 2)
+    np.testing.assert_array_equal(got[2, 1], [[200, 201], [210, 211]])
+
+    @jr.kernel
+    def index(a: jr.types.ndarray(dtype=jr.f32, ndim=2)):
+        for I in jr.grouped(a):
+            a[I] = I[0] * 10 + I[1]
+
+    x = np.zeros((2, 3), np.float32)
+    index(x)
+    np.testing.assert_array_equal(x, [[0, 1, 2], [10, 11, 12]])

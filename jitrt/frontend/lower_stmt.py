@@ -689,21 +689,28 @@ class StmtLowering(LoweringHost):
         self.range_for(loop, [(c(0), count)])
 
     def grouped_for(self, node: ast.For, call: ast.Call) -> None:
-        """`for I in jr.grouped(x)` / `jr.grouped(jr.ndrange(...))`: the box's loop with `I`
-        an integer vector of its indices."""
+        """`for I in jr.grouped(x)` (a field or an ndarray) / `jr.grouped(jr.ndrange(...))`:
+        the box's loop with `I` an integer vector of its indices."""
         if len(call.args) != 1 or not isinstance(node.target, ast.Name):
-            raise self.err(call, "jr.grouped() takes a field or a jr.ndrange(...), and one "
-                           "loop variable")
+            raise self.err(call, "jr.grouped() takes a field, an ndarray or a "
+                           "jr.ndrange(...), and one loop variable")
         inner = call.args[0]
         extents: list[tuple[n.Expr, n.Expr]]
         if isinstance(inner, ast.Call) and self.expr(inner.func) == PyValue(bi.ndrange):
             extents = self.ndrange_extents(inner.args)
         else:
             source = self.expr(inner)
-            if not (isinstance(source, PyValue) and (is_field(source.obj) or isinstance(
+            if isinstance(source, n.ArrayRef) and not source.grad:    # an ndarray: its shape
+                loc = self.loc(inner)
+                outer = source.ndim - len(self.element_shape(source))
+                extents = [(n.Const(0, dtypes.i32, loc), n.Shape(source, k, dtypes.i32, loc))
+                           for k in range(outer)]
+            elif not (isinstance(source, PyValue) and (is_field(source.obj) or isinstance(
                     source.obj, ComponentField))):
-                raise self.err(inner, "jr.grouped() takes a field or a jr.ndrange(...)")
-            extents = self.field_box(source.obj, inner)
+                raise self.err(inner, "jr.grouped() takes a field, an ndarray or a "
+                               "jr.ndrange(...)")
+            else:
+                extents = self.field_box(source.obj, inner)
         name = node.target.id
         parts = [f"{name}$g{k}" for k in range(len(extents))]
         targets: list[ast.expr] = [ast.Name(p, ast.Store()) for p in parts]
