@@ -323,9 +323,9 @@ def test_kernel_returns_under_static_ifs_and_loops():
 def test_grouped_loop_over_an_ndarray_and_a_numpy_array():
     @jr.kernel
     def fill(a: jr.types.ndarray()):
-        for I in jr.grouped(a):
+        for idx in jr.grouped(a):
             for j, k in jr.ndrange(2, 2):
-                a[I][j, k] = j * 10 + k + I[0] * 100
+                a[idx][j, k] = j * 10 + k + idx[0] * 100
 
     m = jr.Matrix.ndarray(2, 2, jr.i32, shape=(3, 2))
     fill(m)
@@ -335,8 +335,8 @@ def test_grouped_loop_over_an_ndarray_and_a_numpy_array():
 
     @jr.kernel
     def index(a: jr.types.ndarray(dtype=jr.f32, ndim=2)):
-        for I in jr.grouped(a):
-            a[I] = I[0] * 10 + I[1]
+        for idx in jr.grouped(a):
+            a[idx] = idx[0] * 10 + idx[1]
 
     x = np.zeros((2, 3), np.float32)
     index(x)
