@@ -341,3 +341,33 @@ def test_grouped_loop_over_an_ndarray_and_a_numpy_array():
     x = np.zeros((2, 3), np.float32)
     index(x)
     np.testing.assert_array_equal(x, [[0, 1, 2], [10, 11, 12]])
+
+
+def test_slices_of_vectors_and_matrices_read_and_write():
+    @jr.kernel
+    def read(i: jr.i32) -> jr.types.vector(5, jr.i32):
+        c = jr.Vector([0, 1, 2, 3, 4, 5, 6])
+        m = jr.Matrix([[1, 2, 3], [4, 5, 6]])
+        every_other = c[:6:2]               # 0 2 4
+        column = m[:, i]                    # a run-time index beside a slice
+        return jr.Vector([every_other[2], column[0], column[1], m[1:, 1:][0, 1], c[-2:][0]])
+
+    np.testing.assert_array_equal(read(1), [4, 2, 5, 6, 5])
+
+    @jr.kernel
+    def write(i: jr.i32) -> jr.types.matrix(3, 4, jr.i32):
+        mat = jr.Matrix([[1, 1, 1, 1] for _ in range(3)])
+        mat[:, 0] = jr.Vector([7, 8, 9])
+        mat[i, 1:3] = jr.Vector([5, 6])
+        mat[:2, 3] += jr.Vector([10, 20])
+        return mat
+
+    np.testing.assert_array_equal(write(2), [[7, 1, 1, 11], [8, 1, 1, 21], [9, 5, 6, 1]])
+
+    @jr.kernel
+    def variable_bound(i: jr.i32) -> jr.i32:
+        c = jr.Vector([0, 1, 2, 3])
+        return c[i:][0]
+
+    with pytest.raises(jr.KernelCompileError, match="bounds known at compile time"):
+        variable_bound(1)

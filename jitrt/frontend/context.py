@@ -201,6 +201,7 @@ class LoweringHost:
         vec_attribute: Callable[..., Any]
         vec_index: Callable[..., Any]
         vec_indices: Callable[..., list[Any]]
+        slice_parts: Callable[..., Any]
         vec_part: Callable[..., Any]
         element_part: Callable[..., Any]
         element_component: Callable[..., Any]

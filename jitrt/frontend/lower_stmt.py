@@ -506,6 +506,12 @@ class StmtLowering(LoweringHost):
         if isinstance(target.value, ast.Name) and isinstance(
                 self.scope.bindings.get(target.value.id), VecVar):
             var = self.scope.bindings[target.value.id]
+            if self.slice_parts(var.shape, target.slice) is not None:    # m[:2, :] += rows
+                current = self.vec_index(self.vec_local_value(var, target), target.slice)
+                new = self.binary(op, current, self.expr(node.value), node)
+                self.assign_vec_component(target, var, new)
+                self.mark_assigned(target.value.id)
+                return True
             ks = self.vec_indices(var.shape, target.slice)     # evaluated once
             current = self.vec_part(self.vec_local_value(var, target), ks, target.slice)
             new = self.binary(op, current, self.expr(node.value), node)

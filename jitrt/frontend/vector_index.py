@@ -28,8 +28,48 @@ class VectorIndexing(LoweringHost):
     """The indexing part of the lowering visitor."""
 
     def vec_index(self, v: VecValue, index_node: ast.AST) -> Any:
-        """`v[k]`, `m[i, j]`, `m[i]` (a row) of a vector or matrix value."""
+        """`v[k]`, `m[i, j]`, `m[i]` (a row) of a vector or matrix value; with slices
+        (`v[1:3]`, `m[0, :]`, `m[::2, i]`) the vector or matrix of the parts picked."""
+        sliced = self.slice_parts(v.shape, index_node)
+        if sliced is not None:
+            shape, combos = sliced
+            return VecValue(shape, tuple(self.vec_part(v, ks, index_node) for ks in combos))
         return self.vec_part(v, self.vec_indices(v.shape, index_node), index_node)
+
+    def slice_parts(self, shape: tuple[int, ...], index_node: ast.AST
+                    ) -> tuple[tuple[int, ...], list[list[Any]]] | None:
+        """For an index with slices (`v[a:b:c]`, `m[i, :]`): the shape of what it picks and
+        the full indices of each component picked, row-major; None without a slice. Slice
+        bounds must be known at compile time (the result's shape is); the other indices may
+        be run-time integers."""
+        items = list(index_node.elts) if isinstance(index_node, ast.Tuple) else [index_node]
+        if not any(isinstance(item, ast.Slice) for item in items):
+            return None
+        if len(items) > len(shape):
+            raise self.err(index_node, f"too many indices for shape {shape}")
+        axes: list[list[Any]] = []
+        out: list[int] = []
+        for axis, extent in enumerate(shape):
+            item = items[axis] if axis < len(items) else ast.Slice()
+            if not isinstance(item, ast.Slice):
+                axes.append(self.vec_indices((extent,), item))
+                continue
+            bounds = [None if x is None else self.expr(x)
+                      for x in (item.lower, item.upper, item.step)]
+            if not all(b is None or (isinstance(b, PyValue) and isinstance(b.obj, int))
+                       for b in bounds):
+                raise self.err(item, "a slice of a vector or matrix needs bounds known at "
+                               "compile time (variables in slice bounds are not supported)")
+            try:
+                picked = list(range(extent)[slice(*(getattr(b, "obj", None) for b in bounds))])
+            except ValueError as exc:
+                raise self.err(item, f"bad slice: {exc}") from None
+            if not picked:
+                raise self.err(item, f"the slice picks no component of axis {axis} "
+                               f"(extent {extent})")
+            axes.append(picked)
+            out.append(len(picked))
+        return tuple(out), [list(ks) for ks in itertools.product(*axes)]
 
     def vec_indices(self, shape: tuple[int, ...], index_node: ast.AST) -> list[Any]:
         """The indices of `v[k]` / `m[i, j]` / `m[i]`, one per leading axis: a Python int when
@@ -157,6 +197,17 @@ class VectorIndexing(LoweringHost):
         """`v[k] = s` / `m[i, j] = s` (and a whole row `m[i] = row`) on a vector local; `ks`
         are the indices when the caller has evaluated them (`v[k] += s`)."""
         v = as_vector(v)
+        sliced = self.slice_parts(var.shape, target.slice) if ks is None else None
+        if sliced is not None:                  # m[:, 0] = col, v[1:3] = w
+            shape, combos = sliced
+            if isinstance(v, TupleValue) or isinstance(v, VecValue) and size(
+                    v.shape) != len(combos):
+                got = v.shape if isinstance(v, VecValue) else "a tuple"
+                raise self.err(target, f"cannot assign shape {got} to a slice of shape {shape}")
+            parts = v.items if isinstance(v, VecValue) else (v,) * len(combos)
+            for full, x in zip(combos, parts):
+                self.assign_vec_component(target, var, x, full)
+            return
         if ks is None:
             ks = self.vec_indices(var.shape, target.slice)
         rest = var.shape[len(ks):]
