@@ -371,3 +371,36 @@ def test_slices_of_vectors_and_matrices_read_and_write():
 
     with pytest.raises(jr.KernelCompileError, match="bounds known at compile time"):
         variable_bound(1)
+
+
+# ---- formatted assert messages --------------------------------------------------------------
+
+def test_assert_messages_show_run_time_values(arch):
+    jr.init(arch=arch, debug=True, offline_cache=False)
+    x = jr.field(jr.i32, shape=16)
+
+    @jr.kernel
+    def percent():
+        for i in x:
+            assert x[i] == 0, "x[%d] expect=%d got=%d" % (i, 0, x[i])
+
+    @jr.kernel
+    def fstring(y: jr.f32, z: jr.f64):
+        assert y < 0, f"y = {y}, z = {z:.3f}"
+
+    @jr.kernel
+    def too_many(a: jr.i32, b: jr.i32, c: jr.i32):
+        assert a < 0, f"{a} {b} {c}"
+
+    x[10] = 42
+    with pytest.raises(jr.KernelAssertionError, match=r"x\[10\] expect=0 got=42\n"):
+        percent()
+        jr.sync()
+    with pytest.raises(jr.KernelAssertionError, match=r"y = 0.1, z = -2.500\n"):
+        fstring(0.1, -2.5)
+        jr.sync()
+    x[10] = 0
+    percent()
+    jr.sync()
+    with pytest.raises(jr.KernelCompileError, match="at most 2 run-time values, got 3"):
+        too_many(1, 2, 3)

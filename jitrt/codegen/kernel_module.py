@@ -69,12 +69,14 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self._ids += 1
         return self._ids
 
-    def add_site(self, ref: n.Ref | str, loc: n.Loc, kind: str) -> int:
-        """A fault site: an access (named by its ref) or an assertion (named by its message)."""
+    def add_site(self, ref: n.Ref | str, loc: n.Loc, kind: str,
+                 values: tuple[tuple[str, str], ...] = ()) -> int:
+        """A fault site: an access (named by its ref) or an assertion (named by its message,
+        with its run-time values' (dtype, spec))."""
         from ..ir.printer import ref_text
         name = ref if isinstance(ref, str) else ref_text(ref).split(":", 1)[1]
         offset = ref.offset if isinstance(ref, n.FieldRef) else ()
-        self.sites.append(AccessSite(name, loc, kind, offset))
+        self.sites.append(AccessSite(name, loc, kind, offset, values))
         return len(self.sites) - 1
 
     def finish(self) -> None:

@@ -180,6 +180,7 @@ class LoweringHost:
         str_format: Callable[..., Any]
         percent_format: Callable[..., Any]
         print_parts: Callable[..., None]
+        assert_message: Callable[..., Any]
         emit: Callable[[n.Stmt], None]
         gradients_stopped: Callable[..., n.Body]
         typed: Callable[..., n.Expr]

@@ -222,6 +222,25 @@ class FormatLowering(LoweringHost):
             raise self.err(node, str(exc), KernelSyntaxError) from None
 
     # ---- using ------------------------------------------------------------------------
+    def assert_message(self, msg: Any, node: ast.AST
+                       ) -> tuple[str, tuple[n.Expr, ...], tuple[str, ...]]:
+        """An assert's message: a compile-time string, or a formatted one with at most 2
+        run-time values (they travel in the fault record): its text with a NUL where each
+        value goes, the values and their printf specs."""
+        if isinstance(msg, PyValue) and isinstance(msg.obj, str):
+            return msg.obj, (), ()
+        if not isinstance(msg, FormatValue):
+            raise self.err(node, "an assert message must be a string (an f-string, "
+                           "str.format or % formatting may hold run-time values)")
+        pieces: list[str] = [""]
+        args: list[n.Expr] = []
+        formats: list[str] = []
+        self.print_parts(msg, None, node, pieces, args, formats)
+        if len(args) > 2:
+            raise self.err(node, f"an assert message holds at most 2 run-time values, got "
+                           f"{len(args)} (a vector counts each component)")
+        return "\0".join(pieces), tuple(args), tuple(formats)
+
     def print_parts(self, v: Any, spec: str | None, node: ast.AST, pieces: list[str],
                     args: list[n.Expr], formats: list[str]) -> None:
         """Append `v` to a print's text pieces and device arguments (with their printf

@@ -124,14 +124,10 @@ class StmtLowering(LoweringHost):
         if not self.ctx.debug:
             return
         cond = self.truth(self.value(node.test))
-        message = ast.unparse(node.test)
-        if node.msg is not None:
-            msg = self.expr(node.msg)
-            if not (isinstance(msg, PyValue) and isinstance(msg.obj, str)):
-                raise self.err(node.msg, "an assert message must be a string known at compile "
-                               "time")
-            message = msg.obj
-        self.emit(n.Eval(n.Assertion(cond, message, dtypes.i32, self.loc(node)),
+        message, args, formats = ast.unparse(node.test), (), ()
+        if node.msg is not None:          # a formatted one: lower_format.assert_message
+            message, args, formats = self.assert_message(self.expr(node.msg), node.msg)
+        self.emit(n.Eval(n.Assertion(cond, message, dtypes.i32, self.loc(node), args, formats),
                          self.loc(node)))
 
     def is_loop_config(self, call: ast.Call) -> bool:

@@ -157,11 +157,15 @@ class Cast(Expr):
 @frozen
 class Assertion(Expr):
     """`assert cond, message` (compiled with jr.init(debug=True) only): 0; when `cond` is 0 it
-    records a fault the host raises as KernelRuntimeError with the message and location."""
+    records a fault the host raises as KernelRuntimeError with the message and location. A
+    message with run-time values (`f"x[{i}] = {v}"`, at most 2) has a NUL where each of `args`
+    goes, printed with its printf spec in `formats` ("" for the default)."""
     cond: Expr
     message: str
     dtype: DataType
     loc: Loc = _loc()
+    args: tuple[Expr, ...] = ()
+    formats: tuple[str, ...] = ()
 
 
 @frozen

@@ -79,6 +79,27 @@ def register_tasks(buf: Any, program: "Program", compiled: "CompiledKernel") -> 
     return tuple(infos)
 
 
+def assert_message(site: Any, words: tuple[int, int]) -> str:
+    """An assertion's message, its run-time values (raw 64-bit words) put in its NULs."""
+    if not site.values:
+        return str(site.name)
+    import numpy as np
+    pieces = site.name.split("\0")
+    out = pieces[0]
+    for (dtype, spec), word, piece in zip(site.values, words, pieces[1:]):
+        raw = np.array([word], np.int64)
+        if dtype.startswith("f"):
+            value: Any = raw.view(np.float64)[0]
+            value = np.float32(value) if dtype == "f32" else value
+            text = ("%" + spec) % float(value) if spec else repr(float(value)) if \
+                dtype == "f64" else str(value)
+        else:
+            value = int(raw.view(np.uint64)[0]) if dtype.startswith("u") else int(raw[0])
+            text = ("%" + spec) % value if spec else str(value)
+        out += text + piece
+    return out
+
+
 def raise_fault(buf: Any, compiled: "CompiledKernel") -> None:
     """Raise what the error slot reports (and clear it): an interrupt or a bad index."""
     if buf[abi.SLOT_ERROR] == abi.ERROR_INTERRUPTED:
@@ -92,7 +113,8 @@ def raise_fault(buf: Any, compiled: "CompiledKernel") -> None:
     line = source_line(site.loc)
     if site.kind == "assert":
         raise KernelAssertionError(
-            f"kernel {compiled.name}: assertion failed at {site.loc}: {site.name}"
+            f"kernel {compiled.name}: assertion failed at {site.loc}: "
+            f"{assert_message(site, (axis, index))}"
             + ("\n" + caret_text(line, site.loc.col) if line else ""))
     if site.offset:       # an offset field: the user's index, not the storage's
         index += site.offset[axis]
