@@ -404,3 +404,19 @@ def test_assert_messages_show_run_time_values(arch):
     jr.sync()
     with pytest.raises(jr.KernelCompileError, match="at most 2 run-time values, got 3"):
         too_many(1, 2, 3)
+
+
+def test_stpq_swizzles_and_vectors_of_a_static_list():
+    offsets = [jr.Vector([1, 2]), jr.Vector([2, 3])]
+    x = jr.Vector.field(3, dtype=jr.i32, shape=(8, 8))
+
+    @jr.kernel
+    def k() -> jr.i32:
+        v = jr.math.vec3(1, 2, 3)
+        v.p = 7
+        ind = jr.Vector([4, 5]) + jr.static(offsets)[0]
+        x[ind] = [100, 10, 1]
+        return int(v.s * 100 + v.t * 10 + v.stp[2])
+
+    assert k() == 127
+    np.testing.assert_array_equal(x[5, 7].to_numpy(), [100, 10, 1])

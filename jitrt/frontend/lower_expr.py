@@ -260,8 +260,8 @@ class ExprLowering(LoweringHost):
                 return self.table_lookup(base.obj, idx, node)
             if not (is_number(idx) and isinstance(idx.obj, int)):  # type: ignore[union-attr]
                 raise self.err(node.slice, "a compile-time tuple needs a constant index")
-            try:
-                return PyValue(base.obj[idx.obj])  # type: ignore[union-attr]
+            try:           # an item that is a small numpy array is a constant vector
+                return self.array_constant(PyValue(base.obj[idx.obj]), None)  # type: ignore
             except IndexError:
                 raise self.err(node.slice, f"index {idx.obj} out of range") from None  # type: ignore
         ref, indices, element = self.access(node, base)

@@ -91,7 +91,8 @@ METHOD_ARGS = {"dot": (1, 1), "cross": (1, 1), "outer_product": (1, 1), "cast": 
 # numpy arrays (globals, closure values, jr.static loop items) up to this many numbers are
 # constant vectors/matrices in kernels
 MAX_CONSTANT_ARRAY = 64
-SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
+SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3,
+           "s": 0, "t": 1, "p": 2, "q": 3}     # xyzw, rgba and stpq, as in Taichi (GLSL's)
 
 
 def size(shape: tuple[int, ...]) -> int:
