@@ -420,3 +420,28 @@ def test_stpq_swizzles_and_vectors_of_a_static_list():
 
     assert k() == 127
     np.testing.assert_array_equal(x[5, 7].to_numpy(), [100, 10, 1])
+
+
+def test_static_assignment_of_a_run_time_local_or_an_element_is_an_error():
+    @jr.kernel
+    def rebind() -> jr.i32:
+        a = 1
+        a = jr.static(2)
+        return a
+
+    @jr.kernel
+    def element():
+        a = jr.static([1, 2, 3])
+        a[0] = jr.static(2)
+
+    @jr.kernel
+    def twice() -> jr.i32:
+        a = jr.static(2)
+        a = jr.static(3)
+        return a
+
+    assert twice() == 3
+    with pytest.raises(jr.KernelCompileError, match="Recreating variables is not allowed"):
+        rebind()
+    with pytest.raises(jr.KernelCompileError, match="cannot be used on elements"):
+        element()

@@ -191,9 +191,16 @@ class StmtLowering(LoweringHost):
                 self.assign_value(t, v, node)
             return
         v = self.expr(value)
-        if isinstance(target, ast.Name) and isinstance(v, PyValue) and \
-                self.is_static_call(value) and target.id not in self.scope.params and \
-                not isinstance(self.scope.bindings.get(target.id), LocalVar):
+        static = isinstance(v, PyValue) and self.is_static_call(value)
+        if static and isinstance(target, ast.Subscript):
+            raise self.err(node, "Static assign cannot be used on elements in arrays: "
+                           "x = jr.static(v) binds a name to a compile-time value")
+        if static and isinstance(target, ast.Name) and isinstance(
+                self.scope.bindings.get(target.id), LocalVar):
+            raise self.err(node, f"Recreating variables is not allowed: '{target.id}' is a "
+                           "run-time local already, so x = jr.static(v) cannot bind it to a "
+                           "compile-time value")
+        if isinstance(target, ast.Name) and static and target.id not in self.scope.params:
             # `x = jr.static(v)`: the name is the compile-time value itself, numbers and bools
             # too (Taichi's static assignment), so `jr.static(x)` and template arguments see it
             self.scope.bindings[target.id] = v
