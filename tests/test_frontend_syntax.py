@@ -445,3 +445,15 @@ def test_static_assignment_of_a_run_time_local_or_an_element_is_an_error():
         rebind()
     with pytest.raises(jr.KernelCompileError, match="cannot be used on elements"):
         element()
+
+
+def test_fill_sets_every_component_of_a_vector_local():
+    @jr.kernel
+    def k(s: jr.f32) -> jr.f32:
+        m = jr.Matrix([[0.0 for _ in range(4)] for _ in range(5)])
+        m.fill(s)
+        v = jr.Vector([1, 2, 3])
+        v.fill(7)
+        return m.sum() + v.sum()
+
+    assert k(1.5) == 20 * 1.5 + 21

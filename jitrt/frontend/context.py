@@ -175,6 +175,7 @@ class LoweringHost:
         static_value: Callable[..., Any]
         quadrants_call: Callable[..., Any]
         python_call: Callable[..., Any]
+        vector_fill: Callable[..., Any]
         compile_time: Callable[..., Any]
         dict_item: Callable[..., Any]
         str_format: Callable[..., Any]

@@ -51,6 +51,9 @@ class CallLowering(LoweringHost):
         for kw in node.keywords:
             if kw.arg is None:
                 raise self.err(kw.value, "**kwargs in calls are not supported in kernels")
+        filled = self.vector_fill(node)          # v.fill(s) on a vector local: lower_pycalls
+        if filled is not None:
+            return filled
         callee = self.expr(node.func)
         if not isinstance(callee, PyValue):
             raise self.err(node.func, "only functions known at compile time can be called")

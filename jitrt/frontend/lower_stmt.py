@@ -106,7 +106,8 @@ class StmtLowering(LoweringHost):
     def stmt_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring or comment string
-        if isinstance(node.value, ast.Call) and self.is_loop_config(node.value):
+        if isinstance(node.value, ast.Call) and (self.vector_fill(node.value) is not None
+                                                 or self.is_loop_config(node.value)):
             return
         # a call whose value is discarded: `jr.atomic_add(v[i], d)` on a vector element emits
         # its atomics as statements (differentiable as `+=` is)
