@@ -14,6 +14,7 @@ from .. import dtypes
 from ..linalg import MatrixType
 from ..ir import nodes as n
 from .context import RETURN_FIELD, CompileContext, PyValue, Scope, function_globals
+from .lower_assign import AssignLowering
 from .lower_call import CallLowering
 from .lower_comprehension import ComprehensionLowering
 from .lower_expr import ExprLowering, describe
@@ -30,8 +31,9 @@ from .vectors import TupleValue, VecValue, VectorLowering
 
 
 class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, PyCallLowering,
-                      ComprehensionLowering, FormatLowering, ReturnLowering, StmtLowering,
-                      VectorLowering, VectorIndexing, StructLowering, QuadrantsLowering):
+                      ComprehensionLowering, FormatLowering, ReturnLowering, AssignLowering,
+                      StmtLowering, VectorLowering, VectorIndexing, StructLowering,
+                      QuadrantsLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:

@@ -64,6 +64,20 @@ def has_early_return(body: list[ast.stmt]) -> bool:
     return False
 
 
+def continues(body: list[ast.stmt]) -> bool:
+    """Whether `body` has a `continue` of its own loop (not one of a loop nested in it)."""
+    for stmt in body:
+        if isinstance(stmt, ast.Continue):
+            return True
+        if isinstance(stmt, (ast.For, ast.While, ast.FunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "handlers", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and continues(inner):
+                return True
+    return False
+
+
 class ReturnLowering(LoweringHost):
     func_return: FuncReturn | None
 
