@@ -186,7 +186,7 @@ def test_break_in_outermost_loop_that_also_continues():
                 break  # @continue
             x[i] = 1.0
 
-    assert_points_at(compile_error(k), "continue", "break", "outermost", "'break'")
+    assert_points_at(compile_error(k), "continue", "break", "Cannot break in the outermost loop")
 
 
 def test_range_with_a_zero_step():

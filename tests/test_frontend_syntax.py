@@ -281,7 +281,7 @@ def test_break_and_continue_in_static_loops_act_while_unrolling():
             if v > i:
                 break
 
-    with pytest.raises(jr.KernelCompileError, match="must not be inside a run-time if"):
+    with pytest.raises(jr.KernelSyntaxError, match="inside a non-static `if`"):
         runtime_condition(1)
 
 

@@ -11,6 +11,7 @@ import ast
 from typing import Any, Callable
 
 from .. import dtypes
+from ..errors import KernelSyntaxError
 from ..ir import nodes as n
 from ..data_component import ComponentField
 from ..passes.walk import map_stmt, walk_expr
@@ -490,15 +491,17 @@ class StmtLowering(LoweringHost):
             raise self.err(node, f"'{word}' outside a loop")
         if self.loops[-1] == "static":
             if self.depth != self.static_depths[-1]:
-                raise self.err(node, f"'{word}' of a jr.static loop must not be inside a "
-                               "run-time if (the loop is unrolled while compiling): make the "
-                               "condition jr.static(...)")
+                raise self.err(node, f"You are trying to `{word}` a static `for` loop, but the "
+                               f"`{word}` statement is inside a non-static `if` (the loop is "
+                               "unrolled while compiling): make the condition jr.static(...)",
+                               KernelSyntaxError)
             self.static_jump = word
             return False
         if self.loops[-1] == "parallel" or (self.loops[-1] == "parallel+continue"
                                             and word == "break"):
-            raise self.err(node, f"'{word}' in the outermost (parallel) loop is not supported; "
-                           "only serial inner loops may break (continue ends the iteration)")
+            raise self.err(node, f"Cannot {word} in the outermost loop: its iterations run in "
+                           "parallel, in no order; only serial inner loops may break "
+                           "(continue ends the iteration)")
         return True
 
     # ---- control flow -------------------------------------------------------------------
