@@ -457,3 +457,15 @@ def test_fill_sets_every_component_of_a_vector_local():
         return m.sum() + v.sum()
 
     assert k(1.5) == 20 * 1.5 + 21
+
+
+def test_static_of_a_run_time_value_says_what_it_needs():
+    @jr.kernel
+    def k(val: jr.f32) -> jr.i32:
+        r = 0
+        if jr.static(val > 0.5):
+            r = 1
+        return r
+
+    with pytest.raises(jr.KernelCompileError, match="must be compile-time constants"):
+        k(1.0)

@@ -193,7 +193,8 @@ class CallLowering(LoweringHost):
         for arg in node.args:
             v = self.compile_time(arg)
             if not isinstance(v, PyValue):
-                raise self.err(arg, "jr.static() needs a value known at compile time")
+                raise self.err(arg, "jr.static() needs a value known at compile time (its "
+                               "arguments must be compile-time constants)")
             values.append(v)
         return values[0] if len(values) == 1 else PyValue(tuple(v.obj for v in values))
 
