@@ -469,3 +469,17 @@ def test_static_of_a_run_time_value_says_what_it_needs():
 
     with pytest.raises(jr.KernelCompileError, match="must be compile-time constants"):
         k(1.0)
+
+
+def test_a_list_display_times_an_int_repeats_its_items():
+    calls = jr.field(jr.i32, shape=())
+
+    @jr.kernel
+    def k(x: jr.f32) -> jr.f32:
+        v = jr.Vector([x] * 3)                            # [x, x, x], as in Python
+        w = jr.Vector(2 * [jr.atomic_add(calls[None], 1) * 1.0, x])   # read once
+        u = jr.Vector([x, 1.0]) * 2                       # a vector: element-wise
+        return v.sum() * 1000 + w.sum() * 100 + u.sum()
+
+    assert k(2.0) == 6000 + 400 + 6
+    assert calls[None] == 1

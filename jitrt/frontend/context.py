@@ -178,6 +178,7 @@ class LoweringHost:
         vector_fill: Callable[..., Any]
         compile_time: Callable[..., Any]
         dict_item: Callable[..., Any]
+        repeated_display: Callable[..., Any]
         str_format: Callable[..., Any]
         percent_format: Callable[..., Any]
         print_parts: Callable[..., None]

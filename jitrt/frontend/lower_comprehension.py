@@ -102,6 +102,28 @@ class ComprehensionLowering(LoweringHost):
         self.assign_target(node.target, self.expr(node.value), node)
         return self.expr(ast.copy_location(ast.Name(node.target.id, ast.Load()), node.target))
 
+    def repeated_display(self, node: ast.BinOp) -> Value | None:
+        """`[a, b] * n` or `n * (a, b)` of a list or tuple display and a compile-time int:
+        the display's items repeated n times, as Python (and Taichi) do (each item is read
+        once); None when the other operand is not a compile-time int (then `*` multiplies
+        element-wise, as for any vector)."""
+        seq, count = (node.left, node.right) if isinstance(
+            node.left, (ast.List, ast.Tuple)) else (node.right, node.left)
+        assert isinstance(seq, (ast.List, ast.Tuple))
+        if isinstance(count, (ast.List, ast.Tuple)):
+            return None
+        k = self.expr(count)
+        if not (isinstance(k, PyValue) and isinstance(k.obj, int)
+                and not isinstance(k.obj, bool)):
+            return None
+        if len(seq.elts) * max(k.obj, 0) > 4096:
+            raise self.err(node, "constant sequence is too long (more than 4096 items)")
+        items = [self.snapshot(self.expr(e), e) for e in seq.elts] * max(k.obj, 0)
+        if all(isinstance(i, PyValue) for i in items):
+            return PyValue(tuple(i.obj for i in items))  # type: ignore[union-attr]
+        shown = type(seq)(elts=list(seq.elts) * max(k.obj, 0), ctx=ast.Load())
+        return self.vec_literal(ast.copy_location(shown, seq), items)
+
     def dict_key(self, node: ast.expr) -> Any:
         key = self.expr(node)
         if not isinstance(key, PyValue):

@@ -372,6 +372,11 @@ class ExprLowering(LoweringHost):
         op = BINOPS.get(type(node.op))
         if op is None:
             raise self.err(node, f"operator {type(node.op).__name__} is not supported")
+        if op == "*" and (isinstance(node.left, (ast.List, ast.Tuple)) or isinstance(
+                node.right, (ast.List, ast.Tuple))):
+            repeated = self.repeated_display(node)       # [x] * 4: lower_comprehension.py
+            if repeated is not None:
+                return repeated
         left = self.expr(node.left)
         if op == "%" and isinstance(left, PyValue) and isinstance(left.obj, str) and \
                 isinstance(node.right, ast.Tuple):     # "x[%d] = %f" % (i, v): its values
