@@ -458,6 +458,7 @@ def _rebuild(cls: type, dtype: str, shape: tuple[int, ...], element: tuple[int, 
 class Field(_Buffer):
     """Global data referenced from kernels by closure: `x = jr.field(jr.f32, shape=(N,))`."""
     __slots__ = ()
+    pending = False          # PendingField: declared, not yet placed
 
     if TYPE_CHECKING:
         # `for i in x` in a kernel: the field's indices (for type checkers; not at Python scope)
@@ -490,6 +491,7 @@ class PendingField(Field):
     otherwise it is `implicit` until `place(x.grad)` or `jr.root.lazy_grad()` (see the module
     docstring)."""
     __slots__ = ()
+    pending = True           # read by data_placement.check (which does not import this module)
 
     def __init__(self, dtype: Any, needs_grad: bool, name: str | None,
                  element_shape: tuple[int, ...] = (), needs_dual: bool = False,

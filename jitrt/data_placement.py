@@ -63,10 +63,9 @@ def new_program() -> None:
 
 def check() -> None:
     """Raise FieldPlacementError if a declared field or an awaited companion is unplaced."""
-    from .data import PendingField
     if not _declared and not _awaiting:
         return
-    _declared[:] = [(r, w) for r, w in _declared if isinstance(r(), PendingField)]
+    _declared[:] = [(r, w) for r, w in _declared if getattr(r(), "pending", False)]
     if _declared:
         where = ", ".join(f"{_what(r())} declared at {w}" for r, w in _declared)
         raise FieldPlacementError(
@@ -74,7 +73,7 @@ def check() -> None:
             "(jr.root.dense(jr.i, n).place(x)) or create them with shape=...")
     for r, kind, where in _awaiting:
         f = r()
-        if f is not None and not isinstance(f, PendingField):
+        if f is not None and not f.pending:
             raise FieldPlacementError(
                 f"These field(s) require `needs_{kind}=True`, however their {kind} field(s) "
                 f"are not placed: {_what(f)} declared at {where}. Place it with the field "

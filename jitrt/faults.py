@@ -29,6 +29,28 @@ class FaultingKernel(Protocol):
     def sites(self) -> Sequence["AccessSite"]: ...
 
 
+def assert_message(site: "AccessSite", words: tuple[int, int]) -> str:
+    """An assertion's message with its run-time values (raw 64-bit words of the record's
+    axis and index slots, at most 2) put in its NULs, each by its printf spec or as Python
+    prints it."""
+    if not site.values:
+        return str(site.name)
+    import numpy as np
+    pieces = site.name.split("\0")
+    out = pieces[0]
+    for (dtype, spec), word, piece in zip(site.values, words, pieces[1:]):
+        raw = np.array([word], np.int64)
+        if dtype.startswith("f"):
+            wide = float(raw.view(np.float64)[0])
+            value: object = np.float32(wide) if dtype == "f32" else wide
+            text = ("%" + spec) % wide if spec else repr(wide) if dtype == "f64" else str(value)
+        else:
+            number = int(raw.view(np.uint64)[0]) if dtype.startswith("u") else int(raw[0])
+            text = ("%" + spec) % number if spec else str(number)
+        out += text + piece
+    return out
+
+
 def raise_fault(buf: "ctypes.Array[ctypes.c_int64]", compiled: FaultingKernel) -> None:
     """Raise what the error slot reports (and clear it): an interrupt or a bad index."""
     if buf[abi.SLOT_ERROR] == abi.ERROR_INTERRUPTED:
@@ -42,7 +64,8 @@ def raise_fault(buf: "ctypes.Array[ctypes.c_int64]", compiled: FaultingKernel) -
     line = source_line(site.loc)
     if site.kind == "assert":
         raise KernelAssertionError(
-            f"kernel {compiled.name}: assertion failed at {site.loc}: {site.name}"
+            f"kernel {compiled.name}: assertion failed at {site.loc}: "
+            f"{assert_message(site, (axis, index))}"
             + ("\n" + caret_text(line, site.loc.col) if line else ""))
     if site.offset:       # an offset field: the user's index, not the storage's
         index += site.offset[axis]

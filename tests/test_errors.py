@@ -57,10 +57,11 @@ def test_list_comprehension():
     @jr.kernel
     def k():
         for i in range(4):
-            v = [j for j in range(3)]  # @listcomp
+            v = [j for j in range(i)]  # @listcomp
             x[i] = v[0]
 
-    assert_points_at(compile_error(k), "listcomp", "[j for", "list comprehensions", "not supported")
+    assert_points_at(compile_error(k), "listcomp", "range(i)", "comprehension",
+                     "unrolled while compiling", "length known at compile time")
 
 
 def test_print_call_with_an_unsupported_keyword():
@@ -88,10 +89,10 @@ def test_string_operation():
     @jr.kernel
     def k():
         for i in range(4):
-            s = "ab" + "c"  # @strop
-            x[i] = s
+            s = "ab" + "c"     # compile-time strings concatenate, as in Python
+            x[i] = s  # @strop
 
-    assert_points_at(compile_error(k), "strop", '"ab"', "expected a number", "str")
+    assert_points_at(compile_error(k), "strop", "x[i]", "expected a number", "str 'abc'")
 
 
 def helper(v):
@@ -154,15 +155,17 @@ def test_break_in_outermost_loop():
     assert_points_at(compile_error(k), "break", "break", "outermost", "break")
 
 
-def test_continue_in_outermost_loop():
+def test_break_in_outermost_loop_that_also_continues():
     @jr.kernel
     def k():
         for i in x:
             if i > 2:
-                continue  # @continue
+                continue              # ends the iteration (as in Taichi)
+            if i == 1:
+                break  # @continue
             x[i] = 1.0
 
-    assert_points_at(compile_error(k), "continue", "continue", "outermost")
+    assert_points_at(compile_error(k), "continue", "break", "Cannot break in the outermost loop")
 
 
 def test_range_with_a_zero_step():

@@ -352,19 +352,14 @@ def _import(a: ND(dtype=jr.f32, ndim=1)):
         a[i] = math.pi
 
 
-def _walrus(a: ND(dtype=jr.f32, ndim=1)):
-    for i in range(a.shape[0]):
-        a[i] = (v := 2.0)  # noqa: F841
-
-
 def _dict(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        d = {"k": 1.0}  # noqa: F841
+        d = {i: 1.0}  # noqa: F841
 
 
 def _comprehension(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        a[i] = sum([j for j in range(3)])
+        a[i] = sum([j for j in range(i)])
 
 
 def _string_store(a: ND(dtype=jr.f32, ndim=1)):
@@ -389,10 +384,11 @@ def _assert(a: ND(dtype=jr.f32, ndim=1)):
 
 
 UNSUPPORTED = [
-    (_try, "Try"), (_with, "With"), (_class, "ClassDef"), (_fstring, "JoinedStr"),
+    (_try, "Try"), (_with, "With"), (_class, "ClassDef"),
+    (_fstring, "a formatted string with run-time values"),
     (_lambda, "Lambda"), (_yield, "Yield"), (_global, "Global"), (_star_args, "Starred"),
-    (_del, "Delete"), (_import, "Import"), (_walrus, "NamedExpr"), (_dict, "Dict"),
-    (_comprehension, "list comprehensions"), (_string_store, "str"),
+    (_del, "Delete"), (_import, "Import"), (_dict, "keys known at compile time"),
+    (_comprehension, "length known at compile time"), (_string_store, "str"),
     (_tuple_of_values, "neither a vector nor a matrix"), (_range_step, "step must not be zero"),
     (_assert, "With"),
 ]

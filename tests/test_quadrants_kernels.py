@@ -320,7 +320,7 @@ def test_bad_slices_are_located_errors():
         v = jr.Vector([1.0, 2.0, 3.0])
         return v[0:n].sum()
 
-    with pytest.raises(jr.KernelCompileError, match="slice of a vector or matrix needs its "
+    with pytest.raises(jr.KernelCompileError, match="slice of a vector or matrix needs "
                        "bounds known at compile time"):
         k(2)
 

@@ -140,6 +140,7 @@ class AccessSite:
     loc: n.Loc
     kind: str
     offset: tuple[int, ...] = ()     # an offset field's first index per axis (its FieldRef's)
+    values: tuple[tuple[str, str], ...] = ()   # an assertion's run-time values: (dtype, spec)
 
 
 @frozen

@@ -328,12 +328,26 @@ class ExprEmitter(EmitterHost):
 
     # ---- debugging aids -------------------------------------------------------------------
     def expr_Assertion(self, e: n.Assertion) -> ir.Value:
-        site = self.add_site(e.message, e.loc, "assert")
-        failed = self.builder.icmp_signed("==", self.expr(e.cond), ir.Constant(
-            ll_type(e.cond.dtype), 0))
-        with self.builder.if_then(failed, likely=False):
-            self.record_fault(site, [])
+        """A failed assertion records its site; the run-time values of its message (at most
+        2) travel as the fault's axis and index words, as raw 64-bit patterns."""
+        formats = e.formats or ("",) * len(e.args)
+        site = self.add_site(e.message, e.loc, "assert",
+                             tuple((a.dtype.name, f) for a, f in zip(e.args, formats)))
+        b = self.builder
+        failed = b.icmp_signed("==", self.expr(e.cond), ir.Constant(ll_type(e.cond.dtype), 0))
+        with b.if_then(failed, likely=False):
+            words = [self.raw_word(a) for a in e.args]
+            self.record_fault(site, [], tuple(words + [ir.Constant(I64, 0)] * (2 - len(words))))
         return ir.Constant(I32, 0)
+
+    def raw_word(self, a: n.Expr) -> ir.Value:
+        """`a` as a 64-bit pattern: an integer extended, a float widened to f64."""
+        b, v = self.builder, self.expr(a)
+        if a.dtype.is_float:
+            return b.bitcast(v if a.dtype.bits == 64 else b.fpext(v, ir.DoubleType()), I64)
+        if a.dtype.bits == 64:
+            return v
+        return b.sext(v, I64) if a.dtype.is_signed else b.zext(v, I64)
 
     def expr_Print(self, e: n.Print) -> ir.Value:
         """printf on the CPU (flushed at once; floats as Python prints them,
@@ -344,9 +358,17 @@ class ExprEmitter(EmitterHost):
         spec: list[str] = []
         values: list[ir.Value] = []
         floats: list[int] = []
-        for a in e.args:
+        for k, a in enumerate(e.args):
             v = self.expr(a)
-            if a.dtype.is_float and self.target.printer == "printf":
+            user = e.formats[k] if e.formats else ""     # a printf spec from a format string
+            if user:
+                spec.append("%" + (user if a.dtype.is_float else user[:-1] + "ll" + user[-1]))
+                if a.dtype.is_float:
+                    values.append(v if a.dtype.bits == 64 else b.fpext(v, ir.DoubleType()))
+                else:
+                    values.append(v if a.dtype.bits == 64 else (
+                        b.sext(v, I64) if a.dtype.is_signed else b.zext(v, I64)))
+            elif a.dtype.is_float and self.target.printer == "printf":
                 with b.goto_block(self.alloca_block):
                     text = b.alloca(ir.ArrayType(ir.IntType(8), print_format.BUF_BYTES))
                 text_ptr = b.bitcast(text, ir.IntType(8).as_pointer())
@@ -560,14 +582,18 @@ class ExprEmitter(EmitterHost):
         phi.add_incoming(fallback, else_block)
         return phi
 
-    def record_fault(self, site: int, axis_fail: list[tuple[ir.Value, ir.Value]]) -> None:
-        """Call the module's cold fault recorder with the first failing axis and its index."""
+    def record_fault(self, site: int, axis_fail: list[tuple[ir.Value, ir.Value]],
+                     words: tuple[ir.Value, ir.Value] | None = None) -> None:
+        """Call the module's cold fault recorder with the first failing axis and its index
+        (or with the two `words` given)."""
         b = self.builder
         axis: ir.Value = ir.Constant(I64, 0)
         index: ir.Value = ir.Constant(I64, 0)
         for k, (inside, v) in reversed(list(enumerate(axis_fail))):
             axis = b.select(inside, axis, ir.Constant(I64, k))
             index = b.select(inside, index, v)
+        if words is not None:
+            axis, index = words
         if self.target.is_gpu:      # the status block and launch id, never the context
             b.call(fault_recorder(self.module, True),
                    [self.load_slot(abi.SLOT_RUNTIME), self.load_slot(abi.SLOT_LAUNCH_ID),

@@ -73,12 +73,14 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self._ids += 1
         return self._ids
 
-    def add_site(self, ref: n.Ref | str, loc: n.Loc, kind: str) -> int:
-        """A fault site: an access (named by its ref) or an assertion (named by its message)."""
+    def add_site(self, ref: n.Ref | str, loc: n.Loc, kind: str,
+                 values: tuple[tuple[str, str], ...] = ()) -> int:
+        """A fault site: an access (named by its ref) or an assertion (named by its message,
+        with its run-time values' (dtype, spec))."""
         from ..ir.printer import ref_text
         name = ref if isinstance(ref, str) else ref_text(ref).split(":", 1)[1]
         offset = ref.offset if isinstance(ref, n.FieldRef) else ()
-        self.sites.append(AccessSite(name, loc, kind, offset))
+        self.sites.append(AccessSite(name, loc, kind, offset, values))
         return len(self.sites) - 1
 
     def finish(self) -> None:
@@ -593,7 +595,7 @@ def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayo
     task_fns: dict[int, ir.Function] = {}
     tasks = []
     real_funcs.declare(module, kernel.funcs)
-    real_funcs.emit_all(module, target, layout, kernel.funcs, sites)
+    emit_real_funcs(module, target, layout, kernel.funcs, sites)
     for k, task in enumerate(kernel.tasks):
         symbol = ""
         if task.kind == "parallel":
@@ -614,3 +616,20 @@ def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayo
     if not target.is_gpu:
         emit_entry(module, target, layout, kernel, f"{prefix}_entry", task_fns, sites)
     return module, sites, tuple(tasks)
+
+
+def emit_real_funcs(module: ir.Module, target: Target, layout: abi.ContextLayout,
+                    funcs: tuple[n.RealFunc, ...], sites: list[AccessSite]) -> None:
+    """Each real function's body (declared first by real_funcs.declare)."""
+    for f in funcs:
+        fn = module.get_global(real_funcs.symbol(module, f.name))
+        em = FunctionEmitter(module, target, layout, fn, fn.args[0], sites)
+        em.real_rets = f.rets
+        for (name, dt), arg in zip(f.params, fn.args[1:]):
+            em.builder.store(arg, em.local_ptr(name, dt))
+        em.body(f.body)
+        if not em.builder.block.is_terminated:
+            zeros = [ir.Constant(ll_type(dt), 0.0 if dt.is_float else 0) for dt in f.rets]
+            real_funcs.ret_values(em.builder, f.rets, zeros)
+        with em.builder.goto_block(em.alloca_block):
+            em.builder.branch(em.start_block)

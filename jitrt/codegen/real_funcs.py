@@ -9,16 +9,10 @@ A function whose end is reached without a return gives zeros. Caches nothing.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from llvmlite import ir
 
 from ..ir import nodes as n
 from .emit_expr import I64, ll_type
-
-if TYPE_CHECKING:
-    from .abi import AccessSite, ContextLayout
-    from .targets import Target
 
 I64P = I64.as_pointer()
 
@@ -37,23 +31,6 @@ def declare(module: ir.Module, funcs: tuple[n.RealFunc, ...]) -> None:
         ty = ir.FunctionType(result_type(f), [I64P] + [ll_type(dt) for _, dt in f.params])
         fn = ir.Function(module, ty, symbol(module, f.name))
         fn.linkage = "internal"
-
-
-def emit_all(module: ir.Module, target: "Target", layout: "ContextLayout",
-             funcs: tuple[n.RealFunc, ...], sites: "list[AccessSite]") -> None:
-    from .kernel_module import FunctionEmitter      # (kernel_module imports this module)
-    for f in funcs:
-        fn = module.get_global(symbol(module, f.name))
-        em = FunctionEmitter(module, target, layout, fn, fn.args[0], sites)
-        em.real_rets = f.rets
-        for (name, dt), arg in zip(f.params, fn.args[1:]):
-            em.builder.store(arg, em.local_ptr(name, dt))
-        em.body(f.body)
-        if not em.builder.block.is_terminated:
-            ret_values(em.builder, f.rets, [ir.Constant(ll_type(dt), 0.0 if dt.is_float else 0)
-                                            for dt in f.rets])
-        with em.builder.goto_block(em.alloca_block):
-            em.builder.branch(em.start_block)
 
 
 def ret_values(b: ir.IRBuilder, rets: tuple, values: list[ir.Value]) -> None:

@@ -161,6 +161,8 @@ class LoweringHost:
         serialize_next: bool
         block_dim_next: int
         statement_call: Any           # the call an expression statement is lowering, or None
+        static_jump: str | None       # "break"/"continue" met in a jr.static loop's body
+        static_depths: list[int]      # the depth at each enclosing jr.static loop
         # expressions (lower_expr)
         expr: Callable[..., Any]
         value: Callable[..., n.Expr]
@@ -177,11 +179,23 @@ class LoweringHost:
         # calls (lower_call) and statements (lower_stmt)
         static_value: Callable[..., Any]
         quadrants_call: Callable[..., Any]
+        python_call: Callable[..., Any]
+        vector_fill: Callable[..., Any]
+        compile_time: Callable[..., Any]
+        dict_item: Callable[..., Any]
+        repeated_display: Callable[..., Any]
+        str_format: Callable[..., Any]
+        percent_format: Callable[..., Any]
+        print_parts: Callable[..., None]
+        assert_message: Callable[..., Any]
         emit: Callable[[n.Stmt], None]
         gradients_stopped: Callable[..., n.Body]
         typed: Callable[..., n.Expr]
         sub_lowerer: Callable[..., Any]
         assign_target: Callable[..., None]
+        assign_from: Callable[..., None]
+        assign_value: Callable[..., None]
+        is_static_call: Callable[..., bool]
         atomic_local: Callable[..., Any]
         mark_assigned: Callable[[str], None]
         stmts: Callable[..., None]
@@ -201,10 +215,8 @@ class LoweringHost:
         vec_attribute: Callable[..., Any]
         vec_index: Callable[..., Any]
         vec_indices: Callable[..., list[Any]]
+        slice_parts: Callable[..., Any]
         vec_part: Callable[..., Any]
-        vec_slice: Callable[..., Any]
-        element_slice: Callable[..., Any]
-        assign_vec_slice: Callable[..., None]
         dynamic_part: Callable[..., Any]
         element_part: Callable[..., Any]
         element_component: Callable[..., Any]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import textwrap
 import typing
+import weakref
 from typing import Any, Callable
 
 from ..errors import KernelSyntaxError
@@ -115,3 +116,14 @@ class BoundFunc:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func.fn(self.obj, *args, **kwargs)
+
+
+_PLAIN_FUNCS: "weakref.WeakKeyDictionary[Any, Func]" = weakref.WeakKeyDictionary()
+
+
+def plain_func(fn: Any) -> Func:
+    """The Func of a plain Python function called from a kernel (made once per function)."""
+    found = _PLAIN_FUNCS.get(fn)
+    if found is None:
+        found = _PLAIN_FUNCS[fn] = Func(fn)
+    return found

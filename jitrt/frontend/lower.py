@@ -15,10 +15,14 @@ from ..errors import KernelSyntaxError
 from ..linalg import MatrixType
 from ..ir import nodes as n
 from .context import RETURN_FIELD, CompileContext, PyValue, Scope, function_globals
+from .lower_assign import AssignLowering
 from .lower_call import CallLowering
+from .lower_comprehension import ComprehensionLowering
 from .lower_expr import ExprLowering, describe
+from .lower_format import FormatLowering
 from .lower_logic import LogicLowering
-from .lower_return import FuncReturn, ReturnLowering
+from .lower_pycalls import PyCallLowering
+from .lower_return import FuncReturn, ReturnLowering, has_early_return
 from .lower_quadrants import QuadrantsLowering
 from .lower_stmt import StmtLowering
 from .real_func import RealFuncLowering
@@ -26,12 +30,12 @@ from .struct_values import StructValueLowering
 from .source import SourceInfo
 from .structs import StructLowering
 from .vector_index import VectorIndexing
-from .vector_slices import VectorSlicing
 from .vectors import TupleValue, VecValue, VectorLowering
 
 
-class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering, StmtLowering,
-                      VectorLowering, VectorIndexing, VectorSlicing, StructLowering,
+class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, PyCallLowering,
+                      ComprehensionLowering, FormatLowering, ReturnLowering, AssignLowering,
+                      StmtLowering, VectorLowering, VectorIndexing, StructLowering,
                       QuadrantsLowering, RealFuncLowering, StructValueLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
@@ -50,6 +54,8 @@ class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering,
         self.ir_names: dict[str, str] = {}
         self.real_ret = None          # in a jr.real_func's body: its signature (real_func.py)
         self.ref_params: list = []    # ... and its jr.ref parameters
+        self.static_jump: str | None = None     # a break/continue of the jr.static loop
+        self.static_depths: list[int] = []      # self.depth at each enclosing jr.static loop
 
     def sub_lowerer(self, src: SourceInfo, scope: Scope) -> "FunctionLowerer":
         """A lowerer for an inlined func body that emits into this lowerer's current block."""
@@ -90,11 +96,12 @@ def return_field(ctx: CompileContext, fn: Any, kind: Any, index: int | None) -> 
 
 
 def store_tuple_return(lowerer: FunctionLowerer, kinds: tuple, node: ast.Return,
-                       ctx: CompileContext, fn: Any) -> None:
+                       ctx: CompileContext, fn: Any, v: Any = None) -> None:
     """`return a, v` of a kernel annotated `-> (jr.f32, jr.math.vec3)`: each element goes to
     its own hidden field; the launcher returns a tuple of Python scalars and numpy arrays."""
     assert node.value is not None
-    v = lowerer.expr(node.value)
+    if v is None:
+        v = lowerer.expr(node.value)
     items = v.items if isinstance(v, (TupleValue, VecValue)) and not (
         isinstance(v, VecValue) and len(v.shape) != 1) else None
     if isinstance(v, PyValue) and isinstance(v.obj, tuple):     # constants: `return 1.5, 2`
@@ -177,24 +184,36 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
         body = body[1:]
     last = body[-1] if body else None
     ret_stmt = last if isinstance(last, ast.Return) else None
+    value = None
+    if has_early_return(body):           # returns under jr.static ifs and loops
+        fr = lowerer.start_returns(ctx.kernel_name, None, src.tree)
+        fr.kernel = True
+        lowerer.stmts(body)
+        if fr.has_value:
+            value = lowerer.finish_returns(fr, src.tree)
+        lowerer.func_return = None
+        ret_stmt = fr.node if fr.stopped else None
+    else:
+        if ret_stmt is not None:
+            body.pop()
+        for stmt in body:
+            lowerer.stmt(stmt)
     if ret_stmt is not None:
-        body.pop()
-    for stmt in body:
-        lowerer.stmt(stmt)
-    if ret_stmt is not None:
-        if ret_stmt.value is None:
-            pass
+        if ret_stmt.value is None or (isinstance(ret_stmt.value, ast.Constant)
+                                      and ret_stmt.value.value is None and ret is None):
+            pass                                                # return / return None
         elif ret is None:
             raise src.error(ret_stmt, "kernel returns a value but has no return annotation "
                             "(add -> jr.f32 or similar)")
         elif isinstance(ret, MatrixType):
-            store_vector_return(lowerer, ret, ret_stmt, ctx, fn)
+            store_vector_return(lowerer, ret, ret_stmt, ctx, fn, value)
             ret = None
         elif isinstance(ret, tuple):
-            store_tuple_return(lowerer, ret, ret_stmt, ctx, fn)
+            store_tuple_return(lowerer, ret, ret_stmt, ctx, fn, value)
             ret = None
         else:
-            e = lowerer.typed(lowerer.expr(ret_stmt.value), ret, ret_stmt.value, "return")
+            v = lowerer.expr(ret_stmt.value) if value is None else value
+            e = lowerer.typed(v, ret, ret_stmt.value, "return")
             lowerer.emit(n.Return(e, src.loc(ret_stmt)))
     elif ret is not None:
         raise src.error(src.tree, "Kernel has a return type but does not have a return "

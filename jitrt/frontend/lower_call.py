@@ -12,7 +12,6 @@ import ast
 import inspect
 import math
 import types
-import weakref
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from ..ir import nodes as n
 from ..linalg import MatrixType, StructType
 from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
-from .func import BoundFunc, Func
+from .func import BoundFunc, Func, plain_func
 from ..frozen import frozen
 from .lower_expr import Value, describe, is_field, is_number
 from .lower_return import has_early_return
@@ -33,15 +32,6 @@ from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, VecVar, as_ve
 
 MAX_INLINE_DEPTH = 24
 NO_SELF = object()           # inline(): no object bound to the first parameter
-_PLAIN_FUNCS: "weakref.WeakKeyDictionary[Any, Func]" = weakref.WeakKeyDictionary()
-
-
-def plain_func(fn: Any) -> Func:
-    """The Func of a plain Python function called from a kernel (made once per function)."""
-    found = _PLAIN_FUNCS.get(fn)
-    if found is None:
-        found = _PLAIN_FUNCS[fn] = Func(fn)
-    return found
 NOT_KNOWN = object()
 # `jr.static(enumerate((i_x, i_y)))`: these iterate over a tuple of run-time values at compile
 # time, each item a RunTimeItem that the unrolled loop binds as a local
@@ -73,20 +63,19 @@ def known_value(v: Any) -> Any:
     return NOT_KNOWN
 
 
-COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
-
 
 class CallLowering(LoweringHost):
     def expr_Call(self, node: ast.Call) -> Value:
-        for arg in node.args:   # blame a comprehension, not the function it is passed to
-            if isinstance(arg, COMPREHENSIONS):
-                self.expr(arg)
+        for arg in node.args:
             if isinstance(arg, ast.Starred):
                 raise self.err(arg, "Starred arguments (*args) are not supported in kernel "
                                "calls; pass the arguments one by one")
         for kw in node.keywords:
             if kw.arg is None:
                 raise self.err(kw.value, "**kwargs in calls are not supported in kernels")
+        filled = self.vector_fill(node)          # v.fill(s) on a vector local: lower_pycalls
+        if filled is not None:
+            return filled
         callee = self.expr(node.func)
         if not isinstance(callee, PyValue):
             raise self.err(node.func, "only functions known at compile time can be called")
@@ -118,6 +107,8 @@ class CallLowering(LoweringHost):
                                                                         "jitrt")):
             return self.inline(plain_func(obj), node)     # a plain function or lambda: inlined
         vector_call = self.vector_call(obj, node)
+        if vector_call is None:
+            vector_call = self.python_call(obj, node)    # all, len, operator.add... (lower_pycalls)
         if vector_call is not None:
             return vector_call
         if getattr(type(obj), "is_jitrt_kernel", False):
@@ -263,12 +254,18 @@ class CallLowering(LoweringHost):
         return self.value(node.args[0])
 
     def static_value(self, node: ast.Call) -> Value:
-        if len(node.args) != 1:
-            raise self.err(node, "jr.static() takes exactly one argument")
-        v = self.compile_time(node.args[0])
-        if not isinstance(v, PyValue):
-            raise self.err(node.args[0], "jr.static() needs a value known at compile time")
-        return v
+        """`jr.static(x)`: x, which must be known at compile time; `jr.static(a, b)` the tuple
+        `(a, b)` (as Taichi's)."""
+        if not node.args or node.keywords:
+            raise self.err(node, "jr.static() takes one or more positional arguments")
+        values = []
+        for arg in node.args:
+            v = self.compile_time(arg)
+            if not isinstance(v, PyValue):
+                raise self.err(arg, "jr.static() needs a value known at compile time (its "
+                               "arguments must be compile-time constants)")
+            values.append(v)
+        return values[0] if len(values) == 1 else PyValue(tuple(v.obj for v in values))
 
     def compile_time(self, node: ast.AST) -> Value:
         """Inside `jr.static(...)`: a call whose callee and arguments are all known at compile
@@ -541,7 +538,8 @@ class CallLowering(LoweringHost):
 
     def print_call(self, node: ast.Call) -> Value:
         """`print(a, "text", v, sep=..., end=...)`: compile-time values become text, numbers
-        are printed by the device (CPU: printf; CUDA: vprintf), vectors as [x, y, z]."""
+        are printed by the device (CPU: printf; CUDA: vprintf), vectors as [x, y, z];
+        formatted strings (f-strings, str.format) give each value its printf spec."""
         options = {"sep": " ", "end": "\n"}
         for kw in node.keywords:
             value = self.expr(kw.value)
@@ -549,27 +547,16 @@ class CallLowering(LoweringHost):
                                              isinstance(value.obj, str)):
                 raise self.err(kw.value, "print() takes sep= and end= strings only")
             options[kw.arg] = value.obj
-        pieces, args = [""], []
-
-        def put(v: Value, src: ast.AST) -> None:
-            if isinstance(v, VecValue):
-                pieces[-1] += "["
-                for k, x in enumerate(v.items):
-                    if k:
-                        pieces[-1] += ", "
-                    put(x, src)
-                pieces[-1] += "]"
-            elif isinstance(v, PyValue) and not is_number(v):
-                pieces[-1] += str(v.obj)
-            else:
-                args.append(self.value(src, v))
-                pieces.append("")
+        pieces: list[str] = [""]           # print_parts: lower_format.py
+        args: list[n.Expr] = []
+        formats: list[str] = []
         for k, a in enumerate(node.args):
             if k:
                 pieces[-1] += options["sep"]
-            put(self.expr(a), a)
+            self.print_parts(self.expr(a), None, a, pieces, args, formats)
         pieces[-1] += options["end"]
-        return n.Print(tuple(pieces), tuple(args), dtypes.i32, self.loc(node))
+        return n.Print(tuple(pieces), tuple(args), dtypes.i32, self.loc(node),
+                       tuple(formats) if any(formats) else ())
 
     def cast_call(self, node: ast.Call) -> Value:
         args = list(node.args) + [k.value for k in node.keywords if k.arg == "dtype"]

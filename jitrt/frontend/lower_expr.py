@@ -133,13 +133,6 @@ class ExprLowering(LoweringHost):
             raise self.err(node, f"{type(node).__name__} expressions are not supported in kernels")
         return method(node)
 
-    def expr_ListComp(self, node: ast.AST) -> Value:
-        raise self.err(node, "list comprehensions and generator expressions are not supported "
-                       "in kernels; write a loop (jr.static(range(n)) unrolls one at compile "
-                       "time)")
-
-    expr_GeneratorExp = expr_SetComp = expr_DictComp = expr_ListComp
-
     def expr_Constant(self, node: ast.Constant) -> Value:
         if node.value is None or isinstance(node.value, (bool, int, float, str)):
             return PyValue(node.value)
@@ -276,6 +269,9 @@ class ExprLowering(LoweringHost):
                                    " (a.shape leaves out the element's dimensions)"
                                    if ndim < base.ref.ndim else ""))
             return n.Shape(base.ref, axis.obj, dtypes.i32, self.loc(node))  # type: ignore
+        if isinstance(base, PyValue) and isinstance(base.obj, dict) or type(
+                base).__name__ == "DictValue":          # lower_comprehension.py
+            return self.dict_item(base, node)
         if isinstance(base, PyValue) and isinstance(base.obj, (tuple, list)):
             idx = self.expr(node.slice)
             if isinstance(idx, n.Expr) and idx.dtype.is_int:
@@ -394,7 +390,17 @@ class ExprLowering(LoweringHost):
         op = BINOPS.get(type(node.op))
         if op is None:
             raise self.err(node, f"operator {type(node.op).__name__} is not supported")
-        return self.binary(op, self.expr(node.left), self.expr(node.right), node)
+        if op == "*" and (isinstance(node.left, (ast.List, ast.Tuple)) or isinstance(
+                node.right, (ast.List, ast.Tuple))):
+            repeated = self.repeated_display(node)       # [x] * 4: lower_comprehension.py
+            if repeated is not None:
+                return repeated
+        left = self.expr(node.left)
+        if op == "%" and isinstance(left, PyValue) and isinstance(left.obj, str) and \
+                isinstance(node.right, ast.Tuple):     # "x[%d] = %f" % (i, v): its values
+            values = TupleValue(tuple(self.expr(e) for e in node.right.elts))
+            return self.percent_format(left.obj, values, node)
+        return self.binary(op, left, self.expr(node.right), node)
 
     def binary(self, op: str, a: Value, b: Value, node: ast.AST) -> Value:
         if isinstance(a, VecValue) or isinstance(b, VecValue):
@@ -409,12 +415,9 @@ class ExprLowering(LoweringHost):
                 raise self.err(node, f"compile-time comparison fails: {exc}") from None
         if is_number(a) and is_number(b):
             return PyValue(self.fold(op, a.obj, b.obj, node))  # type: ignore[union-attr]
-        if op in ("+", "*") and isinstance(a, PyValue) and isinstance(b, PyValue) and any(
-                isinstance(x.obj, (tuple, list)) for x in (a, b)):
-            try:       # `[-1e20] * 12`, `[a, b] + [c]`: Python's repetition and concatenation
-                return PyValue(PY_BINOPS[op](a.obj, b.obj))
-            except TypeError as exc:
-                raise self.err(node, f"compile-time {op} fails: {exc}") from None
+        if isinstance(a, PyValue) and isinstance(a.obj, (str, tuple, list)) and op in (
+                "+", "*", "%") and (isinstance(b, PyValue) or op == "%"):
+            return self.sequence_op(op, a, b, node)  # (0.0,) * 4, "a" + "b", "%d" % (i,)
         if op == "**":
             return self.power(a, b, node)
         ea, eb, dt = self.operands(a, b, node)
@@ -440,6 +443,21 @@ class ExprLowering(LoweringHost):
         line = source_line(loc, self.src.file_lines).strip()
         return (f"{OVERFLOW_CHECKED[op]} overflow detected in kernel {self.ctx.kernel_name} "
                 f"at {loc}:\n    {line}\n")
+
+    def sequence_op(self, op: str, a: PyValue, b: Value, node: ast.AST) -> Value:
+        """`+`, `*` of compile-time strings, tuples and lists, and `%` formatting of a string
+        (with run-time values: `lower_format.py`), as Python does."""
+        if op == "%" and isinstance(a.obj, str):
+            return self.percent_format(a.obj, b, node)
+        if not isinstance(b, PyValue):
+            raise self.err(node, f"operator {op} of {describe(a.obj)} needs a value known at "
+                           "compile time")
+        if op == "*" and isinstance(b.obj, int) and len(a.obj) * max(b.obj, 0) > 4096:
+            raise self.err(node, "constant sequence is too long (more than 4096 items)")
+        try:
+            return PyValue(PY_BINOPS[op](a.obj, b.obj))
+        except TypeError as exc:
+            raise self.err(node, f"compile-time operation fails: {exc}") from None
 
     def fold(self, op: str, x: Any, y: Any, node: ast.AST) -> Any:
         """A constant expression, evaluated at compile time with Python's semantics (bounded:
@@ -558,6 +576,8 @@ def describe(obj: Any) -> str:
         return f"ndarray '{obj.name}'"
     if isinstance(obj, type):
         return f"type {obj.__name__}"
+    if isinstance(getattr(obj, "description", None), str):    # FormatValue, DictValue
+        return str(obj.description)
     name = getattr(obj, "__name__", None)
     return f"{type(obj).__name__} {name}" if name else f"{type(obj).__name__} {obj!r}"[:80]
 

@@ -42,6 +42,8 @@ class FuncReturn:
     has_value: bool | None = None
     stopped: bool = False      # every path to this point has returned
     pending: bool = False      # a run-time return may have run: later statements are guarded
+    kernel: bool = False       # a kernel's returns (compile-time ones only, as in Taichi)
+    node: Any = None           # the last return statement met
 
     def take_stop(self) -> bool:
         stopped, self.stopped = self.stopped, False
@@ -59,6 +61,20 @@ def has_early_return(body: list[ast.stmt]) -> bool:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
                                  ast.ClassDef)):
             stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def continues(body: list[ast.stmt]) -> bool:
+    """Whether `body` has a `continue` of its own loop (not one of a loop nested in it)."""
+    for stmt in body:
+        if isinstance(stmt, ast.Continue):
+            return True
+        if isinstance(stmt, (ast.For, ast.While, ast.FunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "handlers", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and continues(inner):
+                return True
     return False
 
 
@@ -125,7 +141,14 @@ class ReturnLowering(LoweringHost):
             raise self.err(node, f"a return inside a run-time loop of @jr.func '{fr.name}' is "
                            "not supported (as in Taichi); set a flag and break, or unroll the "
                            "loop with jr.static(range(...))")
-        has_value = node.value is not None
+        if fr.kernel and self.depth > fr.depth_base:
+            raise self.err(node, "Return inside non-static if/for is not supported: a "
+                           "kernel returns only where that is known at compile time (its "
+                           "body, jr.static ifs and loops), as in Taichi; store the value in "
+                           "a local and return it at the end")
+        fr.node = node
+        has_value = node.value is not None and not (
+            isinstance(node.value, ast.Constant) and node.value.value is None and fr.kernel)
         if fr.has_value is not None and fr.has_value != has_value:
             raise self.err(node, f"@jr.func '{fr.name}' returns a value in some returns and "
                            "none in others")

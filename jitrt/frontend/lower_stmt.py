@@ -11,6 +11,7 @@ import ast
 from typing import Any, Callable
 
 from .. import dtypes
+from ..errors import KernelSyntaxError
 from ..ir import nodes as n
 from ..data_component import ComponentField
 from ..errors import KernelCompileError
@@ -18,13 +19,14 @@ from ..ir.walk import map_stmt, walk_expr
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import BINOPS, ShapeOf, Value, is_field, is_number
-from .vector_index import has_slice
+from .lower_return import continues
 from .vectors import TupleValue, VecValue, VecVar, reads_ref
 
 
 # augmented assignments to a global element that are atomic (&, |, ^ on integers only)
 ATOMIC_AUG = {"+": "add", "-": "sub", "&": "and", "|": "or", "^": "xor"}
 _UNBOUND = object()     # a loop variable that had no binding before its loop
+
 
 class StmtLowering(LoweringHost):
     # ---- blocks -------------------------------------------------------------------------
@@ -55,6 +57,8 @@ class StmtLowering(LoweringHost):
         done`."""
         for k, stmt in enumerate(body):
             self.stmt(stmt)
+            if self.static_jump:             # a break/continue of a jr.static loop
+                return
             fr = self.func_return
             if fr is None:
                 continue
@@ -159,14 +163,10 @@ class StmtLowering(LoweringHost):
                     self.emit(n.Eval(test, self.loc(node)))
             return
         cond = self.truth(self.value(node.test))
-        message = ast.unparse(node.test)
-        if node.msg is not None:
-            msg = self.expr(node.msg)
-            if not (isinstance(msg, PyValue) and isinstance(msg.obj, str)):
-                raise self.err(node.msg, "an assert message must be a string known at compile "
-                               "time")
-            message = msg.obj
-        self.emit(n.Eval(n.Assertion(cond, message, dtypes.i32, self.loc(node)),
+        message, args, formats = ast.unparse(node.test), (), ()
+        if node.msg is not None:          # a formatted one: lower_format.assert_message
+            message, args, formats = self.assert_message(self.expr(node.msg), node.msg)
+        self.emit(n.Eval(n.Assertion(cond, message, dtypes.i32, self.loc(node), args, formats),
                          self.loc(node)))
 
     def is_loop_config(self, call: ast.Call) -> bool:
@@ -212,56 +212,14 @@ class StmtLowering(LoweringHost):
         return True
 
     def stmt_Assign(self, node: ast.Assign) -> None:
-        if len(node.targets) != 1:
-            raise self.err(node, "chained assignment (a = b = c) is not supported in kernels")
-        target = node.targets[0]
-        if isinstance(target, ast.Tuple) and not isinstance(node.value, ast.Tuple):
-            v = self.unpackable(self.expr(node.value), node)  # a, b = vector, tuple, shape
-            if isinstance(v, TupleValue) and len(v.items) == len(target.elts):
-                self.unpack_into(target.elts, [self.snapshot(p, node) for p in v.items], node)
-                return
-            if not isinstance(v, VecValue) or v.shape[0] != len(target.elts):
-                raise self.err(node, "tuple assignment needs a tuple or a vector of the same "
-                               "length")
-            parts = [v.row(k) if len(v.shape) == 2 else v.items[k] for k in range(v.shape[0])]
-            self.unpack_into(target.elts, [self.snapshot(p, node) for p in parts], node)
+        if len(node.targets) == 1:
+            self.assign_from(node.targets[0], node.value, node)
             return
-        if isinstance(target, ast.Tuple):
-            if not isinstance(node.value, ast.Tuple) or len(node.value.elts) != len(target.elts):
-                raise self.err(node, "tuple assignment needs a tuple of the same length")
-            # evaluate every right side first
-            temps = [self.snapshot(self.expr(v), v) for v in node.value.elts]
-            self.unpack_into(target.elts, temps, node)
-            return
-        value = self.expr(node.value)
-        if isinstance(target, ast.Name) and isinstance(value, PyValue) and \
-                self.is_static_call(node.value) and target.id not in self.scope.params and \
-                not isinstance(self.scope.bindings.get(target.id), LocalVar):
-            # `x = jr.static(v)`: the name is the compile-time value itself, numbers and bools
-            # too (Taichi's static assignment), so `jr.static(x)` and template arguments see it
-            self.scope.bindings[target.id] = value
-            return
-        self.assign_target(target, value, node)
-
-    def unpack_into(self, targets: list[ast.expr], parts: list[Any], node: ast.AST) -> None:
-        """`a, _, _ = t`: the parts assigned left to right, as in Python; a name that a later
-        target of the same statement assigns again keeps only its last part (the earlier
-        assignments cannot be observed, so `_` may take parts of different shapes)."""
-        last = {t.id: k for k, t in enumerate(targets) if isinstance(t, ast.Name)}
-        for k, (t, part) in enumerate(zip(targets, parts)):
-            if not isinstance(t, ast.Name) or last[t.id] == k:
-                self.assign_target(t, part, node)
-
-    def unpackable(self, v: Value, node: ast.AST) -> Value:
-        """`a.shape` of an ndarray (`n, m = a.shape`: one run-time extent per index axis) and
-        a compile-time tuple or list (`n, m = x.shape` of a field) as a TupleValue."""
-        if isinstance(v, ShapeOf):
-            ndim = v.ref.ndim - len(self.element_shape(v.ref))
-            loc = self.loc(node)
-            return TupleValue(tuple(n.Shape(v.ref, k, dtypes.i32, loc) for k in range(ndim)))
-        if isinstance(v, PyValue) and isinstance(v.obj, (tuple, list)):
-            return TupleValue(tuple(PyValue(x) for x in v.obj))
-        return v
+        # `a = b = v` (Python's chained assignment): v is evaluated once, then assigned to
+        # each target from left to right
+        v = self.snapshot(self.expr(node.value), node)
+        for target in node.targets:
+            self.assign_value(target, v, node)
 
     def is_static_call(self, expr: ast.AST) -> bool:
         if not isinstance(expr, ast.Call):
@@ -332,11 +290,7 @@ class StmtLowering(LoweringHost):
         field/ndarray of vectors), `v[k] = s` (a component of a vector local)."""
         if isinstance(target.value, ast.Name) and isinstance(
                 self.scope.bindings.get(target.value.id), VecVar):
-            var = self.scope.bindings[target.value.id]
-            if has_slice(target.slice):
-                self.assign_vec_slice(target, var, v, node)
-            else:
-                self.assign_vec_component(target, var, v)
+            self.assign_vec_component(target, self.scope.bindings[target.value.id], v)
             self.mark_assigned(target.value.id)
             return True
         outer = self.vector_element_of(target)
@@ -594,8 +548,10 @@ class StmtLowering(LoweringHost):
         if isinstance(target.value, ast.Name) and isinstance(
                 self.scope.bindings.get(target.value.id), VecVar):
             var = self.scope.bindings[target.value.id]
-            if has_slice(target.slice):
-                self.assign_vec_slice(target, var, self.expr(node.value), node, op)
+            if self.slice_parts(var.shape, target.slice) is not None:    # m[:2, :] += rows
+                current = self.vec_index(self.vec_local_value(var, target), target.slice)
+                new = self.binary(op, current, self.expr(node.value), node)
+                self.assign_vec_component(target, var, new)
                 self.mark_assigned(target.value.id)
                 return True
             ks = self.vec_indices(var.shape, target.slice)     # evaluated once
@@ -611,21 +567,35 @@ class StmtLowering(LoweringHost):
         return True
 
     def stmt_Break(self, node: ast.Break) -> None:
-        self.check_in_loop(node, "break")
-        self.emit(n.Break(self.loc(node)))
-        self.scope.assigned = None
+        if self.check_in_loop(node, "break"):
+            self.emit(n.Break(self.loc(node)))
+            self.scope.assigned = None
 
     def stmt_Continue(self, node: ast.Continue) -> None:
-        self.check_in_loop(node, "continue")
-        self.emit(n.Continue(self.loc(node)))
-        self.scope.assigned = None
+        if self.check_in_loop(node, "continue"):
+            self.emit(n.Continue(self.loc(node)))
+            self.scope.assigned = None
 
-    def check_in_loop(self, node: ast.AST, word: str) -> None:
-        if not self.loops or self.loops[-1] == "static":
-            raise self.err(node, f"'{word}' outside a loop (or in a jr.static loop)")
-        if self.loops[-1] == "parallel":
-            raise self.err(node, f"'{word}' in the outermost (parallel) loop is not supported; "
-                           "only serial inner loops may break or continue")
+    def check_in_loop(self, node: ast.AST, word: str) -> bool:
+        """Whether `word` jumps at run time; in a jr.static loop it acts while unrolling (the
+        rest of this copy of the body is not compiled; `break` ends the unrolling), which
+        needs it under compile-time ifs only."""
+        if not self.loops or (self.loops[-1] == "static" and not self.static_depths):
+            raise self.err(node, f"'{word}' outside a loop")
+        if self.loops[-1] == "static":
+            if self.depth != self.static_depths[-1]:
+                raise self.err(node, f"You are trying to `{word}` a static `for` loop, but the "
+                               f"`{word}` statement is inside a non-static `if` (the loop is "
+                               "unrolled while compiling): make the condition jr.static(...)",
+                               KernelSyntaxError)
+            self.static_jump = word
+            return False
+        if self.loops[-1] == "parallel" or (self.loops[-1] == "parallel+continue"
+                                            and word == "break"):
+            raise self.err(node, f"Cannot {word} in the outermost loop: its iterations run in "
+                           "parallel, in no order; only serial inner loops may break "
+                           "(continue ends the iteration)")
+        return True
 
     # ---- control flow -------------------------------------------------------------------
     def stmt_If(self, node: ast.If) -> None:
@@ -769,21 +739,28 @@ class StmtLowering(LoweringHost):
         self.range_for(loop, [(c(0), count)])
 
     def grouped_for(self, node: ast.For, call: ast.Call) -> None:
-        """`for I in jr.grouped(x)` / `jr.grouped(jr.ndrange(...))`: the box's loop with `I`
-        an integer vector of its indices."""
+        """`for I in jr.grouped(x)` (a field or an ndarray) / `jr.grouped(jr.ndrange(...))`:
+        the box's loop with `I` an integer vector of its indices."""
         if len(call.args) != 1 or not isinstance(node.target, ast.Name):
-            raise self.err(call, "jr.grouped() takes a field or a jr.ndrange(...), and one "
-                           "loop variable")
+            raise self.err(call, "jr.grouped() takes a field, an ndarray or a "
+                           "jr.ndrange(...), and one loop variable")
         inner = call.args[0]
         extents: list[tuple[n.Expr, n.Expr]]
         if isinstance(inner, ast.Call) and self.expr(inner.func) == PyValue(bi.ndrange):
             extents = self.ndrange_extents(inner.args)
         else:
             source = self.expr(inner)
-            if not (isinstance(source, PyValue) and (is_field(source.obj) or isinstance(
+            if isinstance(source, n.ArrayRef) and not source.grad:    # an ndarray: its shape
+                loc = self.loc(inner)
+                outer = source.ndim - len(self.element_shape(source))
+                extents = [(n.Const(0, dtypes.i32, loc), n.Shape(source, k, dtypes.i32, loc))
+                           for k in range(outer)]
+            elif not (isinstance(source, PyValue) and (is_field(source.obj) or isinstance(
                     source.obj, ComponentField))):
-                raise self.err(inner, "jr.grouped() takes a field or a jr.ndrange(...)")
-            extents = self.field_box(source.obj, inner)
+                raise self.err(inner, "jr.grouped() takes a field, an ndarray or a "
+                               "jr.ndrange(...)")
+            else:
+                extents = self.field_box(source.obj, inner)
         name = node.target.id
         parts = [f"{name}$g{k}" for k in range(len(extents))]
         targets: list[ast.expr] = [ast.Name(p, ast.Store()) for p in parts]
@@ -880,7 +857,8 @@ class StmtLowering(LoweringHost):
         parallel = self.depth == 0 and self.is_kernel_body and not self.serialize_next
         block_dim = self.block_dim_next if parallel else 0
         self.serialize_next, self.block_dim_next = False, 0
-        self.loops.append("parallel" if parallel else "serial")
+        skips = parallel and continues(node.body)
+        self.loops.append("parallel+continue" if skips else "parallel" if parallel else "serial")
         self.depth += 1
         group: tuple[str, list[str]] | None = getattr(self, "group_names", None)
         if group is not None:            # jr.grouped: the loop variables as one index vector
@@ -906,6 +884,11 @@ class StmtLowering(LoweringHost):
                     self.scope.bindings.pop(k, None)
                 else:
                     self.scope.bindings[k] = v
+        if skips:     # `continue` in the parallel loop ends the iteration: the body runs in a
+            trip = f"$trip{len(self.ctx.local_types)}"          # one-trip serial loop
+            self.ctx.local_types[trip] = dtypes.i32
+            body = (n.For(trip, n.Const(0, dtypes.i32, loc), n.Const(1, dtypes.i32, loc),
+                          tuple(body), loc),)
         if parallel and counter in self.ctx.local_types:
             body = (n.Assign(counter, n.Const(0, dtypes.u64, loc), loc),) + tuple(body)
         if parallel:
@@ -928,10 +911,13 @@ class StmtLowering(LoweringHost):
             raise self.err(node.iter, "jr.static() loop needs an iterable known at compile "
                            "time") from None
         self.loops.append("static")
+        self.static_depths = self.static_depths + [self.depth]
         try:
             self.unroll(node, items)
         finally:
             self.loops.pop()
+            self.static_depths = self.static_depths[:-1]
+            self.static_jump = None
 
     def bind_static_item(self, target: ast.AST, item: Any) -> None:
         """A jr.static loop's target: the item itself (a compile-time value), or, for a
@@ -962,6 +948,9 @@ class StmtLowering(LoweringHost):
             else:
                 raise self.err(t, "unsupported loop target")
             self.stmts(node.body)
+            jump, self.static_jump = self.static_jump, None
+            if jump == "break":
+                return
             fr = self.func_return
             if fr is not None and fr.stopped:
                 return

@@ -45,8 +45,7 @@ class StructVar:
 
 def struct_method(method: Any, value: StructValue) -> Any:
     """A `@jr.dataclass` method bound to a struct value (called: inlined, `self` = value)."""
-    from .func import BoundFunc, Func
-    from .lower_call import plain_func
+    from .func import BoundFunc, Func, plain_func
     func = method if isinstance(method, Func) else plain_func(method)
     return BoundFunc(func, value)
 

@@ -28,11 +28,48 @@ class VectorIndexing(LoweringHost):
     """The indexing part of the lowering visitor."""
 
     def vec_index(self, v: VecValue, index_node: ast.AST) -> Any:
-        """`v[k]`, `m[i, j]`, `m[i]` (a row) of a vector or matrix value; `v[1:3]`,
-        `m[i, :]` with a slice (vector_slices.py)."""
-        if has_slice(index_node):
-            return self.vec_slice(v, index_node)
+        """`v[k]`, `m[i, j]`, `m[i]` (a row) of a vector or matrix value; with slices
+        (`v[1:3]`, `m[0, :]`, `m[::2, i]`) the vector or matrix of the parts picked."""
+        sliced = self.slice_parts(v.shape, index_node)
+        if sliced is not None:
+            shape, combos = sliced
+            return VecValue(shape, tuple(self.vec_part(v, ks, index_node) for ks in combos))
         return self.vec_part(v, self.vec_indices(v.shape, index_node), index_node)
+
+    def slice_parts(self, shape: tuple[int, ...], index_node: ast.AST
+                    ) -> tuple[tuple[int, ...], list[list[Any]]] | None:
+        """For an index with slices (`v[a:b:c]`, `m[i, :]`): the shape of what it picks and
+        the full indices of each component picked, row-major; None without a slice. Slice
+        bounds must be known at compile time (the result's shape is); the other indices may
+        be run-time integers."""
+        items = list(index_node.elts) if isinstance(index_node, ast.Tuple) else [index_node]
+        if not any(isinstance(item, ast.Slice) for item in items):
+            return None
+        if len(items) > len(shape):
+            raise self.err(index_node, f"too many indices for shape {shape}")
+        axes: list[list[Any]] = []
+        out: list[int] = []
+        for axis, extent in enumerate(shape):
+            item = items[axis] if axis < len(items) else ast.Slice()
+            if not isinstance(item, ast.Slice):
+                axes.append(self.vec_indices((extent,), item))
+                continue
+            bounds = [None if x is None else self.expr(x)
+                      for x in (item.lower, item.upper, item.step)]
+            if not all(b is None or (isinstance(b, PyValue) and isinstance(b.obj, int))
+                       for b in bounds):
+                raise self.err(item, "a slice of a vector or matrix needs bounds known at "
+                               "compile time (variables in slice bounds are not supported)")
+            try:
+                picked = list(range(extent)[slice(*(getattr(b, "obj", None) for b in bounds))])
+            except ValueError as exc:
+                raise self.err(item, f"bad slice: {exc}") from None
+            if not picked:
+                raise self.err(item, f"the slice picks no component of axis {axis} "
+                               f"(extent {extent})")
+            axes.append(picked)
+            out.append(len(picked))
+        return tuple(out), [list(ks) for ks in itertools.product(*axes)]
 
     def vec_indices(self, shape: tuple[int, ...], index_node: ast.AST) -> list[Any]:
         """The indices of `v[k]` / `m[i, j]` / `m[i]`, one per leading axis: a Python int when
@@ -130,8 +167,11 @@ class VectorIndexing(LoweringHost):
         run-time `k` is one more index of the access, bounds-checked as any index is."""
         _, idx, element = outer
         loc = self.loc(index_node)
-        if has_slice(index_node):
-            return self.element_slice(outer, index_node)
+        sliced = self.slice_parts(element, index_node)   # `x[i][1:]`: the parts picked
+        if sliced is not None:
+            shape, combos = sliced
+            return shape, [idx + tuple(n.Const(k, dtypes.i32, loc) if isinstance(k, int) else k
+                                       for k in ks) for ks in combos]
         ks = self.vec_indices(element, index_node)
         heads = tuple(n.Const(k, dtypes.i32, loc) if isinstance(k, int) else k for k in ks)
         rest = element[len(ks):]
@@ -162,6 +202,17 @@ class VectorIndexing(LoweringHost):
         """`v[k] = s` / `m[i, j] = s` (and a whole row `m[i] = row`) on a vector local; `ks`
         are the indices when the caller has evaluated them (`v[k] += s`)."""
         v = as_vector(v)
+        sliced = self.slice_parts(var.shape, target.slice) if ks is None else None
+        if sliced is not None:                  # m[:, 0] = col, v[1:3] = w
+            shape, combos = sliced
+            if isinstance(v, TupleValue) or isinstance(v, VecValue) and size(
+                    v.shape) != len(combos):
+                got = v.shape if isinstance(v, VecValue) else "a tuple"
+                raise self.err(target, f"cannot assign shape {got} to a slice of shape {shape}")
+            parts = v.items if isinstance(v, VecValue) else (v,) * len(combos)
+            for full, x in zip(combos, parts):
+                self.assign_vec_component(target, var, x, full)
+            return
         if ks is None:
             ks = self.vec_indices(var.shape, target.slice)
         rest = var.shape[len(ks):]
@@ -273,12 +324,6 @@ def index_message(shape: tuple[int, ...], index_node: ast.AST, what: str) -> str
     kind = f"{shape[0]}-component vector" if len(shape) == 1 else f"{shape[0]}x{shape[1]} matrix"
     return (f"index [{ast.unparse(index_node)}] out of range for a {kind} (a run-time index "
             f"must be in 0..n-1 on each axis); {what}")
-
-
-def has_slice(index_node: ast.AST) -> bool:
-    """`index_node` (of `v[...]`) has a slice on some axis."""
-    items = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
-    return any(isinstance(item, ast.Slice) for item in items)
 
 
 def plain_name(node: ast.AST) -> bool:

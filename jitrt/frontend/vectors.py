@@ -91,7 +91,8 @@ METHOD_ARGS = {"dot": (1, 1), "cross": (1, 1), "outer_product": (1, 1), "cast": 
 # numpy arrays (globals, closure values, jr.static loop items) up to this many numbers are
 # constant vectors/matrices in kernels
 MAX_CONSTANT_ARRAY = 64
-SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
+SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3,
+           "s": 0, "t": 1, "p": 2, "q": 3}     # xyzw, rgba and stpq, as in Taichi (GLSL's)
 
 
 def size(shape: tuple[int, ...]) -> int:
@@ -182,6 +183,14 @@ class VectorLowering(LoweringHost):
             dt = self.expr(kw.value)
             dtype = dt.obj if isinstance(dt, PyValue) else None
         if kind is Vector or kind is Matrix:
+            if len(args) == 2 and dtype is None:         # jr.Matrix([[...]], jr.f32)
+                dt = args.pop()
+                dtype = dt.obj if isinstance(dt, PyValue) else None
+                dtype = self.ctx.default_ip if dtype is int else (
+                    self.ctx.default_fp if dtype is float else dtype)
+                if not isinstance(dtype, dtypes.DataType):
+                    raise self.err(node.args[1], f"jr.{kind.__name__}(values, dtype): dtype "
+                                   "must be a jitrt dtype such as jr.f32")
             if len(args) != 1 or not isinstance(args[0], VecValue):
                 what = "a list of components" if kind is Vector else "a list of rows"
                 raise self.err(node, f"jr.{kind.__name__}() takes {what}")

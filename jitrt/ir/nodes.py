@@ -160,21 +160,28 @@ class Cast(Expr):
 @frozen
 class Assertion(Expr):
     """`assert cond, message` (compiled with jr.init(debug=True) only): 0; when `cond` is 0 it
-    records a fault the host raises as KernelRuntimeError with the message and location."""
+    records a fault the host raises as KernelRuntimeError with the message and location. A
+    message with run-time values (`f"x[{i}] = {v}"`, at most 2) has a NUL where each of `args`
+    goes, printed with its printf spec in `formats` ("" for the default)."""
     cond: Expr
     message: str
     dtype: DataType
     loc: Loc = _loc()
+    args: tuple[Expr, ...] = ()
+    formats: tuple[str, ...] = ()
 
 
 @frozen
 class Print(Expr):
     """`print(...)` in a kernel: `pieces` are text and `args` interleaved ("%" marks where each
-    argument goes); 0. CPU only (a compile error on GPUs in this version)."""
+    argument goes); 0. CPU only (a compile error on GPUs in this version). `formats`, when
+    given, holds each argument's printf specifier without `%` or length (`.2f`, `5d`; "" for
+    the default)."""
     pieces: tuple[str, ...]
     args: tuple[Expr, ...]
     dtype: DataType
     loc: Loc = _loc()
+    formats: tuple[str, ...] = ()
 
 
 MATH_FUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil", "abs", "pow",

@@ -41,9 +41,12 @@ def expr_text(e: n.Expr) -> str:
         idx = ", ".join(expr_text(i) for i in e.indices)
         return f"atomic_{e.op}({ref_text(e.ref)}[{idx}], {expr_text(e.value)})"
     if isinstance(e, n.Assertion):
-        return f"assert({expr_text(e.cond)}, {e.message!r})"
+        values = "".join(f", {expr_text(a)}" for a in e.args) + (
+            f", formats={e.formats!r}" if e.args else "")
+        return f"assert({expr_text(e.cond)}, {e.message!r}{values})"
     if isinstance(e, n.Print):
-        return f"print({e.pieces!r}, {', '.join(expr_text(a) for a in e.args)})"
+        fmt = f", formats={e.formats!r}" if e.formats else ""
+        return f"print({e.pieces!r}, {', '.join(expr_text(a) for a in e.args)}{fmt})"
     if isinstance(e, n.StackTop):
         return f"top(stack{e.stack.id}:{e.stack.name})"
     if isinstance(e, n.StackTopAdj):

@@ -331,7 +331,7 @@ def rebind_sources(a: Artifact, now: tuple[tuple[str, tuple[str, int, int, int]]
             if loc.file == old_file and old_first <= loc.line < old_first + lines:
                 loc = n.Loc(file, loc.line - old_first + first, loc.col - old_indent + indent)
                 break
-        sites.append(AccessSite(site.name, loc, site.kind, site.offset))
+        sites.append(dataclasses.replace(site, loc=loc))
     return dataclasses.replace(a, sites=tuple(sites), origins=now)
 
 

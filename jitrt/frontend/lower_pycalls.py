@@ -1,0 +1,162 @@
+"""AST -> IR for calls of Python's own functions in kernels: `all`/`any`/`len`/`sum`, the
+functions of the `operator` module, `jr.func(f)` applied in the kernel, `"...".format(...)`
+(`lower_format.py`) and `v.fill(s)` on a vector local.
+
+Stage: frontend (a helper of the call family, `lower_call.py`). `python_call(obj, node)` gives
+the value of `obj(...)` or None when `obj` is none of these. Taichi accepts them in kernels:
+`all(v == w)` reduces a vector of comparisons, `operator.add(a, b)` is `a + b` (test tables of
+operators are written that way), `jr.func(f)(x)` inlines the plain function `f`. Nothing is
+cached here.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import operator
+from typing import Any
+
+from .. import dtypes
+from ..ir import nodes as n
+from .context import LoweringHost, PyValue
+from .lower_expr import BINOPS, Value, describe, is_number
+from .vectors import TupleValue, VecValue, VecVar, as_vector
+
+# operator.f(a, b) -> the binary operator; the in-place forms give the same value (the
+# operands of a call are values, never assigned through)
+OPERATOR_BINARY: dict[Any, str] = {}
+for _node_type, _symbol in BINOPS.items():
+    _name = {"Add": "add", "Sub": "sub", "Mult": "mul", "Div": "truediv",
+             "FloorDiv": "floordiv", "Mod": "mod", "Pow": "pow", "BitAnd": "and_",
+             "BitOr": "or_", "BitXor": "xor", "LShift": "lshift",
+             "RShift": "rshift"}[_node_type.__name__]
+    OPERATOR_BINARY[getattr(operator, _name)] = _symbol
+    OPERATOR_BINARY[getattr(operator, "i" + _name.rstrip("_"))] = _symbol
+OPERATOR_BINARY.update({operator.lt: "<", operator.le: "<=", operator.gt: ">",
+                        operator.ge: ">=", operator.eq: "==", operator.ne: "!="})
+OPERATOR_UNARY = {operator.neg: ast.USub, operator.pos: ast.UAdd, operator.not_: ast.Not,
+                  operator.invert: ast.Invert, operator.inv: ast.Invert}
+OPERATOR_MATMUL = (operator.matmul, operator.imatmul)
+
+
+class PyCallLowering(LoweringHost):
+    def python_call(self, obj: Any, node: ast.Call) -> Value | None:
+        """`obj(...)` for Python's functions that kernels accept; None for any other `obj`."""
+        try:
+            binary = OPERATOR_BINARY.get(obj)
+            unary = OPERATOR_UNARY.get(obj)
+        except TypeError:                 # unhashable
+            return None
+        if binary is not None or obj in OPERATOR_MATMUL:
+            a, b = self.positional(node, 2, describe(obj))
+            if binary is None:
+                return self.matmul(a, b, node)
+            return self.binary(binary, a, b, node)
+        if unary is not None:
+            self.positional(node, 1, describe(obj))
+            return self.expr(ast.copy_location(ast.UnaryOp(unary(), node.args[0]), node))
+        if obj is builtins.all or obj is builtins.any:
+            return self.all_any(obj.__name__, node)
+        if obj is builtins.len:
+            return self.length(node)
+        if obj is builtins.sum:
+            return self.total(node)
+        if getattr(obj, "__name__", None) == "format" and isinstance(
+                getattr(obj, "__self__", None), str):
+            return self.str_format(obj.__self__, node)       # "...".format(...): lower_format
+        if getattr(obj, "__module__", None) == "jitrt.kernel" and getattr(
+                obj, "__name__", None) == "func":   # jr.func(f) in a kernel: f, inlined when called
+            # (known by name: the frontend does not import the API module, jitrt/kernel.py)
+            (f,) = self.positional(node, 1, "jr.func")
+            if not isinstance(f, PyValue) or not callable(f.obj):
+                raise self.err(node, f"jr.func() takes a function, got {describe(f)}")
+            from .func import plain_func
+            return PyValue(f.obj if hasattr(f.obj, "template_params") else plain_func(f.obj))
+        return None
+
+    def vector_fill(self, node: ast.Call) -> Value | None:
+        """`v.fill(s)` on a vector or matrix local: every component set to `s` (converted to
+        the local's type, as a store is); None for any other call."""
+        f = node.func
+        if not (isinstance(f, ast.Attribute) and f.attr == "fill" and isinstance(
+                f.value, ast.Name)):
+            return None
+        var = self.scope.bindings.get(f.value.id)
+        if not isinstance(var, VecVar):
+            return None
+        (s,) = self.positional(node, 1, "fill")
+        if isinstance(s, (VecValue, TupleValue)):
+            raise self.err(node.args[0], "v.fill() takes a number")
+        value = self.snapshot(s, node)
+        for c in var.components:
+            self.emit(n.Assign(c.ir_name, self.typed(value, c.dtype, node), self.loc(node)))
+        self.mark_assigned(f.value.id)
+        return PyValue(None)
+
+    def positional(self, node: ast.Call, count: int, what: str) -> list[Value]:
+        if node.keywords or len(node.args) != count:
+            raise self.err(node, f"{what}() takes {count} positional argument(s) in kernels, "
+                           f"got {len(node.args)}")
+        return [self.expr(a) for a in node.args]
+
+    def all_any(self, name: str, node: ast.Call) -> Value:
+        """`all(v)` / `any(v)` of a vector or matrix (every component / some component
+        nonzero, an i32 0/1), of a number (its truth), or of a compile-time sequence (Python's
+        own)."""
+        (v,) = self.positional(node, 1, name)
+        if isinstance(v, PyValue) and not is_number(v):
+            try:
+                return PyValue(int((builtins.all if name == "all" else builtins.any)(v.obj)))
+            except TypeError:
+                raise self.err(node.args[0], f"{name}() takes a vector, a matrix or a "
+                               f"sequence, got {describe(v.obj)}") from None
+        v = as_vector(v)
+        items = v.items if isinstance(v, (VecValue, TupleValue)) else (v,)
+        op = "and" if name == "all" else "or"
+        loc = self.loc(node)
+        result: n.Expr | None = None
+        for item in items:
+            if is_number(item):
+                item = PyValue(bool(item.obj))  # type: ignore[union-attr]
+                if bool(item.obj) == (op == "or"):
+                    return PyValue(int(item.obj))
+                continue
+            truth = self.truth(self.value(node.args[0], item))
+            result = truth if result is None else n.Binary(op, result, truth, dtypes.i32, loc)
+        return PyValue(int(op == "and")) if result is None else result
+
+    def length(self, node: ast.Call) -> Value:
+        """`len(v)`: a vector's size, a matrix's row count, a compile-time sequence's length
+        (known at compile time)."""
+        (v,) = self.positional(node, 1, "len")
+        v = as_vector(v)
+        if isinstance(v, VecValue):
+            return PyValue(v.shape[0])
+        if isinstance(v, TupleValue):
+            return PyValue(len(v.items))
+        if isinstance(v, PyValue):
+            try:
+                return PyValue(len(v.obj))
+            except TypeError:
+                pass
+        raise self.err(node.args[0], f"len() takes a vector, a matrix or a sequence known at "
+                       f"compile time, got {describe(v.obj if isinstance(v, PyValue) else v)}")
+
+    def total(self, node: ast.Call) -> Value:
+        """`sum(v)` of a vector's components or a matrix's elements (Python's `sum` of a
+        compile-time sequence); `sum(v, start)` starts from `start`."""
+        if node.keywords or not 1 <= len(node.args) <= 2:
+            raise self.err(node, "sum() takes a vector and an optional start in kernels")
+        v = as_vector(self.expr(node.args[0]))
+        start: Value = self.expr(node.args[1]) if len(node.args) == 2 else PyValue(0)
+        if isinstance(v, PyValue) and isinstance(start, PyValue):
+            try:
+                return PyValue(builtins.sum(v.obj, start.obj))
+            except TypeError as exc:
+                raise self.err(node, f"sum() fails: {exc}") from None
+        if not isinstance(v, (VecValue, TupleValue)):
+            raise self.err(node.args[0], "sum() in a kernel takes a vector, a matrix or a "
+                           f"compile-time sequence, got {describe(v)}")
+        result = start
+        for item in v.items:
+            result = self.binary("+", result, item, node)
+        return result
