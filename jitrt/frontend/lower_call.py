@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from ..dtypes import DataType
-from ..errors import KernelCompileError, KernelTypeError
+from ..errors import KernelCompileError, KernelTypeError, call_mismatch
 from ..ir import nodes as n
 from ..linalg import MatrixType
 from . import builtins as bi
@@ -536,7 +536,8 @@ class CallLowering(LoweringHost):
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as exc:
-            raise self.err(node, f"calling @jr.func '{func.name}': {exc}") from None
+            why = call_mismatch(sig, len(args), list(kwargs)) or str(exc)
+            raise self.err(node, f"calling @jr.func '{func.name}': {why}") from None
         bound.apply_defaults()
         sources = sig.bind(*([None] if bound_self is not NO_SELF else []), *node.args,
                            **{k.arg: k.value for k in node.keywords if k.arg}).arguments

@@ -124,23 +124,34 @@ def describe(v: Any) -> str:
     return f"{type(v).__name__} {v!r}"[:120]
 
 
+def param_text(p: n.Param) -> str:
+    """`name : annotation` of a kernel parameter, as Taichi's call errors write it."""
+    if p.kind == "scalar" and p.dtype is not None:
+        return f"{p.name} : {p.dtype.name}"
+    return f"{p.name} : {p.kind}"
+
+
 def bind_args(kernel: "KernelLike", args: tuple, kwargs: dict) -> list[Any]:
     params = kernel.params
     if len(args) > len(params):
-        raise KernelArgCountError(f"kernel {kernel.qualname} takes {len(params)} argument(s), "
-                                  f"got {len(args) + len(kwargs)}")
+        raise KernelArgCountError(
+            f"kernel {kernel.qualname}: Too many arguments: it takes {len(params)} "
+            f"({', '.join(map(param_text, params))}), got {len(args) + len(kwargs)}")
     values = list(args) + [MISSING] * (len(params) - len(args))
     names = [p.name for p in params]
     for key, v in kwargs.items():
         if key not in names:
-            raise KernelArgCountError(f"kernel {kernel.qualname} has no parameter '{key}'")
+            raise KernelArgCountError(f"kernel {kernel.qualname}: Unexpected argument '{key}': "
+                                      f"it has no parameter '{key}'")
         if values[names.index(key)] is not MISSING:
-            raise KernelArgCountError(f"kernel {kernel.qualname}: '{key}' given twice")
+            raise KernelArgCountError(f"kernel {kernel.qualname}: Multiple values for argument "
+                                      f"'{key}' (given by position and by keyword)")
         values[names.index(key)] = v
     for k, (p, v) in enumerate(zip(params, values)):
         if v is MISSING:
             if p.name not in kernel.defaults:
-                raise KernelArgCountError(f"kernel {kernel.qualname}: missing argument '{p.name}'")
+                raise KernelArgCountError(f"kernel {kernel.qualname}: Parameter "
+                                          f"`{param_text(p)}` missing (no argument, no default)")
             values[k] = kernel.defaults[p.name]      # checked as a passed value would be
     return values
 
