@@ -72,9 +72,9 @@ def _check_float(dtype: DataType, flag: str, kind: str, name: str | None) -> Non
     RuntimeError as Taichi's refusal is) in Taichi's words, naming the data."""
     if not dtype.is_float:
         which = f" ({kind} {name!r})" if name else ""
-        raise FloatDtypeError(f"{dtype.name} is not supported for {kind} with {flag}=True"
-                              f"{which}: {flag}=True needs a float dtype, such as jr.f32 or "
-                              "jr.f64")
+        raise FloatDtypeError(f"{dtype.name} is not supported for {kind} with `needs_grad=True` "
+                              f"or `needs_dual=True`{which}: {flag}=True needs a float dtype, "
+                              "such as jr.f32 or jr.f64")
 
 
 def live_grad_fields() -> list["Field"]:

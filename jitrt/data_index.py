@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import KernelBoundsError
+
 MAX_ELEMENTS = 1 << 40   # far past any memory: a shape beyond is a typo, not a request
 
 
@@ -63,7 +65,9 @@ def host_index(key: Any, shape: tuple[int, ...], name: str,
     With vector/matrix elements, either one index per outer dimension (the whole element) or
     one per storage dimension (one component). Without an offset an index may count from the
     end, as in numpy; a field with an offset takes its own indices, from the offset to the
-    offset plus the extent (exclusive), as in Taichi."""
+    offset plus the extent (exclusive), as in Taichi. An index out of bounds is a
+    `jr.KernelBoundsError`, an `IndexError` and the `AssertionError` Taichi's debug build
+    raises for it, as in kernels."""
     if key is None:
         key = ()
     index = key if isinstance(key, tuple) else (key,)
@@ -86,10 +90,10 @@ def host_index(key: Any, shape: tuple[int, ...], name: str,
         lo = offset[k] if shifted and k < outer else 0
         if shifted and k < outer:
             if not lo <= i < lo + n:
-                raise IndexError(f"{name}[{key!r}]: index {i} is out of bounds for axis {k} "
-                                 f"with indices {lo}..{lo + n - 1} (offset {lo})")
+                raise KernelBoundsError(f"{name}[{key!r}]: index {i} is out of bounds for axis "
+                                        f"{k} with indices {lo}..{lo + n - 1} (offset {lo})")
         elif not -n <= i < n:
-            raise IndexError(f"{name}[{key!r}]: index {i} is out of bounds for axis {k} with "
-                             f"extent {n}")
+            raise KernelBoundsError(f"{name}[{key!r}]: index {i} is out of bounds for axis {k} "
+                                    f"with extent {n}")
         out.append(int(i) - lo)
     return tuple(out)

@@ -162,9 +162,9 @@ class KernelAssertionError(KernelRuntimeError, AssertionError):
 
 
 class KernelBoundsError(KernelAssertionError, IndexError):
-    """A kernel indexed a field or ndarray out of its bounds (the access was skipped): an
-    `IndexError`, and the `AssertionError`/`RuntimeError` Taichi's debug build raises for it
-    (`TaichiAssertionError`)."""
+    """A kernel (the access was skipped), or Python scope (`x[3] = v`), indexed a field or
+    ndarray out of its bounds: an `IndexError`, and the `AssertionError`/`RuntimeError`
+    Taichi's debug build raises for it (`TaichiAssertionError`)."""
 
 
 class AdStackOverflowError(JitrtError, RuntimeError):

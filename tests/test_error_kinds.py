@@ -37,7 +37,7 @@ def test_a_name_that_is_not_defined_is_a_name_error():
             print(undefined_name)  # noqa: F821
     err = compile_error(k)
     assert isinstance(err, NameError) and isinstance(err, jr.TaichiNameError)
-    assert "name 'undefined_name' is not defined" in str(err)
+    assert 'Name "undefined_name" is not defined' in str(err)
 
 
 def test_a_constant_index_out_of_range_is_an_index_error():

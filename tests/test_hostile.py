@@ -437,7 +437,7 @@ def test_unknown_name_and_unsupported_annotations():
         for i in range(a.shape[0]):
             a[i] = undefined_name  # noqa: F821
 
-    with pytest.raises(jr.KernelCompileError, match="name 'undefined_name' is not defined"):
+    with pytest.raises(jr.KernelCompileError, match='Name "undefined_name" is not defined'):
         typo(np.zeros(2, np.float32))
     with pytest.raises(jr.KernelCompileError, match="needs an annotation"):
         @jr.kernel

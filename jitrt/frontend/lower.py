@@ -11,6 +11,7 @@ import ast
 from typing import Any
 
 from .. import dtypes
+from ..errors import KernelSyntaxError
 from ..linalg import MatrixType
 from ..ir import nodes as n
 from .context import RETURN_FIELD, CompileContext, PyValue, Scope, function_globals
@@ -34,6 +35,7 @@ class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, ReturnLowering,
         self.src, self.ctx, self.scope = src, ctx, scope
         self.block: list[n.Stmt] = []
         self.is_kernel_body = is_kernel_body
+        self.static_depth = 0
         self.depth = depth
         self.loops: list[str] = loops if loops is not None else []
         self.serialize_next = False
@@ -186,8 +188,10 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
             e = lowerer.typed(lowerer.expr(ret_stmt.value), ret, ret_stmt.value, "return")
             lowerer.emit(n.Return(e, src.loc(ret_stmt)))
     elif ret is not None:
-        raise src.error(src.tree, f"kernel is annotated to return {ret!r} but has no final "
-                        "return statement")
+        some = any(isinstance(x, ast.Return) and x.value is not None for x in ast.walk(src.tree))
+        raise src.error(src.tree, ("" if some else "Kernel has a return type but does not have "
+                                   "a return statement: ") + f"kernel is annotated to return "
+                        f"{ret!r} but has no final return statement", KernelSyntaxError)
     if ctx.random_used:
         lowerer.block[:0] = random_prologue(ctx, src.loc(src.tree))
     ir_body = lowerer.gradients_stopped(tuple(lowerer.block), ctx.stop_grads[0])  # stop_grad

@@ -106,6 +106,16 @@ def fail(kernel: "KernelLike", param: n.Param, expected: str, got: str) -> Kerne
                           f"{expected}, got {got}")
 
 
+def fail_conversion(kernel: "KernelLike", p: n.Param, dt: dtypes.DataType, v: Any,
+                    expected: str) -> KernelArgError:
+    """A scalar argument of the wrong kind, in Taichi's words too ("Argument (k,) (type=...)
+    cannot be converted into required type ..."; k is the argument's position)."""
+    k = next((i for i, q in enumerate(kernel.params) if q.name == p.name), 0)
+    return KernelArgError(f"kernel {kernel.qualname}: Argument ({k},) (type={type(v)}) cannot "
+                          f"be converted into required type {dt.name}; argument '{p.name}': "
+                          f"expected {expected}, got {describe(v)}")
+
+
 def storage_of(v: Any) -> tuple[int, ...]:
     """The shape of an array argument's memory: a jitrt ndarray's `storage_shape` (its
     element's components included), any other array's `shape`."""
@@ -160,10 +170,10 @@ def check_scalar(kernel: "KernelLike", p: n.Param, dt: dtypes.DataType, v: Any) 
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
                                                               np.floating)):
         if not isinstance(v, (bool, np.bool_)):
-            raise fail(kernel, p, f"a {dt.name} scalar", describe(v))
+            raise fail_conversion(kernel, p, dt, v, f"a {dt.name} scalar")
     if dt.is_int:
         if isinstance(v, (float, np.floating)):
-            raise fail(kernel, p, f"an integer ({dt.name})", describe(v))
+            raise fail_conversion(kernel, p, dt, v, f"an integer ({dt.name})")
         lo, hi = INT_RANGE[dt]
         if not lo <= int(v) <= hi:
             raise fail(kernel, p, f"a {dt.name} in [{lo}, {hi}]", repr(int(v)))
@@ -270,8 +280,10 @@ def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
             p.element_dim, "")
     want = f"an ndarray{what}{'' if p.dtype is None else ' of ' + p.dtype.name}" + (
         "" if others < 0 else f" with ndim={others}")
-    if info is None:
-        raise fail(kernel, p, want, describe(v))
+    if info is None:      # not an array at all: Taichi's words, then what was expected
+        raise KernelArgError(f"kernel {kernel.qualname}: Invalid type for argument {p.name}, "
+                             f"got {str(v)[:80]}; argument '{p.name}': expected {want}, got "
+                             f"{describe(v)}")
     got, ndim, has_grad = info
     if got is None or (p.dtype is not None and got != p.dtype):
         raise fail(kernel, p, want, describe(v))
@@ -385,6 +397,10 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
         import hashlib
         digest = hashlib.sha1(repr(v).encode()).hexdigest()[:12]
         return ("value", type(v), v), f"{type(v).__qualname__}#{digest}"
+    if isinstance(v, Ndarray):       # Taichi's words first: the annotation is what to change
+        raise KernelArgError(f"kernel {kernel.qualname}: argument '{p.name}': Ndarray shouldn't "
+                             "be passed in via `jr.template()`; annotate the parameter with "
+                             f"jr.types.ndarray(...) instead (got {describe(v)})")
     raise fail(kernel, p, "a field, a Python constant, a dataclass, a hashable object or a "
                "@jr.data_oriented object (jr.template())", describe(v))
 

@@ -100,6 +100,7 @@ def raise_fault(buf: Any, compiled: "CompiledKernel") -> None:
     else:
         where = ""
     raise KernelBoundsError(
-        f"kernel {compiled.name}: index {index} out of bounds on axis {axis} of '{site.name}' "
+        f"kernel {compiled.name}: Out of bound access: index {index} out of bounds on axis "
+        f"{axis} of '{site.name}' "
         f"({site.kind}){where} at {site.loc}; the access was skipped"
         + ("\n" + caret_text(line, site.loc.col) if line else ""))
