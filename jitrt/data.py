@@ -24,7 +24,7 @@ import enum
 import itertools
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -416,9 +416,12 @@ class Field(_Buffer):
     """Global data referenced from kernels by closure: `x = jr.field(jr.f32, shape=(N,))`."""
     __slots__ = ()
 
-    if TYPE_CHECKING:
-        # `for i in x` in a kernel: the field's indices (for type checkers; not at Python scope)
-        def __iter__(self) -> Iterator[Any]: ...
+    def __iter__(self) -> Iterator[Any]:
+        """`for i in x` is a kernel's loop over x's indices. At Python scope it is refused, as
+        in Taichi: Python's fallback would give the values, not the indices."""
+        raise NotImplementedError("Struct for is only available in Taichi scope: `for i in x` "
+                                  "over a field loops over its indices in a kernel; at Python "
+                                  "scope loop over jr.ndrange(*x.shape) or x.to_numpy()")
 
 
 class ScalarField(Field):

@@ -385,3 +385,44 @@ def test_static_assign_decompositions_and_ndrange_bounds_use_taichis_words():
         assert "Every argument of ndrange should be an integer scalar or a tuple/list of " \
             "(int, int)" in str(err)
     assert list(jr.ndrange([1, 3], 2)) == [(1, 0), (1, 1), (2, 0), (2, 1)]
+
+
+def test_an_ndarray_of_the_wrong_element_type_names_both_as_taichi_does():
+    @jr.kernel
+    def takes_f32(arr: jr.types.ndarray(dtype=jr.f32)):
+        pass
+    with pytest.raises(jr.KernelArgError) as info:
+        takes_f32(jr.ndarray(jr.types.vector(3, jr.i32), shape=(12, 4)))
+    assert "argument 'arr': expected an ndarray of f32, got Ndarray dtype=i32" in \
+        str(info.value)
+    assert "(Expect element type f32 for argument arr, but get [Tensor (3) i32])" in \
+        str(info.value)
+
+
+def test_iterating_a_field_at_python_scope_is_refused():
+    x = jr.field(jr.i32, shape=3)
+    x[1] = 5
+    with pytest.raises(NotImplementedError, match="Struct for is only available in Taichi "
+                       "scope"):
+        for _ in x:
+            pass
+    assert np.asarray(x).tolist() == [0, 5, 0]
+
+    @jr.kernel
+    def total() -> jr.i32:
+        s = 0
+        for i in x:
+            s += x[i]
+        return s
+    assert total() == 5
+
+
+def test_arithmetic_on_a_whole_field_is_an_unsupported_operand():
+    x = jr.field(jr.i32, shape=())
+
+    @jr.kernel
+    def scaled() -> jr.i32:
+        return 2 * x
+    err = compile_error(scaled, kind=jr.TaichiTypeError)
+    assert "unsupported operand type(s) for '*': ScalarField" in str(err)
+    assert "is a field, not a value; index it (x[None], x[i])" in str(err)

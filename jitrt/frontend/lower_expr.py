@@ -400,6 +400,12 @@ class ExprLowering(LoweringHost):
                 raise self.err(node, f"compile-time comparison fails: {exc}") from None
         if is_number(a) and is_number(b):
             return PyValue(self.fold(op, a.obj, b.obj, node))  # type: ignore[union-attr]
+        for side in (a, b):
+            if isinstance(side, PyValue) and (is_field(side.obj) or isinstance(
+                    side.obj, ComponentField)):
+                raise self.err(node, f"unsupported operand type(s) for '{op}': "
+                               f"{describe(side.obj)} is a field, not a value; index it "
+                               "(x[None], x[i])", KernelTypeError)
         if op == "**":
             return self.power(a, b, node)
         ea, eb, dt = self.operands(a, b, node)

@@ -286,7 +286,11 @@ def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
                              f"{describe(v)}")
     got, ndim, has_grad = info
     if got is None or (p.dtype is not None and got != p.dtype):
-        raise fail(kernel, p, want, describe(v))
+        own = tuple(getattr(v, "element_shape", ()) or ())
+        name = got.name if got is not None else str(getattr(v, "dtype", "?"))
+        shown = f"[Tensor ({', '.join(map(str, own))}) {name}]" if own else name
+        raise fail(kernel, p, want, f"{describe(v)} (Expect element type "
+                   f"{getattr(p.dtype, 'name', '?')} for argument {p.name}, but get {shown})")
     if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
         raise fail(kernel, p, want + " (C-contiguous)", describe(v))
     element = element_from(kernel, p, v, ndim, want)
