@@ -96,7 +96,7 @@ class _Buffer:
                  kind: str, storage: np.ndarray | None = None, needs_dual: bool = False,
                  element_shape: tuple[int, ...] = (), offset: Any = None) -> None:
         self._dtype: DataType = dtypes.coerce(dtype)
-        self._shape = shape_of(shape)
+        self._shape = shape_of(shape, kind)
         # a field's first index on each axis (Taichi's offset; zeros for none)
         self._offset = offset_of(offset, self._shape)
         # vectors/matrices (jr.Vector.field...): the trailing dimensions holding components

@@ -11,30 +11,37 @@ from typing import Any
 
 import numpy as np
 
-from .errors import KernelBoundsError
+from .errors import InvalidShapeError, KernelBoundsError
 
 MAX_ELEMENTS = 1 << 40   # far past any memory: a shape beyond is a typo, not a request
+MAX_EXTENT = (1 << 31) - 1   # an axis's indices are i32 in kernels
 
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
-def shape_of(shape: Any) -> tuple[int, ...]:
-    """A shape as a tuple of non-negative Python ints; anything else is an error naming it."""
+def shape_of(shape: Any, kind: str = "field") -> tuple[int, ...]:
+    """A shape as a tuple of Python ints from 0 to 2**31 - 1 (what a kernel's i32 index
+    reaches); anything else is a `jr.InvalidShapeError` naming it, in Taichi's words ("... is
+    not a valid shape for ndarray")."""
     items = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    bad = f"{shape!r} is not a valid shape for {kind}"
     try:
         items = tuple(items)
     except TypeError:
-        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
+        raise InvalidShapeError(f"{bad}: a shape is an int or a tuple of ints") from None
     for s in items:
         if not _is_int(s):
-            raise TypeError(f"shape {shape!r}: extent {s!r} is not an integer")
+            raise InvalidShapeError(f"{bad}: extent {s!r} is not an integer")
         if s < 0:
-            raise ValueError(f"shape {shape!r} has a negative extent")
+            raise InvalidShapeError(f"{bad}: it has a negative extent")
+        if s > MAX_EXTENT:
+            raise InvalidShapeError(f"{bad}: extent {s} is larger than 2**31 - 1, the largest "
+                                    "a kernel's (i32) index reaches")
     out = tuple(int(s) for s in items)
     if int(np.prod(out, dtype=object)) > MAX_ELEMENTS:
-        raise ValueError(f"shape {shape!r} has more than 2**40 elements")
+        raise InvalidShapeError(f"{bad}: it has more than 2**40 elements")
     return out
 
 

@@ -219,6 +219,12 @@ class ConfigError(JitrtError, ValueError):
     it accepts."""
 
 
+class InvalidShapeError(JitrtError, TypeError, ValueError, RuntimeError):
+    """A field or ndarray shape that is not a tuple of integers from 0 to 2**31 - 1: a
+    `TypeError` (not integers) or `ValueError` (out of range), as jitrt raised before, and
+    the `RuntimeError` Taichi raises for it (`TaichiRuntimeError`)."""
+
+
 class BackendUnavailableError(JitrtError, RuntimeError):
     """The chosen arch has no usable runtime on this machine."""
 

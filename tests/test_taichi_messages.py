@@ -426,3 +426,16 @@ def test_arithmetic_on_a_whole_field_is_an_unsupported_operand():
     err = compile_error(scaled, kind=jr.TaichiTypeError)
     assert "unsupported operand type(s) for '*': ScalarField" in str(err)
     assert "is a field, not a value; index it (x[None], x[i])" in str(err)
+
+
+def test_a_shape_beyond_a_kernels_index_or_not_of_integers_is_invalid():
+    for shape in (2**31, (1, 2**31), 1.5, (1, 0.5), -1):
+        with pytest.raises(jr.InvalidShapeError, match="is not a valid shape for ndarray") as \
+                info:
+            jr.ndarray(jr.i32, shape=shape)
+        assert isinstance(info.value, RuntimeError)
+    with pytest.raises(TypeError, match="is not a valid shape for field"):
+        jr.field(jr.f32, shape=(2, "3"))
+    with pytest.raises(ValueError, match="negative extent"):
+        jr.field(jr.f32, shape=(2, -3))
+    assert jr.ndarray(jr.i32, shape=(2**31 - 1, 0)).shape == (2**31 - 1, 0)

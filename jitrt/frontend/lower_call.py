@@ -349,9 +349,9 @@ class CallLowering(LoweringHost):
         if not 1 <= len(args) <= 2:
             raise self.err(node, "jr.static_assert(cond, msg=None) takes 1 or 2 arguments")
         if not isinstance(args[0], PyValue):
-            raise self.err(node.args[0], "Static assert with non-static condition: "
-                           "jr.static_assert() needs a condition known at compile time; for a "
-                           "run-time one use assert (checked with jr.init(debug=True))",
+            raise self.err(node.args[0], "Static assert with non-static condition: the "
+                           "condition of jr.static_assert() is not known at compile time; for "
+                           "a run-time one use assert (checked with jr.init(debug=True))",
                            KernelTypeError)
         if not args[0].obj:
             msg = args[1].obj if len(args) == 2 and isinstance(args[1], PyValue) else None
