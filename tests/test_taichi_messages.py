@@ -439,3 +439,27 @@ def test_a_shape_beyond_a_kernels_index_or_not_of_integers_is_invalid():
     with pytest.raises(ValueError, match="negative extent"):
         jr.field(jr.f32, shape=(2, -3))
     assert jr.ndarray(jr.i32, shape=(2**31 - 1, 0)).shape == (2**31 - 1, 0)
+
+
+def test_a_compile_time_number_is_typed_by_the_dtype_call():
+    N = 3
+
+    @jr.kernel
+    def wide() -> jr.u64:
+        return jr.u64(2**64 - 1)
+
+    @jr.kernel
+    def shifted() -> jr.i64:
+        return jr.i64(2**40) + 1
+
+    @jr.kernel
+    def converted() -> jr.f32:
+        return jr.f32(N) + jr.i32(2.5 * 2)
+
+    @jr.kernel
+    def too_big() -> jr.i32:
+        return jr.i32(2**40)
+    assert (wide(), shifted(), converted()) == (2**64 - 1, 2**40 + 1, 8.0)
+    err = compile_error(too_big, kind=jr.TaichiTypeError)
+    assert "Integer literal 1099511627776 exceeded the range of specified dtype: i32" in \
+        str(err)

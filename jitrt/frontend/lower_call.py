@@ -186,25 +186,30 @@ class CallLowering(LoweringHost):
         return n.Math("abs", (e,), e.dtype, self.loc(node))
 
     def dtype_call(self, dt: DataType, node: ast.Call) -> Value:
-        """`jr.f32(x)`: x converted to dt. A literal x is typed rather than converted, as in
-        Taichi: it must be of dt's kind and within its range (`jr.u16(-1)` is an error)."""
+        """`jr.f32(x)`: x converted to dt. A number known at compile time is typed rather than
+        converted, as in Taichi: it must lie within dt's range (`jr.u16(-1)` and
+        `jr.i32(2**40)` are errors, `jr.u64(2**64 - 1)` is not), and a literal written in
+        the call must be of dt's kind (`jr.f32(0)` is an error; `jr.f32(n)` of an int n
+        converts it)."""
         if len(node.args) != 1 or node.keywords:
             raise self.err(node, f"A primitive type can only decorate a single expression: "
                            f"{ast.unparse(node.func)}(x) takes one value", KernelSyntaxError)
         arg = node.args[0]
-        negated = isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub)
-        lit = arg.operand if isinstance(arg, ast.UnaryOp) and negated else arg
-        value = lit.value if isinstance(lit, ast.Constant) else None
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            return self.cast(self.one_value(node), dt)
-        cast = f"`{module_alias(self.scope.globals)}.cast`"
-        if isinstance(value, float) and not dt.is_float:
-            raise self.err(node, "Floating-point literals must be annotated with a "
-                           f"floating-point type. For type casting, use {cast}.", KernelTypeError)
-        if isinstance(value, int) and dt.is_float:   # (Taichi's words, "a integer" included)
-            raise self.err(node, "Integer literals must be annotated with a integer type. "
-                           f"For type casting, use {cast}.", KernelTypeError)
-        number = -value if negated else value
+        lit = arg.operand if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub) \
+            else arg
+        if isinstance(lit, ast.Constant) and type(lit.value) in (int, float):
+            cast = f"`{module_alias(self.scope.globals)}.cast`"
+            if isinstance(lit.value, float) and not dt.is_float:
+                raise self.err(node, "Floating-point literals must be annotated with a "
+                               f"floating-point type. For type casting, use {cast}.",
+                               KernelTypeError)
+            if isinstance(lit.value, int) and dt.is_float:  # (Taichi's words: "a integer")
+                raise self.err(node, "Integer literals must be annotated with a integer type. "
+                               f"For type casting, use {cast}.", KernelTypeError)
+        v = self.expr(arg)
+        if not (is_number(v) and type(v.obj) is int):  # type: ignore[union-attr]
+            return self.cast(self.value(arg, v), dt)
+        number = v.obj  # type: ignore[union-attr]
         lo, hi = dtypes.int_range(dt) if dt.is_int else (-math.inf, math.inf)
         if not lo <= number <= hi:
             raise self.err(node, f"Integer literal {number} exceeded the range of specified "
