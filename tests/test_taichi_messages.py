@@ -463,3 +463,17 @@ def test_a_compile_time_number_is_typed_by_the_dtype_call():
     err = compile_error(too_big, kind=jr.TaichiTypeError)
     assert "Integer literal 1099511627776 exceeded the range of specified dtype: i32" in \
         str(err)
+
+
+def test_break_in_a_static_loop_says_so_in_taichis_words():
+    @jr.kernel
+    def breaks() -> jr.i32:
+        s = 0
+        for i in jr.static(range(5)):
+            x = 0.1
+            if x == 0.0:
+                break
+            s += i
+        return s
+    err = compile_error(breaks, kind=jr.TaichiSyntaxError)
+    assert "You are trying to `break` a static `for` loop" in str(err)

@@ -519,7 +519,10 @@ class StmtLowering(LoweringHost):
         self.scope.assigned = None
 
     def check_in_loop(self, node: ast.AST, word: str) -> None:
-        if not self.loops or self.loops[-1] == "static":
+        if self.loops and self.loops[-1] == "static":
+            raise self.err(node, f"You are trying to `{word}` a static `for` loop: '{word}' in "
+                           "a jr.static loop is not supported", KernelSyntaxError)
+        if not self.loops:
             raise self.err(node, f"'{word}' outside a loop (or in a jr.static loop)")
         if self.loops[-1] == "parallel":
             raise self.err(node, f"Cannot {word} in the outermost loop: '{word}' in the "
