@@ -55,7 +55,7 @@ else:
                          i32 as int32, i64 as int64, u8 as uint8, u16 as uint16, u32 as uint32,
                          u64 as uint64)
 from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableError, ConfigError,
-                     CastWarning, FloatDtypeError, GradCheckWarning, JitrtError,
+                     CastWarning, FloatDtypeError, GradCheckWarning, InvalidShapeError, JitrtError,
                      KernelArgCountError, KernelArgError, KernelAssertionError, KernelBoundsError,
                      KernelCompileError,
                      KernelIndexError, KernelNameError, KernelRuntimeError, KernelSyntaxError,
@@ -118,7 +118,8 @@ asin, acos, atan, sinh, cosh, round = (MATH[fn] for fn in ("asin", "acos", "atan
 min, max, abs = _builtins_min, _builtins_max, _builtins_abs
 
 __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
-           "CastWarning", "Field", "FloatDtypeError", "GradCheckWarning", "Graph", "JitrtError",
+           "CastWarning", "Field", "FloatDtypeError", "GradCheckWarning", "Graph",
+           "InvalidShapeError", "JitrtError",
            "KernelArgError", "KernelCompileError", "KernelRuntimeError", "Matrix", "MatrixField",
            "Layout", "Ndarray", "NotDifferentiableError", "OfflineCacheError", "ScalarField",
            "Struct", "StructField",

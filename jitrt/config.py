@@ -219,7 +219,8 @@ assert [f.name for f in fields(Config)] == [o.name for o in OPTIONS], "Config an
 
 
 def resolve(**explicit: Any) -> Config:
-    """Build a Config from explicit arguments, then `JITRT_<NAME>` variables, then defaults.
+    """Build a Config from explicit arguments, then `JITRT_<NAME>` variables (else Taichi's
+    `TI_<NAME>`), then defaults.
     Every value is checked; a bad one is a `ConfigError` naming the option and what it
     accepts. Taichi's spellings of options are accepted (`peer_options`)."""
     explicit = peer_options(explicit)
@@ -235,6 +236,8 @@ def resolve(**explicit: Any) -> Config:
     values: dict[str, Any] = {}
     for opt in OPTIONS:
         var = "JITRT_" + opt.name.upper()
+        if var not in os.environ and "TI_" + opt.name.upper() in os.environ:
+            var = "TI_" + opt.name.upper()     # Taichi's variable, where jitrt's is not set
         given = opt.name in explicit and explicit[opt.name] is not None
         env_text = os.environ.get(var)
         if given and env_text is not None:

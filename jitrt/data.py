@@ -75,9 +75,9 @@ def _check_float(dtype: DataType, flag: str, kind: str, name: str | None) -> Non
     RuntimeError as Taichi's refusal is) in Taichi's words, naming the data."""
     if not dtype.is_float:
         which = f" ({kind} {name!r})" if name else ""
-        raise FloatDtypeError(f"{dtype.name} is not supported for {kind} with {flag}=True"
-                              f"{which}: {flag}=True needs a float dtype, such as jr.f32 or "
-                              "jr.f64")
+        raise FloatDtypeError(f"{dtype.name} is not supported for {kind} with `needs_grad=True` "
+                              f"or `needs_dual=True`{which}: {flag}=True needs a float dtype, "
+                              "such as jr.f32 or jr.f64")
 
 
 def live_grad_fields() -> list["Field"]:
@@ -99,7 +99,7 @@ class _Buffer:
                  kind: str, storage: np.ndarray | None = None, needs_dual: bool = False,
                  element_shape: tuple[int, ...] = (), offset: Any = None) -> None:
         self._dtype: DataType = dtypes.coerce(dtype)
-        self._shape = shape_of(shape)
+        self._shape = shape_of(shape, kind)
         # a field's first index on each axis (Taichi's offset; zeros for none)
         self._offset = offset_of(offset, self._shape)
         # vectors/matrices (jr.Vector.field...): the trailing dimensions holding components
@@ -460,9 +460,12 @@ class Field(_Buffer):
     __slots__ = ()
     pending = False          # PendingField: declared, not yet placed
 
-    if TYPE_CHECKING:
-        # `for i in x` in a kernel: the field's indices (for type checkers; not at Python scope)
-        def __iter__(self) -> Iterator[Any]: ...
+    def __iter__(self) -> Iterator[Any]:
+        """`for i in x` is a kernel's loop over x's indices. At Python scope it is refused, as
+        in Taichi: Python's fallback would give the values, not the indices."""
+        raise NotImplementedError("Struct for is only available in Taichi scope: `for i in x` "
+                                  "over a field loops over its indices in a kernel; at Python "
+                                  "scope loop over jr.ndrange(*x.shape) or x.to_numpy()")
 
 
 class ScalarField(Field):

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from .errors import KernelSyntaxError, source_line
+from .errors import InvalidShapeError, KernelBoundsError, KernelSyntaxError, source_line
 
 MAX_ELEMENTS = 1 << 40   # far past any memory: a shape beyond is a typo, not a request
+MAX_EXTENT = (1 << 31) - 1   # an axis's indices are i32 in kernels
 AXES = "ijklmnop"        # Taichi's axis letters (`order="ji"`)
 
 
@@ -40,21 +41,27 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
-def shape_of(shape: Any) -> tuple[int, ...]:
-    """A shape as a tuple of non-negative Python ints; anything else is an error naming it."""
+def shape_of(shape: Any, kind: str = "field") -> tuple[int, ...]:
+    """A shape as a tuple of Python ints from 0 to 2**31 - 1 (what a kernel's i32 index
+    reaches); anything else is a `jr.InvalidShapeError` naming it, in Taichi's words ("... is
+    not a valid shape for ndarray")."""
     items = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    bad = f"{shape!r} is not a valid shape for {kind}"
     try:
         items = tuple(items)
     except TypeError:
-        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
+        raise InvalidShapeError(f"{bad}: a shape is an int or a tuple of ints") from None
     for s in items:
         if not _is_int(s):
-            raise TypeError(f"shape {shape!r}: extent {s!r} is not an integer")
+            raise InvalidShapeError(f"{bad}: extent {s!r} is not an integer")
         if s < 0:
-            raise ValueError(f"shape {shape!r} has a negative extent")
+            raise InvalidShapeError(f"{bad}: it has a negative extent")
+        if s > MAX_EXTENT:
+            raise InvalidShapeError(f"{bad}: extent {s} is larger than 2**31 - 1, the largest "
+                                    "a kernel's (i32) index reaches")
     out = tuple(int(s) for s in items)
     if int(np.prod(out, dtype=object)) > MAX_ELEMENTS:
-        raise ValueError(f"shape {shape!r} has more than 2**40 elements")
+        raise InvalidShapeError(f"{bad}: it has more than 2**40 elements")
     return out
 
 
@@ -106,7 +113,9 @@ def host_index(key: Any, shape: tuple[int, ...], name: str,
     With vector/matrix elements, either one index per outer dimension (the whole element) or
     one per storage dimension (one component). Without an offset an index may count from the
     end, as in numpy; a field with an offset takes its own indices, from the offset to the
-    offset plus the extent (exclusive), as in Taichi."""
+    offset plus the extent (exclusive), as in Taichi. An index out of bounds is a
+    `jr.KernelBoundsError`, an `IndexError` and the `AssertionError` Taichi's debug build
+    raises for it, as in kernels."""
     if key is None:
         key = ()
     index = key if isinstance(key, tuple) else (key,)
@@ -129,10 +138,10 @@ def host_index(key: Any, shape: tuple[int, ...], name: str,
         lo = offset[k] if shifted and k < outer else 0
         if shifted and k < outer:
             if not lo <= i < lo + n:
-                raise IndexError(f"{name}[{key!r}]: index {i} is out of bounds for axis {k} "
-                                 f"with indices {lo}..{lo + n - 1} (offset {lo})")
+                raise KernelBoundsError(f"{name}[{key!r}]: index {i} is out of bounds for axis "
+                                        f"{k} with indices {lo}..{lo + n - 1} (offset {lo})")
         elif not -n <= i < n:
-            raise IndexError(f"{name}[{key!r}]: index {i} is out of bounds for axis {k} with "
-                             f"extent {n}")
+            raise KernelBoundsError(f"{name}[{key!r}]: index {i} is out of bounds for axis {k} "
+                                    f"with extent {n}")
         out.append(int(i) - lo)
     return tuple(out)

@@ -4,6 +4,7 @@ frontend, the passes, codegen and the runtime all report through here.
 """
 from __future__ import annotations
 
+import inspect
 import linecache
 from typing import Any
 
@@ -28,6 +29,29 @@ def error_at(loc: Any, message: str, file_lines: tuple[str, ...] = (),
     its class is `kind`, else the one `compile_error_kind(message)` picks."""
     cls = kind or compile_error_kind(message)
     return cls(message, loc.file, loc.line, loc.col, source_line(loc, file_lines))
+
+
+def call_mismatch(sig: inspect.Signature, nargs: int, keywords: "list[str]") -> str:
+    """Why a call with `nargs` positional arguments and `keywords` does not fit `sig`, in the
+    words Taichi's call errors use ("Too many arguments", "Unexpected argument 'x'",
+    "Multiple values for argument 'x'", "Parameter `x` missing"); "" when it fits."""
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if nargs > len(positional) and not any(p.kind == p.VAR_POSITIONAL for p in params):
+        return f"Too many arguments: it takes {len(positional)}, got {nargs}"
+    names = [p.name for p in params]
+    for key in keywords:
+        if key not in names and not any(p.kind == p.VAR_KEYWORD for p in params):
+            return f"Unexpected argument '{key}'"
+        if key in names and names.index(key) < min(nargs, len(positional)):
+            return f"Multiple values for argument '{key}' (given by position and by keyword)"
+    for i, p in enumerate(params):
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is not p.empty:
+            continue
+        by_position = p in positional and i < nargs
+        if not by_position and p.name not in keywords:
+            return f"Parameter `{p.name}` missing"
+    return ""
 
 
 class JitrtError(Exception):
@@ -138,9 +162,9 @@ class KernelAssertionError(KernelRuntimeError, AssertionError):
 
 
 class KernelBoundsError(KernelAssertionError, IndexError):
-    """A kernel indexed a field or ndarray out of its bounds (the access was skipped): an
-    `IndexError`, and the `AssertionError`/`RuntimeError` Taichi's debug build raises for it
-    (`TaichiAssertionError`)."""
+    """A kernel (the access was skipped), or Python scope (`x[3] = v`), indexed a field or
+    ndarray out of its bounds: an `IndexError`, and the `AssertionError`/`RuntimeError`
+    Taichi's debug build raises for it (`TaichiAssertionError`)."""
 
 
 class AdStackOverflowError(JitrtError, RuntimeError):
@@ -193,6 +217,12 @@ class OfflineCacheError(JitrtError):
 class ConfigError(JitrtError, ValueError):
     """An invalid `jr.init` option or `JITRT_*` variable; the message names it and the values
     it accepts."""
+
+
+class InvalidShapeError(JitrtError, TypeError, ValueError, RuntimeError):
+    """A field or ndarray shape that is not a tuple of integers from 0 to 2**31 - 1: a
+    `TypeError` (not integers) or `ValueError` (out of range), as jitrt raised before, and
+    the `RuntimeError` Taichi raises for it (`TaichiRuntimeError`)."""
 
 
 class BackendUnavailableError(JitrtError, RuntimeError):

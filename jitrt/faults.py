@@ -73,6 +73,7 @@ def raise_fault(buf: "ctypes.Array[ctypes.c_int64]", compiled: FaultingKernel) -
     else:
         where = ""
     raise KernelBoundsError(
-        f"kernel {compiled.name}: index {index} out of bounds on axis {axis} of '{site.name}' "
+        f"kernel {compiled.name}: Out of bound access: index {index} out of bounds on axis "
+        f"{axis} of '{site.name}' "
         f"({site.kind}){where} at {site.loc}; the access was skipped"
         + ("\n" + caret_text(line, site.loc.col) if line else ""))

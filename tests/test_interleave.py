@@ -70,11 +70,12 @@ def test_begins_and_ends_that_differ_per_lane_and_the_loop_variable(applied, n):
               out: nd(dtype=jr.i64, ndim=1), last: nd(dtype=jr.i32, ndim=1)):
         for i in range(lo.shape[0]):
             s = 0
-            j = -1
+            at = -1
             for j in range(lo[i], hi[i]):
                 s = s * 3 + j
+                at = j         # the loop's variable is its own: not readable after the loop
             out[i] = s
-            last[i] = j
+            last[i] = at
 
     rng = np.random.default_rng(1)
     lo = rng.integers(-4, 5, n).astype(np.int32)

@@ -190,7 +190,7 @@ def test_errors_reach_the_user_without_jitrt_frames(tmp_path, when):
     package = str(pathlib.Path(jr.__file__).resolve().parent)
     assert frames and not [f for f in frames if package in f], proc.stderr
     if when == "first launch":
-        assert "name 'factr' is not defined; did you mean 'factor'?" in proc.stderr
+        assert 'Name "factr" is not defined; did you mean \'factor\'?' in proc.stderr
     else:
         assert "KernelArgError" in proc.stderr and "'a'" in proc.stderr
 

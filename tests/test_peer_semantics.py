@@ -142,15 +142,15 @@ def test_a_fields_grad_read_is_a_constant_when_differentiated(rng):
 ])
 def test_an_integer_dtype_with_a_gradient_or_dual_is_refused(make, kind, flag):
     with pytest.raises(jr.FloatDtypeError,
-                       match=f"i32 is not supported for {kind} with {flag}=True: {flag}=True "
-                             "needs a float dtype") as info:
+                       match=f"i32 is not supported for {kind} with `needs_grad=True` or "
+                             f"`needs_dual=True`: {flag}=True needs a float dtype") as info:
         make()
     assert isinstance(info.value, TypeError) and isinstance(info.value, RuntimeError)
 
 
 def test_the_refusal_names_named_data():
-    with pytest.raises(TypeError, match="u8 is not supported for ndarray with needs_dual=True "
-                                        r"\(ndarray 'mask'\)"):
+    with pytest.raises(TypeError, match="u8 is not supported for ndarray with `needs_grad=True` "
+                                        r"or `needs_dual=True` \(ndarray 'mask'\)"):
         jr.ndarray(jr.u8, shape=3, needs_dual=True, name="mask")
 
 

@@ -148,7 +148,14 @@ class ndrange:
     level). Outside kernels it iterates like nested ranges."""
 
     def __init__(self, *extents: Any) -> None:
-        self.extents = extents
+        def is_int(v: Any) -> bool:
+            return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+        for e in extents:            # checked where Python scope or jr.static(...) builds one
+            if not (is_int(e) or isinstance(e, (tuple, list)) and len(e) == 2 and all(
+                    is_int(v) for v in e)):
+                raise TypeError(f"Every argument of ndrange should be an integer scalar or a "
+                                f"tuple/list of (int, int), got {e!r}")
+        self.extents = tuple(tuple(e) if isinstance(e, list) else e for e in extents)
 
     def __iter__(self):
         import itertools

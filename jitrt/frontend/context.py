@@ -158,6 +158,7 @@ class LoweringHost:
         depth: int
         loops: list[str]
         is_kernel_body: bool
+        static_depth: int             # > 0 while the argument of a jr.static(...) lowers
         serialize_next: bool
         block_dim_next: int
         statement_call: Any           # the call an expression statement is lowering, or None

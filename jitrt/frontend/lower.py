@@ -43,6 +43,7 @@ class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, PyCallLowering,
         self.src, self.ctx, self.scope = src, ctx, scope
         self.block: list[n.Stmt] = []
         self.is_kernel_body = is_kernel_body
+        self.static_depth = 0
         self.depth = depth
         self.loops: list[str] = loops if loops is not None else []
         self.serialize_next = False
@@ -216,9 +217,10 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
             e = lowerer.typed(v, ret, ret_stmt.value, "return")
             lowerer.emit(n.Return(e, src.loc(ret_stmt)))
     elif ret is not None:
-        raise src.error(src.tree, "Kernel has a return type but does not have a return "
-                        f"statement: it is annotated to return {ret!r}; end it with `return "
-                        "value`", KernelSyntaxError)
+        some = any(isinstance(x, ast.Return) and x.value is not None for x in ast.walk(src.tree))
+        raise src.error(src.tree, ("" if some else "Kernel has a return type but does not have "
+                                   "a return statement: ") + f"kernel is annotated to return "
+                        f"{ret!r} but has no final return statement", KernelSyntaxError)
     if ctx.random_used:
         lowerer.block[:0] = random_prologue(ctx, src.loc(src.tree))
     ir_body = lowerer.gradients_stopped(tuple(lowerer.block), ctx.stop_grads[0])  # stop_grad

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from ..dtypes import DataType
-from ..errors import KernelCompileError, KernelTypeError
+from ..errors import KernelCompileError, KernelSyntaxError, KernelTypeError, call_mismatch
 from ..ir import nodes as n
 from ..linalg import MatrixType, StructType
 from . import builtins as bi
@@ -26,6 +26,7 @@ from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue,
 from .func import BoundFunc, Func, plain_func
 from ..frozen import frozen
 from .lower_expr import Value, describe, is_field, is_number
+from .lower_logic import module_alias
 from .lower_return import has_early_return
 from .real_func import RealFuncDef
 from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, VecVar, as_vector
@@ -36,6 +37,9 @@ NOT_KNOWN = object()
 # `jr.static(enumerate((i_x, i_y)))`: these iterate over a tuple of run-time values at compile
 # time, each item a RunTimeItem that the unrolled loop binds as a local
 ITERATION_BUILTINS = (enumerate, zip, reversed, list, tuple)
+# what jr.static(x) of a run-time x says (Taichi's words "must be compile-time constants" in it)
+STATIC_NEEDS = ("jr.static() needs a value known at compile time: its inputs must be compile-time "
+                "constants (Python values, fields, template parameters), not run-time values")
 
 
 @frozen
@@ -122,10 +126,10 @@ class CallLowering(LoweringHost):
             return self.randn_call(node)
         if isinstance(obj, StructType):                   # struct_values.py
             return self.struct_construct(obj, node)  # type: ignore[attr-defined]
+        if isinstance(obj, dtypes.DataType):
+            return self.dtype_call(obj, node)
         if node.keywords and obj is not bi.cast:
             raise self.err(node, f"keyword arguments are not supported for {describe(obj)}")
-        if isinstance(obj, dtypes.DataType):
-            return self.cast(self.one_value(node), obj)
         np_dt = dtypes.from_numpy(np.dtype(obj)) if isinstance(obj, type) and issubclass(
             obj, np.generic) else None
         if np_dt is not None:
@@ -238,7 +242,11 @@ class CallLowering(LoweringHost):
         if not isinstance(a, VecValue) or a.shape not in sizes:
             shape = a.shape if isinstance(a, VecValue) else "a scalar"
             what = "2x2 matrices (as Taichi's)" if fn is bi.eig else "2x2 and 3x3 matrices"
-            raise self.err(node, f"jr.{fn.name}() supports {what}, got {shape}")
+            taichi = {"polar_decompose": "Polar decomposition only supports 2D and 3D matrices. ",
+                      "svd": "SVD only supports 2D and 3D matrices. ",
+                      "sym_eig": "Symmetric eigen solver only supports 2D and 3D matrices. ",
+                      "eig": "Eigen solver only supports 2D matrices. "}.get(fn.name, "")
+            raise self.err(node, f"{taichi}jr.{fn.name}() supports {what}, got {shape}")
         name = bi.DECOMPOSITIONS[fn]
         if a.shape == (3, 3):
             name = name.replace("2x2", "3x3").replace("2d", "3d")
@@ -247,6 +255,37 @@ class CallLowering(LoweringHost):
 
     def abs_value(self, e: n.Expr, node: ast.AST) -> n.Expr:
         return n.Math("abs", (e,), e.dtype, self.loc(node))
+
+    def dtype_call(self, dt: DataType, node: ast.Call) -> Value:
+        """`jr.f32(x)`: x converted to dt. A number known at compile time is typed rather than
+        converted, as in Taichi: it must lie within dt's range (`jr.u16(-1)` and
+        `jr.i32(2**40)` are errors, `jr.u64(2**64 - 1)` is not), and a literal written in
+        the call must be of dt's kind (`jr.f32(0)` is an error; `jr.f32(n)` of an int n
+        converts it)."""
+        if len(node.args) != 1 or node.keywords:
+            raise self.err(node, f"A primitive type can only decorate a single expression: "
+                           f"{ast.unparse(node.func)}(x) takes one value", KernelSyntaxError)
+        arg = node.args[0]
+        lit = arg.operand if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub) \
+            else arg
+        if isinstance(lit, ast.Constant) and type(lit.value) in (int, float):
+            cast = f"`{module_alias(self.scope.globals)}.cast`"
+            if isinstance(lit.value, float) and not dt.is_float:
+                raise self.err(node, "Floating-point literals must be annotated with a "
+                               f"floating-point type. For type casting, use {cast}.",
+                               KernelTypeError)
+            if isinstance(lit.value, int) and dt.is_float:  # (Taichi's words: "a integer")
+                raise self.err(node, "Integer literals must be annotated with a integer type. "
+                               f"For type casting, use {cast}.", KernelTypeError)
+        v = self.expr(arg)
+        if not (is_number(v) and type(v.obj) is int):  # type: ignore[union-attr]
+            return self.cast(self.value(arg, v), dt)
+        number = v.obj  # type: ignore[union-attr]
+        lo, hi = dtypes.int_range(dt) if dt.is_int else (-math.inf, math.inf)
+        if not lo <= number <= hi:
+            raise self.err(node, f"Integer literal {number} exceeded the range of specified "
+                           f"dtype: {dt.name} ({lo} to {hi})", KernelTypeError)
+        return self.const(number, node, dt)
 
     def one_value(self, node: ast.Call) -> n.Expr:
         if len(node.args) != 1:
@@ -259,12 +298,15 @@ class CallLowering(LoweringHost):
         if not node.args or node.keywords:
             raise self.err(node, "jr.static() takes one or more positional arguments")
         values = []
-        for arg in node.args:
-            v = self.compile_time(arg)
-            if not isinstance(v, PyValue):
-                raise self.err(arg, "jr.static() needs a value known at compile time (its "
-                               "arguments must be compile-time constants)")
-            values.append(v)
+        self.static_depth += 1
+        try:
+            for arg in node.args:
+                v = self.compile_time(arg)
+                if not isinstance(v, PyValue):
+                    raise self.err(arg, STATIC_NEEDS)
+                values.append(v)
+        finally:
+            self.static_depth -= 1
         return values[0] if len(values) == 1 else PyValue(tuple(v.obj for v in values))
 
     def compile_time(self, node: ast.AST) -> Value:
@@ -281,8 +323,7 @@ class CallLowering(LoweringHost):
             if isinstance(base, PyValue) and isinstance(base.obj, (tuple, np.ndarray)):
                 index = self.compile_time(node.slice)
                 if not isinstance(index, PyValue):
-                    raise self.err(node.slice, "jr.static() needs a value known at compile "
-                                   "time")
+                    raise self.err(node.slice, STATIC_NEEDS)
                 try:
                     return PyValue(base.obj[index.obj])
                 except (IndexError, TypeError) as exc:
@@ -304,12 +345,13 @@ class CallLowering(LoweringHost):
         kwargs = {k.arg: self.compile_time(k.value) for k in node.keywords}
         if None in kwargs or not all(isinstance(p, PyValue) for p in
                                      parts + list(kwargs.values())):
-            raise self.err(node, "jr.static() needs a value known at compile time")
+            raise self.err(node, STATIC_NEEDS)
         fn, *args = (p.obj for p in parts)  # type: ignore[union-attr]
         try:
             return PyValue(fn(*args, **{k: v.obj for k, v in kwargs.items()}))  # type: ignore
         except Exception as exc:  # noqa: BLE001 - the user's own compile-time expression
-            raise self.err(node, f"jr.static(): evaluating this call failed: {exc}") from None
+            raise self.err(node, f"jr.static(): evaluating this call failed: {exc}",
+                           KernelTypeError if isinstance(exc, TypeError) else None) from None
 
     def min_max(self, op: str, node: ast.Call, prefix: str) -> Value:
         """`min(a, b, ...)` / `jr.min(a, b, ...)` (max likewise) of two or more arguments:
@@ -390,8 +432,9 @@ class CallLowering(LoweringHost):
         if not 1 <= len(args) <= 2:
             raise self.err(node, "jr.static_assert(cond, msg=None) takes 1 or 2 arguments")
         if not isinstance(args[0], PyValue):
-            raise self.err(node.args[0], "jr.static_assert() with a condition not known at "
-                           "compile time: use assert (checked with jr.init(debug=True))",
+            raise self.err(node.args[0], "Static assert with non-static condition: the "
+                           "condition of jr.static_assert() is not known at compile time; for "
+                           "a run-time one use assert (checked with jr.init(debug=True))",
                            KernelTypeError)
         if not args[0].obj:
             msg = args[1].obj if len(args) == 2 and isinstance(args[1], PyValue) else None
@@ -570,6 +613,11 @@ class CallLowering(LoweringHost):
         value = self.expr(args[0])
         if isinstance(value, VecValue):        # element-wise, as Taichi's ti.cast
             return self.vec_cast(value, dt, node)
+        if is_number(value) and isinstance(value.obj, int) and not isinstance(  # type: ignore
+                value.obj, bool) and -2**63 <= value.obj < 2**64:    # type: ignore
+            # an integer constant cast to a type: typed wide enough first (no default_ip limit)
+            wide = dtypes.i64 if value.obj < 2**63 else dtypes.u64   # type: ignore
+            return self.cast(self.const(value.obj, args[0], wide), dt)  # type: ignore
         return self.cast(self.value(args[0], value), dt)
 
     def atomic(self, op: str, node: ast.Call) -> Value:
@@ -621,7 +669,8 @@ class CallLowering(LoweringHost):
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as exc:
-            raise self.err(node, f"calling @jr.func '{func.name}': {exc}") from None
+            why = call_mismatch(sig, len(args), list(kwargs)) or str(exc)
+            raise self.err(node, f"calling @jr.func '{func.name}': {why}") from None
         bound.apply_defaults()
         sources = sig.bind(*([None] if bound_self is not NO_SELF else []), *node.args,
                            **{k.arg: k.value for k in node.keywords if k.arg}).arguments
@@ -646,6 +695,11 @@ class CallLowering(LoweringHost):
         body = func.source().tree.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # docstring
+        if func.return_type is not None and not any(
+                isinstance(x, ast.Return) and x.value is not None for x in ast.walk(src.tree)):
+            raise sub.err(src.tree, "Function has a return type but does not have a return "
+                          f"statement: @jr.func '{func.name}' is annotated to return a value",
+                          KernelSyntaxError)
         self.ctx.inline_depth += 1
         try:
             if has_early_return(body):          # lower_return.py

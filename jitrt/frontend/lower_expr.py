@@ -16,7 +16,7 @@ from ..data_component import ComponentField
 from ..frozen import frozen
 from .. import dtypes
 from ..dtypes import DataType
-from ..errors import KernelCompileError
+from ..errors import KernelCompileError, KernelTypeError
 from ..ir import nodes as n
 from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .source import SourceInfo
@@ -75,6 +75,13 @@ class ExprLowering(LoweringHost):
             raise self.err(node, f"{type(value).__name__} value {value!r} cannot be used in a "
                            "kernel")
         value = float(value) if dt.is_float else int(value)
+        if dtype is None and dt.is_int and not isinstance(value, bool):
+            lo, hi = dtypes.int_range(dt)
+            if not lo <= value <= hi:        # Taichi refuses it too: no silent wrap-around
+                raise self.err(node, f"Integer literal {value} exceeded the range of "
+                               f"default_ip: {dt.name}; give it a type (jr.i64({value}), "
+                               "jr.u64(...)) or choose another jr.init(default_ip=...)",
+                               KernelTypeError)
         return n.Const(value, dt, self.loc(node))
 
     def value(self, node: ast.AST, v: Value | None = None) -> n.Expr:
@@ -130,7 +137,9 @@ class ExprLowering(LoweringHost):
     def expr(self, node: ast.AST) -> Value:
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
-            raise self.err(node, f"{type(node).__name__} expressions are not supported in kernels")
+            kind = type(node).__name__
+            raise self.err(node, f'Unsupported node "{kind}": {kind} expressions are not '
+                           "supported in kernels")
         return method(node)
 
     def expr_Constant(self, node: ast.Constant) -> Value:
@@ -145,7 +154,7 @@ class ExprLowering(LoweringHost):
             close = difflib.get_close_matches(
                 node.id, list(self.scope.bindings) + list(self.scope.globals), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise self.err(node, f"name '{node.id}' is not defined{hint}")
+            raise self.err(node, f'Name "{node.id}" is not defined{hint}')
         if isinstance(found, (LocalVar, VecVar)):
             if self.scope.assigned is not None and node.id not in self.scope.assigned:
                 raise self.err(node, f"local '{node.id}' may be read before it is assigned: it "
@@ -415,6 +424,12 @@ class ExprLowering(LoweringHost):
                 raise self.err(node, f"compile-time comparison fails: {exc}") from None
         if is_number(a) and is_number(b):
             return PyValue(self.fold(op, a.obj, b.obj, node))  # type: ignore[union-attr]
+        for side in (a, b):
+            if isinstance(side, PyValue) and (is_field(side.obj) or isinstance(
+                    side.obj, ComponentField)):
+                raise self.err(node, f"unsupported operand type(s) for '{op}': "
+                               f"{describe(side.obj)} is a field, not a value; index it "
+                               "(x[None], x[i])", KernelTypeError)
         if isinstance(a, PyValue) and isinstance(a.obj, (str, tuple, list)) and op in (
                 "+", "*", "%") and (isinstance(b, PyValue) or op == "%"):
             return self.sequence_op(op, a, b, node)  # (0.0,) * 4, "a" + "b", "%d" % (i,)
@@ -423,7 +438,8 @@ class ExprLowering(LoweringHost):
         ea, eb, dt = self.operands(a, b, node)
         loc = self.loc(node)
         if op in INT_ONLY_OPS and dt.is_float:
-            raise self.err(node, f"operator {op} needs integers, got {dt.name}")
+            raise self.err(node, f"unsupported operand type(s) for '{op}': operator {op} needs "
+                           f"integers, got {dt.name}", KernelTypeError)
         if op in ("<<", ">>") and is_number(b) and not 0 <= b.obj < dt.bits:  # type: ignore
             raise self.err(node, f"shift count {b.obj} is outside 0..{dt.bits - 1} for "  # type: ignore
                            f"{dt.name}")
@@ -518,7 +534,8 @@ class ExprLowering(LoweringHost):
         if isinstance(op, ast.Not):
             return n.Unary("not", self.truth(e), dtypes.i32, loc)
         if e.dtype.is_float:
-            raise self.err(node, "operator ~ needs an integer")
+            raise self.err(node, f"'~' takes integral inputs only, however '{e.dtype.name}' is "
+                           "provided: operator ~ needs an integer", KernelTypeError)
         return n.Unary("invert", e, e.dtype, loc)
 
     def expr_IfExp(self, node: ast.IfExp) -> Value:

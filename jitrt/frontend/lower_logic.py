@@ -19,6 +19,7 @@ import functools
 from typing import Callable
 
 from .. import dtypes
+from ..errors import KernelSyntaxError
 from ..ir import nodes as n
 from .context import LoweringHost, NoValue, PyValue
 from .lower_expr import CMPOPS, Value, adapt, is_number
@@ -30,6 +31,13 @@ def is_truth_value(e: n.Expr) -> bool:
     """A 0/1 i32: a comparison, `not`, or a 0/1 `and`/`or`."""
     return (isinstance(e, n.Binary) and e.op in n.COMPARE_OPS + ("and", "or")) or (
         isinstance(e, n.Unary) and e.op == "not")
+
+
+def module_alias(names: dict) -> str:
+    """The name the user's module gives jitrt (`ti` where it is imported as taichi was),
+    for advice in the user's own words; "jr" when no global names it."""
+    import jitrt
+    return next((k for k, v in names.items() if v is jitrt), "jr")
 
 
 class LogicLowering(LoweringHost):
@@ -69,7 +77,15 @@ class LogicLowering(LoweringHost):
         return result
 
     def membership(self, op: ast.cmpop, a: Value, b: Value, node: ast.AST) -> Value:
-        """`in`, `not in`, `is`, `is not` of compile-time values (as 0/1)."""
+        """`in`, `not in`, `is`, `is not` of compile-time values (as 0/1), inside jr.static()
+        only, as Taichi has it for `in`: the test runs once, while the kernel compiles."""
+        if not self.static_depth:
+            static = f"{module_alias(self.scope.globals)}.static"
+            word = {ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}[
+                type(op)]
+            raise self.err(node, f'"{type(op).__name__}" is only supported inside `{static}`: '
+                           f"'{word}' is tested once, at compile time; write {static}(a {word} "
+                           "b)", KernelSyntaxError)
         if not (isinstance(a, PyValue) and isinstance(b, PyValue)):
             raise self.err(node, f"'{type(op).__name__}' compares values known at compile "
                            "time only")

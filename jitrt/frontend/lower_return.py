@@ -136,7 +136,10 @@ class ReturnLowering(LoweringHost):
             return
         fr = self.func_return
         if fr is None:
-            raise self.err(node, "return is only allowed as the last statement of a kernel")
+            nested = not any(node is s for s in self.src.tree.body)   # under an if or a loop
+            raise self.err(node, ("Return inside non-static if/for is not supported: " if nested
+                                  else "") + "return is only allowed as the last statement of "
+                           "a kernel")
         if any(kind != "static" for kind in self.loops[fr.loop_base:]):
             raise self.err(node, f"a return inside a run-time loop of @jr.func '{fr.name}' is "
                            "not supported (as in Taichi); set a flag and break, or unroll the "

@@ -97,12 +97,22 @@ class StmtLowering(LoweringHost):
     def stmt(self, node: ast.stmt) -> None:
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
-            raise self.err(node, f"{type(node).__name__} statements are not supported in kernels")
+            kind = type(node).__name__
+            raise self.err(node, f'Unsupported node "{kind}": {kind} statements are not '
+                           "supported in kernels")
         method(node)
 
     # ---- simple statements --------------------------------------------------------------
     def stmt_Pass(self, node: ast.Pass) -> None:
         pass
+
+    def stmt_FunctionDef(self, node: ast.FunctionDef) -> None:
+        where = decorator_text(self.src.tree, "jr.kernel" if self.depth == 0 else "jr.func")
+        raise self.err(node, f"Function definition is not allowed in '{where}': define "
+                       f"'{node.name}' outside it (a @jr.func to call from a kernel)",
+                       KernelSyntaxError)
+
+    stmt_AsyncFunctionDef = stmt_FunctionDef
 
     def stmt_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -352,7 +362,10 @@ class StmtLowering(LoweringHost):
         binding = self.scope.bindings.get(name)
         if isinstance(binding, (n.Arg, n.ArrayRef)) or (
                 isinstance(binding, PyValue) and name in self.scope.params):
-            raise self.err(target, f"cannot assign to parameter '{name}'; copy it into a local")
+            where = "kernel" if self.depth == 0 else "func"
+            raise self.err(target, f'{where.capitalize()} argument "{name}" is immutable in '
+                           f"the {where}: cannot assign to parameter '{name}'; copy it into a "
+                           "local")
         if type(v).__name__ == "StructElement":     # `s = y[i]` of a struct field
             v = self.struct_element_value(v, node)  # type: ignore[attr-defined]
         if type(v).__name__ == "StructValue":       # frontend/struct_values.py
@@ -654,6 +667,10 @@ class StmtLowering(LoweringHost):
         if isinstance(it, ast.Call):
             callee = self.expr(it.func)
             if isinstance(callee, PyValue) and callee.obj is bi.static:
+                if it.args and isinstance(it.args[0], ast.Call) and self.expr(
+                        it.args[0].func) == PyValue(bi.static):
+                    raise self.err(it.args[0], f"'{ast.unparse(it.func)}' cannot be nested",
+                                   KernelSyntaxError)
                 return self.static_for(node, self.static_value(it))
             if isinstance(callee, PyValue) and callee.obj is bi.PY_RANGE:
                 if len(it.args) == 3 and not self.is_constant_one(it.args[2]):
@@ -819,13 +836,14 @@ class StmtLowering(LoweringHost):
         if isinstance(node, ast.Tuple):
             if len(node.elts) != 2:
                 raise self.err(node, "an ndrange extent is n or (begin, end)")
-            return self.index_value(node.elts[0]), self.index_value(node.elts[1])
-        return n.Const(0, dtypes.i32, self.loc(node)), self.index_value(node)
+            return self.index_value(node.elts[0], NDRANGE), self.index_value(node.elts[1],
+                                                                             NDRANGE)
+        return n.Const(0, dtypes.i32, self.loc(node)), self.index_value(node, NDRANGE)
 
-    def index_value(self, node: ast.AST) -> n.Expr:
+    def index_value(self, node: ast.AST, lead: str = "") -> n.Expr:
         e = self.value(node)
         if not e.dtype.is_int:
-            raise self.err(node, f"loop bound must be an integer, got {e.dtype.name}")
+            raise self.err(node, f"{lead}loop bound must be an integer, got {e.dtype.name}")
         return self.cast(e, dtypes.i64 if e.dtype.bits == 64 else dtypes.i32)
 
     def loop_targets(self, node: ast.For, count: int) -> list[ast.Name]:
@@ -845,6 +863,12 @@ class StmtLowering(LoweringHost):
         # names mean what they meant before it (a later `I = i` makes a new variable)
         saved = {k: self.scope.bindings.get(k, _UNBOUND)
                  for k in [name.id for name in names] + ([group_name] if group_name else [])}
+        for name in names:           # Python would leave the last index in it: refused
+            if saved[name.id] is not _UNBOUND and name.id != "_":
+                raise self.err(name, f"Variable '{name.id}' is already declared in the outer "
+                               "scope and cannot be used as loop variable: the loop's "
+                               "variable is its own (after the loop the name keeps its old "
+                               "value); use a new name", KernelSyntaxError)
         for name, (b, e) in zip(names, extents):
             dt = dtypes.i64 if dtypes.i64 in (b.dtype, e.dtype) else dtypes.i32
             var = LocalVar(self.scope.prefix + name.id, dt)
@@ -959,6 +983,8 @@ class StmtLowering(LoweringHost):
                 return
 
 
+# what a jr.ndrange bound of the wrong type says first (Taichi's words)
+NDRANGE = "Every argument of ndrange should be an integer scalar or a tuple/list of (int, int): "
 _WARNED: dict[Any, Any] = {}       # the `warnings` registry of CastWarnings: once per site
 
 
@@ -984,3 +1010,15 @@ def has_side_effect(e: Any) -> bool:
                                             for x in value):
             return True
     return False
+
+
+def decorator_text(tree: ast.FunctionDef, default: str) -> str:
+    """How the source names the kernel or func decorator of `tree` (`ti.kernel` where jitrt
+    is imported as ti, `jr.func`, ...), for messages in the user's own words; `default`
+    where no decorator says kernel or func."""
+    for deco in tree.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name in ("kernel", "func", "pyfunc", "real_func"):
+            return ast.unparse(target)
+    return default

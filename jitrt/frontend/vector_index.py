@@ -18,6 +18,7 @@ import itertools
 from typing import Any
 
 from .. import dtypes
+from ..errors import KernelIndexError
 from ..ir import nodes as n
 from ..ir.walk import walk_expr
 from .context import LoweringHost, PyValue
@@ -79,7 +80,8 @@ class VectorIndexing(LoweringHost):
         range). An index that performs an atomic is evaluated once, into a local."""
         items = list(index_node.elts) if isinstance(index_node, ast.Tuple) else [index_node]
         if len(items) > len(shape):
-            raise self.err(index_node, f"too many indices for shape {shape}")
+            raise self.err(index_node, f"Expected {len(shape)} indices, got {len(items)}: too "
+                           f"many indices for shape {shape}", KernelIndexError)
         ks: list[Any] = []
         for item, extent in zip(items, shape):
             k = self.expr(item)
@@ -322,8 +324,8 @@ def unflat_index(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def index_message(shape: tuple[int, ...], index_node: ast.AST, what: str) -> str:
     kind = f"{shape[0]}-component vector" if len(shape) == 1 else f"{shape[0]}x{shape[1]} matrix"
-    return (f"index [{ast.unparse(index_node)}] out of range for a {kind} (a run-time index "
-            f"must be in 0..n-1 on each axis); {what}")
+    return (f"Out of bound access: index [{ast.unparse(index_node)}] out of range for a {kind} "
+            f"(a run-time index must be in 0..n-1 on each axis); {what}")
 
 
 def plain_name(node: ast.AST) -> bool:

@@ -15,12 +15,13 @@ import ast
 import itertools
 from typing import Any
 
+from ..errors import KernelTypeError
 from ..frozen import frozen
 from .. import dtypes
 from ..ir import nodes as n
 from ..ir.walk import walk_expr
 from ..linalg import MatrixType
-from .context import LocalVar, LoweringHost, PyValue
+from .context import LocalVar, LoweringHost, PyValue, literal_dtype
 
 
 @frozen
@@ -462,7 +463,9 @@ class VectorLowering(LoweringHost):
 
     def transpose(self, v: VecValue, node: ast.AST) -> VecValue:
         if len(v.shape) != 2:
-            raise self.err(node, ".transpose() needs a matrix")
+            raise self.err(node, "`transpose()` cannot apply to a vector. If you want something "
+                           "like `a @ b.transpose()`, write `a.outer_product(b)` instead.",
+                           KernelTypeError)
         return VecValue((v.cols, v.rows), tuple(v.at(i, j) for j in range(v.cols)
                                                 for i in range(v.rows)))
 
@@ -561,8 +564,11 @@ class VectorLowering(LoweringHost):
         loc = self.loc(node)
         v = as_vector(v)
         if isinstance(v, VecValue) and v.shape != element:
-            raise self.err(node, f"cannot store a value of shape {v.shape} into an element of "
-                           f"shape {element}")
+            got = next((x.dtype for x in v.items if isinstance(x, n.Expr)), None) or \
+                literal_dtype(getattr(v.items[0], "obj", 0.0), self.ctx)
+            raise self.err(node, f"cannot assign '{tensor_text(v.shape, got)}' to "
+                           f"'{tensor_text(element, ref.dtype)}': cannot store a value of shape "
+                           f"{v.shape} into an element of shape {element}")
         idxs = self.element_refs(ref, outer, element, loc)
         if isinstance(v, VecValue) and reads_ref(v, ref):
             v = self.snapshot(v, node)   # `F[i] = F[i] @ F[i]`: read all of it before writing
@@ -621,3 +627,8 @@ class VectorLowering(LoweringHost):
             self.emit(n.Assign(var.ir_name, e, self.loc(node)))
             components.append(var)
         return VecVar(v.shape, tuple(components))
+
+
+def tensor_text(shape: tuple[int, ...], dt: "dtypes.DataType | None") -> str:
+    """A vector/matrix type as Taichi's messages write it: `[Tensor (3) i32]`."""
+    return f"[Tensor ({', '.join(map(str, shape))}) {dt.name if dt else '?'}]"

@@ -106,6 +106,16 @@ def fail(kernel: "KernelLike", param: n.Param, expected: str, got: str) -> Kerne
                           f"{expected}, got {got}")
 
 
+def fail_conversion(kernel: "KernelLike", p: n.Param, dt: dtypes.DataType, v: Any,
+                    expected: str) -> KernelArgError:
+    """A scalar argument of the wrong kind, in Taichi's words too ("Argument (k,) (type=...)
+    cannot be converted into required type ..."; k is the argument's position)."""
+    k = next((i for i, q in enumerate(kernel.params) if q.name == p.name), 0)
+    return KernelArgError(f"kernel {kernel.qualname}: Argument ({k},) (type={type(v)}) cannot "
+                          f"be converted into required type {dt.name}; argument '{p.name}': "
+                          f"expected {expected}, got {describe(v)}")
+
+
 def storage_of(v: Any) -> tuple[int, ...]:
     """The shape of an array argument's memory: a jitrt ndarray's `storage_shape` (its
     element's components included), any other array's `shape`."""
@@ -124,24 +134,35 @@ def describe(v: Any) -> str:
     return f"{type(v).__name__} {v!r}"[:120]
 
 
+def param_text(p: n.Param) -> str:
+    """`name : annotation` of a kernel parameter, as Taichi's call errors write it."""
+    if p.kind == "scalar" and p.dtype is not None:
+        return f"{p.name} : {p.dtype.name}"
+    return f"{p.name} : {p.kind}"
+
+
 def bind_args(kernel: "KernelLike", args: tuple[Any, ...], kwargs: dict[str, Any]
               ) -> list[Any]:
     params = kernel.params
     if len(args) > len(params):
-        raise KernelArgCountError(f"kernel {kernel.qualname} takes {len(params)} argument(s), "
-                                  f"got {len(args) + len(kwargs)}")
+        raise KernelArgCountError(
+            f"kernel {kernel.qualname}: Too many arguments: it takes {len(params)} "
+            f"({', '.join(map(param_text, params))}), got {len(args) + len(kwargs)}")
     values = list(args) + [MISSING] * (len(params) - len(args))
     names = [p.name for p in params]
     for key, v in kwargs.items():
         if key not in names:
-            raise KernelArgCountError(f"kernel {kernel.qualname} has no parameter '{key}'")
+            raise KernelArgCountError(f"kernel {kernel.qualname}: Unexpected argument '{key}': "
+                                      f"it has no parameter '{key}'")
         if values[names.index(key)] is not MISSING:
-            raise KernelArgCountError(f"kernel {kernel.qualname}: '{key}' given twice")
+            raise KernelArgCountError(f"kernel {kernel.qualname}: Multiple values for argument "
+                                      f"'{key}' (given by position and by keyword)")
         values[names.index(key)] = v
     for k, (p, v) in enumerate(zip(params, values)):
         if v is MISSING:
             if p.name not in kernel.defaults:
-                raise KernelArgCountError(f"kernel {kernel.qualname}: missing argument '{p.name}'")
+                raise KernelArgCountError(f"kernel {kernel.qualname}: Parameter "
+                                          f"`{param_text(p)}` missing (no argument, no default)")
             values[k] = kernel.defaults[p.name]      # checked as a passed value would be
     return values
 
@@ -150,10 +171,10 @@ def check_scalar(kernel: "KernelLike", p: n.Param, dt: dtypes.DataType, v: Any) 
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
                                                               np.floating)):
         if not isinstance(v, (bool, np.bool_)):
-            raise fail(kernel, p, f"a {dt.name} scalar", describe(v))
+            raise fail_conversion(kernel, p, dt, v, f"a {dt.name} scalar")
     if dt.is_int:
         if isinstance(v, (float, np.floating)):
-            raise fail(kernel, p, f"an integer ({dt.name})", describe(v))
+            raise fail_conversion(kernel, p, dt, v, f"an integer ({dt.name})")
         lo, hi = INT_RANGE[dt]
         if not lo <= int(v) <= hi:
             raise fail(kernel, p, f"a {dt.name} in [{lo}, {hi}]", repr(int(v)))
@@ -260,11 +281,17 @@ def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
             p.element_dim, "")
     want = f"an ndarray{what}{'' if p.dtype is None else ' of ' + p.dtype.name}" + (
         "" if others < 0 else f" with ndim={others}")
-    if info is None:
-        raise fail(kernel, p, want, describe(v))
+    if info is None:      # not an array at all: Taichi's words, then what was expected
+        raise KernelArgError(f"kernel {kernel.qualname}: Invalid type for argument {p.name}, "
+                             f"got {str(v)[:80]}; argument '{p.name}': expected {want}, got "
+                             f"{describe(v)}")
     got, ndim, has_grad = info
     if got is None or (p.dtype is not None and got != p.dtype):
-        raise fail(kernel, p, want, describe(v))
+        own = tuple(getattr(v, "element_shape", ()) or ())
+        name = got.name if got is not None else str(getattr(v, "dtype", "?"))
+        shown = f"[Tensor ({', '.join(map(str, own))}) {name}]" if own else name
+        raise fail(kernel, p, want, f"{describe(v)} (Expect element type "
+                   f"{getattr(p.dtype, 'name', '?')} for argument {p.name}, but get {shown})")
     if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
         raise fail(kernel, p, want + " (C-contiguous)", describe(v))
     element = element_from(kernel, p, v, ndim, want)
@@ -378,6 +405,10 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
         import hashlib
         digest = hashlib.sha1(repr(v).encode()).hexdigest()[:12]
         return ("value", type(v), v), f"{type(v).__qualname__}#{digest}"
+    if isinstance(v, Ndarray):       # Taichi's words first: the annotation is what to change
+        raise KernelArgError(f"kernel {kernel.qualname}: argument '{p.name}': Ndarray shouldn't "
+                             "be passed in via `jr.template()`; annotate the parameter with "
+                             f"jr.types.ndarray(...) instead (got {describe(v)})")
     raise fail(kernel, p, "a field, a Python constant, a dataclass, a hashable object or a "
                "@jr.data_oriented object (jr.template())", describe(v))
 

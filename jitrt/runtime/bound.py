@@ -175,7 +175,8 @@ class BoundLaunch(LaunchContext):
         kernel = self.handle.kernel
         names = [p.name for p in kernel.params]
         if isinstance(key, str) and key not in names:
-            raise KernelArgCountError(f"kernel {kernel.qualname} has no parameter '{key}'")
+            raise KernelArgCountError(f"kernel {kernel.qualname}: Unexpected argument '{key}': "
+                                      f"it has no parameter '{key}'")
         index = key if isinstance(key, int) else names.index(key)
         values = list(self.values)
         values[index] = value
