@@ -40,7 +40,7 @@ import xxhash
 from ..frozen import frozen
 
 MAGIC = b"JITRTKC\0"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4   # 4: IR walkers and SizeExprs moved to jitrt.ir (pickled class paths)
 SUFFIX = ".jkc"
 MANIFEST_SUFFIX = ".jkm"   # a pre-key's manifests and launcher codes (`runtime/prekey.py`)
 SIDE_SUFFIXES = (MANIFEST_SUFFIX,)   # small files outside the size accounting
