@@ -355,6 +355,8 @@ class _Buffer:
                                  f"data lives on {tensor.device}; a zero-copy view cannot "
                                  "move it (drop copy=False to get a copy)")
             self.escaped = True
+            if self._mirror is not None:     # a GPU program: the view is the device memory
+                self._mirror.shared = True
             return tensor
         tensor = torch.from_numpy(self.to_numpy())
         return tensor if device is None else tensor.to(device)

@@ -208,6 +208,7 @@ def test_fill_in_a_kernel_at_the_top_and_inside_a_loop():
 
     @jr.kernel
     def looped():
+        jr.loop_config(serialize=True)     # (a parallel outer loop would race: any of 10..12)
         for i in range(3):
             m.fill(i + 10)            # a number: every component
 

@@ -89,8 +89,8 @@ def test_a_recorded_fault_raises_at_the_next_synchronisation(lib):
     status[abi.SLOT_ERROR], status[abi.SLOT_ERROR_AXIS] = 1, 0       # site 0, axis 0
     status[abi.SLOT_ERROR_INDEX] = 9
     status[abi.SLOT_LAUNCH_ID] = handle.entry.launch_id
-    with pytest.raises(jr.KernelRuntimeError, match=r"kernel \S*double\S*: index 9 out of bounds "
-                       r"on axis 0 of 'a'"):
+    with pytest.raises(jr.KernelRuntimeError, match=r"kernel \S*double\S*: Out of bound "
+                       r"access: index 9 out of bounds on axis 0 of 'a'"):
         jr.sync()
     jr.sync()                                    # reported once: the block was cleared
 

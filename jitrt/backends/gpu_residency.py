@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 class DeviceMirror:
     """The device copy of one field or ndarray (`data._Buffer._mirror`): which copy is newer,
     and the transfers that make the other one current."""
-    __slots__ = ("device", "ptr", "nbytes", "host", "host_newer", "device_newer", "owner")
+    __slots__ = ("device", "ptr", "nbytes", "host", "host_newer", "device_newer", "owner",
+                 "shared")
 
     def __init__(self, device: "GpuDevice", owner: Any) -> None:
         self.device, self.owner = device, weakref.ref(owner)
@@ -34,6 +35,9 @@ class DeviceMirror:
         self.nbytes = max(int(self.host.nbytes), 1)
         self.ptr = device.alloc(self.nbytes)
         self.host_newer, self.device_newer = True, False
+        # a foreign view of the device memory outlives every call (`to_torch(copy=False)`):
+        # the device copy is the data, so host reads download and host writes upload at once
+        self.shared = False
         weakref.finalize(owner, self.owner_died)
 
     def owner_died(self) -> None:
@@ -49,13 +53,16 @@ class DeviceMirror:
             self.host_newer = False
 
     def before_host_read(self) -> None:
-        if self.device_newer:
+        if self.device_newer or self.shared:
             self.device.copy_d2h(self.host.ctypes.data, self.ptr, self.host.nbytes)
             self.device.synchronize()
             self.device_newer = False
 
     def after_host_write(self) -> None:
         self.host_newer = True
+        if self.shared:
+            self.to_device()
+            self.device.synchronize()
 
     def release(self) -> None:
         """The device goes away: bring the data home and drop the device memory."""

@@ -13,6 +13,7 @@ import ast
 from typing import Any
 
 from .. import dtypes
+from ..errors import KernelSyntaxError
 from ..ir import nodes as n
 from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import ShapeOf, Value, describe
@@ -40,7 +41,8 @@ class AssignLowering(LoweringHost):
         static = isinstance(v, PyValue) and self.is_static_call(value)
         if static and isinstance(target, ast.Subscript):
             raise self.err(node, "Static assign cannot be used on elements in arrays: "
-                           "x = jr.static(v) binds a name to a compile-time value")
+                           "x = jr.static(v) binds a name to a compile-time value; drop "
+                           "jr.static to store one", KernelSyntaxError)
         if static and isinstance(target, ast.Name) and isinstance(
                 self.scope.bindings.get(target.id), LocalVar):
             raise self.err(node, f"Recreating variables is not allowed: '{target.id}' is a "

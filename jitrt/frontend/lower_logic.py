@@ -36,8 +36,8 @@ def is_truth_value(e: n.Expr) -> bool:
 def module_alias(names: dict) -> str:
     """The name the user's module gives jitrt (`ti` where it is imported as taichi was),
     for advice in the user's own words; "jr" when no global names it."""
-    import jitrt
-    return next((k for k, v in names.items() if v is jitrt), "jr")
+    return next((k for k, v in names.items() if getattr(v, "__name__", None) == "jitrt"),
+                "jr")                  # (by name: the frontend does not import the API package)
 
 
 class LogicLowering(LoweringHost):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import dtypes
+from ..errors import KernelSyntaxError
 from ..ir import nodes as n
 from ..linalg import MatrixType
 from .context import LocalVar, LoweringHost, NoValue, PyValue
@@ -141,9 +142,10 @@ class ReturnLowering(LoweringHost):
                                   else "") + "return is only allowed as the last statement of "
                            "a kernel")
         if any(kind != "static" for kind in self.loops[fr.loop_base:]):
-            raise self.err(node, f"a return inside a run-time loop of @jr.func '{fr.name}' is "
-                           "not supported (as in Taichi); set a flag and break, or unroll the "
-                           "loop with jr.static(range(...))")
+            raise self.err(node, "Return inside non-static if/for is not supported: a "
+                           f"return inside a run-time loop of '{fr.name}' (as in Taichi); set a "
+                           "flag and break, or unroll the loop with jr.static(range(...))",
+                           KernelSyntaxError)
         if fr.kernel and self.depth > fr.depth_base:
             raise self.err(node, "Return inside non-static if/for is not supported: a "
                            "kernel returns only where that is known at compile time (its "

@@ -607,7 +607,7 @@ class StmtLowering(LoweringHost):
                                             and word == "break"):
             raise self.err(node, f"Cannot {word} in the outermost loop: its iterations run in "
                            "parallel, in no order; only serial inner loops may break "
-                           "(continue ends the iteration)")
+                           "(continue ends the iteration)", KernelSyntaxError)
         return True
 
     # ---- control flow -------------------------------------------------------------------
@@ -863,8 +863,11 @@ class StmtLowering(LoweringHost):
         # names mean what they meant before it (a later `I = i` makes a new variable)
         saved = {k: self.scope.bindings.get(k, _UNBOUND)
                  for k in [name.id for name in names] + ([group_name] if group_name else [])}
+        assigned = self.scope.assigned or set()
         for name in names:           # Python would leave the last index in it: refused
-            if saved[name.id] is not _UNBOUND and name.id != "_":
+            # (a name only some paths assigned, e.g. in an earlier loop's body, is Taichi's
+            # block-local there and may be reused, as the stepped range's own variable is)
+            if saved[name.id] is not _UNBOUND and name.id != "_" and name.id in assigned:
                 raise self.err(name, f"Variable '{name.id}' is already declared in the outer "
                                "scope and cannot be used as loop variable: the loop's "
                                "variable is its own (after the loop the name keeps its old "
