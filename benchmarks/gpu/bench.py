@@ -37,7 +37,7 @@ def per_call(fn: Callable[[], Any], sync: Callable[[], Any], n: int, repeats: in
 
 
 def launch_rows(drv: Any) -> list[tuple[str, str, str, str]]:
-    cu = drv.cu
+    cu = drv.lib          # the vendor binding module (cuda.bindings.driver)
 
     @jr.kernel
     def tiny(a: nd(dtype=jr.f32, ndim=1)):
