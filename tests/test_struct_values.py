@@ -35,7 +35,8 @@ def test_nested_struct_locals_take_member_stores():
     @jr.kernel
     def k() -> jr.math.vec4:
         y = line3f(0)
-        x = mystruct(1)                   # every member 1, the nested ones too
+        x = mystruct(1)      # Taichi's rule: the first member made of 1 (line.linedir
+        #                      [1, 1, 1], line.length 0), the others 0
         first = x.line.length
         x.idx = 7
         x.line = y
@@ -43,7 +44,7 @@ def test_nested_struct_locals_take_member_stores():
         x.line.linedir[1] += 1.5
         return jr.Vector([first, x.idx, x.line.length, x.line.linedir[1]])
 
-    np.testing.assert_array_equal(k(), [1.0, 7.0, 2.5, 1.5])
+    np.testing.assert_array_equal(k(), [0.0, 7.0, 2.5, 1.5])
 
 
 def test_missing_keyword_members_are_zero_and_unknown_ones_are_errors():

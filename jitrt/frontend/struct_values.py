@@ -3,8 +3,9 @@
 Stage: frontend (a mixin of the lowering visitor). Calling a `jr.types.struct(...)` type (or a
 `@jr.dataclass`) in a kernel builds a `StructValue`: one value per member, in the type's order,
 converted to the member's type as Taichi converts (`structi(2.5, (2.5, 2.5))` holds 2 and
-(2, 2)). Arguments: members by position, then by keyword; a single scalar fills every member
-(`mystruct(0)`); a member not given is zero. Members may be structs (nested). Assigned to a
+(2, 2)). Arguments: members by position, then by keyword; a member not given is zero (so
+`mystruct(1)` makes its first member of 1, as in Taichi: a nested struct or vector member is
+made of it in turn). Members may be structs (nested). Assigned to a
 name, a struct is a `StructVar`: each member is an ordinary local (scalar, vector or struct)
 bound under the name `s.member` in the scope (no Python name contains a dot), so member
 stores, reads and re-assignment reuse the rules of locals. A struct field's element read as a
@@ -61,10 +62,6 @@ class StructValueLowering(LoweringHost):
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
         names = member_names(kind)
-        if len(args) == 1 and not kwargs and not isinstance(args[0], (StructValue, VecValue)) \
-                and not (isinstance(args[0], PyValue) and isinstance(args[0].obj, (
-                    tuple, list, dict))) and len(names) > 1:
-            return self.struct_fill(kind, args[0], node)
         if len(args) == 1 and not kwargs and isinstance(args[0], PyValue) and isinstance(
                 args[0].obj, dict):
             kwargs = {k: PyValue(v) for k, v in args[0].obj.items()}
@@ -85,8 +82,13 @@ class StructValueLowering(LoweringHost):
                                        for k, t in kind.members))
 
     def struct_fill(self, kind: StructType, v: Any, node: ast.AST) -> StructValue:
-        return StructValue(kind, tuple(self.struct_member_value(t, v, node)
-                                       for _, t in kind.members))
+        """A struct made of one value, as Taichi's `StructType(v)`: `v` is the first member
+        (a vector or struct member is made of it in turn: `line3f(1)` has linedir [1, 1, 1]),
+        every other member 0."""
+        first = kind.members[0][0]
+        return StructValue(kind, tuple(self.struct_member_value(t, v if k == first else
+                                                                PyValue(0), node)
+                                       for k, t in kind.members))
 
     def struct_member_value(self, t: Any, v: Any, node: ast.AST) -> Any:
         """`v` converted to member type `t` (a scalar fills a vector or a struct)."""
