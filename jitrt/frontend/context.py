@@ -181,7 +181,6 @@ class LoweringHost:
         static_value: Callable[..., Any]
         quadrants_call: Callable[..., Any]
         python_call: Callable[..., Any]
-        vector_fill: Callable[..., Any]
         compile_time: Callable[..., Any]
         dict_item: Callable[..., Any]
         repeated_display: Callable[..., Any]
@@ -199,6 +198,11 @@ class LoweringHost:
         is_static_call: Callable[..., bool]
         atomic_local: Callable[..., Any]
         mark_assigned: Callable[[str], None]
+        # statements and loops (lower_stmt.py, lower_loops.py)
+        assign_local: Callable[..., None]
+        branch_assigned: Callable[..., Any]
+        merge_assigned: Callable[..., Any]
+        lower_block: Callable[..., n.Body]
         stmts: Callable[..., None]
         lower_with: Callable[..., n.Body]
         # a @jr.func's returns (lower_return.py)

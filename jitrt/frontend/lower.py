@@ -24,6 +24,7 @@ from .lower_logic import LogicLowering
 from .lower_pycalls import PyCallLowering
 from .lower_return import FuncReturn, ReturnLowering, has_early_return
 from .lower_quadrants import QuadrantsLowering
+from .lower_loops import LoopLowering
 from .lower_stmt import StmtLowering
 from .real_func import RealFuncLowering
 from .struct_values import StructValueLowering
@@ -35,7 +36,7 @@ from .vectors import TupleValue, VecValue, VectorLowering
 
 class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, PyCallLowering,
                       ComprehensionLowering, FormatLowering, ReturnLowering, AssignLowering,
-                      StmtLowering, VectorLowering, VectorIndexing, StructLowering,
+                      StmtLowering, LoopLowering, VectorLowering, VectorIndexing, StructLowering,
                       QuadrantsLowering, RealFuncLowering, StructValueLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,

@@ -77,9 +77,6 @@ class CallLowering(LoweringHost):
         for kw in node.keywords:
             if kw.arg is None:
                 raise self.err(kw.value, "**kwargs in calls are not supported in kernels")
-        filled = self.vector_fill(node)          # v.fill(s) on a vector local: lower_pycalls
-        if filled is not None:
-            return filled
         callee = self.expr(node.func)
         if not isinstance(callee, PyValue):
             raise self.err(node.func, "only functions known at compile time can be called")
@@ -88,6 +85,22 @@ class CallLowering(LoweringHost):
             obj = bi.PYTHON_EQUIVALENTS.get(obj, obj)
         except TypeError:  # unhashable
             pass
+        called = self.call_function(obj, node)
+        if called is not None:
+            return called
+        vector_call = self.vector_call(obj, node)
+        if vector_call is None:
+            vector_call = self.python_call(obj, node)    # all, len, operator.add... (lower_pycalls)
+        if vector_call is not None:
+            return vector_call
+        if getattr(type(obj), "is_jitrt_kernel", False):
+            raise self.err(node, f"kernel '{obj.name}' cannot be called from a kernel; "
+                           "make it a @jr.func")
+        return self.call_library(obj, node)
+
+    def call_function(self, obj: Any, node: ast.Call) -> Value | None:
+        """A call of a jitrt func, a real function, a method or a plain Python function
+        (inlined), else None."""
         if isinstance(obj, RealFuncDef):                  # a function of its own
             return self.call_real(obj, node, None)  # type: ignore[attr-defined]
         if isinstance(obj, BoundFunc) and isinstance(obj.func, RealFuncDef):
@@ -110,14 +123,11 @@ class CallLowering(LoweringHost):
                 not (getattr(obj, "__module__", None) or "").startswith(("numpy", "math",
                                                                         "jitrt")):
             return self.inline(plain_func(obj), node)     # a plain function or lambda: inlined
-        vector_call = self.vector_call(obj, node)
-        if vector_call is None:
-            vector_call = self.python_call(obj, node)    # all, len, operator.add... (lower_pycalls)
-        if vector_call is not None:
-            return vector_call
-        if getattr(type(obj), "is_jitrt_kernel", False):
-            raise self.err(node, f"kernel '{obj.name}' cannot be called from a kernel; "
-                           "make it a @jr.func")
+        return None
+
+    def call_library(self, obj: Any, node: ast.Call) -> Value:
+        """A call of jitrt's builtins, a type, numpy's and Python's functions; any other
+        Python callable runs at compile time (`call_in_python`)."""
         if obj is bi.PY_PRINT:
             return self.print_call(node)
         if obj is bi.random:

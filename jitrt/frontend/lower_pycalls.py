@@ -1,6 +1,7 @@
 """AST -> IR for calls of Python's own functions in kernels: `all`/`any`/`len`/`sum`, the
 functions of the `operator` module, `jr.func(f)` applied in the kernel, `"...".format(...)`
-(`lower_format.py`) and `v.fill(s)` on a vector local.
+(`lower_format.py`). (`v.fill(s)` on a vector local or element is a statement:
+`lower_stmt.fill_vector`.)
 
 Stage: frontend (a helper of the call family, `lower_call.py`). `python_call(obj, node)` gives
 the value of `obj(...)` or None when `obj` is none of these. Taichi accepts them in kernels:
@@ -19,7 +20,7 @@ from .. import dtypes
 from ..ir import nodes as n
 from .context import LoweringHost, PyValue
 from .lower_expr import BINOPS, Value, describe, is_number
-from .vectors import TupleValue, VecValue, VecVar, as_vector
+from .vectors import TupleValue, VecValue, as_vector
 
 # operator.f(a, b) -> the binary operator; the in-place forms give the same value (the
 # operands of a call are values, never assigned through)
@@ -72,25 +73,6 @@ class PyCallLowering(LoweringHost):
             from .func import plain_func
             return PyValue(f.obj if hasattr(f.obj, "template_params") else plain_func(f.obj))
         return None
-
-    def vector_fill(self, node: ast.Call) -> Value | None:
-        """`v.fill(s)` on a vector or matrix local: every component set to `s` (converted to
-        the local's type, as a store is); None for any other call."""
-        f = node.func
-        if not (isinstance(f, ast.Attribute) and f.attr == "fill" and isinstance(
-                f.value, ast.Name)):
-            return None
-        var = self.scope.bindings.get(f.value.id)
-        if not isinstance(var, VecVar):
-            return None
-        (s,) = self.positional(node, 1, "fill")
-        if isinstance(s, (VecValue, TupleValue)):
-            raise self.err(node.args[0], "v.fill() takes a number")
-        value = self.snapshot(s, node)
-        for c in var.components:
-            self.emit(n.Assign(c.ir_name, self.typed(value, c.dtype, node), self.loc(node)))
-        self.mark_assigned(f.value.id)
-        return PyValue(None)
 
     def positional(self, node: ast.Call, count: int, what: str) -> list[Value]:
         if node.keywords or len(node.args) != count:
