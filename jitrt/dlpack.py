@@ -69,31 +69,50 @@ _api.PyCapsule_IsValid.restype = ctypes.c_int
 _api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 _api.PyCapsule_GetPointer.restype = ctypes.c_void_p
 _api.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_api.Py_IncRef.argtypes = [ctypes.py_object]
+_api.Py_DecRef.argtypes = [ctypes.py_object]
+
+
+def _pin(obj: Any) -> Any:
+    """One reference to `obj` that no Python object holds, so that tearing down modules at
+    interpreter exit cannot free it: a consumer (a torch tensor in a reference cycle, say)
+    may release its export during the last garbage collection, after jitrt's globals are
+    gone, and its deleter then reads the managed tensor and calls the callback thunks."""
+    _api.Py_IncRef(obj)
+    return obj
 
 
 def _delete(managed: Any) -> None:
     """The consumer's release: forget the export and run its `on_release`."""
     if _live is None or ctypes is None:   # interpreter shutdown: module globals are gone
-        return
+        return                            # (what the export pinned stays: no free, no crash)
     kept = _live.pop(ctypes.addressof(managed.contents), None)
-    if kept is not None and kept[-1] is not None:
+    if kept is None:
+        return
+    if kept[-1] is not None:
         try:
             kept[-1]()
         except Exception:  # noqa: BLE001 - a deleter must not raise (interpreter shutdown)
             pass
+    _api.Py_DecRef(kept)                  # the consumer is done: unpin
 
 
 def _capsule_gone(capsule: int) -> None:
     """The capsule is collected: if nobody consumed it (still named `dltensor` or
     `dltensor_versioned`), forget the export; nothing was written through it."""
+    if _live is None or _api is None:     # interpreter shutdown
+        return
     for name in (b"dltensor", b"dltensor_versioned"):
         if _api.PyCapsule_IsValid(capsule, name):
-            _live.pop(_api.PyCapsule_GetPointer(capsule, name), None)
+            kept = _live.pop(_api.PyCapsule_GetPointer(capsule, name), None)
+            if kept is not None:
+                _api.Py_DecRef(kept)
 
 
-_DELETER = DELETER(_delete)
-_DELETER_V = DELETER_V(_delete)
-_DESTRUCTOR = CAPSULE_DESTRUCTOR(_capsule_gone)
+# the callback thunks live as long as the process: a consumer may call them at its very end
+_DELETER = _pin(DELETER(_delete))
+_DELETER_V = _pin(DELETER_V(_delete))
+_DESTRUCTOR = _pin(CAPSULE_DESTRUCTOR(_capsule_gone))
 
 
 def export(ptr: int, shape: tuple[int, ...], dtype: DataType, device_type: int,
@@ -117,6 +136,6 @@ def export(ptr: int, shape: tuple[int, ...], dtype: DataType, device_type: int,
     else:
         managed.deleter = _DELETER
     address = ctypes.addressof(managed)
-    _live[address] = (managed, shape_arr, owner, on_release)
+    _live[address] = _pin((managed, shape_arr, owner, on_release))   # unpinned on release
     return _api.PyCapsule_New(address, b"dltensor_versioned" if versioned else b"dltensor",
                               ctypes.cast(_DESTRUCTOR, ctypes.c_void_p))

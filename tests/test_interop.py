@@ -209,3 +209,41 @@ def test_field_to_torch_and_from_torch_copy():
     assert f.gen == gen + 1 and f[0, 0] == 2.0 and f[1, 2] == 12.0
     if torch.cuda.is_available():
         assert f.to_torch(device="cuda").device.type == "cuda"
+
+
+HELD_AT_EXIT = """
+import jitrt as jr
+import torch
+jr.init(arch=jr.cpu)
+x = jr.field(jr.f32, shape=4)
+y = jr.ndarray(jr.f32, shape=4)
+t = x.to_torch(copy=False)
+u = y.to_torch(copy=False)
+
+class Holder:
+    pass
+
+h = Holder()
+h.t, h.u = t, u
+h.cycle = h                  # collected only in the interpreter's last garbage collection
+print("done")
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+def test_zero_copy_views_alive_at_interpreter_exit_do_not_crash_it(tmp_path):
+    """A torch view of jitrt memory held in a reference cycle is released in the last garbage
+    collection at exit, after jitrt's module globals are gone: its DLPack deleter must still
+    find the managed tensor and the callback (it segfaulted, exit status -11, in Genesis)."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    script = tmp_path / "held.py"
+    script.write_text(HELD_AT_EXIT)
+    root = pathlib.Path(jr.__file__).resolve().parents[1]
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONPATH=str(root),
+                                       JITRT_CACHE_DIR=str(tmp_path / "c")), timeout=120)
+        assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr

@@ -3,6 +3,10 @@
     python tools/genesis/run.py                # install if needed, then run on jitrt
     python tools/genesis/run.py --reference    # the same on the real quadrants==1.3.3
     python tools/genesis/run.py --install-only [--reference]
+    python tools/genesis/run.py --compare [--scene franka] [--steps N]   # both, then a table
+
+Arguments it does not know go to scene.py (`--steps`, `--scene box|franka`, `--backend
+cpu|gpu`, `--n-envs N`).
 
 Each mode has a venv of its own under --home (default $JITRT_GENESIS_HOME or
 /tmp/jitrt-genesis): `jitrt/` and `reference/`. Both get torch 2.13.0 first (the CPU wheel on
@@ -91,25 +95,66 @@ def install(venv: Path, reference: bool, reinstall: bool) -> None:
     (venv / MARKER).write_text("ok\n")
 
 
+def run_scene(venv: Path, scene_args: list[str]) -> tuple[int, dict[str, list[str]]]:
+    """Runs scene.py in `venv`, echoing its output; returns the exit status and its STAGE and
+    RESULT lines by name (`build` -> ["ok", "4.512"], `state` -> the numbers, ...)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.pop("PYTHONPATH", None)             # jitrt comes from the .pth file, the checkout's
+    cmd = [str(venv / "bin" / "python"), str(Path(__file__).with_name("scene.py")), *scene_args]
+    found: dict[str, list[str]] = {}
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            print(line, end="", flush=True)
+            words = line.split()
+            if len(words) >= 2 and words[0] in ("STAGE", "RESULT"):
+                found[words[1]] = words[2:]
+    return proc.returncode, found
+
+
+def compare(home: Path, scene_args: list[str]) -> int:
+    """Quadrants, then jitrt, the same scene; a table of build time, step times and the
+    largest difference of the final states (issue 35's acceptance: at most 1e-5)."""
+    runs = {}
+    for name in ("reference", "jitrt"):
+        print(f"== {name}", flush=True)
+        rc, found = run_scene(home / name, scene_args)
+        if rc:
+            return rc
+        runs[name] = found
+    ref, ours = runs["reference"]["state"], runs["jitrt"]["state"]
+    diff = max((abs(float(a) - float(b)) for a, b in zip(ref, ours)), default=float("nan"))
+    print(f"{'':12}{'build s':>10}{'median step ms':>16}{'mean step ms':>14}")
+    for name, label in (("reference", "quadrants"), ("jitrt", "jitrt")):
+        f = runs[name]
+        print(f"{label:12}{float(f['build'][1]):>10.2f}"
+              f"{float(f['median_step_ms_second_half'][0]):>16.4f}"
+              f"{float(f['mean_step_ms_second_half'][0]):>14.4f}")
+    verdict = "equal to 1e-5" if diff <= 1e-5 and len(ref) == len(ours) else "DIFFERENT"
+    print(f"final state: {len(ours)} numbers, largest difference {diff:.3g} ({verdict})")
+    return 0 if verdict == "equal to 1e-5" else 1
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reference", action="store_true", help="run on quadrants==1.3.3")
+    parser.add_argument("--compare", action="store_true",
+                        help="run on both, then print a table and the state difference")
     parser.add_argument("--home", type=Path, default=Path(
         os.environ.get("JITRT_GENESIS_HOME", "/tmp/jitrt-genesis")))
-    parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--install-only", action="store_true")
     parser.add_argument("--reinstall", action="store_true")
-    args = parser.parse_args()
-    venv = args.home / ("reference" if args.reference else "jitrt")
-    install(venv, args.reference, args.reinstall)
+    args, scene_args = parser.parse_known_args()   # the rest goes to scene.py
+    modes = [True, False] if args.compare else [args.reference]
+    for reference in modes:
+        install(args.home / ("reference" if reference else "jitrt"), reference, args.reinstall)
     if args.install_only:
         return
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    env.pop("PYTHONPATH", None)             # jitrt comes from the .pth file, the checkout's
-    cmd = [str(venv / "bin" / "python"), str(Path(__file__).with_name("scene.py")),
-           "--steps", str(args.steps)]
-    raise SystemExit(subprocess.run(cmd, env=env).returncode)
+    if args.compare:
+        raise SystemExit(compare(args.home, scene_args))
+    venv = args.home / ("reference" if args.reference else "jitrt")
+    raise SystemExit(run_scene(venv, scene_args)[0])
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
-"""The plane-and-box scene, run inside a venv made by tools/genesis/run.py.
+"""Genesis scenes (plane and box, or plane and Franka arm), run inside a venv made by run.py.
 
 Stages, each printed as one line `STAGE <name> ok <seconds>` when it completes: import (of
 genesis), init (gs.init on the CPU), scene (plane + one box, rigid solver), build
-(scene.build()), steps (the steps asked for), then `RESULT` lines with the box's final
-position and the per-step time. The first exception ends the run: `FAILED <stage>` with its
-traceback, exit status 1. Prints nothing else of its own (Genesis logs go to stderr).
+(scene.build()), steps (the steps asked for), then `RESULT` lines with the body's final
+position, its whole generalised state (`RESULT state`: dof positions then velocities, 9
+significant digits) and the per-step time. `--scene box` (default) or `--scene franka`;
+`--backend cpu|gpu`; `--n-envs N` (a batch of N environments). The first exception ends
+the run: `FAILED <stage>` with its traceback, exit status 1. Prints nothing else of its own
+(Genesis logs go to stderr).
 """
 from __future__ import annotations
 
@@ -35,11 +38,37 @@ def _import():  # type: ignore[no-untyped-def]
     return gs
 
 
-def _scene(gs):  # type: ignore[no-untyped-def]
+def _scene(gs, name: str):  # type: ignore[no-untyped-def]
+    """`box`: a plane and a 0.2 m box dropped from 0.5 m. `franka`: a plane and Genesis's
+    Franka Emika Panda arm (its MJCF: 9 joints, 11 bodies), held by its position
+    controllers at a fixed target, as in Genesis's examples/tutorials/control_your_robot.py."""
     scene = gs.Scene(show_viewer=False)
     scene.add_entity(gs.morphs.Plane())
-    box = scene.add_entity(gs.morphs.Box(pos=(0.0, 0.0, 0.5), size=(0.2, 0.2, 0.2)))
-    return scene, box
+    if name == "box":
+        body = scene.add_entity(gs.morphs.Box(pos=(0.0, 0.0, 0.5), size=(0.2, 0.2, 0.2)))
+    else:
+        body = scene.add_entity(gs.morphs.MJCF(file="xml/franka_emika_panda/panda.xml"))
+    return scene, body
+
+
+def _control(body, name: str) -> None:  # type: ignore[no-untyped-def]
+    """The Franka's joints get gains and a target once, after the build (the box has none)."""
+    if name != "franka":
+        return
+    import numpy as np
+    n = body.n_dofs
+    body.set_dofs_kp(np.array([4500, 4500, 3500, 3500, 2000, 2000, 2000, 100, 100][:n]))
+    body.set_dofs_kv(np.array([450, 450, 350, 350, 200, 200, 200, 10, 10][:n]))
+    body.control_dofs_position(np.array([1.0, 1.0, 0.0, -1.5, 0.0, 1.5, 0.5, 0.04, 0.04][:n]))
+
+
+def _state(body) -> list[float]:  # type: ignore[no-untyped-def]
+    """The body's generalised state in the first environment: every dof's position, then
+    every dof's velocity (for the free box: position, rotation, linear and angular
+    velocity)."""
+    qpos = body.get_qpos().reshape(-1, body.n_qs)[0].tolist()
+    dofs = body.get_dofs_velocity().reshape(-1, body.n_dofs)[0].tolist()
+    return [float(v) for v in qpos + dofs]
 
 
 def _steps(scene, n: int) -> list[float]:  # type: ignore[no-untyped-def]
@@ -54,14 +83,20 @@ def _steps(scene, n: int) -> list[float]:  # type: ignore[no-untyped-def]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--scene", choices=("box", "franka"), default="box")
+    parser.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
+    parser.add_argument("--n-envs", type=int, default=0, help="0: no batch dimension")
     args = parser.parse_args()
     gs = _stage("import", _import)
-    _stage("init", lambda: gs.init(backend=gs.cpu, logging_level="warning"))
-    scene, box = _stage("scene", _scene, gs)
-    _stage("build", scene.build)
+    backend = gs.cpu if args.backend == "cpu" else gs.gpu
+    _stage("init", lambda: gs.init(backend=backend, logging_level="warning"))
+    scene, body = _stage("scene", _scene, gs, args.scene)
+    _stage("build", lambda: scene.build(n_envs=args.n_envs))
+    _control(body, args.scene)
     times = _stage("steps", _steps, scene, args.steps)
-    pos = [float(v) for v in box.get_pos().reshape(-1)[:3]]
-    print(f"RESULT box_pos {pos[0]:.6f} {pos[1]:.6f} {pos[2]:.6f}")
+    pos = [float(v) for v in body.get_pos().reshape(-1, 3)[0]]
+    print(f"RESULT body_pos {pos[0]:.6f} {pos[1]:.6f} {pos[2]:.6f}")
+    print("RESULT state " + " ".join(f"{v:.9g}" for v in _state(body)))
     tail = sorted(times[len(times) // 2:])
     print(f"RESULT first_step_ms {times[0] * 1e3:.3f}")
     print(f"RESULT median_step_ms_second_half {tail[len(tail) // 2] * 1e3:.4f}")
