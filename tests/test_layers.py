@@ -210,6 +210,36 @@ def test_generic_modules_name_no_gpu_vendor():
     assert not found, found
 
 
+# where the kind of device may be asked: the backends, and the plan builder (launch facts)
+IS_GPU_READERS = ("jitrt.backends", "jitrt.runtime.plan_builder")
+
+
+def is_gpu_reads(source: str) -> list[int]:
+    """The lines of `source` that read an attribute named `is_gpu` (or getattr it by name)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "is_gpu" or \
+                isinstance(node, ast.Constant) and node.value == "is_gpu":
+            found.append(node.lineno)
+    return found
+
+
+def test_is_gpu_is_read_only_in_the_backends_and_the_plan_builder():
+    """Codegen and the runtime ask the target for a capability (`codegen.targets.TargetTraits`:
+    `grid_launch`, `status_block`, ...) that the backend declares, not for the kind of device."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        name = module_name(path)
+        if not name.startswith(IS_GPU_READERS):
+            found += [f"{name}:{line}" for line in is_gpu_reads(path.read_text())]
+    assert not found, f"is_gpu read outside backends/ and plan_builder.py: {found}"
+
+
+def test_the_is_gpu_scan_sees_reads_and_getattr():
+    assert is_gpu_reads("if target.is_gpu:\n    pass\nx = getattr(t, 'is_gpu')\n") == [1, 3]
+    assert is_gpu_reads("grid = target.traits.grid_launch\n") == []
+
+
 def test_compiler_reaches_hardware_only_through_the_device():
     graph = import_graph()
     assert "jitrt.backends.cpu" not in graph["jitrt.runtime.compiler"]

@@ -58,9 +58,9 @@ class ExprEmitter(EmitterHost):
         return self.builder.gep(self.ctx_ptr, [idx])
 
     def written_slot_ptr(self, slot: int) -> ir.Value:
-        """Where a launch writes one of `abi.DEVICE_WRITTEN`: the context on the CPU, the
-        device's status block on GPUs (the context there is a read-only upload)."""
-        if not self.target.is_gpu:
+        """Where a launch writes one of `abi.DEVICE_WRITTEN`: the context, or the device's
+        status block where the context is a read-only upload (`TargetTraits.status_block`)."""
+        if not self.target.traits.status_block:
             return self.slot_ptr(slot)
         status = self.builder.inttoptr(self.load_slot(abi.SLOT_RUNTIME), I64.as_pointer())
         return self.builder.gep(status, [ir.Constant(I64, slot)])
@@ -504,7 +504,7 @@ class ExprEmitter(EmitterHost):
         raw = self.load_slot(slot)
         # GPUs: field and ndarray data is device global memory (address space 1), which
         # lets the backend emit global (and read-only cached) loads instead of generic ones
-        space = 1 if self.target.is_gpu else 0
+        space = self.target.traits.data_address_space
         return self.builder.inttoptr(raw, ll_type(ref.dtype).as_pointer(space))
 
     def extents(self, ref: n.Ref) -> list[ir.Value]:
@@ -594,7 +594,7 @@ class ExprEmitter(EmitterHost):
             index = b.select(inside, index, v)
         if words is not None:
             axis, index = words
-        if self.target.is_gpu:      # the status block and launch id, never the context
+        if self.target.traits.status_block:    # the status block and launch id, not the context
             b.call(fault_recorder(self.module, True),
                    [self.load_slot(abi.SLOT_RUNTIME), self.load_slot(abi.SLOT_LAUNCH_ID),
                     ir.Constant(I64, site + 1), axis, index])
