@@ -46,7 +46,7 @@ demo: $(STAMP)
 test: $(TEST_STAMP)
 	$(BIN)/python -m ruff check jitrt tests benchmarks cache_fixtures tools
 	$(BIN)/python -m mypy
-	$(BIN)/python -m mypy --strict --follow-imports=silent jitrt/backends jitrt/runtime jitrt/launch_plan.py
+	$(BIN)/python -m mypy --strict --follow-imports=silent jitrt/backends jitrt/runtime jitrt/native jitrt/launch_plan.py
 	$(BIN)/python -m sphinx -W --keep-going -q -b html docs build/docs
 	$(BIN)/python -m pytest -q
 

@@ -278,3 +278,51 @@ def test_unchecked_gpu_loop_hoists_the_context_and_skips_fault_traffic():
     assert clean, "\n\n".join("\n".join(b) for b in loops)
     checked = [body for body in loops if body not in clean]
     assert checked or "jitrt_record_fault" in ptx     # the checked copy is still there
+
+
+@jr.kernel
+def spin(a: nd(dtype=jr.f32, ndim=1), n: jr.i32):
+    for i in range(a.shape[0]):
+        k = 0
+        while k < n:
+            a[i] = jr.sin(a[i]) + 1.0
+            k += 1
+
+
+def module_text_with_traits(**traits) -> str:
+    """The LLVM IR of `spin` for the CPU's codegen target with some `TargetTraits` changed."""
+    import dataclasses
+
+    from jitrt.backends import cpu
+    from jitrt.runtime import program as _program
+    from jitrt.runtime.arguments import bind_args, specialize
+    from jitrt.runtime.compiler import lower_module
+    target = cpu.cpu_target()
+    target = dataclasses.replace(target, traits=dataclasses.replace(target.traits, **traits))
+    program = _program.current()
+    args = bind_args(spin, (jr.ndarray(jr.f32, 4), 3), {})
+    params, _, templates, name = specialize(spin, args, program.config)
+    return str(lower_module(spin, params, templates, name, program, target))
+
+
+def test_codegen_asks_the_targets_traits_not_the_kind_of_device():
+    """The same CPU target, stating no Ctrl-C polling, data in address space 1 and no unroll
+    hints, gets code without each of them: codegen follows the capability record the backend
+    declares (`codegen.targets.TargetTraits`), whatever the device."""
+    host = module_text_with_traits()
+    other = module_text_with_traits(host_interrupts=False, data_address_space=1,
+                                    unroll_hints=False)
+    assert "load atomic" in host and "load atomic" not in other     # the interrupt counter
+    assert "addrspace(1)" not in host and "addrspace(1)" in other
+    assert "llvm.loop.unroll.runtime.disable" in host
+    assert "llvm.loop.unroll.runtime.disable" not in other
+
+
+def test_every_backend_states_every_trait():
+    from jitrt.backends import amdgcn, cpu
+    from jitrt.codegen.targets import TargetTraits
+    assert cpu.CPU_TRAITS.grid_launch is False and cpu.CPU_TRAITS.host_interrupts
+    assert nvptx.TRAITS.grid_launch and nvptx.TRAITS.status_block
+    assert amdgcn.codegen_target().traits == amdgcn.TRAITS
+    with pytest.raises(TypeError):
+        TargetTraits(grid_launch=True)     # no defaults: a vendor states each capability

@@ -37,8 +37,8 @@ def test_the_cpu_target_interleaves_and_gpus_do_not():
     jr.init(arch=jr.cpu, offline_cache=False)
     from jitrt.runtime import program
     assert program.current().device.codegen_target.lanes == 4
-    from jitrt.codegen.targets import NvptxTarget
-    assert NvptxTarget("cuda", "nvptx64", "", True).lanes == 1
+    from jitrt.backends import amdgcn, nvptx
+    assert nvptx.codegen_target().lanes == 1 and amdgcn.codegen_target().lanes == 1
     jr.reset()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import textwrap
 
 import numpy as np
 import pytest
@@ -208,6 +209,64 @@ def test_generic_modules_name_no_gpu_vendor():
                     node.value.lower() in VENDOR_NAMES:
                 found.append((name, f"line {node.lineno}: {node.value!r}"))
     assert not found, found
+
+
+# where the kind of device may be asked: the backends, and the plan builder (launch facts)
+IS_GPU_READERS = ("jitrt.backends", "jitrt.runtime.plan_builder")
+
+
+def is_gpu_reads(source: str) -> list[int]:
+    """The lines of `source` that read an attribute named `is_gpu` (or getattr it by name)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "is_gpu" or \
+                isinstance(node, ast.Constant) and node.value == "is_gpu":
+            found.append(node.lineno)
+    return found
+
+
+def test_is_gpu_is_read_only_in_the_backends_and_the_plan_builder():
+    """Codegen and the runtime ask the target for a capability (`codegen.targets.TargetTraits`:
+    `grid_launch`, `status_block`, ...) that the backend declares, not for the kind of device."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        name = module_name(path)
+        if not name.startswith(IS_GPU_READERS):
+            found += [f"{name}:{line}" for line in is_gpu_reads(path.read_text())]
+    assert not found, f"is_gpu read outside backends/ and plan_builder.py: {found}"
+
+
+def test_the_is_gpu_scan_sees_reads_and_getattr():
+    assert is_gpu_reads("if target.is_gpu:\n    pass\nx = getattr(t, 'is_gpu')\n") == [1, 3]
+    assert is_gpu_reads("grid = target.traits.grid_launch\n") == []
+
+
+MAX_FUNCTION_LINES = 60
+
+
+def long_functions(source: str, name: str) -> list[str]:
+    """The functions of `source` longer than MAX_FUNCTION_LINES (from `def` to their last line,
+    decorators not counted), as "module.function (lines)"."""
+    return [f"{name}.{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno is not None
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+
+
+def test_no_function_in_jitrt_is_over_60_lines():
+    """Split along a real seam (a named helper that says what it does) instead."""
+    found = [f for path in sorted(PACKAGE.rglob("*.py"))
+             for f in long_functions(path.read_text(), module_name(path))]
+    assert not found, f"functions over {MAX_FUNCTION_LINES} lines: {found}"
+
+
+def test_the_length_scan_counts_from_def_to_the_last_line():
+    body = "".join(f"    x{k} = {k}\n" for k in range(59))
+    assert long_functions(f"@dec\ndef ok():\n{body}", "m") == []
+    assert long_functions(f"def f():\n{body}    return 1\n", "m") == ["m.f (61 lines)"]
+    method = textwrap.indent(f"def g(self):\n{body}    y = 0\n    return 1\n", "    ")
+    assert long_functions(f"class C:\n{method}", "m") == ["m.g (62 lines)"]
 
 
 def test_compiler_reaches_hardware_only_through_the_device():

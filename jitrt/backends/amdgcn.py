@@ -25,7 +25,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..frozen import frozen
-from ..codegen.targets import AmdgpuTarget
+from ..codegen.targets import AmdgpuTarget, TargetTraits
 from ..errors import BackendUnavailableError
 from .llvm_setup import LLVM_LOCK, init_all_targets, optimize
 from .tools import transform
@@ -33,6 +33,10 @@ from .tools import transform
 TRIPLE = "amdgcn-amd-amdhsa"
 DEFAULT_GFX = "gfx942"
 WAVE64 = ("gfx9",)          # gfx9 targets run wave64 only; gfx10+ default to wave32
+# what HIP kernels have (`codegen.targets.TargetTraits`): grid launches, a status block for
+# what a launch writes, data in global memory (space 1), stacks interleaved across threads
+TRAITS = TargetTraits(grid_launch=True, status_block=True, data_address_space=1,
+                      host_interrupts=False, interleaved_stacks=True, unroll_hints=False)
 
 
 def wave_size(gfx: str) -> int:
@@ -50,7 +54,7 @@ def target_machine(gfx: str) -> llvm.TargetMachine:
 @functools.lru_cache(maxsize=None)
 def codegen_target() -> AmdgpuTarget:
     """The codegen hooks for AMDGPU, with this LLVM's data layout (the same for every gfx)."""
-    return AmdgpuTarget("amdgpu", TRIPLE, str(target_machine(DEFAULT_GFX).target_data), True)
+    return AmdgpuTarget("amdgpu", TRIPLE, str(target_machine(DEFAULT_GFX).target_data), TRAITS)
 
 
 def _optimized(module: ir.Module | str, gfx: str) -> llvm.ModuleRef:

@@ -25,7 +25,7 @@ from llvmlite import ir
 
 from ..codegen import abi
 from ..native import threadpool
-from ..codegen.targets import Target as CodegenTarget
+from ..codegen.targets import Target as CodegenTarget, TargetTraits
 from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, HostServices,
                    LaunchContext, Reducer, Required)
 from .cpu_tiers import Tiers
@@ -38,6 +38,10 @@ REQUIRED_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_
 # iterations of a parallel task with an inner loop one pass of its body runs (measured on the
 # adstack benchmark's recurrence, docs/performance.md: 2 lanes 1.3x, 4 lanes 1.7x, 8 lanes 1.9x)
 CPU_LANES = 4
+# what the host gives kernels (`codegen.targets.TargetTraits`): chunks of consecutive indices
+# through the pool, a writable context, Ctrl-C polling, each thread's stacks contiguous
+CPU_TRAITS = TargetTraits(grid_launch=False, status_block=False, data_address_space=0,
+                          host_interrupts=True, interleaved_stacks=False, unroll_hints=True)
 
 
 def compile_object(module: ir.Module | str) -> bytes:
@@ -267,7 +271,7 @@ def worker_pool(num_threads: int | None, grain: int,
 
 def cpu_target() -> CodegenTarget:
     tm = host_target_machine()
-    return CodegenTarget("cpu", llvm.get_process_triple(), str(tm.target_data), False,
+    return CodegenTarget("cpu", llvm.get_process_triple(), str(tm.target_data), CPU_TRAITS,
                          lanes=CPU_LANES, tape=True)
 
 

@@ -19,12 +19,16 @@ import shutil
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ..codegen.targets import NvptxTarget
+from ..codegen.targets import NvptxTarget, TargetTraits
 from ..errors import BackendUnavailableError
 from .llvm_setup import LLVM_LOCK, init_all_targets, optimize
 from .tools import transform
 
 TRIPLE = "nvptx64-nvidia-cuda"
+# what CUDA kernels have (`codegen.targets.TargetTraits`): grid launches, a status block for
+# what a launch writes, data in global memory (space 1), stacks interleaved across threads
+TRAITS = TargetTraits(grid_launch=True, status_block=True, data_address_space=1,
+                      host_interrupts=False, interleaved_stacks=True, unroll_hints=False)
 
 
 def _toolkit_roots() -> list[str]:
@@ -66,7 +70,7 @@ def target_machine(sm: int) -> llvm.TargetMachine:
 @functools.lru_cache(maxsize=None)
 def codegen_target() -> NvptxTarget:
     """The codegen hooks for NVPTX, with this LLVM's data layout."""
-    return NvptxTarget("cuda", TRIPLE, str(target_machine(80).target_data), True)
+    return NvptxTarget("cuda", TRIPLE, str(target_machine(80).target_data), TRAITS)
 
 
 def drop_unused(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:

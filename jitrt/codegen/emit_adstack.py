@@ -42,7 +42,7 @@ class AdStackEmitter(EmitterHost):
         pair = ir.ArrayType(ll_type(stack.dtype), 2)
         with b.goto_block(self.alloca_block):
             heap = b.inttoptr(self.load_slot(abi.SLOT_ADSTACK_HEAP), ir.IntType(8).as_pointer())
-            if self.target.is_gpu:
+            if self.target.traits.interleaved_stacks:
                 # interleaved: entry k of thread t at region + (k * T + t) * pair size, T the
                 # device's resident threads, so a warp's pushes and pops are coalesced
                 threads = self.load_slot(abi.SLOT_NUM_THREADS)
@@ -78,7 +78,7 @@ class AdStackEmitter(EmitterHost):
     def entry_at(self, stack: n.AdStack, index: ir.Value) -> ir.Value:
         """The value of entry `index` of this thread's `stack` (the pair's first half)."""
         base, _, _, _ = self.stack_state(stack)
-        if self.target.is_gpu:
+        if self.target.traits.interleaved_stacks:
             index = self.builder.mul(index, self.load_slot(abi.SLOT_NUM_THREADS))
         return self.builder.gep(base, [index, ir.Constant(ir.IntType(32), 0)])
 
@@ -111,7 +111,7 @@ class AdStackEmitter(EmitterHost):
                 first = b.cmpxchg(self.written_slot_ptr(abi.SLOT_OVERFLOW),
                                   ir.Constant(I64, 0), self.load_slot(reg_slot), "monotonic",
                                   "monotonic")
-                if self.target.is_gpu:    # which context overflowed, for the report at sync
+                if self.target.traits.status_block:    # which context overflowed (reported at sync)
                     with b.if_then(b.extract_value(first, 1)):
                         b.store(self.load_slot(abi.SLOT_LAUNCH_ID),
                                 self.written_slot_ptr(abi.STATUS_OVERFLOW_LAUNCH))

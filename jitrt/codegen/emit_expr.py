@@ -58,9 +58,9 @@ class ExprEmitter(EmitterHost):
         return self.builder.gep(self.ctx_ptr, [idx])
 
     def written_slot_ptr(self, slot: int) -> ir.Value:
-        """Where a launch writes one of `abi.DEVICE_WRITTEN`: the context on the CPU, the
-        device's status block on GPUs (the context there is a read-only upload)."""
-        if not self.target.is_gpu:
+        """Where a launch writes one of `abi.DEVICE_WRITTEN`: the context, or the device's
+        status block where the context is a read-only upload (`TargetTraits.status_block`)."""
+        if not self.target.traits.status_block:
             return self.slot_ptr(slot)
         status = self.builder.inttoptr(self.load_slot(abi.SLOT_RUNTIME), I64.as_pointer())
         return self.builder.gep(status, [ir.Constant(I64, slot)])
@@ -354,48 +354,11 @@ class ExprEmitter(EmitterHost):
         `print_format.py`), vprintf on CUDA (floats `%g`, whole numbers `%.1f`: the format
         string is picked at run time, `print_format.device_formats`); AMDGPU has no printf
         here."""
-        b = self.builder
-        spec: list[str] = []
-        values: list[ir.Value] = []
-        floats: list[int] = []
-        for k, a in enumerate(e.args):
-            v = self.expr(a)
-            user = e.formats[k] if e.formats else ""     # a printf spec from a format string
-            if user:
-                spec.append("%" + (user if a.dtype.is_float else user[:-1] + "ll" + user[-1]))
-                if a.dtype.is_float:
-                    values.append(v if a.dtype.bits == 64 else b.fpext(v, ir.DoubleType()))
-                else:
-                    values.append(v if a.dtype.bits == 64 else (
-                        b.sext(v, I64) if a.dtype.is_signed else b.zext(v, I64)))
-            elif a.dtype.is_float and self.target.printer == "printf":
-                with b.goto_block(self.alloca_block):
-                    text = b.alloca(ir.ArrayType(ir.IntType(8), print_format.BUF_BYTES))
-                text_ptr = b.bitcast(text, ir.IntType(8).as_pointer())
-                wide = v if a.dtype.bits == 64 else b.fpext(v, ir.DoubleType())
-                b.call(print_format.format_float(self.module),
-                       [wide, ir.Constant(ir.IntType(1), int(a.dtype.bits == 32)), text_ptr])
-                spec.append("%s")
-                values.append(text_ptr)
-            elif a.dtype.is_float:
-                if len(floats) < print_format.DEVICE_WHOLE_ARGS:
-                    floats.append(len(values))
-                spec.append(print_format.GENERAL)
-                values.append(v if a.dtype.bits == 64 else b.fpext(v, ir.DoubleType()))
-            else:
-                spec.append("%lld" if a.dtype.is_signed else "%llu")
-                values.append(v if a.dtype.bits == 64 else (
-                    b.sext(v, I64) if a.dtype.is_signed else b.zext(v, I64)))
+        spec, values, floats = self.print_arguments(e)
         if self.target.printer != "vprintf":
             floats = []
-        texts = print_format.device_formats(list(e.pieces), spec, floats)
-        fmt_ptr = self._format_string(texts[0])
-        wholes = [print_format.is_whole_below_1e16(self.module, b, values[k]) for k in floats]
-        for mask, text in enumerate(texts[1:], 1):     # the one whose floats' wholeness fits
-            fits = ir.Constant(ir.IntType(1), 1)
-            for j, whole in enumerate(wholes):
-                fits = b.and_(fits, whole if mask >> j & 1 else b.not_(whole))
-            fmt_ptr = b.select(fits, self._format_string(text), fmt_ptr)
+        fmt_ptr = self.print_format_ptr(e, spec, values, floats)
+        b = self.builder
         i8p = ir.IntType(8).as_pointer()
         if self.target.printer == "vprintf":
             with b.goto_block(self.alloca_block):
@@ -413,6 +376,64 @@ class ExprEmitter(EmitterHost):
         b.call(declare(self.module, "printf", I32, (i8p,), var_arg=True), [fmt_ptr, *values])
         b.call(declare(self.module, "fflush", I32, (i8p,)), [ir.Constant(i8p, None)])
         return ir.Constant(I32, 0)
+
+    def print_arguments(self, e: n.Print) -> tuple[list[str], list[ir.Value], list[int]]:
+        """Each argument of `print`: its printf conversion, its value (integers widened to
+        i64, floats to f64; on "printf" targets a float without a user format is a string
+        formatted as Python does), and the positions of the floats whose format is picked at
+        run time (`print_format.DEVICE_WHOLE_ARGS` at most)."""
+        b = self.builder
+        spec: list[str] = []
+        values: list[ir.Value] = []
+        floats: list[int] = []
+        for k, a in enumerate(e.args):
+            v = self.expr(a)
+            user = e.formats[k] if e.formats else ""     # a printf spec from a format string
+            if user:
+                spec.append("%" + (user if a.dtype.is_float else user[:-1] + "ll" + user[-1]))
+                values.append(self.print_word(v, a.dtype))
+            elif a.dtype.is_float and self.target.printer == "printf":
+                with b.goto_block(self.alloca_block):
+                    text = b.alloca(ir.ArrayType(ir.IntType(8), print_format.BUF_BYTES))
+                text_ptr = b.bitcast(text, ir.IntType(8).as_pointer())
+                b.call(print_format.format_float(self.module),
+                       [self.print_word(v, a.dtype),
+                        ir.Constant(ir.IntType(1), int(a.dtype.bits == 32)), text_ptr])
+                spec.append("%s")
+                values.append(text_ptr)
+            elif a.dtype.is_float:
+                if len(floats) < print_format.DEVICE_WHOLE_ARGS:
+                    floats.append(len(values))
+                spec.append(print_format.GENERAL)
+                values.append(self.print_word(v, a.dtype))
+            else:
+                spec.append("%lld" if a.dtype.is_signed else "%llu")
+                values.append(self.print_word(v, a.dtype))
+        return spec, values, floats
+
+    def print_word(self, v: ir.Value, dt: dtypes.DataType) -> ir.Value:
+        """`v` as printf's varargs take it: a float as f64, an integer as i64."""
+        b = self.builder
+        if dt.bits == 64:
+            return v
+        if dt.is_float:
+            return b.fpext(v, ir.DoubleType())
+        return b.sext(v, I64) if dt.is_signed else b.zext(v, I64)
+
+    def print_format_ptr(self, e: n.Print, spec: list[str], values: list[ir.Value],
+                         floats: list[int]) -> ir.Value:
+        """The format string: one per combination of the `floats` being whole numbers below
+        1e16 or not (`print_format.device_formats`), selected at run time."""
+        b = self.builder
+        texts = print_format.device_formats(list(e.pieces), spec, floats)
+        fmt_ptr = self._format_string(texts[0])
+        wholes = [print_format.is_whole_below_1e16(self.module, b, values[k]) for k in floats]
+        for mask, text in enumerate(texts[1:], 1):     # the one whose floats' wholeness fits
+            fits = ir.Constant(ir.IntType(1), 1)
+            for j, whole in enumerate(wholes):
+                fits = b.and_(fits, whole if mask >> j & 1 else b.not_(whole))
+            fmt_ptr = b.select(fits, self._format_string(text), fmt_ptr)
+        return fmt_ptr
 
     def _format_string(self, text: str) -> ir.Value:
         """An i8* to a new constant global holding `text` (unique in the module: a loop body
@@ -504,7 +525,7 @@ class ExprEmitter(EmitterHost):
         raw = self.load_slot(slot)
         # GPUs: field and ndarray data is device global memory (address space 1), which
         # lets the backend emit global (and read-only cached) loads instead of generic ones
-        space = 1 if self.target.is_gpu else 0
+        space = self.target.traits.data_address_space
         return self.builder.inttoptr(raw, ll_type(ref.dtype).as_pointer(space))
 
     def extents(self, ref: n.Ref) -> list[ir.Value]:
@@ -594,7 +615,7 @@ class ExprEmitter(EmitterHost):
             index = b.select(inside, index, v)
         if words is not None:
             axis, index = words
-        if self.target.is_gpu:      # the status block and launch id, never the context
+        if self.target.traits.status_block:    # the status block and launch id, not the context
             b.call(fault_recorder(self.module, True),
                    [self.load_slot(abi.SLOT_RUNTIME), self.load_slot(abi.SLOT_LAUNCH_ID),
                     ir.Constant(I64, site + 1), axis, index])

@@ -134,7 +134,7 @@ class StmtEmitter(EmitterHost):
         if not reverse:
             b.store(b.add(b.load(counter), one), counter)
         back = b.branch(cond_bb)
-        if not self.target.is_gpu and loop_hints.unrolling_pointless(body, True):
+        if self.target.traits.unroll_hints and loop_hints.unrolling_pointless(body, True):
             loop_hints.mark_loop(self.module, back, loop_hints.NO_RUNTIME_UNROLL)
         b.position_at_end(exit_bb)
 
@@ -156,13 +156,13 @@ class StmtEmitter(EmitterHost):
 
     # ---- Ctrl-C ---------------------------------------------------------------------------
     def begin_launch(self) -> None:
-        """First thing in a launch entry: note the interrupt counter (CPU targets)."""
-        if not self.target.is_gpu:
+        """First thing in a launch entry: note the interrupt counter (targets that poll it)."""
+        if self.target.traits.host_interrupts:
             with self.builder.goto_block(self.alloca_block):
                 self.interrupt_epoch = interrupts.start_launch(self.builder, self.ctx_ptr)
 
     def check_interrupt(self) -> None:
-        if self.target.is_gpu:
+        if not self.target.traits.host_interrupts:
             return
         if self.interrupt_counter is None:
             with self.builder.goto_block(self.alloca_block):

@@ -97,17 +97,18 @@ def task_signature_caps(task: n.Task) -> int:
 def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task: n.Task,
               index: int, name: str, local_types: dict[str, dtypes.DataType],
               sites: list[AccessSite], facts: TaskFacts) -> ir.Function:
-    fn = ir.Function(module, GPU_TASK_TYPE if target.is_gpu else TASK_TYPE, name)
+    grid = target.traits.grid_launch
+    fn = ir.Function(module, GPU_TASK_TYPE if grid else TASK_TYPE, name)
     em, begins, exts = task_emitter(module, target, layout, task, index, fn, sites, facts)
     b = em.builder
     lo, hi = fn.args[2], fn.args[3]
-    step = fn.args[5] if target.is_gpu else ir.Constant(I64, 1)
+    step = fn.args[5] if grid else ir.Constant(I64, 1)
     counter = em.local_ptr("$index", dtypes.i64)
     exit_bb = fn.append_basic_block("exit")
     proven = bounds.affine_accesses(task)
-    # CPU, one variable: gathers x[idx[i]] are checked by one scan of idx over the chunk
+    # a chunk, one variable: gathers x[idx[i]] are checked by one scan of idx over the chunk
     gathers = bounds.gathered_accesses(task, proven) if len(task.vars) == 1 and \
-        not target.is_gpu else {}
+        not grid else {}
     if proven:      # two copies of the loop: without their checks when the box is inside
         fast_bb, checked_bb = fn.append_basic_block("unchecked"), fn.append_basic_block("checked")
         inside = bounds.box_inside(b, proven, begins, exts, em.extents,
@@ -117,7 +118,7 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
         if gathers:
             inside = bounds.gathers_inside(em, task, gathers, proven, inside, lo, hi, begins[0])
         b.cbranch(inside, fast_bb, checked_bb)
-        cold = not target.is_gpu and not gathers and bounds.fault_only(task, proven)
+        cold = not grid and not gathers and bounds.fault_only(task, proven)
         if cold:
             b.position_at_end(checked_bb)
             checked = emit_fault_only_task(module, target, layout, task, index,
@@ -138,7 +139,7 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     reduction_lanes.combine(em, task)
     flush = em.reductions
     em.reductions = {}
-    if flush and target.is_gpu:
+    if flush and grid:
         block_sum(em, flush, name)
         # one atomic per block, not per thread: thread 0 holds the block's sums
         tid = target.thread_in_block(module, b)
@@ -266,7 +267,7 @@ def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     variables, then the body; it ends by jumping to `exit_bb`. `first`: where the chunk
     began, if before lo (float reductions count iterations from there)."""
     b, fn, d = em.builder, em.fn, len(task.vars)
-    if d >= 2 and not em.target.is_gpu:
+    if d >= 2 and not em.target.traits.grid_launch:    # a chunk: row by row
         emit_rows_loop(em, task, local_types, counter, lo, hi, begins, exts, exit_bb,
                        lo if first is None else first)
         return
@@ -289,7 +290,7 @@ def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     em.body(task.body)
     b.store(b.add(b.load(counter), step), counter)
     back = b.branch(cond_bb)
-    if not em.target.is_gpu and loop_hints.unrolling_pointless(task.body, False):
+    if em.target.traits.unroll_hints and loop_hints.unrolling_pointless(task.body, False):
         loop_hints.mark_loop(em.module, back, loop_hints.NO_RUNTIME_UNROLL)
 
 
@@ -301,11 +302,10 @@ def emit_fast_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dty
     runs `Target.lanes` consecutive indices (the interleaved body the passes made,
     `TaskFacts.interleaved`) and the chunk's last indices run one at a time."""
     found = None
-    if not em.target.is_gpu and em.target.lanes > 1 and \
-            bounds.cannot_fault(task.body, em.unchecked):
+    if em.target.lanes > 1 and bounds.cannot_fault(task.body, em.unchecked):
         found = interleaved_body(em, task)
     if found is None:
-        if not em.target.is_gpu and reduction_lanes.unrollable(
+        if not em.target.traits.grid_launch and reduction_lanes.unrollable(
                 em, task, bounds.cannot_fault(task.body, em.unchecked)):
             def run(index: ir.Value) -> None:
                 set_var(em, task, local_types, 0, em.builder.add(index, begins[0]))
@@ -602,18 +602,18 @@ def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayo
             task_fns[k] = emit_task(module, target, layout, task, k, f"{prefix}_task{k}",
                                     local_types, sites, facts[k])
             symbol = f"{prefix}_task{k}"
-            if target.is_gpu:
+            if target.traits.grid_launch:
                 task_fns[k].linkage = "internal"
                 task_fns[k].attributes.add("alwaysinline")   # the context must not escape
                 symbol = f"{prefix}_task{k}_kernel"
                 emit_gpu_parallel(module, target, layout, task, k, task_fns[k], symbol,
                                   local_types, sites)
-        elif target.is_gpu:
+        elif target.traits.grid_launch:
             symbol = f"{prefix}_serial{k}_kernel"
             emit_gpu_serial(module, target, layout, task, k, symbol, local_types, sites)
         tasks.append(LaunchableTask(k, task.kind, symbol, len(task.vars), task.cost,
                                     len(task.reductions), len(task.stacks), task.block_dim))
-    if not target.is_gpu:
+    if not target.traits.grid_launch:
         emit_entry(module, target, layout, kernel, f"{prefix}_entry", task_fns, sites)
     return module, sites, tuple(tasks)
 

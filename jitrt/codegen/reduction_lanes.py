@@ -33,9 +33,10 @@ LANES = 8
 
 
 def setup(em: Any, task: n.Task) -> None:
-    """Give each float reduction of a CPU task its LANES sums (`em.reduction_lanes`)."""
+    """Give each float reduction of a chunked task its LANES sums (`em.reduction_lanes`;
+    on a grid, each thread's sums meet in a block sum instead)."""
     em.reduction_lanes = {}
-    if em.target.is_gpu:
+    if em.target.traits.grid_launch:
         return
     for k, key in enumerate(task.reductions):
         dt = key[0].dtype

@@ -215,7 +215,7 @@ def emit_max_reducer(module: ir.Module, target: Target | None, prefix: str, k: i
                      fields: tuple) -> None:
     """The max-reducer of spec `k` in the target's form: a GPU kernel, or the CPU's function
     over the pool."""
-    if target is not None and target.is_gpu:
+    if target is not None and target.traits.grid_launch:
         emit_gpu_reducer(module, target, prefix, k, spec, layout, params, fields)
     else:
         emit_reducer(module, prefix, k, spec, layout, params, fields)
@@ -225,7 +225,7 @@ def entry_symbols(target: Target, prefix: str, task_symbols: list[str], nspecs: 
                   sizable: bool) -> list[str]:
     """The symbols a kernel module is loaded for: a GPU's task kernels and sizing kernels, or
     the CPU's fused entry and sizing functions."""
-    if target.is_gpu:
+    if target.traits.grid_launch:
         return task_symbols + [f"{prefix}_red{k}_kernel" for k in range(nspecs)] + (
             [f"{prefix}_required_kernel"] if sizable else [])
     return [f"{prefix}_entry"] + [f"{prefix}_red{k}" for k in range(nspecs)] + (
@@ -235,7 +235,7 @@ def entry_symbols(target: Target, prefix: str, task_symbols: list[str], nspecs: 
 def emit_required(module: ir.Module, prefix: str, capacities: list[se.SizeExpr],
                   specs: list[se.MaxOverRange], layout: abi.ContextLayout, params: tuple,
                   fields: tuple, target: Target | None = None) -> None:
-    if target is not None and target.is_gpu:
+    if target is not None and target.traits.grid_launch:
         slots = layout.gpu_slots
         fn = gpu_kernel(module, target, f"{prefix}_required_kernel", slots, pointers=2)
         _, results, out = fn.args[slots:]

@@ -1,11 +1,12 @@
 """Target hooks: what differs between CPU, NVPTX and AMDGPU in the generated LLVM IR.
 
-Stage: codegen. A `Target` names the triple and data layout, maps math functions to intrinsics
-or device-library symbols, and on GPUs supplies the few hardware reads the kernels need: the
-kernel calling convention, thread and block indices, the block size, the warp (wavefront)
-size, a shuffle and a block barrier. The lowering in `emit_*.py` and `kernel_module.py` is the
-same for all targets and asks these hooks; no code outside this module names an intrinsic of
-one GPU.
+Stage: codegen. A `Target` names the triple and data layout, carries the `TargetTraits` its
+backend declares (what the hardware and the launch form give the generated code), maps math
+functions to intrinsics or device-library symbols, and on GPUs supplies the few hardware reads
+the kernels need: the kernel calling convention, thread and block indices, the block size, the
+warp (wavefront) size, a shuffle and a block barrier. The lowering in `emit_*.py` and
+`kernel_module.py` is the same for all targets and asks these hooks and traits (never the kind
+of device); no code outside this module names an intrinsic of one GPU.
 """
 from __future__ import annotations
 
@@ -40,14 +41,44 @@ class _PrivateAlloca(ir.instructions.AllocaInstr):
 
 
 @frozen
+class TargetTraits:
+    """What a target gives the generated code, declared by the backend that builds the target
+    (`backends/cpu.py`, `backends/nvptx.py`, `backends/amdgcn.py`): codegen asks for a
+    capability, not for the kind of device. Every field is stated; none has a default."""
+    # tasks are kernels over a grid of thread blocks (each thread steps through the task's
+    # indices by the grid's size; a task's reductions meet in a block sum first; serial tasks
+    # and sizing reducers are kernels too) that the host launches one by one. False: a task is
+    # a function over one chunk [lo, hi) of consecutive indices, handed to the thread pool by
+    # the kernel's fused entry (what the chunk allows: a rows loop, a gather scan, reduction
+    # lanes, a cold checked copy)
+    grid_launch: bool
+    # the launch context is a read-only upload: what a launch writes (faults, the adstack
+    # overflow) goes to the device's status block, tagged with the launch id
+    status_block: bool
+    # the LLVM address space of field and ndarray data (GPUs' global memory: 1)
+    data_address_space: int
+    # loops poll the host's Ctrl-C counter (the code runs on threads of the host process)
+    host_interrupts: bool
+    # adstack entries interleaved across the device's threads (entry k of thread t at
+    # k * threads + t, so that a warp's pushes and pops coalesce); False: each thread's stacks
+    # are one contiguous region
+    interleaved_stacks: bool
+    # loops whose body makes runtime unrolling pointless are marked so (`loop_hints`; measured
+    # with the CPU's LLVM back end)
+    unroll_hints: bool
+
+
+@frozen
 class Target:
     name: str
     triple: str
     data_layout: str
-    is_gpu: bool
+    traits: TargetTraits
     kernel_cc: str = ""           # the calling convention of a GPU kernel
     warp_sizes: tuple[int, ...] = (1,)   # the warp sizes code for this target may run with
-    own_math: bool = True         # CPU: jitrt's vectorizable math allowed (jr.init(fast_math))
+    # jitrt's vectorizable math (`vector_math`) allowed (jr.init(fast_math)); GPU targets
+    # declare False (their math is the device library's or `portable_math`)
+    own_math: bool = True
     # iterations of a parallel task one pass of its body may run (`passes/interleave.py`); the
     # adstack heap holds this many copies of each stack
     lanes: int = 1
@@ -73,7 +104,7 @@ class Target:
         cannot be vectorized (`vectorizable` False: inside a loop of a task's body, whose
         iterations depend on each other, or in a serial task), libm's scalar function is
         faster than the branch-free code (about 2.7x on `v = sin(v)` chains)."""
-        if not self.is_gpu and self.own_math and vectorizable and vector_math.provides(fn, ty):
+        if self.own_math and vectorizable and vector_math.provides(fn, ty):
             return vector_math.define(module, fn, ty)
         name = self.math_symbol(fn, ty)
         existing = module.globals.get(name)
@@ -117,6 +148,7 @@ class Target:
 @frozen
 class NvptxTarget(Target):
     kernel_cc: str = "ptx_kernel"
+    own_math: bool = False
     warp_sizes: tuple[int, ...] = (32,)
     max_param_slots: int = 500
     printer: str = "vprintf"
@@ -158,6 +190,7 @@ class AmdgpuTarget(Target):
     size is read from `llvm.amdgcn.wavefrontsize` (a constant once the gfx target is known,
     64 on gfx9, 32 on gfx10+ by default) and the block size from the dispatch packet."""
     kernel_cc: str = "amdgpu_kernel"
+    own_math: bool = False
     warp_sizes: tuple[int, ...] = (32, 64)
     max_param_slots: int = 500
     printer: str = ""

@@ -161,12 +161,11 @@ def resolve_scalar_types(kind: Any, ctx: CompileContext) -> Any:
     return ctx.default_ip if kind is int else ctx.default_fp if kind is float else kind
 
 
-def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
-                 template_values: dict[str, Any], ctx: CompileContext,
-                 ret: Any) -> n.KernelIR:
-    ret = resolve_scalar_types(ret, ctx)
+def kernel_bindings(params: tuple[n.Param, ...], template_values: dict[str, Any],
+                    ctx: CompileContext) -> dict[str, Any]:
+    """What each parameter's name means in the kernel's body: an argument, a vector of them,
+    an ndarray, or a template parameter's Python value."""
     bindings: dict[str, Any] = {}
-    arg_index = 0
     for i, p in enumerate(params):
         if p.kind == "scalar":
             bindings[p.name] = n.Arg(i, p.name, p.dtype)  # type: ignore[arg-type]
@@ -178,9 +177,14 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
                 ctx.array_elements[i] = p.element_shape
         else:
             bindings[p.name] = PyValue(template_values[p.name])
-        arg_index += 1
-    scope = Scope(bindings, function_globals(fn), "", frozenset(p.name for p in params))
-    lowerer = FunctionLowerer(src, ctx, scope, is_kernel_body=True)
+    return bindings
+
+
+def lower_kernel_body(lowerer: FunctionLowerer, src: SourceInfo,
+                      ctx: CompileContext) -> tuple[ast.Return | None, Any]:
+    """Lower the kernel's statements (its docstring skipped); the return statement still to
+    lower (a final `return`, or the one the early returns stopped at) and the value the early
+    returns gathered (None where there was none)."""
     body = list(src.tree.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
@@ -200,6 +204,13 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
             body.pop()
         for stmt in body:
             lowerer.stmt(stmt)
+    return ret_stmt, value
+
+
+def lower_kernel_return(lowerer: FunctionLowerer, src: SourceInfo, ctx: CompileContext,
+                        fn: Any, ret: Any, ret_stmt: ast.Return | None, value: Any) -> Any:
+    """Emit the kernel's return (a scalar `Return`, or stores into the hidden return fields of
+    a vector or tuple return); the return type the `KernelIR` keeps (None for those)."""
     if ret_stmt is not None:
         if ret_stmt.value is None or (isinstance(ret_stmt.value, ast.Constant)
                                       and ret_stmt.value.value is None and ret is None):
@@ -222,6 +233,18 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
         raise src.error(src.tree, ("" if some else "Kernel has a return type but does not have "
                                    "a return statement: ") + f"kernel is annotated to return "
                         f"{ret!r} but has no final return statement", KernelSyntaxError)
+    return ret
+
+
+def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
+                 template_values: dict[str, Any], ctx: CompileContext,
+                 ret: Any) -> n.KernelIR:
+    ret = resolve_scalar_types(ret, ctx)
+    scope = Scope(kernel_bindings(params, template_values, ctx), function_globals(fn), "",
+                  frozenset(p.name for p in params))
+    lowerer = FunctionLowerer(src, ctx, scope, is_kernel_body=True)
+    ret_stmt, value = lower_kernel_body(lowerer, src, ctx)
+    ret = lower_kernel_return(lowerer, src, ctx, fn, ret, ret_stmt, value)
     if ctx.random_used:
         lowerer.block[:0] = random_prologue(ctx, src.loc(src.tree))
     ir_body = lowerer.gradients_stopped(tuple(lowerer.block), ctx.stop_grads[0])  # stop_grad

@@ -671,6 +671,28 @@ class CallLowering(LoweringHost):
         if self.ctx.inline_depth >= MAX_INLINE_DEPTH:
             raise self.err(node, f"@jr.func '{func.name}' nests deeper than "
                            f"{MAX_INLINE_DEPTH} calls (recursion is not supported)")
+        bindings, prefix = self.bind_call(func, node, bound_self)
+        sub = self.sub_lowerer(func.source(), Scope(bindings, function_globals(func.fn), prefix))
+        src = func.source()
+        self.ctx.used_funcs[func.key] = src.text
+        self.ctx.origins[func.key] = src.place
+        body = func.source().tree.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # docstring
+        if func.return_type is not None and not any(
+                isinstance(x, ast.Return) and x.value is not None for x in ast.walk(src.tree)):
+            raise sub.err(src.tree, "Function has a return type but does not have a return "
+                          f"statement: @jr.func '{func.name}' is annotated to return a value",
+                          KernelSyntaxError)
+        self.ctx.inline_depth += 1
+        try:
+            return self.inlined_body(func, sub, src.tree, body, node)
+        finally:
+            self.ctx.inline_depth -= 1
+
+    def bind_call(self, func: Any, node: ast.Call, bound_self: Any) -> tuple[dict[str, Any], str]:
+        """The call's arguments (lowered here, in order) bound to the parameters of `func`
+        (defaults applied); the bindings of the function's scope and its fresh prefix."""
         sig = inspect.signature(func.fn)
         first = bound_self if type(bound_self).__name__ == "StructValue" else \
             PyValue(bound_self)                         # (a struct method's self: as it is)
@@ -698,36 +720,25 @@ class CallLowering(LoweringHost):
                 bindings[name] = caller          # a vector local by reference
                 continue
             bindings[name] = self.bind_func_param(func, name, v, prefix, node)
-        sub = self.sub_lowerer(func.source(), Scope(bindings, function_globals(func.fn), prefix))
-        src = func.source()
-        self.ctx.used_funcs[func.key] = src.text
-        self.ctx.origins[func.key] = src.place
-        body = func.source().tree.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-            body = body[1:]  # docstring
-        if func.return_type is not None and not any(
-                isinstance(x, ast.Return) and x.value is not None for x in ast.walk(src.tree)):
-            raise sub.err(src.tree, "Function has a return type but does not have a return "
-                          f"statement: @jr.func '{func.name}' is annotated to return a value",
-                          KernelSyntaxError)
-        self.ctx.inline_depth += 1
-        try:
-            if has_early_return(body):          # lower_return.py
-                fr = sub.start_returns(func.name, func.return_type, src.tree)
-                sub.stmts(body)
-                return sub.finish_returns(fr, src.tree)
-            ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
-            for stmt in body[:-1] if ret else body:
-                sub.stmt(stmt)
-            if (ret is None or ret.value is None) and func.return_type is not None:
-                raise self.err(node, f"Function has a return type but does not have a return "
-                               f"statement: @jr.func '{func.name}' is annotated to return "
-                               f"{func.return_type!r}")
-            if ret is None or ret.value is None:
-                return PyValue(NoValue(func.name))
-            return sub.returned(sub.expr(ret.value), func.return_type, ret.value, func.name)
-        finally:
-            self.ctx.inline_depth -= 1
+        return bindings, prefix
+
+    def inlined_body(self, func: Any, sub: Any, tree: ast.AST, body: list[ast.stmt],
+                     node: ast.Call) -> Value:
+        """Lower the function's `body` with `sub` (its own scope); the call's value."""
+        if has_early_return(body):          # lower_return.py
+            fr = sub.start_returns(func.name, func.return_type, tree)
+            sub.stmts(body)
+            return sub.finish_returns(fr, tree)
+        ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
+        for stmt in body[:-1] if ret else body:
+            sub.stmt(stmt)
+        if (ret is None or ret.value is None) and func.return_type is not None:
+            raise self.err(node, f"Function has a return type but does not have a return "
+                           f"statement: @jr.func '{func.name}' is annotated to return "
+                           f"{func.return_type!r}")
+        if ret is None or ret.value is None:
+            return PyValue(NoValue(func.name))
+        return sub.returned(sub.expr(ret.value), func.return_type, ret.value, func.name)
 
     def bind_func_param(self, func: Any, name: str, v: Value, prefix: str, node: ast.AST) -> Any:
         """Fields, ndarrays and other compile-time objects are passed by reference; numbers by

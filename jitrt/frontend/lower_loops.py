@@ -306,31 +306,13 @@ class LoopLowering(LoweringHost):
     def range_for(self, node: ast.For, extents: list[tuple[n.Expr, n.Expr]],
                   it: ast.AST | None = None) -> None:
         names = self.loop_targets(node, len(extents))
-        loc = self.loc(node)
-        vars_: list[str] = []
         group_name = getattr(self, "group_names", (None,))[0]
         # the loop variables are the loop's own, as in Taichi/Quadrants: after the loop the
         # names mean what they meant before it (a later `I = i` makes a new variable)
         saved = {k: self.scope.bindings.get(k, _UNBOUND)
                  for k in [name.id for name in names] + ([group_name] if group_name else [])}
-        assigned = self.scope.assigned or set()
-        for name in names:           # Python would leave the last index in it: refused
-            # (a name only some paths assigned, e.g. in an earlier loop's body, is Taichi's
-            # block-local there and may be reused, as the stepped range's own variable is)
-            if saved[name.id] is not _UNBOUND and name.id != "_" and name.id in assigned:
-                raise self.err(name, f"Variable '{name.id}' is already declared in the outer "
-                               "scope and cannot be used as loop variable: the loop's "
-                               "variable is its own (after the loop the name keeps its old "
-                               "value); use a new name", KernelSyntaxError)
-        for name, (b, e) in zip(names, extents):
-            dt = dtypes.i64 if dtypes.i64 in (b.dtype, e.dtype) else dtypes.i32
-            var = LocalVar(self.scope.prefix + name.id, dt)
-            old = self.ctx.local_types.get(var.ir_name)
-            if old is not None and old != dt:
-                var = LocalVar(self.ctx.fresh_prefix(name.id) + name.id, dt)
-            self.ctx.local_types[var.ir_name] = dt
-            self.scope.bindings[name.id] = var
-            vars_.append(var.ir_name)
+        self.refuse_assigned_loop_names(names, saved)
+        vars_ = self.bind_loop_vars(names, extents)
         parallel = self.depth == 0 and self.is_kernel_body and not self.serialize_next
         block_dim = self.block_dim_next if parallel else 0
         self.serialize_next, self.block_dim_next = False, 0
@@ -356,25 +338,71 @@ class LoopLowering(LoweringHost):
             self.scope.assigned = before   # the body may run zero times
             if parallel:
                 self.ctx.random_scopes.pop()
-            for k, v in saved.items():
-                if v is _UNBOUND:
-                    self.scope.bindings.pop(k, None)
-                else:
-                    self.scope.bindings[k] = v
+            self.restore_bindings(saved)
+        loc = self.loc(node)
+        if parallel:
+            self.emit_parallel_range(vars_, extents, tuple(body), loc, counter, skips, block_dim)
+        else:
+            self.emit_serial_range(vars_, extents, tuple(body), loc)
+
+    def refuse_assigned_loop_names(self, names: list[ast.Name],
+                                   saved: dict[str, object]) -> None:
+        """A loop variable may not be a name the enclosing code assigned: Python would leave
+        the last index in it, jitrt keeps the old value (refused, so no one relies on it)."""
+        assigned = self.scope.assigned or set()
+        for name in names:
+            # (a name only some paths assigned, e.g. in an earlier loop's body, is Taichi's
+            # block-local there and may be reused, as the stepped range's own variable is)
+            if saved[name.id] is not _UNBOUND and name.id != "_" and name.id in assigned:
+                raise self.err(name, f"Variable '{name.id}' is already declared in the outer "
+                               "scope and cannot be used as loop variable: the loop's "
+                               "variable is its own (after the loop the name keeps its old "
+                               "value); use a new name", KernelSyntaxError)
+
+    def bind_loop_vars(self, names: list[ast.Name],
+                       extents: list[tuple[n.Expr, n.Expr]]) -> list[str]:
+        """Bind each loop name to a new local of its range's type (i64 if either bound is);
+        their IR names, in order."""
+        vars_: list[str] = []
+        for name, (b, e) in zip(names, extents):
+            dt = dtypes.i64 if dtypes.i64 in (b.dtype, e.dtype) else dtypes.i32
+            var = LocalVar(self.scope.prefix + name.id, dt)
+            old = self.ctx.local_types.get(var.ir_name)
+            if old is not None and old != dt:
+                var = LocalVar(self.ctx.fresh_prefix(name.id) + name.id, dt)
+            self.ctx.local_types[var.ir_name] = dt
+            self.scope.bindings[name.id] = var
+            vars_.append(var.ir_name)
+        return vars_
+
+    def restore_bindings(self, saved: dict[str, object]) -> None:
+        """The names a loop bound mean again what they meant before it."""
+        for k, v in saved.items():
+            if v is _UNBOUND:
+                self.scope.bindings.pop(k, None)
+            else:
+                self.scope.bindings[k] = v
+
+    def emit_parallel_range(self, vars_: list[str], extents: list[tuple[n.Expr, n.Expr]],
+                            body: tuple[n.Stmt, ...], loc: n.Loc, counter: str, skips: bool,
+                            block_dim: int) -> None:
+        """The kernel's top-level loop as one `ParFor` over the box of `extents`."""
         if skips:     # `continue` in the parallel loop ends the iteration: the body runs in a
             trip = f"$trip{len(self.ctx.local_types)}"          # one-trip serial loop
             self.ctx.local_types[trip] = dtypes.i32
             body = (n.For(trip, n.Const(0, dtypes.i32, loc), n.Const(1, dtypes.i32, loc),
-                          tuple(body), loc),)
-        if parallel and counter in self.ctx.local_types:
-            body = (n.Assign(counter, n.Const(0, dtypes.u64, loc), loc),) + tuple(body)
-        if parallel:
-            self.emit(n.ParFor(tuple(vars_), tuple(self.cast(b, self.ctx.local_types[v]) for
-                                                   (b, _), v in zip(extents, vars_)),
-                               tuple(self.cast(e, self.ctx.local_types[v]) for
-                                     (_, e), v in zip(extents, vars_)), body, loc,
-                               block_dim))
-            return
+                          body, loc),)
+        if counter in self.ctx.local_types:     # jr.random() was called: reset per iteration
+            body = (n.Assign(counter, n.Const(0, dtypes.u64, loc), loc),) + body
+        types = [self.ctx.local_types[v] for v in vars_]
+        self.emit(n.ParFor(tuple(vars_), tuple(self.cast(b, dt) for (b, _), dt in
+                                               zip(extents, types)),
+                           tuple(self.cast(e, dt) for (_, e), dt in zip(extents, types)),
+                           body, loc, block_dim))
+
+    def emit_serial_range(self, vars_: list[str], extents: list[tuple[n.Expr, n.Expr]],
+                          body: tuple[n.Stmt, ...], loc: n.Loc) -> None:
+        """A loop inside the kernel's body: one `For` per variable, the first outermost."""
         for name_ir, (b, e) in reversed(list(zip(vars_, extents))):
             dt = self.ctx.local_types[name_ir]
             body = (n.For(name_ir, self.cast(b, dt), self.cast(e, dt), body, loc),)

@@ -276,6 +276,14 @@ class _LaunchIR:
         b.position_at_end(array)
         self.vector_array(arg, word, slot, cont)
         b.position_at_end(nested)
+        self.vector_nested(arg, slot, cont, (kind, rows, cols, lo, hi))
+
+    def vector_nested(self, arg: ir.Value, slot: ir.Value, cont: ir.Block,
+                      record: tuple[ir.Value, ...]) -> None:
+        """A vector as a tuple or list of numbers, a matrix as a tuple or list of such rows
+        (`record`: the parameter's kind, rows (0: a vector), columns and integer range)."""
+        b = self.b
+        kind, rows, cols, lo, hi = record
         start = b.block
         matrix, row_head, row_body, row_of_matrix, row_got, col_head, col_body, col_next, \
             row_next = (self.block(n) for n in (
@@ -304,7 +312,20 @@ class _LaunchIR:
         row.add_incoming(arg, row_body)
         row.add_incoming(nth, row_of_matrix)
         items = self.sequence(row, cols)
-        first = b.add(slot, b.mul(r, cols))
+        self.vector_row(items, b.add(slot, b.mul(r, cols)), (kind, cols, lo, hi),
+                        (col_head, col_body, col_next, row_next))
+        b.position_at_end(row_next)
+        r.add_incoming(b.add(r, c64(1)), row_next)
+        matrix_items.add_incoming(matrix_items, row_next)
+        b.branch(row_head)
+
+    def vector_row(self, items: ir.Value, first: ir.Value, record: tuple[ir.Value, ...],
+                   blocks: tuple[ir.Block, ...]) -> None:
+        """The loop storing one row's `cols` items (checked scalars of `kind`) into the slots
+        from `first`; it leaves for `row_next` (the last of `blocks`) when done."""
+        b = self.b
+        kind, cols, lo, hi = record
+        col_head, col_body, col_next, row_next = blocks
         entered = b.block
         b.branch(col_head)
         b.position_at_end(col_head)
@@ -317,10 +338,6 @@ class _LaunchIR:
         b.position_at_end(col_next)
         c.add_incoming(b.add(c, c64(1)), col_next)
         b.branch(col_head)
-        b.position_at_end(row_next)
-        r.add_incoming(b.add(r, c64(1)), row_next)
-        matrix_items.add_incoming(matrix_items, row_next)
-        b.branch(row_head)
 
     def vector_array(self, arr: ir.Value, word: Callable[[int], ir.Value], slot: ir.Value,
                      cont: ir.Block) -> None:

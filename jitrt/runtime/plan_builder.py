@@ -32,7 +32,7 @@ def build_plan(kernel: "KernelLike", compiled: "CompiledKernel", device: "Device
         name=compiled.name, nargs=len(kernel.params),
         params=param_plans(kernel, compiled, template_values),
         field_bumps=tuple(writes.fields), array_bumps=tuple(writes.arrays),
-        tasks=task_plans(compiled, device.codegen_target.is_gpu),
+        tasks=task_plans(compiled, device.codegen_target.traits.grid_launch),
         returns=return_plan(compiled.lowered.tasked.ret, compiled.field_objs),
         faults_in_context=bool(device.faults_in_context), adstacks=sizing is not None,
         sizing_snapshot=sizing.snapshot_expr() if per_launch and sizing is not None else None,
