@@ -15,7 +15,7 @@ from llvmlite import ir
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
-from . import abi, overflow, print_format
+from . import abi, overflow
 from .declare import declare
 from .emitter_host import EmitterHost
 
@@ -350,52 +350,27 @@ class ExprEmitter(EmitterHost):
         return b.sext(v, I64) if a.dtype.is_signed else b.zext(v, I64)
 
     def expr_Print(self, e: n.Print) -> ir.Value:
-        """printf on the CPU (flushed at once; floats as Python prints them,
-        `print_format.py`), vprintf on CUDA (floats `%g`, whole numbers `%.1f`: the format
-        string is picked at run time, `print_format.device_formats`); AMDGPU has no printf
-        here."""
+        """printf on the CPU (flushed at once), vprintf on CUDA; a value with no spec of its
+        own prints with Taichi's (`DataType.print_spec`: `%f` for an f32, `%.12f` for an
+        f64); AMDGPU has no printf here."""
         b = self.builder
         spec: list[str] = []
         values: list[ir.Value] = []
-        floats: list[int] = []
         for k, a in enumerate(e.args):
             v = self.expr(a)
             user = e.formats[k] if e.formats else ""     # a printf spec from a format string
-            if user:
+            if not user:
+                spec.append(a.dtype.print_spec)
+            else:
                 spec.append("%" + (user if a.dtype.is_float else user[:-1] + "ll" + user[-1]))
-                if a.dtype.is_float:
-                    values.append(v if a.dtype.bits == 64 else b.fpext(v, ir.DoubleType()))
-                else:
-                    values.append(v if a.dtype.bits == 64 else (
-                        b.sext(v, I64) if a.dtype.is_signed else b.zext(v, I64)))
-            elif a.dtype.is_float and self.target.printer == "printf":
-                with b.goto_block(self.alloca_block):
-                    text = b.alloca(ir.ArrayType(ir.IntType(8), print_format.BUF_BYTES))
-                text_ptr = b.bitcast(text, ir.IntType(8).as_pointer())
-                wide = v if a.dtype.bits == 64 else b.fpext(v, ir.DoubleType())
-                b.call(print_format.format_float(self.module),
-                       [wide, ir.Constant(ir.IntType(1), int(a.dtype.bits == 32)), text_ptr])
-                spec.append("%s")
-                values.append(text_ptr)
-            elif a.dtype.is_float:
-                if len(floats) < print_format.DEVICE_WHOLE_ARGS:
-                    floats.append(len(values))
-                spec.append(print_format.GENERAL)
+            if a.dtype.is_float:
                 values.append(v if a.dtype.bits == 64 else b.fpext(v, ir.DoubleType()))
             else:
-                spec.append("%lld" if a.dtype.is_signed else "%llu")
                 values.append(v if a.dtype.bits == 64 else (
                     b.sext(v, I64) if a.dtype.is_signed else b.zext(v, I64)))
-        if self.target.printer != "vprintf":
-            floats = []
-        texts = print_format.device_formats(list(e.pieces), spec, floats)
-        fmt_ptr = self._format_string(texts[0])
-        wholes = [print_format.is_whole_below_1e16(self.module, b, values[k]) for k in floats]
-        for mask, text in enumerate(texts[1:], 1):     # the one whose floats' wholeness fits
-            fits = ir.Constant(ir.IntType(1), 1)
-            for j, whole in enumerate(wholes):
-                fits = b.and_(fits, whole if mask >> j & 1 else b.not_(whole))
-            fmt_ptr = b.select(fits, self._format_string(text), fmt_ptr)
+        fmt_ptr = self._format_string("".join(
+            p.replace("%", "%%") + (spec[k] if k < len(spec) else "")
+            for k, p in enumerate(e.pieces)))
         i8p = ir.IntType(8).as_pointer()
         if self.target.printer == "vprintf":
             with b.goto_block(self.alloca_block):
