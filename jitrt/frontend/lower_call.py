@@ -21,6 +21,7 @@ from ..dtypes import DataType
 from ..errors import KernelCompileError, KernelSyntaxError, KernelTypeError, call_mismatch
 from ..ir import nodes as n
 from ..linalg import MatrixType, StructType
+from ..types import NdarrayType
 from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .func import BoundFunc, Func, plain_func
@@ -729,11 +730,34 @@ class CallLowering(LoweringHost):
         finally:
             self.ctx.inline_depth -= 1
 
+    def check_array_param(self, kind: Any, name: str, ref: n.ArrayRef, node: ast.AST) -> None:
+        """An ndarray given to a func parameter annotated `jr.types.ndarray(dtype=, ndim=)`
+        must match it, as Taichi checks (a KernelTypeError with Taichi's phrase "Invalid
+        value for argument"); `element_dim=` annotations are not checked."""
+        if not isinstance(kind, NdarrayType) or kind.element_dim > 0:
+            return
+        element = self.element_shape(ref)
+        wants = "an ndarray" + (f" of {kind.dtype.name}" if kind.dtype else "") + (
+            f" with elements of shape {kind.element_shape}" if kind.element_shape else "")
+        got = f"an ndarray of {ref.dtype.name}" + (
+            f" with elements of shape {element}" if element else "")
+        outer = ref.ndim - len(element)
+        ndim = kind.ndim - len(kind.element_shape) if kind.ndim is not None else None
+        if (kind.dtype is not None and kind.dtype != ref.dtype) or (
+                kind.element_dim == 0 and kind.element_shape != element) or (
+                ndim is not None and ndim != outer):
+            dims = "" if ndim is None else f", ndim={ndim}"
+            raise self.err(node, f"Invalid value for argument {name}: the parameter takes "
+                           f"{wants}{dims}; got {got}, ndim={outer}", KernelTypeError)
+
     def bind_func_param(self, func: Any, name: str, v: Value, prefix: str, node: ast.AST) -> Any:
         """Fields, ndarrays and other compile-time objects are passed by reference; numbers by
         value (copied into a fresh local) unless the parameter is a template, where a local is
         passed by reference (writes reach the caller)."""
-        if isinstance(v, n.ArrayRef) or (isinstance(v, PyValue) and not is_number(v)):
+        if isinstance(v, n.ArrayRef):
+            self.check_array_param(func.param_types.get(name), name, v, node)
+            return v
+        if isinstance(v, PyValue) and not is_number(v):
             return v
         if isinstance(v, VecValue):        # by value: a fresh local per component
             kind = func.param_types.get(name)
