@@ -20,6 +20,9 @@ def test_categories():
     assert cat == "missing" and reason.startswith("NotInJitrt: jitrt.atomic_mul")
     assert classify.classify(row("KernelTypeError", "/a.py:3:5: dtype mismatch\n    x\n    ^"))\
         == ("error", "KernelTypeError: dtype mismatch")
+    framed = ('\nFile "/a.py", line 3, in f:\n    x\n    ^\n/a.py:3:5: dtype mismatch')
+    assert classify.classify(row("KernelTypeError", framed)) == \
+        ("error", "KernelTypeError: dtype mismatch")
     assert classify.classify(row("Failed", "DID NOT RAISE <class 'SyntaxError'>"))[0] == "error"
     assert classify.classify(row("AssertionError", "Regex pattern did not match. not supported"
                                  ))[1].startswith("an error of the right kind")

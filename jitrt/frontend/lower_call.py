@@ -711,24 +711,34 @@ class CallLowering(LoweringHost):
             raise sub.err(src.tree, "Function has a return type but does not have a return "
                           f"statement: @jr.func '{func.name}' is annotated to return a value",
                           KernelSyntaxError)
+        last = body[-1] if body else None
+        if func.return_type is not None and not has_early_return(body) and not (
+                isinstance(last, ast.Return) and last.value is not None):
+            raise self.err(node, f"Function has a return type but does not have a return "
+                           f"statement: @jr.func '{func.name}' is annotated to return "
+                           f"{func.return_type!r}")
         self.ctx.inline_depth += 1
         try:
-            if has_early_return(body):          # lower_return.py
-                fr = sub.start_returns(func.name, func.return_type, src.tree)
-                sub.stmts(body)
-                return sub.finish_returns(fr, src.tree)
-            ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
-            for stmt in body[:-1] if ret else body:
-                sub.stmt(stmt)
-            if (ret is None or ret.value is None) and func.return_type is not None:
-                raise self.err(node, f"Function has a return type but does not have a return "
-                               f"statement: @jr.func '{func.name}' is annotated to return "
-                               f"{func.return_type!r}")
-            if ret is None or ret.value is None:
-                return PyValue(NoValue(func.name))
-            return sub.returned(sub.expr(ret.value), func.return_type, ret.value, func.name)
+            return self.inline_body(func, sub, body, node)
+        except KernelCompileError as exc:        # the call joins the error's excerpt
+            exc.called_from(self.src.frame(node))
+            raise
         finally:
             self.ctx.inline_depth -= 1
+
+    def inline_body(self, func: Any, sub: Any, body: list[ast.stmt], node: ast.Call) -> Value:
+        """The value of an inlined call of `func`: its `body` lowered by `sub`."""
+        src = func.source()
+        if has_early_return(body):          # lower_return.py
+            fr = sub.start_returns(func.name, func.return_type, src.tree)
+            sub.stmts(body)
+            return sub.finish_returns(fr, src.tree)
+        ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
+        for stmt in body[:-1] if ret else body:
+            sub.stmt(stmt)
+        if ret is None or ret.value is None:
+            return PyValue(NoValue(func.name))
+        return sub.returned(sub.expr(ret.value), func.return_type, ret.value, func.name)
 
     def check_array_param(self, kind: Any, name: str, ref: n.ArrayRef, node: ast.AST) -> None:
         """An ndarray given to a func parameter annotated `jr.types.ndarray(dtype=, ndim=)`

@@ -78,9 +78,12 @@ MISSING_WORDS = re.compile(r"not supported|not in jitrt|unsupported|is not imple
 
 
 def normalise(message: str) -> str:
-    """A short reason: the first meaningful line, without file:line:col and long literals."""
+    """A short reason: the line of a jitrt compile error's `file:line:col: reason` (after its
+    `File "...", line N, in f:` excerpt), else the first meaningful line; without
+    file:line:col and long literals."""
     lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
-    first = lines[0] if lines else ""
+    placed = [ln for ln in lines if re.match(r"^\S+\.py:\d+:\d+: ", ln)]
+    first = placed[0] if placed else lines[0] if lines else ""
     first = re.sub(r"^\S+\.py:\d+:\d+: ", "", first)
     first = re.sub(r"0x[0-9a-f]+", "0x..", first)
     first = re.sub(r"\[[^\]]{40,}\]", "[...]", first)
