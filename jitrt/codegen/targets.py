@@ -57,7 +57,7 @@ class Target:
     # the most context slots a kernel takes as parameters (0: no limit, the CPU's pointer);
     # GPUs: 4 KiB of kernel parameters, less room for the others
     max_param_slots: int = 0
-    # how kernels print: "printf" (the host's, floats formatted as Python does), "vprintf"
+    # how kernels print: "printf" (the host's C library), "vprintf"
     # (CUDA's device printf), "" where print() in kernels is not supported
     printer: str = "printf"
 
