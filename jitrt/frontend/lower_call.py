@@ -401,9 +401,7 @@ class CallLowering(LoweringHost):
     def call_builtin(self, fn: bi.Builtin, node: ast.Call) -> Value:
         loc = self.loc(node)
         if fn.name in bi.MATH:
-            e = self.one_value(node)
-            if not e.dtype.is_float:
-                e = self.cast(e, self.ctx.default_fp)
+            e = self.real_operand(fn.name, self.one_value(node), node)
             return n.Math(fn.name, (e,), e.dtype, loc)
         if fn is bi.pow_:
             if len(node.args) != 2:
