@@ -38,6 +38,16 @@ class DataType:
         prefix = {"int": "int", "uint": "uint", "float": "float"}[self.kind]
         return np.dtype(f"{prefix}{self.bits}")
 
+    @property
+    def print_spec(self) -> str:
+        """The printf specifier an in-kernel `print` gives a value of this type that has no
+        spec of its own, Taichi's on every backend: `%f` for an f32 (`1.000000`, `233.300003`:
+        widened to double, six decimals), `%.12f` for an f64, `%lld`/`%llu` for integers
+        (widened to 64 bits first)."""
+        if self.is_float:
+            return "%.12f" if self.bits == 64 else "%f"
+        return "%lld" if self.is_signed else "%llu"
+
     def __repr__(self) -> str:
         return f"jr.{self.name}"
 

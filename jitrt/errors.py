@@ -9,6 +9,48 @@ import linecache
 from typing import Any
 
 
+EXCERPT_WIDTH = 80     # columns of one excerpt line: longer lines are cut into pieces
+TAB_COLUMNS = 4        # a tab in an excerpt's source line (Taichi's)
+TO_LINE_END = -1       # an `end_col` meaning "to the last non-blank column of the line"
+
+
+def source_excerpt(lines: "tuple[str, ...] | list[str]", line: int, col: int,
+            end_line: int | None = None, end_col: int | None = None) -> str:
+    """Taichi's source excerpt of a span of the user's file: each line from `line` to
+    `end_line` (1-based) as written (tabs expanded to 4 columns), and under it carets from
+    `col` (the first line) or its first non-blank column (the others) to `end_col` (the last
+    line; TO_LINE_END: its last non-blank column; None: one caret at `col`) or the line's
+    last non-blank column (the others); a line longer than 80 columns in pieces of 80, each
+    with its part of the carets. "" when the line cannot be read."""
+    if not 0 < line <= len(lines):
+        return ""
+    end_line = line if end_line is None else min(max(end_line, line), len(lines))
+    out: list[str] = []
+    for k in range(line, end_line + 1):
+        raw = lines[k - 1].rstrip("\r\n")
+        text = raw.expandtabs(TAB_COLUMNS)
+        last = len(text.rstrip())
+        lo = len(raw[:col].expandtabs(TAB_COLUMNS)) if k == line else \
+            len(text) - len(text.lstrip())
+        hi = last
+        if k == end_line and end_col is None:
+            hi = lo + 1
+        elif k == end_line and end_col != TO_LINE_END:
+            hi = len(raw[:end_col].expandtabs(TAB_COLUMNS))
+        hint = " " * lo + "^" * max(hi - lo, 1 if k == line else 0)
+        for start in range(0, max(len(text), 1), EXCERPT_WIDTH):
+            out.append(text[start:start + EXCERPT_WIDTH] + "\n")
+            piece = hint[start:start + EXCERPT_WIDTH]
+            if "^" in piece:
+                out.append(piece.rstrip() + "\n")
+    return "".join(out)
+
+
+def frame_text(filename: str, line: int, func: str, text: str) -> str:
+    """One `File "...", line N, in f:` block of an error: the place and its excerpt."""
+    return f'File "{filename}", line {line}' + (f", in {func}" if func else "") + ":\n" + text
+
+
 def caret_text(source_line: str, col: int) -> str:
     """The source line, indented, and a caret under column `col` (0-based)."""
     stripped = source_line.rstrip("\n")
@@ -24,11 +66,16 @@ def source_line(loc: Any, file_lines: tuple[str, ...] = ()) -> str:
 
 
 def error_at(loc: Any, message: str, file_lines: tuple[str, ...] = (),
-             kind: "type[KernelCompileError] | None" = None) -> "KernelCompileError":
-    """A KernelCompileError at `loc` (.file, .line, .col) with the source line and a caret;
-    its class is `kind`, else the one `compile_error_kind(message)` picks."""
+             kind: "type[KernelCompileError] | None" = None, *, end: Any = None,
+             func: str = "") -> "KernelCompileError":
+    """A KernelCompileError at `loc` (.file, .line, .col) with the source excerpt: carets
+    from the column to `end` ((end line, end col), see `source_excerpt`), else one caret; in
+    function `func`. Its class is `kind`, else the one `compile_error_kind(message)` picks."""
     cls = kind or compile_error_kind(message)
-    return cls(message, loc.file, loc.line, loc.col, source_line(loc, file_lines))
+    lines = file_lines or tuple(linecache.getlines(loc.file))
+    end_line, end_col = end if end is not None else (None, None)
+    return cls(message, loc.file, loc.line, loc.col, source_line(loc, lines),
+               excerpt=source_excerpt(lines, loc.line, loc.col, end_line, end_col), func=func)
 
 
 def call_mismatch(sig: inspect.Signature, nargs: int, keywords: "list[str]") -> str:
@@ -61,17 +108,35 @@ class JitrtError(Exception):
 class KernelCompileError(JitrtError):
     """Unsupported Python in a kernel, a type error, or a bound outside the sizing grammar.
 
-    The message names the file, line and column and shows the source line with a caret.
+    The message is laid out as Taichi's (and as a Python traceback): a blank first line, then
+    one `File "...", line N, in f:` block per call from the kernel down to the place (the
+    source lines, with carets under the whole expression or statement header at fault),
+    then `file:line:col: reason`. Without a readable source line it is only the last line.
     """
 
     def __init__(self, message: str, filename: str = "<unknown>", line: int = 0, col: int = 0,
-                 source_line: str = "") -> None:
+                 source_line: str = "", *, excerpt: str | None = None, func: str = "") -> None:
         self.filename, self.line, self.col, self.source_line = filename, line, col, source_line
-        self.reason = message
-        text = f"{filename}:{line}:{col + 1}: {message}"
-        if source_line:
-            text += "\n" + caret_text(source_line, col)
-        super().__init__(text)
+        self.reason, self.func = message, func
+        if excerpt is None:
+            excerpt = source_excerpt((source_line,), 1, col) if source_line else ""
+        self.excerpt = excerpt
+        self.callers: list[str] = []       # the frames of the calls above, outermost first
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        place = f"{self.filename}:{self.line}:{self.col + 1}: {self.reason}"
+        if not self.excerpt and not self.callers:
+            return place
+        here = frame_text(self.filename, self.line, self.func, self.excerpt) \
+            if self.excerpt else ""
+        return "\n" + "".join(self.callers) + here + place
+
+    def called_from(self, frame: str) -> None:
+        """Record the call (a `frame_text` block) through which the failing code was
+        reached; called from the innermost call outwards."""
+        self.callers.insert(0, frame)
+        self.args = (self._text(),)
 
 
 class KernelSyntaxError(KernelCompileError, SyntaxError):  # type: ignore[misc]
@@ -79,8 +144,8 @@ class KernelSyntaxError(KernelCompileError, SyntaxError):  # type: ignore[misc]
     Taichi's `TaichiSyntaxError`, a `SyntaxError`."""
 
     def __init__(self, message: str, filename: str = "<unknown>", line: int = 0, col: int = 0,
-                 source_line: str = "") -> None:
-        super().__init__(message, filename, line, col, source_line)
+                 source_line: str = "", *, excerpt: str | None = None, func: str = "") -> None:
+        super().__init__(message, filename, line, col, source_line, excerpt=excerpt, func=func)
         # what Python's traceback shows for a SyntaxError: the place, the line with a caret
         # under it, then the reason
         self.lineno, self.offset, self.msg = line, col + 1, message
@@ -152,6 +217,7 @@ class KernelArgCountError(KernelArgError, KernelSyntaxError):  # type: ignore[mi
         Exception.__init__(self, message)
         self.filename, self.line, self.col, self.source_line = None, 0, 0, ""  # type: ignore
         self.reason, self.msg = message, message
+        self.excerpt, self.func, self.callers = "", "", []
         self.lineno = self.offset = None  # type: ignore[assignment]
         self.text = None
 

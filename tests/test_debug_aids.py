@@ -20,7 +20,7 @@ def test_print(capfd):
     show(np.array([3.25], np.float32), -7)
     jr.sync()                         # on a GPU the device's printf buffer comes out here
     out = capfd.readouterr().out
-    assert "a0 = 3.25 k: -7 [1.5, -2.0];\n" in out     # whole floats with .0 on CUDA too
+    assert "a0 = 3.250000 k: -7 [1.500000, -2.000000];\n" in out   # %f, as Taichi (CUDA too)
     assert "2 100%\n" in out
 
 

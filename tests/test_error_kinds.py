@@ -60,7 +60,8 @@ def test_an_unsupported_construct_is_a_syntax_error():
     err = compile_error(k)
     assert isinstance(err, SyntaxError) and isinstance(err, jr.TaichiSyntaxError)
     text = str(err)
-    assert text.startswith(f"{__file__}:") and "for/else is not supported" in text
+    assert text.startswith(f'\nFile "{__file__}", line ') and \
+        f"\n{__file__}:" in text and "for/else is not supported" in text
 
 
 def test_a_value_of_the_wrong_type_is_a_type_error():

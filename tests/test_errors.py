@@ -37,15 +37,20 @@ def compile_error(kernel, *args) -> jr.KernelCompileError:
 
 def assert_points_at(err: jr.KernelCompileError, tag: str, token: str, *words: str) -> None:
     """`err` names this file, the line marked `tag` and the column where `token` starts on it,
-    shows that line and puts a caret under `token`; its text contains every one of `words`."""
+    shows that line (Taichi's layout: a blank line, `File "...", line N, in f:`, the line as
+    written) with carets starting under `token`, then `file:line:col: reason`; its text
+    contains every one of `words`."""
     line = marker(tag)
     col = FILE_LINES[line - 1].index(token)
     text = str(err)
-    head, shown, caret = text.split("\n")[:3]
-    assert head.startswith(f"{THIS_FILE}:{line}:{col + 1}: "), text
+    lines = text.split("\n")
+    inner = max(k for k, ln in enumerate(lines) if ln.startswith('File "'))   # a func's
+    frame, shown, caret = lines[inner:inner + 3]        # own place comes after its callers'
+    assert lines[0] == "" and frame.startswith(f'File "{THIS_FILE}", line {line}, in '), text
+    assert f"\n{THIS_FILE}:{line}:{col + 1}: " in text, text
     assert (err.filename, err.line, err.col) == (THIS_FILE, line, col)
-    assert shown.strip() == FILE_LINES[line - 1].strip()
-    assert caret.strip() == "^" and caret.index("^") == shown.index(token), text
+    assert shown == FILE_LINES[line - 1]
+    assert set(caret.strip()) == {"^"} and caret.index("^") == shown.index(token), text
     for w in words:
         assert w in text, (w, text)
     assert isinstance(err, jr.JitrtError)
@@ -445,3 +450,51 @@ def test_fault_through_a_bound_launch():
     launch()
     assert a.tolist() == [0, 0, 7, 0]
 
+
+@jr.func
+def undefined_inside():
+    return 1 + not_defined_anywhere(2)  # noqa: F821 # @undefinner
+
+
+@jr.func
+def calls_undefined(k):
+    return undefined_inside() * k  # @callundef
+
+
+def test_an_error_in_a_func_shows_the_calls_that_reach_it_as_taichi_does():
+    @jr.kernel
+    def k():
+        for i in range(4):
+            x[i] = calls_undefined(i)  # @callsite
+
+    err = compile_error(k)
+    assert isinstance(err, NameError)
+    assert_points_at(err, "undefinner", "not_defined_anywhere", 'Name "not_defined_anywhere"')
+    site, mid, inner = (marker(t) for t in ("callsite", "callundef", "undefinner"))
+    cols = [FILE_LINES[ln - 1].index(tok) for ln, tok in (
+        (site, "calls_undefined"), (mid, "undefined_inside"), (inner, "not_defined"))]
+    *frames, place = str(err).split("\n")
+    assert frames == [
+        "",
+        f'File "{THIS_FILE}", line {site}, in k:', FILE_LINES[site - 1],
+        " " * cols[0] + "^" * len("calls_undefined(i)"),
+        f'File "{THIS_FILE}", line {mid}, in calls_undefined:', FILE_LINES[mid - 1],
+        " " * cols[1] + "^" * len("undefined_inside()"),
+        f'File "{THIS_FILE}", line {inner}, in undefined_inside:', FILE_LINES[inner - 1],
+        " " * cols[2] + "^" * len("not_defined_anywhere")]
+    assert place.startswith(f'{THIS_FILE}:{inner}:{cols[2] + 1}: Name "not_defined_anywhere" '
+                            "is not defined")
+
+
+def test_an_excerpt_expands_tabs_cuts_long_lines_and_spans_statement_headers():
+    from jitrt.errors import TO_LINE_END, source_excerpt
+    assert source_excerpt(["\ta(1,\t2)\n"], 1, 1, 1, 2) == "    a(1,    2)\n    ^\n"
+    long = "    " + "a" * 100 + "(1)"
+    assert source_excerpt([long], 1, 4, 1, 104) == (
+        long[:80] + "\n" + "    " + "^" * 76 + "\n" + long[80:] + "\n" + "^" * 24 + "\n")
+    header = ["    for i in range(3,\n", "                   4):\n", "        pass\n"]
+    assert source_excerpt(header, 1, 4, 2, TO_LINE_END) == (
+        header[0][:-1] + "\n    " + "^" * 17 + "\n" + header[1][:-1] + "\n" + " " * 19 +
+        "^" * 3 + "\n")
+    assert source_excerpt(["x = 1"], 1, 4) == "x = 1\n    ^\n"     # no end: one caret
+    assert source_excerpt(["x = 1"], 2, 0) == ""                    # no such line

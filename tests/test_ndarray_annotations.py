@@ -219,3 +219,51 @@ def test_needs_grad_true_requires_a_gradient():
         with pytest.raises(jr.KernelArgError, match=r"argument 'x': expected an ndarray of "
                            r"f32 with ndim=1 with needs_grad=True \(as annotated\)"):
             k(bad)
+
+
+def test_a_func_parameter_annotation_checks_the_ndarray_passed():
+    """Taichi checks an ndarray given to a func against the parameter's annotation; jitrt
+    used to ignore it (a vec3 array reached `dtype=vec2` code: a confusing store error, or
+    a wrong-typed read)."""
+    @jr.func
+    def set2(a: nd(dtype=jr.math.vec2, ndim=1)):
+        a[0] = [100, 100]
+
+    @jr.func
+    def set3(a: nd(dtype=jr.math.vec3, ndim=1), b: nd(ndim=1), c: nd(dtype=jr.f32, ndim=2)):
+        a[0] = [100, 100, 100]
+        b[0] = b[0] * 2
+        c[0, 0] = 7
+
+    @jr.kernel
+    def wrong_element(x: nd(ndim=1)):
+        set2(x)
+
+    @jr.kernel
+    def fine(x: nd(ndim=1), y: nd(ndim=1), z: nd(dtype=jr.f32, ndim=2)):
+        set3(x, y, z)
+
+    @jr.kernel
+    def wrong_ndim(x: nd(ndim=1), y: nd(ndim=1), z: nd(dtype=jr.f32, ndim=1)):
+        set3(x, y, z)
+
+    @jr.kernel
+    def wrong_dtype(x: nd(ndim=1), y: nd(ndim=1), z: nd(dtype=jr.i32, ndim=2)):
+        set3(x, y, z)
+
+    arr = jr.ndarray(jr.math.vec3, shape=4)
+    y = jr.ndarray(jr.math.vec2, shape=4)
+    y[0] = [1, 2]
+    z = jr.ndarray(jr.f32, shape=(2, 2))
+    fine(arr, y, z)                       # by reference: the writes reach the arrays
+    assert arr[0] == [100, 100, 100] and y[0] == [2, 4] and z[0, 0] == 7
+    with pytest.raises(jr.KernelTypeError, match=r"Invalid value for argument a: the "
+                       r"parameter takes an ndarray with elements of shape \(2,\), ndim=1; "
+                       r"got an ndarray of f32 with elements of shape \(3,\), ndim=1"):
+        wrong_element(arr)
+    with pytest.raises(TypeError, match=r"Invalid value for argument c: .* ndim=2; got an "
+                       r"ndarray of f32, ndim=1"):
+        wrong_ndim(arr, y, jr.ndarray(jr.f32, shape=4))
+    with pytest.raises(jr.TaichiCompilationError, match=r"argument c: the parameter takes an "
+                       r"ndarray of f32, ndim=2; got an ndarray of i32"):
+        wrong_dtype(arr, y, jr.ndarray(jr.i32, shape=(2, 2)))

@@ -477,3 +477,96 @@ def test_break_in_a_static_loop_says_so_in_taichis_words():
         return s
     err = compile_error(breaks, kind=jr.TaichiSyntaxError)
     assert "You are trying to `break` a static `for` loop" in str(err)
+
+
+def test_rounding_an_integer_and_not_of_a_float_are_type_errors_as_in_taichi():
+    @jr.kernel
+    def floor_int(k: jr.i32) -> jr.f32:
+        a = k + 1
+        return jr.floor(a)
+
+    @jr.kernel
+    def round_vec(k: jr.i32) -> jr.f32:
+        return jr.round(jr.Vector([k, 2]))[0]
+
+    @jr.kernel
+    def not_float(x: jr.f32) -> jr.i32:
+        return not x
+
+    @jr.kernel
+    def allowed(x: jr.f32, k: jr.i32) -> jr.f32:      # constants, floats, ints compared
+        return jr.floor(3) + jr.ceil(x) + jr.sin(k) * 0 + (not k) + (not (x == 0))
+
+    err = compile_error(floor_int, 1, kind=TypeError)
+    assert isinstance(err, jr.TaichiTypeError)
+    assert "'floor' takes real inputs only, however 'i32' is provided" in str(err)
+    assert "'round' takes real inputs only" in str(compile_error(round_vec, 1))
+    err = compile_error(not_float, 1.0, kind=jr.TaichiTypeError)
+    assert "'not' takes integral inputs only, however 'f32' is provided" in str(err)
+    assert allowed(1.5, 0) == 3 + 2 + 1 + 1
+
+
+def test_slices_with_variables_and_mismatched_if_expressions_use_taichis_words():
+    @jr.kernel
+    def slice_var(i: jr.i32) -> jr.i32:
+        a = jr.Vector([1, 2, 3, 4])
+        b = a[i::2]
+        return b[0]
+
+    @jr.kernel
+    def mixed(k: jr.i32) -> jr.f32:
+        a = jr.math.vec2(1.0, 1.0)
+        c = jr.math.vec3(1.0, 1.0, 2.0)
+        d = a if k else c
+        return d[0]
+
+    err = compile_error(slice_var, 1, kind=jr.TaichiCompilationError)
+    assert "Taichi does not support variables in slice now" in str(err)
+    err = compile_error(mixed, 1, kind=jr.TaichiTypeError)
+    assert "Cannot broadcast tensor to tensor: the two sides of an if-expression have " \
+        "different shapes ((2,) and (3,))" in str(err)
+
+
+def test_ndrange_loop_variables_and_extents_use_taichis_words():
+    @jr.kernel
+    def one_var():
+        for i in jr.ndrange(4, 4):
+            pass
+
+    @jr.kernel
+    def three():
+        for i in jr.ndrange((1, 2, 3)):
+            pass
+
+    err = compile_error(one_var, kind=jr.TaichiSyntaxError)
+    assert "this loop needs 2 loop variable name(s): Ndrange for loop with number of the " \
+        "loop variables not equal to the dimension of the ndrange is not supported" in str(err)
+    err = compile_error(three, kind=jr.TaichiSyntaxError)
+    assert "Every argument of ndrange should be a scalar or a tuple/list like (begin, end)" \
+        in str(err)
+
+
+def test_a_loop_that_breaks_inside_a_constant_non_static_if_runs_serially_as_in_taichi():
+    @jr.kernel
+    def first_100() -> jr.i32:
+        a = 0
+        if True:
+            for i in range(1000):
+                if i == 100:
+                    break
+                a += 1
+        return a
+
+    @jr.kernel
+    def static_if() -> jr.i32:
+        a = 0
+        if jr.static(True):            # jr.static: the loop stays outermost, so no break
+            for i in range(1000):
+                if i == 100:
+                    break
+                a += 1
+        return a
+
+    assert first_100() == 100
+    err = compile_error(static_if, kind=jr.TaichiSyntaxError)
+    assert "Cannot break in the outermost loop" in str(err)

@@ -20,9 +20,25 @@ def test_categories():
     assert cat == "missing" and reason.startswith("NotInJitrt: jitrt.atomic_mul")
     assert classify.classify(row("KernelTypeError", "/a.py:3:5: dtype mismatch\n    x\n    ^"))\
         == ("error", "KernelTypeError: dtype mismatch")
+    framed = ('\nFile "/a.py", line 3, in f:\n    x\n    ^\n/a.py:3:5: dtype mismatch')
+    assert classify.classify(row("KernelTypeError", framed)) == \
+        ("error", "KernelTypeError: dtype mismatch")
     assert classify.classify(row("Failed", "DID NOT RAISE <class 'SyntaxError'>"))[0] == "error"
     assert classify.classify(row("AssertionError", "Regex pattern did not match. not supported"
                                  ))[1].startswith("an error of the right kind")
+
+
+def test_an_element_comparison_taichi_always_finds_true_is_not_a_wrong_value():
+    failed = row("AssertionError", "assert array([100., 100.], dtype=float32) == [20, 20]",
+                 in_test_file=True)
+    failed["raised_line"] = "assert arr[0] == [20, 20, 20]"
+    assert classify.classify(failed) == ("n/a", classify.VACUOUS)
+    for line in ("assert arr.to_numpy()[0] == [20, 20]", "assert a.grad[i][j] == 2",
+                 "assert x == [20, 20]"):
+        failed["raised_line"] = line        # not a field/ndarray element: a real check
+        assert classify.classify(failed) == ("wrong", "assertion on values"), line
+    failed.update(raised_line="assert arr[0] == 3", message="assert 2.0 == 3")
+    assert classify.classify(failed) == ("wrong", "assertion on values")   # a scalar
 
 
 def test_out_of_scope_reasons():

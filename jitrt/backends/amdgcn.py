@@ -36,7 +36,8 @@ WAVE64 = ("gfx9",)          # gfx9 targets run wave64 only; gfx10+ default to wa
 # what HIP kernels have (`codegen.targets.TargetTraits`): grid launches, a status block for
 # what a launch writes, data in global memory (space 1), stacks interleaved across threads
 TRAITS = TargetTraits(grid_launch=True, status_block=True, data_address_space=1,
-                      host_interrupts=False, interleaved_stacks=True, unroll_hints=False)
+                      host_interrupts=False, interleaved_stacks=True, unroll_hints=False,
+                      flush_denormals=False)
 
 
 def wave_size(gfx: str) -> int:

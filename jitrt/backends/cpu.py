@@ -41,7 +41,8 @@ CPU_LANES = 4
 # what the host gives kernels (`codegen.targets.TargetTraits`): chunks of consecutive indices
 # through the pool, a writable context, Ctrl-C polling, each thread's stacks contiguous
 CPU_TRAITS = TargetTraits(grid_launch=False, status_block=False, data_address_space=0,
-                          host_interrupts=True, interleaved_stacks=False, unroll_hints=True)
+                          host_interrupts=True, interleaved_stacks=False, unroll_hints=True,
+                          flush_denormals=True)
 
 
 def compile_object(module: ir.Module | str) -> bytes:

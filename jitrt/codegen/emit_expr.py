@@ -15,7 +15,7 @@ from llvmlite import ir
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
-from . import abi, overflow, print_format
+from . import abi, denormals, overflow
 from .declare import declare
 from .emitter_host import EmitterHost
 
@@ -98,6 +98,8 @@ class ExprEmitter(EmitterHost):
         return getattr(self, "expr_" + type(e).__name__)(e)
 
     def expr_Const(self, e: n.Const) -> ir.Value:
+        if e.dtype.is_float and self.target.traits.flush_denormals:
+            return const(e.dtype, denormals.flushed(e.dtype, float(e.value)))
         return const(e.dtype, e.value)
 
     def expr_Arg(self, e: n.Arg) -> ir.Value:
@@ -350,14 +352,13 @@ class ExprEmitter(EmitterHost):
         return b.sext(v, I64) if a.dtype.is_signed else b.zext(v, I64)
 
     def expr_Print(self, e: n.Print) -> ir.Value:
-        """printf on the CPU (flushed at once; floats as Python prints them,
-        `print_format.py`), vprintf on CUDA (floats `%g`, whole numbers `%.1f`: the format
-        string is picked at run time, `print_format.device_formats`); AMDGPU has no printf
-        here."""
-        spec, values, floats = self.print_arguments(e)
-        if self.target.printer != "vprintf":
-            floats = []
-        fmt_ptr = self.print_format_ptr(e, spec, values, floats)
+        """printf on the CPU (flushed at once), vprintf on CUDA; a value with no spec of its
+        own prints with Taichi's (`DataType.print_spec`: `%f` for an f32, `%.12f` for an
+        f64); AMDGPU has no printf here."""
+        spec, values = self.print_arguments(e)
+        fmt_ptr = self._format_string("".join(
+            p.replace("%", "%%") + (spec[k] if k < len(spec) else "")
+            for k, p in enumerate(e.pieces)))
         b = self.builder
         i8p = ir.IntType(8).as_pointer()
         if self.target.printer == "vprintf":
@@ -377,39 +378,20 @@ class ExprEmitter(EmitterHost):
         b.call(declare(self.module, "fflush", I32, (i8p,)), [ir.Constant(i8p, None)])
         return ir.Constant(I32, 0)
 
-    def print_arguments(self, e: n.Print) -> tuple[list[str], list[ir.Value], list[int]]:
-        """Each argument of `print`: its printf conversion, its value (integers widened to
-        i64, floats to f64; on "printf" targets a float without a user format is a string
-        formatted as Python does), and the positions of the floats whose format is picked at
-        run time (`print_format.DEVICE_WHOLE_ARGS` at most)."""
-        b = self.builder
+    def print_arguments(self, e: n.Print) -> tuple[list[str], list[ir.Value]]:
+        """Each argument of `print`: its printf conversion (the user's from a format string,
+        else the dtype's) and its value as printf's varargs take it."""
         spec: list[str] = []
         values: list[ir.Value] = []
-        floats: list[int] = []
         for k, a in enumerate(e.args):
             v = self.expr(a)
             user = e.formats[k] if e.formats else ""     # a printf spec from a format string
-            if user:
-                spec.append("%" + (user if a.dtype.is_float else user[:-1] + "ll" + user[-1]))
-                values.append(self.print_word(v, a.dtype))
-            elif a.dtype.is_float and self.target.printer == "printf":
-                with b.goto_block(self.alloca_block):
-                    text = b.alloca(ir.ArrayType(ir.IntType(8), print_format.BUF_BYTES))
-                text_ptr = b.bitcast(text, ir.IntType(8).as_pointer())
-                b.call(print_format.format_float(self.module),
-                       [self.print_word(v, a.dtype),
-                        ir.Constant(ir.IntType(1), int(a.dtype.bits == 32)), text_ptr])
-                spec.append("%s")
-                values.append(text_ptr)
-            elif a.dtype.is_float:
-                if len(floats) < print_format.DEVICE_WHOLE_ARGS:
-                    floats.append(len(values))
-                spec.append(print_format.GENERAL)
-                values.append(self.print_word(v, a.dtype))
+            if not user:
+                spec.append(a.dtype.print_spec)
             else:
-                spec.append("%lld" if a.dtype.is_signed else "%llu")
-                values.append(self.print_word(v, a.dtype))
-        return spec, values, floats
+                spec.append("%" + (user if a.dtype.is_float else user[:-1] + "ll" + user[-1]))
+            values.append(self.print_word(v, a.dtype))
+        return spec, values
 
     def print_word(self, v: ir.Value, dt: dtypes.DataType) -> ir.Value:
         """`v` as printf's varargs take it: a float as f64, an integer as i64."""
@@ -419,21 +401,6 @@ class ExprEmitter(EmitterHost):
         if dt.is_float:
             return b.fpext(v, ir.DoubleType())
         return b.sext(v, I64) if dt.is_signed else b.zext(v, I64)
-
-    def print_format_ptr(self, e: n.Print, spec: list[str], values: list[ir.Value],
-                         floats: list[int]) -> ir.Value:
-        """The format string: one per combination of the `floats` being whole numbers below
-        1e16 or not (`print_format.device_formats`), selected at run time."""
-        b = self.builder
-        texts = print_format.device_formats(list(e.pieces), spec, floats)
-        fmt_ptr = self._format_string(texts[0])
-        wholes = [print_format.is_whole_below_1e16(self.module, b, values[k]) for k in floats]
-        for mask, text in enumerate(texts[1:], 1):     # the one whose floats' wholeness fits
-            fits = ir.Constant(ir.IntType(1), 1)
-            for j, whole in enumerate(wholes):
-                fits = b.and_(fits, whole if mask >> j & 1 else b.not_(whole))
-            fmt_ptr = b.select(fits, self._format_string(text), fmt_ptr)
-        return fmt_ptr
 
     def _format_string(self, text: str) -> ir.Value:
         """An i8* to a new constant global holding `text` (unique in the module: a loop body

@@ -164,10 +164,12 @@ class LoweringHost:
         statement_call: Any           # the call an expression statement is lowering, or None
         static_jump: str | None       # "break"/"continue" met in a jr.static loop's body
         static_depths: list[int]      # the depth at each enclosing jr.static loop
+        folded_ifs: int               # > 0 inside a non-static `if` of a constant condition
         # expressions (lower_expr)
         expr: Callable[..., Any]
         value: Callable[..., n.Expr]
         const: Callable[..., n.Const]
+        real_operand: Callable[..., n.Expr]   # vectors.py: a math operand as a float
         cast: Callable[..., n.Expr]
         truth: Callable[..., n.Expr]
         binary: Callable[..., Any]

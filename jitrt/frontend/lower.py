@@ -58,6 +58,7 @@ class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, PyCallLowering,
         self.ref_params: list = []    # ... and its jr.ref parameters
         self.static_jump: str | None = None     # a break/continue of the jr.static loop
         self.static_depths: list[int] = []      # self.depth at each enclosing jr.static loop
+        self.folded_ifs = 0           # > 0 inside a non-static `if` of a constant condition
 
     def sub_lowerer(self, src: SourceInfo, scope: Scope) -> "FunctionLowerer":
         """A lowerer for an inlined func body that emits into this lowerer's current block."""

@@ -21,6 +21,7 @@ from ..dtypes import DataType
 from ..errors import KernelCompileError, KernelSyntaxError, KernelTypeError, call_mismatch
 from ..ir import nodes as n
 from ..linalg import MatrixType, StructType
+from ..types import NdarrayType
 from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .func import BoundFunc, Func, plain_func
@@ -400,9 +401,7 @@ class CallLowering(LoweringHost):
     def call_builtin(self, fn: bi.Builtin, node: ast.Call) -> Value:
         loc = self.loc(node)
         if fn.name in bi.MATH:
-            e = self.one_value(node)
-            if not e.dtype.is_float:
-                e = self.cast(e, self.ctx.default_fp)
+            e = self.real_operand(fn.name, self.one_value(node), node)
             return n.Math(fn.name, (e,), e.dtype, loc)
         if fn is bi.pow_:
             if len(node.args) != 2:
@@ -679,16 +678,32 @@ class CallLowering(LoweringHost):
         body = func.source().tree.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # docstring
-        if func.return_type is not None and not any(
-                isinstance(x, ast.Return) and x.value is not None for x in ast.walk(src.tree)):
-            raise sub.err(src.tree, "Function has a return type but does not have a return "
-                          f"statement: @jr.func '{func.name}' is annotated to return a value",
-                          KernelSyntaxError)
+        self.check_returns_value(func, sub, body, node)
         self.ctx.inline_depth += 1
         try:
-            return self.inlined_body(func, sub, src.tree, body, node)
+            return self.inline_body(func, sub, body, node)
+        except KernelCompileError as exc:        # the call joins the error's excerpt
+            exc.called_from(self.src.frame(node))
+            raise
         finally:
             self.ctx.inline_depth -= 1
+
+    def check_returns_value(self, func: Any, sub: Any, body: list[ast.stmt],
+                            node: ast.Call) -> None:
+        """A func annotated with a return type returns a value on its way out."""
+        if func.return_type is None:
+            return
+        tree = func.source().tree
+        if not any(isinstance(x, ast.Return) and x.value is not None for x in ast.walk(tree)):
+            raise sub.err(tree, "Function has a return type but does not have a return "
+                          f"statement: @jr.func '{func.name}' is annotated to return a value",
+                          KernelSyntaxError)
+        last = body[-1] if body else None
+        if not has_early_return(body) and not (
+                isinstance(last, ast.Return) and last.value is not None):
+            raise self.err(node, f"Function has a return type but does not have a return "
+                           f"statement: @jr.func '{func.name}' is annotated to return "
+                           f"{func.return_type!r}")
 
     def bind_call(self, func: Any, node: ast.Call, bound_self: Any) -> tuple[dict[str, Any], str]:
         """The call's arguments (lowered here, in order) bound to the parameters of `func`
@@ -722,29 +737,48 @@ class CallLowering(LoweringHost):
             bindings[name] = self.bind_func_param(func, name, v, prefix, node)
         return bindings, prefix
 
-    def inlined_body(self, func: Any, sub: Any, tree: ast.AST, body: list[ast.stmt],
-                     node: ast.Call) -> Value:
-        """Lower the function's `body` with `sub` (its own scope); the call's value."""
+    def inline_body(self, func: Any, sub: Any, body: list[ast.stmt], node: ast.Call) -> Value:
+        """The value of an inlined call of `func`: its `body` lowered by `sub`."""
+        src = func.source()
         if has_early_return(body):          # lower_return.py
-            fr = sub.start_returns(func.name, func.return_type, tree)
+            fr = sub.start_returns(func.name, func.return_type, src.tree)
             sub.stmts(body)
-            return sub.finish_returns(fr, tree)
+            return sub.finish_returns(fr, src.tree)
         ret = body[-1] if body and isinstance(body[-1], ast.Return) else None
         for stmt in body[:-1] if ret else body:
             sub.stmt(stmt)
-        if (ret is None or ret.value is None) and func.return_type is not None:
-            raise self.err(node, f"Function has a return type but does not have a return "
-                           f"statement: @jr.func '{func.name}' is annotated to return "
-                           f"{func.return_type!r}")
         if ret is None or ret.value is None:
             return PyValue(NoValue(func.name))
         return sub.returned(sub.expr(ret.value), func.return_type, ret.value, func.name)
+
+    def check_array_param(self, kind: Any, name: str, ref: n.ArrayRef, node: ast.AST) -> None:
+        """An ndarray given to a func parameter annotated `jr.types.ndarray(dtype=, ndim=)`
+        must match it, as Taichi checks (a KernelTypeError with Taichi's phrase "Invalid
+        value for argument"); `element_dim=` annotations are not checked."""
+        if not isinstance(kind, NdarrayType) or kind.element_dim > 0:
+            return
+        element = self.element_shape(ref)
+        wants = "an ndarray" + (f" of {kind.dtype.name}" if kind.dtype else "") + (
+            f" with elements of shape {kind.element_shape}" if kind.element_shape else "")
+        got = f"an ndarray of {ref.dtype.name}" + (
+            f" with elements of shape {element}" if element else "")
+        outer = ref.ndim - len(element)
+        ndim = kind.ndim - len(kind.element_shape) if kind.ndim is not None else None
+        if (kind.dtype is not None and kind.dtype != ref.dtype) or (
+                kind.element_dim == 0 and kind.element_shape != element) or (
+                ndim is not None and ndim != outer):
+            dims = "" if ndim is None else f", ndim={ndim}"
+            raise self.err(node, f"Invalid value for argument {name}: the parameter takes "
+                           f"{wants}{dims}; got {got}, ndim={outer}", KernelTypeError)
 
     def bind_func_param(self, func: Any, name: str, v: Value, prefix: str, node: ast.AST) -> Any:
         """Fields, ndarrays and other compile-time objects are passed by reference; numbers by
         value (copied into a fresh local) unless the parameter is a template, where a local is
         passed by reference (writes reach the caller)."""
-        if isinstance(v, n.ArrayRef) or (isinstance(v, PyValue) and not is_number(v)):
+        if isinstance(v, n.ArrayRef):
+            self.check_array_param(func.param_types.get(name), name, v, node)
+            return v
+        if isinstance(v, PyValue) and not is_number(v):
             return v
         if isinstance(v, VecValue):        # by value: a fresh local per component
             kind = func.param_types.get(name)

@@ -531,6 +531,9 @@ class ExprLowering(LoweringHost):
             return e
         if isinstance(op, ast.USub):
             return n.Unary("neg", e, e.dtype, loc)
+        if e.dtype.is_float and isinstance(op, ast.Not):     # as Taichi: a float has no
+            raise self.err(node, f"'not' takes integral inputs only, however '{e.dtype.name}' "
+                           "is provided: compare it instead (x == 0)", KernelTypeError)
         if isinstance(op, ast.Not):
             return n.Unary("not", self.truth(e), dtypes.i32, loc)
         if e.dtype.is_float:
@@ -552,7 +555,11 @@ class ExprLowering(LoweringHost):
             items = [x.items if isinstance(x, VecValue) else (x,) * len(
                 (body if isinstance(body, VecValue) else orelse).items) for x in (body, orelse)]
             if any(isinstance(x, VecValue) and x.shape != shape for x in (body, orelse)):
-                raise self.err(node, "the two sides of an if-expression have different shapes")
+                shapes = " and ".join(str(x.shape) for x in (body, orelse)
+                                      if isinstance(x, VecValue))
+                raise self.err(node, "Cannot broadcast tensor to tensor: the two sides of an "
+                               f"if-expression have different shapes ({shapes})",
+                               KernelTypeError)
             test = self.truth(self.value(node.test, cond))
             return VecValue(shape, tuple(self.select_one(test, a, b, node)
                                          for a, b in zip(*items)))

@@ -213,6 +213,16 @@ class FormatLowering(LoweringHost):
             raise self.err(node, f"cannot format {describe(value)} with '{spec}': {exc}",
                            KernelSyntaxError) from None
 
+    def print_constant(self, value: Any, spec: str | None, node: ast.AST) -> str:
+        """A compile-time value given to print() itself (not inside a formatted string): a
+        number prints as the same number computed at run time would (Taichi makes it a
+        constant of the default type: `print(1.5)` shows `1.500000`, `print(True)` `1`)."""
+        if spec or not is_number(PyValue(value)):
+            return self.format_constant(value, spec, node)
+        if isinstance(value, float):
+            return self.ctx.default_fp.print_spec % value
+        return str(int(value))
+
     def checked_spec(self, spec: str, dt: dtypes.DataType, node: ast.AST) -> str:
         try:
             return printf_spec(spec, dt)
@@ -273,7 +283,7 @@ class FormatLowering(LoweringHost):
                              args, formats)
             return
         if isinstance(v, PyValue):
-            pieces[-1] += self.format_constant(v.obj, spec, node)
+            pieces[-1] += self.print_constant(v.obj, spec, node)
             return
         e = self.value(node, v)
         formats.append(self.checked_spec(spec, e.dtype, node) if spec else "")

@@ -64,7 +64,13 @@ class LoopLowering(LoweringHost):
     def stmt_If(self, node: ast.If) -> None:
         cond = self.expr(node.test)
         if isinstance(cond, PyValue):
-            self.stmts(node.body if cond.obj else node.orelse)
+            static = isinstance(node.test, ast.Call) and self.expr(node.test.func) == \
+                PyValue(bi.static)
+            self.folded_ifs += 0 if static else 1
+            try:
+                self.stmts(node.body if cond.obj else node.orelse)
+            finally:
+                self.folded_ifs -= 0 if static else 1
             return
         c = self.truth(self.value(node.test, cond))
         before = self.scope.assigned
@@ -279,13 +285,17 @@ class LoopLowering(LoweringHost):
         pair = tuple(x) if isinstance(x, (tuple, list)) else (0, x)
         if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool)
                                      for v in pair):
-            raise self.err(node, f"an ndrange extent is n or (begin, end), got {x!r}")
+            raise self.err(node, f"an ndrange extent is n or (begin, end), got {x!r} (Every "
+                           "argument of ndrange should be a scalar or a tuple/list like "
+                           "(begin, end))", KernelSyntaxError)
         return n.Const(pair[0], dtypes.i32, loc), n.Const(pair[1], dtypes.i32, loc)
 
     def extent(self, node: ast.AST) -> tuple[n.Expr, n.Expr]:
         if isinstance(node, ast.Tuple):
             if len(node.elts) != 2:
-                raise self.err(node, "an ndrange extent is n or (begin, end)")
+                raise self.err(node, "an ndrange extent is n or (begin, end): Every argument "
+                               "of ndrange should be a scalar or a tuple/list like (begin, "
+                               "end)", KernelSyntaxError)
             return self.index_value(node.elts[0], NDRANGE), self.index_value(node.elts[1],
                                                                              NDRANGE)
         return n.Const(0, dtypes.i32, self.loc(node)), self.index_value(node, NDRANGE)
@@ -296,16 +306,24 @@ class LoopLowering(LoweringHost):
             raise self.err(node, f"{lead}loop bound must be an integer, got {e.dtype.name}")
         return self.cast(e, dtypes.i64 if e.dtype.bits == 64 else dtypes.i32)
 
-    def loop_targets(self, node: ast.For, count: int) -> list[ast.Name]:
+    def loop_targets(self, node: ast.For, count: int, ndrange: bool = False
+                     ) -> list[ast.Name]:
         t = node.target
         names = t.elts if isinstance(t, ast.Tuple) else [t]
         if len(names) != count or not all(isinstance(x, ast.Name) for x in names):
+            if ndrange:        # a KernelSyntaxError in Taichi's words
+                raise self.err(t, f"this loop needs {count} loop variable name(s): Ndrange for "
+                               "loop with number of the loop variables not equal to the "
+                               "dimension of the ndrange is not supported (or loop over "
+                               "jr.grouped(jr.ndrange(...)) with one variable)",
+                               KernelSyntaxError)
             raise self.err(t, f"this loop needs {count} loop variable name(s)")
         return names  # type: ignore[return-value]
 
     def range_for(self, node: ast.For, extents: list[tuple[n.Expr, n.Expr]],
                   it: ast.AST | None = None) -> None:
-        names = self.loop_targets(node, len(extents))
+        ndrange = isinstance(it, ast.Call) and self.expr(it.func) == PyValue(bi.ndrange)
+        names = self.loop_targets(node, len(extents), ndrange)
         group_name = getattr(self, "group_names", (None,))[0]
         # the loop variables are the loop's own, as in Taichi/Quadrants: after the loop the
         # names mean what they meant before it (a later `I = i` makes a new variable)
@@ -314,6 +332,8 @@ class LoopLowering(LoweringHost):
         self.refuse_assigned_loop_names(names, saved)
         vars_ = self.bind_loop_vars(names, extents)
         parallel = self.depth == 0 and self.is_kernel_body and not self.serialize_next
+        if parallel and self.folded_ifs and continues(node.body, ast.Break):
+            parallel = False    # in Taichi a loop inside a non-static `if` is not outermost
         block_dim = self.block_dim_next if parallel else 0
         self.serialize_next, self.block_dim_next = False, 0
         skips = parallel and continues(node.body)

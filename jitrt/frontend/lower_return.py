@@ -65,16 +65,17 @@ def has_early_return(body: list[ast.stmt]) -> bool:
     return False
 
 
-def continues(body: list[ast.stmt]) -> bool:
-    """Whether `body` has a `continue` of its own loop (not one of a loop nested in it)."""
+def continues(body: list[ast.stmt], jump: type = ast.Continue) -> bool:
+    """Whether `body` has a `continue` (or a `jump`: ast.Break) of its own loop (not one of a
+    loop nested in it)."""
     for stmt in body:
-        if isinstance(stmt, ast.Continue):
+        if isinstance(stmt, jump):
             return True
         if isinstance(stmt, (ast.For, ast.While, ast.FunctionDef, ast.ClassDef)):
             continue
         for field in ("body", "orelse", "handlers", "finalbody"):
             inner = getattr(stmt, field, None)
-            if isinstance(inner, list) and continues(inner):
+            if isinstance(inner, list) and continues(inner, jump):
                 return True
     return False
 

@@ -15,7 +15,8 @@ import textwrap
 from typing import Any
 
 from ..frozen import frozen
-from ..errors import KernelCompileError, compile_error_kind, error_at
+from ..errors import (TO_LINE_END, KernelCompileError, compile_error_kind, error_at,
+                      frame_text, source_excerpt)
 from ..ir.nodes import Loc
 
 
@@ -38,13 +39,34 @@ class SourceInfo:
         line = getattr(node, "lineno", 1) + self.first_line - 1
         return Loc(self.filename, line, getattr(node, "col_offset", 0) + self.indent)
 
+    def span_end(self, node: ast.AST) -> tuple[int, int] | None:
+        """Where the excerpt of `node` ends (file line, column): the end of an expression or
+        a simple statement; the end of the header line(s) of a statement with a body."""
+        body = getattr(node, "body", None)
+        if isinstance(node, ast.stmt) and isinstance(body, list) and body:
+            last = max(body[0].lineno - 1, node.lineno)
+            return last + self.first_line - 1, TO_LINE_END
+        end_line, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+        if end_line is None or end_col is None:
+            return None
+        return end_line + self.first_line - 1, end_col + self.indent
+
     def error(self, node: ast.AST | None, message: str,
               kind: type[KernelCompileError] | None = None) -> KernelCompileError:
         if node is None:
             cls = kind or compile_error_kind(message)
             return cls(message, self.filename, self.first_line, 0)
         loc = self.loc(node)
-        return error_at(loc, message, self.file_lines, kind)
+        return error_at(loc, message, self.file_lines, kind, end=self.span_end(node),
+                        func=self.tree.name)
+
+    def frame(self, node: ast.AST) -> str:
+        """The `File "...", line N, in f:` block of the call `node` in this function, for an
+        error raised inside the function it calls (`KernelCompileError.called_from`)."""
+        loc = self.loc(node)
+        end_line, end_col = self.span_end(node) or (None, None)
+        return frame_text(self.filename, loc.line, self.tree.name, source_excerpt(
+            self.file_lines, loc.line, loc.col, end_line, end_col))
 
 
 def capture(fn) -> SourceInfo:

@@ -60,7 +60,8 @@ class VectorIndexing(LoweringHost):
             if not all(b is None or (isinstance(b, PyValue) and isinstance(b.obj, int))
                        for b in bounds):
                 raise self.err(item, "a slice of a vector or matrix needs bounds known at "
-                               "compile time (variables in slice bounds are not supported)")
+                               "compile time (Taichi's words: Taichi does not support "
+                               "variables in slice now)")
             try:
                 picked = list(range(extent)[slice(*(getattr(b, "obj", None) for b in bounds))])
             except ValueError as exc:

@@ -456,10 +456,21 @@ class VectorLowering(LoweringHost):
         return n.Binary(op, ea, eb, dt, self.loc(node))
 
     def math(self, fn: str, x: Any, node: ast.AST) -> n.Expr:
-        e = self.value(node, x)
-        if not e.dtype.is_float:
-            e = self.cast(e, self.ctx.default_fp)
+        e = self.real_operand(fn, self.value(node, x), node)
         return n.Math(fn, (e,), e.dtype, self.loc(node))
+
+    def real_operand(self, fn: str, e: n.Expr, node: ast.AST) -> n.Expr:
+        """The operand of math function `fn` as a float: an integer converted to default_fp,
+        except that rounding an integer (`floor`, `ceil`, `round` of an i32 value) is a
+        KernelTypeError, as in Taichi (it would only convert it); a constant is converted
+        (Taichi rounds a Python number in Python)."""
+        if e.dtype.is_float:
+            return e
+        if fn in ("floor", "ceil", "round") and not isinstance(e, n.Const):
+            raise self.err(node, f"'{fn}' takes real inputs only, however '{e.dtype.name}' is "
+                           "provided (an integer is already whole; convert it with "
+                           "jr.f32(...) or float(...) if a float is meant)", KernelTypeError)
+        return self.cast(e, self.ctx.default_fp)
 
     def transpose(self, v: VecValue, node: ast.AST) -> VecValue:
         if len(v.shape) != 2:

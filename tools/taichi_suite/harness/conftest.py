@@ -2,7 +2,8 @@
 files by the runner: it initialises jitrt before each `@test_utils.test` test, as Taichi's
 does (`ti.init(arch=ti.cpu, enable_fallback=False, **options)`; `ti.reset()` after), and
 records every test's outcome, one JSON line each, in the file `$TAICHI_SUITE_OUT`:
-{"test", "when", "outcome", "exc_type", "exc_mro", "message", "in_test_file", "skip_reason"}.
+{"test", "when", "outcome", "exc_type", "exc_mro", "message", "in_test_file", "raised_at",
+"raised_line" (the source text of the statement that raised), "skip_reason"}.
 """
 import json
 import os
@@ -42,7 +43,8 @@ def _exception_row(excinfo, test_file):
             "exc_mro": [c.__name__ for c in type(exc).__mro__],
             "message": str(exc)[:2000],
             "in_test_file": bool(last and os.path.basename(last.filename) == test_file),
-            "raised_at": f"{os.path.basename(last.filename)}:{last.lineno}" if last else ""}
+            "raised_at": f"{os.path.basename(last.filename)}:{last.lineno}" if last else "",
+            "raised_line": (last.line or "") if last else ""}
 
 
 @pytest.hookimpl(hookwrapper=True)
