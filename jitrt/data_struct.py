@@ -127,9 +127,12 @@ class StructElement:
 
     def assign(self, value: Any) -> None:
         """Write every member from a dict (or another struct element) of the same members."""
+        from .struct_host import HostStruct
+        if isinstance(value, HostStruct):
+            value = value.entries
         names = value.keys() if isinstance(value, (dict, StructElement)) else None
         if names is None or set(names) != set(self.keys()):
-            raise TypeError(f"a struct element takes a dict of its members "
+            raise TypeError(f"a struct element takes a struct or dict of its members "
                             f"{self.keys()}, got {value!r}")
         for k in self.keys():
             self[k] = value[k]

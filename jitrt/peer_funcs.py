@@ -50,9 +50,7 @@ def dataclass(cls: type) -> Any:
     called on struct values in kernels, inlined with `self` the struct (read-only: a method
     returns a new struct rather than assigning `self.x`); static/class methods and properties
     are not supported."""
-    import dataclasses
-
-    from .linalg import struct
+    from .linalg import StructType, struct_members
     odd = [k for k, v in vars(cls).items() if not k.startswith("__")
            and isinstance(v, (staticmethod, classmethod, property))]
     if odd:
@@ -67,10 +65,14 @@ def dataclass(cls: type) -> Any:
     except Exception as exc:  # noqa: BLE001 - the user's own annotation text
         raise TypeError(f"@jr.dataclass {cls.__name__}: cannot evaluate its annotations "
                         f"({exc})") from None
-    if not members:
-        raise TypeError(f"@jr.dataclass {cls.__name__}: a struct needs at least one annotated "
-                        "member (name: type)")
-    return dataclasses.replace(struct(**members), methods=methods)
+    defaults = [k for k in members if k in vars(cls)]
+    if defaults:
+        from .errors import KernelSyntaxError
+        raise KernelSyntaxError(f"@jr.dataclass {cls.__name__}: member(s) {', '.join(defaults)}"
+                                ": Default value in @dataclass is not supported. (a struct's "
+                                "members start at 0; give the values when calling the type)")
+    # (a dataclass of methods only is a struct of no members, as in Taichi)
+    return StructType(struct_members(members, f"@jr.dataclass {cls.__name__}"), methods)
 
 
 def _level(level: str) -> int:

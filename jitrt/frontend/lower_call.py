@@ -20,7 +20,7 @@ from .. import dtypes
 from ..dtypes import DataType
 from ..errors import KernelCompileError, KernelSyntaxError, KernelTypeError, call_mismatch
 from ..ir import nodes as n
-from ..linalg import MatrixType, StructType
+from ..linalg import MatrixType, Struct, StructType
 from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .func import BoundFunc, Func, plain_func
@@ -136,6 +136,8 @@ class CallLowering(LoweringHost):
             return self.randn_call(node)
         if isinstance(obj, StructType):                   # struct_values.py
             return self.struct_construct(obj, node)  # type: ignore[attr-defined]
+        if obj is Struct:                                 # jr.Struct(a=..., b=...)
+            return self.untyped_struct(node)  # type: ignore[attr-defined]
         if isinstance(obj, dtypes.DataType):
             return self.dtype_call(obj, node)
         if node.keywords and obj is not bi.cast:
@@ -672,8 +674,8 @@ class CallLowering(LoweringHost):
             raise self.err(node, f"@jr.func '{func.name}' nests deeper than "
                            f"{MAX_INLINE_DEPTH} calls (recursion is not supported)")
         sig = inspect.signature(func.fn)
-        first = bound_self if type(bound_self).__name__ == "StructValue" else \
-            PyValue(bound_self)                         # (a struct method's self: as it is)
+        first = bound_self if type(bound_self).__name__ in ("StructValue", "StructElement") \
+            else PyValue(bound_self)                    # (a struct method's self: as it is)
         args = ([] if bound_self is NO_SELF else [first]) + [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
         try:
@@ -686,10 +688,16 @@ class CallLowering(LoweringHost):
                            **{k.arg: k.value for k in node.keywords if k.arg}).arguments
         prefix = self.ctx.fresh_prefix(func.name)
         bindings: dict[str, Any] = {}
+        self_name = next(iter(sig.parameters)) if bound_self is not NO_SELF else None
         for name, v in bound.arguments.items():
             if type(v).__name__ == "StructValue":     # by value, as it is (immutable)
                 bindings[name] = v
                 continue
+            if type(v).__name__ == "StructElement":   # `x[i]` of a struct field: a method's
+                bindings[name] = self.pinned_element(  # type: ignore[attr-defined]
+                    v, bindings) if name == self_name or name in func.template_params else \
+                    self.struct_element_value(v, node)  # type: ignore[attr-defined]
+                continue                              # self or a template by reference
             if not isinstance(v, (PyValue, n.ArrayRef, n.Expr, VecValue)):
                 v = PyValue(v)  # a default value
             caller = self.scope.bindings.get(sources[name].id) if isinstance(

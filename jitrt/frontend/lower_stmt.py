@@ -142,6 +142,13 @@ class StmtLowering(LoweringHost):
             value = self.expr(call.args[0])
             self.assign_local(recv, VecValue(var.shape, (value,) * len(var.components)), node)
             return True
+        if isinstance(recv, ast.Attribute):     # `x[i].b.fill(s)`, `s.b.fill(v)`: struct members
+            current = self.expr(recv)
+            if not isinstance(current, VecValue):
+                return False
+            value = self.expr(call.args[0])
+            self.assign_target(recv, VecValue(current.shape, (value,) * len(current.items)), node)
+            return True
         if not isinstance(recv, ast.Subscript):
             return False
         base = self.expr(recv.value)
