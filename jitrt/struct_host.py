@@ -206,4 +206,6 @@ def member_value(cls: type, t: Any, v: Any) -> Any:
         return make_struct(cls, t, (v,), {})
     if callable(t) and hasattr(t, "shape"):
         return t(v)
+    if type(t).__name__ == "NdarrayType":      # an argument pack's array: as it is
+        return v
     return scalar_member(t, v)

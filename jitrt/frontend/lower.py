@@ -28,6 +28,7 @@ from .lower_loops import LoopLowering
 from .lower_stmt import StmtLowering
 from .real_func import RealFuncLowering
 from .struct_values import StructValueLowering
+from .struct_args import compound_params, has_struct, return_items, return_leaves, struct_param
 from .source import SourceInfo
 from .structs import StructLowering
 from .vector_index import VectorIndexing
@@ -179,6 +180,8 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
         else:
             bindings[p.name] = PyValue(template_values[p.name])
         arg_index += 1
+    for name, kind in compound_params(fn).items():    # `a: S`: passed as its leaves
+        bindings[name] = struct_param(kind, name, bindings)
     scope = Scope(bindings, function_globals(fn), "", frozenset(p.name for p in params))
     lowerer = FunctionLowerer(src, ctx, scope, is_kernel_body=True)
     body = list(src.tree.body)
@@ -207,6 +210,12 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
         elif ret is None:
             raise src.error(ret_stmt, "kernel returns a value but has no return annotation "
                             "(add -> jr.f32 or similar)")
+        elif has_struct(ret):            # `-> S`: the tuple of its leaves (struct_args.py)
+            v = lowerer.expr(ret_stmt.value) if value is None else value
+            items = return_items(lowerer, ret, v, ret_stmt.value)
+            store_tuple_return(lowerer, resolve_scalar_types(return_leaves(ret), ctx), ret_stmt,
+                               ctx, fn, TupleValue(tuple(items)))
+            ret = None
         elif isinstance(ret, MatrixType):
             store_vector_return(lowerer, ret, ret_stmt, ctx, fn, value)
             ret = None
