@@ -8,7 +8,10 @@ to `dispatch`, which validates the arguments, finds or builds the handle for the
 specialization, and installs the fast path. `.grad` is the adjoint kernel, `.bind(...)` a
 bound launch; `forward_kernel(...)` is the forward-mode kernel a launch inside
 `jr.ad.FwdMode` runs, `validation_kernel()` the checked copy a `jr.ad.Tape(validation=True)`
-runs. `Func` (`@jr.func`, inlined where called) lives in the frontend
+runs. A struct or argument-pack parameter is read as its leaves (`a.member`, one parameter
+each); `@jr.kernel` gives a kernel with one, or with a struct return, a `StructArgKernel` as
+its Python entry, which splits struct arguments and assembles struct results
+(`kernel_structs.py`). `Func` (`@jr.func`, inlined where called) lives in the frontend
 (`frontend/func.py`).
 
 Typing: `Kernel` is generic over the decorated function's parameters and return type
@@ -288,12 +291,15 @@ class StructArgKernel:
             out += [v] if kind is None else leaf_values(self.inner.qualname, name, kind, v)
         return out
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         result = self.inner(*self.leaves(args, kwargs))
         if self.struct_ret is None:
             return result
         from .kernel_structs import assemble
         return assemble(self.struct_ret, result)
+
+    # (jitrt's errors reach the user without jitrt's frames, as from other kernels)
+    __call__ = launcher.user_facing(call, "__call__", packed=True)
 
     @property
     def grad(self) -> Any:
@@ -341,8 +347,10 @@ def kernel(fn: Callable[P, R] | None = None, *, fastcache: bool = False,
     Parameters are annotated `jr.f32`/`jr.i32`/... (scalars), `jr.math.vec3`,
     `jr.types.vector(3, jr.f32)`, `jr.types.matrix(2, 2, jr.f64)` (vectors/matrices passed by
     value), `jr.types.ndarray(dtype=..., ndim=...)` (arrays passed at launch) or
-    `jr.template()` (fields and Python constants, compiled in); `-> jr.f32` lets it return
-    one scalar (`int`/`float` annotations mean the program's `default_ip`/`default_fp`);
+    `jr.template()` (fields and Python constants, compiled in), a struct type or
+    `jr.types.argpack(...)` (passed as their members); `-> jr.f32` lets it return
+    one scalar (`int`/`float` annotations mean the program's `default_ip`/`default_fp`),
+    `-> S` a struct (a `jr.Struct`);
     parameters may have defaults (`s: jr.f32 = 2.0`). The outermost loops run in parallel.
     Calling the kernel launches it; `k.grad(...)` launches its reverse-mode adjoint;
     `k.bind(...)` packs the arguments once for repeated launches.

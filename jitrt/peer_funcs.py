@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
 from typing import Any
 
 from .frontend.func import Func
@@ -60,8 +61,12 @@ def dataclass(cls: type) -> Any:
             "that take the struct")
     methods = tuple((k, v) for k, v in vars(cls).items() if not k.startswith("__")
                     and callable(v))
+    # string annotations (`from __future__ import annotations`) name what the place of the
+    # class sees: the caller's globals and locals (a local `vec3` of a test function too)
+    caller = sys._getframe(1)
     try:
-        members = inspect.get_annotations(cls, eval_str=True)
+        members = inspect.get_annotations(cls, eval_str=True, globals=caller.f_globals,
+                                          locals={**caller.f_locals, **vars(cls)})
     except Exception as exc:  # noqa: BLE001 - the user's own annotation text
         raise TypeError(f"@jr.dataclass {cls.__name__}: cannot evaluate its annotations "
                         f"({exc})") from None

@@ -160,3 +160,14 @@ def test_dataclass_method_assigns_self_of_a_field_element():
     assert np.allclose(f1[0].p1.to_numpy(), [1.75, 4.75, 7.75])
     assert np.allclose(f1[2].p1.to_numpy(), [1.75, 4.75, 8.25])
     assert np.allclose(f2[2].p2.to_numpy(), [1, 2, 5])     # passed by value: unchanged
+
+
+def test_dataclass_string_annotations_see_the_locals_where_it_is_defined():
+    vec = jr.types.vector(2, float)      # a local, as under `from __future__ import annotations`
+
+    @jr.dataclass
+    class P:
+        pos: "vec"                       # noqa: F821 - evaluated by jr.dataclass
+        m: "jr.f32"
+
+    assert P(1, 2).to_dict() == {"pos": [1.0, 1.0], "m": 2.0}
