@@ -222,3 +222,39 @@ def test_argpack_is_only_a_parameter():
     with pytest.raises(ValueError, match="member 'element': invalid data type "
                        r"jr.types.argpack\(a=jr.i32, b=jr.i32\)"):
         jr.types.struct(element=pack_t)
+
+
+@pytest.fixture
+def fakegpu():
+    """A program on the fake GPU vendor of tests/fakegpu_backend.py: the shared GPU launch
+    path (argument packing, residency, returns) over a recording binding; kernels never run."""
+    import fakegpu_backend
+    import fakegpu_lib
+    from jitrt.backends import registry
+    fakegpu_backend.LIB[0] = fakegpu_lib.FakeGpuLib()
+    registry.register(registry.Backend("fakegpu", "fakegpu_backend", stream_gpu=True,
+                                       host_memory=False))
+    try:
+        program = jr.init(arch="fakegpu", offline_cache=False, enable_fallback=False)
+        yield program.device.driver
+        jr.reset()
+    finally:
+        registry.unregister("fakegpu")
+
+
+@pytest.mark.cpu_only
+def test_struct_arguments_and_results_take_the_gpu_launch_path(fakegpu):
+    pack_t = jr.types.argpack(s=s1, out=jr.types.ndarray(dtype=jr.f32, ndim=1))
+
+    @jr.kernel
+    def k(p: pack_t, extra: jr.f32) -> s0:
+        for i in range(p.out.shape[0]):
+            p.out[i] = p.s.b.b + extra
+        return p.s.b
+
+    out = jr.ndarray(jr.f32, shape=4)
+    arg = pack_t(s=s1(a=1, b=s0(a=mat(1, 2, 3, 4, 5, 6), b=123)), out=out)
+    before = len(fakegpu.calls)
+    r = k(arg, 0.5)             # (the fake device runs nothing: the result is its zeros)
+    assert any(c[0] == "launch" for c in fakegpu.calls[before:])
+    assert r.kind == s0 and r.a.shape == (3, 2) and r.b == 0.0
