@@ -264,6 +264,20 @@ class BoundKernel:
 _BIND = launcher.user_facing(bound.bind, "bind")
 
 
+class StructLaunch:
+    """A bound launch of a kernel returning a struct: the struct assembled from its leaves."""
+
+    def __init__(self, launch: Any, ret: Any) -> None:
+        self.launch, self.ret = launch, ret
+
+    def __call__(self) -> Any:
+        from .kernel_structs import assemble
+        return assemble(self.ret, self.launch())
+
+    def set_arg(self, key: int | str, value: Any) -> None:
+        self.launch.set_arg(key, value)
+
+
 class StructArgKernel:
     """The Python entry of a kernel with struct or argument-pack parameters or a struct return
     (kernel_structs.py): `inner` is the `Kernel` of the leaves; a call splits each struct
@@ -308,8 +322,10 @@ class StructArgKernel:
             (lambda *args, **kwargs: grad(*self.leaves(args, kwargs)))
 
     def bind(self, *args: Any, **kwargs: Any) -> Any:
-        """A bound launch of the leaves (its `set_arg` names them `a.member`)."""
-        return self.inner.bind(*self.leaves(args, kwargs))
+        """A bound launch of the leaves (its `set_arg` names them `a.member`); calling it
+        returns what calling the kernel returns."""
+        launch = self.inner.bind(*self.leaves(args, kwargs))
+        return launch if self.struct_ret is None else StructLaunch(launch, self.struct_ret)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__dict__["inner"], name)

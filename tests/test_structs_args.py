@@ -77,6 +77,7 @@ def test_struct_returns_alone_with_a_matrix_member_and_in_a_tuple():
 
     r = one()
     assert r.kind == r1 and r.a == 1.0 and r.b.b == 1          # i16: 65537 wraps to 1
+    assert one.bind()().to_dict() == r.to_dict()
     assert np.allclose(r.b.a, [100, 0.2, 3]) and isinstance(r.b.a, jr.Vector)
     x, y = pair()
     assert x == 1.5 and y.a.tolist() == [7, 8, 9] and y.b == -2
