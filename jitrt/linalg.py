@@ -314,6 +314,13 @@ class StructType:
         1, the others 0, as Taichi). Inside, the frontend lowers it (struct_values.py)."""
         return make_struct(Struct, self, args, kwargs)
 
+    def __instancecheck__(self, value: Any) -> bool:
+        """`isinstance(s, S)`: `s` is a Python-scope struct made by this type (or a
+        `jr.Struct(...)` of the same member names), as Taichi's check."""
+        return isinstance(value, HostStruct) and (
+            value.kind == self if value.kind is not None else
+            value.keys == [k for k, _ in self.members])
+
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in self.members)
         return f"jr.types.struct({inner})"

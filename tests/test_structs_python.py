@@ -36,6 +36,8 @@ def test_one_value_makes_the_first_member_and_nested_structs_of_it():
     s.line.linedir = [1, 2, 3]               # a vector member is written in place
     assert s.idx == 7 and s.line.linedir.tolist() == [1.0, 2.0, 3.0]
     assert s.keys == ["line", "idx"] and len(s) == 2
+    assert isinstance(s, mystruct) and isinstance(s.line, line3f)
+    assert not isinstance(s, line3f) and not isinstance(3, mystruct)
 
 
 def test_dataclass_values_have_methods_and_nest():
