@@ -358,10 +358,21 @@ class Struct(HostStruct):
     field of structs."""
 
     @staticmethod
-    def field(members: dict[str, Any], shape: Any = None, needs_grad: bool = False,
-              name: str | None = None, needs_dual: bool = False,
-              offset: Any = None) -> StructField:
-        return struct(**members).field(shape, needs_grad, name, needs_dual, offset)
+    def field(members: dict[str, Any], methods: Any = None, shape: Any = None,
+              name: str | None = None, offset: Any = None, needs_grad: bool = False,
+              needs_dual: bool = False, layout: Any = None) -> StructField:
+        """A field of structs of these members, Taichi's parameters in Taichi's order:
+        `methods` (a dict) are called on the field's elements in kernels, as a
+        `@jr.dataclass`'s; a shape given second (jitrt's older order) is the shape."""
+        if methods is not None and not isinstance(methods, dict):
+            if shape is not None:
+                raise TypeError(f"jr.Struct.field: methods must be a dict of functions, got "
+                                f"{methods!r}")
+            shape, methods = methods, None
+        kind = struct(**members)
+        if methods:
+            kind = StructType(kind.members, tuple(methods.items()))
+        return kind.field(shape, needs_grad, name, needs_dual, offset, layout)
 
 
 def __getattr__(name: str) -> Any:

@@ -173,3 +173,17 @@ def test_dataclass_string_annotations_see_the_locals_where_it_is_defined():
         m: "jr.f32"
 
     assert P(1, 2).to_dict() == {"pos": [1.0, 1.0], "m": 2.0}
+
+
+def test_struct_field_takes_taichi_argument_order_methods_and_layout():
+    def double(self):
+        return self.a * 2
+
+    s = jr.Struct.field({"a": jr.f32}, {"double": double}, shape=3, layout=jr.Layout.SOA)
+
+    @jr.kernel
+    def k() -> jr.f32:
+        s[1].a = 4
+        return s[1].double()
+
+    assert s.shape == (3,) and k() == 8.0
