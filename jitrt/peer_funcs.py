@@ -48,8 +48,9 @@ def hex_to_rgb(color: int) -> tuple[float, float, float]:
 def dataclass(cls: type) -> Any:
     """`@jr.dataclass class C: pos: jr.math.vec3; m: jr.f32` is `jr.types.struct(pos=...,
     m=...)` (Taichi's `@ti.dataclass`). Its methods (`@jr.func` or plain functions) are
-    called on struct values in kernels, inlined with `self` the struct (read-only: a method
-    returns a new struct rather than assigning `self.x`); static/class methods and properties
+    called on struct values in kernels, inlined with `self` a copy of the struct (assigning
+    `self.x` changes the copy, as in Taichi), and at Python scope on `jr.Struct` values; a
+    member with a default value is refused, as in Taichi; static/class methods and properties
     are not supported."""
     from .linalg import StructType, struct_members
     odd = [k for k, v in vars(cls).items() if not k.startswith("__")

@@ -128,20 +128,22 @@ def test_struct_member_fill_in_a_kernel():
     def fill():
         for i in x:
             x[i].b.fill(i * 2)
+            x[i].b[2] += 1                   # one component of a vector member
 
     fill()
-    assert x[3].b.to_numpy().tolist() == [6, 6, 6]
+    assert x[3].b.to_numpy().tolist() == [6, 6, 7]
 
 
-def test_dataclass_method_assigns_self_of_a_field_element():
+def test_dataclass_method_self_is_a_copy_as_in_taichi():
     @jr.dataclass
     class P:
         p1: jr.math.vec3
         p2: jr.math.vec3
 
         @jr.func
-        def pull(self, other, extra):
-            self.p1 = (self.p1 + mean(other)) / 2 + extra.p1
+        def pulled(self, other, extra):
+            self.p1 = (self.p1 + mean(other)) / 2 + extra.p1    # the copy changes...
+            return self.p1
 
     offset = P(p1=[0, 2, 4], p2=[0, 0, 0])
 
@@ -149,19 +151,26 @@ def test_dataclass_method_assigns_self_of_a_field_element():
     def mean(s) -> jr.math.vec3:
         return (s.p1 + s.p2) / 2
 
+    @jr.func
+    def bump(s: jr.template()):          # a template parameter is the element itself
+        s.p2[0] += 100
+
     @jr.kernel
-    def run(f1: jr.template(), f2: jr.template()):
+    def run(f1: jr.template(), f2: jr.template(), out: jr.template()):
         for i in f1:
-            f1[i].pull(f2[i], offset)
+            out[i] = f1[i].pulled(f2[i], offset)
+            bump(f2[i])
 
     f1, f2 = P.field(shape=(3,)), P.field(shape=(3,))
+    out = jr.Vector.field(3, jr.f32, shape=3)
     for i in range(3):
         f1[i] = P(p1=[1, 2, 3], p2=[4, 5, 6])
         f2[i] = P(p1=[4, 5, 6], p2=[1, 2, 3 + i])
-    run(f1, f2)
-    assert np.allclose(f1[0].p1.to_numpy(), [1.75, 4.75, 7.75])
-    assert np.allclose(f1[2].p1.to_numpy(), [1.75, 4.75, 8.25])
-    assert np.allclose(f2[2].p2.to_numpy(), [1, 2, 5])     # passed by value: unchanged
+    run(f1, f2, out)
+    assert np.allclose(out.to_numpy()[0], [1.75, 4.75, 7.75])
+    assert np.allclose(out.to_numpy()[2], [1.75, 4.75, 8.25])
+    assert np.allclose(f1[0].p1.to_numpy(), [1, 2, 3])       # ...not the field's element
+    assert np.allclose(f2[2].p2.to_numpy(), [101, 2, 5])
 
 
 def test_dataclass_string_annotations_see_the_locals_where_it_is_defined():
@@ -187,3 +196,19 @@ def test_struct_field_takes_taichi_argument_order_methods_and_layout():
         return s[1].double()
 
     assert s.shape == (3,) and k() == 8.0
+
+
+def test_a_0d_struct_field_element_to_a_template_parameter():
+    s = jr.Struct.field({"a": jr.i32, "v": jr.math.vec2}, shape=())
+
+    @jr.func
+    def set_all(e: jr.template(), k):
+        e.a = k
+        e.v[1] = k * 2
+
+    @jr.kernel
+    def k():
+        set_all(s[None], 3)
+
+    k()
+    assert s[None].a == 3 and s[None].v.to_numpy().tolist() == [0, 6]

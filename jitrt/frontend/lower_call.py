@@ -693,11 +693,11 @@ class CallLowering(LoweringHost):
             if type(v).__name__ == "StructValue":     # by value, as it is (immutable)
                 bindings[name] = v
                 continue
-            if type(v).__name__ == "StructElement":   # `x[i]` of a struct field: a method's
+            if type(v).__name__ == "StructElement":   # `x[i]` of a struct field: by
                 bindings[name] = self.pinned_element(  # type: ignore[attr-defined]
-                    v, bindings) if name == self_name or name in func.template_params else \
+                    v, bindings) if name in func.template_params and name != self_name else \
                     self.struct_element_value(v, node)  # type: ignore[attr-defined]
-                continue                              # self or a template by reference
+                continue                               # reference to a template, else a value
             if not isinstance(v, (PyValue, n.ArrayRef, n.Expr, VecValue)):
                 v = PyValue(v)  # a default value
             caller = self.scope.bindings.get(sources[name].id) if isinstance(
@@ -707,6 +707,10 @@ class CallLowering(LoweringHost):
                 continue
             bindings[name] = self.bind_func_param(func, name, v, prefix, node)
         sub = self.sub_lowerer(func.source(), Scope(bindings, function_globals(func.fn), prefix))
+        if self_name is not None and type(bindings[self_name]).__name__ == "StructValue":
+            # a struct method's `self` is a copy, as in Taichi: `self.x = v` changes the copy
+            sub.assign_struct_local(ast.copy_location(ast.Name(id=self_name, ctx=ast.Store()),
+                                                      node), bindings[self_name], node)
         src = func.source()
         self.ctx.used_funcs[func.key] = src.text
         self.ctx.origins[func.key] = src.place

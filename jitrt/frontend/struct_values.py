@@ -157,26 +157,27 @@ class StructValueLowering(LoweringHost):
                                     for (_, mt), item in zip(t.members, v.items)))
 
     def pinned_element(self, element: Any, bindings: dict[str, Any]) -> Any:
-        """A struct field's element `x[i]` handed to a func as a reference (a dataclass
-        method's `self`): its indices evaluated once here into locals, which the func's scope
-        binds (in `bindings`) under names no Python code can spell, so that the func reads and
-        writes that same element."""
+        """A struct field's element `x[i]` handed to a func's template parameter (by
+        reference): the field and the indices (evaluated once here, into locals) bound in the
+        func's scope (`bindings`) under names no Python code can spell, so that the func reads
+        and writes that same element."""
         from .structs import StructElement
         sub = element.node
         values = self.index_values(sub.slice)      # type: ignore[attr-defined]
-        if not values:                             # x[None]
-            return element
         prefix = self.ctx.fresh_prefix("$element")
+        bindings[f"{prefix}field"] = PyValue(element.field)
         names: list[ast.expr] = []
         for k, (item, v) in enumerate(values):
             name = f"{prefix}{k}"
             bindings[name] = self.fresh_local(self.value(item, v), name,  # type: ignore
                                               self.loc(item))
             names.append(ast.copy_location(ast.Name(id=name, ctx=ast.Load()), item))
-        sl = names[0] if len(names) == 1 else ast.copy_location(
-            ast.Tuple(elts=names, ctx=ast.Load()), sub.slice)
+        sl: ast.expr = ast.copy_location(ast.Constant(None), sub.slice) if not names else \
+            names[0] if len(names) == 1 else ast.copy_location(
+                ast.Tuple(elts=names, ctx=ast.Load()), sub.slice)
+        field = ast.copy_location(ast.Name(id=f"{prefix}field", ctx=ast.Load()), sub.value)
         return StructElement(element.field, ast.copy_location(
-            ast.Subscript(value=sub.value, slice=sl, ctx=sub.ctx), sub))
+            ast.Subscript(value=field, slice=sl, ctx=sub.ctx), sub))
 
     def struct_fill(self, kind: StructType, v: Any, node: ast.AST) -> StructValue:
         """A struct made of one value, as Taichi's `StructType(v)`: `v` is the first member
@@ -236,7 +237,14 @@ class StructValueLowering(LoweringHost):
 
     def struct_target(self, target: Any) -> Any:
         """`target` with every `s.member` path of a struct local (`x.line.length`,
-        `x.line.linedir[1]`) made the Name `x.line.length` its member is bound under."""
+        `x.line.linedir[1]`) made the Name `x.line.length` its member is bound under, and a
+        name bound to a struct field's element (a template parameter) made that element's
+        subscript (`s.p[0]` -> `x[i].p[0]`)."""
+        from .structs import StructElement
+        if isinstance(target, ast.Name):
+            found = self.scope.bindings.get(target.id)
+            if isinstance(found, StructElement):
+                return found.node
         if isinstance(target, ast.Attribute):
             inner = self.struct_target(target.value)
             var = self.scope.bindings.get(inner.id) if isinstance(inner, ast.Name) else None

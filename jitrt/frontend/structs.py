@@ -51,15 +51,6 @@ class StructLowering(LoweringHost):
                      op: str | None = None) -> bool:
         """`s[i].attr = v` (or `op=` v) on a struct member, `x[i].y = s` on a component of a
         vector element; False when `target` is neither."""
-        element = self.scope.lookup(target.value.id) if isinstance(target.value,
-                                                                   ast.Name) else None
-        if isinstance(element, StructElement):   # `self.attr = v` in a method of an element
-            sub, member = self.struct_member(element, target.attr, target)
-            if type(member.obj).__name__ == "StructField" and op is None:
-                self.store_struct_element(member.obj, sub, v, node)  # type: ignore[attr-defined]
-            else:
-                self.store_element(self.access(sub, member), v, node, op)
-            return True
         if isinstance(target.value, ast.Attribute):     # `s[i].inner.attr` (nested structs)
             inner = self.expr(target.value)
             if not isinstance(inner, StructElement):
