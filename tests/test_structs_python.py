@@ -212,3 +212,23 @@ def test_a_0d_struct_field_element_to_a_template_parameter():
 
     k()
     assert s[None].a == 3 and s[None].v.to_numpy().tolist() == [0, 6]
+
+
+def test_a_struct_local_to_a_template_parameter_is_passed_by_reference():
+    S = jr.types.struct(a=jr.i32, v=jr.math.ivec2, inner=jr.types.struct(c=jr.f32))
+
+    @jr.func
+    def grow(s: jr.template(), t):
+        s.a += 1
+        s.v[0] = 5
+        s.inner.c = 0.5
+        t.a = 100                        # a copy: the caller's is unchanged
+
+    @jr.kernel
+    def k() -> jr.f32:
+        s = S(1, [0, 7])
+        t = S(2)
+        grow(s, t)
+        return s.a * 10 + s.v[0] + s.v[1] * 100 + s.inner.c + t.a * 1000
+
+    assert k() == pytest.approx(20 + 5 + 700 + 0.5 + 2000)

@@ -690,8 +690,15 @@ class CallLowering(LoweringHost):
         bindings: dict[str, Any] = {}
         self_name = next(iter(sig.parameters)) if bound_self is not NO_SELF else None
         for name, v in bound.arguments.items():
-            if type(v).__name__ == "StructValue":     # by value, as it is (immutable)
-                bindings[name] = v
+            caller = self.scope.bindings.get(sources[name].id) if isinstance(
+                sources.get(name), ast.Name) else None
+            if type(v).__name__ == "StructValue":
+                # a copy (below), or a struct local given to a template parameter: by reference
+                if name in func.template_params and name != self_name and \
+                        type(caller).__name__ == "StructVar":
+                    self.share_struct_local(caller, name, bindings)  # type: ignore[attr-defined]
+                else:
+                    bindings[name] = v
                 continue
             if type(v).__name__ == "StructElement":   # `x[i]` of a struct field: by
                 bindings[name] = self.pinned_element(  # type: ignore[attr-defined]
@@ -700,17 +707,17 @@ class CallLowering(LoweringHost):
                 continue                               # reference to a template, else a value
             if not isinstance(v, (PyValue, n.ArrayRef, n.Expr, VecValue)):
                 v = PyValue(v)  # a default value
-            caller = self.scope.bindings.get(sources[name].id) if isinstance(
-                sources.get(name), ast.Name) else None
             if name in func.template_params and isinstance(caller, VecVar):
                 bindings[name] = caller          # a vector local by reference
                 continue
             bindings[name] = self.bind_func_param(func, name, v, prefix, node)
         sub = self.sub_lowerer(func.source(), Scope(bindings, function_globals(func.fn), prefix))
-        if self_name is not None and type(bindings[self_name]).__name__ == "StructValue":
-            # a struct method's `self` is a copy, as in Taichi: `self.x = v` changes the copy
-            sub.assign_struct_local(ast.copy_location(ast.Name(id=self_name, ctx=ast.Store()),
-                                                      node), bindings[self_name], node)
+        # a struct passed by value (a struct method's `self` too) is a copy, as in Taichi:
+        # `s.x = v` in the func changes the copy only
+        for name in bound.arguments:
+            if type(bindings[name]).__name__ == "StructValue":
+                sub.assign_struct_local(ast.copy_location(
+                    ast.Name(id=name, ctx=ast.Store()), node), bindings[name], node)
         src = func.source()
         self.ctx.used_funcs[func.key] = src.text
         self.ctx.origins[func.key] = src.place

@@ -179,6 +179,18 @@ class StructValueLowering(LoweringHost):
         return StructElement(element.field, ast.copy_location(
             ast.Subscript(value=field, slice=sl, ctx=sub.ctx), sub))
 
+    def share_struct_local(self, var: StructVar, name: str, bindings: dict[str, Any]) -> None:
+        """Struct local `var` handed to a func's template parameter `name` (by reference, as
+        Taichi passes it): the func's scope (`bindings`) binds `name.member` to the caller's
+        member locals themselves, so member stores in the func reach the caller."""
+        for k, t in var.kind.members:
+            member = self.scope.bindings[f"{var.name}.{k}"]
+            if isinstance(member, StructVar):
+                self.share_struct_local(member, f"{name}.{k}", bindings)
+            else:
+                bindings[f"{name}.{k}"] = member
+        bindings[name] = StructVar(var.kind, name)
+
     def struct_fill(self, kind: StructType, v: Any, node: ast.AST) -> StructValue:
         """A struct made of one value, as Taichi's `StructType(v)`: `v` is the first member
         (a vector or struct member is made of it in turn: `line3f(1)` has linedir [1, 1, 1]),
