@@ -138,11 +138,13 @@ class StructElement:
             self[k] = value[k]
 
     def to_dict(self) -> dict[str, Any]:
-        """The current values: numbers, and numpy arrays for vector/matrix members."""
+        """The current values: numbers, numpy arrays for vector/matrix members, dicts for
+        nested structs."""
         out = {}
         for k in self.keys():
             v = self[k]
-            out[k] = v.to_numpy() if hasattr(v, "to_numpy") else v
+            out[k] = v.to_dict() if isinstance(v, StructElement) else \
+                v.to_numpy() if hasattr(v, "to_numpy") else v
         return out
 
     def __repr__(self) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from .data_struct import StructElement
 from .errors import KernelArgError
 from .frontend.struct_args import is_compound
 from .host_matrix import HostMatrix
@@ -28,6 +29,8 @@ def leaf_values(qualname: str, name: str, kind: Any, v: Any) -> list[Any]:
     """The values of the leaves of argument `v` of struct (or argument pack) parameter `name`,
     in `struct_args.leaves` order."""
     what = "an argument pack" if type(kind).__name__ == "ArgPackType" else "a struct"
+    if isinstance(v, StructElement) and v._field.kind == kind:   # `x[i]` of a struct field:
+        v = make_struct(Struct, kind, (), v.to_dict())           # its values now
     if not isinstance(v, HostStruct):
         raise KernelArgError(f"kernel {qualname}: argument '{name}': expected {what} of type "
                              f"{kind!r} (made by calling the type), got {type(v).__name__} "

@@ -316,7 +316,11 @@ class StructType:
 
     def __instancecheck__(self, value: Any) -> bool:
         """`isinstance(s, S)`: `s` is a Python-scope struct made by this type (or a
-        `jr.Struct(...)` of the same member names), as Taichi's check."""
+        `jr.Struct(...)` of the same member names) or an element of a field of it, as
+        Taichi's check."""
+        from .data_struct import StructElement
+        if isinstance(value, StructElement):          # `x[i]` of a field of this type
+            return value._field.kind == self         # type: ignore[no-any-return]
         return isinstance(value, HostStruct) and (
             value.kind == self if value.kind is not None else
             value.keys == [k for k, _ in self.members])

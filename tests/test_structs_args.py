@@ -138,6 +138,20 @@ def test_a_struct_of_another_type_is_refused_as_argument_and_return():
     with pytest.raises(jr.KernelArgError, match="expected a struct of type"):
         takes(2.33)
     assert takes(jr.Struct(center=[1, 2, 3], radius=2)) == 2.0   # untyped: converted
+    spheres = sphere.field(shape=2)
+    spheres[1].radius = 4.5
+    assert isinstance(spheres[1], sphere) and not isinstance(spheres[1], circle)
+    assert takes(spheres[1]) == 4.5                      # a field's element: its values
+    line = jr.types.struct(d=jr.math.vec2, l=jr.f32)
+    nested = jr.types.struct(line=line, i=jr.i32)
+    x = nested.field(shape=2)
+    x[1] = nested(line=line(d=[1, 2], l=3), i=4)
+
+    @jr.kernel
+    def deep(s: nested) -> jr.f32:
+        return s.line.d[1] + s.line.l + s.i
+
+    assert deep(x[1]) == 9.0
 
     @jr.kernel
     def gives() -> sphere:
