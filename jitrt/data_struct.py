@@ -127,19 +127,24 @@ class StructElement:
 
     def assign(self, value: Any) -> None:
         """Write every member from a dict (or another struct element) of the same members."""
+        from .struct_host import HostStruct
+        if isinstance(value, HostStruct):
+            value = value.entries
         names = value.keys() if isinstance(value, (dict, StructElement)) else None
         if names is None or set(names) != set(self.keys()):
-            raise TypeError(f"a struct element takes a dict of its members "
+            raise TypeError(f"a struct element takes a struct or dict of its members "
                             f"{self.keys()}, got {value!r}")
         for k in self.keys():
             self[k] = value[k]
 
     def to_dict(self) -> dict[str, Any]:
-        """The current values: numbers, and numpy arrays for vector/matrix members."""
+        """The current values: numbers, numpy arrays for vector/matrix members, dicts for
+        nested structs."""
         out = {}
         for k in self.keys():
             v = self[k]
-            out[k] = v.to_numpy() if hasattr(v, "to_numpy") else v
+            out[k] = v.to_dict() if isinstance(v, StructElement) else \
+                v.to_numpy() if hasattr(v, "to_numpy") else v
         return out
 
     def __repr__(self) -> str:

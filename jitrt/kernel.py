@@ -8,7 +8,10 @@ to `dispatch`, which validates the arguments, finds or builds the handle for the
 specialization, and installs the fast path. `.grad` is the adjoint kernel, `.bind(...)` a
 bound launch; `forward_kernel(...)` is the forward-mode kernel a launch inside
 `jr.ad.FwdMode` runs, `validation_kernel()` the checked copy a `jr.ad.Tape(validation=True)`
-runs. `Func` (`@jr.func`, inlined where called) lives in the frontend
+runs. A struct or argument-pack parameter is read as its leaves (`a.member`, one parameter
+each); `@jr.kernel` gives a kernel with one, or with a struct return, a `StructArgKernel` as
+its Python entry, which splits struct arguments and assembles struct results
+(`kernel_structs.py`). `Func` (`@jr.func`, inlined where called) lives in the frontend
 (`frontend/func.py`).
 
 Typing: `Kernel` is generic over the decorated function's parameters and return type
@@ -28,10 +31,11 @@ from . import dtypes
 from .errors import KernelSyntaxError
 from .frontend.func import Func, refuse_wrapped, resolve_annotation
 from .frontend.source import SourceInfo, capture
+from .frontend.struct_args import has_struct, is_compound, leaves
 from .ir import nodes as n
 from .runtime import bound, launcher
 from .types import NdarrayType, Template
-from .linalg import MatrixType
+from .linalg import MatrixType, StructType
 from .quadrants.tensor import Tensor
 
 
@@ -63,21 +67,31 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
             # Quadrants' `qd.Tensor`: a field (as a template) or an ndarray (as an untyped
             # ndarray parameter), chosen per argument (runtime/arguments.specialize)
             params.append(n.Param(p.name, "tensor", None, -1, element_dim=-1))
-        elif isinstance(ann, NdarrayType):
-            params.append(n.Param(p.name, "ndarray", ann.dtype, ann.ndim if ann.ndim is not None
-                                  else -1, element_shape=ann.element_shape,
-                                  element_dim=ann.element_dim, grad_annotation=ann.needs_grad))
-        elif isinstance(ann, MatrixType):      # a vector/matrix value (jr.math.vec3...)
-            params.append(n.Param(p.name, "vector", ann.dtype, 0, element_shape=ann.shape))
-        elif ann is bool:                       # a flag (Quadrants takes it): an i32 0 or 1
-            params.append(n.Param(p.name, "scalar", dtypes.i32, 0))
-        elif ann is int or ann is float or isinstance(ann, dtypes.DataType):
-            params.append(n.Param(p.name, "scalar", ann if isinstance(ann, dtypes.DataType)
-                                  else None, 0))
-        else:
-            raise KernelSyntaxError(f"{where}: unsupported annotation {ann!r}",
-                                    inspect.getsourcefile(fn) or "?", fn.__code__.co_firstlineno)
+        else:                    # a struct or argument pack: its leaves (struct_args.py)
+            for name, t in leaves(ann, p.name) if is_compound(ann) else [(p.name, ann)]:
+                param = value_param(name, t)
+                if param is None:
+                    raise KernelSyntaxError(f"{where}: unsupported annotation {t!r}" + (
+                        f" (member '{name}' of {ann!r})" if t is not ann else ""),
+                        inspect.getsourcefile(fn) or "?", fn.__code__.co_firstlineno)
+                params.append(param)
     return tuple(params)
+
+
+def value_param(name: str, ann: Any) -> n.Param | None:
+    """The parameter of a value annotation: a scalar dtype (or int/float/bool), a vector/matrix
+    type or `jr.types.ndarray(...)` (also a leaf of a struct or argument pack parameter)."""
+    if isinstance(ann, NdarrayType):
+        return n.Param(name, "ndarray", ann.dtype, ann.ndim if ann.ndim is not None else -1,
+                       element_shape=ann.element_shape, element_dim=ann.element_dim,
+                       grad_annotation=ann.needs_grad)
+    if isinstance(ann, MatrixType):      # a vector/matrix value (jr.math.vec3...)
+        return n.Param(name, "vector", ann.dtype, 0, element_shape=ann.shape)
+    if ann is bool:                       # a flag (Quadrants takes it): an i32 0 or 1
+        return n.Param(name, "scalar", dtypes.i32, 0)
+    if ann is int or ann is float or isinstance(ann, dtypes.DataType):
+        return n.Param(name, "scalar", ann if isinstance(ann, dtypes.DataType) else None, 0)
+    return None
 
 
 def _no_gradient(*args: Any, **kwargs: Any) -> None:
@@ -138,13 +152,16 @@ class Kernel(Generic[P, R]):
         # `int` and `float` stay as they are: the program's default_ip/default_fp at compile;
         # `bool` is 0 or 1, an i32 (Quadrants')
         elements = tuple(dtypes.i32 if t is bool else t for t in elements)
+        if any(type(t).__name__ == "ArgPackType" for t in elements):
+            raise KernelSyntaxError(f"kernel {fn.__qualname__}: an argument pack cannot be "
+                                    f"returned (it is only a parameter), got -> {ret!r}")
         if ret is not None and (not elements or not all(
-                isinstance(t, (dtypes.DataType, MatrixType)) or t is int or t is float
-                for t in elements)):
+                isinstance(t, (dtypes.DataType, MatrixType, StructType)) or t is int or
+                t is float for t in elements)):
             raise KernelSyntaxError(f"kernel {fn.__qualname__}: return annotation must be a "
-                                    "jitrt dtype, a vector/matrix type or a tuple of them, "
-                                    f"got {ret!r}")
-        # a DataType (or int/float), a vector/matrix type, a tuple of those, or None
+                                    "jitrt dtype, a vector/matrix type, a struct type or a "
+                                    f"tuple of them, got {ret!r}")
+        # a DataType (or int/float), a vector/matrix or struct type, a tuple of those, or None
         self.ret: Any = elements if isinstance(ret, tuple) else \
             (elements[0] if ret is not None else None)
         self._source: SourceInfo | None = None
@@ -247,6 +264,82 @@ class BoundKernel:
 _BIND = launcher.user_facing(bound.bind, "bind")
 
 
+class StructLaunch:
+    """A bound launch of a kernel returning a struct: the struct assembled from its leaves."""
+
+    def __init__(self, launch: Any, ret: Any) -> None:
+        self.launch, self.ret = launch, ret
+
+    def __call__(self) -> Any:
+        from .kernel_structs import assemble
+        return assemble(self.ret, self.launch())
+
+    def set_arg(self, key: int | str, value: Any) -> None:
+        self.launch.set_arg(key, value)
+
+
+class StructArgKernel:
+    """The Python entry of a kernel with struct or argument-pack parameters or a struct return
+    (kernel_structs.py): `inner` is the `Kernel` of the leaves; a call splits each struct
+    argument into them and assembles a returned struct. `.grad` and `.bind` take the same
+    arguments; every other attribute is the inner kernel's."""
+
+    is_jitrt_kernel = True
+
+    def __init__(self, inner: Kernel[Any, Any], compound: dict[str, Any]) -> None:
+        self.__dict__.update(inner=inner, compound=compound,
+                             signature=inspect.signature(inner.fn),
+                             struct_ret=inner.ret if has_struct(inner.ret) else None)
+
+    def leaves(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        from .errors import KernelArgCountError
+        from .kernel_structs import leaf_values
+        try:
+            call = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise KernelArgCountError(f"kernel {self.inner.qualname}: {exc}") from None
+        call.apply_defaults()
+        out: list[Any] = []
+        for name, v in call.arguments.items():
+            kind = self.compound.get(name)
+            out += [v] if kind is None else leaf_values(self.inner.qualname, name, kind, v)
+        return out
+
+    def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        result = self.inner(*self.leaves(args, kwargs))
+        if self.struct_ret is None:
+            return result
+        from .kernel_structs import assemble
+        return assemble(self.struct_ret, result)
+
+    # (jitrt's errors reach the user without jitrt's frames, as from other kernels)
+    __call__ = launcher.user_facing(call, "__call__", packed=True)
+
+    @property
+    def grad(self) -> Any:
+        grad = self.inner.grad
+        return grad if grad is _no_gradient else \
+            (lambda *args, **kwargs: grad(*self.leaves(args, kwargs)))
+
+    def bind(self, *args: Any, **kwargs: Any) -> Any:
+        """A bound launch of the leaves (its `set_arg` names them `a.member`); calling it
+        returns what calling the kernel returns."""
+        launch = self.inner.bind(*self.leaves(args, kwargs))
+        return launch if self.struct_ret is None else StructLaunch(launch, self.struct_ret)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["inner"], name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.inner, name, value)       # grad_disabled, fastcache, graph...
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else BoundKernel(self, obj)  # type: ignore[arg-type]
+
+
 @typing.overload
 def kernel(fn: Callable[P, R]) -> Kernel[P, R]: ...
 
@@ -270,8 +363,10 @@ def kernel(fn: Callable[P, R] | None = None, *, fastcache: bool = False,
     Parameters are annotated `jr.f32`/`jr.i32`/... (scalars), `jr.math.vec3`,
     `jr.types.vector(3, jr.f32)`, `jr.types.matrix(2, 2, jr.f64)` (vectors/matrices passed by
     value), `jr.types.ndarray(dtype=..., ndim=...)` (arrays passed at launch) or
-    `jr.template()` (fields and Python constants, compiled in); `-> jr.f32` lets it return
-    one scalar (`int`/`float` annotations mean the program's `default_ip`/`default_fp`);
+    `jr.template()` (fields and Python constants, compiled in), a struct type or
+    `jr.types.argpack(...)` (passed as their members); `-> jr.f32` lets it return
+    one scalar (`int`/`float` annotations mean the program's `default_ip`/`default_fp`),
+    `-> S` a struct (a `jr.Struct`);
     parameters may have defaults (`s: jr.f32 = 2.0`). The outermost loops run in parallel.
     Calling the kernel launches it; `k.grad(...)` launches its reverse-mode adjoint;
     `k.bind(...)` packs the arguments once for repeated launches.
@@ -295,7 +390,9 @@ def kernel(fn: Callable[P, R] | None = None, *, fastcache: bool = False,
         raise TypeError(f"@jr.kernel decorates a function, got {type(fn).__name__}")
     k = Kernel(fn)
     k.fastcache, k.graph = fastcache, graph
-    return k
+    from .frontend.struct_args import compound_params
+    compound = compound_params(fn)
+    return StructArgKernel(k, compound) if compound or has_struct(k.ret) else k
 
 
 def data_oriented(cls: type) -> type:

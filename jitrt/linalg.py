@@ -22,6 +22,7 @@ from .dtypes import DataType
 from . import host_matrix
 from .host_matrix import HostMatrix
 from .data_struct import StructField
+from .struct_host import HostStruct, make_struct
 
 
 @frozen
@@ -299,11 +300,30 @@ class StructType:
         as in Taichi. `layout=jr.Layout.SOA` or `AOS` (Quadrants') is accepted: jitrt
         stores one field per member either way."""
         from .data import Layout
+        if not self.members:
+            raise TypeError(f"{self!r} has no members: a field of it holds nothing")
         if layout is not None and not isinstance(layout, Layout):
             raise TypeError(f"layout must be jr.Layout.SOA or jr.Layout.AOS, got {layout!r}")
         return StructField(self, shape, needs_grad, name, needs_dual, offset)
 
     element_field = field
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Outside kernels: a `jr.Struct` value of this type, members by position then by
+        keyword, each converted to its type; a member not given is 0 (`S(1)`: the first member
+        1, the others 0, as Taichi). Inside, the frontend lowers it (struct_values.py)."""
+        return make_struct(Struct, self, args, kwargs)
+
+    def __instancecheck__(self, value: Any) -> bool:
+        """`isinstance(s, S)`: `s` is a Python-scope struct made by this type (or a
+        `jr.Struct(...)` of the same member names) or an element of a field of it, as
+        Taichi's check."""
+        from .data_struct import StructElement
+        if isinstance(value, StructElement):          # `x[i]` of a field of this type
+            return value._field.kind == self         # type: ignore[no-any-return]
+        return isinstance(value, HostStruct) and (
+            value.kind == self if value.kind is not None else
+            value.keys == [k for k, _ in self.members])
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in self.members)
@@ -311,23 +331,52 @@ class StructType:
 
 
 def struct(**members: Any) -> StructType:
-    """The type of a struct with these members: `jr.types.struct(pos=jr.math.vec3, m=jr.f32)`."""
+    """The type of a struct with these members: `jr.types.struct(pos=jr.math.vec3, m=jr.f32)`.
+    A `bool` member is an i32 holding 0 or 1 (as jitrt's `bool` parameters)."""
     if not members:
         raise TypeError("a struct needs at least one member")
+    return StructType(struct_members(members, "jr.types.struct"))
+
+
+def struct_members(members: dict[str, Any], who: str) -> tuple[tuple[str, Any], ...]:
+    """The checked (name, type) pairs of a struct type (`bool` made i32)."""
+    out = []
     for k, v in members.items():
-        if not isinstance(v, (MatrixType, StructType)):   # (a struct member: nested)
-            dtypes.coerce(v)        # raises TypeError for what is not a dtype
-    return StructType(tuple(members.items()))
+        if v is bool:
+            v = dtypes.i32
+        elif type(v).__name__ == "ArgPackType":
+            raise ValueError(f"{who}: member '{k}': invalid data type {v!r}: an argument pack "
+                             "is not a struct member (it is only a kernel parameter)")
+        elif not isinstance(v, (MatrixType, StructType)) and v is not int and v is not float:
+            try:                    # (a struct member: nested)
+                dtypes.coerce(v)
+            except TypeError as exc:
+                raise TypeError(f"{who}: member '{k}': {exc}") from None
+        out.append((k, v))
+    return tuple(out)
 
 
-class Struct:
-    """`jr.Struct.field({"pos": jr.math.vec3, "mass": jr.f32}, shape=N)`."""
+class Struct(HostStruct):
+    """A struct value at Python scope (Taichi's `ti.Struct`: struct_host.py): `jr.Struct(a=1,
+    b=[0, 1])`; `jr.Struct.field({"pos": jr.math.vec3, "mass": jr.f32}, shape=N)` makes a
+    field of structs."""
 
     @staticmethod
-    def field(members: dict[str, Any], shape: Any = None, needs_grad: bool = False,
-              name: str | None = None, needs_dual: bool = False,
-              offset: Any = None) -> StructField:
-        return struct(**members).field(shape, needs_grad, name, needs_dual, offset)
+    def field(members: dict[str, Any], methods: Any = None, shape: Any = None,
+              name: str | None = None, offset: Any = None, needs_grad: bool = False,
+              needs_dual: bool = False, layout: Any = None) -> StructField:
+        """A field of structs of these members, Taichi's parameters in Taichi's order:
+        `methods` (a dict) are called on the field's elements in kernels, as a
+        `@jr.dataclass`'s; a shape given second (jitrt's older order) is the shape."""
+        if methods is not None and not isinstance(methods, dict):
+            if shape is not None:
+                raise TypeError(f"jr.Struct.field: methods must be a dict of functions, got "
+                                f"{methods!r}")
+            shape, methods = methods, None
+        kind = struct(**members)
+        if methods:
+            kind = StructType(kind.members, tuple(methods.items()))
+        return kind.field(shape, needs_grad, name, needs_dual, offset, layout)
 
 
 def __getattr__(name: str) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
 from typing import Any
 
 from .frontend.func import Func
@@ -47,12 +48,11 @@ def hex_to_rgb(color: int) -> tuple[float, float, float]:
 def dataclass(cls: type) -> Any:
     """`@jr.dataclass class C: pos: jr.math.vec3; m: jr.f32` is `jr.types.struct(pos=...,
     m=...)` (Taichi's `@ti.dataclass`). Its methods (`@jr.func` or plain functions) are
-    called on struct values in kernels, inlined with `self` the struct (read-only: a method
-    returns a new struct rather than assigning `self.x`); static/class methods and properties
+    called on struct values in kernels, inlined with `self` a copy of the struct (assigning
+    `self.x` changes the copy, as in Taichi), and at Python scope on `jr.Struct` values; a
+    member with a default value is refused, as in Taichi; static/class methods and properties
     are not supported."""
-    import dataclasses
-
-    from .linalg import struct
+    from .linalg import StructType, struct_members
     odd = [k for k, v in vars(cls).items() if not k.startswith("__")
            and isinstance(v, (staticmethod, classmethod, property))]
     if odd:
@@ -62,15 +62,23 @@ def dataclass(cls: type) -> Any:
             "that take the struct")
     methods = tuple((k, v) for k, v in vars(cls).items() if not k.startswith("__")
                     and callable(v))
+    # string annotations (`from __future__ import annotations`) name what the place of the
+    # class sees: the caller's globals and locals (a local `vec3` of a test function too)
+    caller = sys._getframe(1)
     try:
-        members = inspect.get_annotations(cls, eval_str=True)
+        members = inspect.get_annotations(cls, eval_str=True, globals=caller.f_globals,
+                                          locals={**caller.f_locals, **vars(cls)})
     except Exception as exc:  # noqa: BLE001 - the user's own annotation text
         raise TypeError(f"@jr.dataclass {cls.__name__}: cannot evaluate its annotations "
                         f"({exc})") from None
-    if not members:
-        raise TypeError(f"@jr.dataclass {cls.__name__}: a struct needs at least one annotated "
-                        "member (name: type)")
-    return dataclasses.replace(struct(**members), methods=methods)
+    defaults = [k for k in members if k in vars(cls)]
+    if defaults:
+        from .errors import KernelSyntaxError
+        raise KernelSyntaxError(f"@jr.dataclass {cls.__name__}: member(s) {', '.join(defaults)}"
+                                ": Default value in @dataclass is not supported. (a struct's "
+                                "members start at 0; give the values when calling the type)")
+    # (a dataclass of methods only is a struct of no members, as in Taichi)
+    return StructType(struct_members(members, f"@jr.dataclass {cls.__name__}"), methods)
 
 
 def _level(level: str) -> int:

@@ -7,14 +7,15 @@ from typing import Any
 from .frozen import frozen
 from . import dtypes
 from .dtypes import DataType
-from .linalg import MatrixType, matrix, struct, vector
+from .linalg import MatrixType, StructType, matrix, struct, vector
 from . import primitive_types  # noqa: F401 (Taichi's ti.types.primitive_types)
 # the dtypes, under both spellings, as in Taichi's ti.types
 from .dtypes import (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, f32 as float32,  # noqa: F401
                      f64 as float64, i8 as int8, i16 as int16, i32 as int32, i64 as int64,
                      u8 as uint8, u16 as uint16, u32 as uint32, u64 as uint64)
 
-__all__ = ["NdarrayType", "Template", "matrix", "ndarray", "struct", "template", "vector"]
+__all__ = ["ArgPackType", "NdarrayType", "Template", "argpack", "matrix", "ndarray", "struct",
+           "template", "vector"]
 
 
 @frozen
@@ -95,6 +96,48 @@ def _element_shape(element_dim: Any, element_shape: Any) -> tuple[int, ...] | No
         raise ValueError(f"jr.types.ndarray: element_shape {shape} has {len(shape)} "
                          f"dimension(s) but element_dim is {element_dim}")
     return shape
+
+
+@frozen
+class ArgPackType:
+    """`jr.types.argpack(a=jr.i32, v=jr.math.vec3, arr=jr.types.ndarray(...), s=S)`: a kernel
+    parameter that bundles others (scalars, vectors/matrices, structs, ndarrays, argument
+    packs), passed as one argument (`k(pack_type(a=1, ...))`) and read as `p.a` in the
+    kernel, as Taichi's. Only a kernel parameter: not a struct member, field element or
+    return type. Called at Python scope, it makes the value (a `jr.Struct` of this kind)."""
+    members: tuple[tuple[str, Any], ...]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from .linalg import Struct
+        from .struct_host import make_struct
+        return make_struct(Struct, self, args, kwargs)
+
+    @property
+    def methods(self) -> tuple[tuple[str, Any], ...]:
+        return ()
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.members)
+        return f"jr.types.argpack({inner})"
+
+
+def argpack(**members: Any) -> ArgPackType:
+    """The type of an argument pack (Taichi's `ti.types.argpack`): `pack = jr.types.argpack(
+    a=jr.i32, arr=jr.types.ndarray(dtype=jr.f32, ndim=1))`, a kernel parameter annotation
+    (`def k(p: pack)`), called to make a value (`k(pack(a=1, arr=x))`). A `bool` member is an
+    i32 0 or 1."""
+    out = []
+    for k, v in members.items():
+        if v is bool:
+            v = dtypes.i32
+        elif not isinstance(v, (MatrixType, NdarrayType, ArgPackType, StructType)) and \
+                v is not int and v is not float:
+            try:
+                dtypes.coerce(v)
+            except TypeError as exc:
+                raise TypeError(f"jr.types.argpack: member '{k}': {exc}") from None
+        out.append((k, v))
+    return ArgPackType(tuple(out))
 
 
 @frozen

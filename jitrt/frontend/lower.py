@@ -28,6 +28,7 @@ from .lower_loops import LoopLowering
 from .lower_stmt import StmtLowering
 from .real_func import RealFuncLowering
 from .struct_values import StructValueLowering
+from .struct_args import compound_params, has_struct, return_items, return_leaves, struct_param
 from .source import SourceInfo
 from .structs import StructLowering
 from .vector_index import VectorIndexing
@@ -219,6 +220,12 @@ def lower_kernel_return(lowerer: FunctionLowerer, src: SourceInfo, ctx: CompileC
         elif ret is None:
             raise src.error(ret_stmt, "kernel returns a value but has no return annotation "
                             "(add -> jr.f32 or similar)")
+        elif has_struct(ret):            # `-> S`: the tuple of its leaves (struct_args.py)
+            v = lowerer.expr(ret_stmt.value) if value is None else value
+            items = return_items(lowerer, ret, v, ret_stmt.value)
+            store_tuple_return(lowerer, resolve_scalar_types(return_leaves(ret), ctx), ret_stmt,
+                               ctx, fn, TupleValue(tuple(items)))
+            ret = None
         elif isinstance(ret, MatrixType):
             store_vector_return(lowerer, ret, ret_stmt, ctx, fn, value)
             ret = None
@@ -241,8 +248,10 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
                  template_values: dict[str, Any], ctx: CompileContext,
                  ret: Any) -> n.KernelIR:
     ret = resolve_scalar_types(ret, ctx)
-    scope = Scope(kernel_bindings(params, template_values, ctx), function_globals(fn), "",
-                  frozenset(p.name for p in params))
+    bindings = kernel_bindings(params, template_values, ctx)
+    for name, kind in compound_params(fn).items():    # `a: S`: passed as its leaves
+        bindings[name] = struct_param(kind, name, bindings)
+    scope = Scope(bindings, function_globals(fn), "", frozenset(p.name for p in params))
     lowerer = FunctionLowerer(src, ctx, scope, is_kernel_body=True)
     ret_stmt, value = lower_kernel_body(lowerer, src, ctx)
     ret = lower_kernel_return(lowerer, src, ctx, fn, ret, ret_stmt, value)

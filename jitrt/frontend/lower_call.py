@@ -20,7 +20,7 @@ from .. import dtypes
 from ..dtypes import DataType
 from ..errors import KernelCompileError, KernelSyntaxError, KernelTypeError, call_mismatch
 from ..ir import nodes as n
-from ..linalg import MatrixType, StructType
+from ..linalg import MatrixType, Struct, StructType
 from ..types import NdarrayType
 from . import builtins as bi
 from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue, Scope
@@ -137,6 +137,8 @@ class CallLowering(LoweringHost):
             return self.randn_call(node)
         if isinstance(obj, StructType):                   # struct_values.py
             return self.struct_construct(obj, node)  # type: ignore[attr-defined]
+        if obj is Struct:                                 # jr.Struct(a=..., b=...)
+            return self.untyped_struct(node)  # type: ignore[attr-defined]
         if isinstance(obj, dtypes.DataType):
             return self.dtype_call(obj, node)
         if node.keywords and obj is not bi.cast:
@@ -672,6 +674,12 @@ class CallLowering(LoweringHost):
                            f"{MAX_INLINE_DEPTH} calls (recursion is not supported)")
         bindings, prefix = self.bind_call(func, node, bound_self)
         sub = self.sub_lowerer(func.source(), Scope(bindings, function_globals(func.fn), prefix))
+        # a struct passed by value (a struct method's `self` too) is a copy, as in Taichi:
+        # `s.x = v` in the func changes the copy only
+        for name, v in list(bindings.items()):
+            if type(v).__name__ == "StructValue":
+                sub.assign_struct_local(ast.copy_location(
+                    ast.Name(id=name, ctx=ast.Store()), node), v, node)
         src = func.source()
         self.ctx.used_funcs[func.key] = src.text
         self.ctx.origins[func.key] = src.place
@@ -709,8 +717,8 @@ class CallLowering(LoweringHost):
         """The call's arguments (lowered here, in order) bound to the parameters of `func`
         (defaults applied); the bindings of the function's scope and its fresh prefix."""
         sig = inspect.signature(func.fn)
-        first = bound_self if type(bound_self).__name__ == "StructValue" else \
-            PyValue(bound_self)                         # (a struct method's self: as it is)
+        first = bound_self if type(bound_self).__name__ in ("StructValue", "StructElement") \
+            else PyValue(bound_self)                    # (a struct method's self: as it is)
         args = ([] if bound_self is NO_SELF else [first]) + [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg}
         try:
@@ -723,14 +731,25 @@ class CallLowering(LoweringHost):
                            **{k.arg: k.value for k in node.keywords if k.arg}).arguments
         prefix = self.ctx.fresh_prefix(func.name)
         bindings: dict[str, Any] = {}
+        self_name = next(iter(sig.parameters)) if bound_self is not NO_SELF else None
         for name, v in bound.arguments.items():
-            if type(v).__name__ == "StructValue":     # by value, as it is (immutable)
-                bindings[name] = v
-                continue
-            if not isinstance(v, (PyValue, n.ArrayRef, n.Expr, VecValue)):
-                v = PyValue(v)  # a default value
             caller = self.scope.bindings.get(sources[name].id) if isinstance(
                 sources.get(name), ast.Name) else None
+            if type(v).__name__ == "StructValue":
+                # a copy (below), or a struct local given to a template parameter: by reference
+                if name in func.template_params and name != self_name and \
+                        type(caller).__name__ == "StructVar":
+                    self.share_struct_local(caller, name, bindings)  # type: ignore[attr-defined]
+                else:
+                    bindings[name] = v
+                continue
+            if type(v).__name__ == "StructElement":   # `x[i]` of a struct field: by
+                bindings[name] = self.pinned_element(  # type: ignore[attr-defined]
+                    v, bindings) if name in func.template_params and name != self_name else \
+                    self.struct_element_value(v, node)  # type: ignore[attr-defined]
+                continue                               # reference to a template, else a value
+            if not isinstance(v, (PyValue, n.ArrayRef, n.Expr, VecValue)):
+                v = PyValue(v)  # a default value
             if name in func.template_params and isinstance(caller, VecVar):
                 bindings[name] = caller          # a vector local by reference
                 continue

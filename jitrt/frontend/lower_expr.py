@@ -24,6 +24,7 @@ from .structs import StructElement
 from .vectors import (CONSTRUCTORS, METHODS, ClassMethod, TupleValue, VecValue, VecVar,
                       as_vector, constant_array)
 from .struct_values import StructValue, StructVar, struct_method
+from ..struct_host import HostStruct
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
           ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
@@ -169,6 +170,8 @@ class ExprLowering(LoweringHost):
         if isinstance(found, PyValue) and node.id not in self.scope.bindings and isinstance(
                 found.obj, (bool, int, float, tuple, str)):
             self.ctx.captured[node.id] = repr(found.obj)  # a key part of the offline cache
+        if isinstance(found, PyValue) and isinstance(found.obj, HostStruct):   # a Python-scope
+            return self.host_struct(found.obj, node)  # type: ignore[attr-defined]  # struct
         if isinstance(found, PyValue):
             return self.array_constant(found, node.id if node.id not in self.scope.bindings
                                        else None)
@@ -200,9 +203,8 @@ class ExprLowering(LoweringHost):
             return self.vec_attribute(base, node)
         if isinstance(base, StructElement):
             method = dict(base.field.kind.methods).get(node.attr)
-            if method is not None and node.attr not in base.field.members:   # `s[i].area()`
-                whole = self.struct_element_value(base, node)  # type: ignore[attr-defined]
-                return PyValue(struct_method(method, whole))
+            if method is not None and node.attr not in base.field.members:   # `s[i].area()`:
+                return PyValue(struct_method(method, base))   # self is the element itself
             return self.load_member(base, node)
         if isinstance(base, StructValue):
             try:
@@ -221,7 +223,10 @@ class ExprLowering(LoweringHost):
             if special is not None:
                 return special
             try:
-                return self.array_constant(PyValue(getattr(obj, node.attr)), None)
+                attr = getattr(obj, node.attr)
+                if isinstance(attr, HostStruct):          # a Python-scope struct: its values
+                    return self.host_struct(attr, node)  # type: ignore[attr-defined]
+                return self.array_constant(PyValue(attr), None)
             except AttributeError as exc:
                 if type(exc).__name__ == "NotInJitrt":       # a peer's name, with advice
                     raise self.err(node, str(exc)) from None

@@ -92,6 +92,12 @@ class ReturnLowering(LoweringHost):
         """`v` converted to a func's return annotation `kind` (None or a type jitrt does not
         convert to, such as a tuple: unchanged), as Taichi's cast: `-> jr.i32` truncates."""
         kind = self.resolve_kind(kind)
+        # `return s[i]` of a struct field: the struct's value, read here (the indices are
+        # the func's own names); a struct converted to a declared struct type of its members
+        if type(v).__name__ == "StructElement":
+            v = self.struct_element_value(v, node)  # type: ignore[attr-defined]
+        if type(kind).__name__ == "StructType" and type(v).__name__ == "StructValue":
+            return self.converted_struct(kind, v, node)  # type: ignore[attr-defined]
         if isinstance(kind, dtypes.DataType):
             if isinstance(v, (VecValue, TupleValue)):
                 got = "a vector/matrix" if isinstance(v, VecValue) else "a tuple"

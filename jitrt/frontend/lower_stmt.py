@@ -142,6 +142,13 @@ class StmtLowering(LoweringHost):
             value = self.expr(call.args[0])
             self.assign_local(recv, VecValue(var.shape, (value,) * len(var.components)), node)
             return True
+        if isinstance(recv, ast.Attribute):     # `x[i].b.fill(s)`, `s.b.fill(v)`: struct members
+            current = self.expr(recv)
+            if not isinstance(current, VecValue):
+                return False
+            value = self.expr(call.args[0])
+            self.assign_target(recv, VecValue(current.shape, (value,) * len(current.items)), node)
+            return True
         if not isinstance(recv, ast.Subscript):
             return False
         base = self.expr(recv.value)
@@ -306,8 +313,19 @@ class StmtLowering(LoweringHost):
         return True
 
     def vector_element_of(self, target: ast.Subscript) -> Any:
-        """The whole element `x[i]` of a field/ndarray of vectors that `x[i][k]` indexes
+        """The whole element `x[i]` of a field/ndarray of vectors that `x[i][k]` indexes, or
+        the vector member `x[i].v` of a struct field's element that `x[i].v[k]` indexes
         (ref, indices, element shape), else None."""
+        if isinstance(target.value, ast.Attribute):
+            base = self.expr(target.value.value)
+            if type(base).__name__ != "StructElement":
+                return None
+            sub, member = self.struct_member(base, target.value.attr,  # type: ignore
+                                             target.value)
+            if type(member.obj).__name__ == "StructField":
+                return None
+            whole = self.access(sub, member)
+            return whole if whole[2] else None
         if not isinstance(target.value, ast.Subscript):
             return None
         return self.whole_element(target.value, self.expr(target.value.value))

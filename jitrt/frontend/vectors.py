@@ -152,7 +152,8 @@ class VectorLowering(LoweringHost):
             if len(widths) == 1:
                 return VecValue((len(items), widths.pop()),
                                 tuple(x for i in items for x in i.items))
-        if any(isinstance(i, (VecValue, TupleValue)) for i in items):
+        if any(isinstance(i, (VecValue, TupleValue)) or type(i).__name__ in (
+                "StructValue", "StructElement") for i in items):      # (structs: a tuple)
             if isinstance(node, ast.List):
                 raise self.err(node, "a list of vectors of different lengths or mixed with "
                                "scalars is neither a vector nor a matrix (use a tuple)")

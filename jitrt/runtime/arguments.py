@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from ..data import CURRENT_DEVICE, Field, Ndarray
+from ..data_struct import StructField
 from ..errors import KernelArgCountError, KernelArgError
 from ..ir import nodes as n
 
@@ -396,6 +397,8 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
         return (type(v), v), repr(v)
     if isinstance(v, tuple) and all(isinstance(x, (bool, int, float)) for x in v):
         return (tuple, v), repr(v)
+    if isinstance(v, StructField):   # its member fields are compiled in, as a field is
+        return ("struct field", id(v)), f"structfield({','.join(v.keys())})"
     if getattr(type(v), "_jitrt_data_oriented", False) or dataclasses.is_dataclass(v):
         return ("object", id(v)), type(v).__qualname__   # the handle keeps v alive: no id reuse
     cls: Any = type(v)
