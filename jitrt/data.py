@@ -285,6 +285,9 @@ class _Buffer:
             self._mirror.device_newer = False    # every element is overwritten
         np.copyto(self._data, arr, casting="same_kind")
         self._wrote()
+        device = CURRENT_DEVICE[0]
+        if device is not None:
+            device.host_overwrote(self)          # a GPU's copy goes up now, asynchronously
 
     def copy_from(self, other: Any) -> None:
         """Copy every element of `other` (a field for a field, an ndarray for an ndarray) of
@@ -298,6 +301,10 @@ class _Buffer:
             raise ValueError(f"{self.name}.copy_from: the source {other.name} has shape "
                              f"{other.shape} (element {other.element_shape}), this {kind} "
                              f"{self.shape} (element {self.element_shape})")
+        device = CURRENT_DEVICE[0]
+        if device is not None and device.copy_data(self, other):
+            self.gen += 1                        # copied in device memory (docs/gpu.md)
+            return
         source = other._host()
         if self._mirror is not None:
             self._mirror.device_newer = False    # every element is overwritten
@@ -311,6 +318,13 @@ class _Buffer:
         if arr.shape not in ((), self._element):
             raise ValueError(f"{self.name}.fill: the value has shape {arr.shape}; an element "
                              f"has shape {self._element} (or give a number)")
+        device = CURRENT_DEVICE[0]
+        if device is not None:
+            element = np.empty(self._element, self._dtype.np)
+            element[...] = arr                   # converted as a host fill converts it
+            if device.fill_data(self, element.tobytes()):
+                self.gen += 1                    # filled in device memory (docs/gpu.md)
+                return
         if self._mirror is not None:
             self._mirror.device_newer = False
         self._data[...] = arr

@@ -36,7 +36,9 @@ FAKEGPU_API = StreamApi(
     graph_destroy="fgGraphDestroy", exec_destroy="fgGraphExecDestroy", alloc="fgMalloc",
     alloc_pinned="fgMallocHost", pinned_flags=lambda lib: (lib.PINNED_DEFAULT,),
     free="fgFree", free_pinned="fgFreeHost", copy_h2d="fgMemcpyHtoDAsync",
-    copy_d2h="fgMemcpyDtoHAsync", copy_d2d="fgMemcpyDtoDAsync", memset="fgMemsetD8Async")
+    copy_d2h="fgMemcpyDtoHAsync", copy_d2d="fgMemcpyDtoDAsync", memset="fgMemsetD8Async",
+    memset16="fgMemsetD16Async", memset32="fgMemsetD32Async", memset2d8="fgMemsetD2D8Async",
+    memset2d16="fgMemsetD2D16Async", memset2d32="fgMemsetD2D32Async")
 
 
 class FakeGpuError(RuntimeError):

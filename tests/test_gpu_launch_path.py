@@ -63,6 +63,9 @@ class RecordingDriver:
     def memset(self, dst, nbytes):
         pass
 
+    def fill(self, dst, pattern, count):
+        self.calls.append(("fill", dst, pattern, count))
+
     def synchronize(self):
         pass
 
@@ -154,9 +157,13 @@ def test_host_writes_upload_before_the_next_launch_only(fake):
     fake.calls.clear()
     bump()
     assert [c[0] for c in fake.calls] == ["launch"]
-    x.fill(2.0)
+    x.from_numpy(np.full(64, 2.0, np.float32))      # uploaded at once, asynchronously
     bump()
     assert [c[0] for c in fake.calls] == ["launch", "h2d", "launch"]
+    fake.calls.clear()
+    x[3] = 5.0                  # the device copy is newer: downloaded, written, uploaded
+    bump()
+    assert [c[0] for c in fake.calls if c[0] != "d2h"] == ["h2d", "launch"]
     host = np.zeros(5, np.float32)
 
     @jr.kernel
@@ -262,7 +269,8 @@ def test_native_gpu_entry_hands_what_must_move_to_python(native_fake):
     native_fake.calls.clear()
     bump()
     assert native_fake.native_calls and launches(native_fake) == []
-    x.fill(2.0)                                      # the host copy is newer: Python uploads
+    x[3] = 2.0                                       # the host copy is newer: Python uploads
+    native_fake.calls.clear()
     bump()
     assert [c[0] for c in native_fake.calls] == ["h2d", "launch"]
     native_fake.calls.clear()

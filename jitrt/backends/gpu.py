@@ -191,6 +191,43 @@ class GpuDevice(Device):
         mirror.device_newer = True
         return ptr
 
+    def fill_data(self, data: Any, pattern: bytes) -> bool:
+        """A fill on the device (`DeviceMirror.fill`) when the device copy is current or
+        there is none yet; host data written since the last upload, or a host tensor
+        wrapped by `from_dlpack` (staged, never mirrored), is filled on the host."""
+        if not self.on_device(data, data):
+            return False
+        self.data_ptr(data)
+        data._mirror.fill(pattern)
+        return True
+
+    def copy_data(self, dst: Any, src: Any) -> bool:
+        """`dst.copy_from(src)` device to device when the source's device copy is current
+        and the dtypes are the same (else on the host, converting)."""
+        if src.dtype != dst.dtype or src._mirror is None or not self.on_device(src, dst):
+            return False
+        self.data_ptr(dst)
+        dst._mirror.copy_from(src._mirror)
+        return True
+
+    def on_device(self, source: Any, data: Any) -> bool:
+        """Whether an operation that overwrites all of `data` from `source` (itself for a
+        fill) belongs on this device: `source` has no host writes pending (or no device copy
+        yet), `data` is not a staged host tensor, and neither is another device's."""
+        mirror = source._mirror
+        if mirror is not None and (mirror.device is not self or mirror.host_newer):
+            return False
+        if data._mirror is None:
+            return getattr(data, "_owner", None) is None
+        return data._mirror.device is self  # type: ignore[no-any-return]
+
+    def host_overwrote(self, data: Any) -> None:
+        """After `from_numpy`: the new host data goes up now (one asynchronous upload), so
+        that the next launch is one that moves nothing."""
+        mirror = data._mirror
+        if mirror is not None and mirror.device is self:
+            mirror.to_device()
+
     def wrap_foreign(self, obj: Any) -> Any:
         """A jitrt ndarray over a torch/CuPy device array (no copy), the same one for the
         same live object; None if `obj` is not a C-contiguous device array of a jitrt dtype."""

@@ -3,10 +3,11 @@ adstack heap.
 
 Stage: backend (helpers of `gpu.py`). Each field and ndarray a launch touches gets a
 `DeviceMirror` (device memory of the same size). Host writes mark the host copy newer and the
-next launch uploads it; a launch marks what it writes device-newer and host reads (`to_numpy`,
-`x[i]`) download it. An ndarray over another library's device memory (a torch or CuPy array
-passed to a kernel) gets a `ForeignMirror` over that memory (`ForeignArrays` wraps each live
-object once). `GpuHeap` is the program's adstack heap in device memory. Caches: a mirror per
+next launch uploads it (`from_numpy` uploads at once); a launch, a device fill (driver
+memsets) and a device-to-device `copy_from` mark the device copy newer, and host reads
+(`to_numpy`, `x[i]`, pickling, exports) download it; docs/gpu.md has the rule. An ndarray
+over another library's device memory (a torch or CuPy array passed to a kernel) gets a
+`ForeignMirror` over that memory (`ForeignArrays` wraps each live object once). `GpuHeap` is the program's adstack heap in device memory. Caches: a mirror per
 buffer, a wrapper per live foreign object, the heap per device (grow-only).
 """
 from __future__ import annotations
@@ -51,6 +52,18 @@ class DeviceMirror:
         if self.host_newer:
             self.device.copy_h2d(self.ptr, self.host.ctypes.data, self.host.nbytes)
             self.host_newer = False
+
+    def fill(self, pattern: bytes) -> None:
+        """Every element becomes `pattern` (one element's bytes) in device memory: driver
+        memsets on the stream, no synchronisation; the host copy is stale from then on."""
+        self.device.driver.fill(self.ptr, pattern, self.host.nbytes // len(pattern))
+        self.host_newer, self.device_newer = False, True
+
+    def copy_from(self, source: "DeviceMirror") -> None:
+        """The data of `source` (same size) copied in device memory, on the stream."""
+        source.to_device()
+        self.device.copy_d2d(self.ptr, source.ptr, self.host.nbytes)
+        self.host_newer, self.device_newer = False, True
 
     def before_host_read(self) -> None:
         if self.device_newer or self.shared:

@@ -67,7 +67,35 @@ class StreamApi:
     copy_h2d: str
     copy_d2h: str
     copy_d2d: str
-    memset: str
+    memset: str                    # 1-byte words: (dst, value, count, stream)
+    memset16: str                  # 2-byte words, as memset
+    memset32: str                  # 4-byte words, as memset
+    memset2d8: str                 # pitched: (dst, pitch, value, width, height, stream)
+    memset2d16: str
+    memset2d32: str
+    memset32_signed: bool = False  # memset32 takes a signed int (HIP's hipMemsetD32Async)
+
+
+MemsetCall = tuple[int, int, int, int, int]   # (word bytes, offset, value, words, pitch)
+
+
+def memset_plan(pattern: bytes, count: int) -> list[MemsetCall]:
+    """The driver memsets that write `count` copies of `pattern` (one element's bytes): one
+    memset of 1-, 2- or 4-byte words when the pattern repeats such a word (f32, i8, f64 0.0,
+    an f64 whose halves are equal, a vector of equal components), else one pitched memset
+    (pitch: the pattern's size, one word a row) per 4-byte word of the pattern (2-byte or
+    1-byte words when its size is not a multiple of 4). Values are little-endian words, as
+    every GPU stores them; nothing for `count` 0."""
+    size = len(pattern)
+    if not count or not size:
+        return []
+    for width in (1, 2, 4):
+        if size % width == 0 and pattern == pattern[:width] * (size // width):
+            return [(width, 0, int.from_bytes(pattern[:width], "little"), count * size // width,
+                     0)]
+    width = 4 if size % 4 == 0 else 2 if size % 2 == 0 else 1
+    return [(width, k, int.from_bytes(pattern[k:k + width], "little"), count, size)
+            for k in range(0, size, width)]
 
 
 class _Bound(threading.local):
@@ -269,6 +297,20 @@ class StreamDriver:
     def memset(self, dst: int, nbytes: int) -> None:
         self.bind()
         self.checked(self.api.memset, dst, 0, nbytes, self.stream)
+
+    def fill(self, dst: int, pattern: bytes, count: int) -> None:
+        """`count` copies of `pattern` from `dst`, on the stream (`memset_plan`)."""
+        self.bind()
+        api = self.api
+        for width, offset, value, n, pitch in memset_plan(pattern, count):
+            if pitch:
+                name = {1: api.memset2d8, 2: api.memset2d16, 4: api.memset2d32}[width]
+                self.checked(name, dst + offset, pitch, value, 1, n, self.stream)
+                continue
+            if width == 4 and api.memset32_signed and value >= 1 << 31:
+                value -= 1 << 32
+            name = {1: api.memset, 2: api.memset16, 4: api.memset32}[width]
+            self.checked(name, dst + offset, value, n, self.stream)
 
     def synchronize(self) -> None:
         self.bind()

@@ -1,0 +1,226 @@
+"""Whole-array operations on a GPU program run on the device, on the stream: `fill` (and so
+`.grad` zeroing and a Tape's gradient clearing) as driver memsets, `copy_from` between device
+copies as one device-to-device copy, `from_numpy` as one asynchronous upload; none of them
+synchronises, and host reads afterwards see the values (docs/gpu.md, "Where data lives").
+Run over the fake vendor (`fakegpu_lib.py`), whose memsets and copies act on memory: kernels
+never execute there, what is checked is the driver calls and the data they leave."""
+import dataclasses
+import pickle
+
+import fakegpu_backend
+import fakegpu_lib
+import numpy as np
+import pytest
+
+import jitrt as jr
+from jitrt.backends import registry
+from jitrt.backends.stream_driver import memset_plan
+
+nd = jr.types.ndarray
+pytestmark = pytest.mark.cpu_only
+FAKE = registry.Backend("fakegpu", "fakegpu_backend", stream_gpu=True, host_memory=False)
+
+
+@pytest.fixture
+def lib():
+    fakegpu_backend.LIB[0] = fake = fakegpu_lib.FakeGpuLib()
+    registry.register(FAKE)
+    try:
+        jr.init(arch="fakegpu", offline_cache=False, enable_fallback=False)
+        yield fake
+        jr.reset()
+    finally:
+        registry.unregister("fakegpu")
+
+
+def names(lib):
+    return [c[0] for c in lib.calls]
+
+
+def syncs(lib):
+    return [name for name, _ in lib.log if name == "fgStreamSynchronize"]
+
+
+@jr.kernel
+def scale(a: nd(dtype=jr.f32, ndim=1)):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * 2.0
+
+
+def test_memset_plan_uses_one_memset_when_the_element_repeats_a_word():
+    f32 = np.float32(1.0).tobytes()
+    assert memset_plan(f32, 10) == [(4, 0, 0x3F800000, 10, 0)]
+    assert memset_plan(np.float64(0.0).tobytes(), 10) == [(1, 0, 0, 80, 0)]
+    assert memset_plan(np.int16(-2).tobytes(), 3) == [(2, 0, 0xFFFE, 3, 0)]
+    assert memset_plan(np.int8(7).tobytes(), 5) == [(1, 0, 7, 5, 0)]
+    assert memset_plan(np.array([1.0, 1.0, 1.0], np.float32).tobytes(), 4) == [
+        (4, 0, 0x3F800000, 12, 0)]
+    assert memset_plan(f32, 0) == []
+
+
+def test_memset_plan_writes_other_elements_word_by_word_with_a_pitch():
+    # 1.5 as f64 is 0x3FF8000000000000: halves differ, two pitched memsets of 4-byte words
+    assert memset_plan(np.float64(1.5).tobytes(), 6) == [(4, 0, 0, 6, 8),
+                                                         (4, 4, 0x3FF80000, 6, 8)]
+    vec = np.array([1, 2, 3], np.uint8).tobytes()
+    assert memset_plan(vec, 2) == [(1, 0, 1, 2, 3), (1, 1, 2, 2, 3), (1, 2, 3, 2, 3)]
+
+
+@pytest.mark.parametrize("make", [lambda: jr.ndarray(jr.f32, shape=(1000,)),
+                                  lambda: jr.field(jr.f32, shape=(1000,))],
+                         ids=["ndarray", "field"])
+def test_a_fill_is_a_memset_and_the_next_launch_uploads_nothing(lib, make):
+    x = make()
+
+    @jr.kernel
+    def bump(a: nd(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] += 1.0
+
+    @jr.kernel
+    def bump_field():
+        for i in x:
+            x[i] += 1.0
+
+    launch = (lambda: bump(x)) if isinstance(x, jr.Ndarray) else bump_field
+    launch()
+    lib.calls.clear()
+    before = len(syncs(lib))
+    x.fill(3.0)
+    launch()
+    assert names(lib) == ["memset", "launch"]          # no upload of the array
+    assert lib.calls[0][1:] == (4, x._mirror.ptr, 0x40400000, 1000)   # D32 of 3.0f
+    assert len(syncs(lib)) == before                  # nothing waited for the stream
+    np.testing.assert_array_equal(x.to_numpy(), np.full(1000, 3.0, np.float32))
+    assert "d2h" in names(lib) and len(syncs(lib)) > before   # the host read downloads
+
+
+@pytest.mark.parametrize("dtype, value, expect", [
+    (jr.f64, 1.5, [("memset2d", 4, 0, 8, 0), ("memset2d", 4, 4, 8, 0x3FF80000)]),
+    (jr.f64, 0.0, [("memset", 1, 0, 0)]),
+    (jr.i8, -3, [("memset", 1, 0, 0xFD)]),
+    (jr.i16, 300, [("memset", 2, 0, 300)]),
+    (jr.i32, 7.9, [("memset", 4, 0, 7)]),       # converted as a host fill converts it
+])
+def test_fills_of_each_width_give_the_values_back(lib, dtype, value, expect):
+    x = jr.ndarray(dtype, shape=(37,))
+    lib.calls.clear()
+    x.fill(value)
+    base = x._mirror.ptr
+    calls = [(c[0], c[1], c[2] - base, *c[3:-1]) for c in lib.calls if "memset" in c[0]]
+    assert calls == expect
+    want = np.empty(37, dtype.np)
+    want[...] = value
+    np.testing.assert_array_equal(x.to_numpy(), want)
+
+
+def test_vector_element_fills(lib):
+    v = jr.Vector.ndarray(3, jr.f32, shape=(5,))
+    lib.calls.clear()
+    v.fill(jr.Vector([1.0, 2.0, -3.0]))
+    assert [c[0] for c in lib.calls if "memset" in c[0]] == ["memset2d"] * 3
+    np.testing.assert_array_equal(v.to_numpy(), np.tile([1.0, 2.0, -3.0], (5, 1)))
+    assert v[4][2] == -3.0                             # an element read downloads too
+    w = jr.Vector.field(2, jr.i8, shape=(4, 3))
+    w.fill(5)                                          # every component: one byte memset
+    np.testing.assert_array_equal(w.to_numpy(), np.full((4, 3, 2), 5, np.int8))
+    m = jr.Matrix.ndarray(2, 2, jr.f64, shape=(3,))
+    m.fill(jr.Matrix([[1.0, 2.0], [3.0, 4.0]]))
+    np.testing.assert_array_equal(m.to_numpy(), np.tile([[1.0, 2.0], [3.0, 4.0]], (3, 1, 1)))
+
+
+def test_host_reads_after_a_device_fill_see_it(lib):
+    x = jr.ndarray(jr.f32, shape=(8,))
+    x.fill(2.5)
+    assert x[3] == 2.5
+    x.fill(4.0)
+    assert pickle.loads(pickle.dumps(x)).to_numpy().tolist() == [4.0] * 8
+    x.fill(1.0)
+    assert np.asarray(x).tolist() == [1.0] * 8
+    x.fill(6.0)
+    x[1] = 0.0                                   # a host write downloads the rest first
+    assert x.to_numpy().tolist() == [6.0, 0.0] + [6.0] * 6
+    y = jr.ndarray(jr.f32, shape=(8,))
+    x.fill(9.0)
+    y.copy_from(x)
+    assert y.to_numpy().tolist() == [9.0] * 8
+
+
+def test_a_host_written_array_is_filled_on_the_host(lib):
+    x = jr.ndarray(jr.f32, shape=(4,))
+    scale(x)
+    x[0] = 1.0                         # the host copy is newer now
+    lib.calls.clear()
+    x.fill(2.0)
+    assert "memset" not in names(lib)
+    scale(x)
+    assert names(lib) == ["h2d", "launch"]
+    host = jr.ndarray.from_dlpack(np.zeros(4, np.float32))   # staged, never mirrored
+    host.fill(3.0)
+    assert host.to_numpy().tolist() == [3.0] * 4 and host._mirror is None
+
+
+def test_copy_from_between_device_copies_stays_on_the_device(lib):
+    a, b = jr.ndarray(jr.f32, shape=(16,)), jr.ndarray(jr.f32, shape=(16,))
+    a.from_numpy(np.arange(16, dtype=np.float32))
+    scale(a)
+    scale(b)
+    lib.calls.clear()
+    before, gen = len(syncs(lib)), b.gen
+    b.copy_from(a)
+    assert names(lib) == [] and "fgMemcpyDtoDAsync" in [n for n, _ in lib.log]
+    assert len(syncs(lib)) == before and b.gen == gen + 1
+    scale(b)
+    assert names(lib) == ["launch"]
+    np.testing.assert_array_equal(b.to_numpy(), np.arange(16, dtype=np.float32))
+    c = jr.ndarray(jr.f64, shape=(16,))          # another dtype: converted on the host
+    c.copy_from(a)
+    np.testing.assert_array_equal(c.to_numpy(), np.arange(16))
+
+
+def test_from_numpy_into_a_device_array_is_one_upload_without_waiting(lib):
+    x = jr.ndarray(jr.f32, shape=(64,))
+    scale(x)
+    lib.calls.clear()
+    before = len(syncs(lib))
+    x.from_numpy(np.ones(64, np.float32))
+    assert names(lib) == ["h2d"] and len(syncs(lib)) == before
+    scale(x)
+    assert names(lib) == ["h2d", "launch"]       # the launch moved nothing
+
+
+def test_a_tape_clears_gradients_with_memsets(lib):
+    @jr.kernel
+    def sq(x: nd(dtype=jr.f32, ndim=1), loss: nd(dtype=jr.f32, ndim=0)):
+        for i in range(x.shape[0]):
+            loss[None] += x[i] * x[i]
+
+    x = jr.ndarray(jr.f32, shape=(32,), needs_grad=True)
+    loss = jr.ndarray(jr.f32, shape=(), needs_grad=True)
+    g = jr.field(jr.f32, shape=(8,), needs_grad=True)
+    sq(x, loss)                  # the first launch uploads x, loss and their gradients
+    lib.calls.clear()
+    for _ in range(2):
+        with jr.ad.Tape(loss=loss):
+            sq(x, loss)
+        assert "h2d" not in names(lib) and "d2h" not in names(lib)
+        assert names(lib).count("memset") >= 4   # g.grad, loss, x.grad, loss.grad
+        lib.calls.clear()
+    # the kernels never run here: what the clearing wrote is what stays
+    assert x.grad.to_numpy().tolist() == [0.0] * 32 and loss.grad[None] == 1.0
+    assert loss[None] == 0.0 and g.grad.to_numpy().tolist() == [0.0] * 8
+
+
+def test_hip_takes_its_32_bit_memset_value_signed():
+    lib = fakegpu_lib.FakeGpuLib()
+
+    class SignedDriver(fakegpu_backend.FakeGpuDriver):
+        api = dataclasses.replace(fakegpu_backend.FAKEGPU_API, memset32_signed=True)
+
+    driver = SignedDriver(lib, 0)
+    dst = driver.alloc(16)
+    driver.fill(dst, np.float32(-1.0).tobytes(), 4)
+    (args,) = [a for n, a in lib.log if n == "fgMemsetD32Async"]
+    assert args[1] == 0xBF800000 - (1 << 32)
+    assert np.frombuffer(bytes((fakegpu_lib.ctypes.c_uint8 * 16).from_address(dst)),
+                         np.float32).tolist() == [-1.0] * 4
