@@ -7,8 +7,9 @@ next launch uploads it (`from_numpy` uploads at once); a launch, a device fill (
 memsets) and a device-to-device `copy_from` mark the device copy newer, and host reads
 (`to_numpy`, `x[i]`, pickling, exports) download it; docs/gpu.md has the rule. An ndarray
 over another library's device memory (a torch or CuPy array passed to a kernel) gets a
-`ForeignMirror` over that memory (`ForeignArrays` wraps each live object once). `GpuHeap` is the program's adstack heap in device memory. Caches: a mirror per
-buffer, a wrapper per live foreign object, the heap per device (grow-only).
+`ForeignMirror` over that memory (`ForeignArrays` wraps each live object once). `GpuHeap`
+is the program's adstack heap in device memory. Caches: a mirror per buffer, a wrapper per
+live foreign object, the heap per device (grow-only).
 """
 from __future__ import annotations
 
