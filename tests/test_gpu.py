@@ -277,7 +277,7 @@ def test_graph_replays_a_step_and_keeps_generations_exact(arch, form):
     assert x.gen == gen + 10
     np.testing.assert_array_equal(x.to_numpy(), np.full(256, 18.0, np.float32))
     assert counter[0] == 6
-    x.fill(0.0)                   # a host write between replays is uploaded first
+    x.fill(0.0)                   # between replays: on the device (a memset) before the next
     g()
     assert x[7] == 3.0
     if arch != "cpu":
