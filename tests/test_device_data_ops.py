@@ -224,3 +224,59 @@ def test_hip_takes_its_32_bit_memset_value_signed():
     assert args[1] == 0xBF800000 - (1 << 32)
     assert np.frombuffer(bytes((fakegpu_lib.ctypes.c_uint8 * 16).from_address(dst)),
                          np.float32).tolist() == [-1.0] * 4
+
+
+def test_the_ndarray_step_moves_no_data_and_launches_as_the_field_step(lib):
+    # issue 32: the ndarray form of the adstack step uploaded x.grad, loss and loss.grad at
+    # every step (host fills); now its launches are the field form's, after three memsets
+    n = 2048
+    xf = jr.field(jr.f32, shape=(n,), needs_grad=True)
+    lf = jr.field(jr.f32, shape=(), needs_grad=True)
+    c = jr.ndarray(jr.i32, shape=(n,))
+    c.from_numpy(np.arange(n, dtype=np.int32) % 8 + 1)
+
+    @jr.kernel
+    def forward(c: nd(dtype=jr.i32, ndim=1)):
+        for i in xf:
+            v = xf[i]
+            for _ in range(c[i]):
+                v = jr.sin(v) * 1.1 + 0.1
+            lf[None] += v
+
+    @jr.kernel
+    def seed():
+        for i in xf:
+            xf.grad[i] = 0.0
+        lf.grad[None] = 1.0
+        lf[None] = 0.0
+
+    @jr.kernel
+    def fwd(x: nd(dtype=jr.f32, ndim=1), c: nd(dtype=jr.i32, ndim=1),
+            loss: nd(dtype=jr.f32, ndim=0)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(c[i]):
+                v = jr.sin(v) * 1.1 + 0.1
+            loss[None] += v
+
+    x = jr.ndarray(jr.f32, shape=(n,), needs_grad=True)
+    loss = jr.ndarray(jr.f32, shape=(), needs_grad=True)
+    field_calls, array_calls = [], []
+    for _ in range(2):
+        lib.calls.clear()
+        seed()
+        forward(c)
+        forward.grad(c)
+        field_calls = [call[2:] for call in lib.calls if call[0] == "launch"]
+        lib.calls.clear()
+        before = len(syncs(lib))
+        loss.fill(0)
+        x.grad.fill(0)
+        loss.grad.fill(1)
+        fwd(x, c, loss)
+        fwd.grad(x, c, loss)
+        array_calls = [call[2:] for call in lib.calls if call[0] == "launch"]
+    assert names(lib) == ["memset"] * 3 + ["launch"] * len(array_calls)
+    assert len(syncs(lib)) == before
+    # (grid, block) of forward and grad: the seed kernel's launches aside, the same
+    assert array_calls == field_calls[-len(array_calls):]

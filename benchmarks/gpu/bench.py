@@ -7,8 +7,11 @@ the same loaded function, a prebuilt parameter array), CuPy `RawKernel` and a sm
 a 100-kernel step launched directly and replayed as a `jr.graph`, against a raw CUDA graph of
 the same 100 launches; saxpy over 64M f32 against a device-to-device copy; the adstack step
 (forward + grad, trip counts 1..8) at N = 1M and N = 1024 against torch autograd of the same
-computation (a masked loop), gradients checked. CuPy and torch rows are skipped when those
-packages are missing.
+computation (a masked loop), gradients checked; the same step written with ndarrays as users
+write it (`loss.fill(0); x.grad.fill(0); loss.grad.fill(1); fwd(x, c, loss); fwd.grad(x, c,
+loss)`) against the field form, at both sizes (issue 32: within 1.2x); whole-array operations
+on device data at N = 1M (`fill` as driver memsets, `copy_from`, `from_numpy`). CuPy and torch
+rows are skipped when those packages are missing.
 """
 from __future__ import annotations
 
@@ -213,6 +216,9 @@ def adstack_rows(drv: Any, n: int) -> list[tuple[str, str, str, str]]:
     t = per_call(step, drv.synchronize, 20)
     grad = x.grad.to_numpy()
     rows = [(f"adstack step N={n}: jitrt", f"{t * 1e6:.0f} us", "", "")]
+    fields = [t] + [per_call(f, drv.synchronize, 20)
+                    for f in (lambda: forward(cnt), lambda: forward.grad(cnt))]
+    nd_rows = ndarray_step_rows(drv, xv, cv, fields, grad)
     try:
         import torch
         tx = torch.tensor(xv, device="cuda", requires_grad=True)
@@ -234,6 +240,72 @@ def adstack_rows(drv: Any, n: int) -> list[tuple[str, str, str, str]]:
                  f"{err:.1e})")]
     except ImportError:
         pass
+    return rows + nd_rows
+
+
+def ndarray_step_rows(drv: Any, xv: np.ndarray, cv: np.ndarray, fields: list[float],
+                      grad: np.ndarray) -> list[tuple[str, str, str, str]]:
+    """The adstack step written with ndarrays as users write it (fills, forward, grad)
+    against the field step above (`fields`: its step, forward and grad launch seconds);
+    gradients checked equal."""
+    t_field = fields[0]
+    n = len(xv)
+    x = jr.ndarray(jr.f32, shape=(n,), needs_grad=True)
+    loss = jr.ndarray(jr.f32, shape=(), needs_grad=True)
+    c = jr.ndarray(jr.i32, shape=(n,))
+    x.from_numpy(xv)
+    c.from_numpy(cv)
+
+    @jr.kernel
+    def fwd(x: nd(dtype=jr.f32, ndim=1), c: nd(dtype=jr.i32, ndim=1),
+            loss: nd(dtype=jr.f32, ndim=0)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(c[i]):
+                v = jr.sin(v) * 1.1 + 0.1
+            loss[None] += v
+
+    def step() -> None:
+        loss.fill(0)
+        x.grad.fill(0)
+        loss.grad.fill(1)
+        fwd(x, c, loss)
+        fwd.grad(x, c, loss)
+
+    t = per_call(step, drv.synchronize, 20)
+    err = float(np.max(np.abs(x.grad.to_numpy() - grad)))
+    assert err < 1e-4, err
+    launches = [lambda: fwd(x, c, loss), lambda: fwd.grad(x, c, loss), lambda: x.grad.fill(0)]
+    tf, tg, tz = (per_call(f, drv.synchronize, 20) for f in launches)
+    return [(f"adstack step N={n}: ndarray form (3 fills + fwd + grad)", f"{t * 1e6:.0f} us",
+             f"field form {t_field * 1e6:.0f} us", f"{t / t_field:.2f}x fields (grad max "
+             f"err {err:.1e})"),
+            (f"  ndarray form N={n}: fwd / grad / x.grad.fill(0)",
+             f"{tf * 1e6:.0f} / {tg * 1e6:.0f} / {tz * 1e6:.1f} us",
+             f"fields: fwd / grad {fields[1] * 1e6:.0f} / {fields[2] * 1e6:.0f} us",
+             f"grad {tg / fields[2]:.2f}x fields")]
+
+
+def data_op_rows(device: Any) -> list[tuple[str, str, str, str]]:
+    """Whole-array operations on device-resident data at N = 1M (issue 32: a fill <= 10 us):
+    fills become driver memsets, copy_from a device-to-device copy, from_numpy one upload."""
+    drv, n = device.driver, 1 << 20
+    a, b = jr.ndarray(jr.f32, shape=(n,)), jr.ndarray(jr.f32, shape=(n,))
+    d = jr.ndarray(jr.f64, shape=(n,))
+    v = jr.Vector.ndarray(3, jr.f32, shape=(n,))
+    host = np.ones(n, np.float32)
+    for arr in (a, b, d, v):
+        arr.fill(0)
+    cases = [("fill 1M f32 (one D32 memset)", lambda: a.fill(1.5)),
+             ("fill 1M f64 = 1.5 (two pitched memsets)", lambda: d.fill(1.5)),
+             ("fill 1M vec3 f32 (three pitched memsets)", lambda: v.fill(jr.Vector([1, 2, 3]))),
+             ("copy_from 1M f32 device to device", lambda: b.copy_from(a)),
+             ("from_numpy 1M f32 (one async upload)", lambda: a.from_numpy(host))]
+    rows = []
+    for name, fn in cases:
+        t = per_call(fn, drv.synchronize, 200)
+        rows.append((name, f"{t * 1e6:.1f} us", "", ""))
+    assert float(v[n - 1][2]) == 3.0 and float(d[7]) == 1.5 and float(b[3]) == 1.5
     return rows
 
 
@@ -242,6 +314,7 @@ def main() -> None:
     device = program.device
     rows = launch_rows(device.driver) + saxpy_rows(device)
     rows += adstack_rows(device.driver, 1 << 20) + adstack_rows(device.driver, 1024)
+    rows += data_op_rows(device)
     stats = jr.debug.stats()
     rows.append(("context uploads skipped / done", f"{stats['h2d_skipped']} / "
                  f"{stats['h2d_uploads']}", f"device allocations {stats['allocations']}", ""))
