@@ -280,3 +280,14 @@ def test_the_ndarray_step_moves_no_data_and_launches_as_the_field_step(lib):
     assert len(syncs(lib)) == before
     # (grid, block) of forward and grad: the seed kernel's launches aside, the same
     assert array_calls == field_calls[-len(array_calls):]
+
+
+def test_a_fill_of_shared_device_memory_is_done_when_it_returns(lib):
+    # a zero-copy foreign view (`to_torch(copy=False)`) reads the memory on its own stream
+    x = jr.ndarray(jr.f32, shape=(8,))
+    scale(x)
+    x._mirror.shared = True            # what to_torch(copy=False) sets on a GPU program
+    before = len(syncs(lib))
+    lib.calls.clear()
+    x.fill(2.0)
+    assert names(lib)[0] == "memset" and len(syncs(lib)) > before

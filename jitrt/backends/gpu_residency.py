@@ -58,13 +58,20 @@ class DeviceMirror:
         """Every element becomes `pattern` (one element's bytes) in device memory: driver
         memsets on the stream, no synchronisation; the host copy is stale from then on."""
         self.device.driver.fill(self.ptr, pattern, self.host.nbytes // len(pattern))
-        self.host_newer, self.device_newer = False, True
+        self.device_wrote()
 
     def copy_from(self, source: "DeviceMirror") -> None:
         """The data of `source` (same size) copied in device memory, on the stream."""
         source.to_device()
         self.device.copy_d2d(self.ptr, source.ptr, self.host.nbytes)
+        self.device_wrote()
+
+    def device_wrote(self) -> None:
+        """After a fill or copy on the stream: the device copy is the newer one; a foreign
+        view of it (`shared`) sees the write when the call returns, as after a host write."""
         self.host_newer, self.device_newer = False, True
+        if self.shared:
+            self.device.synchronize()
 
     def before_host_read(self) -> None:
         if self.device_newer or self.shared:
