@@ -57,7 +57,8 @@ class DeviceMirror:
     def fill(self, pattern: bytes) -> None:
         """Every element becomes `pattern` (one element's bytes) in device memory: driver
         memsets on the stream, no synchronisation; the host copy is stale from then on."""
-        self.device.driver.fill(self.ptr, pattern, self.host.nbytes // len(pattern))
+        if pattern:                    # an element of no components: nothing to write
+            self.device.driver.fill(self.ptr, pattern, self.host.nbytes // len(pattern))
         self.device_wrote()
 
     def copy_from(self, source: "DeviceMirror") -> None:
