@@ -173,6 +173,8 @@ def test_copy_from_between_device_copies_stays_on_the_device(lib):
     scale(b)
     assert names(lib) == ["launch"]
     np.testing.assert_array_equal(b.to_numpy(), np.arange(16, dtype=np.float32))
+    b.copy_from(b)                               # itself: nothing to copy
+    np.testing.assert_array_equal(b.to_numpy(), np.arange(16, dtype=np.float32))
     c = jr.ndarray(jr.f64, shape=(16,))          # another dtype: converted on the host
     c.copy_from(a)
     np.testing.assert_array_equal(c.to_numpy(), np.arange(16))

@@ -64,7 +64,8 @@ class DeviceMirror:
     def copy_from(self, source: "DeviceMirror") -> None:
         """The data of `source` (same size) copied in device memory, on the stream."""
         source.to_device()
-        self.device.copy_d2d(self.ptr, source.ptr, self.host.nbytes)
+        if source is not self:
+            self.device.copy_d2d(self.ptr, source.ptr, self.host.nbytes)
         self.device_wrote()
 
     def device_wrote(self) -> None:
