@@ -445,3 +445,46 @@ def test_loop_config_block_dim(arch):
 
     with pytest.raises(jr.KernelCompileError, match="an int from 1 to 1024, got 2048"):
         bad()
+
+
+@gpu_only
+def test_device_fills_copies_and_uploads_give_the_values_to_kernels_and_host():
+    # fills are driver memsets (plain, and pitched per word: f64 1.5, vec3, u8 vec3, i16),
+    # copy_from a device copy, from_numpy an upload: what a kernel then reads is the value
+    @jr.kernel
+    def total(a: nd(ndim=1), out: nd(dtype=jr.f64, ndim=0)):
+        for i in range(a.shape[0]):
+            out[None] += jr.cast(a[i], jr.f64)
+
+    @jr.kernel
+    def total3(a: nd(ndim=1), out: nd(dtype=jr.f64, ndim=0)):
+        for i in range(a.shape[0]):
+            out[None] += (jr.cast(a[i][0], jr.f64) + 10 * jr.cast(a[i][1], jr.f64)
+                          + 100 * jr.cast(a[i][2], jr.f64))
+
+    out = jr.ndarray(jr.f64, shape=())
+    n = 100_003
+    for dtype, value in ((jr.f32, -1.0), (jr.f64, 1.5), (jr.i8, -3), (jr.i16, 300),
+                         (jr.i32, 70000), (jr.u8, 200)):
+        a = jr.ndarray(dtype, shape=(n,))
+        total(a, out)                       # a has a current device copy
+        a.fill(value)
+        out.fill(0)
+        total(a, out)
+        assert out[None] == pytest.approx(float(np.asarray(value, dtype.np)) * n), dtype
+        assert a[n - 1] == np.asarray(value, dtype.np), dtype
+    for dtype in (jr.f32, jr.u8):
+        v = jr.Vector.ndarray(3, dtype, shape=(n,))
+        v.fill(jr.Vector([1, 2, 3]))
+        out.fill(0)
+        total3(v, out)
+        assert out[None] == 321.0 * n
+        np.testing.assert_array_equal(v.to_numpy(), np.tile(np.array([1, 2, 3], dtype.np),
+                                                             (n, 1)))
+    a, b = jr.ndarray(jr.f32, shape=(n,)), jr.ndarray(jr.f32, shape=(n,))
+    a.from_numpy(np.arange(n, dtype=np.float32))
+    b.copy_from(a)
+    out.fill(0)
+    total(b, out)
+    assert out[None] == pytest.approx(n * (n - 1) / 2)
+    np.testing.assert_array_equal(b.to_numpy(), np.arange(n, dtype=np.float32))
