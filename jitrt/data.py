@@ -320,7 +320,7 @@ class _Buffer:
                              f"has shape {self._element} (or give a number)")
         device = CURRENT_DEVICE[0]
         if device is not None:
-            element = np.empty(self._element, self._dtype.np)
+            element = np.empty(self._element, self._data.dtype)
             element[...] = arr                   # converted as a host fill converts it
             if device.fill_data(self, element.tobytes()):
                 self.gen += 1                    # filled in device memory (docs/gpu.md)

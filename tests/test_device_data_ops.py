@@ -49,21 +49,21 @@ def scale(a: nd(dtype=jr.f32, ndim=1)):
 
 def test_memset_plan_uses_one_memset_when_the_element_repeats_a_word():
     f32 = np.float32(1.0).tobytes()
-    assert memset_plan(f32, 10) == [(4, 0, 0x3F800000, 10, 0)]
-    assert memset_plan(np.float64(0.0).tobytes(), 10) == [(1, 0, 0, 80, 0)]
-    assert memset_plan(np.int16(-2).tobytes(), 3) == [(2, 0, 0xFFFE, 3, 0)]
-    assert memset_plan(np.int8(7).tobytes(), 5) == [(1, 0, 7, 5, 0)]
-    assert memset_plan(np.array([1.0, 1.0, 1.0], np.float32).tobytes(), 4) == [
-        (4, 0, 0x3F800000, 12, 0)]
-    assert memset_plan(f32, 0) == []
+    assert memset_plan(f32, 10) == ((4, 0, 0x3F800000, 10, 0),)
+    assert memset_plan(np.float64(0.0).tobytes(), 10) == ((1, 0, 0, 80, 0),)
+    assert memset_plan(np.int16(-2).tobytes(), 3) == ((2, 0, 0xFFFE, 3, 0),)
+    assert memset_plan(np.int8(7).tobytes(), 5) == ((1, 0, 7, 5, 0),)
+    assert memset_plan(np.array([1.0, 1.0, 1.0], np.float32).tobytes(), 4) == (
+        (4, 0, 0x3F800000, 12, 0),)
+    assert memset_plan(f32, 0) == ()
 
 
 def test_memset_plan_writes_other_elements_word_by_word_with_a_pitch():
     # 1.5 as f64 is 0x3FF8000000000000: halves differ, two pitched memsets of 4-byte words
-    assert memset_plan(np.float64(1.5).tobytes(), 6) == [(4, 0, 0, 6, 8),
-                                                         (4, 4, 0x3FF80000, 6, 8)]
+    assert memset_plan(np.float64(1.5).tobytes(), 6) == ((4, 0, 0, 6, 8),
+                                                         (4, 4, 0x3FF80000, 6, 8))
     vec = np.array([1, 2, 3], np.uint8).tobytes()
-    assert memset_plan(vec, 2) == [(1, 0, 1, 2, 3), (1, 1, 2, 2, 3), (1, 2, 3, 2, 3)]
+    assert memset_plan(vec, 2) == ((1, 0, 1, 2, 3), (1, 1, 2, 2, 3), (1, 2, 3, 2, 3))
 
 
 @pytest.mark.parametrize("make", [lambda: jr.ndarray(jr.f32, shape=(1000,)),

@@ -13,6 +13,7 @@ at `close`), and per thread whether the device is current on it.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Callable
 
@@ -79,7 +80,8 @@ class StreamApi:
 MemsetCall = tuple[int, int, int, int, int]   # (word bytes, offset, value, words, pitch)
 
 
-def memset_plan(pattern: bytes, count: int) -> list[MemsetCall]:
+@functools.lru_cache(maxsize=256)      # a training loop fills the same arrays every step
+def memset_plan(pattern: bytes, count: int) -> tuple[MemsetCall, ...]:
     """The driver memsets that write `count` copies of `pattern` (one element's bytes): one
     memset of 1-, 2- or 4-byte words when the pattern repeats such a word (f32, i8, f64 0.0,
     an f64 whose halves are equal, a vector of equal components), else one pitched memset
@@ -88,14 +90,14 @@ def memset_plan(pattern: bytes, count: int) -> list[MemsetCall]:
     every GPU stores them; nothing for `count` 0."""
     size = len(pattern)
     if not count or not size:
-        return []
+        return ()
     for width in (1, 2, 4):
         if size % width == 0 and pattern == pattern[:width] * (size // width):
-            return [(width, 0, int.from_bytes(pattern[:width], "little"), count * size // width,
-                     0)]
+            return ((width, 0, int.from_bytes(pattern[:width], "little"), count * size // width,
+                     0),)
     width = 4 if size % 4 == 0 else 2 if size % 2 == 0 else 1
-    return [(width, k, int.from_bytes(pattern[k:k + width], "little"), count, size)
-            for k in range(0, size, width)]
+    return tuple((width, k, int.from_bytes(pattern[k:k + width], "little"), count, size)
+                 for k in range(0, size, width))
 
 
 class _Bound(threading.local):
@@ -304,12 +306,13 @@ class StreamDriver:
         api = self.api
         for width, offset, value, n, pitch in memset_plan(pattern, count):
             if pitch:
-                name = {1: api.memset2d8, 2: api.memset2d16, 4: api.memset2d32}[width]
+                name = api.memset2d32 if width == 4 else api.memset2d16 if width == 2 else \
+                    api.memset2d8
                 self.checked(name, dst + offset, pitch, value, 1, n, self.stream)
                 continue
             if width == 4 and api.memset32_signed and value >= 1 << 31:
                 value -= 1 << 32
-            name = {1: api.memset, 2: api.memset16, 4: api.memset32}[width]
+            name = api.memset32 if width == 4 else api.memset16 if width == 2 else api.memset
             self.checked(name, dst + offset, value, n, self.stream)
 
     def synchronize(self) -> None:
