@@ -159,7 +159,7 @@ def test_host_writes_upload_before_the_next_launch_only(fake):
     assert [c[0] for c in fake.calls] == ["launch"]
     x.from_numpy(np.full(64, 2.0, np.float32))      # uploaded at once, asynchronously
     bump()
-    assert [c[0] for c in fake.calls] == ["launch", "h2d", "launch"]
+    assert [c[0] for c in fake.calls if c[0] != "event_sync"] == ["launch", "h2d", "launch"]
     fake.calls.clear()
     x[3] = 5.0                  # the device copy is newer: downloaded, written, uploaded
     bump()

@@ -37,6 +37,7 @@ from .gpu_graph import GpuGraph
 from . import gpu_launch
 from .gpu_launch import DEFAULT_BLOCK, MAX_GRID, GpuLaunch
 from .gpu_residency import DeviceMirror, ForeignArrays, GpuHeap
+from .gpu_staging import Uploads
 
 __all__ = ["DEFAULT_BLOCK", "MAX_GRID", "GpuDevice", "GpuDriver", "GpuLaunch"]
 
@@ -63,6 +64,7 @@ class GpuDevice(Device):
         self.launch_at: dict[int, GpuLaunch] = {}     # context address -> its entry
         self.dlpack_device_type = driver.dlpack_device_type
         self.foreign = ForeignArrays(self)
+        self.uploads = Uploads(self)
         self._scratch, self._scratch_size = 0, 0
         self.mirrors: list[DeviceMirror] = []
         self.counters: dict[str, int] = {"h2d_skipped": 0, "h2d_uploads": 0, "allocations": 0,
@@ -226,7 +228,7 @@ class GpuDevice(Device):
         that the next launch is one that moves nothing."""
         mirror = data._mirror
         if mirror is not None and mirror.device is self:
-            mirror.to_device()
+            mirror.upload_now()
 
     def wrap_foreign(self, obj: Any) -> Any:
         """A jitrt ndarray over a torch/CuPy device array (no copy), the same one for the
@@ -268,6 +270,7 @@ class GpuDevice(Device):
             if mirror.ptr:
                 mirror.release()
         self.foreign.close()
+        self.uploads.close()
         for launch in self.launches:
             launch.release()
         self.driver.free(self.status)

@@ -75,6 +75,13 @@ class DeviceMirror:
         if self.shared:
             self.device.synchronize()
 
+    def upload_now(self) -> None:
+        """After the host copy was overwritten whole: upload it now, through the device's
+        pinned upload buffers (no wait for the stream)."""
+        if self.host_newer:
+            self.device.uploads.upload(self.ptr, self.host.ctypes.data, self.host.nbytes)
+            self.host_newer = False
+
     def before_host_read(self) -> None:
         if self.device_newer or self.shared:
             self.device.copy_d2h(self.host.ctypes.data, self.ptr, self.host.nbytes)

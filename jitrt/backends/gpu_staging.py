@@ -1,11 +1,15 @@
-"""Host arrays passed to a GPU launch: staged through device buffers and pinned host buffers.
+"""Host arrays passed to a GPU launch, and whole-array uploads: staged through pinned buffers.
 
 Stage: backend (helpers of `gpu_launch.py`). A plain numpy argument (or a host tensor wrapped
 by `jr.ndarray.from_dlpack`) has no device mirror: each launch copies it host -> pinned buffer
 -> device staging buffer before the kernels and, when they write it, back the same way after
 them (DMA from and to the pinned buffer, never the array itself; one synchronisation). A pinned
-buffer is written again only after the event of the copy that last read it. Caches: one device
-staging buffer and one pinned buffer per launch context and slot (grow-only), on the launch.
+buffer is written again only after the event of the copy that last read it. `Uploads` does the
+same for `from_numpy` into an array with a device copy: the new data goes up at once through
+one of two pinned buffers used in turn, so that the call never waits for the stream (an upload
+from pageable memory may: the driver stages it and can synchronise). Caches: one device staging
+buffer and one pinned buffer per launch context and slot (grow-only), on the launch; the two
+upload buffers per device (grow-only, up to `UPLOAD_PINNED_MAX` bytes each).
 """
 from __future__ import annotations
 
@@ -88,3 +92,44 @@ def release(launch: "GpuLaunch") -> None:
         device.driver.free_pinned(ptr)
         device.driver.event_destroy(event)
     launch.pinned.clear()
+
+
+# larger uploads go straight from the array (pageable memory): the copy's own time dwarfs a
+# wait for the stream, and pinned memory is not spent on them
+UPLOAD_PINNED_MAX = 64 << 20
+
+
+class Uploads:
+    """Whole-array uploads of one device through two pinned buffers used in turn (see the
+    module docstring): one memmove into the buffer, one asynchronous copy from it."""
+
+    def __init__(self, device: "GpuDevice") -> None:
+        self.device = device
+        self.buffers: list[list[Any]] = []     # [address, size, event] each
+        self.turn = 0
+
+    def upload(self, dst: int, src: int, nbytes: int) -> None:
+        driver = self.device.driver
+        if nbytes > UPLOAD_PINNED_MAX or not nbytes:
+            driver.copy_h2d(dst, src, nbytes)
+            return
+        if len(self.buffers) < 2:
+            size = max(nbytes, 1 << 16)
+            self.buffers.append([driver.alloc_pinned(size), size, driver.event_create()])
+        buf = self.buffers[self.turn % len(self.buffers)]
+        self.turn += 1
+        driver.event_synchronize(buf[2])       # the copy that last read it has finished
+        if buf[1] < nbytes:
+            driver.free_pinned(buf[0])
+            buf[0], buf[1] = driver.alloc_pinned(nbytes), nbytes
+        ctypes.memmove(buf[0], src, nbytes)
+        driver.copy_h2d(dst, buf[0], nbytes)    # DMA from pinned memory
+        driver.event_record(buf[2])
+
+    def close(self) -> None:
+        driver = self.device.driver
+        for ptr, _, event in self.buffers:
+            driver.event_synchronize(event)
+            driver.free_pinned(ptr)
+            driver.event_destroy(event)
+        self.buffers.clear()
