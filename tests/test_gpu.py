@@ -483,8 +483,14 @@ def test_device_fills_copies_and_uploads_give_the_values_to_kernels_and_host():
                                                              (n, 1)))
     a, b = jr.ndarray(jr.f32, shape=(n,)), jr.ndarray(jr.f32, shape=(n,))
     a.from_numpy(np.arange(n, dtype=np.float32))
-    b.copy_from(a)
+    total(a, out)                           # a has a device copy now
+    b.copy_from(a)                          # device to device
     out.fill(0)
     total(b, out)
     assert out[None] == pytest.approx(n * (n - 1) / 2)
     np.testing.assert_array_equal(b.to_numpy(), np.arange(n, dtype=np.float32))
+    for k in (2, 3, 4):                     # uploads through the two pinned buffers in turn
+        a.from_numpy(np.full(n, k, np.float32))
+        out.fill(0)
+        total(a, out)
+        assert out[None] == k * n
