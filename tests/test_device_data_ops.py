@@ -300,3 +300,19 @@ def test_a_fill_of_shared_device_memory_is_done_when_it_returns(lib):
     lib.calls.clear()
     x.fill(2.0)
     assert names(lib)[0] == "memset" and len(syncs(lib)) > before
+
+
+def test_exports_and_host_copies_after_a_device_fill_see_it(lib):
+    x = jr.ndarray(jr.f32, shape=(6,))
+    x.fill(7.0)
+    ptr = x.__cuda_array_interface__["data"][0]       # the device memory, not re-uploaded
+    exported = np.ctypeslib.as_array((fakegpu_lib.ctypes.c_float * 6).from_address(ptr))
+    assert exported.tolist() == [7.0] * 6
+    x.fill(8.0)
+    capsule_ptr = x._mirror.ptr
+    x.__dlpack__()
+    assert np.ctypeslib.as_array(
+        (fakegpu_lib.ctypes.c_float * 6).from_address(capsule_ptr)).tolist() == [8.0] * 6
+    wide = jr.ndarray(jr.f64, shape=(6,))
+    wide.copy_from(x)                                # another dtype: the host copy, downloaded
+    assert wide.to_numpy().tolist() == [8.0] * 6
