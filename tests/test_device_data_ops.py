@@ -15,6 +15,7 @@ import pytest
 import jitrt as jr
 from jitrt.backends import registry
 from jitrt.backends.stream_driver import memset_plan
+from jitrt.runtime import program as program_mod
 
 nd = jr.types.ndarray
 pytestmark = pytest.mark.cpu_only
@@ -149,7 +150,8 @@ def test_host_reads_after_a_device_fill_see_it(lib):
 def test_a_host_written_array_is_filled_on_the_host(lib):
     x = jr.ndarray(jr.f32, shape=(4,))
     scale(x)
-    x[0] = 1.0                         # the host copy is newer now
+    with x.writable() as data:         # the host copy is newer now
+        data[0] = 1.0
     lib.calls.clear()
     x.fill(2.0)
     assert "memset" not in names(lib)
@@ -316,3 +318,154 @@ def test_exports_and_host_copies_after_a_device_fill_see_it(lib):
     wide = jr.ndarray(jr.f64, shape=(6,))
     wide.copy_from(x)                                # another dtype: the host copy, downloaded
     assert wide.to_numpy().tolist() == [8.0] * 6
+
+
+# ---- one element at Python scope: its bytes alone move (docs/gpu.md, "Where data lives") ---
+
+def moves(lib):
+    """The data copies since the last clear, as (direction, device address, byte count), but
+    for the status block's read at each synchronisation (faults)."""
+    status = program_mod.current().device.status
+    return [c[:3] for c in lib.calls if c[0] in ("h2d", "d2h") and c[1] != status]
+
+
+def copies(lib):
+    """`moves` as (direction, byte count)."""
+    return [(c[0], c[2]) for c in moves(lib)]
+
+
+@pytest.mark.parametrize("make", [lambda: jr.ndarray(jr.f32, shape=()),
+                                  lambda: jr.field(jr.f32, shape=())],
+                         ids=["ndarray", "field"])
+def test_a_0d_element_read_copies_its_bytes_and_a_write_does_not_wait(lib, make):
+    loss = make()
+    loss.fill(3.0)                      # newer on the device
+    lib.calls.clear()
+    before = len(syncs(lib))
+    assert loss[None] == 3.0
+    assert copies(lib) == [("d2h", 4)] and len(syncs(lib)) == before + 1
+    lib.calls.clear()
+    before, gen = len(syncs(lib)), loss.gen
+    loss[None] = 5.0
+    assert copies(lib) == [("h2d", 4)] and len(syncs(lib)) == before and loss.gen == gen + 1
+    assert not loss._mirror.device_newer and not loss._mirror.host_newer   # both current
+    lib.calls.clear()
+    assert loss[None] == 5.0 and loss.to_numpy().tolist() == 5.0
+    assert copies(lib) == []            # read whole once: the host copy is current again
+
+
+def test_an_nd_element_moves_alone_and_the_host_copy_stays_consistent(lib):
+    x = jr.ndarray(jr.f64, shape=(40, 30))
+    x.fill(2.0)
+    ptr = x._mirror.ptr
+    lib.calls.clear()
+    assert x[3, 4] == 2.0 and x[-1, -1] == 2.0
+    assert moves(lib) == [("d2h", ptr + (3 * 30 + 4) * 8, 8),
+                          ("d2h", ptr + (40 * 30 - 1) * 8, 8)]
+    lib.calls.clear()
+    x[3, 5] = 7.0
+    x[-1, 0] = -1.0
+    assert moves(lib) == [("h2d", ptr + (3 * 30 + 5) * 8, 8), ("h2d", ptr + (39 * 30) * 8, 8)]
+    want = np.full((40, 30), 2.0)
+    want[3, 5], want[-1, 0] = 7.0, -1.0
+    np.testing.assert_array_equal(x.to_numpy(), want)      # one download of the whole
+    lib.calls.clear()
+    x[0, 0] = 4.0            # both copies current: the host copy and the element's bytes
+    scale2 = x.to_numpy()
+    assert copies(lib) == [("h2d", 8)] and scale2[0, 0] == 4.0
+
+
+def test_an_offset_field_element_is_found_at_its_storage_place(lib):
+    f = jr.field(jr.i32, shape=(10,), offset=(-5,))
+    f.fill(1)
+    lib.calls.clear()
+    f[-5] = 9
+    assert moves(lib) == [("h2d", f._mirror.ptr, 4)]
+    assert f[-5] == 9 and f[4] == 1 and f.to_numpy().tolist() == [9] + [1] * 9
+
+
+def test_vector_and_matrix_elements_move_their_bytes(lib):
+    v = jr.Vector.ndarray(3, jr.f32, shape=(10,))
+    v.fill(jr.Vector([1.0, 2.0, 3.0]))
+    lib.calls.clear()
+    assert v[2].to_numpy().tolist() == [1.0, 2.0, 3.0] and v[2][1] == 2.0 and v[4].z == 3.0
+    assert copies(lib) == [("d2h", 12), ("d2h", 4), ("d2h", 4)]
+    lib.calls.clear()
+    v[2] = [4.0, 5.0, 6.0]
+    v[3][0] = -1.0
+    v[5].y = 8.0
+    assert copies(lib) == [("h2d", 12), ("h2d", 4), ("h2d", 4)]
+    lib.calls.clear()
+    v[6][0:2] = [9.0, 9.0]             # some components: the element is read and written
+    assert copies(lib) == [("d2h", 12), ("h2d", 12)]
+    rows = v.to_numpy()
+    assert rows[2].tolist() == [4.0, 5.0, 6.0] and rows[3].tolist() == [-1.0, 2.0, 3.0]
+    assert rows[5].tolist() == [1.0, 8.0, 3.0] and rows[6].tolist() == [9.0, 9.0, 3.0]
+    m = jr.Matrix.field(2, 2, jr.f64, shape=(4,))
+    m.fill(1.5)
+    lib.calls.clear()
+    m[1] = [[1.0, 2.0], [3.0, 4.0]]
+    assert m[1][1, 0] == 3.0 and m[1][0].to_numpy().tolist() == [1.0, 2.0]
+    assert copies(lib) == [("h2d", 32), ("d2h", 8), ("d2h", 16)]
+
+
+def test_the_parameter_update_moves_three_elements_and_the_next_launch_nothing(lib):
+    # `x[None] -= lr * x.grad[None]`: two element reads, one element write; x stays current
+    # on the device, so the next launch uploads nothing (it uploaded all of x before)
+    x = jr.field(jr.f32, shape=(), needs_grad=True)
+    y = jr.field(jr.f32, shape=(1000,))
+
+    @jr.kernel
+    def use():
+        for i in y:
+            y[i] = x[None] * 2.0
+
+    use()
+    x.fill(1.0)                                  # both newer on the device
+    x.grad.fill(0.5)
+    lib.calls.clear()
+    before = len(syncs(lib))
+    x[None] -= 0.1 * x.grad[None]
+    use()
+    assert moves(lib) == [("d2h", x._mirror.ptr, 4), ("d2h", x.grad._mirror.ptr, 4),
+                          ("h2d", x._mirror.ptr, 4)]
+    assert names(lib)[-1] == "launch" and len(syncs(lib)) == before + 2
+    lib.calls.clear()
+    x[None] -= 0.1 * x.grad[None]                # both read whole already: current on the host
+    use()
+    assert moves(lib) == [("h2d", x._mirror.ptr, 4)] and names(lib)[-1] == "launch"
+    want = np.float32(np.float32(1.0) - np.float32(0.05)) - np.float32(0.05)
+    assert x[None] == want and x.to_numpy() == want
+    big = jr.ndarray(jr.f32, shape=(1 << 16,))
+    scale(big)
+    lib.calls.clear()
+    big[7] = 3.0
+    scale(big)
+    assert copies(lib) == [("h2d", 4)]          # not the 256 KiB array
+
+
+def test_an_element_write_after_pending_host_writes_waits_for_the_launch(lib):
+    x = jr.ndarray(jr.f32, shape=(100,))
+    scale(x)
+    with x.writable() as data:          # the host copy is newer: the launch uploads all of it
+        data[:] = 1.0
+    lib.calls.clear()
+    x[3] = 2.0
+    assert copies(lib) == []
+    scale(x)
+    assert copies(lib) == [("h2d", 400)]
+
+
+def test_many_element_writes_reuse_the_pinned_ring(lib):
+    x = jr.ndarray(jr.i32, shape=(3000,))
+    x.fill(0)
+    lib.calls.clear()
+    for i in range(3000):
+        x[i] = i
+    for i in range(3000):
+        x[i] += 1
+    assert x.to_numpy().tolist() == list(range(1, 3001))
+    ring = {args[1] for name, args in lib.log[-12000:] if name == "fgMemcpyHtoDAsync"}
+    assert len(ring) <= 4096            # 64 KiB of 16-byte slots, used again in turn
+    # a half of the ring is written again only after the copies that read it have run
+    assert 1 <= names(lib).count("event_sync") <= 6

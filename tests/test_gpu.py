@@ -494,3 +494,42 @@ def test_device_fills_copies_and_uploads_give_the_values_to_kernels_and_host():
         out.fill(0)
         total(a, out)
         assert out[None] == k * n
+
+
+@gpu_only
+def test_element_reads_and_writes_of_device_data_reach_kernels_and_the_host():
+    # one element moves alone (docs/gpu.md, "One element at Python scope"): values must be
+    # the kernels' and reach them, with the rest of the array untouched on both sides
+    n = 10_001
+    x = jr.ndarray(jr.f32, shape=(n,))
+    v = jr.Vector.field(3, jr.f64, shape=(7, 5))
+    s = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def bump(a: nd(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] = a[i] + 1.0
+        for i, j in v:
+            v[i, j] += jr.Vector([1.0, 2.0, 3.0])
+        s.grad[None] = s[None] * 2.0
+
+    x.from_numpy(np.arange(n, dtype=np.float32))
+    s[None] = 3.0
+    bump(x)
+    assert x[5] == 6.0 and x[-1] == n and s.grad[None] == 6.0
+    assert v[6, 4].to_numpy().tolist() == [1.0, 2.0, 3.0] and v[2, 3][1] == 2.0
+    x[5] = -10.0
+    v[6, 4] = [7.0, 8.0, 9.0]
+    v[0, 0][2] = -3.0
+    s[None] -= 0.5 * s.grad[None]
+    bump(x)
+    want = np.arange(n, dtype=np.float32) + 2
+    want[5] = -9.0
+    np.testing.assert_array_equal(x.to_numpy(), want)
+    assert v[6, 4].to_numpy().tolist() == [8.0, 10.0, 12.0]
+    assert v[0, 0].to_numpy().tolist() == [2.0, 4.0, 0.0] and v[3, 3].z == 6.0
+    assert s[None] == 0.0 and s.grad[None] == 0.0
+    for k in range(5000):                 # the pinned ring goes round more than once
+        x[k % 100] = float(k)
+    bump(x)
+    np.testing.assert_array_equal(x.to_numpy()[:100], np.arange(4900, 5000) + 1.0)

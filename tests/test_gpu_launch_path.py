@@ -161,7 +161,12 @@ def test_host_writes_upload_before_the_next_launch_only(fake):
     bump()
     assert [c[0] for c in fake.calls if c[0] != "event_sync"] == ["launch", "h2d", "launch"]
     fake.calls.clear()
-    x[3] = 5.0                  # the device copy is newer: downloaded, written, uploaded
+    x[3] = 5.0                  # the device copy is newer: the element alone goes up
+    bump()
+    assert [c[:1] + c[2:] for c in fake.calls] == [("h2d", 4), ("launch", 1, 256)]
+    fake.calls.clear()
+    with x.writable() as data:  # the host copy is newer: downloaded, written, uploaded
+        data[3] = 6.0
     bump()
     assert [c[0] for c in fake.calls if c[0] != "d2h"] == ["h2d", "launch"]
     host = np.zeros(5, np.float32)
@@ -269,7 +274,8 @@ def test_native_gpu_entry_hands_what_must_move_to_python(native_fake):
     native_fake.calls.clear()
     bump()
     assert native_fake.native_calls and launches(native_fake) == []
-    x[3] = 2.0                                       # the host copy is newer: Python uploads
+    with x.writable() as data:                       # the host copy is newer: Python uploads
+        data[3] = 2.0
     native_fake.calls.clear()
     bump()
     assert [c[0] for c in native_fake.calls] == ["h2d", "launch"]

@@ -10,8 +10,10 @@ the same 100 launches; saxpy over 64M f32 against a device-to-device copy; the a
 computation (a masked loop), gradients checked; the same step written with ndarrays as users
 write it (`loss.fill(0); x.grad.fill(0); loss.grad.fill(1); fwd(x, c, loss); fwd.grad(x, c,
 loss)`) against the field form, at both sizes (issue 32: within 1.2x); whole-array operations
-on device data at N = 1M (`fill` as driver memsets, `copy_from`, `from_numpy`). CuPy and torch
-rows are skipped when those packages are missing.
+on device data at N = 1M (`fill` as driver memsets, `copy_from`, `from_numpy`); Python-scope
+element reads and writes of device-newer data (`x.grad[None]`, `x[7]` of a 1M array, `x[None] =
+v`, the update `x[None] -= lr * x.grad[None]` of a training loop) against a launch and a
+synchronisation alone. CuPy and torch rows are skipped when those packages are missing.
 """
 from __future__ import annotations
 
@@ -309,12 +311,54 @@ def data_op_rows(device: Any) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def element_rows(device: Any) -> list[tuple[str, str, str, str]]:
+    """Python-scope element access of device-newer data (issue 32): a read copies the
+    element's bytes and synchronises once, a write is one small upload without waiting."""
+    drv, n = device.driver, 1 << 20
+    x = jr.field(jr.f32, shape=(), needs_grad=True)
+    big = jr.ndarray(jr.f32, shape=(n,))
+
+    @jr.kernel
+    def grad_step(a: nd(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] = a[i] + 1.0
+        x.grad[None] = x[None] * 0.5
+
+    def launch() -> None:
+        grad_step(big)
+
+    def update() -> None:              # the step of a training loop at Python scope
+        grad_step(big)
+        x[None] -= 0.1 * x.grad[None]
+
+    def write() -> None:
+        x[None] = 1.0
+
+    x[None] = 1.0
+    t_launch = per_call(launch, drv.synchronize, 200)
+    t_update = per_call(update, drv.synchronize, 200)
+    t_read0 = per_call(lambda: (grad_step(big), x.grad[None]), drv.synchronize, 200)
+    t_read = per_call(lambda: (grad_step(big), big[7]), drv.synchronize, 200)
+    t_whole = per_call(lambda: (grad_step(big), big.to_numpy()), drv.synchronize, 50)
+    t_write = per_call(write, drv.synchronize, 1000)
+    ref = f"launch + sync {t_launch * 1e6:.1f} us"
+    return [("0-d read after a launch wrote it (launch + x.grad[None])",
+             f"{t_read0 * 1e6:.1f} us", ref, f"read {(t_read0 - t_launch) * 1e6:+.1f} us"),
+            ("x[7] of 1M f32 after a launch wrote it (launch + read)",
+             f"{t_read * 1e6:.1f} us", f"launch + to_numpy() {t_whole * 1e6:.0f} us",
+             f"read {(t_read - t_launch) * 1e6:+.1f} us"),
+            ("0-d write x[None] = 1.0 (one 4-byte upload, no wait)", f"{t_write * 1e6:.1f} us",
+             "", ""),
+            ("launch + x[None] -= 0.1 * x.grad[None]", f"{t_update * 1e6:.1f} us", ref,
+             f"update {(t_update - t_launch) * 1e6:+.1f} us")]
+
+
 def main() -> None:
     program = jr.init(arch=jr.cuda, offline_cache=False, enable_fallback=False)
     device = program.device
     rows = launch_rows(device.driver) + saxpy_rows(device)
     rows += adstack_rows(device.driver, 1 << 20) + adstack_rows(device.driver, 1024)
-    rows += data_op_rows(device)
+    rows += data_op_rows(device) + element_rows(device)
     stats = jr.debug.stats()
     rows.append(("context uploads skipped / done", f"{stats['h2d_skipped']} / "
                  f"{stats['h2d_uploads']}", f"device allocations {stats['allocations']}", ""))

@@ -32,12 +32,12 @@ from . import gpu_tasks
 from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, HostServices, LaunchContext,
                    Reducer, Required)
 from .gpu_driver import GpuDriver
-from .gpu_faults import check_status
+from .gpu_faults import check_status, raise_status, read_status
 from .gpu_graph import GpuGraph
 from . import gpu_launch
 from .gpu_launch import DEFAULT_BLOCK, MAX_GRID, GpuLaunch
 from .gpu_residency import DeviceMirror, ForeignArrays, GpuHeap
-from .gpu_staging import Uploads
+from .gpu_staging import ElementCopies, Uploads
 
 __all__ = ["DEFAULT_BLOCK", "MAX_GRID", "GpuDevice", "GpuDriver", "GpuLaunch"]
 
@@ -65,6 +65,7 @@ class GpuDevice(Device):
         self.dlpack_device_type = driver.dlpack_device_type
         self.foreign = ForeignArrays(self)
         self.uploads = Uploads(self)
+        self.elements = ElementCopies(self)
         self._scratch, self._scratch_size = 0, 0
         self.mirrors: list[DeviceMirror] = []
         self.counters: dict[str, int] = {"h2d_skipped": 0, "h2d_uploads": 0, "allocations": 0,
@@ -256,9 +257,11 @@ class GpuDevice(Device):
         self.driver.copy_d2d(dst, src, nbytes)
 
     def synchronize(self) -> None:
-        """Wait for the stream; a fault recorded by a kernel since the last check raises."""
+        """Wait for the stream (once: the status block's copy is queued before the wait); a
+        fault recorded by a kernel since the last check raises."""
+        read_status(self)
         self.driver.synchronize()
-        check_status(self)
+        raise_status(self)
 
     def close(self) -> None:
         """Bring every buffer's data home, then free what this device allocated."""
@@ -271,6 +274,7 @@ class GpuDevice(Device):
                 mirror.release()
         self.foreign.close()
         self.uploads.close()
+        self.elements.close()
         for launch in self.launches:
             launch.release()
         self.driver.free(self.status)

@@ -5,10 +5,11 @@ Stage: backend (helpers of `gpu.py`). Each field and ndarray a launch touches ge
 `DeviceMirror` (device memory of the same size). Host writes mark the host copy newer and the
 next launch uploads it (`from_numpy` uploads at once); a launch, a device fill (driver
 memsets) and a device-to-device `copy_from` mark the device copy newer, and host reads
-(`to_numpy`, `x[i]`, pickling, exports) download it; docs/gpu.md has the rule. An ndarray
-over another library's device memory (a torch or CuPy array passed to a kernel) gets a
-`ForeignMirror` over that memory (`ForeignArrays` wraps each live object once). `GpuHeap`
-is the program's adstack heap in device memory. Caches: a mirror per buffer, a wrapper per
+(`to_numpy`, pickling, exports) download it; docs/gpu.md has the rule. One element read or
+written at Python scope (`x[i]`, `loss[None] = v`) moves alone (`read_part`, `wrote_part`).
+An ndarray over another library's device memory (a torch or CuPy array passed to a kernel)
+gets a `ForeignMirror` over that memory (`ForeignArrays` wraps each live object once).
+`GpuHeap` is the program's adstack heap in device memory. Caches: a mirror per buffer, a wrapper per
 live foreign object, the heap per device (grow-only).
 """
 from __future__ import annotations
@@ -29,11 +30,12 @@ class DeviceMirror:
     """The device copy of one field or ndarray (`data._Buffer._mirror`): which copy is newer,
     and the transfers that make the other one current."""
     __slots__ = ("device", "ptr", "nbytes", "host", "host_newer", "device_newer", "owner",
-                 "shared")
+                 "shared", "host_ptr")
 
     def __init__(self, device: "GpuDevice", owner: Any) -> None:
         self.device, self.owner = device, weakref.ref(owner)
         self.host = owner._data
+        self.host_ptr: int = self.host.ctypes.data
         self.nbytes = max(int(self.host.nbytes), 1)
         self.ptr = device.alloc(self.nbytes)
         self.host_newer, self.device_newer = True, False
@@ -88,6 +90,27 @@ class DeviceMirror:
             self.device.synchronize()
             self.device_newer = False
 
+    def read_part(self, offset: int, nbytes: int) -> None:
+        """Before a host read of bytes `offset`.. `offset + nbytes` of the host copy (one
+        element or component): if the device copy is newer, those bytes alone come down
+        into the host copy (one small copy, a synchronisation); the rest stays stale (when
+        there is no rest, a 0-d array's, the host copy is current again)."""
+        if self.device_newer or self.shared:
+            self.device.elements.down(self.host_ptr + offset, self.ptr + offset, nbytes)
+            if nbytes == self.host.nbytes:
+                self.device_newer = False
+
+    def wrote_part(self, offset: int, nbytes: int) -> None:
+        """After a host write of those bytes into the host copy: unless the host copy holds
+        writes not uploaded yet (all of it goes up at the next launch), the bytes go up alone,
+        on the stream, without waiting; which copy is newer does not change (both hold the
+        element now)."""
+        if self.host_newer:
+            return
+        self.device.elements.up(self.ptr + offset, self.host_ptr + offset, nbytes)
+        if self.shared:
+            self.device.synchronize()
+
     def after_host_write(self) -> None:
         self.host_newer = True
         if self.shared:
@@ -113,6 +136,7 @@ class ForeignMirror(DeviceMirror):
     def __init__(self, device: "GpuDevice", owner: Any, ptr: int) -> None:
         self.device, self.owner = device, weakref.ref(owner)
         self.host = owner._data
+        self.host_ptr = self.host.ctypes.data
         self.nbytes = max(int(self.host.nbytes), 1)
         self.ptr = ptr
         self.host_newer, self.device_newer = False, True
