@@ -28,6 +28,7 @@ class FakeGpuLib:
 
     def __init__(self, devices: int = 1) -> None:
         self.devices, self.calls, self.log, self.memory = devices, [], [], {}
+        self.images: list[bytes] = []        # what each module load was given
         self.fail: dict[str, int] = {}       # call name -> the error it returns
 
     def __getattribute__(self, name):
@@ -69,6 +70,7 @@ class FakeGpuLib:
         return (SUCCESS,)
 
     def fgModuleLoad(self, image):
+        self.images.append(bytes(image))
         return SUCCESS, ("module", bytes(image))
 
     def fgModuleUnload(self, module):

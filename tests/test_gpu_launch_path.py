@@ -22,6 +22,7 @@ class RecordingDriver:
     name = "cuda"
     multiprocessors, max_threads_per_multiprocessor = 4, 256
     dlpack_device_type, max_grid_threads = 2, (1 << 31) * 1024
+    jit_loads = 0
 
     def __init__(self):
         self.calls, self._memory = [], {}

@@ -126,7 +126,7 @@ def test_a_cuda_module_falls_back_to_its_ptx(cu):
     cu.fail["cuModuleLoadData"] = CUresult.CUDA_ERROR_INVALID_IMAGE
     with pytest.raises(cuda.CudaError, match=r"cuModuleLoadData \(PTX\) failed"):
         driver.load_module(cuda.pack_artifact("// ptx", b"cubin"))
-    assert driver.ptx_loads == 1
+    assert driver.jit_loads == 1
     loads = [c[1][0] for c in cu.calls if c[0] == "cuModuleLoadData"]
     assert loads == [b"cubin", b"// ptx\0"]         # the cubin first, then the PTX
 

@@ -362,7 +362,9 @@ def main() -> None:
     stats = jr.debug.stats()
     rows.append(("context uploads skipped / done", f"{stats['h2d_skipped']} / "
                  f"{stats['h2d_uploads']}", f"device allocations {stats['allocations']}", ""))
-    rows.append(("modules the driver compiled from PTX", str(device.driver.ptx_loads), "", ""))
+    rows.append(("modules loaded / compiled by the driver from PTX",
+                 f"{stats['module_loads']} / {stats['driver_jit_loads']}",
+                 f"ptxas runs {stats['ptxas_runs']}", ""))
     width = [max(len(r[k]) for r in rows) for k in range(4)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, width)).rstrip())

@@ -20,11 +20,13 @@ launch entries and mirrors of this device, the sizing scratch (grow-only).
 from __future__ import annotations
 
 import ctypes
+import time
 from typing import Any, Callable, Mapping
 
 from llvmlite import ir
 
 from ..codegen import abi
+from ..logger import logger
 from ..native import launch_table as lt
 from ..codegen.targets import Target as CodegenTarget
 from ..launch_plan import LaunchPlan
@@ -70,7 +72,8 @@ class GpuDevice(Device):
         self.mirrors: list[DeviceMirror] = []
         self.counters: dict[str, int] = {"h2d_skipped": 0, "h2d_uploads": 0, "allocations": 0,
                                          "graph_instantiations": 0, "graph_updates": 0,
-                                         "graph_replays": 0}
+                                         "graph_replays": 0, "ptxas_runs": 0,
+                                         "module_loads": 0, "driver_jit_loads": 0}
         self.native_skips = (ctypes.c_int64 * 1)()   # h2d_skipped of native launches
         self._native: Any = False         # False: not looked at yet; None: no native launches
         self.closed = False
@@ -88,8 +91,16 @@ class GpuDevice(Device):
         return bytes(self._compile(module))
 
     def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, Any]:
-        module = self.driver.load_module(artifact)
-        return {name: self.driver.function(module, name) for name in symbols}
+        """One module per artifact; counted, and timed in the DEBUG log with what the driver
+        did: load a ready image (a cubin) or compile the module itself (PTX)."""
+        driver, t0, jit = self.driver, time.perf_counter(), self.driver.jit_loads
+        module = driver.load_module(artifact)
+        jit = driver.jit_loads - jit
+        self.counters["module_loads"] += 1
+        self.counters["driver_jit_loads"] += jit
+        logger.debug("%s: driver load %.1f ms (%s)", key, (time.perf_counter() - t0) * 1e3,
+                     "compiled by the driver from PTX" if jit else "a ready image")
+        return {name: driver.function(module, name) for name in symbols}
 
     def launch_entry(self, context: LaunchContext) -> EntryPoint:
         return GpuLaunch(self, context)

@@ -19,6 +19,7 @@ class GpuDriver(Protocol):
     max_threads_per_multiprocessor: int
     dlpack_device_type: int       # DLPack's device type of its memory (kDLCUDA, kDLROCM)
     max_grid_threads: int         # the most threads (blocks * block size) one launch may have
+    jit_loads: int                # modules the driver compiled at load (PTX: no usable cubin)
 
     def load_module(self, image: bytes) -> Handle: ...
     def function(self, module: Handle, name: str) -> Handle: ...

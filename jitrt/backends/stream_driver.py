@@ -121,6 +121,7 @@ class StreamDriver:
     max_grid_threads = 0
 
     def __init__(self, lib: Any, device_id: int) -> None:
+        self.jit_loads = 0          # modules the driver compiled at load (no ready image)
         self.lib, api = lib, self.api
         self._success = api.success(lib)
         self.checked(api.init, 0)

@@ -450,7 +450,7 @@ def with_object(device: "Device", module: Any, artifact: Artifact,
     where given) to (optimised)."""
     t0 = time.perf_counter()
     obj = device.compile(module if later is None else later())
-    log_compile(artifact.name, times, time.perf_counter() - t0)
+    log_compile(artifact.name, times, time.perf_counter() - t0, f", module {artifact.prefix}")
     return dataclasses.replace(artifact, obj=obj)
 
 
