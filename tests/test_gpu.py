@@ -533,3 +533,39 @@ def test_element_reads_and_writes_of_device_data_reach_kernels_and_the_host():
         x[k % 100] = float(k)
     bump(x)
     np.testing.assert_array_equal(x.to_numpy()[:100], np.arange(4900, 5000) + 1.0)
+
+
+@gpu_only
+def test_small_constant_adstacks_in_local_memory_give_exact_gradients():
+    # a stack of 7 f32 entries lives in each thread's local memory (docs/gpu.md, "Autodiff
+    # on the GPU"); the data-dependent one beside it stays in the heap
+    n = 50_000
+
+    @jr.kernel
+    def chain(x: nd(dtype=jr.f32, ndim=1), c: nd(dtype=jr.i32, ndim=1),
+              loss: nd(dtype=jr.f32, ndim=0)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(6):
+                v = jr.sin(v) * 1.1 + 0.1
+            w = x[i]
+            for _ in range(c[i]):
+                w = w * 0.9 + 0.05
+            loss[None] += v + w
+
+    x = jr.ndarray(jr.f32, shape=(n,), needs_grad=True)
+    c = jr.ndarray(jr.i32, shape=(n,))
+    loss = jr.ndarray(jr.f32, shape=(), needs_grad=True)
+    xs = np.linspace(-1.0, 1.0, n)
+    cs = np.arange(n) % 5
+    x.from_numpy(xs.astype(np.float32))
+    c.from_numpy(cs.astype(np.int32))
+    for _ in range(2):                  # the second launch hits the sizing caches
+        x.grad.fill(0)
+        loss.grad.fill(1)
+        chain.grad(x, c, loss)
+    v, d = xs.copy(), np.ones(n)
+    for _ in range(6):
+        d *= np.cos(v) * 1.1
+        v = np.sin(v) * 1.1 + 0.1
+    np.testing.assert_allclose(x.grad.to_numpy(), d + 0.9 ** cs, rtol=2e-5, atol=2e-6)

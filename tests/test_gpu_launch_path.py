@@ -359,3 +359,31 @@ def test_host_arrays_are_staged_through_pinned_buffers(fake):
     scale(host)
     assert fake.calls[0] == ("event_sync", "recorded")       # before the buffer is reused
     assert list(entry.pinned.values())[0][0] == pinned       # grow-only: the same buffer
+
+
+def test_adstacks_in_local_memory_take_no_heap(fakegpu):
+    # a stack whose capacity is known when compiling and small lives in the thread's local
+    # memory (passes/lowered.local_capacity): the launch reserves no heap bytes for it
+
+    def chain(trips):
+        @jr.kernel
+        def k(x: nd(dtype=jr.f32, ndim=1), loss: nd(dtype=jr.f32, ndim=0)):
+            for i in range(x.shape[0]):
+                v = x[i]
+                for _ in range(trips):
+                    v = jr.sin(v) * 1.1 + 0.1
+                loss[None] += v
+        return k
+
+    x = jr.ndarray(jr.f32, shape=(64,), needs_grad=True)
+    loss = jr.ndarray(jr.f32, shape=(), needs_grad=True)
+    heap = program_mod.current().heap
+    size = heap.size
+    small = chain(6)
+    small.grad(x, loss)
+    before = jr.debug.stats()["allocations"]
+    small.grad(x, loss)
+    assert heap.size == size                    # 7 f32 entries: local memory
+    large = chain(200)
+    large.grad(x, loss)                         # 201 entries (804 bytes): the heap grows
+    assert heap.size > size and jr.debug.stats()["allocations"] > before

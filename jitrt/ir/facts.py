@@ -31,6 +31,9 @@ class TaskFacts:
     private_arrays: frozenset[n.Ref] = frozenset()   # ndarrays: plain while apart
     # (a `passes.interleave.Lanes`, the body for `lanes` consecutive indices), or None
     interleaved: Any = None
+    # GPUs: (stack id, capacity) of the task's adstacks kept in per-thread local memory
+    # (`passes.lowered.local_capacity`); the others live in the adstack heap
+    local_stacks: tuple[tuple[int, int], ...] = ()
 
 
 NO_FACTS = TaskFacts()

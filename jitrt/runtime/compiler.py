@@ -430,11 +430,20 @@ def passes(kernel: "KernelLike", params: tuple[n.Param, ...], ctx: CompileContex
     return lowered, abi.layout_for(params, lowered.tasked.fields, lowered.tasked.tasks)
 
 
-def codegen_facts(lowered: LoweredKernel, target: Any) -> tuple[Any, ...]:
+def codegen_facts(lowered: LoweredKernel, target: Any, forced: int) -> tuple[Any, ...]:
     """What the passes tell codegen about each task for `target` (`ir/facts.py`): run for
-    each module built (a tiered compile's quick copy, without lanes, interleaves nothing)."""
+    each module built (a tiered compile's quick copy, without lanes, interleaves nothing).
+    On GPUs, which adstacks live in local memory (`forced`: the `ad_stack_size` option)."""
+    from ..passes.lowered import local_capacity
     from ..passes.pipeline import codegen_facts as facts
-    return facts(lowered.tasked, target.lanes)
+    out = facts(lowered.tasked, target.lanes)
+    local: dict[int, list[tuple[int, int]]] = {}
+    for s in lowered.stacks if target.is_gpu else ():
+        cap = local_capacity(s, forced)
+        if cap is not None:
+            local.setdefault(s.task, []).append((s.stack.id, cap))
+    return tuple(dataclasses.replace(f, local_stacks=tuple(local[t])) if t in local else f
+                 for t, f in enumerate(out))
 
 
 def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
@@ -488,8 +497,10 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
         from ..passes.interleave import candidate
         if any(candidate(t) for t in lowered.tasked.tasks):   # else both builds are the same
             target = dataclasses.replace(target, lanes=1)
+    forced = cfg.ad_stack_size
     module, sites, tasks = build_module(lowered.tasked, target, layout, prefix,
-                                        lowered.local_types, codegen_facts(lowered, target))
+                                        lowered.local_types,
+                                        codegen_facts(lowered, target, forced))
     if target.max_param_slots and layout.gpu_slots > target.max_param_slots:
         raise KernelCompileError(
             f"kernel {name}: its launch context has {layout.gpu_slots} slots (fields, "
@@ -502,7 +513,8 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
 
         def later() -> str:
             module, full_sites, _ = build_module(plain.tasked, full, layout, prefix,
-                                                 plain.local_types, codegen_facts(plain, full))
+                                                 plain.local_types,
+                                                 codegen_facts(plain, full, forced))
             if full_sites != sites:     # (the interleaved body can fault nowhere: no sites)
                 raise RuntimeError("the interleaved module's access sites differ")
             add_sizing_functions(module, prefix, plain, layout, params, full)
@@ -585,7 +597,7 @@ def lower_module(kernel: "KernelLike", params: tuple[n.Param, ...],
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
     lowered, layout = passes(kernel, params, ctx, kir, cfg, target)
     module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types,
-                                codegen_facts(lowered, target))
+                                codegen_facts(lowered, target, cfg.ad_stack_size))
     return module
 
 
@@ -602,5 +614,5 @@ def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
     target = printer.codegen_target()
     lowered, layout = passes(kernel, params, ctx, kir, cfg, target)
     module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types,
-                                codegen_facts(lowered, target))
+                                codegen_facts(lowered, target, cfg.ad_stack_size))
     return printer.assembly(module, options)
