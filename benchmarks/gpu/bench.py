@@ -13,7 +13,9 @@ loss)`) against the field form, at both sizes (issue 32: within 1.2x); whole-arr
 on device data at N = 1M (`fill` as driver memsets, `copy_from`, `from_numpy`); Python-scope
 element reads and writes of device-newer data (`x.grad[None]`, `x[7]` of a 1M array, `x[None] =
 v`, the update `x[None] -= lr * x.grad[None]` of a training loop) against a launch and a
-synchronisation alone. CuPy and torch rows are skipped when those packages are missing.
+synchronisation alone; the grad launch of an 8-trip chain whose adstack is in local memory
+(constant trip count) against the same chain sized at launch (the heap). CuPy and torch rows
+are skipped when those packages are missing.
 """
 from __future__ import annotations
 
@@ -311,6 +313,48 @@ def data_op_rows(device: Any) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def local_stack_rows(drv: Any, n: int) -> list[tuple[str, str, str, str]]:
+    """The grad launch of an 8-trip chain whose stack lives in local memory (a constant trip
+    count: capacity known when compiling) against the same chain with the count read from
+    data (c[i] = 8 everywhere: the heap), gradients equal."""
+    x = jr.ndarray(jr.f32, shape=(n,), needs_grad=True)
+    c = jr.ndarray(jr.i32, shape=(n,))
+    loss = jr.ndarray(jr.f32, shape=(), needs_grad=True)
+    x.from_numpy(np.random.default_rng(1).uniform(-1, 1, n).astype(np.float32))
+    c.fill(8)
+
+    @jr.kernel
+    def local(x: nd(dtype=jr.f32, ndim=1), c: nd(dtype=jr.i32, ndim=1),
+              loss: nd(dtype=jr.f32, ndim=0)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(8):
+                v = jr.sin(v) * 1.1 + 0.1
+            loss[None] += v
+
+    @jr.kernel
+    def heap(x: nd(dtype=jr.f32, ndim=1), c: nd(dtype=jr.i32, ndim=1),
+             loss: nd(dtype=jr.f32, ndim=0)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(c[i]):
+                v = jr.sin(v) * 1.1 + 0.1
+            loss[None] += v
+
+    grads, times = [], []
+    for k in (local, heap):
+        loss.grad.fill(1)
+        x.grad.fill(0)
+        k.grad(x, c, loss)
+        grads.append(x.grad.to_numpy())
+        times.append(per_call(lambda: k.grad(x, c, loss), drv.synchronize, 20))
+    err = float(np.max(np.abs(grads[0] - grads[1])))
+    assert err < 1e-5, err
+    return [(f"grad launch, 8-trip chain N={n}: stack in local memory",
+             f"{times[0] * 1e6:.0f} us", f"heap (trips read from data) {times[1] * 1e6:.0f} us",
+             f"{times[0] / times[1]:.2f}x heap")]
+
+
 def element_rows(device: Any) -> list[tuple[str, str, str, str]]:
     """Python-scope element access of device-newer data (issue 32): a read copies the
     element's bytes and synchronises once, a write is one small upload without waiting."""
@@ -358,6 +402,7 @@ def main() -> None:
     device = program.device
     rows = launch_rows(device.driver) + saxpy_rows(device)
     rows += adstack_rows(device.driver, 1 << 20) + adstack_rows(device.driver, 1024)
+    rows += local_stack_rows(device.driver, 1 << 20) + local_stack_rows(device.driver, 1024)
     rows += data_op_rows(device) + element_rows(device)
     stats = jr.debug.stats()
     rows.append(("context uploads skipped / done", f"{stats['h2d_skipped']} / "

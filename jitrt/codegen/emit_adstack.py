@@ -12,7 +12,10 @@ task's iterations are interleaved (`passes/interleave.py`), lane k's copy of a s
 lane k - 1's (`Target.lanes` times the capacity is reserved). Every push checks the capacity
 in every build: an overflowing push is skipped and the task's registry id is stored into the
 overflow slot by compare-and-swap from 0, so the first overflow wins and memory stays intact.
-Pops never go below the initial entry. A stack whose values the task never reads (all it
+Pops never go below the initial entry. On GPUs, a stack whose capacity is known when
+compiling and small (`TaskFacts.local_stacks`, `passes.lowered.local_capacity`) is instead an
+array of values in the thread's local memory, checked against that constant capacity, with no
+heap address computed. A stack whose values the task never reads (all it
 carries is the adjoint, e.g. once its partials are taped: `autodiff.tape_partials`) keeps
 its stack pointer and capacity check (overflow is reported at the same capacity) but writes
 no entry.

@@ -3,8 +3,9 @@
 Stage: IR. `passes/pipeline.codegen_facts(kernel, lanes)` computes one `TaskFacts` per task of a
 lowered kernel for a codegen target's lane count; `codegen/kernel_module.build_module` reads
 them: the fields and ndarrays whose atomics no other iteration races with
-(`passes/reductions.py`), and a parallel task's interleaved body (`passes/interleave.py`),
-which codegen uses where its own bounds proof says the body cannot fault. `reduction_key` is the
+(`passes/reductions.py`), a parallel task's interleaved body (`passes/interleave.py`),
+which codegen uses where its own bounds proof says the body cannot fault, and on GPUs the
+adstacks kept in local memory (`passes/lowered.local_capacity`). `reduction_key` is the
 key under which a `+=` into one fixed element is accumulated per chunk (`Task.reductions`).
 They are not stored with the kernel (the offline cache keeps the tasks, not these).
 """
