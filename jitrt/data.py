@@ -22,6 +22,7 @@ import contextlib
 import copy
 import enum
 import itertools
+import math
 import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -221,9 +222,10 @@ class _Buffer:
         """Whether the program asked for a dual (an implicit one does not count)."""
         return self.dual is not None and not self.dual.implicit
 
-    # On a GPU the data may be newer in device memory: every host read goes through `_host()`
-    # (which downloads it then) and every host write ends in `_wrote()` (the next launch
-    # uploads it).
+    # On a GPU the data may be newer in device memory: every host read of the whole array
+    # goes through `_host()` (which downloads it then) and every host write of it ends in
+    # `_wrote()` (the next launch uploads it); one element goes through `_read` and `_write`,
+    # which move that element's bytes alone (docs/gpu.md, "Where data lives").
     def _host(self) -> np.ndarray:
         if self._mirror is not None:
             self._mirror.before_host_read()
@@ -234,27 +236,54 @@ class _Buffer:
             self._mirror.after_host_write()
         self.gen += 1
 
+    def _span(self, index: tuple[int, ...]) -> tuple[int, int]:
+        """(byte offset, byte count) in the buffer of the part at storage index `index`: one
+        int per leading storage axis (negative ones count from the end), so a contiguous
+        block (an element, a component, a row)."""
+        data, offset = self._data, 0
+        if not index:
+            return 0, data.nbytes
+        for i, n, stride in zip(index, self._dims, data.strides):
+            offset += (i % n if i < 0 else i) * stride
+        return offset, data.itemsize * math.prod(self._dims[len(index):])
+
+    def _read(self, index: tuple[int, ...]) -> Any:
+        """The part at storage index `index` (see `_span`) of the host copy, made current
+        there first: on a GPU only its bytes come down when the device copy is newer."""
+        if self._mirror is not None:
+            self._mirror.read_part(*self._span(index))
+        return self._data[index]
+
+    def _write(self, index: tuple[int, ...], value: Any) -> None:
+        """Store `value` at storage index `index` (see `_span`): the host copy's part, and on
+        a GPU its bytes alone, uploaded on the stream without waiting (unless the host copy
+        holds writes the next launch uploads anyway)."""
+        self._data[index] = value
+        if self._mirror is not None:
+            self._mirror.wrote_part(*self._span(index))
+        self.gen += 1
+
     def __getitem__(self, key: Any) -> Any:
         if key is None and not self._dims:     # `loss[None]`
-            return self._host()[()].item()
+            return self._read(()).item()
         if isinstance(key, slice):
             return self._host()[key].copy()
         index = host_index(key, self._dims, self.name, self._element, self._offset)
         if len(index) < len(self._dims):      # a whole vector/matrix element: a live proxy
             return FieldElement(self, index)
-        return self._host()[index].item()
+        return self._read(index).item()
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        if key is None and not self._dims:     # `loss[None] = 0`, every step of a training loop
-            index: Any = ()
-        elif isinstance(key, slice):
-            index = key
-        else:
+        if isinstance(key, slice):
+            self._host()[key] = value
+            self._wrote()
+            return
+        index: tuple[int, ...] = ()            # `loss[None] = 0`, every step of a training loop
+        if key is not None or self._dims:
             index = host_index(key, self._dims, self.name, self._element, self._offset)
             if len(index) < len(self._dims):
                 value = self._element_value(key, value)
-        self._host()[index] = value
-        self._wrote()
+        self._write(index, value)
 
     def _element_value(self, key: Any, value: Any) -> np.ndarray:
         """What `x[i] = value` stores in a vector/matrix element: its shape, or a scalar."""
@@ -285,6 +314,9 @@ class _Buffer:
             self._mirror.device_newer = False    # every element is overwritten
         np.copyto(self._data, arr, casting="same_kind")
         self._wrote()
+        device = CURRENT_DEVICE[0]
+        if device is not None:
+            device.host_overwrote(self)          # a GPU's copy goes up now, asynchronously
 
     def copy_from(self, other: Any) -> None:
         """Copy every element of `other` (a field for a field, an ndarray for an ndarray) of
@@ -298,6 +330,10 @@ class _Buffer:
             raise ValueError(f"{self.name}.copy_from: the source {other.name} has shape "
                              f"{other.shape} (element {other.element_shape}), this {kind} "
                              f"{self.shape} (element {self.element_shape})")
+        device = CURRENT_DEVICE[0]
+        if device is not None and device.copy_data(self, other):
+            self.gen += 1                        # copied in device memory (docs/gpu.md)
+            return
         source = other._host()
         if self._mirror is not None:
             self._mirror.device_newer = False    # every element is overwritten
@@ -311,6 +347,13 @@ class _Buffer:
         if arr.shape not in ((), self._element):
             raise ValueError(f"{self.name}.fill: the value has shape {arr.shape}; an element "
                              f"has shape {self._element} (or give a number)")
+        device = CURRENT_DEVICE[0]
+        if device is not None:
+            element = np.empty(self._element, self._data.dtype)
+            element[...] = arr                   # converted as a host fill converts it
+            if device.fill_data(self, element.tobytes()):
+                self.gen += 1                    # filled in device memory (docs/gpu.md)
+                return
         if self._mirror is not None:
             self._mirror.device_newer = False
         self._data[...] = arr

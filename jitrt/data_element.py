@@ -14,11 +14,12 @@ import numpy as np
 class FieldElement:
     """One vector/matrix element of a field or ndarray at Python scope (`x[i]`, `s[None]`).
 
-    A view, not a copy: reading it reads the field now (bringing GPU data home as `x[i, k]`
-    does) and `e[k] = v`, `e[r, c] = v`, `e.x = v`, `e[k] -= v` write through it (the field's
-    generation moves, as with `x[i, k] = v`). An index that leaves dimensions (`m[i][r]` of
-    a matrix) gives a view of that part. Arithmetic, `np.asarray(e)`, `print(e)` use its
-    current value as a numpy array (`e.to_numpy()`)."""
+    A view, not a copy: reading it reads the field now (on a GPU, the element's bytes alone
+    come down when the device copy is newer, as for `x[i, k]`) and `e[k] = v`, `e[r, c] =
+    v`, `e.x = v`, `e[k] -= v` write through it (the field's generation moves, as with
+    `x[i, k] = v`; on a GPU the written bytes go up alone). An index that leaves dimensions
+    (`m[i][r]` of a matrix) gives a view of that part. Arithmetic, `np.asarray(e)`,
+    `print(e)` use its current value as a numpy array (`e.to_numpy()`)."""
 
     __slots__ = ("_buf", "_index")
 
@@ -57,23 +58,27 @@ class FieldElement:
     def __getitem__(self, key: Any) -> Any:
         full = self._key(key)
         if any(isinstance(i, slice) for i in full):
-            return self._buf._host()[full].copy()
+            return self._buf._read(self._index)[full[len(self._index):]].copy()
         if len(full) < len(self._buf.storage_shape):
             return FieldElement(self._buf, full)
-        return self._buf._host()[full].item()
+        return self._buf._read(full).item()
 
     def __setitem__(self, key: Any, value: Any) -> None:
         full = self._key(key)
         arr = np.asarray(value)
-        part = np.shape(self._buf._host()[full])
+        part = np.shape(self._buf._data[full])      # a shape only: no data read
         if arr.shape not in ((), part):
             raise ValueError(f"{self._buf.name}: a part of shape {part} cannot take a value "
                              f"of shape {arr.shape}")
-        self._buf._host()[full] = arr
-        self._buf._wrote()
+        if any(isinstance(i, slice) for i in full):  # some components: the element is written
+            element = np.array(self._buf._read(self._index))
+            element[full[len(self._index):]] = arr
+            self._buf._write(self._index, element)
+            return
+        self._buf._write(full, arr)
 
     def to_numpy(self) -> np.ndarray:
-        return np.array(self._buf._host()[self._index])
+        return np.array(self._buf._read(self._index))
 
     def to_list(self) -> list:
         return self.to_numpy().tolist()  # type: ignore[no-any-return]

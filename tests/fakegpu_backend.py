@@ -6,13 +6,17 @@
 
 after which `jr.init(arch="fakegpu")` runs the shared GPU launch path (residency, staging,
 graphs, faults) over the fake binding on the CPU. Kernels compile to NVPTX IR (the codegen
-target is borrowed, renamed) but are never assembled or run.
+target is borrowed, renamed) but are never assembled or run. With `FAKEGPU_SM=80` in the
+environment the compile step is CUDA's own (`cuda.compile_artifact`: PTX, then a cubin from
+ptxas) and the driver loads what CUDA's would: the cubin, else the PTX (counted as compiled
+by the driver); the fake binding records the images (`FakeGpuLib.images`).
 """
 import dataclasses
+import os
 
 import fakegpu_lib as fg
 
-from jitrt.backends import nvptx
+from jitrt.backends import cuda, nvptx
 from jitrt.backends.base import NO_SERVICES, DeviceTarget, HostServices
 from jitrt.backends.gpu import GpuDevice
 from jitrt.backends.stream_driver import StreamApi, StreamDriver
@@ -36,7 +40,9 @@ FAKEGPU_API = StreamApi(
     graph_destroy="fgGraphDestroy", exec_destroy="fgGraphExecDestroy", alloc="fgMalloc",
     alloc_pinned="fgMallocHost", pinned_flags=lambda lib: (lib.PINNED_DEFAULT,),
     free="fgFree", free_pinned="fgFreeHost", copy_h2d="fgMemcpyHtoDAsync",
-    copy_d2h="fgMemcpyDtoHAsync", copy_d2d="fgMemcpyDtoDAsync", memset="fgMemsetD8Async")
+    copy_d2h="fgMemcpyDtoHAsync", copy_d2d="fgMemcpyDtoDAsync", memset="fgMemsetD8Async",
+    memset16="fgMemsetD16Async", memset32="fgMemsetD32Async", memset2d8="fgMemsetD2D8Async",
+    memset2d16="fgMemsetD2D16Async", memset2d32="fgMemsetD2D32Async")
 
 
 class FakeGpuError(RuntimeError):
@@ -65,8 +71,24 @@ def codegen_target():
     return dataclasses.replace(nvptx.codegen_target(), name="fakegpu")
 
 
+class FakeCubinDriver(FakeGpuDriver):
+    """Loads a CUDA artifact as `CudaDriver` does: its cubin, else its PTX."""
+
+    def load_module(self, image):
+        cubin, ptx = cuda.unpack_artifact(image)
+        if cubin is None:
+            self.jit_loads += 1
+        return super().load_module(cubin or ptx)
+
+
 def open_device(device_id: int, host: HostServices = NO_SERVICES) -> GpuDevice:
-    driver = FakeGpuDriver(LIB[0], device_id)
-    target = DeviceTarget("fakegpu", nvptx.TRIPLE, codegen_target().data_layout, "fake0",
-                          "fake driver 1")
-    return GpuDevice(device_id, driver, target, codegen_target(), lambda module: b"fake", host)
+    sm = os.environ.get("FAKEGPU_SM")
+    driver = (FakeCubinDriver if sm else FakeGpuDriver)(LIB[0], device_id)
+    target = DeviceTarget("fakegpu", nvptx.TRIPLE, codegen_target().data_layout,
+                          f"sm_{sm}" if sm else "fake0", "fake driver 1")
+
+    def compile_fn(module):
+        return cuda.compile_artifact(module, int(sm), device.counters) if sm else b"fake"
+
+    device = GpuDevice(device_id, driver, target, codegen_target(), compile_fn, host)
+    return device

@@ -3,10 +3,14 @@ or hip-python's `hip`): the calls of `backends/stream_driver.py`'s table under m
 names, over host memory. Kernels never run; memory calls do what they say (device memory is
 host memory), and the calls a launch path's test looks at are recorded in `calls` in the shape
 of `test_gpu_launch_path.RecordingDriver`'s: ("launch", function, grid, block), ("h2d", dst,
-nbytes), ("d2h", src, nbytes), ("event_sync", event state). Every call is in `log`.
+nbytes), ("d2h", src, nbytes), ("event_sync", event state), and the memsets as ("memset", word
+bytes, dst, value, words) and ("memset2d", word bytes, dst, pitch, value, rows). Every call is in
+`log`.
 """
 import ctypes
 import types
+
+import numpy as np
 
 SUCCESS, ERROR_OUT_OF_MEMORY = 0, 2
 ERROR_NAMES = {SUCCESS: b"fgSuccess", ERROR_OUT_OF_MEMORY: b"fgErrorOutOfMemory"}
@@ -24,6 +28,7 @@ class FakeGpuLib:
 
     def __init__(self, devices: int = 1) -> None:
         self.devices, self.calls, self.log, self.memory = devices, [], [], {}
+        self.images: list[bytes] = []        # what each module load was given
         self.fail: dict[str, int] = {}       # call name -> the error it returns
 
     def __getattribute__(self, name):
@@ -65,6 +70,7 @@ class FakeGpuLib:
         return (SUCCESS,)
 
     def fgModuleLoad(self, image):
+        self.images.append(bytes(image))
         return SUCCESS, ("module", bytes(image))
 
     def fgModuleUnload(self, module):
@@ -142,5 +148,40 @@ class FakeGpuLib:
         return (SUCCESS,)
 
     def fgMemsetD8Async(self, dst, value, nbytes, stream):
-        ctypes.memset(dst, value, nbytes)
+        return self.memset(1, dst, value, nbytes)
+
+    def fgMemsetD16Async(self, dst, value, count, stream):
+        return self.memset(2, dst, value, count)
+
+    def fgMemsetD32Async(self, dst, value, count, stream):
+        return self.memset(4, dst, value, count)
+
+    def fgMemsetD2D8Async(self, dst, pitch, value, width, height, stream):
+        return self.memset2d(1, dst, pitch, value, width, height)
+
+    def fgMemsetD2D16Async(self, dst, pitch, value, width, height, stream):
+        return self.memset2d(2, dst, pitch, value, width, height)
+
+    def fgMemsetD2D32Async(self, dst, pitch, value, width, height, stream):
+        return self.memset2d(4, dst, pitch, value, width, height)
+
+    WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+
+    def memset(self, width, dst, value, count):
+        """`count` words of `width` bytes, as the vendor's memset (an unsigned word)."""
+        assert dst % width == 0, (dst, width)
+        value %= 1 << 8 * width           # a signed word (HIP's D32) as its bits
+        self.calls.append(("memset", width, dst, value, count))
+        words = (ctypes.c_uint8 * (count * width)).from_address(dst)
+        np.frombuffer(words, self.WORDS[width])[:] = value
+        return (SUCCESS,)
+
+    def memset2d(self, width, dst, pitch, value, row, rows):
+        """`rows` rows of `row` words, `pitch` bytes apart (the vendor's pitched memset)."""
+        assert dst % width == 0 and pitch % width == 0 and 0 <= value < 1 << 8 * width
+        self.calls.append(("memset2d", width, dst, pitch, value, rows))
+        span = (ctypes.c_uint8 * (pitch * (rows - 1) + row * width)).from_address(dst)
+        grid = np.lib.stride_tricks.as_strided(
+            np.frombuffer(span, self.WORDS[width]), (rows, row), (pitch, width))
+        grid[...] = value
         return (SUCCESS,)

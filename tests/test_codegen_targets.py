@@ -326,3 +326,51 @@ def test_every_backend_states_every_trait():
     assert amdgcn.codegen_target().traits == amdgcn.TRAITS
     with pytest.raises(TypeError):
         TargetTraits(grid_launch=True)     # no defaults: a vendor states each capability
+
+
+def adstack_kernel(trips):
+    """A grad kernel whose one adstack has `trips(c, i)` pushes per thread."""
+    @jr.kernel
+    def chain(x: nd(dtype=jr.f32, ndim=1), c: nd(dtype=jr.i32, ndim=1),
+              loss: nd(dtype=jr.f32, ndim=0)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(trips(c, i)):
+                v = jr.sin(v) * 1.1 + 0.1
+            loss[None] += v
+    return chain
+
+
+@jr.func
+def six(c, i):
+    return 6
+
+
+@jr.func
+def many(c, i):
+    return 200
+
+
+@jr.func
+def data(c, i):
+    return c[i]
+
+
+@pytest.mark.parametrize("trips, local", [(six, True), (many, False), (data, False)],
+                         ids=["6 trips", "200 trips", "data-dependent"])
+def test_small_constant_adstacks_live_in_local_memory_on_gpus(trips, local):
+    # docs/gpu.md, "Autodiff on the GPU": 7 f32 entries (28 bytes) go in the thread's local
+    # memory and the kernel never reads the heap's address (its context slot, a parameter);
+    # 201 entries (804 bytes, over 256) or a data-dependent count stay in the heap
+    from jitrt.codegen import abi
+    kernel = adstack_kernel(trips)
+    args = (jr.ndarray(jr.f32, (8,), needs_grad=True), jr.ndarray(jr.i32, (8,)),
+            jr.ndarray(jr.f32, (), needs_grad=True))
+    ptx = jr.debug.gpu_asm(kernel.grad, *args, arch="cuda", sm=90)
+    heap = re.findall(rf"ld\.param\.\w+\s+%\w+, \[\w+_param_{abi.SLOT_ADSTACK_HEAP}\]", ptx)
+    assert (heap == []) == local
+    assert re.search(r"\.local .*__local_depot", ptx)
+    if local:
+        assert re.search(r"st\.local\.(b32|f32)", ptx)   # the pushes
+    code = jr.debug.gpu_asm(kernel.grad, *args, arch="amdgpu", gfx="gfx942")
+    assert code            # AMDGPU builds it too (private memory, address space 5)

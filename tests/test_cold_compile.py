@@ -26,7 +26,7 @@ def module_text(kernel, *args) -> str:
     lowered, layout = compiler.passes(kernel, params, ctx, kir, prog.config,
                                       prog.device.codegen_target)
     module, _, _ = build_module(lowered.tasked, cpu_target(), layout, "jk", lowered.local_types,
-                                compiler.codegen_facts(lowered, cpu_target()))
+                                compiler.codegen_facts(lowered, cpu_target(), 0))
     compiler.add_sizing_functions(module, "jk", lowered, layout, params, cpu_target())
     return str(module)
 

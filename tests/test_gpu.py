@@ -277,7 +277,7 @@ def test_graph_replays_a_step_and_keeps_generations_exact(arch, form):
     assert x.gen == gen + 10
     np.testing.assert_array_equal(x.to_numpy(), np.full(256, 18.0, np.float32))
     assert counter[0] == 6
-    x.fill(0.0)                   # a host write between replays is uploaded first
+    x.fill(0.0)                   # between replays: on the device (a memset) before the next
     g()
     assert x[7] == 3.0
     if arch != "cpu":
@@ -445,3 +445,127 @@ def test_loop_config_block_dim(arch):
 
     with pytest.raises(jr.KernelCompileError, match="an int from 1 to 1024, got 2048"):
         bad()
+
+
+@gpu_only
+def test_device_fills_copies_and_uploads_give_the_values_to_kernels_and_host():
+    # fills are driver memsets (plain, and pitched per word: f64 1.5, vec3, u8 vec3, i16),
+    # copy_from a device copy, from_numpy an upload: what a kernel then reads is the value
+    @jr.kernel
+    def total(a: nd(ndim=1), out: nd(dtype=jr.f64, ndim=0)):
+        for i in range(a.shape[0]):
+            out[None] += jr.cast(a[i], jr.f64)
+
+    @jr.kernel
+    def total3(a: nd(ndim=1), out: nd(dtype=jr.f64, ndim=0)):
+        for i in range(a.shape[0]):
+            out[None] += (jr.cast(a[i][0], jr.f64) + 10 * jr.cast(a[i][1], jr.f64)
+                          + 100 * jr.cast(a[i][2], jr.f64))
+
+    out = jr.ndarray(jr.f64, shape=())
+    n = 100_003
+    for dtype, value in ((jr.f32, -1.0), (jr.f64, 1.5), (jr.i8, -3), (jr.i16, 300),
+                         (jr.i32, 70000), (jr.u8, 200)):
+        a = jr.ndarray(dtype, shape=(n,))
+        total(a, out)                       # a has a current device copy
+        a.fill(value)
+        out.fill(0)
+        total(a, out)
+        assert out[None] == pytest.approx(float(np.asarray(value, dtype.np)) * n), dtype
+        assert a[n - 1] == np.asarray(value, dtype.np), dtype
+    for dtype in (jr.f32, jr.u8):
+        v = jr.Vector.ndarray(3, dtype, shape=(n,))
+        v.fill(jr.Vector([1, 2, 3]))
+        out.fill(0)
+        total3(v, out)
+        assert out[None] == 321.0 * n
+        np.testing.assert_array_equal(v.to_numpy(), np.tile(np.array([1, 2, 3], dtype.np),
+                                                             (n, 1)))
+    a, b = jr.ndarray(jr.f32, shape=(n,)), jr.ndarray(jr.f32, shape=(n,))
+    a.from_numpy(np.arange(n, dtype=np.float32))
+    total(a, out)                           # a has a device copy now
+    b.copy_from(a)                          # device to device
+    out.fill(0)
+    total(b, out)
+    assert out[None] == pytest.approx(n * (n - 1) / 2)
+    np.testing.assert_array_equal(b.to_numpy(), np.arange(n, dtype=np.float32))
+    for k in (2, 3, 4):                     # uploads through the two pinned buffers in turn
+        a.from_numpy(np.full(n, k, np.float32))
+        out.fill(0)
+        total(a, out)
+        assert out[None] == k * n
+
+
+@gpu_only
+def test_element_reads_and_writes_of_device_data_reach_kernels_and_the_host():
+    # one element moves alone (docs/gpu.md, "One element at Python scope"): values must be
+    # the kernels' and reach them, with the rest of the array untouched on both sides
+    n = 10_001
+    x = jr.ndarray(jr.f32, shape=(n,))
+    v = jr.Vector.field(3, jr.f64, shape=(7, 5))
+    s = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def bump(a: nd(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] = a[i] + 1.0
+        for i, j in v:
+            v[i, j] += jr.Vector([1.0, 2.0, 3.0])
+        s.grad[None] = s[None] * 2.0
+
+    x.from_numpy(np.arange(n, dtype=np.float32))
+    s[None] = 3.0
+    bump(x)
+    assert x[5] == 6.0 and x[-1] == n and s.grad[None] == 6.0
+    assert v[6, 4].to_numpy().tolist() == [1.0, 2.0, 3.0] and v[2, 3][1] == 2.0
+    x[5] = -10.0
+    v[6, 4] = [7.0, 8.0, 9.0]
+    v[0, 0][2] = -3.0
+    s[None] -= 0.5 * s.grad[None]
+    bump(x)
+    want = np.arange(n, dtype=np.float32) + 2
+    want[5] = -9.0
+    np.testing.assert_array_equal(x.to_numpy(), want)
+    assert v[6, 4].to_numpy().tolist() == [8.0, 10.0, 12.0]
+    assert v[0, 0].to_numpy().tolist() == [2.0, 4.0, 0.0] and v[3, 3].z == 6.0
+    assert s[None] == 0.0 and s.grad[None] == 0.0
+    for k in range(5000):                 # the pinned ring goes round more than once
+        x[k % 100] = float(k)
+    bump(x)
+    np.testing.assert_array_equal(x.to_numpy()[:100], np.arange(4900, 5000) + 1.0)
+
+
+@gpu_only
+def test_small_constant_adstacks_in_local_memory_give_exact_gradients():
+    # a stack of 7 f32 entries lives in each thread's local memory (docs/gpu.md, "Autodiff
+    # on the GPU"); the data-dependent one beside it stays in the heap
+    n = 50_000
+
+    @jr.kernel
+    def chain(x: nd(dtype=jr.f32, ndim=1), c: nd(dtype=jr.i32, ndim=1),
+              loss: nd(dtype=jr.f32, ndim=0)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(6):
+                v = jr.sin(v) * 1.1 + 0.1
+            w = x[i]
+            for _ in range(c[i]):
+                w = w * 0.9 + 0.05
+            loss[None] += v + w
+
+    x = jr.ndarray(jr.f32, shape=(n,), needs_grad=True)
+    c = jr.ndarray(jr.i32, shape=(n,))
+    loss = jr.ndarray(jr.f32, shape=(), needs_grad=True)
+    xs = np.linspace(-1.0, 1.0, n)
+    cs = np.arange(n) % 5
+    x.from_numpy(xs.astype(np.float32))
+    c.from_numpy(cs.astype(np.int32))
+    for _ in range(2):                  # the second launch hits the sizing caches
+        x.grad.fill(0)
+        loss.grad.fill(1)
+        chain.grad(x, c, loss)
+    v, d = xs.copy(), np.ones(n)
+    for _ in range(6):
+        d *= np.cos(v) * 1.1
+        v = np.sin(v) * 1.1 + 0.1
+    np.testing.assert_allclose(x.grad.to_numpy(), d + 0.9 ** cs, rtol=2e-5, atol=2e-6)

@@ -22,6 +22,7 @@ class RecordingDriver:
     name = "cuda"
     multiprocessors, max_threads_per_multiprocessor = 4, 256
     dlpack_device_type, max_grid_threads = 2, (1 << 31) * 1024
+    jit_loads = 0
 
     def __init__(self):
         self.calls, self._memory = [], {}
@@ -62,6 +63,9 @@ class RecordingDriver:
 
     def memset(self, dst, nbytes):
         pass
+
+    def fill(self, dst, pattern, count):
+        self.calls.append(("fill", dst, pattern, count))
 
     def synchronize(self):
         pass
@@ -154,9 +158,18 @@ def test_host_writes_upload_before_the_next_launch_only(fake):
     fake.calls.clear()
     bump()
     assert [c[0] for c in fake.calls] == ["launch"]
-    x.fill(2.0)
+    x.from_numpy(np.full(64, 2.0, np.float32))      # uploaded at once, asynchronously
     bump()
-    assert [c[0] for c in fake.calls] == ["launch", "h2d", "launch"]
+    assert [c[0] for c in fake.calls if c[0] != "event_sync"] == ["launch", "h2d", "launch"]
+    fake.calls.clear()
+    x[3] = 5.0                  # the device copy is newer: the element alone goes up
+    bump()
+    assert [c[:1] + c[2:] for c in fake.calls] == [("h2d", 4), ("launch", 1, 256)]
+    fake.calls.clear()
+    with x.writable() as data:  # the host copy is newer: downloaded, written, uploaded
+        data[3] = 6.0
+    bump()
+    assert [c[0] for c in fake.calls if c[0] != "d2h"] == ["h2d", "launch"]
     host = np.zeros(5, np.float32)
 
     @jr.kernel
@@ -262,7 +275,9 @@ def test_native_gpu_entry_hands_what_must_move_to_python(native_fake):
     native_fake.calls.clear()
     bump()
     assert native_fake.native_calls and launches(native_fake) == []
-    x.fill(2.0)                                      # the host copy is newer: Python uploads
+    with x.writable() as data:                       # the host copy is newer: Python uploads
+        data[3] = 2.0
+    native_fake.calls.clear()
     bump()
     assert [c[0] for c in native_fake.calls] == ["h2d", "launch"]
     native_fake.calls.clear()
@@ -344,3 +359,31 @@ def test_host_arrays_are_staged_through_pinned_buffers(fake):
     scale(host)
     assert fake.calls[0] == ("event_sync", "recorded")       # before the buffer is reused
     assert list(entry.pinned.values())[0][0] == pinned       # grow-only: the same buffer
+
+
+def test_adstacks_in_local_memory_take_no_heap(fakegpu):
+    # a stack whose capacity is known when compiling and small lives in the thread's local
+    # memory (passes/lowered.local_capacity): the launch reserves no heap bytes for it
+
+    def chain(trips):
+        @jr.kernel
+        def k(x: nd(dtype=jr.f32, ndim=1), loss: nd(dtype=jr.f32, ndim=0)):
+            for i in range(x.shape[0]):
+                v = x[i]
+                for _ in range(trips):
+                    v = jr.sin(v) * 1.1 + 0.1
+                loss[None] += v
+        return k
+
+    x = jr.ndarray(jr.f32, shape=(64,), needs_grad=True)
+    loss = jr.ndarray(jr.f32, shape=(), needs_grad=True)
+    heap = program_mod.current().heap
+    size = heap.size
+    small = chain(6)
+    small.grad(x, loss)
+    before = jr.debug.stats()["allocations"]
+    small.grad(x, loss)
+    assert heap.size == size                    # 7 f32 entries: local memory
+    large = chain(200)
+    large.grad(x, loss)                         # 201 entries (804 bytes): the heap grows
+    assert heap.size > size and jr.debug.stats()["allocations"] > before

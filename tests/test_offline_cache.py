@@ -5,6 +5,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -44,6 +45,39 @@ def test_second_process_compiles_nothing(tmp_path, arch):
     # the registry is seeded from the loaded metadata and max-reducers dispatch as after a compile
     assert second["dispatches"] >= 1
     assert second["dispatches"] == first["dispatches"]
+
+
+def run_gpu_warm(cache_dir: pathlib.Path) -> tuple[dict, list[str]]:
+    """gpu_warm.py (sim.py on the fake GPU vendor with CUDA's compile step) in a fresh
+    process: its stats and the kinds of image the driver loaded."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), JITRT_LOG_LEVEL="debug")
+    proc = subprocess.run([sys.executable, str(SIM.parent / "gpu_warm.py"), str(cache_dir)],
+                          env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    *_, out, images = proc.stdout.strip().splitlines()
+    return {**json.loads(out), "log": proc.stderr}, json.loads(images)["images"]
+
+
+@pytest.mark.cpu_only
+def test_a_warm_gpu_start_runs_no_ptxas_and_loads_cubins(tmp_path):
+    """The offline cache holds the driver-ready image: a second process compiles nothing,
+    runs no ptxas and hands the driver cubins only (nothing for its PTX JIT)."""
+    from jitrt.backends import nvptx
+    if nvptx.ptxas_path() is None:
+        pytest.skip("no ptxas on this machine")
+    first, images = run_gpu_warm(tmp_path)
+    assert first["stats"]["compiles"] == 4 and first["stats"]["ptxas_runs"] == 4
+    assert images == ["cubin"] * first["stats"]["module_loads"] and images
+    # log_level="debug" names each stage with its time
+    assert re.search(r"LLVM -> PTX [\d.]+ ms \(\d+ bytes\), ptxas [\d.]+ ms \(\d+-byte "
+                     r"cubin for sm_80\)", first["log"])
+    assert re.search(r"driver load [\d.]+ ms \(a ready image\)", first["log"])
+    second, images = run_gpu_warm(tmp_path)
+    stats = second["stats"]
+    assert stats["compiles"] == 0 and stats["offline_cache_hits"] == 4
+    assert stats["ptxas_runs"] == 0 and stats["driver_jit_loads"] == 0
+    assert images == ["cubin"] * stats["module_loads"] and images
+    assert "LLVM -> PTX" not in second["log"]
 
 
 def test_declaration_order_does_not_change_ids_or_keys(tmp_path):

@@ -126,7 +126,7 @@ def test_a_cuda_module_falls_back_to_its_ptx(cu):
     cu.fail["cuModuleLoadData"] = CUresult.CUDA_ERROR_INVALID_IMAGE
     with pytest.raises(cuda.CudaError, match=r"cuModuleLoadData \(PTX\) failed"):
         driver.load_module(cuda.pack_artifact("// ptx", b"cubin"))
-    assert driver.ptx_loads == 1
+    assert driver.jit_loads == 1
     loads = [c[1][0] for c in cu.calls if c[0] == "cuModuleLoadData"]
     assert loads == [b"cubin", b"// ptx\0"]         # the cubin first, then the PTX
 
@@ -147,3 +147,20 @@ def test_vendor_tables_name_each_call_once():
         assert len(names) == len(set(names)), names
     assert issubclass(cuda.CudaDriver, stream_driver.StreamDriver)
     assert issubclass(amdgpu.HipDriver, stream_driver.StreamDriver)
+
+
+def test_hip_table_names_calls_hip_python_has():
+    hip = pytest.importorskip("hip", reason="hip-python is not installed").hip
+    names = [getattr(amdgpu.HIP_API, f.name) for f in dataclasses.fields(amdgpu.HIP_API)]
+    assert [name for name in names if isinstance(name, str) and not hasattr(hip, name)] == []
+
+
+def test_cuda_fills_with_memsets_on_the_stream(cu):
+    driver = cuda.CudaDriver(0)
+    cu.calls.clear()
+    driver.fill(4096, bytes([0, 0, 0x80, 0x3F]), 10)           # 1.0f: one D32 memset
+    driver.fill(4096, bytes([0, 0, 0, 0, 0, 0, 0xF8, 0x3F]), 3)  # 1.5 as f64: per word
+    assert cu.calls == [
+        ("cuMemsetD32Async", (4096, 0x3F800000, 10, "stream")),
+        ("cuMemsetD2D32Async", (4096, 8, 0, 1, 3, "stream")),
+        ("cuMemsetD2D32Async", (4100, 8, 0x3FF80000, 1, 3, "stream"))]

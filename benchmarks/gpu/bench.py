@@ -7,8 +7,15 @@ the same loaded function, a prebuilt parameter array), CuPy `RawKernel` and a sm
 a 100-kernel step launched directly and replayed as a `jr.graph`, against a raw CUDA graph of
 the same 100 launches; saxpy over 64M f32 against a device-to-device copy; the adstack step
 (forward + grad, trip counts 1..8) at N = 1M and N = 1024 against torch autograd of the same
-computation (a masked loop), gradients checked. CuPy and torch rows are skipped when those
-packages are missing.
+computation (a masked loop), gradients checked; the same step written with ndarrays as users
+write it (`loss.fill(0); x.grad.fill(0); loss.grad.fill(1); fwd(x, c, loss); fwd.grad(x, c,
+loss)`) against the field form, at both sizes (issue 32: within 1.2x); whole-array operations
+on device data at N = 1M (`fill` as driver memsets, `copy_from`, `from_numpy`); Python-scope
+element reads and writes of device-newer data (`x.grad[None]`, `x[7]` of a 1M array, `x[None] =
+v`, the update `x[None] -= lr * x.grad[None]` of a training loop) against a launch and a
+synchronisation alone; the grad launch of an 8-trip chain whose adstack is in local memory
+(constant trip count) against the same chain sized at launch (the heap). CuPy and torch rows
+are skipped when those packages are missing.
 """
 from __future__ import annotations
 
@@ -213,6 +220,9 @@ def adstack_rows(drv: Any, n: int) -> list[tuple[str, str, str, str]]:
     t = per_call(step, drv.synchronize, 20)
     grad = x.grad.to_numpy()
     rows = [(f"adstack step N={n}: jitrt", f"{t * 1e6:.0f} us", "", "")]
+    fields = [t] + [per_call(f, drv.synchronize, 20)
+                    for f in (lambda: forward(cnt), lambda: forward.grad(cnt))]
+    nd_rows = ndarray_step_rows(drv, xv, cv, fields, grad)
     try:
         import torch
         tx = torch.tensor(xv, device="cuda", requires_grad=True)
@@ -234,7 +244,157 @@ def adstack_rows(drv: Any, n: int) -> list[tuple[str, str, str, str]]:
                  f"{err:.1e})")]
     except ImportError:
         pass
+    return rows + nd_rows
+
+
+def ndarray_step_rows(drv: Any, xv: np.ndarray, cv: np.ndarray, fields: list[float],
+                      grad: np.ndarray) -> list[tuple[str, str, str, str]]:
+    """The adstack step written with ndarrays as users write it (fills, forward, grad)
+    against the field step above (`fields`: its step, forward and grad launch seconds);
+    gradients checked equal."""
+    t_field = fields[0]
+    n = len(xv)
+    x = jr.ndarray(jr.f32, shape=(n,), needs_grad=True)
+    loss = jr.ndarray(jr.f32, shape=(), needs_grad=True)
+    c = jr.ndarray(jr.i32, shape=(n,))
+    x.from_numpy(xv)
+    c.from_numpy(cv)
+
+    @jr.kernel
+    def fwd(x: nd(dtype=jr.f32, ndim=1), c: nd(dtype=jr.i32, ndim=1),
+            loss: nd(dtype=jr.f32, ndim=0)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(c[i]):
+                v = jr.sin(v) * 1.1 + 0.1
+            loss[None] += v
+
+    def step() -> None:
+        loss.fill(0)
+        x.grad.fill(0)
+        loss.grad.fill(1)
+        fwd(x, c, loss)
+        fwd.grad(x, c, loss)
+
+    t = per_call(step, drv.synchronize, 20)
+    err = float(np.max(np.abs(x.grad.to_numpy() - grad)))
+    assert err < 1e-4, err
+    launches = [lambda: fwd(x, c, loss), lambda: fwd.grad(x, c, loss), lambda: x.grad.fill(0)]
+    tf, tg, tz = (per_call(f, drv.synchronize, 20) for f in launches)
+    return [(f"adstack step N={n}: ndarray form (3 fills + fwd + grad)", f"{t * 1e6:.0f} us",
+             f"field form {t_field * 1e6:.0f} us", f"{t / t_field:.2f}x fields (grad max "
+             f"err {err:.1e})"),
+            (f"  ndarray form N={n}: fwd / grad / x.grad.fill(0)",
+             f"{tf * 1e6:.0f} / {tg * 1e6:.0f} / {tz * 1e6:.1f} us",
+             f"fields: fwd / grad {fields[1] * 1e6:.0f} / {fields[2] * 1e6:.0f} us",
+             f"grad {tg / fields[2]:.2f}x fields")]
+
+
+def data_op_rows(device: Any) -> list[tuple[str, str, str, str]]:
+    """Whole-array operations on device-resident data at N = 1M (issue 32: a fill <= 10 us):
+    fills become driver memsets, copy_from a device-to-device copy, from_numpy one upload."""
+    drv, n = device.driver, 1 << 20
+    a, b = jr.ndarray(jr.f32, shape=(n,)), jr.ndarray(jr.f32, shape=(n,))
+    d = jr.ndarray(jr.f64, shape=(n,))
+    v = jr.Vector.ndarray(3, jr.f32, shape=(n,))
+    host = np.ones(n, np.float32)
+    for arr in (a, b, d, v):
+        arr.fill(0)
+    cases = [("fill 1M f32 (one D32 memset)", lambda: a.fill(1.5)),
+             ("fill 1M f64 = 1.5 (two pitched memsets)", lambda: d.fill(1.5)),
+             ("fill 1M vec3 f32 (three pitched memsets)", lambda: v.fill(jr.Vector([1, 2, 3]))),
+             ("copy_from 1M f32 device to device", lambda: b.copy_from(a)),
+             ("from_numpy 1M f32 (one async upload)", lambda: a.from_numpy(host))]
+    rows = []
+    for name, fn in cases:
+        t = per_call(fn, drv.synchronize, 200)
+        rows.append((name, f"{t * 1e6:.1f} us", "", ""))
+    assert float(v[n - 1][2]) == 3.0 and float(d[7]) == 1.5 and float(b[3]) == 1.5
     return rows
+
+
+def local_stack_rows(drv: Any, n: int) -> list[tuple[str, str, str, str]]:
+    """The grad launch of an 8-trip chain whose stack lives in local memory (a constant trip
+    count: capacity known when compiling) against the same chain with the count read from
+    data (c[i] = 8 everywhere: the heap), gradients equal."""
+    x = jr.ndarray(jr.f32, shape=(n,), needs_grad=True)
+    c = jr.ndarray(jr.i32, shape=(n,))
+    loss = jr.ndarray(jr.f32, shape=(), needs_grad=True)
+    x.from_numpy(np.random.default_rng(1).uniform(-1, 1, n).astype(np.float32))
+    c.fill(8)
+
+    @jr.kernel
+    def local(x: nd(dtype=jr.f32, ndim=1), c: nd(dtype=jr.i32, ndim=1),
+              loss: nd(dtype=jr.f32, ndim=0)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(8):
+                v = jr.sin(v) * 1.1 + 0.1
+            loss[None] += v
+
+    @jr.kernel
+    def heap(x: nd(dtype=jr.f32, ndim=1), c: nd(dtype=jr.i32, ndim=1),
+             loss: nd(dtype=jr.f32, ndim=0)):
+        for i in range(x.shape[0]):
+            v = x[i]
+            for _ in range(c[i]):
+                v = jr.sin(v) * 1.1 + 0.1
+            loss[None] += v
+
+    grads, times = [], []
+    for k in (local, heap):
+        loss.grad.fill(1)
+        x.grad.fill(0)
+        k.grad(x, c, loss)
+        grads.append(x.grad.to_numpy())
+        times.append(per_call(lambda: k.grad(x, c, loss), drv.synchronize, 20))
+    err = float(np.max(np.abs(grads[0] - grads[1])))
+    assert err < 1e-5, err
+    return [(f"grad launch, 8-trip chain N={n}: stack in local memory",
+             f"{times[0] * 1e6:.0f} us", f"heap (trips read from data) {times[1] * 1e6:.0f} us",
+             f"{times[0] / times[1]:.2f}x heap")]
+
+
+def element_rows(device: Any) -> list[tuple[str, str, str, str]]:
+    """Python-scope element access of device-newer data (issue 32): a read copies the
+    element's bytes and synchronises once, a write is one small upload without waiting."""
+    drv, n = device.driver, 1 << 20
+    x = jr.field(jr.f32, shape=(), needs_grad=True)
+    big = jr.ndarray(jr.f32, shape=(n,))
+
+    @jr.kernel
+    def grad_step(a: nd(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] = a[i] + 1.0
+        x.grad[None] = x[None] * 0.5
+
+    def launch() -> None:
+        grad_step(big)
+
+    def update() -> None:              # the step of a training loop at Python scope
+        grad_step(big)
+        x[None] -= 0.1 * x.grad[None]
+
+    def write() -> None:
+        x[None] = 1.0
+
+    x[None] = 1.0
+    t_launch = per_call(launch, drv.synchronize, 200)
+    t_update = per_call(update, drv.synchronize, 200)
+    t_read0 = per_call(lambda: (grad_step(big), x.grad[None]), drv.synchronize, 200)
+    t_read = per_call(lambda: (grad_step(big), big[7]), drv.synchronize, 200)
+    t_whole = per_call(lambda: (grad_step(big), big.to_numpy()), drv.synchronize, 50)
+    t_write = per_call(write, drv.synchronize, 1000)
+    ref = f"launch + sync {t_launch * 1e6:.1f} us"
+    return [("0-d read after a launch wrote it (launch + x.grad[None])",
+             f"{t_read0 * 1e6:.1f} us", ref, f"read {(t_read0 - t_launch) * 1e6:+.1f} us"),
+            ("x[7] of 1M f32 after a launch wrote it (launch + read)",
+             f"{t_read * 1e6:.1f} us", f"launch + to_numpy() {t_whole * 1e6:.0f} us",
+             f"read {(t_read - t_launch) * 1e6:+.1f} us"),
+            ("0-d write x[None] = 1.0 (one 4-byte upload, no wait)", f"{t_write * 1e6:.1f} us",
+             "", ""),
+            ("launch + x[None] -= 0.1 * x.grad[None]", f"{t_update * 1e6:.1f} us", ref,
+             f"update {(t_update - t_launch) * 1e6:+.1f} us")]
 
 
 def main() -> None:
@@ -242,10 +402,14 @@ def main() -> None:
     device = program.device
     rows = launch_rows(device.driver) + saxpy_rows(device)
     rows += adstack_rows(device.driver, 1 << 20) + adstack_rows(device.driver, 1024)
+    rows += local_stack_rows(device.driver, 1 << 20) + local_stack_rows(device.driver, 1024)
+    rows += data_op_rows(device) + element_rows(device)
     stats = jr.debug.stats()
     rows.append(("context uploads skipped / done", f"{stats['h2d_skipped']} / "
                  f"{stats['h2d_uploads']}", f"device allocations {stats['allocations']}", ""))
-    rows.append(("modules the driver compiled from PTX", str(device.driver.ptx_loads), "", ""))
+    rows.append(("modules loaded / compiled by the driver from PTX",
+                 f"{stats['module_loads']} / {stats['driver_jit_loads']}",
+                 f"ptxas runs {stats['ptxas_runs']}", ""))
     width = [max(len(r[k]) for r in rows) for k in range(4)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, width)).rstrip())

@@ -283,6 +283,21 @@ class MemoryRole(abc.ABC):
         current there and assumed written by it."""
         return int(data.ptr)
 
+    def fill_data(self, data: HostBuffer, pattern: bytes) -> bool:
+        """Make every element of `data` the element whose bytes are `pattern` in this
+        device's memory, without waiting; False (nothing done) where the host copy is where
+        the fill belongs (host memory, or host data written since the device last had it)."""
+        return False
+
+    def copy_data(self, dst: HostBuffer, src: HostBuffer) -> bool:
+        """Copy `src` into `dst` (same dtype and size) in this device's memory, without
+        waiting; False (nothing done) where the copy belongs on the host."""
+        return False
+
+    def host_overwrote(self, data: HostBuffer) -> None:
+        """The host copy of `data` was overwritten whole (`from_numpy`): a device copy, if
+        any, is brought up to date now (asynchronously), so that launches move nothing."""
+
     def wrap_foreign(self, obj: object) -> "Ndarray | None":
         """A jitrt ndarray over another library's array in this device's memory (no copy),
         or None when `obj` is not one (host memory needs no wrapping: None)."""

@@ -14,11 +14,13 @@ import ctypes
 import functools
 import struct
 import subprocess
+import time
 from typing import Any, Mapping
 
 from llvmlite import ir
 
 from ..errors import BackendUnavailableError
+from ..logger import logger
 from . import gpu_probe, nvptx
 from .base import NO_SERVICES, DeviceTarget, HostServices
 from .gpu import GpuDevice
@@ -41,9 +43,22 @@ def unpack_artifact(artifact: bytes) -> tuple[bytes | None, bytes]:
     return (artifact[start:start + n] or None), artifact[start + n:]
 
 
-def compile_artifact(module: Any, sm: int) -> bytes:
+def compile_artifact(module: Any, sm: int, counters: dict[str, int] | None = None) -> bytes:
+    """The artifact of `module` for `sm_<sm>`: its PTX and the cubin ptxas makes of it (the
+    driver-ready image, what a warm start loads without compiling). Each stage's time is
+    logged at DEBUG; `counters["ptxas_runs"]` counts the ptxas runs."""
+    t0 = time.perf_counter()
     ptx = nvptx.compile_ptx(module, sm)
-    return pack_artifact(ptx, nvptx.assemble(ptx, sm))
+    t1 = time.perf_counter()
+    cubin = nvptx.assemble(ptx, sm)
+    t2 = time.perf_counter()
+    if counters is not None and cubin is not None:
+        counters["ptxas_runs"] = counters.get("ptxas_runs", 0) + 1
+    name = getattr(module, "name", "module")
+    logger.debug("%s: LLVM -> PTX %.1f ms (%d bytes), %s", name, (t1 - t0) * 1e3, len(ptx),
+                 f"ptxas {(t2 - t1) * 1e3:.1f} ms ({len(cubin)}-byte cubin for sm_{sm})"
+                 if cubin is not None else "no ptxas: the driver compiles the PTX at load")
+    return pack_artifact(ptx, cubin)
 
 
 @functools.lru_cache(maxsize=None)
@@ -80,7 +95,9 @@ CUDA_API = StreamApi(
     graph_destroy="cuGraphDestroy", exec_destroy="cuGraphExecDestroy", alloc="cuMemAlloc",
     alloc_pinned="cuMemAllocHost", pinned_flags=lambda cu: (), free="cuMemFree",
     free_pinned="cuMemFreeHost", copy_h2d="cuMemcpyHtoDAsync", copy_d2h="cuMemcpyDtoHAsync",
-    copy_d2d="cuMemcpyDtoDAsync", memset="cuMemsetD8Async")
+    copy_d2d="cuMemcpyDtoDAsync", memset="cuMemsetD8Async", memset16="cuMemsetD16Async",
+    memset32="cuMemsetD32Async", memset2d8="cuMemsetD2D8Async",
+    memset2d16="cuMemsetD2D16Async", memset2d32="cuMemsetD2D32Async")
 
 
 class CudaDriver(StreamDriver):
@@ -95,7 +112,6 @@ class CudaDriver(StreamDriver):
 
     def __init__(self, device_id: int) -> None:
         from cuda.bindings import driver as cu
-        self.ptx_loads = 0          # modules the driver compiled from PTX (no usable cubin)
         super().__init__(cu, device_id)
 
     def open(self, device_id: int) -> Any:
@@ -120,8 +136,8 @@ class CudaDriver(StreamDriver):
             err, module = self.lib.cuModuleLoadData(cubin)
             if err != self._success:
                 module = None
-        if module is None:
-            self.ptx_loads += 1
+        if module is None:              # no cubin, or not one this device runs
+            self.jit_loads += 1
             module = self.check(self.lib.cuModuleLoadData(ptx), "cuModuleLoadData (PTX)")
         self._modules.append(module)
         return module
@@ -148,8 +164,12 @@ def open_device(device_id: int, host: HostServices = NO_SERVICES) -> GpuDevice:
     sm = driver.sm
     target = DeviceTarget("cuda", nvptx.TRIPLE, nvptx.codegen_target().data_layout, f"sm_{sm}",
                           f"driver {driver.driver_version}; {ptxas_version()}")
-    return GpuDevice(device_id, driver, target, nvptx.codegen_target(),
-                     lambda module: compile_artifact(module, sm), host)
+
+    def compile_fn(module: ir.Module) -> bytes:     # ptxas runs go in the device's counters
+        return compile_artifact(module, sm, device.counters)
+
+    device = GpuDevice(device_id, driver, target, nvptx.codegen_target(), compile_fn, host)
+    return device
 
 
 # ---- the registry's entry points (`registry.BackendModule`) ----------------------------------

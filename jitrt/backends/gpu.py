@@ -20,11 +20,13 @@ launch entries and mirrors of this device, the sizing scratch (grow-only).
 from __future__ import annotations
 
 import ctypes
+import time
 from typing import Any, Callable, Mapping
 
 from llvmlite import ir
 
 from ..codegen import abi
+from ..logger import logger
 from ..native import launch_table as lt
 from ..codegen.targets import Target as CodegenTarget
 from ..launch_plan import LaunchPlan
@@ -32,11 +34,12 @@ from . import gpu_tasks
 from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, HostServices, LaunchContext,
                    Reducer, Required)
 from .gpu_driver import GpuDriver
-from .gpu_faults import check_status
+from .gpu_faults import check_status, raise_status, read_status
 from .gpu_graph import GpuGraph
 from . import gpu_launch
 from .gpu_launch import DEFAULT_BLOCK, MAX_GRID, GpuLaunch
 from .gpu_residency import DeviceMirror, ForeignArrays, GpuHeap
+from .gpu_staging import ElementCopies, Uploads
 
 __all__ = ["DEFAULT_BLOCK", "MAX_GRID", "GpuDevice", "GpuDriver", "GpuLaunch"]
 
@@ -63,11 +66,14 @@ class GpuDevice(Device):
         self.launch_at: dict[int, GpuLaunch] = {}     # context address -> its entry
         self.dlpack_device_type = driver.dlpack_device_type
         self.foreign = ForeignArrays(self)
+        self.uploads = Uploads(self)
+        self.elements = ElementCopies(self)
         self._scratch, self._scratch_size = 0, 0
         self.mirrors: list[DeviceMirror] = []
         self.counters: dict[str, int] = {"h2d_skipped": 0, "h2d_uploads": 0, "allocations": 0,
                                          "graph_instantiations": 0, "graph_updates": 0,
-                                         "graph_replays": 0}
+                                         "graph_replays": 0, "ptxas_runs": 0,
+                                         "module_loads": 0, "driver_jit_loads": 0}
         self.native_skips = (ctypes.c_int64 * 1)()   # h2d_skipped of native launches
         self._native: Any = False         # False: not looked at yet; None: no native launches
         self.closed = False
@@ -85,8 +91,16 @@ class GpuDevice(Device):
         return bytes(self._compile(module))
 
     def _load(self, key: str, artifact: bytes, symbols: list[str]) -> dict[str, Any]:
-        module = self.driver.load_module(artifact)
-        return {name: self.driver.function(module, name) for name in symbols}
+        """One module per artifact; counted, and timed in the DEBUG log with what the driver
+        did: load a ready image (a cubin) or compile the module itself (PTX)."""
+        driver, t0, jit = self.driver, time.perf_counter(), self.driver.jit_loads
+        module = driver.load_module(artifact)
+        jit = driver.jit_loads - jit
+        self.counters["module_loads"] += 1
+        self.counters["driver_jit_loads"] += jit
+        logger.debug("%s: driver load %.1f ms (%s)", key, (time.perf_counter() - t0) * 1e3,
+                     "compiled by the driver from PTX" if jit else "a ready image")
+        return {name: driver.function(module, name) for name in symbols}
 
     def launch_entry(self, context: LaunchContext) -> EntryPoint:
         return GpuLaunch(self, context)
@@ -191,6 +205,43 @@ class GpuDevice(Device):
         mirror.device_newer = True
         return ptr
 
+    def fill_data(self, data: Any, pattern: bytes) -> bool:
+        """A fill on the device (`DeviceMirror.fill`) when the device copy is current or
+        there is none yet; host data written since the last upload, or a host tensor
+        wrapped by `from_dlpack` (staged, never mirrored), is filled on the host."""
+        if not self.on_device(data, data):
+            return False
+        self.data_ptr(data)
+        data._mirror.fill(pattern)
+        return True
+
+    def copy_data(self, dst: Any, src: Any) -> bool:
+        """`dst.copy_from(src)` device to device when the source's device copy is current
+        and the dtypes are the same (else on the host, converting)."""
+        if src.dtype != dst.dtype or src._mirror is None or not self.on_device(src, dst):
+            return False
+        self.data_ptr(dst)
+        dst._mirror.copy_from(src._mirror)
+        return True
+
+    def on_device(self, source: Any, data: Any) -> bool:
+        """Whether an operation that overwrites all of `data` from `source` (itself for a
+        fill) belongs on this device: `source` has no host writes pending (or no device copy
+        yet), `data` is not a staged host tensor, and neither is another device's."""
+        mirror = source._mirror
+        if mirror is not None and (mirror.device is not self or mirror.host_newer):
+            return False
+        if data._mirror is None:
+            return getattr(data, "_owner", None) is None
+        return data._mirror.device is self  # type: ignore[no-any-return]
+
+    def host_overwrote(self, data: Any) -> None:
+        """After `from_numpy`: the new host data goes up now (one asynchronous upload), so
+        that the next launch is one that moves nothing."""
+        mirror = data._mirror
+        if mirror is not None and mirror.device is self:
+            mirror.upload_now()
+
     def wrap_foreign(self, obj: Any) -> Any:
         """A jitrt ndarray over a torch/CuPy device array (no copy), the same one for the
         same live object; None if `obj` is not a C-contiguous device array of a jitrt dtype."""
@@ -217,9 +268,11 @@ class GpuDevice(Device):
         self.driver.copy_d2d(dst, src, nbytes)
 
     def synchronize(self) -> None:
-        """Wait for the stream; a fault recorded by a kernel since the last check raises."""
+        """Wait for the stream (once: the status block's copy is queued before the wait); a
+        fault recorded by a kernel since the last check raises."""
+        read_status(self)
         self.driver.synchronize()
-        check_status(self)
+        raise_status(self)
 
     def close(self) -> None:
         """Bring every buffer's data home, then free what this device allocated."""
@@ -231,6 +284,8 @@ class GpuDevice(Device):
             if mirror.ptr:
                 mirror.release()
         self.foreign.close()
+        self.uploads.close()
+        self.elements.close()
         for launch in self.launches:
             launch.release()
         self.driver.free(self.status)

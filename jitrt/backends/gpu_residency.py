@@ -3,11 +3,14 @@ adstack heap.
 
 Stage: backend (helpers of `gpu.py`). Each field and ndarray a launch touches gets a
 `DeviceMirror` (device memory of the same size). Host writes mark the host copy newer and the
-next launch uploads it; a launch marks what it writes device-newer and host reads (`to_numpy`,
-`x[i]`) download it. An ndarray over another library's device memory (a torch or CuPy array
-passed to a kernel) gets a `ForeignMirror` over that memory (`ForeignArrays` wraps each live
-object once). `GpuHeap` is the program's adstack heap in device memory. Caches: a mirror per
-buffer, a wrapper per live foreign object, the heap per device (grow-only).
+next launch uploads it (`from_numpy` uploads at once); a launch, a device fill (driver
+memsets) and a device-to-device `copy_from` mark the device copy newer, and host reads
+(`to_numpy`, pickling, exports) download it; docs/gpu.md has the rule. One element read or
+written at Python scope (`x[i]`, `loss[None] = v`) moves alone (`read_part`, `wrote_part`).
+An ndarray over another library's device memory (a torch or CuPy array passed to a kernel)
+gets a `ForeignMirror` over that memory (`ForeignArrays` wraps each live object once).
+`GpuHeap` is the program's adstack heap in device memory. Caches: a mirror per buffer, a wrapper per
+live foreign object, the heap per device (grow-only).
 """
 from __future__ import annotations
 
@@ -27,11 +30,12 @@ class DeviceMirror:
     """The device copy of one field or ndarray (`data._Buffer._mirror`): which copy is newer,
     and the transfers that make the other one current."""
     __slots__ = ("device", "ptr", "nbytes", "host", "host_newer", "device_newer", "owner",
-                 "shared")
+                 "shared", "host_ptr")
 
     def __init__(self, device: "GpuDevice", owner: Any) -> None:
         self.device, self.owner = device, weakref.ref(owner)
         self.host = owner._data
+        self.host_ptr: int = self.host.ctypes.data
         self.nbytes = max(int(self.host.nbytes), 1)
         self.ptr = device.alloc(self.nbytes)
         self.host_newer, self.device_newer = True, False
@@ -52,11 +56,60 @@ class DeviceMirror:
             self.device.copy_h2d(self.ptr, self.host.ctypes.data, self.host.nbytes)
             self.host_newer = False
 
+    def fill(self, pattern: bytes) -> None:
+        """Every element becomes `pattern` (one element's bytes) in device memory: driver
+        memsets on the stream, no synchronisation; the host copy is stale from then on."""
+        if pattern:                    # an element of no components: nothing to write
+            self.device.driver.fill(self.ptr, pattern, self.host.nbytes // len(pattern))
+        self.device_wrote()
+
+    def copy_from(self, source: "DeviceMirror") -> None:
+        """The data of `source` (same size) copied in device memory, on the stream."""
+        source.to_device()
+        if source is not self:
+            self.device.copy_d2d(self.ptr, source.ptr, self.host.nbytes)
+        self.device_wrote()
+
+    def device_wrote(self) -> None:
+        """After a fill or copy on the stream: the device copy is the newer one; a foreign
+        view of it (`shared`) sees the write when the call returns, as after a host write."""
+        self.host_newer, self.device_newer = False, True
+        if self.shared:
+            self.device.synchronize()
+
+    def upload_now(self) -> None:
+        """After the host copy was overwritten whole: upload it now, through the device's
+        pinned upload buffers (no wait for the stream)."""
+        if self.host_newer:
+            self.device.uploads.upload(self.ptr, self.host.ctypes.data, self.host.nbytes)
+            self.host_newer = False
+
     def before_host_read(self) -> None:
         if self.device_newer or self.shared:
             self.device.copy_d2h(self.host.ctypes.data, self.ptr, self.host.nbytes)
             self.device.synchronize()
             self.device_newer = False
+
+    def read_part(self, offset: int, nbytes: int) -> None:
+        """Before a host read of bytes `offset`.. `offset + nbytes` of the host copy (one
+        element or component): if the device copy is newer, those bytes alone come down
+        into the host copy (one small copy, a synchronisation); the rest stays stale (when
+        there is no rest, a 0-d array's, the host copy is current again)."""
+        if self.device_newer or self.shared:
+            self.device.elements.down(self.host_ptr + offset, self.ptr + offset, nbytes)
+            if nbytes == self.host.nbytes:
+                self.device_newer = False
+
+    def wrote_part(self, offset: int, nbytes: int) -> None:
+        """After a host write of those bytes into the host copy: unless the host copy holds
+        writes not uploaded yet (all of it goes up at the next launch), the bytes go up alone,
+        on the stream, without waiting; which copy is newer does not change (both hold the
+        element now)."""
+        if self.host_newer:
+            return
+        self.device.elements.up(self.ptr + offset, self.host_ptr + offset, nbytes)
+        if self.shared:
+            self.device.synchronize()
 
     def after_host_write(self) -> None:
         self.host_newer = True
@@ -83,6 +136,7 @@ class ForeignMirror(DeviceMirror):
     def __init__(self, device: "GpuDevice", owner: Any, ptr: int) -> None:
         self.device, self.owner = device, weakref.ref(owner)
         self.host = owner._data
+        self.host_ptr = self.host.ctypes.data
         self.nbytes = max(int(self.host.nbytes), 1)
         self.ptr = ptr
         self.host_newer, self.device_newer = False, True

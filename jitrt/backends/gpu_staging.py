@@ -1,11 +1,17 @@
-"""Host arrays passed to a GPU launch: staged through device buffers and pinned host buffers.
+"""Host arrays passed to a GPU launch, and whole-array uploads: staged through pinned buffers.
 
 Stage: backend (helpers of `gpu_launch.py`). A plain numpy argument (or a host tensor wrapped
 by `jr.ndarray.from_dlpack`) has no device mirror: each launch copies it host -> pinned buffer
 -> device staging buffer before the kernels and, when they write it, back the same way after
 them (DMA from and to the pinned buffer, never the array itself; one synchronisation). A pinned
-buffer is written again only after the event of the copy that last read it. Caches: one device
-staging buffer and one pinned buffer per launch context and slot (grow-only), on the launch.
+buffer is written again only after the event of the copy that last read it. `Uploads` does the
+same for `from_numpy` into an array with a device copy: the new data goes up at once through
+one of two pinned buffers used in turn, so that the call never waits for the stream (an upload
+from pageable memory may: the driver stages it and can synchronise). Caches: one device staging
+buffer and one pinned buffer per launch context and slot (grow-only), on the launch; the two
+upload buffers per device (grow-only, up to `UPLOAD_PINNED_MAX` bytes each). `ElementCopies`
+moves one element read or written at Python scope (`loss[None]`, `x[i] = v`) through a pinned
+ring of the device (allocated at its first use).
 """
 from __future__ import annotations
 
@@ -88,3 +94,118 @@ def release(launch: "GpuLaunch") -> None:
         device.driver.free_pinned(ptr)
         device.driver.event_destroy(event)
     launch.pinned.clear()
+
+
+# larger uploads go straight from the array (pageable memory): the copy's own time dwarfs a
+# wait for the stream, and pinned memory is not spent on them
+UPLOAD_PINNED_MAX = 64 << 20
+
+
+class Uploads:
+    """Whole-array uploads of one device through two pinned buffers used in turn (see the
+    module docstring): one memmove into the buffer, one asynchronous copy from it."""
+
+    def __init__(self, device: "GpuDevice") -> None:
+        self.device = device
+        self.buffers: list[list[Any]] = []     # [address, size, event] each
+        self.turn = 0
+
+    def upload(self, dst: int, src: int, nbytes: int) -> None:
+        driver = self.device.driver
+        if nbytes > UPLOAD_PINNED_MAX or not nbytes:
+            driver.copy_h2d(dst, src, nbytes)
+            return
+        if len(self.buffers) < 2:
+            size = max(nbytes, 1 << 16)
+            self.buffers.append([driver.alloc_pinned(size), size, driver.event_create()])
+        buf = self.buffers[self.turn % len(self.buffers)]
+        self.turn += 1
+        driver.event_synchronize(buf[2])       # the copy that last read it has finished
+        if buf[1] < nbytes:
+            driver.free_pinned(buf[0])
+            buf[0], buf[1] = driver.alloc_pinned(nbytes), nbytes
+        ctypes.memmove(buf[0], src, nbytes)
+        driver.copy_h2d(dst, buf[0], nbytes)    # DMA from pinned memory
+        driver.event_record(buf[2])
+
+    def close(self) -> None:
+        driver = self.device.driver
+        for ptr, _, event in self.buffers:
+            driver.event_synchronize(event)
+            driver.free_pinned(ptr)
+            driver.event_destroy(event)
+        self.buffers.clear()
+
+
+# one element read or written at Python scope (`x[i]`, `loss[None]`) moves through a ring of
+# pinned memory; larger parts go as whole-array uploads do
+ELEMENT_RING = 1 << 16
+ELEMENT_ALIGN = 16
+
+
+class ElementCopies:
+    """The bytes of one element (or component) of an array, to or from its device copy, through
+    a pinned ring in two halves: an upload's bytes stay in their slot until the copy has run,
+    and a half is written again only after the event recorded when the ring last left it (a
+    wait only after thousands of writes, for copies queued that long ago). A read is a copy
+    into the ring and a synchronisation, after which the bytes are the device's."""
+
+    def __init__(self, device: "GpuDevice") -> None:
+        self.device = device
+        self.ring = 0                  # pinned address, allocated at the first use
+        self.events: list[Any] = []    # one per half
+        self.pos = 0                   # the next free byte of the ring
+
+    def slot(self, nbytes: int) -> int:
+        """Pinned memory for `nbytes` (at most half the ring) that no queued copy reads."""
+        driver, half = self.device.driver, ELEMENT_RING // 2
+        if not self.ring:
+            self.ring = driver.alloc_pinned(ELEMENT_RING)
+            self.events = [driver.event_create(), driver.event_create()]
+        start = -(-self.pos // ELEMENT_ALIGN) * ELEMENT_ALIGN
+        if start % half + nbytes > half:               # never across the halves
+            start = (start // half + 1) * half
+        start %= ELEMENT_RING
+        if self.pos and start // half != (self.pos - 1) // half:
+            driver.event_record(self.events[(self.pos - 1) // half])   # leaving that half
+            driver.event_synchronize(self.events[start // half])       # its copies have run
+        self.pos = start + nbytes
+        return self.ring + start
+
+    def up(self, dst: int, src: int, nbytes: int) -> None:
+        """Copy `nbytes` host bytes at `src` to device address `dst`, on the stream; no
+        waiting (the bytes are taken now)."""
+        if not nbytes:
+            return
+        if nbytes > ELEMENT_RING // 2:
+            self.device.uploads.upload(dst, src, nbytes)
+            return
+        pinned = self.slot(nbytes)
+        ctypes.memmove(pinned, src, nbytes)
+        self.device.driver.copy_h2d(dst, pinned, nbytes)
+
+    def down(self, dst: int, src: int, nbytes: int) -> None:
+        """Copy `nbytes` device bytes at `src` to host address `dst`: one small copy, then a
+        synchronisation (which raises a fault a kernel recorded, as any host read does)."""
+        device = self.device
+        if not nbytes:
+            return
+        if nbytes > ELEMENT_RING // 2:
+            device.copy_d2h(dst, src, nbytes)
+            device.synchronize()
+            return
+        pinned = self.slot(nbytes)
+        device.driver.copy_d2h(pinned, src, nbytes)
+        try:
+            device.synchronize()        # one wait for the element and the status block
+        finally:
+            ctypes.memmove(dst, pinned, nbytes)
+
+    def close(self) -> None:
+        driver = self.device.driver
+        if self.ring:
+            driver.synchronize()
+            driver.free_pinned(self.ring)
+            for event in self.events:
+                driver.event_destroy(event)
+            self.ring, self.events, self.pos = 0, [], 0

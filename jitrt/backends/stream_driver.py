@@ -13,6 +13,7 @@ at `close`), and per thread whether the device is current on it.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Callable
 
@@ -67,7 +68,36 @@ class StreamApi:
     copy_h2d: str
     copy_d2h: str
     copy_d2d: str
-    memset: str
+    memset: str                    # 1-byte words: (dst, value, count, stream)
+    memset16: str                  # 2-byte words, as memset
+    memset32: str                  # 4-byte words, as memset
+    memset2d8: str                 # pitched: (dst, pitch, value, width, height, stream)
+    memset2d16: str
+    memset2d32: str
+    memset32_signed: bool = False  # memset32 takes a signed int (HIP's hipMemsetD32Async)
+
+
+MemsetCall = tuple[int, int, int, int, int]   # (word bytes, offset, value, words, pitch)
+
+
+@functools.lru_cache(maxsize=256)      # a training loop fills the same arrays every step
+def memset_plan(pattern: bytes, count: int) -> tuple[MemsetCall, ...]:
+    """The driver memsets that write `count` copies of `pattern` (one element's bytes): one
+    memset of 1-, 2- or 4-byte words when the pattern repeats such a word (f32, i8, f64 0.0,
+    an f64 whose halves are equal, a vector of equal components), else one pitched memset
+    (pitch: the pattern's size, one word a row) per 4-byte word of the pattern (2-byte or
+    1-byte words when its size is not a multiple of 4). Values are little-endian words, as
+    every GPU stores them; nothing for `count` 0."""
+    size = len(pattern)
+    if not count or not size:
+        return ()
+    for width in (1, 2, 4):
+        if size % width == 0 and pattern == pattern[:width] * (size // width):
+            return ((width, 0, int.from_bytes(pattern[:width], "little"), count * size // width,
+                     0),)
+    width = 4 if size % 4 == 0 else 2 if size % 2 == 0 else 1
+    return tuple((width, k, int.from_bytes(pattern[k:k + width], "little"), count, size)
+                 for k in range(0, size, width))
 
 
 class _Bound(threading.local):
@@ -91,6 +121,7 @@ class StreamDriver:
     max_grid_threads = 0
 
     def __init__(self, lib: Any, device_id: int) -> None:
+        self.jit_loads = 0          # modules the driver compiled at load (no ready image)
         self.lib, api = lib, self.api
         self._success = api.success(lib)
         self.checked(api.init, 0)
@@ -269,6 +300,21 @@ class StreamDriver:
     def memset(self, dst: int, nbytes: int) -> None:
         self.bind()
         self.checked(self.api.memset, dst, 0, nbytes, self.stream)
+
+    def fill(self, dst: int, pattern: bytes, count: int) -> None:
+        """`count` copies of `pattern` from `dst`, on the stream (`memset_plan`)."""
+        self.bind()
+        api = self.api
+        for width, offset, value, n, pitch in memset_plan(pattern, count):
+            if pitch:
+                name = api.memset2d32 if width == 4 else api.memset2d16 if width == 2 else \
+                    api.memset2d8
+                self.checked(name, dst + offset, pitch, value, 1, n, self.stream)
+                continue
+            if width == 4 and api.memset32_signed and value >= 1 << 31:
+                value -= 1 << 32
+            name = api.memset32 if width == 4 else api.memset16 if width == 2 else api.memset
+            self.checked(name, dst + offset, value, n, self.stream)
 
     def synchronize(self) -> None:
         self.bind()

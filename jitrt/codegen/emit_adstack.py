@@ -12,7 +12,10 @@ task's iterations are interleaved (`passes/interleave.py`), lane k's copy of a s
 lane k - 1's (`Target.lanes` times the capacity is reserved). Every push checks the capacity
 in every build: an overflowing push is skipped and the task's registry id is stored into the
 overflow slot by compare-and-swap from 0, so the first overflow wins and memory stays intact.
-Pops never go below the initial entry. A stack whose values the task never reads (all it
+Pops never go below the initial entry. On GPUs, a stack whose capacity is known when
+compiling and small (`TaskFacts.local_stacks`, `passes.lowered.local_capacity`) is instead an
+array of values in the thread's local memory, checked against that constant capacity, with no
+heap address computed. A stack whose values the task never reads (all it
 carries is the adjoint, e.g. once its partials are taped: `autodiff.tape_partials`) keeps
 its stack pointer and capacity check (overflow is reported at the same capacity) but writes
 no entry.
@@ -31,10 +34,16 @@ ONE = ir.Constant(I64, 1)
 
 class AdStackEmitter(EmitterHost):
     def stack_state(self, stack: n.AdStack) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
-        """(entries pointer, capacity, stack-pointer alloca) of `stack` in the current task."""
+        """(entries pointer, capacity, stack-pointer alloca, top-adjoint alloca) of `stack`
+        in the current task."""
         key = (self.task_index, stack.id, stack.lane)
         found = self.stacks.get(key)
         if found is not None:
+            return found
+        local = dict(self.facts.local_stacks).get(stack.id)
+        if local is not None:
+            found = self.local_stack(stack, local)
+            self.stacks[key] = found
             return found
         b = self.builder
         cap_slot, off_slot = self.layout.stack_slot(self.task_index, stack.id)
@@ -63,6 +72,23 @@ class AdStackEmitter(EmitterHost):
         self.stacks[key] = found
         return found
 
+    def local_stack(self, stack: n.AdStack, capacity: int
+                    ) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+        """The state of a stack kept in the thread's local memory (a GPU's, with a capacity
+        known when compiling: `passes.lowered.local_capacity`): an array of `capacity`
+        values (no adjoint halves: the top's adjoint is a local anyway), the capacity a
+        constant (the context's slot holds the same number, for the overflow report)."""
+        b = self.builder
+        with b.goto_block(self.alloca_block):
+            values = self.target.alloca(b, ir.ArrayType(ll_type(stack.dtype), capacity),
+                                        f"stack{stack.id}")
+            sp = self.target.alloca(b, I64, f"sp{stack.id}")
+            b.store(ONE, sp)
+            adj = self.target.alloca(b, ll_type(stack.dtype), f"adj{stack.id}")
+            b.store(self.zero(stack), adj)
+        self.local_stack_ids.add(stack.id)
+        return values, ir.Constant(I64, capacity), sp, adj
+
     def top_adjoint(self, stack: n.AdStack) -> ir.Value:
         """The local holding the top entry's adjoint (see the module docstring)."""
         return self.stack_state(stack)[3]
@@ -78,6 +104,8 @@ class AdStackEmitter(EmitterHost):
     def entry_at(self, stack: n.AdStack, index: ir.Value) -> ir.Value:
         """The value of entry `index` of this thread's `stack` (the pair's first half)."""
         base, _, _, _ = self.stack_state(stack)
+        if stack.id in self.local_stack_ids:
+            return self.builder.gep(base, [ir.Constant(I64, 0), index])
         if self.target.traits.interleaved_stacks:
             index = self.builder.mul(index, self.load_slot(abi.SLOT_NUM_THREADS))
         return self.builder.gep(base, [index, ir.Constant(ir.IntType(32), 0)])
@@ -88,7 +116,7 @@ class AdStackEmitter(EmitterHost):
         b.store(ONE, sp)
         if s.stack.id not in self.unread_stacks:
             value = self.expr(s.value)
-            b.store(value, b.gep(base, [ir.Constant(I64, 0), ir.Constant(ir.IntType(32), 0)]))
+            b.store(value, self.entry_at(s.stack, ir.Constant(I64, 0)))
         self.reset_adjoint(s.stack)
 
     def zero(self, stack: n.AdStack) -> ir.Constant:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:
     from llvmlite import ir
 
+    from ..ir.facts import TaskFacts
     from .abi import ContextLayout
     from .targets import Target
 
@@ -28,6 +29,7 @@ class EmitterHost:
         vectorizable: bool               # a parallel task's body (codegen/targets.py, math)
         stacks: dict[tuple[int, int, int], tuple[ir.Value, ir.Value, ir.Value, ir.Value]]
         unread_stacks: frozenset[int]    # stacks whose values are never read: no memory
+        local_stack_ids: set[int]        # stacks in the thread's local memory (GPUs)
         task_index: int
         tid: ir.Value
         reductions: dict[Any, ir.Value]
@@ -36,6 +38,7 @@ class EmitterHost:
         reduction_scalars: dict[Any, list[ir.Value]]
         interleaved_evals: dict[int, Any]
         private: frozenset[Any]      # fields whose atomics need no atomicity (passes/reductions)
+        facts: TaskFacts                 # what the passes say of the task (`ir/facts.py`)
         invariants: dict[int, ir.Value]
         unchecked: dict[Any, Any]    # accesses proven in bounds -> axes (codegen/bounds.py)
         interrupt_epoch: ir.Value | None

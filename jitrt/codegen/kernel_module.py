@@ -53,6 +53,7 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self._ids = 0
         self.stacks: dict[tuple[int, int, int], tuple[ir.Value, ir.Value, ir.Value, ir.Value]] = {}
         self.unread_stacks: frozenset[int] = frozenset()   # (a parallel task's: see there)
+        self.local_stack_ids: set[int] = set()   # stacks in local memory (emit_adstack.py)
         self.task_index = 0
         self.tid: ir.Value = ir.Constant(I64, 0)
         self.reductions: dict = {}   # reduction key -> accumulator alloca (parallel tasks)

@@ -69,6 +69,9 @@ class TargetTraits:
     # float results below the normal range become zero (Taichi's CPU behaviour: the entry sets
     # the FPU's flush-to-zero mode while kernel code runs, and constants are flushed alike)
     flush_denormals: bool
+    # small adstacks of a known capacity may live in each thread's own local (private)
+    # memory instead of the heap (`passes.lowered.local_capacity`)
+    local_stacks: bool
 
 
 @frozen

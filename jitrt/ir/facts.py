@@ -3,8 +3,9 @@
 Stage: IR. `passes/pipeline.codegen_facts(kernel, lanes)` computes one `TaskFacts` per task of a
 lowered kernel for a codegen target's lane count; `codegen/kernel_module.build_module` reads
 them: the fields and ndarrays whose atomics no other iteration races with
-(`passes/reductions.py`), and a parallel task's interleaved body (`passes/interleave.py`),
-which codegen uses where its own bounds proof says the body cannot fault. `reduction_key` is the
+(`passes/reductions.py`), a parallel task's interleaved body (`passes/interleave.py`),
+which codegen uses where its own bounds proof says the body cannot fault, and on GPUs the
+adstacks kept in local memory (`passes/lowered.local_capacity`). `reduction_key` is the
 key under which a `+=` into one fixed element is accumulated per chunk (`Task.reductions`).
 They are not stored with the kernel (the offline cache keeps the tasks, not these).
 """
@@ -31,6 +32,9 @@ class TaskFacts:
     private_arrays: frozenset[n.Ref] = frozenset()   # ndarrays: plain while apart
     # (a `passes.interleave.Lanes`, the body for `lanes` consecutive indices), or None
     interleaved: Any = None
+    # GPUs: (stack id, capacity) of the task's adstacks kept in per-thread local memory
+    # (`passes.lowered.local_capacity`); the others live in the adstack heap
+    local_stacks: tuple[tuple[int, int], ...] = ()
 
 
 NO_FACTS = TaskFacts()

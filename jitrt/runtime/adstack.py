@@ -33,6 +33,7 @@ from .. import logger as log
 from ..codegen import abi
 from ..errors import AdStackOverflowError
 from ..ir import sizeexpr as se
+from ..passes.lowered import local_capacity
 
 if TYPE_CHECKING:
     from .seams import ProgramLike
@@ -126,6 +127,9 @@ class SizingPlan:
                  prefix: str, kernel_name: str, device: Any) -> None:
         self.stacks, self.specs, self.layout, self.forced = stacks, specs, layout, forced
         self.kernel_name = kernel_name
+        # stacks a GPU keeps in local memory (`passes.lowered.local_capacity`): no heap space
+        local_ok = device.codegen_target.traits.local_stacks
+        self.local = [local_ok and local_capacity(s, forced) is not None for s in stacks]
         sizable = all(s.capacity is not None for s in stacks)
         # reducers: ctx address -> max; required: (ctx, results, out) addresses
         self.reducers, self.required = device.sizing_calls(addrs, prefix, len(specs),
@@ -173,12 +177,13 @@ class SizingPlan:
         strides: dict[int, int] = {}
         offsets: dict[int, int] = {}
         lanes = program.device.codegen_target.lanes    # copies per stack (interleaved tasks)
-        for plan, cap in zip(self.stacks, caps):
+        for plan, cap, local in zip(self.stacks, caps, self.local):
             cap_slot, off_slot = self.layout.stack_slot(plan.task, plan.stack.id)
             offset = offsets.get(plan.task, 0)
             buf[cap_slot] = cap
             buf[off_slot] = offset
-            offset += lanes * cap * 2 * plan.stack.dtype.nbytes
+            if not local:
+                offset += lanes * cap * 2 * plan.stack.dtype.nbytes
             offsets[plan.task] = (offset + 7) & ~7
         need = 0
         for task, size in offsets.items():

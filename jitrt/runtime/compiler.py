@@ -430,11 +430,21 @@ def passes(kernel: "KernelLike", params: tuple[n.Param, ...], ctx: CompileContex
     return lowered, abi.layout_for(params, lowered.tasked.fields, lowered.tasked.tasks)
 
 
-def codegen_facts(lowered: LoweredKernel, target: Any) -> tuple[Any, ...]:
+def codegen_facts(lowered: LoweredKernel, target: Any, forced: int) -> tuple[Any, ...]:
     """What the passes tell codegen about each task for `target` (`ir/facts.py`): run for
-    each module built (a tiered compile's quick copy, without lanes, interleaves nothing)."""
+    each module built (a tiered compile's quick copy, without lanes, interleaves nothing).
+    Where the target allows it (`TargetTraits.local_stacks`: GPUs), which adstacks live in
+    local memory (`forced`: the `ad_stack_size` option)."""
+    from ..passes.lowered import local_capacity
     from ..passes.pipeline import codegen_facts as facts
-    return facts(lowered.tasked, target.lanes)
+    out = facts(lowered.tasked, target.lanes)
+    local: dict[int, list[tuple[int, int]]] = {}
+    for s in lowered.stacks if target.traits.local_stacks else ():
+        cap = local_capacity(s, forced)
+        if cap is not None:
+            local.setdefault(s.task, []).append((s.stack.id, cap))
+    return tuple(dataclasses.replace(f, local_stacks=tuple(local[t])) if t in local else f
+                 for t, f in enumerate(out))
 
 
 def build_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
@@ -450,7 +460,7 @@ def with_object(device: "Device", module: Any, artifact: Artifact,
     where given) to (optimised)."""
     t0 = time.perf_counter()
     obj = device.compile(module if later is None else later())
-    log_compile(artifact.name, times, time.perf_counter() - t0)
+    log_compile(artifact.name, times, time.perf_counter() - t0, f", module {artifact.prefix}")
     return dataclasses.replace(artifact, obj=obj)
 
 
@@ -488,13 +498,11 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
         from ..passes.interleave import candidate
         if any(candidate(t) for t in lowered.tasked.tasks):   # else both builds are the same
             target = dataclasses.replace(target, lanes=1)
+    forced = cfg.ad_stack_size
     module, sites, tasks = build_module(lowered.tasked, target, layout, prefix,
-                                        lowered.local_types, codegen_facts(lowered, target))
-    if target.max_param_slots and layout.gpu_slots > target.max_param_slots:
-        raise KernelCompileError(
-            f"kernel {name}: its launch context has {layout.gpu_slots} slots (fields, "
-            f"arguments, shapes), more than the {target.max_param_slots} a GPU kernel takes "
-            "as parameters; pass fewer ndarrays or fields to one kernel")
+                                        lowered.local_types,
+                                        codegen_facts(lowered, target, forced))
+    check_param_slots(name, layout, target)
     specs = add_sizing_functions(module, prefix, lowered, layout, params, target)
     later: Later = None
     if target is not full:
@@ -502,7 +510,8 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
 
         def later() -> str:
             module, full_sites, _ = build_module(plain.tasked, full, layout, prefix,
-                                                 plain.local_types, codegen_facts(plain, full))
+                                                 plain.local_types,
+                                                 codegen_facts(plain, full, forced))
             if full_sites != sites:     # (the interleaved body can fault nowhere: no sites)
                 raise RuntimeError("the interleaved module's access sites differ")
             add_sizing_functions(module, prefix, plain, layout, params, full)
@@ -514,17 +523,31 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
     times = ((t1 - t0) * 1e3, (time.perf_counter() - t1) * 1e3, len(tasks))
     refs = used_refs(lowered.tasked)
     grad_params = frozenset(r.arg for r in refs if isinstance(r, n.ArrayRef) and r.grad)
-    all_fields = with_hidden_fields(lowered.tasked.fields, tuple(ctx.field_objs))
-    for r in refs:
-        if isinstance(r, n.FieldRef) and r.grad and all_fields[r.slot].grad is None:
-            raise kernel.source().error(None, f"kernel {name} uses the gradient of field "
-                                        f"'{r.name}', which was created without needs_grad=True")
+    check_grad_fields(kernel, name, refs,
+                      with_hidden_fields(lowered.tasked.fields, tuple(ctx.field_objs)))
     rids = tuple((t, fnv1a64_fold32(name, t)) for t, _, _ in layout.task_slots)
     lowered = dataclasses.replace(lowered, tasked=dataclasses.replace(   # a Sequence stands in
         lowered.tasked, tasks=LazyTasks.of(lowered.tasked.tasks)))  # type: ignore[arg-type]
     return module, Artifact(name, params, lowered, layout, tuple(sites), grad_params, text,
                             prefix, tuple(symbols), tuple(specs), rids, b"", tasks,
                             source_origins(kernel, ctx)), times, later
+
+
+def check_param_slots(name: str, layout: Any, target: Any) -> None:
+    """A GPU kernel takes its launch context as parameters: at most the target's count."""
+    if target.max_param_slots and layout.gpu_slots > target.max_param_slots:
+        raise KernelCompileError(
+            f"kernel {name}: its launch context has {layout.gpu_slots} slots (fields, "
+            f"arguments, shapes), more than the {target.max_param_slots} a GPU kernel takes "
+            "as parameters; pass fewer ndarrays or fields to one kernel")
+
+
+def check_grad_fields(kernel: "KernelLike", name: str, refs: Any, all_fields: Any) -> None:
+    """Every field whose gradient the kernel uses was made with one."""
+    for r in refs:
+        if isinstance(r, n.FieldRef) and r.grad and all_fields[r.slot].grad is None:
+            raise kernel.source().error(None, f"kernel {name} uses the gradient of field "
+                                        f"'{r.name}', which was created without needs_grad=True")
 
 
 def with_hidden_fields(refs: tuple[n.FieldRef, ...], field_objs: tuple[Any, ...]
@@ -585,7 +608,7 @@ def lower_module(kernel: "KernelLike", params: tuple[n.Param, ...],
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
     lowered, layout = passes(kernel, params, ctx, kir, cfg, target)
     module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types,
-                                codegen_facts(lowered, target))
+                                codegen_facts(lowered, target, cfg.ad_stack_size))
     return module
 
 
@@ -602,5 +625,5 @@ def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
     target = printer.codegen_target()
     lowered, layout = passes(kernel, params, ctx, kir, cfg, target)
     module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types,
-                                codegen_facts(lowered, target))
+                                codegen_facts(lowered, target, cfg.ad_stack_size))
     return printer.assembly(module, options)
