@@ -47,11 +47,33 @@ COMPILE_PIPELINE = ("jitrt.frontend.lower", "jitrt.passes.pipeline", "jitrt.pass
                     "jitrt.codegen.sizing", "jitrt.backends.cpu", "llvmlite.binding")
 
 
+# what a CPU launch does not need: loaded on first use (jitrt/__init__.py, `_LAZY`)
+ON_FIRST_USE = ("jitrt.math", "jitrt.math_glsl", "jitrt.profiler", "jitrt.runtime.profile",
+                "jitrt.debug", "jitrt.ad_check", "jitrt.runtime.graph", "jitrt.linear_solve",
+                "jitrt.quadrants.algorithms", "jitrt.quadrants.perf", "difflib", "signal")
+
+
 def test_import_jitrt_loads_no_compiler_and_no_llvm():
     loaded = run_python("import json, sys, jitrt; print(json.dumps(sorted(sys.modules)))")
     assert not [m for m in COMPILE_PIPELINE if m in loaded]
+    assert [m for m in ON_FIRST_USE if m in loaded] == []
     # every public name still resolves
     assert all(getattr(jr, name) is not None for name in jr.__all__)
+
+
+def test_names_loaded_on_first_use_resolve_and_are_listed():
+    got = run_python(textwrap.dedent("""
+        import json, sys, jitrt as jr
+        names = {}
+        exec("from jitrt import *", names)
+        print(json.dumps({"graph": "graph" in names and hasattr(jr.graph, "do_while"),
+                          "math": jr.math.vec3 is jr.math.vec3 and "math" in dir(jr),
+                          "solve": callable(jr.solve),
+                          "lazy_loaded": "jitrt.math" in sys.modules}))
+    """))
+    assert got["graph"] and got["math"] and got["solve"] and got["lazy_loaded"]
+    with pytest.raises(AttributeError, match=r"did you mean jitrt\.graph\?"):
+        jr.grap  # noqa: B018
 
 
 WARM = textwrap.dedent("""
