@@ -50,7 +50,8 @@ COMPILE_PIPELINE = ("jitrt.frontend.lower", "jitrt.passes.pipeline", "jitrt.pass
 # what a CPU launch does not need: loaded on first use (jitrt/__init__.py, `_LAZY`)
 ON_FIRST_USE = ("jitrt.math", "jitrt.math_glsl", "jitrt.profiler", "jitrt.runtime.profile",
                 "jitrt.debug", "jitrt.ad_check", "jitrt.runtime.graph", "jitrt.linear_solve",
-                "jitrt.quadrants.algorithms", "jitrt.quadrants.perf", "difflib", "signal")
+                "jitrt.quadrants.algorithms", "jitrt.quadrants.perf", "difflib", "signal",
+                "logging")
 
 
 def test_import_jitrt_loads_no_compiler_and_no_llvm():
@@ -59,6 +60,33 @@ def test_import_jitrt_loads_no_compiler_and_no_llvm():
     assert [m for m in ON_FIRST_USE if m in loaded] == []
     # every public name still resolves
     assert all(getattr(jr, name) is not None for name in jr.__all__)
+
+
+LOGGING_LATER = textwrap.dedent("""
+    import sys
+    import jitrt as jr
+    jr.init(arch=jr.cpu, offline_cache=False)     # logged before `logging` is loaded: unseen
+    assert "logging" not in sys.modules
+    assert not jr.is_logging_effective("warn")
+    import logging
+    logging.basicConfig(level=logging.INFO, format="%(name)s %(module)s:%(levelname)s %(message)s")
+    jr.init(arch=jr.cpu, offline_cache=False)
+    assert jr.is_logging_effective("info") and not jr.is_logging_effective("debug")
+    print('{}')
+""")
+
+
+def test_jitrt_logs_to_a_logging_module_loaded_after_it(tmp_path):
+    """The logger "jitrt" is made when the program loads `logging` (jitrt/logger.py); its
+    records name the module that logged them."""
+    script = tmp_path / "later.py"
+    script.write_text(LOGGING_LATER)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("jitrt ")]
+    assert len(lines) == 1 and lines[0].startswith("jitrt program:INFO jitrt "), proc.stderr
+    assert "arch=cpu" in lines[0]
 
 
 def test_names_loaded_on_first_use_resolve_and_are_listed():
