@@ -22,6 +22,9 @@ from typing import TYPE_CHECKING
 # each call mapped and unmapped a chunk (~900 mmap/munmap pairs; docs/performance.md).
 import numpy as _numpy  # noqa: F401
 
+# its import starts loading LLVM's library on another core (backends/llvm_preload.py)
+from .backends import llvm_preload as _llvm_preload  # noqa: F401
+
 from . import ad, types
 from ._version import __version__ as __version__
 if TYPE_CHECKING:

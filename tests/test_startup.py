@@ -62,6 +62,27 @@ def test_import_jitrt_loads_no_compiler_and_no_llvm():
     assert all(getattr(jr, name) is not None for name in jr.__all__)
 
 
+PRELOAD = textwrap.dedent("""
+    import json, sys
+    import jitrt
+    from jitrt.backends import llvm_preload
+    llvm_preload.wait()
+    with open("/proc/self/maps") as f:
+        mapped = "libllvmlite" in f.read()
+    print(json.dumps({"mapped": mapped, "binding": "llvmlite.binding" in sys.modules}))
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_import_jitrt_loads_llvms_library_on_a_helper_thread(setting, monkeypatch):
+    """`import jitrt` maps llvmlite's library without importing llvmlite (its `dlopen` runs
+    on another core; backends/llvm_preload.py); JITRT_PRELOAD_LLVM=0 leaves it to jr.init."""
+    monkeypatch.setenv("JITRT_PRELOAD_LLVM", setting)
+    got = run_python(PRELOAD)
+    assert got == {"mapped": setting == "1", "binding": False}
+
+
 LOGGING_LATER = textwrap.dedent("""
     import sys
     import jitrt as jr
