@@ -23,7 +23,7 @@ import pytest
 
 import jitrt as jr
 from jitrt.frontend import source
-from jitrt.frozen import frozen
+from jitrt.frozen import frozen, record
 
 pytestmark = pytest.mark.cpu_only
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -247,6 +247,38 @@ def test_frozen_keeps_methods_the_class_defines_and_refuses_what_it_lacks():
         class Misordered:
             a: int = 0
             b: int
+
+
+@pytest.mark.parametrize("deco", [record, dataclasses.dataclass], ids=["record", "dataclass"])
+def test_record_behaves_as_a_mutable_dataclass(deco):
+    @deco
+    class State:
+        name: str
+        items: list = dataclasses.field(default_factory=list)
+        count: int = 0
+        seen: set = dataclasses.field(default=None, repr=False)   # type: ignore[assignment]
+
+        def __post_init__(self) -> None:
+            if self.seen is None:
+                self.seen = {self.name}
+
+    a, b = State("a"), State("a")
+    assert a == b and a.items is not b.items and a.seen == {"a"}
+    a.count += 1
+    a.items.append(1)
+    assert a != b and (a.count, a.items) == (1, [1])
+    assert repr(a) == ("test_record_behaves_as_a_mutable_dataclass.<locals>.State(name='a', "
+                       "items=[1], count=1)")
+    assert State.__hash__ is None and dataclasses.is_dataclass(a)
+    assert dataclasses.replace(a, count=5).count == 5 and State(count=2, name="c").count == 2
+    for bad, message in (((), "missing 1 required positional argument: 'name'"),
+                         (("a", [], 0, set(), "x"), "positional arguments but 6 were given"),):
+        with pytest.raises(TypeError, match=message):
+            State(*bad)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'size'"):
+        State("a", size=1)
+    with pytest.raises(TypeError, match="multiple values for argument 'name'"):
+        State("a", name="b")
 
 
 # ---- source capture -------------------------------------------------------------------------
