@@ -22,8 +22,13 @@ from typing import TYPE_CHECKING
 # each call mapped and unmapped a chunk (~900 mmap/munmap pairs; docs/performance.md).
 import numpy as _numpy  # noqa: F401
 
-# its import starts loading LLVM's library on another core (backends/llvm_preload.py)
-from .backends import llvm_preload as _llvm_preload  # noqa: F401
+# The C extension modules the rest of the import loads, then LLVM's library on another core
+# (backends/llvm_preload.py, which its import starts): glibc's dlopen holds one lock for a
+# whole load, so loading an extension module meanwhile would wait for LLVM's to end.
+import heapq as _heapq  # noqa: F401
+import xxhash as _xxhash  # noqa: F401
+
+from .backends import llvm_preload as _llvm_preload  # noqa: F401,E402
 
 from . import ad, types
 from ._version import __version__ as __version__

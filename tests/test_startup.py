@@ -83,6 +83,34 @@ def test_import_jitrt_loads_llvms_library_on_a_helper_thread(setting, monkeypatc
     assert got == {"mapped": setting == "1", "binding": False}
 
 
+LATE_EXTENSIONS = textwrap.dedent("""
+    import json, sys
+    import numpy
+    late = []
+
+    class Watch:
+        def find_spec(self, name, path=None, target=None):
+            if "jitrt.backends.llvm_preload" in sys.modules:
+                for finder in sys.meta_path[1:]:
+                    spec = getattr(finder, "find_spec", lambda *a: None)(name, path, target)
+                    if spec is not None:
+                        if (spec.origin or "").endswith((".so", ".pyd")):
+                            late.append(name)
+                        break
+            return None
+    sys.meta_path.insert(0, Watch())
+    import jitrt
+    print(json.dumps(late))
+""")
+
+
+def test_no_extension_module_loads_while_llvms_library_does():
+    """glibc's dlopen takes one lock for a whole load: an extension module loaded by
+    `import jitrt` after the preload starts would wait for LLVM's library (jitrt/__init__.py
+    imports them first)."""
+    assert run_python(LATE_EXTENSIONS) == []
+
+
 LOGGING_LATER = textwrap.dedent("""
     import sys
     import jitrt as jr

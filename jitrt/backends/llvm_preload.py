@@ -9,7 +9,11 @@ the load runs on another core while the main thread imports the package; llvmlit
 `CDLL` at `jr.init` then finds the library loaded (`dlopen` of a loaded library only counts a
 reference). Nothing is imported from llvmlite here, and no LLVM function is called.
 
-A fork waits for the thread (`os.register_at_fork`): a child forked during `dlopen` would
+glibc's `dlopen` holds one lock for a whole load, so an extension module the main thread
+loads meanwhile waits for LLVM's library: `jitrt/__init__.py` imports the ones the package
+needs before this module, and `tests/test_startup.py` checks that none loads after it (on a
+busy machine, where the thread waits for a core, such a wait was longer than the load). A
+fork waits for the thread (`os.register_at_fork`): a child forked during `dlopen` would
 inherit the loader's lock held. Where anything fails (no llvmlite, another platform, no
 `dlopen` symbol) the thread does nothing and llvmlite loads the library as before.
 `JITRT_PRELOAD_LLVM=0` turns it off (docs/performance.md, "Cold start").
