@@ -22,9 +22,24 @@ from typing import TYPE_CHECKING
 # each call mapped and unmapped a chunk (~900 mmap/munmap pairs; docs/performance.md).
 import numpy as _numpy  # noqa: F401
 
-from . import ad, debug, math, profiler, types
+# The C extension modules the rest of the import loads, then LLVM's library on another core
+# (backends/llvm_preload.py, which its import starts): glibc's dlopen holds one lock for a
+# whole load, so loading an extension module meanwhile would wait for LLVM's to end.
+import heapq as _heapq  # noqa: F401
+import xxhash as _xxhash  # noqa: F401
+
+from .backends import llvm_preload as _llvm_preload  # noqa: F401,E402
+
+from . import ad, types
 from ._version import __version__ as __version__
 if TYPE_CHECKING:
+    # loaded on first use at run time (`_LAZY` below)
+    from . import debug, math, profiler
+    from .linear_solve import solve
+    from .quadrants import algorithms, lang, simt
+    from .quadrants import qd_logging as _logging  # noqa: F401 (qd._logging)
+    from .quadrants.perf import perf_dispatch
+    from .runtime.graph import Graph, graph
     # To a type checker a dtype is the Python type of its values, so that kernel parameters
     # annotated `x: jr.f32` are valid types (`float`) and a kernel's signature is checked at
     # its calls (docs/usage.md, "Type checking"); at run time they are jitrt's dtypes.
@@ -77,24 +92,27 @@ from .data import Field, Layout, MatrixField, Ndarray, ScalarField, field, ndarr
 from .linalg import Matrix, Struct, StructField, Vector, rgb_to_hex
 from .layout import FieldsBuilder, SNodeTree  # noqa: F401 (Taichi's builder of a layout tree)
 from .layout import i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741,F401 (jr.ij...)
-from .runtime.graph import Graph, graph
 from .runtime.program import clear_cache, init, reset, sync
 from .types import ref, template
 from .peer_funcs import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, assume_in_range, dataclass,
                          hex_to_rgb, is_logging_effective, one, set_logging_level, zero)
-from .linear_solve import solve
 
 # Quadrants 1.3.3's own names (what Genesis uses beyond Taichi's language): jitrt/quadrants/,
 # docs/porting.md "Genesis"
 from .frontend.builtins import atomic_exchange, atomic_mul, bit_shr, outer, raw_div, raw_mod
-from .frontend.builtins import graph_do_while as _graph_do_while
-from .quadrants import algorithms, lang, simt
-from .quadrants import qd_logging as _logging  # noqa: F401 (qd._logging)
-from .quadrants.perf import perf_dispatch
 from .quadrants.tensor import Backend, MatrixTensor, Tensor, VectorTensor, tensor
 
 u1 = u8            # Quadrants' 1-bit bool: a byte here (docs/porting.md, "Genesis")
-graph.do_while = _graph_do_while  # type: ignore[attr-defined]   # qd.graph.do_while(flag)
+
+# What a kernel launch on the CPU does not need loads on first use (PEP 562 `__getattr__`), so
+# that `import jitrt` does not pay for it (docs/performance.md, "Cold start"): name -> (module,
+# attribute; None: the module itself)
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "debug": (".debug", None), "math": (".math", None), "profiler": (".profiler", None),
+    "algorithms": (".quadrants.algorithms", None), "lang": (".quadrants.lang", None),
+    "simt": (".quadrants.simt", None), "_logging": (".quadrants.qd_logging", None),
+    "perf_dispatch": (".quadrants.perf", "perf_dispatch"), "solve": (".linear_solve", "solve"),
+    "Graph": (".runtime.graph", "Graph"), "graph": (".runtime.graph", "graph")}
 
 # The launch path and the cache store load with the package; the compile pipeline (frontend
 # lowering, passes, codegen) loads with the first compile and the CPU backend (llvmlite's LLVM
@@ -153,6 +171,18 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
 
 
 def __getattr__(name: str) -> object:
-    """A peer's name jitrt lacks: an AttributeError that says what to use instead."""
+    """A name of `_LAZY`, loaded now; else a peer's name jitrt lacks: an AttributeError that
+    says what to use instead."""
+    spec = _LAZY.get(name)
+    if spec is not None:
+        import importlib
+        module = importlib.import_module(spec[0], __name__)
+        value = module if spec[1] is None else getattr(module, spec[1])
+        globals()[name] = value
+        return value
     from .peer_names import missing
-    raise missing("jitrt", name, globals())
+    raise missing("jitrt", name, {**globals(), **dict.fromkeys(_LAZY)})
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

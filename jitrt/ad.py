@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .ad_check import GradChecker, GradCheckResult, check_arguments
 from .errors import AutodiffError
 from .runtime import program as program_mod
 from .data import Field, Ndarray, live_dual_buffers, live_grad_fields
 
 if TYPE_CHECKING:
+    from .ad_check import GradChecker, GradCheckResult   # (loaded by a Tape that checks)
     from .runtime.launcher import LaunchHandle
     from .runtime.program import Program
     from .runtime.seams import KernelLike
@@ -86,7 +86,10 @@ class Tape:
                           "specify `ti.init(debug=True)` to enable the check.)", stacklevel=2)
         self.loss = loss
         self.clear_gradients = clear_gradients
-        self.to_check = None if grad_check is None else check_arguments(loss, grad_check)
+        self.to_check = None
+        if grad_check is not None:
+            from .ad_check import check_arguments
+            self.to_check = check_arguments(loss, grad_check)
         self.checker: GradChecker | None = None
         self.grad_check_results: list[GradCheckResult] = []
         self.entries: list[tuple[Any, tuple]] = []
@@ -109,6 +112,7 @@ class Tape:
         if self.loss is not None:
             self.loss.fill(0)     # as Taichi: the recorded step computes the loss afresh
         if self.to_check is not None:
+            from .ad_check import GradChecker
             self.checker = GradChecker(self.loss, self.to_check)
         if self.validation:
             from .frontend.gdar import clear_bits

@@ -8,24 +8,76 @@ the root logger, adds one that prints `[jitrt] message` to stderr. INFO: one lin
 happened, time in ms), and for a compile still running after `SLOW_COMPILE_S` (2 s) one line
 then and one when it ends (`slow_compile`: kernel, tier). DEBUG: cache keys and the passes'
 time. Nothing is logged on the launch path.
+
+`logger` stands in for `logging.getLogger("jitrt")` until the `logging` module is loaded by
+anyone (the program, a library, a `log_level`): its import, ~3 ms with `traceback`, was part of
+every `import jitrt` (docs/performance.md, "Cold start"). Before that nothing can have
+attached a handler for a record, so a record is dropped unseen, as the `NullHandler` would
+drop it; after it, every call goes to the real logger.
 """
 from __future__ import annotations
 
 import contextlib
 import heapq
 import itertools
-import logging
 import os
+import sys
 import threading
 import time
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-logger = logging.getLogger("jitrt")
-logger.addHandler(logging.NullHandler())
+if TYPE_CHECKING:
+    import logging
+
+# the `logging` module's levels (fixed numbers in its documentation)
+DEBUG, INFO, WARNING, ERROR, CRITICAL = 10, 20, 30, 40, 50
+LEVELS = {"debug": DEBUG, "info": INFO, "warning": WARNING, "error": ERROR,
+          "critical": CRITICAL}
+
+
+class _JitrtLogger:
+    """`logging.getLogger("jitrt")` (with its `NullHandler`), made when `logging` is loaded."""
+
+    def __init__(self) -> None:
+        self._real: logging.Logger | None = None
+
+    def real(self, load: bool = True) -> logging.Logger | None:
+        """The real logger; None while `logging` is not loaded and `load` is False."""
+        if self._real is None:
+            if not load and "logging" not in sys.modules:
+                return None
+            import logging
+            real = logging.getLogger("jitrt")
+            real.addHandler(logging.NullHandler())
+            self._real = real
+        return self._real
+
+    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 (logging.Logger's name)
+        real = self.real(load=False)
+        return real is not None and real.isEnabledFor(level)
+
+    def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
+        real = self.real(load=False)
+        if real is not None:
+            kwargs.setdefault("stacklevel", 2)      # the caller's file and line in the record
+            real.log(level, msg, *args, **kwargs)
+
+    def debug(self, msg: object, *args: Any, **kwargs: Any) -> None:
+        self.log(DEBUG, msg, *args, stacklevel=3, **kwargs)
+
+    def info(self, msg: object, *args: Any, **kwargs: Any) -> None:
+        self.log(INFO, msg, *args, stacklevel=3, **kwargs)
+
+    def warning(self, msg: object, *args: Any, **kwargs: Any) -> None:
+        self.log(WARNING, msg, *args, stacklevel=3, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else (`level`, `handlers`, `setLevel`...): the real logger's."""
+        return getattr(self.real(), name)
+
+
+logger = _JitrtLogger()
 _handler: logging.Handler | None = None
-
-LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
-          "error": logging.ERROR, "critical": logging.CRITICAL}
 
 
 def configure(level: str | None) -> None:
@@ -33,12 +85,15 @@ def configure(level: str | None) -> None:
     global _handler
     if level is None:
         return
-    logger.setLevel(LEVELS[level])
-    has_own = any(not isinstance(h, logging.NullHandler) for h in logger.handlers)
+    import logging
+    real = logger.real()
+    assert real is not None
+    real.setLevel(LEVELS[level])
+    has_own = any(not isinstance(h, logging.NullHandler) for h in real.handlers)
     if _handler is None and not has_own and not logging.getLogger().handlers:
         _handler = logging.StreamHandler()
         _handler.setFormatter(logging.Formatter("[jitrt] %(message)s"))
-        logger.addHandler(_handler)
+        real.addHandler(_handler)
 
 
 SLOW_COMPILE_S = 2.0
@@ -113,7 +168,7 @@ def slow_compile(kernel: str, tier: str) -> Iterator[Callable[[str], None]]:
     """Around a compile: if it runs for more than `SLOW_COMPILE_S`, an INFO line says so then
     (`<kernel> (<tier>): compiling ...`) and another when it ends. Gives a function that
     names the tier once the caller knows it. Costs nothing while INFO is off."""
-    if not logger.isEnabledFor(logging.INFO):
+    if not logger.isEnabledFor(INFO):
         yield lambda tier: None
         return
     token = _slow.begin(f"{kernel} ({tier})")

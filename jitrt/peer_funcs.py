@@ -9,7 +9,6 @@ work in kernels and at Python scope alike. Caches nothing.
 from __future__ import annotations
 
 import inspect
-import logging
 import sys
 from typing import Any
 
@@ -18,8 +17,8 @@ from . import logger as _log
 
 TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL = ("trace", "debug", "info", "warn", "error",
                                              "critical")
-_LEVELS = {TRACE: logging.DEBUG, DEBUG: logging.DEBUG, INFO: logging.INFO, WARN: logging.WARNING,
-           "warning": logging.WARNING, ERROR: logging.ERROR, CRITICAL: logging.CRITICAL}
+_LEVELS = {TRACE: _log.DEBUG, DEBUG: _log.DEBUG, INFO: _log.INFO, WARN: _log.WARNING,
+           "warning": _log.WARNING, ERROR: _log.ERROR, CRITICAL: _log.CRITICAL}
 
 
 def _zero(x):
@@ -92,7 +91,7 @@ def _level(level: str) -> int:
 def set_logging_level(level: str) -> None:
     """Log jitrt's messages from `level` up to stderr (as `jr.init(log_level=...)`)."""
     _level(level)
-    name = logging.getLevelName(_level(level)).lower()
+    name = {v: k for k, v in _log.LEVELS.items()}[_level(level)]
     _log.configure(name)
 
 

@@ -7,7 +7,6 @@ in the KernelCompileError). Caches nothing.
 """
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 _LAYOUT = ("only dense layouts through jr.root.dense(jr.ij, (n, m)).place(x) are supported "
@@ -77,10 +76,15 @@ def missing(module: str, name: str, names: Iterable[str] = ()) -> AttributeError
     """The error for `module.name`: NotInJitrt with advice for a known peer name, else an
     AttributeError suggesting the closest of `names` (the module's public names), as Python's
     own "did you mean" does for a misspelt local (`jr.sinn` -> `jr.sin`)."""
+    if name.startswith("__") and name.endswith("__"):
+        # Python's own probes (`from jitrt.types import X` asks the module for `__path__`):
+        # no advice, and no search for close names, which every such import would pay for
+        return AttributeError(f"module {module!r} has no attribute {name!r}")
     advice = MISSING.get(name)
     if advice is not None:
         return NotInJitrt(f"{module}.{name} is not in jitrt: {advice}")
     public = sorted({k for k in names if not k.startswith("_")})
+    import difflib
     close = difflib.get_close_matches(name, public, n=3, cutoff=0.7)
     hint = f"; did you mean {' or '.join(f'{module}.{c}' for c in close)}?" if close else ""
     return AttributeError(f"module {module!r} has no attribute {name!r}{hint}")

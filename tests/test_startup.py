@@ -23,7 +23,7 @@ import pytest
 
 import jitrt as jr
 from jitrt.frontend import source
-from jitrt.frozen import frozen
+from jitrt.frozen import frozen, record
 
 pytestmark = pytest.mark.cpu_only
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -47,11 +47,110 @@ COMPILE_PIPELINE = ("jitrt.frontend.lower", "jitrt.passes.pipeline", "jitrt.pass
                     "jitrt.codegen.sizing", "jitrt.backends.cpu", "llvmlite.binding")
 
 
+# what a CPU launch does not need: loaded on first use (jitrt/__init__.py, `_LAZY`)
+ON_FIRST_USE = ("jitrt.math", "jitrt.math_glsl", "jitrt.profiler", "jitrt.runtime.profile",
+                "jitrt.debug", "jitrt.ad_check", "jitrt.runtime.graph", "jitrt.linear_solve",
+                "jitrt.quadrants.algorithms", "jitrt.quadrants.perf", "difflib", "signal",
+                "logging")
+
+
 def test_import_jitrt_loads_no_compiler_and_no_llvm():
     loaded = run_python("import json, sys, jitrt; print(json.dumps(sorted(sys.modules)))")
     assert not [m for m in COMPILE_PIPELINE if m in loaded]
+    assert [m for m in ON_FIRST_USE if m in loaded] == []
     # every public name still resolves
     assert all(getattr(jr, name) is not None for name in jr.__all__)
+
+
+PRELOAD = textwrap.dedent("""
+    import json, sys
+    import jitrt
+    from jitrt.backends import llvm_preload
+    llvm_preload.wait()
+    with open("/proc/self/maps") as f:
+        mapped = "libllvmlite" in f.read()
+    print(json.dumps({"mapped": mapped, "binding": "llvmlite.binding" in sys.modules}))
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_import_jitrt_loads_llvms_library_on_a_helper_thread(setting, monkeypatch):
+    """`import jitrt` maps llvmlite's library without importing llvmlite (its `dlopen` runs
+    on another core; backends/llvm_preload.py); JITRT_PRELOAD_LLVM=0 leaves it to jr.init."""
+    monkeypatch.setenv("JITRT_PRELOAD_LLVM", setting)
+    got = run_python(PRELOAD)
+    assert got == {"mapped": setting == "1", "binding": False}
+
+
+LATE_EXTENSIONS = textwrap.dedent("""
+    import json, sys
+    import numpy
+    late = []
+
+    class Watch:
+        def find_spec(self, name, path=None, target=None):
+            if "jitrt.backends.llvm_preload" in sys.modules:
+                for finder in sys.meta_path[1:]:
+                    spec = getattr(finder, "find_spec", lambda *a: None)(name, path, target)
+                    if spec is not None:
+                        if (spec.origin or "").endswith((".so", ".pyd")):
+                            late.append(name)
+                        break
+            return None
+    sys.meta_path.insert(0, Watch())
+    import jitrt
+    print(json.dumps(late))
+""")
+
+
+def test_no_extension_module_loads_while_llvms_library_does():
+    """glibc's dlopen takes one lock for a whole load: an extension module loaded by
+    `import jitrt` after the preload starts would wait for LLVM's library (jitrt/__init__.py
+    imports them first)."""
+    assert run_python(LATE_EXTENSIONS) == []
+
+
+LOGGING_LATER = textwrap.dedent("""
+    import sys
+    import jitrt as jr
+    jr.init(arch=jr.cpu, offline_cache=False)     # logged before `logging` is loaded: unseen
+    assert "logging" not in sys.modules
+    assert not jr.is_logging_effective("warn")
+    import logging
+    logging.basicConfig(level=logging.INFO, format="%(name)s %(module)s:%(levelname)s %(message)s")
+    jr.init(arch=jr.cpu, offline_cache=False)
+    assert jr.is_logging_effective("info") and not jr.is_logging_effective("debug")
+    print('{}')
+""")
+
+
+def test_jitrt_logs_to_a_logging_module_loaded_after_it(tmp_path):
+    """The logger "jitrt" is made when the program loads `logging` (jitrt/logger.py); its
+    records name the module that logged them."""
+    script = tmp_path / "later.py"
+    script.write_text(LOGGING_LATER)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("jitrt ")]
+    assert len(lines) == 1 and lines[0].startswith("jitrt program:INFO jitrt "), proc.stderr
+    assert "arch=cpu" in lines[0]
+
+
+def test_names_loaded_on_first_use_resolve_and_are_listed():
+    got = run_python(textwrap.dedent("""
+        import json, sys, jitrt as jr
+        names = {}
+        exec("from jitrt import *", names)
+        print(json.dumps({"graph": "graph" in names and hasattr(jr.graph, "do_while"),
+                          "math": jr.math.vec3 is jr.math.vec3 and "math" in dir(jr),
+                          "solve": callable(jr.solve),
+                          "lazy_loaded": "jitrt.math" in sys.modules}))
+    """))
+    assert got["graph"] and got["math"] and got["solve"] and got["lazy_loaded"]
+    with pytest.raises(AttributeError, match=r"did you mean jitrt\.graph\?"):
+        jr.grap  # noqa: B018
 
 
 WARM = textwrap.dedent("""
@@ -176,6 +275,38 @@ def test_frozen_keeps_methods_the_class_defines_and_refuses_what_it_lacks():
         class Misordered:
             a: int = 0
             b: int
+
+
+@pytest.mark.parametrize("deco", [record, dataclasses.dataclass], ids=["record", "dataclass"])
+def test_record_behaves_as_a_mutable_dataclass(deco):
+    @deco
+    class State:
+        name: str
+        items: list = dataclasses.field(default_factory=list)
+        count: int = 0
+        seen: set = dataclasses.field(default=None, repr=False)   # type: ignore[assignment]
+
+        def __post_init__(self) -> None:
+            if self.seen is None:
+                self.seen = {self.name}
+
+    a, b = State("a"), State("a")
+    assert a == b and a.items is not b.items and a.seen == {"a"}
+    a.count += 1
+    a.items.append(1)
+    assert a != b and (a.count, a.items) == (1, [1])
+    assert repr(a) == ("test_record_behaves_as_a_mutable_dataclass.<locals>.State(name='a', "
+                       "items=[1], count=1)")
+    assert State.__hash__ is None and dataclasses.is_dataclass(a)
+    assert dataclasses.replace(a, count=5).count == 5 and State(count=2, name="c").count == 2
+    for bad, message in (((), "missing 1 required positional argument: 'name'"),
+                         (("a", [], 0, set(), "x"), "positional arguments but 6 were given"),):
+        with pytest.raises(TypeError, match=message):
+            State(*bad)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'size'"):
+        State("a", size=1)
+    with pytest.raises(TypeError, match="multiple values for argument 'name'"):
+        State("a", name="b")
 
 
 # ---- source capture -------------------------------------------------------------------------

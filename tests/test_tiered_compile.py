@@ -100,6 +100,45 @@ def test_a_fault_in_the_quick_copy_is_reported_as_in_the_optimised_one(held):
     assert (a == 1).all()
 
 
+def test_a_quick_copy_has_the_checked_loop_alone_where_only_a_fault_fails_the_box(
+        held, monkeypatch):
+    """The check-free copy of a task whose box test fails only in faulting launches is left
+    out of the quick copy (half its code); faults name the same access in both copies, the
+    unproven one (`b[i * i % m]`, checked in both loops of the optimised copy) too."""
+    texts, optimised = [], []
+    real, real_optimise = cpu_tiers.quick_object, cpu_tiers._ThreadLLVM.compile
+
+    def quick_object(text, symbols):
+        texts.append(text)
+        return real(text, symbols)
+
+    def optimise(self, text):
+        optimised.append(text)
+        return real_optimise(self, text)
+    monkeypatch.setattr(cpu_tiers, "quick_object", quick_object)
+    monkeypatch.setattr(cpu_tiers._ThreadLLVM, "compile", optimise)
+    jr.init(offline_cache=False)
+
+    @jr.kernel
+    def spread(a: jr.types.ndarray(dtype=jr.f32, ndim=1),
+               b: jr.types.ndarray(dtype=jr.f32, ndim=1), m: jr.i32):
+        for i in range(a.shape[0]):
+            a[i] = b[i * i % m] + 1.0
+
+    a, b = np.zeros(8, np.float32), np.arange(4, dtype=np.float32)
+    for _ in range(2):
+        spread(a, b, 4)
+        np.testing.assert_array_equal(a, b[np.arange(8) ** 2 % 4] + 1)
+        with pytest.raises(jr.KernelRuntimeError, match=r"index 4 out of bounds on axis 0 "
+                                                        r"of 'b'"):
+            spread(a, b, 5)
+        held.set()
+        jr.sync()
+    (text,), (full,) = texts, optimised
+    assert "_task0\"" in text and "_task0_checked" not in text
+    assert "_task0_checked" in full
+
+
 def test_an_adstack_gradient_sizes_and_runs_through_the_quick_copy(held):
     jr.init(offline_cache=False)
     n = 32

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import signal
 import sys
 import threading
 
@@ -163,6 +162,9 @@ class _Sigaction(ctypes.Structure):
 
 
 SA_SIGINFO = 4
+# Linux's number (the module `signal` is not imported for it: building its enums took ~3 ms
+# of a cold start, and this is the only use)
+SIGINT = 2
 
 
 def chain_sigint(handler: int, previous_slot: int) -> bool:
@@ -177,7 +179,7 @@ def chain_sigint(handler: int, previous_slot: int) -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         old = _Sigaction()
-        if libc.sigaction(signal.SIGINT, None, ctypes.byref(old)) != 0:
+        if libc.sigaction(SIGINT, None, ctypes.byref(old)) != 0:
             return False
         if old.handler == handler:
             return True
@@ -185,7 +187,7 @@ def chain_sigint(handler: int, previous_slot: int) -> bool:
             return False
         ctypes.c_int64.from_address(previous_slot).value = old.handler
         new = _Sigaction(handler, old.mask, old.flags, None)
-        return bool(libc.sigaction(signal.SIGINT, ctypes.byref(new), None) == 0)
+        return bool(libc.sigaction(SIGINT, ctypes.byref(new), None) == 0)
     except (OSError, AttributeError, ValueError):
         return False
 

@@ -81,7 +81,12 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         from ..ir.printer import ref_text
         name = ref if isinstance(ref, str) else ref_text(ref).split(":", 1)[1]
         offset = ref.offset if isinstance(ref, n.FieldRef) else ()
-        self.sites.append(AccessSite(name, loc, kind, offset, values))
+        site = AccessSite(name, loc, kind, offset, values)
+        # one index per site, whichever loop copies check it: a module whose tasks have their
+        # checked loop alone (`Target.one_copy`) gets the table of the one with both copies
+        if site in self.sites:
+            return self.sites.index(site)
+        self.sites.append(site)
         return len(self.sites) - 1
 
     def finish(self) -> None:
@@ -106,11 +111,9 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
     step = fn.args[5] if grid else ir.Constant(I64, 1)
     counter = em.local_ptr("$index", dtypes.i64)
     exit_bb = fn.append_basic_block("exit")
-    proven = bounds.affine_accesses(task)
-    # a chunk, one variable: gathers x[idx[i]] are checked by one scan of idx over the chunk
-    gathers = bounds.gathered_accesses(task, proven) if len(task.vars) == 1 and \
-        not grid else {}
-    if proven:      # two copies of the loop: without their checks when the box is inside
+    proven, gathers, cold = check_free_copy(task, target)
+    if proven and not (cold and target.one_copy):
+        # two copies of the loop: without their checks when the box is inside
         fast_bb, checked_bb = fn.append_basic_block("unchecked"), fn.append_basic_block("checked")
         inside = bounds.box_inside(b, proven, begins, exts, em.extents,
                                    lambda e: em.to_slot(em.expr(e), e.dtype))
@@ -119,7 +122,6 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
         if gathers:
             inside = bounds.gathers_inside(em, task, gathers, proven, inside, lo, hi, begins[0])
         b.cbranch(inside, fast_bb, checked_bb)
-        cold = not grid and not gathers and bounds.fault_only(task, proven)
         if cold:
             b.position_at_end(checked_bb)
             checked = emit_fault_only_task(module, target, layout, task, index,
@@ -150,6 +152,26 @@ def emit_task(module: ir.Module, target: Target, layout: abi.ContextLayout, task
         flush_partials(em, flush, task)
     em.finish()
     return fn
+
+
+def check_free_copy(task: n.Task, target: Target
+                    ) -> tuple[dict[Any, Any], dict[Any, Any], bool]:
+    """(the accesses proven in bounds inside the box (`bounds.affine_accesses`), the gathers
+    a scan bounds (CPU, one variable: `x[idx[i]]`), whether only a fault fails the box test
+    (`fault_only_task`))."""
+    proven = bounds.affine_accesses(task)
+    grid = target.traits.grid_launch
+    gathers = bounds.gathered_accesses(task, proven) if len(task.vars) == 1 and \
+        not grid else {}
+    cold = bool(proven) and not grid and not gathers and bounds.fault_only(task, proven)
+    return proven, gathers, cold
+
+
+def fault_only_task(task: n.Task, target: Target) -> bool:
+    """Whether the task's checked loop runs only in launches that fault, so that its
+    check-free copy is for speed alone: a quick copy (`Target.one_copy`) leaves that copy out
+    and runs the checked loop, with the same fault sites (`FunctionEmitter.add_site`)."""
+    return check_free_copy(task, target)[2]
 
 
 # a parallel body with more calls of jitrt's own math (`vector_math`: each ~40 instructions,

@@ -97,6 +97,9 @@ class Target:
     # how kernels print: "printf" (the host's C library), "vprintf"
     # (CUDA's device printf), "" where print() in kernels is not supported
     printer: str = "printf"
+    # a tiered compile's quick copy (CPU): a task whose check-free loop copy is for speed only
+    # (`kernel_module.fault_only_task`) gets its checked loop alone, half the code to build
+    one_copy: bool = False
 
     def alloca(self, builder: ir.IRBuilder, ty: ir.Type, name: str) -> ir.Value:
         return builder.alloca(ty, name=name)

@@ -8,10 +8,10 @@ A `Scope` maps Python names of one function body to what they denote.
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..frozen import frozen
+from ..frozen import frozen, record
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
@@ -44,7 +44,7 @@ class LocalVar:
     dtype: DataType
 
 
-@dataclass
+@record
 class CompileContext:
     kernel_name: str
     default_fp: DataType
@@ -98,7 +98,7 @@ class CompileContext:
         return f"{func_name}${self.inline_counter}."
 
 
-@dataclass
+@record
 class Scope:
     """Names visible in one function body: its own bindings, then its globals and closure."""
     bindings: dict[str, Any]      # LocalVar | PyValue | n.ArrayRef | n.Arg | VecVar

@@ -18,19 +18,19 @@ stay traceable through it). A func with other returns (inside `if`, static or no
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import dtypes
 from ..errors import KernelSyntaxError
 from ..ir import nodes as n
 from ..linalg import MatrixType
+from ..frozen import record
 from .context import LocalVar, LoweringHost, NoValue, PyValue
 from .lower_expr import Value, is_number
 from .vectors import TupleValue, VecValue, VecVar
 
 
-@dataclass
+@record
 class FuncReturn:
     """The return state of one inlined call of a func with early returns."""
     name: str                  # the func's name (for messages)

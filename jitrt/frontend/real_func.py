@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import dtypes
@@ -27,6 +26,7 @@ from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as n
 from ..linalg import MatrixType, StructType
 from ..types import NdarrayType, RefType
+from ..frozen import record
 from .context import LocalVar, LoweringHost, NoValue, PyValue, Scope, function_globals
 from .func import Func
 from .lower_expr import Value, describe, is_number
@@ -52,7 +52,7 @@ class RealFuncDef(Func):
         return f"<jitrt real_func {self.fn.__qualname__}>"
 
 
-@dataclass
+@record
 class RealSig:
     """One instance of a real function: its IR name, return kinds and result types."""
     name: str

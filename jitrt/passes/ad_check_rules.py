@@ -30,18 +30,19 @@ load, a division) proves nothing. Not seen: two ndarray arguments bound to the s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Callable
 
 from ..errors import not_differentiable_at
 from ..ir import nodes as n
 from .index_forms import Form, Scope, add, form, kernel_scope_defs, scope_of
 from ..ir.walk import exprs_of, sub_exprs, walk_expr, walk_stmts
+from ..frozen import frozen, record
 
 Key = tuple[str, int]             # ("field", slot) | ("array", argument index)
 
 
-@dataclass(frozen=True)
+@frozen
 class Access:
     key: Key
     write: bool
@@ -61,7 +62,7 @@ def key_of(ref: n.Ref) -> Key | None:
     return ("field", ref.slot) if isinstance(ref, n.FieldRef) else ("array", ref.arg)
 
 
-@dataclass
+@record
 class Needed:
     """What the grad kernel reads of the primal's globals: the reads it repeats (by source
     location: its loads are the primal's, locations kept), every read of the globals it loads

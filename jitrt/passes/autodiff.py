@@ -27,10 +27,10 @@ Taichi): each raises `NotDifferentiableError` (a `KernelCompileError`) at its lo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Callable
 
-from ..frozen import frozen
+from ..frozen import frozen, record
 from .. import dtypes
 from ..dtypes import DataType
 from ..errors import error_at, not_differentiable_at
@@ -41,7 +41,7 @@ from ..ir.walk import assigned_names
 from ..ir.walk import all_exprs, bodies_of, exprs_of, map_expr, map_stmt, walk_expr, walk_stmts
 
 
-@dataclass
+@record
 class TaskAd:
     """Per-task state of the transformation."""
     local_types: dict[str, DataType]

@@ -26,11 +26,11 @@ the compiled kernel, named `<kernel>.fwd[...]`, like any other).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from ..dtypes import DataType
 from ..errors import error_at
-from ..frozen import frozen
+from ..frozen import frozen, record
 from ..ir import nodes as n
 from .adjoint_rules import Build, has_zero_derivative, rule_for
 from .local_reductions import reduction_operand
@@ -77,7 +77,7 @@ def has_atomic(e: n.Expr) -> bool:
     return any(isinstance(x, n.Atomic) for x in walk_expr(e))
 
 
-@dataclass
+@record
 class Forward:
     local_types: dict[str, DataType]
     duals: Duals

@@ -10,10 +10,11 @@ by the caller (`Scope.kind`). Caches nothing.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..ir import nodes as n
 from ..ir.walk import walk_stmts
+from ..frozen import record
 
 Atom = tuple                      # ("arg", index, component) | ("shape", arg, axis) | ...
 Monomial = tuple[Atom, ...]
@@ -43,7 +44,7 @@ def mul(a: Form, b: Form) -> Form:
     return out
 
 
-@dataclass
+@record
 class Scope:
     """What the atoms of one task are: its parallel loop variables, its inner loop variables
     (name -> the id of their loop), its once-assigned locals (substituted) and the locals it

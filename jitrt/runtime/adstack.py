@@ -20,7 +20,6 @@ the program's `current_results`. `raise_overflow` turns the overflow slot into a
 from __future__ import annotations
 
 import ctypes
-import logging
 from collections.abc import Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -257,7 +256,7 @@ class LaunchSizing:
         plan.required(addr, ctypes.addressof(plan.results), ctypes.addressof(plan.out))
         caps = [max(plan.out[j], 1) for j in range(len(plan.stacks))]
         plan.write_layout(buf, caps, program)
-        if log.logger.isEnabledFor(logging.DEBUG):   # a sizing miss, never the steady state
+        if log.logger.isEnabledFor(log.DEBUG):   # a sizing miss, never the steady state
             log.logger.debug("%s: adstack capacities %s", plan.kernel_name,
                              dict(zip((s.stack.name for s in plan.stacks), caps)))
         self.results = MappingProxyType({key: plan.results[k]

@@ -471,10 +471,22 @@ def log_compile(name: str, times: tuple[float, float, int], llvm_s: float,
                      passes_ms, codegen_ms, llvm_s * 1e3, tasks, what)
 
 
-# where a kernel's quick copy is built without interleaved tasks (passes/interleave.py:
-# they cost its codegen and LLVM about twice the time), what builds the text of the module its
-# optimised copy compiles, on the background thread; None: the module given is that one
+# where a kernel's quick copy is built from a lighter module (`quick_target`: no interleaved
+# tasks, passes/interleave.py, which cost its codegen and LLVM about twice the time; no
+# check-free loop copies), what builds the text of the module its optimised copy compiles, on
+# the background thread; None: the module given is that one
 Later = Callable[[], str] | None
+
+
+def quick_target(tasks: Sequence[n.Task], full: Any) -> Any:
+    """The codegen target of a tiered compile's quick copy: no interleaved tasks, and a task
+    whose check-free loop copy is for speed only gets its checked loop alone (`full` itself
+    where that changes nothing: the optimised copy then compiles the same module)."""
+    from ..codegen.kernel_module import fault_only_task
+    from ..passes.interleave import candidate
+    if any(candidate(t) or fault_only_task(t, full) for t in tasks):
+        return dataclasses.replace(full, lanes=1, one_copy=True)
+    return full
 
 
 def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
@@ -495,9 +507,7 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
         target = dataclasses.replace(target, own_math=False)     # libm's math everywhere
     full = target
     if target.lanes > 1 and quick_first(cfg, device, lowered.tasked.tasks):
-        from ..passes.interleave import candidate
-        if any(candidate(t) for t in lowered.tasked.tasks):   # else both builds are the same
-            target = dataclasses.replace(target, lanes=1)
+        target = quick_target(lowered.tasked.tasks, target)
     forced = cfg.ad_stack_size
     module, sites, tasks = build_module(lowered.tasked, target, layout, prefix,
                                         lowered.local_types,

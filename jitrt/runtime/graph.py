@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Callable, cast
 
 from ..errors import JitrtError
+from ..frontend.builtins import graph_do_while
 from . import program as program_mod
 from .arguments import as_host_array
 from .bound import BoundLaunch
@@ -182,3 +183,4 @@ def graph(step: Callable[..., Any] | None = None) -> Graph:
     return Graph(step)
 
 
+graph.do_while = graph_do_while  # type: ignore[attr-defined]   # Quadrants' qd.graph.do_while(flag)
