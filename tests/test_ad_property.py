@@ -285,8 +285,13 @@ def test_2x2_matrix_functions(arch, rng):
     check_matrix_functions(2, rng)
 
 
+@pytest.mark.slow              # its primal, adjoint and forward-mode kernels: ~30 s of compiles
 @pytest.mark.no_gpu_builds     # 3x3 decompositions: the GPU suite runs it on the GPU instead
 def test_3x3_matrix_functions(arch, rng):
+    """Every 3x3 quantity in both modes at the awkward points (make test-all). The default
+    suite keeps a cheaper check of each 3x3 derivative: the 2x2 case above runs the same
+    checks, the polar decomposition (the SVD within) in reverse mode below, sym_eig in
+    forward mode in test_matrix_functions.py."""
     check_matrix_functions(3, rng)
 
 
