@@ -2,7 +2,10 @@
 #   make demo   - create .venv, install jitrt alone (llvmlite, numpy, xxhash), run the demo on
 #                 the CPU
 #   make test   - the same .venv, plus the test and dev extras, then ruff, mypy, the docs build
-#                 (warnings as errors) and the test suite
+#                 (warnings as errors) and the default test suite (under 10 minutes on a 2-core
+#                 CI machine: tests marked `slow` are left out)
+#   make test-all - the whole suite: the `slow` tests too, and every kernel's AMDGPU build for
+#                 both gfx targets (benchmarks/gpu/run.sh runs the slow tests on the GPU machine)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -12,7 +15,7 @@ BIN    := $(VENV)/bin
 STAMP      := $(VENV)/.jitrt-installed
 TEST_STAMP := $(VENV)/.jitrt-test-installed
 
-.PHONY: demo test test-min test-slow bench docs venv clean
+.PHONY: demo test test-all test-min test-slow bench docs venv clean
 
 $(BIN)/python:
 	@echo "creating the virtual environment $(VENV) ($(PYTHON) -m venv)"
@@ -57,6 +60,15 @@ docs: $(TEST_STAMP)
 
 test-slow: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# what `make test` checks, with the slow tests (-m '' lifts pyproject's -m 'not slow') and the
+# AMDGPU build of every kernel for both gfx targets instead of one in turn
+test-all: $(TEST_STAMP)
+	$(BIN)/python -m ruff check jitrt tests benchmarks cache_fixtures tools
+	$(BIN)/python -m mypy
+	$(BIN)/python -m mypy --strict --follow-imports=silent jitrt/backends jitrt/runtime jitrt/launch_plan.py
+	$(BIN)/python -m sphinx -W --keep-going -q -b html docs build/docs
+	JITRT_TEST_AMDGPU=all $(BIN)/python -m pytest -q -m ''
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/launch_overhead.py

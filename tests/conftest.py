@@ -66,8 +66,9 @@ def pytest_generate_tests(metafunc):
 
 # ---- every kernel the CPU suite compiles is also built for the GPUs ----------------------------
 # CUDA: PTX made for sm_80, assembled by ptxas for sm_80 or sm_90, the kernels taking turns
-# (LLVM's sm_90 output runs in the arch=cuda suite on an H100). AMDGPU: code objects linked
-# by ld.lld for gfx942 (wave64) and gfx1100 (wave32), each checked to hold one kernel
+# (LLVM's sm_90 output runs in the arch=cuda suite on an H100). AMDGPU: a code object linked
+# by ld.lld for gfx942 (wave64) or gfx1100 (wave32), the kernels taking turns
+# (JITRT_TEST_AMDGPU=all: both, as `make test-all` does), checked to hold one kernel
 # descriptor per GPU symbol with the kernarg size of its parameters. Neither needs a GPU:
 # codegen regressions are caught on any machine. JITRT_TEST_PTX=0 / JITRT_TEST_AMDGPU=0 skip
 # them. The test process lowers each kernel for the GPUs; LLVM, ptxas and ld.lld run in
@@ -76,6 +77,7 @@ from gpu_builds import AMDGPU_TARGETS, Worker  # noqa: E402
 
 GPU_WORKER = Worker()
 PTX_SMS = (80, 90)
+AMDGPU_ALL = os.environ.get("JITRT_TEST_AMDGPU") == "all"
 
 
 class _TextOnly:
@@ -124,8 +126,10 @@ def _build_for_gpus_too(real, checks):
                     if "not supported on amdgpu" not in str(exc):
                         raise
                 else:
-                    GPU_WORKER.submit(test, name, "amdgpu", amd.text, {
-                        s: expected_kernarg_size(amd_artifact, s) for s in amd_artifact.symbols})
+                    targets = AMDGPU_TARGETS if AMDGPU_ALL else \
+                        (AMDGPU_TARGETS[len(seen) % 2],)
+                    GPU_WORKER.submit(test, name, "amdgpu", amd.text, (targets, {
+                        s: expected_kernarg_size(amd_artifact, s) for s in amd_artifact.symbols}))
     return build_artifact, build_for_gpus
 
 
@@ -186,7 +190,8 @@ def pytest_terminal_summary(terminalreporter):
     if GPU_WORKER.done["amdgpu"]:
         terminalreporter.write_line(
             f"AMDGPU code objects of {GPU_WORKER.done['amdgpu']} distinct kernels linked for "
-            f"{' and '.join(AMDGPU_TARGETS)}, kernel descriptors checked")
+            f"{' and '.join(AMDGPU_TARGETS) if AMDGPU_ALL else ' or '.join(AMDGPU_TARGETS)}"
+            f"{'' if AMDGPU_ALL else ' in turn'}, kernel descriptors checked")
 
 
 @pytest.fixture(autouse=True)

@@ -285,8 +285,13 @@ def test_2x2_matrix_functions(arch, rng):
     check_matrix_functions(2, rng)
 
 
+@pytest.mark.slow              # its primal, adjoint and forward-mode kernels: ~30 s of compiles
 @pytest.mark.no_gpu_builds     # 3x3 decompositions: the GPU suite runs it on the GPU instead
 def test_3x3_matrix_functions(arch, rng):
+    """Every 3x3 quantity in both modes at the awkward points (make test-all). The default
+    suite keeps a cheaper check of each 3x3 derivative: the 2x2 case above runs the same
+    checks, the polar decomposition (the SVD within) in reverse mode below, sym_eig in
+    forward mode in test_matrix_functions.py."""
     check_matrix_functions(3, rng)
 
 
@@ -343,3 +348,35 @@ def test_tangent_only_terms_cost_nothing_outside_derivatives(arch):
     with jr.ad.FwdMode(loss=y, param=x, seed=[1.0, 1.0, 1.0]):
         k()
     np.testing.assert_allclose(y.dual.to_numpy(), 3 * np.cos([0.0, 0.5, -1.0]), rtol=1e-14)
+
+
+def test_tangent_only_chains_are_dropped_whole_and_shared_locals_stay(arch):
+    """The primal kernel drops every local that only feeds a tangent_only term, through a
+    chain of them (t3 reads t2, which reads t1), but keeps one the kernel also stores (c)."""
+    from jitrt.frontend.builtins import detached, tangent_only
+    x = jr.field(jr.f64, shape=3, needs_grad=True)
+    y = jr.field(jr.f64, shape=3, needs_grad=True)
+    z = jr.field(jr.f64, shape=3)
+
+    @jr.kernel
+    def k():
+        for i in x:
+            v = x[i]
+            t1 = jr.sin(v)
+            t2 = t1 * t1 + jr.exp(v)
+            c = jr.cos(v)
+            t3 = t2 * 0.5 + c
+            z[i] = c
+            y[i] = detached(v * v) + tangent_only(t3)
+
+    x.from_numpy(np.array([0.0, 0.5, -1.0]))
+    k()
+    np.testing.assert_array_equal(y.to_numpy(), [0.0, 0.25, 1.0])
+    np.testing.assert_array_equal(z.to_numpy(), np.cos([0.0, 0.5, -1.0]))
+    primal = "\n".join(jr.debug.kernel_ir(k))
+    assert "sin" not in primal and "exp" not in primal and "cos" in primal
+    y.grad.fill(1.0)
+    k.grad()
+    v = np.array([0.0, 0.5, -1.0])
+    np.testing.assert_allclose(x.grad.to_numpy(), 0.5 * np.sin(2 * v) + 0.5 * np.exp(v) - np.sin(v),
+                               rtol=1e-14)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -591,11 +592,20 @@ def test_read_only_cache_directory(tmp_path):
     assert proc.returncode == 0 and proc.stdout.startswith(EXPECTED), proc.stderr
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip", "empty", "garbage"])
-def test_damaged_entries_are_rebuilt_with_a_warning(tmp_path, damage):
+@pytest.fixture(scope="module")
+def filled_cache(tmp_path_factory) -> pathlib.Path:
+    """A cache directory the program filled (one process for all the damage cases)."""
+    tmp_path = tmp_path_factory.mktemp("filled")
     cache = tmp_path / "cache"
     first = run_cached(tmp_path, cache)
     assert first.returncode == 0 and first.stdout.split()[-2:] == ["1", "0"], first.stderr
+    return cache
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "empty", "garbage"])
+def test_damaged_entries_are_rebuilt_with_a_warning(tmp_path, damage, filled_cache):
+    cache = tmp_path / "cache"
+    shutil.copytree(filled_cache, cache)
     for path in cache.glob("*.jkc"):
         if path.name.startswith("runtime-"):
             continue

@@ -8,6 +8,7 @@ even through them), and not the implicit import of a module's parent packages.
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import textwrap
 
@@ -31,10 +32,17 @@ def module_name(path: pathlib.Path) -> str:
     return ".".join(parts)
 
 
+@functools.lru_cache(maxsize=None)
+def parsed(path: pathlib.Path) -> ast.Module:
+    """The syntax tree of one source file of the package, parsed once per session (parsing
+    all of them took ~2 s, and two dozen tests read the graph)."""
+    return ast.parse(path.read_text())
+
+
 def imports_of(path: pathlib.Path, modules: set[str], type_checking: bool = False) -> set[str]:
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    tree = ast.parse(path.read_text())
+    tree = parsed(path)
     skip: set[int] = set()
     for node in ast.walk(tree):   # `if TYPE_CHECKING:` blocks are not imports at run time
         if not type_checking and isinstance(node, ast.If) and \
@@ -58,13 +66,20 @@ def imports_of(path: pathlib.Path, modules: set[str], type_checking: bool = Fals
     return {m for m in found if m in modules and m != name}
 
 
-def import_graph(type_checking: bool = False) -> dict[str, set[str]]:
-    paths = [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
+def source_paths() -> list[pathlib.Path]:
+    return [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
+
+
+@functools.lru_cache(maxsize=None)
+def import_graph(type_checking: bool = False) -> dict[str, frozenset[str]]:
+    """{module: the package modules it imports}, built once per session for each flag (the
+    tests only read it)."""
+    paths = source_paths()
     modules = {module_name(p) for p in paths}
-    return {module_name(p): imports_of(p, modules, type_checking) for p in paths}
+    return {module_name(p): frozenset(imports_of(p, modules, type_checking)) for p in paths}
 
 
-def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+def reachable(graph: dict[str, frozenset[str]], start: str) -> set[str]:
     seen: set[str] = set()
     todo = list(graph[start])
     while todo:
@@ -199,12 +214,12 @@ def test_generic_modules_name_no_gpu_vendor():
     codegen target (`printer`, `max_param_slots`)."""
     graph = import_graph()
     found = []
-    for path in PACKAGE.rglob("*.py"):
+    for path in source_paths():
         name = module_name(path)
         if name.startswith("jitrt.backends") or name in PUBLIC_ARCH_NAMES:
             continue
         found += [(name, d) for d in graph.get(name, ()) if d in VENDOR_MODULES]
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
                     node.value.lower() in VENDOR_NAMES:
                 found.append((name, f"line {node.lineno}: {node.value!r}"))

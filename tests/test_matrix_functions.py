@@ -159,10 +159,13 @@ def test_3x3_decompositions(dt, tol, rng):
     np.testing.assert_allclose(U[1], np.eye(3), atol=tol)     # the zero matrix: U = I
 
 
+@pytest.mark.slow              # a 3x3 decomposition's primal and adjoint take seconds to compile
 @pytest.mark.no_gpu_builds     # two adjoints of 3x3 decompositions: ~90 s more for PTX + AMDGPU
 def test_3x3_gradients_against_finite_differences(rng):
     """Through polar_decompose (which is the SVD, then two products) and sym_eig: each kernel
-    of 3x3 decompositions and its adjoint is large, so two small kernels."""
+    of 3x3 decompositions and its adjoint is large, so two small kernels. The default suite
+    checks the same derivatives more cheaply: sym_eig's in forward mode (below), the polar
+    decomposition's in reverse mode (test_ad_property.py, in f32)."""
     m = jr.Matrix.field(3, 3, jr.f64, shape=6, needs_grad=True)
     loss = jr.field(jr.f64, shape=(), needs_grad=True)
     w = rng.uniform(-1, 1, (2, 3, 3))
@@ -202,6 +205,59 @@ def test_3x3_gradients_against_finite_differences(rng):
     A[1] = np.diag([2.0, 2.0, 1.0])                 # two equal singular values
     for kernel, value in ((polar, polar_value), (eig, eig_value)):
         check_gradient(m, loss, kernel, value, A, range(2, 6))
+
+
+@pytest.mark.no_gpu_builds     # a 3x3 decomposition's forward-mode kernel
+def test_3x3_sym_eig_tangents_against_finite_differences(rng):
+    """The derivatives of 3x3 eigenvalues and an eigenvector in one compile: the forward-mode
+    kernel (it computes the loss too) along single entries and random directions, against
+    central differences of numpy's eigh; finite along any direction at the identity (three
+    equal eigenvalues) and at diag(2, 2, 1) (two)."""
+    m = jr.Matrix.field(3, 3, jr.f64, shape=6, needs_dual=True)
+    loss = jr.field(jr.f64, shape=(), needs_dual=True)
+    distinct = jr.field(jr.f64, shape=6)      # an eigenvector is defined (no repeated value)
+    distinct.from_numpy(np.array([0.0, 0.0, 1.0, 1.0, 1.0, 1.0]))
+
+    @jr.kernel
+    def eig():
+        for i in m:
+            ev, vecs = jr.sym_eig(m[i] + m[i].transpose())
+            loss[None] += ev[0] * ev[2] + ev[1] + distinct[i] * vecs[0, 0] * vecs[0, 0]
+
+    def value(A):
+        out = 0.0
+        for a, d in zip(A, distinct.to_numpy()):
+            ev, vecs = np.linalg.eigh(a + a.T)
+            out += ev[2] * ev[0] + ev[1] + d * vecs[0, 2] ** 2
+        return out
+    A = rng.uniform(-1, 1, (6, 3, 3)) + 2 * np.eye(3)
+    A[0] = np.eye(3)
+    A[1] = np.diag([2.0, 2.0, 1.0])
+    m.from_numpy(A)
+
+    def tangent(direction):
+        loss[None] = 0.0
+        with jr.ad.FwdMode(loss=loss, param=m, seed=direction.ravel().tolist()):
+            eig()
+        assert loss[None] == pytest.approx(value(A), rel=1e-10)
+        return loss.dual[None]
+    eps = 1e-6
+    directions = []
+    for i, idx in [(2, (0, 0)), (3, (0, 1)), (4, (2, 1)), (5, (1, 2))]:
+        unit = np.zeros(A.shape)
+        unit[i][idx] = 1.0
+        directions.append(unit)
+    for _ in range(2):
+        random = rng.uniform(-1, 1, A.shape)
+        random[:2] = 0.0                       # no derivative at repeated eigenvalues
+        directions.append(random)
+    for d in directions:
+        num = (value(A + eps * d) - value(A - eps * d)) / (2 * eps)
+        assert tangent(d) == pytest.approx(num, rel=1e-5, abs=1e-6)
+    for i in (0, 1):
+        at_repeated = np.zeros(A.shape)
+        at_repeated[i] = rng.uniform(-1, 1, (3, 3))
+        assert np.isfinite(tangent(at_repeated))
 
 
 def test_other_shapes_are_a_clear_error():

@@ -591,41 +591,62 @@ def test_quick_and_optimised_copies_compute_the_same_bits(held):
         assert np.asarray(q).tobytes() == np.asarray(o).tobytes(), (k, q, o)
 
 
-def test_the_ported_programs_compute_the_same_bits_in_both_tiers(held):
-    """Every program of tests/programs (MLS-MPM's scatter and gather, the mass-spring truss's
+def ported_run(name):
+    """A function that runs a program of tests/programs a few steps (loaded for the program of
+    the jr.init that ran last) and returns its state as numpy values."""
+    from test_ported import load_program, pbf_block
+    program = load_program(name)
+    if name == "mls_mpm_fluid":
+        x0 = [0.3, 0.08] + 0.4 * np.random.default_rng(0).random((program.num_particles, 2))
+
+        def run():
+            program.reset(x0, fall=-2.0, spin=3.0)
+            for _ in range(5):
+                program.step()
+            return [program.pos, program.vel, program.affine_v]
+    elif name == "mass_spring_opt":
+        pulse0 = np.random.default_rng(1).uniform(-0.05, 0.05, program.num_springs)
+
+        def run():
+            program.reset(pulse0)
+            with jr.ad.Tape(loss=program.loss):
+                program.run()
+            return [program.loss, program.rest.grad, program.pulse.grad]
+    elif name == "pbf_particles":
+        block = pbf_block(program)
+
+        def run():
+            program.reset(block)
+            for _ in range(3):
+                program.step()
+            return [program.pos, program.vel, program.neighbor_count]
+    else:
+        stretched = program.rest_positions * [1.15, 1.0] + np.random.default_rng(4).uniform(
+            -0.005, 0.005, (program.num_verts, 2))
+
+        def run():
+            program.reset(stretched)
+            for _ in range(3):
+                program.step()
+            return [program.pos, program.vel, program.pos.grad, program.energy]
+    return lambda: [f.to_numpy() for f in run()]
+
+
+# one program in the default suite: the mass-spring truss (atomics on vector elements, a
+# gradient through a Tape); the others (make test-all) add scatter/gather, binning and
+# neighbor loops, and an energy gradient, which test_quick_and_optimised_copies_compute_the_
+# same_bits covers in small kernels
+@pytest.mark.parametrize("name", [
+    pytest.param("mls_mpm_fluid", marks=pytest.mark.slow), "mass_spring_opt",
+    pytest.param("pbf_particles", marks=pytest.mark.slow),
+    pytest.param("fem_neohookean", marks=pytest.mark.slow)])
+def test_the_ported_programs_compute_the_same_bits_in_both_tiers(held, name):
+    """Each program of tests/programs (MLS-MPM's scatter and gather, the mass-spring truss's
     forward run and its gradient through a Tape, position-based fluids' binning, neighbor
     search and Jacobi iterations, the neo-Hookean sheet's energy gradient and integration),
     first on quick copies, then optimised."""
-    from test_ported import load_program, pbf_block
     jr.init(offline_cache=False, num_threads=1, default_fp=jr.f64)
-    mpm = load_program("mls_mpm_fluid")
-    springs = load_program("mass_spring_opt")
-    fluid = load_program("pbf_particles")
-    sheet = load_program("fem_neohookean")
-    x0 = [0.3, 0.08] + 0.4 * np.random.default_rng(0).random((mpm.num_particles, 2))
-    pulse0 = np.random.default_rng(1).uniform(-0.05, 0.05, springs.num_springs)
-    block = pbf_block(fluid)
-    stretched = sheet.rest_positions * [1.15, 1.0] + np.random.default_rng(4).uniform(
-        -0.005, 0.005, (sheet.num_verts, 2))
-
-    def run():
-        mpm.reset(x0, fall=-2.0, spin=3.0)
-        for _ in range(5):
-            mpm.step()
-        springs.reset(pulse0)
-        with jr.ad.Tape(loss=springs.loss):
-            springs.run()
-        fluid.reset(block)
-        for _ in range(3):
-            fluid.step()
-        sheet.reset(stretched)
-        for _ in range(3):
-            sheet.step()
-        return [mpm.pos.to_numpy(), mpm.vel.to_numpy(), mpm.affine_v.to_numpy(),
-                np.float64(springs.loss[None]), springs.rest.grad.to_numpy(),
-                springs.pulse.grad.to_numpy(), fluid.pos.to_numpy(), fluid.vel.to_numpy(),
-                fluid.neighbor_count.to_numpy(), sheet.pos.to_numpy(), sheet.vel.to_numpy(),
-                sheet.pos.grad.to_numpy(), np.float64(sheet.energy[None])]
+    run = ported_run(name)
     landed = cpu.tiers().landed
     quick = run()
     held.set()
@@ -633,4 +654,4 @@ def test_the_ported_programs_compute_the_same_bits_in_both_tiers(held):
     assert cpu.tiers().landed - landed == jr.debug.stats()["quick_compiles"] > 0
     optimised = run()
     for k, (q, o) in enumerate(zip(quick, optimised)):
-        assert np.asarray(q).tobytes() == np.asarray(o).tobytes(), (k, q, o)
+        assert np.asarray(q).tobytes() == np.asarray(o).tobytes(), (name, k, q, o)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -53,6 +54,24 @@ def run(tmp_path: pathlib.Path, body: str, **modules: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory):
+    """`filled(tmp_path, name, *runs)`: tmp_path/cache becomes a copy of a cache directory
+    that the `runs` ((body, modules) each, in turn) filled once for this module under `name`;
+    returns their results. Tests that start from the same processes share them (a cache
+    directory copied elsewhere warm-starts the same)."""
+    done: dict[str, tuple[pathlib.Path, list[dict]]] = {}
+
+    def copy_into(tmp_path: pathlib.Path, name: str, *runs: tuple[str, dict]) -> list[dict]:
+        if name not in done:
+            base = tmp_path_factory.mktemp(name)
+            done[name] = (base / "cache", [run(base, body, **modules) for body, modules in runs])
+        cache, results = done[name]
+        shutil.copytree(cache, tmp_path / "cache")
+        return results
+    return copy_into
+
+
 ADSTACK = """
 N = 64
 x = jr.field(jr.f32, shape=(N,), needs_grad=True)
@@ -87,8 +106,8 @@ def adstack_want(n: int = 64) -> list[float]:
     return [float(v.sum())] + d.tolist()
 
 
-def test_second_process_skips_the_frontend(tmp_path):
-    cold = run(tmp_path, ADSTACK)
+def test_second_process_skips_the_frontend(tmp_path, filled):
+    cold, = filled(tmp_path, "adstack", (ADSTACK, {}))
     assert cold["compiles"] == 2 and cold["skips"] == 0
     warm = run(tmp_path, ADSTACK)
     assert warm["compiles"] == 0 and warm["hits"] == 2 and warm["skips"] == 2
@@ -123,11 +142,12 @@ def out():
 
 @pytest.mark.parametrize("second", ["SCALE = 3.0\nOFFSET = 1", "SCALE = 2.0\nOFFSET = 1.0",
                                     "SCALE = 2\nOFFSET = 1"])
-def test_a_changed_global_constant_is_seen(tmp_path, second):
+def test_a_changed_global_constant_is_seen(tmp_path, second, filled):
     """Also int -> float of the same value, and float -> int: another type is another value."""
-    first = run(tmp_path, SCALE, config="SCALE = 2.0\nOFFSET = 1\n")
+    config = {"config": "SCALE = 2.0\nOFFSET = 1\n"}
+    first, warm = filled(tmp_path, "scale", (SCALE, config), (SCALE, config))
     assert first["out"] == [i * 2.0 + 1 for i in range(8)]
-    assert run(tmp_path, SCALE, config="SCALE = 2.0\nOFFSET = 1\n")["skips"] == 1
+    assert warm["skips"] == 1
     ns: dict = {}
     exec(second, ns)
     again = run(tmp_path, SCALE, config=second + "\n")
@@ -187,16 +207,17 @@ def f(v):
 """
 
 
-def test_a_changed_func_source_is_seen(tmp_path):
-    assert run(tmp_path, FUNC, helpers=HELPERS.format(plus=1))["out"] == [1, 4, 7, 10]
+def test_a_changed_func_source_is_seen(tmp_path, filled):
+    first, = filled(tmp_path, "func", (FUNC, {"helpers": HELPERS.format(plus=1)}))
+    assert first["out"] == [1, 4, 7, 10]
     assert run(tmp_path, FUNC, helpers=HELPERS.format(plus=1))["skips"] == 1
     again = run(tmp_path, FUNC, helpers=HELPERS.format(plus=10))
     assert again["out"] == [10, 13, 16, 19] and again["skips"] == 0 and again["compiles"] == 1
 
 
-def test_a_global_of_an_inlined_func_is_seen(tmp_path):
+def test_a_global_of_an_inlined_func_is_seen(tmp_path, filled):
     """`K` is read by `g`, which `f` calls: a global of a func two levels down."""
-    run(tmp_path, FUNC, helpers=HELPERS.format(plus=1))
+    filled(tmp_path, "func", (FUNC, {"helpers": HELPERS.format(plus=1)}))
     again = run(tmp_path, FUNC, helpers=HELPERS.format(plus=1).replace("K = 3", "K = 5"))
     assert again["out"] == [1, 6, 11, 16] and again["skips"] == 0
 
@@ -223,10 +244,11 @@ def out():
     ("SHAPE = (4,)\nDTYPE = jr.i32\nSAME = False", [1, 2, 3, 4]),
     ("SHAPE = (4,)\nDTYPE = jr.f32\nSAME = True", [1, 2, 3, 4]),
 ], ids=["shape", "dtype", "aliased"])
-def test_a_changed_field_is_seen(tmp_path, second, want):
-    config = "import jitrt as jr\nSHAPE = (4,)\nDTYPE = jr.f32\nSAME = False\n"
-    assert run(tmp_path, FIELDS, config=config)["out"] == [1, 2, 3, 4]
-    assert run(tmp_path, FIELDS, config=config)["skips"] == 1
+def test_a_changed_field_is_seen(tmp_path, second, want, filled):
+    config = {"config": "import jitrt as jr\nSHAPE = (4,)\nDTYPE = jr.f32\nSAME = False\n"}
+    first, warm = filled(tmp_path, "fields", (FIELDS, config), (FIELDS, config))
+    assert first["out"] == [1, 2, 3, 4]
+    assert warm["skips"] == 1
     again = run(tmp_path, FIELDS, config="import jitrt as jr\n" + second + "\n")
     assert again["out"] == want and again["skips"] == 0
 
@@ -334,8 +356,8 @@ def test_a_value_without_fingerprint_takes_the_full_path(tmp_path):
     assert len(files) == 1 and files[0].manifests == () and files[0].codes
 
 
-def test_a_damaged_manifest_is_ignored(tmp_path):
-    run(tmp_path, ADSTACK)
+def test_a_damaged_manifest_is_ignored(tmp_path, filled):
+    filled(tmp_path, "adstack", (ADSTACK, {}))
     for path in (tmp_path / "cache").glob("*.jkm"):
         path.write_bytes(path.read_bytes()[:-5])
     again = run(tmp_path, ADSTACK)
@@ -344,8 +366,8 @@ def test_a_damaged_manifest_is_ignored(tmp_path):
     assert run(tmp_path, ADSTACK)["skips"] == 2, "the manifests are written again"
 
 
-def test_a_manifest_of_another_version_is_ignored(tmp_path):
-    run(tmp_path, ADSTACK)
+def test_a_manifest_of_another_version_is_ignored(tmp_path, filled):
+    filled(tmp_path, "adstack", (ADSTACK, {}))
     for path in (tmp_path / "cache").glob("*.jkm"):
         data = path.read_bytes()
         header, start = store_mod.decode_header(data)

@@ -20,10 +20,11 @@ K=${1:-}
 timeout 240 $PY -m pytest -q -p no:cacheprovider -x tests/test_gpu.py ${K:+-k "$K"} \
   > "$OUT/gpu_tests.log" 2>&1
 echo "gpu tests: $(tail -1 "$OUT/gpu_tests.log")"
-# the whole suite on arch=cuda, spread over the host's cores with pytest-xdist where the machine
-# has it (one CUDA context per worker; a file's tests stay on one worker)
+# the whole suite on arch=cuda, the tests marked slow too (-m ''), spread over the host's cores
+# with pytest-xdist where the machine has it (one CUDA context per worker; a file's tests stay
+# on one worker)
 XDIST=$($PY -c "import xdist" 2>/dev/null && echo "-n ${JITRT_GPU_WORKERS:-8} --dist loadfile")
-JITRT_TEST_ARCHS=cuda JITRT_TEST_PTX=0 JITRT_TEST_AMDGPU=0 timeout 540 $PY -m pytest -q -p no:cacheprovider -rf $XDIST tests \
+JITRT_TEST_ARCHS=cuda JITRT_TEST_PTX=0 JITRT_TEST_AMDGPU=0 timeout 540 $PY -m pytest -q -p no:cacheprovider -rf -m '' $XDIST tests \
   > "$OUT/suite_cuda.log" 2>&1
 echo "suite (arch=cuda): $(tail -1 "$OUT/suite_cuda.log")"
 grep -E "^FAILED|^ERROR" "$OUT/suite_cuda.log" | cut -c1-200 | head -40
