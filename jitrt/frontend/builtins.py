@@ -85,6 +85,13 @@ BITWISE_ATOMICS = ("and", "or", "xor")
 # statements about fields: `jr.stop_grad(x)` (no gradient into x from the reads of the
 # enclosing block) and `jr.block_local(x, ...)` (Taichi's GPU cache hint: checked, no code)
 stop_grad = Builtin("stop_grad", None)
+# Taichi's `ti.lang.ops.logical_not/logical_and/logical_or/ifte` (jitrt/quadrants/lang/ops.py):
+# in kernels `not a`, `a and b`, `a or b`, `b if a else c` (frontend/lower_pycalls.py); at Python
+# scope numpy's logical_not (element-wise on vectors, as Taichi's) and Python's own operators
+logical_not = Builtin("logical_not", np.logical_not)
+logical_and = Builtin("logical_and", lambda a, b: a and b)
+logical_or = Builtin("logical_or", lambda a, b: a or b)
+ifte = Builtin("ifte", lambda cond, a, b: a if cond else b)
 block_local = Builtin("block_local", None)
 
 

@@ -70,10 +70,8 @@ def known_value(v: Any) -> Any:
 
 class CallLowering(LoweringHost):
     def expr_Call(self, node: ast.Call) -> Value:
-        for arg in node.args:
-            if isinstance(arg, ast.Starred):
-                raise self.err(arg, "Starred arguments (*args) are not supported in kernel "
-                               "calls; pass the arguments one by one")
+        if any(isinstance(arg, ast.Starred) for arg in node.args):
+            node = self.expand_starred(node)  # type: ignore[attr-defined]   # lower_pycalls
         for kw in node.keywords:
             if kw.arg is None:
                 raise self.err(kw.value, "**kwargs in calls are not supported in kernels")

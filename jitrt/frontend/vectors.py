@@ -132,6 +132,19 @@ def constant_array(obj: Any) -> VecValue | PyValue | None:
     return VecValue(tuple(obj.shape), tuple(PyValue(x) for x in obj.ravel().tolist()))
 
 
+def bools_as_ints(v: Any) -> Any:
+    """A compile-time list/tuple of numbers (or of rows of them) with its bools as 0/1, so that
+    `jr.Vector([True, False])` is the vector [1, 0] (a bool is an i32 0/1 in kernels)."""
+    if not isinstance(v, PyValue) or not isinstance(v.obj, (tuple, list)):
+        return v
+
+    def ints(xs: Any) -> Any:
+        if isinstance(xs, (tuple, list)):
+            return type(xs)(ints(x) for x in xs)
+        return int(xs) if isinstance(xs, bool) else xs
+    return PyValue(ints(v.obj))
+
+
 def as_vector(v: Any) -> Any:
     """`v` itself, or a VecValue when it is a constant tuple/list of numbers."""
     return constant_vector(v) or v
@@ -176,7 +189,7 @@ class VectorLowering(LoweringHost):
         """`jr.Vector([...])`, `jr.Matrix([[...]])`, `jr.math.vec3(x, y, z)`, `vec3(s)`,
         `vec3(v2, z)` (vector arguments are flattened, as in Taichi)."""
         from ..linalg import Matrix, Vector
-        args = [as_vector(self.expr(a)) for a in node.args]
+        args = [as_vector(bools_as_ints(self.expr(a))) for a in node.args]
         dtype = None
         for kw in node.keywords:
             if kw.arg not in ("dtype", "dt"):          # dt=: Quadrants' spelling

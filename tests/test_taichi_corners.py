@@ -1,0 +1,105 @@
+"""Corners of Taichi's kernel language its own test suite reaches (issue 29): `jr.lang.ops`,
+`f(*v)` in kernels, `and`/`or` of vectors, bool vector literals, ... each checked on values a
+user sees, with jitrt's own kernels."""
+import pytest
+
+import jitrt as jr
+
+
+# ---- jr.lang.ops: the operators as functions ------------------------------------------------
+def test_lang_ops_at_python_scope_are_element_wise_on_vectors():
+    ops = jr.lang.ops
+    assert ops.logical_not(jr.Vector([2, 0])).to_numpy().tolist() == [False, True]
+    assert ops.abs(jr.Vector([-0.5, 0.25])).to_numpy().tolist() == [0.5, 0.25]
+    assert ops.add(jr.Vector([1, 2]), jr.Vector([3, 4])).to_numpy().tolist() == [4, 6]
+    assert ops.mod(-7, 3) == 2 and ops.bit_sar(-8, 1) == -4 and ops.cmp_lt(1, 2)
+    assert ops.sin is jr.sin and ops.atomic_add is jr.atomic_add and ops.max is jr.max
+
+
+def test_lang_ops_in_kernels():
+    ops = jr.lang.ops
+    offsets = [jr.Vector([1, 2]), jr.Vector([2, 3])]
+
+    @jr.kernel
+    def k(a: jr.i32, b: jr.i32) -> jr.types.vector(8, jr.i32):
+        v = ops.add(jr.Vector([4, 5]), jr.static(offsets)[1])
+        return jr.Vector([ops.logical_not(a), ops.logical_and(a, b), ops.logical_or(a, b),
+                          ops.ifte(a, 7, 9), ops.bit_sar(-8, 1), ops.mod(-7, 3), v[0], v[1]])
+
+    assert k(0, 5).tolist() == [1, 0, 5, 9, -4, 2, 6, 8]
+    assert k(3, 5).tolist() == [0, 5, 3, 7, -4, 2, 6, 8]
+
+
+def test_lang_ops_missing_name_says_so():
+    with pytest.raises(AttributeError, match=r"jitrt\.lang\.ops\.frexp is not in jitrt"):
+        jr.lang.ops.frexp  # noqa: B018
+
+
+def test_lang_ops_logic_takes_its_arity():
+    @jr.kernel
+    def k(a: jr.i32) -> jr.i32:
+        return jr.lang.ops.logical_and(a)
+
+    with pytest.raises(jr.KernelCompileError, match=r"logical_and\(\) takes 2 positional"):
+        k(1)
+
+
+# ---- f(*v) in kernels ---------------------------------------------------------------------
+def test_starred_arguments_unpack_vectors_tuples_and_matrix_rows():
+    @jr.func
+    def digits(a, b, c):
+        return a * 100 + b * 10 + c
+
+    @jr.kernel
+    def k(x: jr.i32) -> jr.types.vector(3, jr.i32):
+        a = jr.Vector([1, 2, 3])
+        b = jr.Vector([4, x, 6])
+        m = jr.Matrix([[1, 2], [3, 4]])
+        return jr.Vector([jr.min(*a, *b), jr.max(*b, *(7, 1)),
+                          digits(*jr.Vector([x, 2]), 3) + jr.math.dot(*m)])
+
+    assert k(0).tolist() == [0, 7, 23 + 11]
+    assert k(9).tolist() == [1, 9, 923 + 11]
+
+
+def test_starred_argument_of_a_scalar_is_an_error():
+    @jr.kernel
+    def k(x: jr.i32) -> jr.i32:
+        return jr.max(*x)
+
+    with pytest.raises(jr.KernelCompileError, match=r"\*x in a call unpacks a vector.*got a "
+                       r"run-time i32 value"):
+        k(1)
+
+
+# ---- and / or of vectors ------------------------------------------------------------------
+def test_and_or_of_vectors_are_per_component_truths():
+    @jr.kernel
+    def k(s: jr.i32) -> jr.types.matrix(4, 4, jr.i32):
+        a = jr.Vector([2, 2, 0, 0])
+        b = jr.Vector([1, 0, 1, 0])
+        return jr.Matrix([a or b, a and b, s and b, a or s])
+
+    assert k(0).tolist() == [[1, 1, 1, 0], [1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 0, 0]]
+    assert k(3).tolist() == [[1, 1, 1, 0], [1, 0, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]]
+
+
+def test_and_of_vectors_of_different_shapes_is_an_error():
+    @jr.kernel
+    def k() -> jr.i32:
+        v = jr.Vector([1, 2]) and jr.Vector([1, 2, 3])
+        return v[0]
+
+    with pytest.raises(jr.KernelCompileError, match=r"'and' of a vector/matrix of shape "
+                       r"\(2,\) and one of shape \(3,\)"):
+        k()
+
+
+def test_bool_vector_literal_is_zero_one():
+    @jr.kernel
+    def k() -> jr.types.vector(4, jr.i32):
+        a = jr.Vector([True, True, False, False])
+        return a + jr.Vector([False, True, True, False])
+
+    assert k().tolist() == [1, 2, 1, 0]
+
