@@ -103,3 +103,19 @@ def test_bool_vector_literal_is_zero_one():
 
     assert k().tolist() == [1, 2, 1, 0]
 
+
+
+# ---- Taichi's init options read back ------------------------------------------------------
+def test_ignored_taichi_options_read_back_as_given(monkeypatch):
+    monkeypatch.delenv("TI_FLATTEN_IF", raising=False)
+    with pytest.warns(UserWarning, match="print_ir"):
+        jr.init(print_ir=True, check_out_of_bound=False)
+    cfg = jr.lang.impl.current_cfg()
+    assert cfg.print_ir is True and cfg.check_out_of_bound is False
+    # Taichi's defaults where nothing was given, Taichi's TI_<NAME> variables read
+    assert cfg.advanced_optimization is True and cfg.verbose is True and cfg.flatten_if is False
+    monkeypatch.setenv("TI_FLATTEN_IF", "1")
+    jr.init()
+    assert jr.lang.impl.current_cfg().flatten_if is True
+    with pytest.raises(AttributeError, match="'Config' object has no attribute 'no_such'"):
+        jr.lang.impl.current_cfg().no_such  # noqa: B018
