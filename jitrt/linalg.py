@@ -93,21 +93,38 @@ class MatrixType:
 VectorType = MatrixType
 
 
+# The most components a vector or matrix type has. Kernels unroll a vector into one scalar
+# per component (as Taichi does), so compile time grows with the count: a 1024-vector
+# argument summed in a loop compiles in a few seconds. Taichi only warns past 32; past this
+# limit jitrt refuses, pointing at fields and ndarrays, which hold any number of values.
+MAX_COMPONENTS = 1024
+
+
 def _check_size(k: Any, what: str) -> int:
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 32:
-        raise TypeError(f"{what} must be an int from 1 to 32, got {k!r}")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise TypeError(f"{what} must be a positive int, got {k!r}")
     return k
+
+
+def _check_count(n: int, m: int) -> tuple[int, int]:
+    if n * max(m, 1) > MAX_COMPONENTS:
+        shape = f"a {n} x {m} matrix" if m else f"a {n}-component vector"
+        raise TypeError(f"{shape} is larger than jitrt's vectors and matrices, which have at "
+                        f"most {MAX_COMPONENTS} components (kernels unroll every component, "
+                        "so compile time grows with the count); keep more values in a field or "
+                        "an ndarray")
+    return n, m
 
 
 def vector(n: int, dtype: Any = None) -> MatrixType:
     """The type of an n-component vector: `jr.types.vector(3, jr.f32)`."""
-    return MatrixType(_check_size(n, "vector size"), 0, *_late_bound(dtype))
+    return MatrixType(*_check_count(_check_size(n, "vector size"), 0), *_late_bound(dtype))
 
 
 def matrix(n: int, m: int, dtype: Any = None) -> MatrixType:
     """The type of an n x m matrix: `jr.types.matrix(3, 3, jr.f32)`."""
-    return MatrixType(_check_size(n, "matrix rows"), _check_size(m, "matrix columns"),
-                      *_late_bound(dtype))
+    return MatrixType(*_check_count(_check_size(n, "matrix rows"),
+                                    _check_size(m, "matrix columns")), *_late_bound(dtype))
 
 
 def _late_bound(dtype: Any) -> tuple[DataType | None, str]:
@@ -122,7 +139,7 @@ def _late_bound(dtype: Any) -> tuple[DataType | None, str]:
 
 def unsigned_vector(n: int) -> MatrixType:
     """`jr.math.uvec<n>`: the unsigned integer type of `default_ip`'s width."""
-    return MatrixType(_check_size(n, "vector size"), 0, None, "uint")
+    return MatrixType(*_check_count(_check_size(n, "vector size"), 0), None, "uint")
 
 
 def element_type(dtype: Any) -> tuple[DataType, tuple[int, ...]]:

@@ -119,3 +119,56 @@ def test_ignored_taichi_options_read_back_as_given(monkeypatch):
     assert jr.lang.impl.current_cfg().flatten_if is True
     with pytest.raises(AttributeError, match="'Config' object has no attribute 'no_such'"):
         jr.lang.impl.current_cfg().no_such  # noqa: B018
+
+
+# ---- vectors and matrices of up to 1024 components -----------------------------------------
+@pytest.mark.no_gpu_builds
+def test_a_100_component_vector_passes_indexes_reduces_and_returns():
+    # past 32 components, run-time indices halve before their select chains and reductions
+    # keep a running local (an expression never grows with the length)
+    vec = jr.types.vector(100, jr.i32)
+
+    @jr.kernel
+    def k(a: vec) -> vec:
+        out = vec(0)
+        total = 0
+        for i in range(100):           # run-time indices: reads and writes
+            total += a[i]
+            out[99 - i] = a[i]
+        out[0] = total - a.sum()       # 0: the loop's sum and the unrolled one agree
+        out[1] = any(a > 98) + (a >= 0).all() * 10 + a.max() * 100
+        return out
+
+    got = k(vec(list(range(100))))
+    assert got[0] == 0 and got[1] == 1 + 10 + 9900
+    assert got[2:].tolist() == list(range(97, -1, -1))
+
+
+def test_more_than_1024_components_is_a_clear_error():
+    assert jr.types.matrix(32, 32, jr.f32).n == 32          # 1024: the largest
+    assert jr.types.vector(1024, jr.f32).n == 1024
+    with pytest.raises(TypeError, match=r"a 1025-component vector is larger than jitrt's "
+                       r"vectors and matrices, which have at most 1024 components.*field or "
+                       r"an ndarray"):
+        jr.types.vector(1025, jr.i32)
+    with pytest.raises(TypeError, match=r"a 33 x 32 matrix is larger"):
+        jr.Matrix.field(33, 32, jr.f32, shape=4)
+
+
+# ---- Tape.calls / Tape.modes --------------------------------------------------------------
+def test_tape_calls_and_modes_list_the_recorded_launches():
+    x = jr.field(jr.f32, shape=4, needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def step(k: jr.f32):
+        for i in x:
+            loss[None] += x[i] * k
+
+    with jr.ad.Tape(loss=loss) as tape:
+        step(1.0)
+        step(2.0)
+        assert [args for _, args in tape.calls] == [(1.0,), (2.0,)]
+    assert [kernel for kernel, _ in tape.calls] == [step, step]
+    assert tape.modes == [jr.ad.AutodiffMode.NONE] * 2
+    assert x.grad.to_numpy().tolist() == [3.0] * 4

@@ -251,6 +251,7 @@ class LoweringHost:
         vec_cast: Callable[..., Any]
         new_vec_var: Callable[..., Any]
         fresh_local: Callable[..., n.Local]
+        fold_chain: Callable[..., Any]
         snapshot: Callable[..., Any]
         store_member: Callable[..., bool]
         assign_vec_swizzle: Callable[..., bool]

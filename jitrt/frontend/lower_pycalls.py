@@ -150,16 +150,16 @@ class PyCallLowering(LoweringHost):
         items = v.items if isinstance(v, (VecValue, TupleValue)) else (v,)
         op = "and" if name == "all" else "or"
         loc = self.loc(node)
-        result: n.Expr | None = None
+        truths: list[n.Expr] = []
         for item in items:
             if is_number(item):
-                item = PyValue(bool(item.obj))  # type: ignore[union-attr]
-                if bool(item.obj) == (op == "or"):
-                    return PyValue(int(item.obj))
+                if bool(item.obj) == (op == "or"):  # type: ignore[union-attr]
+                    return PyValue(int(op == "or"))
                 continue
-            truth = self.truth(self.value(node.args[0], item))
-            result = truth if result is None else n.Binary(op, result, truth, dtypes.i32, loc)
-        return PyValue(int(op == "and")) if result is None else result
+            truths.append(self.truth(self.value(node.args[0], item)))
+        if not truths:
+            return PyValue(int(op == "and"))
+        return self.fold_chain(lambda a, b: n.Binary(op, a, b, dtypes.i32, loc), truths, node)
 
     def length(self, node: ast.Call) -> Value:
         """`len(v)`: a vector's size, a matrix's row count, a compile-time sequence's length
@@ -193,7 +193,5 @@ class PyCallLowering(LoweringHost):
         if not isinstance(v, (VecValue, TupleValue)):
             raise self.err(node.args[0], "sum() in a kernel takes a vector, a matrix or a "
                            f"compile-time sequence, got {describe(v)}")
-        result = start
-        for item in v.items:
-            result = self.binary("+", result, item, node)
-        return result
+        return self.fold_chain(lambda a, b: self.binary("+", a, b, node), [start, *v.items],
+                               node)

@@ -117,7 +117,8 @@ class VectorIndexing(LoweringHost):
         """`v[k]` with a run-time `k` (`m[i, j]`, `m[i]` likewise): the value lives in
         registers, so each component of the result is a chain of selects over the
         components it may be, `select(k == 0, v0, select(k == 1, v1, ... out))` (only the
-        chosen arm runs; autodiff follows it). An index out of range reads no memory: the
+        chosen arm runs; autodiff follows it; an axis longer than CHAIN is first halved by
+        `k < mid` selects). An index out of range reads no memory: the
         `out` arm gives 0 and records a fault, which the launch raises as KernelRuntimeError
         (in every build, as a bad field index is)."""
         loc = self.loc(index_node)
@@ -134,11 +135,17 @@ class VectorIndexing(LoweringHost):
             k = ks[axis]
             if isinstance(k, int):
                 return pick(head + (k,), tail)
-            chain = out
-            for c in reversed(range(v.shape[axis])):
-                chain = n.Select(n.Binary("==", k, n.Const(c, k.dtype, loc), dtypes.i32, loc),
-                                 pick(head + (c,), tail), chain, dt, loc)
-            return chain
+            def chain(lo: int, hi: int) -> n.Expr:     # components lo..hi-1, else `out`
+                if hi - lo > CHAIN:                      # halve: depth ~log2(n), not n
+                    mid = (lo + hi) // 2
+                    return n.Select(n.Binary("<", k, n.Const(mid, k.dtype, loc), dtypes.i32,
+                                             loc), chain(lo, mid), chain(mid, hi), dt, loc)
+                found = out
+                for c in reversed(range(lo, hi)):
+                    found = n.Select(n.Binary("==", k, n.Const(c, k.dtype, loc), dtypes.i32,
+                                              loc), pick(head + (c,), tail), found, dt, loc)
+                return found
+            return chain(0, v.shape[axis])
         parts = [pick((), tail) for tail in itertools.product(*(range(e) for e in rest))]
         return VecValue(rest, tuple(parts)) if rest else parts[0]
 
@@ -304,6 +311,12 @@ class VectorIndexing(LoweringHost):
             x = self.typed(values[flat_index(tail, rest)], c.dtype, target)
             self.emit(n.Assign(c.ir_name, n.Select(cond, x, n.Local(c.ir_name, c.dtype, loc),
                                                    c.dtype, loc), loc))
+
+
+# the longest chain of selects a run-time index into a value reads through; a longer axis
+# (`jr.types.vector(1024, jr.i32)`) is halved first (`k < mid`), so that the depth of the
+# expression, which every pass walks recursively, grows as log2 of the length
+CHAIN = 32
 
 
 def flat_index(position: tuple[int, ...], shape: tuple[int, ...]) -> int:

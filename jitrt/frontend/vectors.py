@@ -132,6 +132,11 @@ def constant_array(obj: Any) -> VecValue | PyValue | None:
     return VecValue(tuple(obj.shape), tuple(PyValue(x) for x in obj.ravel().tolist()))
 
 
+# the longest chain a reduction over a vector's components builds before it keeps the running
+# value in a local (`VectorLowering.fold_chain`)
+FOLD_CHAIN = 32
+
+
 def bools_as_ints(v: Any) -> Any:
     """A compile-time list/tuple of numbers (or of rows of them) with its bools as 0/1, so that
     `jr.Vector([True, False])` is the vector [1, 0] (a bool is an i32 0/1 in kernels)."""
@@ -293,10 +298,20 @@ class VectorLowering(LoweringHost):
         return VecValue((left.rows, right.cols), tuple(out))
 
     def sum_of(self, values: list[Any], node: ast.AST) -> Any:
-        total = values[0]
-        for v in values[1:]:
-            total = self.binary("+", total, v, node)
-        return total
+        return self.fold_chain(lambda a, b: self.binary("+", a, b, node), values, node)
+
+    def fold_chain(self, combine: Any, values: list[Any], node: ast.AST) -> Any:
+        """`combine` over `values` left to right (Taichi's order, so a float sum rounds as
+        Taichi's does); every FOLD_CHAIN items the running value is kept in a local, so that
+        the expression of a 1024-component reduction is not 1024 levels deep (every pass
+        walks expressions recursively)."""
+        out = values[0]
+        for k, v in enumerate(values[1:], 1):
+            if k % FOLD_CHAIN == 0 and isinstance(out, n.Expr) and not isinstance(
+                    out, (n.Const, n.Local, n.Arg)):
+                out = self.fresh_local(out, "fold", self.loc(node))
+            out = combine(out, v)
+        return out
 
     def vec_dot(self, a: VecValue, b: VecValue, node: ast.AST) -> Any:
         if a.shape != b.shape or len(a.shape) != 1:
@@ -356,18 +371,12 @@ class VectorLowering(LoweringHost):
         if name == "norm_sqr":
             return self.sum_of([self.binary("*", x, x, node) for x in v.items], node)
         if name in ("sum", "max", "min"):
-            out = v.items[0]
-            for x in v.items[1:]:
-                out = self.binary("+", out, x, node) if name == "sum" else \
-                    self.pairwise(name, out, x, node)
-            return out
+            return self.fold_chain(lambda a, b: self.binary("+", a, b, node) if name == "sum" else
+                             self.pairwise(name, a, b, node), list(v.items), node)
         if name in ("any", "all"):
             truths = [self.truth(self.value(node, x)) for x in v.items]
-            out = truths[0]
-            for t in truths[1:]:
-                out = n.Binary("or" if name == "any" else "and", out, t, dtypes.i32,
-                               self.loc(node))
-            return out
+            return self.fold_chain(lambda a, b: n.Binary("or" if name == "any" else "and", a, b,
+                                                   dtypes.i32, self.loc(node)), truths, node)
         if name == "transpose":
             return self.transpose(v, node)
         if len(v.shape) != 2 or v.rows != v.cols:
