@@ -462,6 +462,11 @@ class Field(_Buffer):
     __slots__ = ()
     pending = False          # PendingField: declared, not yet placed
 
+    @property
+    def _name(self) -> str:
+        """Taichi's `x._name`: the field's name (`name=` or the one jitrt gave it)."""
+        return self.name
+
     def __iter__(self) -> Iterator[Any]:
         """`for i in x` is a kernel's loop over x's indices. At Python scope it is refused, as
         in Taichi: Python's fallback would give the values, not the indices."""
@@ -592,6 +597,14 @@ class Ndarray(_Buffer):
     __slots__ = ("_owner", "readonly")
     _owner: Any                 # what a from_dlpack wrapper keeps alive
     readonly: bool              # a wrapped device array the producer exported read-only
+
+    def _get_element_size(self) -> int:
+        """Taichi's: the bytes of one element (a vector's or matrix's components together)."""
+        return self.dtype.np.itemsize * int(np.prod(self.element_shape, dtype=np.int64))
+
+    def _get_nelement(self) -> int:
+        """Taichi's: the number of elements (the product of `shape`)."""
+        return int(np.prod(self.shape, dtype=np.int64))
 
     @classmethod
     def from_dlpack(cls, obj: Any, name: str | None = None) -> "Ndarray":

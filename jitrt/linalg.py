@@ -219,6 +219,10 @@ class Matrix(HostMatrix):
         return dtype, (n, m), 0, None
 
     @staticmethod
+    def one(dtype: Any, n: int, m: int) -> tuple:  # type: ignore[override]
+        return dtype, (n, m), 1, None
+
+    @staticmethod
     def identity(dtype: Any, n: int) -> tuple:
         return dtype, (n, n), 0, (lambda k: k % (n + 1) == 0)
 
@@ -273,7 +277,7 @@ class Vector(Matrix):
         return dtype, (n,), 0, None
 
     @staticmethod
-    def one(dtype: Any, n: int) -> tuple:
+    def one(dtype: Any, n: int) -> tuple:  # type: ignore[override]
         return dtype, (n,), 1, None
 
     @staticmethod

@@ -1,6 +1,7 @@
 """Corners of Taichi's kernel language its own test suite reaches (issue 29): `jr.lang.ops`,
 `f(*v)` in kernels, `and`/`or` of vectors, bool vector literals, ... each checked on values a
 user sees, with jitrt's own kernels."""
+import numpy as np
 import pytest
 
 import jitrt as jr
@@ -172,3 +173,28 @@ def test_tape_calls_and_modes_list_the_recorded_launches():
     assert [kernel for kernel, _ in tape.calls] == [step, step]
     assert tape.modes == [jr.ad.AutodiffMode.NONE] * 2
     assert x.grad.to_numpy().tolist() == [3.0] * 4
+
+
+# ---- small names of Taichi's objects ------------------------------------------------------
+def test_taichi_object_names():
+    assert jr.f32.to_string() == str(jr.f32) and jr.u8.to_string() == str(jr.u8)
+    assert jr.field(jr.f32, shape=(2, 3), name="a")._name == "a"
+    assert jr.field(jr.math.vec3, shape=2, name="b")._name == "b"
+    v = jr.types.vector(3, jr.f32)([0, 1, 2])
+    assert v.entries.dtype == np.float32 and v.entries.tolist() == [0.0, 1.0, 2.0]
+    assert jr.types.matrix(2, 2, jr.i32)([[0, 1], [2, 3]]).entries.dtype == np.int32
+    a, b = jr.ndarray(jr.i32, 8), jr.Vector.ndarray(10, jr.f64, 5)
+    assert (a._get_element_size(), a._get_nelement()) == (4, 8)
+    assert (b._get_element_size(), b._get_nelement()) == (80, 5)
+
+
+def test_matrix_one_in_kernels():
+    c = jr.Matrix.field(2, 3, dtype=jr.f32, shape=2)
+
+    @jr.kernel
+    def fill():
+        c[0] = jr.Matrix.one(jr.f32, 2, 3) * 2
+        c[1] = jr.Matrix.one(int, 2, 3) - jr.Matrix.zero(jr.f32, 2, 3)
+
+    fill()
+    assert c.to_numpy().tolist() == [[[2.0] * 3] * 2, [[1.0] * 3] * 2]

@@ -206,7 +206,8 @@ class CallLowering(LoweringHost):
             return self.class_call(obj, node)
         if obj is bi.min_ or obj is bi.max_:      # jr.min / jr.max: element-wise, as min/max
             return self.min_max(obj.name, node, "jr.")
-        if obj in (Vector.zero, Vector.one, Vector.unit, Matrix.zero, Matrix.identity):
+        if obj in (Vector.zero, Vector.one, Vector.unit, Matrix.zero, Matrix.one,
+                   Matrix.identity):
             return self.filled(obj, node)
         if obj is Vector or obj is Matrix or isinstance(obj, MatrixType):
             return self.construct(obj, node)
