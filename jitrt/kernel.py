@@ -66,7 +66,8 @@ def parse_params(fn: Callable) -> tuple[n.Param, ...]:
         elif isinstance(ann, NdarrayType):
             params.append(n.Param(p.name, "ndarray", ann.dtype, ann.ndim if ann.ndim is not None
                                   else -1, element_shape=ann.element_shape,
-                                  element_dim=ann.element_dim, grad_annotation=ann.needs_grad))
+                                  element_dim=ann.element_dim, grad_annotation=ann.needs_grad,
+                                  clamp=ann.boundary == "clamp"))
         elif isinstance(ann, MatrixType):      # a vector/matrix value (jr.math.vec3...)
             params.append(n.Param(p.name, "vector", ann.dtype, 0, element_shape=ann.shape))
         elif ann is bool:                       # a flag (Quadrants takes it): an i32 0 or 1

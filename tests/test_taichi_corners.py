@@ -198,3 +198,61 @@ def test_matrix_one_in_kernels():
 
     fill()
     assert c.to_numpy().tolist() == [[[2.0] * 3] * 2, [[1.0] * 3] * 2]
+
+
+# ---- ndarray(boundary="clamp") ------------------------------------------------------------
+def test_clamped_ndarray_indices_stay_inside():
+    @jr.kernel
+    def read(x: jr.types.ndarray(boundary="clamp"), k: jr.i32) -> jr.f32:
+        return x[k]
+
+    @jr.kernel
+    def write(x: jr.types.ndarray(dtype=jr.f32, ndim=1, boundary="clamp"), k: jr.i32):
+        x[k] = 7.0
+
+    x = jr.ndarray(jr.f32, shape=3)
+    x.from_numpy(np.array([0.0, 1.0, 2.0], np.float32))
+    assert [read(x, k) for k in (-2, -1, 0, 3, 4)] == [0.0, 0.0, 0.0, 2.0, 2.0]
+    write(x, 10)
+    write(x, -5)
+    assert x.to_numpy().tolist() == [7.0, 1.0, 7.0]
+
+
+def test_clamped_ndarray_components_clamp_their_flat_position():
+    @jr.kernel
+    def vec(x: jr.types.ndarray(boundary="clamp"), k: jr.i32) -> jr.f32:
+        return x[1, 2][k]
+
+    @jr.kernel
+    def mat(x: jr.types.ndarray(boundary="clamp"), i: jr.i32, j: jr.i32) -> jr.f32:
+        return x[1, 2][i, j]
+
+    v = jr.ndarray(jr.math.vec2, shape=(3, 3))
+    m = jr.ndarray(jr.math.mat2, shape=(3, 3))
+    v[1, 2] = [1, 2]
+    m[1, 2] = [[1, 2], [3, 4]]
+    assert (vec(v, -1), vec(v, 5)) == (1.0, 2.0)
+    # (i, j) -> i * 2 + j, clamped into 0..3, as Taichi does: (2, 0) reads (1, 1)
+    assert [mat(m, *ij) for ij in ((-1, 0), (1, -1), (2, 0), (0, 5))] == [1.0, 2.0, 4.0, 4.0]
+
+
+def test_boundary_takes_unsafe_or_clamp():
+    with pytest.raises(ValueError, match="boundary must be 'unsafe' or 'clamp', got 'wrap'"):
+        jr.types.ndarray(boundary="wrap")
+
+
+# ---- numpy 0-d arrays are numbers in kernels ----------------------------------------------
+def test_numpy_0d_arrays_are_numbers_in_kernels():
+    x = jr.field(jr.f32, shape=8)
+    begin = (np.ones(1) * 3).astype(np.int32).reshape(())
+    end = np.array(6)
+    scale = np.array(2.5)
+
+    @jr.kernel
+    def fill() -> jr.i32:
+        for i in range(begin, end):
+            x[i] = i * scale
+        return np.array(3, dtype=np.int32) + np.full((), 2, dtype=np.int64)
+
+    assert fill() == 5
+    assert x.to_numpy().tolist() == [0, 0, 0, 7.5, 10, 12.5, 0, 0]

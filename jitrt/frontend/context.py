@@ -67,6 +67,8 @@ class CompileContext:
     random_scopes: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     # ndarray parameter index -> the component dimensions of its vector/matrix elements
     array_elements: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # ndarray parameter indices annotated `boundary="clamp"` (lower_expr.access)
+    clamped_arrays: set[int] = field(default_factory=set)
     # jr.stop_grad(x): per open block (the kernel body first), the data whose reads in it
     # carry no gradient (Field objects, ndarray parameter indices); lower_stmt applies them
     stop_grads: list[list[Any]] = field(default_factory=lambda: [[]])

@@ -176,6 +176,8 @@ def lower_kernel(src: SourceInfo, fn: Any, params: tuple[n.Param, ...],
             bindings[p.name] = n.ArrayRef(i, p.name, p.dtype, p.ndim)  # type: ignore[arg-type]
             if p.element_shape:
                 ctx.array_elements[i] = p.element_shape
+            if p.clamp:
+                ctx.clamped_arrays.add(i)
         else:
             bindings[p.name] = PyValue(template_values[p.name])
         arg_index += 1

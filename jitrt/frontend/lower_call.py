@@ -68,6 +68,12 @@ def known_value(v: Any) -> Any:
 
 
 
+# the callables `call_library` lowers itself, which take no keyword arguments in kernels (any
+# other Python callable runs at compile time, keywords and all: `np.array(3, dtype=np.int32)`)
+KEYWORDLESS = (bi.PY_INT, bi.PY_FLOAT, bi.PY_ABS, bi.PY_MIN, bi.PY_MAX, bi.PY_RANGE, bi.ndrange,
+               np.abs, np.minimum, np.maximum)
+
+
 class CallLowering(LoweringHost):
     def expr_Call(self, node: ast.Call) -> Value:
         if any(isinstance(arg, ast.Starred) for arg in node.args):
@@ -136,10 +142,11 @@ class CallLowering(LoweringHost):
             return self.struct_construct(obj, node)  # type: ignore[attr-defined]
         if isinstance(obj, dtypes.DataType):
             return self.dtype_call(obj, node)
-        if node.keywords and obj is not bi.cast:
-            raise self.err(node, f"keyword arguments are not supported for {describe(obj)}")
         np_dt = dtypes.from_numpy(np.dtype(obj)) if isinstance(obj, type) and issubclass(
             obj, np.generic) else None
+        if node.keywords and obj is not bi.cast and (np_dt is not None or isinstance(
+                obj, bi.Builtin) or any(obj is f for f in KEYWORDLESS)):
+            raise self.err(node, f"keyword arguments are not supported for {describe(obj)}")
         if np_dt is not None:
             return self.cast(self.one_value(node), np_dt)  # np.float32(x)
         if obj is np.abs or obj is bi.abs_:
@@ -191,8 +198,9 @@ class CallLowering(LoweringHost):
         except Exception as exc:  # noqa: BLE001 - the user's function failed: say where
             raise self.err(node, f"calling {describe(obj)} at compile time raised "
                            f"{type(exc).__name__}: {exc}") from exc
-        if isinstance(result, np.generic) and result.dtype.kind in "iuf":
-            result = result.item()                  # a numpy number as the Python number
+        if isinstance(result, (np.generic, np.ndarray)) and result.ndim == 0 and \
+                result.dtype.kind in "iuf":
+            result = result.item()     # a numpy number (or 0-d array) as the Python number
         return PyValue(result)
 
     def vector_call(self, obj: Any, node: ast.Call) -> Value | None:

@@ -362,10 +362,18 @@ class ExprLowering(LoweringHost):
             e = self.cast(e, dtypes.i64) if e.dtype.bits == 64 else self.cast(e, dtypes.i32)
             if isinstance(ref, n.FieldRef) and ref.offset and ref.offset[axis]:
                 e = n.Binary("-", e, n.Const(ref.offset[axis], e.dtype, e.loc), e.dtype, e.loc)
+            if isinstance(ref, n.ArrayRef) and ref.arg in self.ctx.clamped_arrays:
+                e = self.clamped(e, n.Cast(n.Shape(ref, axis), e.dtype, e.loc))
             indices.append(e)
         loc = self.loc(node)
         return ref, tuple(indices) + tuple(n.Const(k, dtypes.i32, loc) for k in component), \
             element
+
+    def clamped(self, e: n.Expr, extent: n.Expr) -> n.Expr:
+        """`e` clamped into 0..extent-1 (an index into an ndarray(boundary="clamp"))."""
+        one, zero = n.Const(1, e.dtype, e.loc), n.Const(0, e.dtype, e.loc)
+        top = n.Binary("-", extent, one, e.dtype, e.loc)
+        return n.Binary("max", n.Binary("min", e, top, e.dtype, e.loc), zero, e.dtype, e.loc)
 
     def access_ref(self, node: ast.Subscript, base: Value) -> n.Ref:
         """The ref of the field or ndarray `base` that `node` indexes."""

@@ -182,10 +182,33 @@ class VectorIndexing(LoweringHost):
             return shape, [idx + tuple(n.Const(k, dtypes.i32, loc) if isinstance(k, int) else k
                                        for k in ks) for ks in combos]
         ks = self.vec_indices(element, index_node)
+        ref = outer[0]
+        if isinstance(ref, n.ArrayRef) and ref.arg in self.ctx.clamped_arrays and any(
+                isinstance(k, n.Expr) for k in ks):
+            ks = self.clamped_components(ks, element, loc)
         heads = tuple(n.Const(k, dtypes.i32, loc) if isinstance(k, int) else k for k in ks)
         rest = element[len(ks):]
         return rest, [idx + heads + tuple(n.Const(t, dtypes.i32, loc) for t in tail)
                       for tail in itertools.product(*(range(e) for e in rest))]
+
+    def clamped_components(self, ks: list[Any], element: tuple[int, ...], loc: n.Loc
+                           ) -> list[Any]:
+        """Run-time component indices into an element of an ndarray(boundary="clamp"), as
+        Taichi clamps them: the element's flat position (`r * m + c` of a matrix) into
+        0..components-1, then split back into indices (a row `m[i][r]`: r into 0..n-1)."""
+        dt = next(k.dtype for k in ks if isinstance(k, n.Expr))
+        extents = element[:len(ks)]
+        flat: n.Expr = n.Const(0, dt, loc)
+        for k, extent in zip(ks, extents):
+            k = n.Const(k, dt, loc) if isinstance(k, int) else self.cast(k, dt)
+            flat = n.Binary("+", n.Binary("*", flat, n.Const(extent, dt, loc), dt, loc), k,
+                            dt, loc)
+        flat = self.clamped(flat, n.Const(size(extents), dt, loc))  # type: ignore[attr-defined]
+        out: list[Any] = []
+        for extent in reversed(extents):
+            out.append(n.Binary("%", flat, n.Const(extent, dt, loc), dt, loc))
+            flat = n.Binary("//", flat, n.Const(extent, dt, loc), dt, loc)
+        return out[::-1]
 
     def element_component(self, node: ast.Subscript) -> Any:
         """`x[i][k]` (`m[i][r, c]`, `m[i][r]`) where `x` names a field or ndarray of

@@ -124,8 +124,9 @@ def constant_array(obj: Any) -> VecValue | PyValue | None:
     default_ip and floats default_fp, as Taichi types a Python-scope vector); a numpy number as
     the Python number; else None."""
     import numpy as np
-    if isinstance(obj, np.generic) and obj.dtype.kind in "iuf":
-        return PyValue(obj.item())         # a numpy number (`for s in jr.static(a)`)
+    if isinstance(obj, (np.generic, np.ndarray)) and obj.ndim == 0 and obj.dtype.kind in "iuf":
+        return PyValue(obj.item())         # a numpy number (`for s in jr.static(a)`), or a
+        # 0-d array of one (`np.int32(5).reshape(())`): the number, as Taichi reads it
     if not isinstance(obj, np.ndarray) or obj.ndim not in (1, 2) or not 0 < obj.size <= \
             MAX_CONSTANT_ARRAY or obj.dtype.kind not in "iuf":
         return None

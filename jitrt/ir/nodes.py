@@ -381,6 +381,7 @@ class Param:
     # every dimension: the launcher re-checks an element taken from the array
     element_dim: int = 0
     grad_annotation: bool | None = None   # the annotation's needs_grad (None: not given)
+    clamp: bool = False      # ndarray(boundary="clamp"): indices clamp into the array
 
 
 @frozen

@@ -303,7 +303,7 @@ def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
     if p.grad_annotation is False:      # the adjoint accumulates nothing into its gradient
         has_grad = False
     return n.Param(p.name, "ndarray", got, ndim, has_grad, element, p.element_dim,
-                   p.grad_annotation)
+                   p.grad_annotation, p.clamp)
 
 
 def element_from(kernel: "KernelLike", p: n.Param, v: Any, ndim: int, want: str
