@@ -88,6 +88,16 @@ def live_grad_fields() -> list["Field"]:
     return alive
 
 
+def bit_pattern(value: int, dt: DataType) -> Any:
+    """A Python int stored into an integer element: a value of the type's width in either
+    signedness converts as its bits say (`u8` given -128 holds 128, `i8` given 255 holds -1),
+    as Taichi stores it; one that needs more bits is left to numpy, which refuses it."""
+    if -(1 << (dt.bits - 1)) <= value < 0 and not dt.is_signed or \
+            (1 << (dt.bits - 1)) <= value < (1 << dt.bits) and dt.is_signed:
+        return np.array(value % (1 << dt.bits), np.uint64).astype(dt.np)
+    return value
+
+
 class _Buffer:
     """What Field and Ndarray share: the numpy buffer, host access and the generation."""
 
@@ -253,6 +263,8 @@ class _Buffer:
             index = host_index(key, self._dims, self.name, self._element, self._offset)
             if len(index) < len(self._dims):
                 value = self._element_value(key, value)
+        if value.__class__ is int and self._dtype.is_int:
+            value = bit_pattern(value, self._dtype)
         self._host()[index] = value
         self._wrote()
 

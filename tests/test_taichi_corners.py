@@ -256,3 +256,35 @@ def test_numpy_0d_arrays_are_numbers_in_kernels():
 
     assert fill() == 5
     assert x.to_numpy().tolist() == [0, 0, 0, 7.5, 10, 12.5, 0, 0]
+
+
+# ---- integers given as bit patterns of their width ----------------------------------------
+def test_integer_arguments_take_the_bit_patterns_of_their_width():
+    @jr.kernel
+    def k(a: jr.i8, b: jr.u32, v: jr.types.vector(2, jr.u8)) -> jr.types.vector(4, jr.i64):
+        return jr.Vector([a, b, v[0], v[1]], jr.i64)
+
+    assert k(255, -1, [-1, 200]).tolist() == [-1, 4294967295, 255, 200]
+    assert k(-128, 7, [0, 0]).tolist()[:2] == [-128, 7]
+    with pytest.raises(jr.KernelArgError, match=r"argument 'a': expected a i8 in \[-128, 255\] "
+                       r"\(a 8-bit pattern.*got 256"):
+        k(256, 0, [0, 0])
+    with pytest.raises(jr.KernelArgError, match=r"argument 'v'"):
+        k(0, 0, [256, 0])
+
+
+def test_host_writes_of_integer_bit_patterns():
+    a, b = jr.field(jr.i8, shape=1), jr.field(jr.u8, shape=1)
+    a[0], b[0] = 255, -128
+    assert (a[0], b[0]) == (-1, 128)
+    out = jr.field(jr.u32, shape=2)
+
+    @jr.kernel
+    def widen():
+        out[0] = jr.cast(a[0], jr.u32)
+        out[1] = jr.cast(b[0], jr.u32)
+
+    widen()
+    assert out.to_numpy().tolist() == [0xFFFFFFFF, 128]
+    with pytest.raises(OverflowError):
+        a[0] = 256

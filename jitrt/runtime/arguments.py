@@ -27,7 +27,12 @@ if TYPE_CHECKING:
     from .compiler import CompiledKernel
 
 MISSING = object()
-INT_RANGE = {t: dtypes.int_range(t) for t in dtypes.ALL if t.is_int}
+# The integers an integer argument (or vector component) of a type takes: every value that is
+# a bit pattern of the type's width, read as signed or unsigned (-128..255 for i8 and u8).
+# Past the type's own range it converts as its bits say, two's complement, as Taichi's
+# launcher does (an i8 given 255 holds -1, a u32 given -1 holds 4294967295); a value that
+# needs more bits is refused (Taichi would keep its low bits silently).
+INT_RANGE = {t: (-(1 << (t.bits - 1)), (1 << t.bits) - 1) for t in dtypes.ALL if t.is_int}
 
 
 # ---- watching a plain numpy array's buffer ------------------------------------------------
@@ -177,7 +182,9 @@ def check_scalar(kernel: "KernelLike", p: n.Param, dt: dtypes.DataType, v: Any) 
             raise fail_conversion(kernel, p, dt, v, f"an integer ({dt.name})")
         lo, hi = INT_RANGE[dt]
         if not lo <= int(v) <= hi:
-            raise fail(kernel, p, f"a {dt.name} in [{lo}, {hi}]", repr(int(v)))
+            raise fail(kernel, p, f"a {dt.name} in [{lo}, {hi}] (a {dt.bits}-bit pattern: "
+                       f"past {dtypes.int_range(dt)[1]} or below 0 it converts as its bits "
+                       "say)", repr(int(v)))
     else:
         try:
             float(v)
