@@ -288,3 +288,27 @@ def test_host_writes_of_integer_bit_patterns():
     assert out.to_numpy().tolist() == [0xFFFFFFFF, 128]
     with pytest.raises(OverflowError):
         a[0] = 256
+
+
+# ---- bool() in kernels ---------------------------------------------------------------------
+def test_bool_of_run_time_values():
+    @jr.func
+    def truth(x: jr.u32) -> bool:
+        return bool(x)
+
+    @jr.kernel
+    def k(big: jr.u32) -> jr.types.vector(5, jr.i32):
+        v = bool(jr.Vector([0.0, 2.5]))
+        return jr.Vector([truth(0), truth(big), bool(0.0), v[0], v[1]])
+
+    assert k(4_294_967_295).tolist() == [0, 1, 0, 0, 1]
+
+
+def test_if_expression_of_a_vector_condition_is_refused_as_in_taichi():
+    @jr.kernel
+    def k(a: jr.types.vector(2, jr.i32)) -> jr.types.vector(2, jr.i32):
+        return 0 if a > 0 else a
+
+    with pytest.raises(jr.KernelSyntaxError, match=r"scalar condition, got a vector/matrix of "
+                       r"shape \(2,\).*Please use \"jr\.select\" instead"):
+        k([1, -1])

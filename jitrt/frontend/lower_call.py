@@ -159,6 +159,8 @@ class CallLowering(LoweringHost):
             return self.call_builtin(obj, node)
         if obj is bi.PY_INT or obj is bi.PY_FLOAT:
             return self.int_or_float(obj, node)
+        if obj is bool:
+            return self.bool_value(node)
         if obj is bi.PY_ABS:
             return self.abs_value(self.one_value(node), node)
         if obj is bi.PY_MIN or obj is bi.PY_MAX:
@@ -181,6 +183,21 @@ class CallLowering(LoweringHost):
             return PyValue(obj(known))
         dt = self.ctx.default_ip if obj is bi.PY_INT else self.ctx.default_fp
         return self.cast(self.value(node.args[0], v), dt)
+
+    def bool_value(self, node: ast.Call) -> Value:
+        """`bool(x)`: Python's truth of a compile-time value; of a run-time number its 0/1
+        (an i32, jitrt's bool), per component of a vector or matrix."""
+        if len(node.args) != 1 or node.keywords:
+            raise self.err(node, f"bool() takes 1 argument in kernels, got {len(node.args)}")
+        v = as_vector(self.expr(node.args[0]))
+        if isinstance(v, VecValue):
+            return VecValue(v.shape, tuple(self.truth(self.value(node, x)) for x in v.items))
+        if isinstance(v, PyValue):
+            try:
+                return PyValue(bool(v.obj))
+            except (TypeError, ValueError) as exc:
+                raise self.err(node, f"bool() of {describe(v.obj)} fails: {exc}") from None
+        return self.truth(self.value(node, v))
 
     def call_in_python(self, obj: Any, node: ast.Call) -> Value:
         """Any other Python callable whose arguments are all known at compile time runs in

@@ -16,7 +16,7 @@ from ..data_component import ComponentField
 from ..frozen import frozen
 from .. import dtypes
 from ..dtypes import DataType
-from ..errors import KernelCompileError, KernelTypeError
+from ..errors import KernelCompileError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as n
 from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoValue, PyValue, Scope
 from .source import SourceInfo
@@ -550,10 +550,13 @@ class ExprLowering(LoweringHost):
         cond = self.expr(node.test)
         if isinstance(cond, PyValue):
             return self.expr(node.body if cond.obj else node.orelse)
-        if isinstance(cond, VecValue):
+        if isinstance(cond, VecValue):          # refused as in Taichi (an unsupported form)
+            from .lower_logic import module_alias
+            select = f"{module_alias(self.scope.globals)}.select"
             raise self.err(node.test, "an if-expression needs a scalar condition, got a "
                            f"vector/matrix of shape {cond.shape}; for one choice per component "
-                           'use jr.select(cond, a, b). Please use "jr.select" instead.')
+                           f'use {select}(cond, a, b). Please use "{select}" instead.',
+                           KernelSyntaxError)
         body, orelse = as_vector(self.expr(node.body)), as_vector(self.expr(node.orelse))
         if isinstance(body, VecValue) or isinstance(orelse, VecValue):  # scalars broadcast
             shape = (body if isinstance(body, VecValue) else orelse).shape
