@@ -312,3 +312,34 @@ def test_if_expression_of_a_vector_condition_is_refused_as_in_taichi():
     with pytest.raises(jr.KernelSyntaxError, match=r"scalar condition, got a vector/matrix of "
                        r"shape \(2,\).*Please use \"jr\.select\" instead"):
         k([1, -1])
+
+
+# ---- grouped indices and ndrange extents ---------------------------------------------------
+def test_index_vectors_index_matrices_and_0d_fields():
+    x = jr.Matrix.field(2, 3, dtype=jr.f32, shape=4)
+    val = jr.field(jr.i32, shape=())
+
+    @jr.kernel
+    def fill(a: jr.i32, b: jr.i32) -> jr.f32:
+        for i in range(4):
+            for ij in jr.static(jr.grouped(jr.ndrange(2, 3))):
+                x[i][ij] = ij[0] + ij[1] * 10 + i
+        for none in jr.static(jr.grouped(jr.ndrange())):     # one empty index
+            val[none] = 42
+        m = jr.Matrix([[1.0, 2.0], [3.0, 4.0]])
+        return m[jr.Vector([a, b])] + m[jr.Vector([1, 0])]
+
+    assert fill(0, 1) == 5.0
+    assert val[None] == 42
+    assert x.to_numpy()[3].tolist() == [[3, 13, 23], [4, 14, 24]]
+
+
+def test_ndrange_extent_of_three_values_is_refused():
+    @jr.kernel
+    def k():
+        for i in jr.ndrange((1, 2, 3)):
+            pass
+
+    with pytest.raises(jr.KernelSyntaxError, match=r"Every argument of ndrange should be a "
+                       r"scalar or a tuple/list like \(begin, end\), got 3 values"):
+        k()

@@ -388,7 +388,8 @@ class ExprLowering(LoweringHost):
 
     def index_values(self, sl: ast.AST) -> list[tuple[ast.AST, Value]]:
         """Each index of `x[sl]` with its source node (`x[None]` has none; an index vector,
-        from `jr.grouped`, counts as its components)."""
+        from `jr.grouped`, counts as its components: the empty one of
+        `jr.static(jr.grouped(jr.ndrange()))` as none)."""
         if isinstance(sl, ast.Constant) and sl.value is None:
             items: list[ast.AST] = []
         elif isinstance(sl, ast.Tuple):
@@ -396,8 +397,12 @@ class ExprLowering(LoweringHost):
         else:
             items = [sl]
         values: list[tuple[ast.AST, Value]] = []
+        import numpy as np
         for item in items:
             v = self.expr(item)
+            if isinstance(v, PyValue) and isinstance(v.obj, (tuple, np.ndarray)) and \
+                    np.size(v.obj) == 0:
+                continue
             values += [(item, x) for x in v.items] if isinstance(v, VecValue) else [(item, v)]
         return values
 

@@ -77,14 +77,21 @@ class VectorIndexing(LoweringHost):
         known at compile time (a negative one counts from the end, as in Python), else a
         run-time integer expression (i32, or i64 for 64-bit indices), which must lie in
         0..n-1 when the kernel runs (as in Taichi, negative run-time indices are out of
-        range). An index that performs an atomic is evaluated once, into a local."""
+        range). An index that performs an atomic is evaluated once, into a local. An integer
+        vector counts as its components (`m[I]` with `I` from `jr.grouped`, as Taichi)."""
         items = list(index_node.elts) if isinstance(index_node, ast.Tuple) else [index_node]
-        if len(items) > len(shape):
-            raise self.err(index_node, f"Expected {len(shape)} indices, got {len(items)}: too "
-                           f"many indices for shape {shape}", KernelIndexError)
+        values: list[tuple[ast.AST, Any]] = []
+        for item in items:
+            k = as_vector(self.expr(item))
+            if isinstance(k, VecValue) and len(k.shape) == 1:
+                values += [(item, x) for x in k.items]
+            else:
+                values.append((item, k))
+        if len(values) > len(shape):
+            raise self.err(index_node, f"Expected {len(shape)} indices, got {len(values)}: "
+                           f"too many indices for shape {shape}", KernelIndexError)
         ks: list[Any] = []
-        for item, extent in zip(items, shape):
-            k = self.expr(item)
+        for (item, k), extent in zip(values, shape):
             if isinstance(k, PyValue) and isinstance(k.obj, int):
                 if not -extent <= k.obj < extent:
                     raise self.err(index_node, f"index {k.obj} out of range for shape {shape}")
