@@ -343,3 +343,23 @@ def test_ndrange_extent_of_three_values_is_refused():
     with pytest.raises(jr.KernelSyntaxError, match=r"Every argument of ndrange should be a "
                        r"scalar or a tuple/list like \(begin, end\), got 3 values"):
         k()
+
+
+# ---- Fortran-ordered numpy arguments -------------------------------------------------------
+def test_a_transposed_numpy_array_is_copied_in_and_out():
+    out = jr.field(jr.i32, shape=(3, 4))
+
+    @jr.kernel
+    def touch(arr: jr.types.ndarray()):
+        for i, j in out:
+            out[i, j] = arr[i, j]
+            arr[i, j] += 100
+
+    a = np.arange(12, dtype=np.int32).reshape(4, 3)
+    for _ in range(2):                  # the second launch takes the fast path's way back
+        a[:] = np.arange(12).reshape(4, 3)
+        touch(a.T)
+        assert out.to_numpy().tolist() == (a.T - 100).tolist()
+        assert a.tolist() == (np.arange(12).reshape(4, 3) + 100).tolist()
+    with pytest.raises(jr.KernelArgError, match=r"np\.ascontiguousarray"):
+        touch(np.zeros((3, 8), np.int32)[:, ::2])

@@ -300,7 +300,9 @@ def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
         raise fail(kernel, p, want, f"{describe(v)} (Expect element type "
                    f"{getattr(p.dtype, 'name', '?')} for argument {p.name}, but get {shown})")
     if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
-        raise fail(kernel, p, want + " (C-contiguous)", describe(v))
+        raise fail(kernel, p, want + " (C-contiguous, or Fortran-ordered such as a.T: Non "
+                   "contiguous numpy arrays are not supported, please call "
+                   "np.ascontiguousarray(arr) first)", describe(v))
     element = element_from(kernel, p, v, ndim, want)
     if others >= 0 and ndim - len(element) != others:
         raise fail(kernel, p, want, describe(v) + f" shape={storage_of(v)}" + (
