@@ -86,7 +86,8 @@ from .linear_solve import solve
 
 # Quadrants 1.3.3's own names (what Genesis uses beyond Taichi's language): jitrt/quadrants/,
 # docs/porting.md "Genesis"
-from .frontend.builtins import atomic_exchange, atomic_mul, bit_shr, outer, raw_div, raw_mod
+from .frontend.builtins import (atomic_exchange, atomic_mul, bit_cast, bit_shr, outer, raw_div,
+                                raw_mod)
 from .frontend.builtins import graph_do_while as _graph_do_while
 from .quadrants import algorithms, lang, simt
 from .quadrants import qd_logging as _logging  # noqa: F401 (qd._logging)
@@ -144,7 +145,7 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "KernelNameError", "KernelSyntaxError", "KernelTypeError", "lang", "Layout",
            "MatrixNdarray", "MatrixTensor", "metal", "one", "opengl", "outer", "perf_dispatch",
            "pyfunc", "raw_mod", "ScalarNdarray", "set_logging_level", "simt", "solve",
-           "raw_div", "bit_shr", "atomic_mul",
+           "raw_div", "bit_cast", "bit_shr", "atomic_mul",
            "static_assert", "static_print", "StructField", "TaichiAssertionError",
            "TaichiCompilationError", "TaichiIndexError", "TaichiNameError", "TaichiRuntimeError",
            "TaichiRuntimeTypeError", "TaichiSyntaxError", "TaichiTypeError", "Tensor", "tensor",

@@ -363,3 +363,39 @@ def test_a_transposed_numpy_array_is_copied_in_and_out():
         assert a.tolist() == (np.arange(12).reshape(4, 3) + 100).tolist()
     with pytest.raises(jr.KernelArgError, match=r"np\.ascontiguousarray"):
         touch(np.zeros((3, 8), np.int32)[:, ::2])
+
+
+def test_atomic_on_a_value_is_refused_as_in_taichi():
+    @jr.kernel
+    def k():
+        y = jr.Vector([1, 2, 3])
+        jr.atomic_min([3, 2, 1], y)
+
+    with pytest.raises(jr.KernelSyntaxError, match=r"cannot use a non-writable target as the "
+                       r"first operand of 'jr\.atomic_min'"):
+        k()
+
+
+# ---- jr.bit_cast ---------------------------------------------------------------------------
+def test_bit_cast_reads_the_bits_as_another_type_of_the_width():
+    x, y = jr.field(jr.i32, shape=()), jr.field(jr.f32, shape=())
+
+    @jr.kernel
+    def there_and_back() -> jr.types.vector(3, jr.i64):
+        y[None] = jr.bit_cast(x[None], jr.f32)
+        return jr.Vector([jr.bit_cast(y[None], jr.i32), jr.bit_cast(1.0, jr.i32),
+                          jr.bit_cast(jr.f64(-0.0), jr.i64)], jr.i64)
+
+    x[None] = 2333
+    assert there_and_back().tolist() == [2333, 1065353216, -(1 << 63)]
+    assert y[None] == np.array(2333, np.int32).view(np.float32)
+    assert jr.lang.ops.bit_cast is jr.bit_cast
+
+
+def test_bit_cast_needs_the_same_width():
+    @jr.kernel
+    def k() -> jr.f64:
+        return jr.bit_cast(3, jr.f64)
+
+    with pytest.raises(jr.KernelTypeError, match=r"jr\.bit_cast\(x, f64\): x is i32, 32 bits"):
+        k()

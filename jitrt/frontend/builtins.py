@@ -132,8 +132,10 @@ popcnt = Builtin("popcnt", _no_host("popcnt", _WIDTH))        # set bits, an i32
 clz = Builtin("clz", _no_host("clz", _WIDTH))                 # leading zero bits, an i32
 ffs = Builtin("ffs", _no_host("ffs", _WIDTH))                 # 1 + lowest set bit; 0 for 0
 graph_do_while = Builtin("graph.do_while", bool)
+# Taichi's bit_cast(x, dtype): x's bits read as dtype, of x's width (kernels only)
+bit_cast = Builtin("bit_cast")
 QUADRANTS = (raw_mod, outer, isnan, isinf, popcnt, clz, ffs, graph_do_while, raw_div,
-             bit_shr)
+             bit_shr, bit_cast)
 
 
 class grouped:

@@ -100,6 +100,13 @@ class CompileContext:
         return f"{func_name}${self.inline_counter}."
 
 
+def module_alias(names: dict) -> str:
+    """The name the user's module gives jitrt (`ti` where it is imported as taichi was),
+    for advice in the user's own words; "jr" when no global names it."""
+    return next((k for k, v in names.items() if getattr(v, "__name__", None) == "jitrt"),
+                "jr")                  # (by name: the frontend does not import the API package)
+
+
 @dataclass
 class Scope:
     """Names visible in one function body: its own bindings, then its globals and closure."""

@@ -26,7 +26,7 @@ from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue,
 from .func import BoundFunc, Func, plain_func
 from ..frozen import frozen
 from .lower_expr import Value, describe, is_field, is_number
-from .lower_logic import module_alias
+from .context import module_alias
 from .lower_return import has_early_return
 from .real_func import RealFuncDef
 from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, VecVar, as_vector
@@ -663,9 +663,13 @@ class CallLowering(LoweringHost):
                 raise self.err(node, f"{name}() takes a field or ndarray element (x[i]); on "
                                "a local variable, assign instead (s = v)")
             return self.atomic_local(op, node)          # a local: lower_stmt.py
-        if len(node.args) != 2 or not isinstance(node.args[0], ast.Subscript):
-            raise self.err(node, f"jr.atomic_{op}(x[i], value) needs a field or ndarray "
-                           "element and a value")
+        if len(node.args) != 2:
+            raise self.err(node, f"{name}(x[i], value) takes a field or ndarray element (or a "
+                           f"local) and a value, got {len(node.args)} argument(s)")
+        if not isinstance(node.args[0], ast.Subscript):   # a value: nothing to write to
+            raise self.err(node.args[0], "cannot use a non-writable target as the first "
+                           f"operand of '{name}': it takes a field or ndarray element (x[i]) "
+                           "or a local variable", KernelSyntaxError)
         target = node.args[0]
         statement = getattr(self, "statement_call", None) is node
         outer = self.vector_element_of(target)     # x[i][k]: a component (or a row)

@@ -18,7 +18,8 @@ from .. import dtypes
 from ..dtypes import DataType
 from ..errors import KernelCompileError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as n
-from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoValue, PyValue, Scope
+from .context import (CompileContext, literal_dtype, LocalVar, LoweringHost, module_alias,
+                      NoValue, PyValue, Scope)
 from .source import SourceInfo
 from .structs import StructElement
 from .vectors import (CONSTRUCTORS, METHODS, ClassMethod, TupleValue, VecValue, VecVar,
@@ -556,7 +557,6 @@ class ExprLowering(LoweringHost):
         if isinstance(cond, PyValue):
             return self.expr(node.body if cond.obj else node.orelse)
         if isinstance(cond, VecValue):          # refused as in Taichi (an unsupported form)
-            from .lower_logic import module_alias
             select = f"{module_alias(self.scope.globals)}.select"
             raise self.err(node.test, "an if-expression needs a scalar condition, got a "
                            f"vector/matrix of shape {cond.shape}; for one choice per component "

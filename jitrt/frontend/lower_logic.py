@@ -21,7 +21,7 @@ from typing import Callable
 from .. import dtypes
 from ..errors import KernelSyntaxError
 from ..ir import nodes as n
-from .context import LoweringHost, NoValue, PyValue
+from .context import LoweringHost, NoValue, PyValue, module_alias
 from .lower_expr import CMPOPS, Value, adapt, is_number
 from .vectors import VecValue, as_vector
 
@@ -32,13 +32,6 @@ def is_truth_value(e: n.Expr) -> bool:
     """A 0/1 i32: a comparison, `not`, or a 0/1 `and`/`or`."""
     return (isinstance(e, n.Binary) and e.op in n.COMPARE_OPS + ("and", "or")) or (
         isinstance(e, n.Unary) and e.op == "not")
-
-
-def module_alias(names: dict) -> str:
-    """The name the user's module gives jitrt (`ti` where it is imported as taichi was),
-    for advice in the user's own words; "jr" when no global names it."""
-    return next((k for k, v in names.items() if getattr(v, "__name__", None) == "jitrt"),
-                "jr")                  # (by name: the frontend does not import the API package)
 
 
 class LogicLowering(LoweringHost):

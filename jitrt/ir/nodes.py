@@ -110,7 +110,8 @@ class Local(Expr):
 
 @frozen
 class Unary(Expr):
-    op: str  # neg | not | invert | STOP_GRAD | TANGENT_ONLY
+    op: str  # neg | not | invert | bitcast (x's bits as `dtype`, of x's width) | STOP_GRAD |
+    # TANGENT_ONLY
     x: Expr
     dtype: DataType
     loc: Loc = _loc()

@@ -21,7 +21,8 @@ import operator as _op
 
 from ...frontend import builtins as _bi
 from ...frontend.builtins import (MATH, atan2, atomic_add, atomic_and, atomic_max, atomic_min,
-                                  atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_shr, cast,
+                                  atomic_mul, atomic_or, atomic_sub, atomic_xor, bit_cast,
+                                  bit_shr, cast,
                                   clz, ifte, logical_and, logical_not, logical_or, popcnt,
                                   raw_div, raw_mod, random, rsqrt, select)
 
@@ -39,7 +40,8 @@ asin, acos, floor, ceil, round = (MATH[k] for k in ("asin", "acos", "floor", "ce
 
 __all__ = ["abs", "acos", "add", "asin", "atan2", "atomic_add", "atomic_and", "atomic_max",
            "atomic_min", "atomic_mul", "atomic_or", "atomic_sub", "atomic_xor", "bit_and",
-           "bit_not", "bit_or", "bit_sar", "bit_shl", "bit_shr", "bit_xor", "cast", "ceil", "clz",
+           "bit_cast", "bit_not", "bit_or", "bit_sar", "bit_shl", "bit_shr", "bit_xor", "cast",
+           "ceil", "clz",
            "cmp_eq", "cmp_ge", "cmp_gt", "cmp_le", "cmp_lt", "cmp_ne", "cos", "exp", "floor",
            "floordiv", "ifte", "log", "logical_and", "logical_not", "logical_or", "max",
            "max_impl", "min", "min_impl", "mod", "mul", "neg", "popcnt", "pow", "random",
