@@ -399,3 +399,16 @@ def test_bit_cast_needs_the_same_width():
 
     with pytest.raises(jr.KernelTypeError, match=r"jr\.bit_cast\(x, f64\): x is i32, 32 bits"):
         k()
+
+
+# ---- floor/ceil/round with a dtype ---------------------------------------------------------
+def test_rounding_functions_take_the_result_type():
+    @jr.kernel
+    def k(x: jr.f32) -> jr.types.vector(4, jr.u32):
+        w = jr.floor(jr.Vector([x, -x]), jr.i32)
+        return jr.Vector([jr.floor(x, jr.i32), jr.ceil(x, dtype=int), w[0], w[1]], jr.u32)
+
+    assert k(-1.0).tolist() == [4294967295, 4294967295, 4294967295, 1]
+    assert k(2.5).tolist() == [2, 3, 2, 4294967293]
+    assert jr.floor(2.7, jr.i32) == 2 and isinstance(jr.floor(2.7, jr.i32), np.int32)
+    assert isinstance(jr.floor(jr.Vector([1.5, -1.5]), jr.i32), jr.Vector)

@@ -33,9 +33,24 @@ def _np1(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda x: f(x)
 
 
+def _rounding(f: Callable[[Any], Any]) -> Callable[..., Any]:
+    """Taichi's floor/ceil/round(x, dtype=None): the result converted to `dtype` if given."""
+    def host(x: Any, dtype: Any = None) -> Any:
+        if dtype is None:
+            return f(x)
+        from ..dtypes import coerce
+        out = f(x)
+        if isinstance(out, np.ndarray):              # a jr.Vector stays one
+            return out.astype(coerce(dtype).np)
+        return np.asarray(out).astype(coerce(dtype).np)[()]
+    return host
+
+
 # one-argument math functions that become an IR Math op (numpy's name where it differs)
 NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan"}
-MATH = {name: Builtin(name, _np1(getattr(np, NUMPY_NAMES.get(name, name)))) for name in
+ROUNDING = ("floor", "ceil", "round")     # these also take Taichi's dtype (the result's type)
+MATH = {name: Builtin(name, (_rounding if name in ROUNDING else _np1)(
+    getattr(np, NUMPY_NAMES.get(name, name)))) for name in
         ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil", "asin", "acos",
          "atan", "sinh", "cosh", "round")}
 pow_ = Builtin("pow", lambda a, b: a ** b)

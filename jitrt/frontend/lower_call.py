@@ -227,6 +227,9 @@ class CallLowering(LoweringHost):
         from ..math import VECTOR_FUNCTIONS
         if isinstance(obj, VecMethod):
             return self.call_vec_method(obj, node)
+        if isinstance(obj, bi.Builtin) and obj.name in bi.ROUNDING and obj is bi.MATH.get(
+                obj.name) and (len(node.args) == 2 or node.keywords):
+            return self.rounded_to(obj, node)
         if isinstance(obj, ClassMethod):
             return self.class_call(obj, node)
         if obj is bi.min_ or obj is bi.max_:      # jr.min / jr.max: element-wise, as min/max
@@ -257,6 +260,26 @@ class CallLowering(LoweringHost):
                     self.ctx.default_fp if obj is bi.PY_FLOAT else obj)
                 return self.vec_cast(v, dt, node)
         return None
+
+    def rounded_to(self, fn: bi.Builtin, node: ast.Call) -> Value:
+        """Taichi's `floor(x, dtype)` (`ceil`, `round`; or `dtype=`): the rounded value (each
+        component of a vector) converted to `dtype`, as `jr.cast(jr.floor(x), dtype)`."""
+        given = {**dict(zip(("x", "dtype"), node.args)), **{str(k.arg): k.value
+                                                             for k in node.keywords}}
+        if len(node.args) > 2 or set(given) != {"x", "dtype"}:
+            raise self.err(node, f"jr.{fn.name}(x, dtype=None) takes x and a dtype")
+        dt = self.expr(given["dtype"])
+        target = getattr(dt, "obj", None)
+        if target is int or target is float:
+            target = self.ctx.default_ip if target is int else self.ctx.default_fp
+        if not isinstance(target, dtypes.DataType):
+            raise self.err(given["dtype"], f"jr.{fn.name}(x, dtype): dtype must be a jitrt "
+                           "dtype such as jr.i32")
+        plain = ast.copy_location(ast.Call(node.func, [given["x"]], []), node)
+        v = as_vector(self.expr(plain))
+        if isinstance(v, VecValue):
+            return self.vec_cast(v, target, node)
+        return self.cast(self.value(node, v), target)
 
     def decomposition(self, fn: bi.Builtin, node: ast.Call) -> Value:
         """`jr.polar_decompose/svd/sym_eig(A)`: the 2x2 or 3x3 funcs of
