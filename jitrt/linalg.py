@@ -116,13 +116,34 @@ def _check_count(n: int, m: int) -> tuple[int, int]:
     return n, m
 
 
-def vector(n: int, dtype: Any = None) -> MatrixType:
-    """The type of an n-component vector: `jr.types.vector(3, jr.f32)`."""
+@frozen
+class AnyShape:
+    """`jr.types.vector()` / `jr.types.matrix()` without a size (Taichi's type hints): an
+    ndarray's element of any length, `dims` 1 (vectors) or 2 (matrices), known from the array
+    passed; only as the dtype of `jr.types.ndarray(...)` (as `element_dim=dims`)."""
+    dims: int
+    dtype: DataType | None
+
+    def __repr__(self) -> str:
+        return f"jr.types.{'vector' if self.dims == 1 else 'matrix'}(dtype={self.dtype!r})"
+
+
+def vector(n: int | None = None, dtype: Any = None) -> Any:
+    """The type of an n-component vector: `jr.types.vector(3, jr.f32)`; without n, an
+    ndarray's vector element of any length (`AnyShape`)."""
+    if n is None:
+        return AnyShape(1, None if dtype is None else dtypes.coerce(dtype))
     return MatrixType(*_check_count(_check_size(n, "vector size"), 0), *_late_bound(dtype))
 
 
-def matrix(n: int, m: int, dtype: Any = None) -> MatrixType:
-    """The type of an n x m matrix: `jr.types.matrix(3, 3, jr.f32)`."""
+def matrix(n: int | None = None, m: int | None = None, dtype: Any = None) -> Any:
+    """The type of an n x m matrix: `jr.types.matrix(3, 3, jr.f32)`; without n and m, an
+    ndarray's matrix element of any shape (`AnyShape`)."""
+    if n is None and m is None:
+        return AnyShape(2, None if dtype is None else dtypes.coerce(dtype))
+    if n is None or m is None:
+        raise TypeError("jr.types.matrix(n, m, dtype): give both n and m (or neither, for an "
+                        "ndarray's matrix element of any shape)")
     return MatrixType(*_check_count(_check_size(n, "matrix rows"),
                                     _check_size(m, "matrix columns")), *_late_bound(dtype))
 

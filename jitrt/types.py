@@ -7,7 +7,7 @@ from typing import Any
 from .frozen import frozen
 from . import dtypes
 from .dtypes import DataType
-from .linalg import MatrixType, matrix, struct, vector
+from .linalg import AnyShape, MatrixType, matrix, struct, vector
 from . import primitive_types  # noqa: F401 (Taichi's ti.types.primitive_types)
 # the dtypes, under both spellings, as in Taichi's ti.types
 from .dtypes import (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, f32 as float32,  # noqa: F401
@@ -77,6 +77,11 @@ def ndarray(dtype: Any = None, ndim: int | None = None, element_dim: int | None 
         if shape:
             return NdarrayType(scalar, None if ndim is None else ndim + len(shape), shape, 0,
                                needs_grad, boundary)
+    if isinstance(dtype, AnyShape):          # jr.types.vector(): any length, from the array
+        if element_dim is not None or element_shape is not None:
+            raise TypeError(f"jr.types.ndarray: a dtype of any shape ({dtype!r}) and "
+                            "element_dim/element_shape at once; give one of them")
+        return NdarrayType(dtype.dtype, ndim, (), dtype.dims, needs_grad, boundary)
     if isinstance(dtype, MatrixType):
         element = dtype.shape
         return NdarrayType(dtype.dtype, None if ndim is None else ndim + len(element), element,

@@ -412,3 +412,30 @@ def test_rounding_functions_take_the_result_type():
     assert k(2.5).tolist() == [2, 3, 2, 4294967293]
     assert jr.floor(2.7, jr.i32) == 2 and isinstance(jr.floor(2.7, jr.i32), np.int32)
     assert isinstance(jr.floor(jr.Vector([1.5, -1.5]), jr.i32), jr.Vector)
+
+
+# ---- jr.types.vector() / matrix() without a size as ndarray type hints ---------------------
+def test_sizeless_vector_and_matrix_hints_take_any_length():
+    @jr.kernel
+    def total(x: jr.types.ndarray(dtype=jr.types.vector())) -> jr.f32:
+        s = 0.0
+        for i in x:
+            s += x[i].sum()
+        return s
+
+    @jr.kernel
+    def ones(x: jr.types.ndarray(dtype=jr.types.matrix())):
+        for i in x:
+            x[i] = 1.0
+
+    v3, v2 = jr.ndarray(jr.math.vec3, 3), jr.ndarray(jr.math.vec2, 3)
+    v3.fill(1.0)
+    v2.fill(2.0)
+    assert (total(v3), total(v2)) == (9.0, 12.0)
+    m = jr.ndarray(jr.math.mat2, 3)
+    ones(m)
+    assert m.to_numpy().sum() == 12.0
+    with pytest.raises(jr.KernelArgError, match=r"expected an ndarray of vectors"):
+        total(m)
+    with pytest.raises(TypeError, match=r"give both n and m"):
+        jr.types.matrix(3)
