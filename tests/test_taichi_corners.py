@@ -439,3 +439,31 @@ def test_sizeless_vector_and_matrix_hints_take_any_length():
         total(m)
     with pytest.raises(TypeError, match=r"give both n and m"):
         jr.types.matrix(3)
+
+
+# ---- jr.Matrix of a flat list; func vector parameters of the wrong length -------------------
+def test_matrix_of_a_flat_list_is_a_vector_and_func_parameters_check_the_length():
+    vec3 = jr.types.vector(3, jr.f32)
+
+    @jr.func
+    def scaled(a: vec3) -> vec3:
+        return a * 2
+
+    @jr.kernel
+    def k() -> vec3:
+        return scaled(jr.Matrix([3, 4, 5]))
+
+    @jr.kernel
+    def wrong() -> vec3:
+        return scaled(jr.Matrix([3, 4]))
+
+    assert k().tolist() == [6.0, 8.0, 10.0]
+    with pytest.raises(jr.KernelSyntaxError, match=r"argument 'a' of 'scaled' is expected to "
+                       r"be a Matrix with n 3, but got 2"):
+        wrong()
+
+
+def test_runtime_prog_config_is_the_current_configuration():
+    jr.init(arch=jr.cpu, debug=True)
+    cfg = jr.lang.impl.get_runtime().prog.config()
+    assert cfg.arch == jr.cpu and cfg.arch != jr.cuda and cfg.debug is True

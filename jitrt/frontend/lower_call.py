@@ -788,7 +788,13 @@ class CallLowering(LoweringHost):
             return v
         if isinstance(v, VecValue):        # by value: a fresh local per component
             kind = func.param_types.get(name)
-            if isinstance(kind, MatrixType) and kind.shape == v.shape:
+            if isinstance(kind, MatrixType) and kind.shape != v.shape:
+                what = f"a Matrix with n {kind.n}" + (f", m {kind.m}" if kind.m else "")
+                raise self.err(node, f"argument '{name}' of '{func.name}' is expected to be "
+                               f"{what}, but got {v.shape[0]}" + (
+                                   f" x {v.shape[1]}" if len(v.shape) == 2 else "") +
+                               f" (its annotation is {kind!r})", KernelSyntaxError)
+            if isinstance(kind, MatrixType):
                 v = self.vec_cast(v, kind.scalar(self.ctx.default_fp, self.ctx.default_ip),
                                   node)
             return self.new_vec_var(prefix + name, v, node)

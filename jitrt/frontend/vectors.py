@@ -215,8 +215,9 @@ class VectorLowering(LoweringHost):
                 what = "a list of components" if kind is Vector else "a list of rows"
                 raise self.err(node, f"jr.{kind.__name__}() takes {what}")
             v = args[0]
-            if (kind is Matrix) != (len(v.shape) == 2):
-                raise self.err(node, "jr.Matrix() needs a list of rows; jr.Vector() a flat list")
+            if kind is not Matrix and len(v.shape) == 2:   # jr.Matrix([a, b, c]): a vector,
+                raise self.err(node, "jr.Vector() takes a flat list (jr.Matrix() a list of "
+                               "rows)")                    # as at Python scope and in Taichi
             return self.vec_cast(v, dtype, node) if dtype is not None else v
         assert isinstance(kind, MatrixType)
         flat: list[Any] = []
