@@ -467,3 +467,31 @@ def test_runtime_prog_config_is_the_current_configuration():
     jr.init(arch=jr.cpu, debug=True)
     cfg = jr.lang.impl.get_runtime().prog.config()
     assert cfg.arch == jr.cpu and cfg.arch != jr.cuda and cfg.debug is True
+
+
+# ---- a user's container indexed at compile time --------------------------------------------
+def test_user_container_items_are_taken_at_compile_time():
+    class Table:
+        def __init__(self, items):
+            self.items = items
+
+        def __getitem__(self, k):
+            return self.items[k]
+
+    table = Table([1, 2, 3])
+
+    @jr.kernel
+    def digits() -> jr.i32:
+        s = 0
+        for k in jr.static(range(3)):
+            s += table[k] * 10 ** k
+        return s
+
+    @jr.kernel
+    def run_time(k: jr.i32) -> jr.i32:
+        return table[k]
+
+    assert digits() == 321
+    with pytest.raises(jr.KernelCompileError, match=r"cannot index Table .* with a run-time "
+                       r"value"):
+        run_time(1)

@@ -292,10 +292,27 @@ class ExprLowering(LoweringHost):
                 return self.array_constant(PyValue(base.obj[idx.obj]), None)  # type: ignore
             except IndexError:
                 raise self.err(node.slice, f"index {idx.obj} out of range") from None  # type: ignore
+        if isinstance(base, PyValue) and is_container(base.obj):
+            return self.python_item(base.obj, node)
         ref, indices, element = self.access(node, base)
         if element:                     # x[i] of a field of vectors: the whole vector
             return self.load_element((ref, indices, element), node)
         return n.Load(ref, indices, ref.dtype, self.loc(node))
+
+    def python_item(self, obj: Any, node: ast.Subscript) -> Value:
+        """`a[k]` of any other Python object with `__getitem__` (a user's container class)
+        and an index known at compile time: Python's `a[k]`, taken while the kernel compiles
+        (as Taichi does), a compile-time value."""
+        idx = self.expr(node.slice)
+        if not isinstance(idx, PyValue):
+            raise self.err(node.slice, f"cannot index {describe(obj)} with a run-time value: "
+                           "its items are taken while the kernel compiles (use jr.static)")
+        try:
+            item = obj[idx.obj]
+        except Exception as exc:  # noqa: BLE001 - the user's __getitem__ failed: say where
+            raise self.err(node, f"{describe(obj)}[{idx.obj!r}] raised {type(exc).__name__}: "
+                           f"{exc}") from None
+        return self.array_constant(PyValue(item), None)
 
     def table_lookup(self, table: Any, idx: n.Expr, node: ast.Subscript) -> Value:
         """`WEIGHTS[i]` of a compile-time tuple of numbers with a run-time `i`: a load from a
@@ -592,6 +609,14 @@ def adapt(value: int | float, other: DataType, ctx: CompileContext) -> DataType:
     if lo <= value <= hi:
         return other
     return ctx.default_ip if -(1 << 31) <= value < (1 << 31) else dtypes.i64
+
+
+def is_container(obj: Any) -> bool:
+    """A user's Python object with `__getitem__`, indexed at compile time (not jitrt's data, a
+    numpy array or a component field, which kernels index at run time)."""
+    import numpy as np
+    return hasattr(type(obj), "__getitem__") and not is_field(obj) and not isinstance(
+        obj, (np.ndarray, ComponentField, str, bytes))
 
 
 def is_field(obj: Any) -> bool:
