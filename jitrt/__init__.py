@@ -99,7 +99,8 @@ from .peer_funcs import (CRITICAL, DEBUG, ERROR, INFO, TRACE, WARN, assume_in_ra
 
 # Quadrants 1.3.3's own names (what Genesis uses beyond Taichi's language): jitrt/quadrants/,
 # docs/porting.md "Genesis"
-from .frontend.builtins import atomic_exchange, atomic_mul, bit_shr, outer, raw_div, raw_mod
+from .frontend.builtins import (atomic_exchange, atomic_mul, bit_cast, bit_shr, outer, raw_div,
+                                raw_mod)
 from .quadrants.tensor import Backend, MatrixTensor, Tensor, VectorTensor, tensor
 
 u1 = u8            # Quadrants' 1-bit bool: a byte here (docs/porting.md, "Genesis")
@@ -162,7 +163,7 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "KernelNameError", "KernelSyntaxError", "KernelTypeError", "lang", "Layout",
            "MatrixNdarray", "MatrixTensor", "metal", "one", "opengl", "outer", "perf_dispatch",
            "pyfunc", "raw_mod", "ScalarNdarray", "set_logging_level", "simt", "solve",
-           "raw_div", "bit_shr", "atomic_mul",
+           "raw_div", "bit_cast", "bit_shr", "atomic_mul",
            "static_assert", "static_print", "StructField", "TaichiAssertionError",
            "TaichiCompilationError", "TaichiIndexError", "TaichiNameError", "TaichiRuntimeError",
            "TaichiRuntimeTypeError", "TaichiSyntaxError", "TaichiTypeError", "Tensor", "tensor",

@@ -96,6 +96,19 @@ class Tape:
         self.handles: list["LaunchHandle | None"] = []   # per entry (None: grad_replaced)
         self._program: "Program | None" = None
 
+    @property
+    def calls(self) -> list[tuple[Any, tuple]]:
+        """Taichi's `tape.calls`: the launches recorded so far, (kernel, arguments) in order
+        (a `@jr.ad.grad_replaced` function's calls among them)."""
+        return list(self.entries)
+
+    @property
+    def modes(self) -> list[AutodiffMode]:
+        """Taichi's `tape.modes`: the autodiff mode of each recorded kernel, NONE for the
+        ones a user launches (jitrt never switches a kernel's mode: a validating tape runs a
+        separate checked kernel, docs/porting.md)."""
+        return [getattr(k, "autodiff_mode", AutodiffMode.NONE) for k, _ in self.entries]
+
     def record(self, kernel: "KernelLike", values: list[Any] | tuple[Any, ...],
                handle: "LaunchHandle | None") -> None:
         if not kernel.adjoint and not getattr(kernel, "grad_disabled", False):

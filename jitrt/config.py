@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import fields
+from dataclasses import field, fields
 from typing import Any, Callable
 
 import numpy as np
@@ -18,7 +18,7 @@ from .frozen import frozen
 from . import dtypes
 from .backends import registry
 from .errors import ConfigError
-from .peer_options import peer_options
+from .peer_options import peer_options, peer_values
 
 
 
@@ -209,13 +209,24 @@ class Config:
     kernel_profiler: bool
     log_level: str | None
     parallel_grain: int
+    # Taichi's options jitrt ignores, as given (peer_options.peer_values): read as attributes
+    peer: tuple[tuple[str, Any], ...] = field(default=(), compare=False, repr=False)
+
+    def __getattr__(self, name: str) -> Any:
+        """A Taichi option jitrt accepts and ignores (`cfg.print_ir`): the value given to
+        `init`, else `TI_<NAME>`, else Taichi's default (docs/porting.md)."""
+        for key, value in object.__getattribute__(self, "peer"):
+            if key == name:
+                return value
+        raise AttributeError(f"'Config' object has no attribute {name!r}")
 
     def codegen_items(self) -> tuple[tuple[str, str], ...]:
         """The (name, value) pairs that change generated code: one part of the cache key."""
         return tuple((o.name, repr(getattr(self, o.name))) for o in OPTIONS if o.affects_codegen)
 
 
-assert [f.name for f in fields(Config)] == [o.name for o in OPTIONS], "Config and OPTIONS differ"
+assert [f.name for f in fields(Config)] == [o.name for o in OPTIONS] + ["peer"], \
+    "Config and OPTIONS differ"
 
 
 def resolve(**explicit: Any) -> Config:
@@ -223,6 +234,7 @@ def resolve(**explicit: Any) -> Config:
     `TI_<NAME>`), then defaults.
     Every value is checked; a bad one is a `ConfigError` naming the option and what it
     accepts. Taichi's spellings of options are accepted (`peer_options`)."""
+    peer = peer_values(explicit, os.environ)
     explicit = peer_options(explicit)
     unknown = sorted(set(explicit) - set(OPTION_BY_NAME))
     if unknown:
@@ -256,7 +268,7 @@ def resolve(**explicit: Any) -> Config:
     if values["arch"] == "cpu" and values["device_id"] != 0:
         raise ConfigError(f"jr.init(device_id={values['device_id']}): the CPU is device 0; "
                           "device_id chooses a GPU (arch=jr.cuda or jr.amdgpu)")
-    return Config(**values)
+    return Config(**values, peer=peer)
 
 
 def _explicit_or_variable(opt: Option, value: Any, var: str, text: str) -> bool:

@@ -89,6 +89,16 @@ def live_grad_fields() -> list["Field"]:
     return alive
 
 
+def bit_pattern(value: int, dt: DataType) -> Any:
+    """A Python int stored into an integer element: a value of the type's width in either
+    signedness converts as its bits say (`u8` given -128 holds 128, `i8` given 255 holds -1),
+    as Taichi stores it; one that needs more bits is left to numpy, which refuses it."""
+    if -(1 << (dt.bits - 1)) <= value < 0 and not dt.is_signed or \
+            (1 << (dt.bits - 1)) <= value < (1 << dt.bits) and dt.is_signed:
+        return np.array(value % (1 << dt.bits), np.uint64).astype(dt.np)
+    return value
+
+
 class _Buffer:
     """What Field and Ndarray share: the numpy buffer, host access and the generation."""
 
@@ -283,6 +293,8 @@ class _Buffer:
             index = host_index(key, self._dims, self.name, self._element, self._offset)
             if len(index) < len(self._dims):
                 value = self._element_value(key, value)
+        if value.__class__ is int and self._dtype.is_int:
+            value = bit_pattern(value, self._dtype)
         self._write(index, value)
 
     def _element_value(self, key: Any, value: Any) -> np.ndarray:
@@ -505,6 +517,11 @@ class Field(_Buffer):
     __slots__ = ()
     pending = False          # PendingField: declared, not yet placed
 
+    @property
+    def _name(self) -> str:
+        """Taichi's `x._name`: the field's name (`name=` or the one jitrt gave it)."""
+        return self.name
+
     def __iter__(self) -> Iterator[Any]:
         """`for i in x` is a kernel's loop over x's indices. At Python scope it is refused, as
         in Taichi: Python's fallback would give the values, not the indices."""
@@ -635,6 +652,14 @@ class Ndarray(_Buffer):
     __slots__ = ("_owner", "readonly")
     _owner: Any                 # what a from_dlpack wrapper keeps alive
     readonly: bool              # a wrapped device array the producer exported read-only
+
+    def _get_element_size(self) -> int:
+        """Taichi's: the bytes of one element (a vector's or matrix's components together)."""
+        return self.dtype.np.itemsize * int(np.prod(self.element_shape, dtype=np.int64))
+
+    def _get_nelement(self) -> int:
+        """Taichi's: the number of elements (the product of `shape`)."""
+        return int(np.prod(self.shape, dtype=np.int64))
 
     @classmethod
     def from_dlpack(cls, obj: Any, name: str | None = None) -> "Ndarray":

@@ -51,6 +51,10 @@ class DataType:
     def __repr__(self) -> str:
         return f"jr.{self.name}"
 
+    def to_string(self) -> str:
+        """Taichi's `dt.to_string()`: the same text as `str(dt)`."""
+        return str(self)
+
     def __reduce__(self) -> tuple:
         # unpickle to the module's singleton: code compares dtypes by identity
         return (_by_name, (self.name,))

@@ -74,6 +74,13 @@ class HostMatrix(np.ndarray):
     def get_shape(self) -> tuple[int, ...]:
         return tuple(int(s) for s in self.shape)
 
+    @property
+    def entries(self) -> np.ndarray:
+        """Taichi's `v.entries`: the values as a plain numpy array (a view: writes go through),
+        of the element type (`jr.types.vector(3, jr.f32)([0, 1, 2]).entries.dtype` is
+        float32)."""
+        return self.view(np.ndarray)
+
     def to_numpy(self) -> np.ndarray:
         """A plain numpy copy (shape (n,) for a vector, (n, m) for a matrix)."""
         return np.array(self.view(np.ndarray))

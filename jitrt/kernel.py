@@ -84,7 +84,7 @@ def value_param(name: str, ann: Any) -> n.Param | None:
     if isinstance(ann, NdarrayType):
         return n.Param(name, "ndarray", ann.dtype, ann.ndim if ann.ndim is not None else -1,
                        element_shape=ann.element_shape, element_dim=ann.element_dim,
-                       grad_annotation=ann.needs_grad)
+                       grad_annotation=ann.needs_grad, clamp=ann.boundary == "clamp")
     if isinstance(ann, MatrixType):      # a vector/matrix value (jr.math.vec3...)
         return n.Param(name, "vector", ann.dtype, 0, element_shape=ann.shape)
     if ann is bool:                       # a flag (Quadrants takes it): an i32 0 or 1

@@ -94,21 +94,59 @@ class MatrixType:
 VectorType = MatrixType
 
 
+# The most components a vector or matrix type has. Kernels unroll a vector into one scalar
+# per component (as Taichi does), so compile time grows with the count: a 1024-vector
+# argument summed in a loop compiles in a few seconds. Taichi only warns past 32; past this
+# limit jitrt refuses, pointing at fields and ndarrays, which hold any number of values.
+MAX_COMPONENTS = 1024
+
+
 def _check_size(k: Any, what: str) -> int:
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 32:
-        raise TypeError(f"{what} must be an int from 1 to 32, got {k!r}")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise TypeError(f"{what} must be a positive int, got {k!r}")
     return k
 
 
-def vector(n: int, dtype: Any = None) -> MatrixType:
-    """The type of an n-component vector: `jr.types.vector(3, jr.f32)`."""
-    return MatrixType(_check_size(n, "vector size"), 0, *_late_bound(dtype))
+def _check_count(n: int, m: int) -> tuple[int, int]:
+    if n * max(m, 1) > MAX_COMPONENTS:
+        shape = f"a {n} x {m} matrix" if m else f"a {n}-component vector"
+        raise TypeError(f"{shape} is larger than jitrt's vectors and matrices, which have at "
+                        f"most {MAX_COMPONENTS} components (kernels unroll every component, "
+                        "so compile time grows with the count); keep more values in a field or "
+                        "an ndarray")
+    return n, m
 
 
-def matrix(n: int, m: int, dtype: Any = None) -> MatrixType:
-    """The type of an n x m matrix: `jr.types.matrix(3, 3, jr.f32)`."""
-    return MatrixType(_check_size(n, "matrix rows"), _check_size(m, "matrix columns"),
-                      *_late_bound(dtype))
+@frozen
+class AnyShape:
+    """`jr.types.vector()` / `jr.types.matrix()` without a size (Taichi's type hints): an
+    ndarray's element of any length, `dims` 1 (vectors) or 2 (matrices), known from the array
+    passed; only as the dtype of `jr.types.ndarray(...)` (as `element_dim=dims`)."""
+    dims: int
+    dtype: DataType | None
+
+    def __repr__(self) -> str:
+        return f"jr.types.{'vector' if self.dims == 1 else 'matrix'}(dtype={self.dtype!r})"
+
+
+def vector(n: int | None = None, dtype: Any = None) -> Any:
+    """The type of an n-component vector: `jr.types.vector(3, jr.f32)`; without n, an
+    ndarray's vector element of any length (`AnyShape`)."""
+    if n is None:
+        return AnyShape(1, None if dtype is None else dtypes.coerce(dtype))
+    return MatrixType(*_check_count(_check_size(n, "vector size"), 0), *_late_bound(dtype))
+
+
+def matrix(n: int | None = None, m: int | None = None, dtype: Any = None) -> Any:
+    """The type of an n x m matrix: `jr.types.matrix(3, 3, jr.f32)`; without n and m, an
+    ndarray's matrix element of any shape (`AnyShape`)."""
+    if n is None and m is None:
+        return AnyShape(2, None if dtype is None else dtypes.coerce(dtype))
+    if n is None or m is None:
+        raise TypeError("jr.types.matrix(n, m, dtype): give both n and m (or neither, for an "
+                        "ndarray's matrix element of any shape)")
+    return MatrixType(*_check_count(_check_size(n, "matrix rows"),
+                                    _check_size(m, "matrix columns")), *_late_bound(dtype))
 
 
 def _late_bound(dtype: Any) -> tuple[DataType | None, str]:
@@ -123,7 +161,7 @@ def _late_bound(dtype: Any) -> tuple[DataType | None, str]:
 
 def unsigned_vector(n: int) -> MatrixType:
     """`jr.math.uvec<n>`: the unsigned integer type of `default_ip`'s width."""
-    return MatrixType(_check_size(n, "vector size"), 0, None, "uint")
+    return MatrixType(*_check_count(_check_size(n, "vector size"), 0), None, "uint")
 
 
 def element_type(dtype: Any) -> tuple[DataType, tuple[int, ...]]:
@@ -203,6 +241,10 @@ class Matrix(HostMatrix):
         return dtype, (n, m), 0, None
 
     @staticmethod
+    def one(dtype: Any, n: int, m: int) -> tuple:  # type: ignore[override]
+        return dtype, (n, m), 1, None
+
+    @staticmethod
     def identity(dtype: Any, n: int) -> tuple:
         return dtype, (n, n), 0, (lambda k: k % (n + 1) == 0)
 
@@ -257,7 +299,7 @@ class Vector(Matrix):
         return dtype, (n,), 0, None
 
     @staticmethod
-    def one(dtype: Any, n: int) -> tuple:
+    def one(dtype: Any, n: int) -> tuple:  # type: ignore[override]
         return dtype, (n,), 1, None
 
     @staticmethod

@@ -43,7 +43,6 @@ MISSING: dict[str, str] = {
     "argpack": "use jr.types.argpack(...) (Taichi's module of that name is internal)",
     "DeviceCapability": "Vulkan device capabilities are not part of jitrt",
     "Format": "texture formats are not part of jitrt",
-    "bit_cast": _BITS.format("or numpy's view() at Python scope"),
     "raw_mod": _BITS.format("% follows Python's rules"),
     "frexp": _BITS.format("jr.log2 and jr.floor give the exponent"),
     "clz": _BITS.format("count leading zeros with a loop"),

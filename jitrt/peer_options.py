@@ -4,7 +4,9 @@ Stage: runtime set-up (read by `config.resolve`). Every option Taichi 1.7 accept
 `CompileConfig` fields, the `_SpecialConfig` ones and `require_version`) is either a jitrt
 option under the same name (`arch`, `debug`, `kernel_profiler`, `offline_cache_cleaning_factor`,
 ...), renamed (`PEER_ALIASES`), or accepted and ignored with one `UserWarning` saying why
-(`PEER_IGNORED`), so that a ported `ti.init(...)` line runs unchanged. Caches nothing.
+(`PEER_IGNORED`), so that a ported `ti.init(...)` line runs unchanged; an ignored option
+still reads back from the configuration as given (`peer_values`: `jr.lang.impl.current_cfg()
+.print_ir`, Taichi's default where none was given). Caches nothing.
 """
 from __future__ import annotations
 
@@ -72,6 +74,49 @@ PEER_IGNORED = {
     "ad_stack_sparse_threshold_bytes": "adstacks are always sized exactly at each launch",
     "_test_mode": "Taichi's own test-suite switch",
 }
+
+
+# Taichi 1.7's defaults of the options above (its CompileConfig and _SpecialConfig), so that
+# `impl.current_cfg().advanced_optimization` and the like read as in Taichi: the value given to
+# `init` (else `TI_<NAME>`, else this default). They change nothing in jitrt.
+TAICHI_DEFAULTS: dict[str, Any] = {
+    "device_memory_GB": 1, "device_memory_fraction": 0.0, "opt_level": 1,
+    **{k: True for k in (
+        "advanced_optimization", "cfg_optimization", "make_thread_local", "make_block_local",
+        "make_cpu_multithreading_loop", "demote_dense_struct_fors", "detect_read_only",
+        "lower_access", "simplify_after_lower_access", "simplify_before_lower_access",
+        "real_matrix_scalarize", "cpu_block_dim_adaptive", "use_llvm", "verbose",
+        "short_circuit_operators")},
+    **{k: False for k in (
+        "flatten_if", "move_loop_invariant_outside_if", "force_scalarize_matrix",
+        "half2_vectorization", "print_ir", "print_accessor_ir", "print_preprocessed_ir",
+        "print_kernel_amdgcn", "print_kernel_asm", "print_kernel_llvm_ir",
+        "print_kernel_llvm_ir_optimized", "print_struct_llvm_ir", "check_out_of_bound",
+        "dynamic_index", "verbose_kernel_launches", "gdb_trigger", "print_full_traceback",
+        "timeline")},
+    "default_cpu_block_dim": 32, "default_gpu_block_dim": 128, "max_block_dim": 0,
+    "saturating_grid_dim": 0, "gpu_max_reg": 0, "unrolling_limit": 32,
+}
+
+
+def peer_values(explicit: dict[str, Any], environ: Any) -> tuple[tuple[str, Any], ...]:
+    """The options of `PEER_IGNORED` as Taichi would read them back: the argument given, else
+    Taichi's `TI_<NAME>` variable (parsed as the default's type), else Taichi's default."""
+    out = []
+    for name in sorted(set(PEER_IGNORED) - {"_test_mode"}):
+        default = TAICHI_DEFAULTS.get(name)
+        text = environ.get("TI_" + name.upper())
+        if name in explicit:
+            out.append((name, explicit[name]))
+        elif text is not None and default is not None:
+            parse = (lambda t: bool(int(t))) if isinstance(default, bool) else type(default)
+            try:
+                out.append((name, parse(text)))
+            except ValueError:
+                out.append((name, text))
+        elif name in TAICHI_DEFAULTS:
+            out.append((name, default))
+    return tuple(out)
 
 
 def peer_options(explicit: dict[str, Any]) -> dict[str, Any]:

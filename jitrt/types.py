@@ -7,7 +7,7 @@ from typing import Any
 from .frozen import frozen
 from . import dtypes
 from .dtypes import DataType
-from .linalg import MatrixType, StructType, matrix, struct, vector
+from .linalg import AnyShape, MatrixType, StructType, matrix, struct, vector
 from . import primitive_types  # noqa: F401 (Taichi's ti.types.primitive_types)
 # the dtypes, under both spellings, as in Taichi's ti.types
 from .dtypes import (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, f32 as float32,  # noqa: F401
@@ -27,11 +27,13 @@ class NdarrayType:
     # array passed (no dtype given), 1 or 2 the array's last dimensions (`element_dim=`)
     element_dim: int = 0
     needs_grad: bool | None = None
+    boundary: str = "unsafe"             # "clamp": indices clamp into the array (Taichi's)
 
     def __repr__(self) -> str:
         extra = (f", element_dim={self.element_dim}" if self.element_dim > 0 else "") + (
             f", element_shape={self.element_shape}" if self.element_shape else "") + (
-            "" if self.needs_grad is None else f", needs_grad={self.needs_grad}")
+            "" if self.needs_grad is None else f", needs_grad={self.needs_grad}") + (
+            "" if self.boundary == "unsafe" else f", boundary={self.boundary!r}")
         return f"jr.types.ndarray(dtype={self.dtype!r}, ndim={self.ndim}{extra})"
 
 
@@ -49,8 +51,14 @@ def ndarray(dtype: Any = None, ndim: int | None = None, element_dim: int | None 
     gives scalars. Taichi's older spellings: `element_dim=1` (vectors: the array's last
     dimension) or 2 (matrices: the last two), `element_shape=(3,)` or `(3, 3)` (fixed).
     `needs_grad=False`: the kernel's adjoint accumulates nothing into this argument's
-    gradient; `needs_grad=True`: the argument must have one. `boundary` is accepted and
-    ignored (jitrt always checks indices)."""
+    gradient; `needs_grad=True`: the argument must have one. `boundary="clamp"`: every index
+    is clamped into the array (Taichi's rule: each array axis into 0..extent-1, and a run-time
+    component index of a vector/matrix element as the element's flat position into
+    0..components-1), so that no access is out of bounds; "unsafe" (the default): indices
+    are checked, as everywhere in jitrt."""
+    if boundary not in ("unsafe", "clamp"):
+        raise ValueError(f"jr.types.ndarray: boundary must be 'unsafe' or 'clamp', got "
+                         f"{boundary!r}")
     if field_dim is not None:
         raise ValueError("jr.types.ndarray: field_dim is Taichi's old name of ndim (deprecated "
                          "there too); use ndim")
@@ -66,16 +74,21 @@ def ndarray(dtype: Any = None, ndim: int | None = None, element_dim: int | None 
         shape = _element_shape(element_dim, element_shape)
         scalar = None if dtype is None else dtypes.coerce(dtype)
         if shape is None:            # element_dim=1 or 2: the length comes from the array
-            return NdarrayType(scalar, ndim, (), element_dim or 0, needs_grad)
+            return NdarrayType(scalar, ndim, (), element_dim or 0, needs_grad, boundary)
         if shape:
             return NdarrayType(scalar, None if ndim is None else ndim + len(shape), shape, 0,
-                               needs_grad)
+                               needs_grad, boundary)
+    if isinstance(dtype, AnyShape):          # jr.types.vector(): any length, from the array
+        if element_dim is not None or element_shape is not None:
+            raise TypeError(f"jr.types.ndarray: a dtype of any shape ({dtype!r}) and "
+                            "element_dim/element_shape at once; give one of them")
+        return NdarrayType(dtype.dtype, ndim, (), dtype.dims, needs_grad, boundary)
     if isinstance(dtype, MatrixType):
         element = dtype.shape
         return NdarrayType(dtype.dtype, None if ndim is None else ndim + len(element), element,
-                           0, needs_grad)
+                           0, needs_grad, boundary)
     return NdarrayType(None if dtype is None else dtypes.coerce(dtype), ndim, (),
-                       -1 if dtype is None else 0, needs_grad)
+                       -1 if dtype is None else 0, needs_grad, boundary)
 
 
 def _element_shape(element_dim: Any, element_shape: Any) -> tuple[int, ...] | None:

@@ -300,10 +300,11 @@ def check_saxpy_works() -> None:
 BAD_ARGS = {
     # name: (index to replace, value, words the message must contain)
     "float_for_int": (3, 1.5, ["'n'", "integer", "i32", "float 1.5"]),
-    "int_too_large": (3, 2**31, ["'n'", "i32", str(2**31)]),
-    "i8_out_of_range": (4, 200, ["'small'", "[-128, 127]", "200"]),
-    "u32_negative": (5, -1, ["'u'", "u32", "-1"]),
-    "i64_out_of_range": (6, 2**63, ["'big'", "i64", str(2**63)]),
+    "int_too_large": (3, 2**32, ["'n'", "i32", str(2**32)]),
+    # an integer argument takes the bit patterns of its width (-128..255 for an i8)
+    "i8_out_of_range": (4, 256, ["'small'", "[-128, 255]", "256"]),
+    "u32_negative": (5, -2**31 - 1, ["'u'", "u32", str(-2**31 - 1)]),
+    "i64_out_of_range": (6, 2**64, ["'big'", "i64", str(2**64)]),
     "string_for_float": (2, "2.0", ["'k'", "f32", "str"]),
     "huge_int_for_float": (2, 10**400, ["'k'", "f32"]),
     "wrong_dtype": (0, np.zeros(8, np.float64), ["'a'", "f32", "float64"]),

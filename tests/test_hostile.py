@@ -338,7 +338,7 @@ def _global(a: ND(dtype=jr.f32, ndim=1)):
 
 def _star_args(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        a[i] = max(*(1.0, 2.0))
+        a[i] = max(*a[i])     # (a vector, matrix or tuple unpacks: test_taichi_corners.py)
 
 
 def _del(a: ND(dtype=jr.f32, ndim=1)):
@@ -387,7 +387,7 @@ def _assert(a: ND(dtype=jr.f32, ndim=1)):
 UNSUPPORTED = [
     (_try, "Try"), (_with, "With"), (_class, "ClassDef"),
     (_fstring, "a formatted string with run-time values"),
-    (_lambda, "Lambda"), (_yield, "Yield"), (_global, "Global"), (_star_args, "Starred"),
+    (_lambda, "Lambda"), (_yield, "Yield"), (_global, "Global"), (_star_args, "unpacks a vector"),
     (_del, "Delete"), (_import, "Import"), (_dict, "keys known at compile time"),
     (_comprehension, "length known at compile time"), (_string_store, "str"),
     (_tuple_of_values, "neither a vector nor a matrix"), (_range_step, "step must not be zero"),

@@ -151,6 +151,8 @@ class ExprEmitter(EmitterHost):
             return b.fneg(v) if e.dtype.is_float else b.neg(v)
         if e.op == "not":
             return b.zext(b.not_(self.truth(v, e.x.dtype)), I32)
+        if e.op == "bitcast":
+            return b.bitcast(v, ll_type(e.dtype))
         return b.not_(v)
 
     def expr_Select(self, e: n.Select) -> ir.Value:

@@ -33,9 +33,24 @@ def _np1(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda x: f(x)
 
 
+def _rounding(f: Callable[[Any], Any]) -> Callable[..., Any]:
+    """Taichi's floor/ceil/round(x, dtype=None): the result converted to `dtype` if given."""
+    def host(x: Any, dtype: Any = None) -> Any:
+        if dtype is None:
+            return f(x)
+        from ..dtypes import coerce
+        out = f(x)
+        if isinstance(out, np.ndarray):              # a jr.Vector stays one
+            return out.astype(coerce(dtype).np)
+        return np.asarray(out).astype(coerce(dtype).np)[()]
+    return host
+
+
 # one-argument math functions that become an IR Math op (numpy's name where it differs)
 NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan"}
-MATH = {name: Builtin(name, _np1(getattr(np, NUMPY_NAMES.get(name, name)))) for name in
+ROUNDING = ("floor", "ceil", "round")     # these also take Taichi's dtype (the result's type)
+MATH = {name: Builtin(name, (_rounding if name in ROUNDING else _np1)(
+    getattr(np, NUMPY_NAMES.get(name, name)))) for name in
         ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil", "asin", "acos",
          "atan", "sinh", "cosh", "round")}
 pow_ = Builtin("pow", lambda a, b: a ** b)
@@ -85,6 +100,13 @@ BITWISE_ATOMICS = ("and", "or", "xor")
 # statements about fields: `jr.stop_grad(x)` (no gradient into x from the reads of the
 # enclosing block) and `jr.block_local(x, ...)` (Taichi's GPU cache hint: checked, no code)
 stop_grad = Builtin("stop_grad", None)
+# Taichi's `ti.lang.ops.logical_not/logical_and/logical_or/ifte` (jitrt/quadrants/lang/ops.py):
+# in kernels `not a`, `a and b`, `a or b`, `b if a else c` (frontend/lower_pycalls.py); at Python
+# scope numpy's logical_not (element-wise on vectors, as Taichi's) and Python's own operators
+logical_not = Builtin("logical_not", np.logical_not)
+logical_and = Builtin("logical_and", lambda a, b: a and b)
+logical_or = Builtin("logical_or", lambda a, b: a or b)
+ifte = Builtin("ifte", lambda cond, a, b: a if cond else b)
 block_local = Builtin("block_local", None)
 
 
@@ -125,8 +147,10 @@ popcnt = Builtin("popcnt", _no_host("popcnt", _WIDTH))        # set bits, an i32
 clz = Builtin("clz", _no_host("clz", _WIDTH))                 # leading zero bits, an i32
 ffs = Builtin("ffs", _no_host("ffs", _WIDTH))                 # 1 + lowest set bit; 0 for 0
 graph_do_while = Builtin("graph.do_while", bool)
+# Taichi's bit_cast(x, dtype): x's bits read as dtype, of x's width (kernels only)
+bit_cast = Builtin("bit_cast")
 QUADRANTS = (raw_mod, outer, isnan, isinf, popcnt, clz, ffs, graph_do_while, raw_div,
-             bit_shr)
+             bit_shr, bit_cast)
 
 
 class grouped:

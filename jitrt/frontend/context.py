@@ -67,6 +67,8 @@ class CompileContext:
     random_scopes: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     # ndarray parameter index -> the component dimensions of its vector/matrix elements
     array_elements: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # ndarray parameter indices annotated `boundary="clamp"` (lower_expr.access)
+    clamped_arrays: set[int] = field(default_factory=set)
     # jr.stop_grad(x): per open block (the kernel body first), the data whose reads in it
     # carry no gradient (Field objects, ndarray parameter indices); lower_stmt applies them
     stop_grads: list[list[Any]] = field(default_factory=lambda: [[]])
@@ -96,6 +98,13 @@ class CompileContext:
     def fresh_prefix(self, func_name: str) -> str:
         self.inline_counter += 1
         return f"{func_name}${self.inline_counter}."
+
+
+def module_alias(names: dict) -> str:
+    """The name the user's module gives jitrt (`ti` where it is imported as taichi was),
+    for advice in the user's own words; "jr" when no global names it."""
+    return next((k for k, v in names.items() if getattr(v, "__name__", None) == "jitrt"),
+                "jr")                  # (by name: the frontend does not import the API package)
 
 
 @record
@@ -253,6 +262,7 @@ class LoweringHost:
         vec_cast: Callable[..., Any]
         new_vec_var: Callable[..., Any]
         fresh_local: Callable[..., n.Local]
+        fold_chain: Callable[..., Any]
         snapshot: Callable[..., Any]
         store_member: Callable[..., bool]
         assign_vec_swizzle: Callable[..., bool]

@@ -177,6 +177,8 @@ def kernel_bindings(params: tuple[n.Param, ...], template_values: dict[str, Any]
             bindings[p.name] = n.ArrayRef(i, p.name, p.dtype, p.ndim)  # type: ignore[arg-type]
             if p.element_shape:
                 ctx.array_elements[i] = p.element_shape
+            if p.clamp:
+                ctx.clamped_arrays.add(i)
         else:
             bindings[p.name] = PyValue(template_values[p.name])
     return bindings

@@ -27,7 +27,7 @@ from .context import function_globals, LocalVar, LoweringHost, NoValue, PyValue,
 from .func import BoundFunc, Func, plain_func
 from ..frozen import frozen
 from .lower_expr import Value, describe, is_field, is_number
-from .lower_logic import module_alias
+from .context import module_alias
 from .lower_return import has_early_return
 from .real_func import RealFuncDef
 from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, VecVar, as_vector
@@ -69,12 +69,16 @@ def known_value(v: Any) -> Any:
 
 
 
+# the callables `call_library` lowers itself, which take no keyword arguments in kernels (any
+# other Python callable runs at compile time, keywords and all: `np.array(3, dtype=np.int32)`)
+KEYWORDLESS = (bi.PY_INT, bi.PY_FLOAT, bi.PY_ABS, bi.PY_MIN, bi.PY_MAX, bi.PY_RANGE, bi.ndrange,
+               np.abs, np.minimum, np.maximum)
+
+
 class CallLowering(LoweringHost):
     def expr_Call(self, node: ast.Call) -> Value:
-        for arg in node.args:
-            if isinstance(arg, ast.Starred):
-                raise self.err(arg, "Starred arguments (*args) are not supported in kernel "
-                               "calls; pass the arguments one by one")
+        if any(isinstance(arg, ast.Starred) for arg in node.args):
+            node = self.expand_starred(node)  # type: ignore[attr-defined]   # lower_pycalls
         for kw in node.keywords:
             if kw.arg is None:
                 raise self.err(kw.value, "**kwargs in calls are not supported in kernels")
@@ -141,10 +145,11 @@ class CallLowering(LoweringHost):
             return self.untyped_struct(node)  # type: ignore[attr-defined]
         if isinstance(obj, dtypes.DataType):
             return self.dtype_call(obj, node)
-        if node.keywords and obj is not bi.cast:
-            raise self.err(node, f"keyword arguments are not supported for {describe(obj)}")
         np_dt = dtypes.from_numpy(np.dtype(obj)) if isinstance(obj, type) and issubclass(
             obj, np.generic) else None
+        if node.keywords and obj is not bi.cast and (np_dt is not None or isinstance(
+                obj, bi.Builtin) or any(obj is f for f in KEYWORDLESS)):
+            raise self.err(node, f"keyword arguments are not supported for {describe(obj)}")
         if np_dt is not None:
             return self.cast(self.one_value(node), np_dt)  # np.float32(x)
         if obj is np.abs or obj is bi.abs_:
@@ -157,6 +162,8 @@ class CallLowering(LoweringHost):
             return self.call_builtin(obj, node)
         if obj is bi.PY_INT or obj is bi.PY_FLOAT:
             return self.int_or_float(obj, node)
+        if obj is bool:
+            return self.bool_value(node)
         if obj is bi.PY_ABS:
             return self.abs_value(self.one_value(node), node)
         if obj is bi.PY_MIN or obj is bi.PY_MAX:
@@ -180,6 +187,21 @@ class CallLowering(LoweringHost):
         dt = self.ctx.default_ip if obj is bi.PY_INT else self.ctx.default_fp
         return self.cast(self.value(node.args[0], v), dt)
 
+    def bool_value(self, node: ast.Call) -> Value:
+        """`bool(x)`: Python's truth of a compile-time value; of a run-time number its 0/1
+        (an i32, jitrt's bool), per component of a vector or matrix."""
+        if len(node.args) != 1 or node.keywords:
+            raise self.err(node, f"bool() takes 1 argument in kernels, got {len(node.args)}")
+        v = as_vector(self.expr(node.args[0]))
+        if isinstance(v, VecValue):
+            return VecValue(v.shape, tuple(self.truth(self.value(node, x)) for x in v.items))
+        if isinstance(v, PyValue):
+            try:
+                return PyValue(bool(v.obj))
+            except (TypeError, ValueError) as exc:
+                raise self.err(node, f"bool() of {describe(v.obj)} fails: {exc}") from None
+        return self.truth(self.value(node, v))
+
     def call_in_python(self, obj: Any, node: ast.Call) -> Value:
         """Any other Python callable whose arguments are all known at compile time runs in
         Python while the kernel compiles, and its result is a compile-time value (Taichi runs
@@ -196,8 +218,9 @@ class CallLowering(LoweringHost):
         except Exception as exc:  # noqa: BLE001 - the user's function failed: say where
             raise self.err(node, f"calling {describe(obj)} at compile time raised "
                            f"{type(exc).__name__}: {exc}") from exc
-        if isinstance(result, np.generic) and result.dtype.kind in "iuf":
-            result = result.item()                  # a numpy number as the Python number
+        if isinstance(result, (np.generic, np.ndarray)) and result.ndim == 0 and \
+                result.dtype.kind in "iuf":
+            result = result.item()     # a numpy number (or 0-d array) as the Python number
         return PyValue(result)
 
     def vector_call(self, obj: Any, node: ast.Call) -> Value | None:
@@ -207,11 +230,15 @@ class CallLowering(LoweringHost):
         from ..math import VECTOR_FUNCTIONS
         if isinstance(obj, VecMethod):
             return self.call_vec_method(obj, node)
+        if isinstance(obj, bi.Builtin) and obj.name in bi.ROUNDING and obj is bi.MATH.get(
+                obj.name) and (len(node.args) == 2 or node.keywords):
+            return self.rounded_to(obj, node)
         if isinstance(obj, ClassMethod):
             return self.class_call(obj, node)
         if obj is bi.min_ or obj is bi.max_:      # jr.min / jr.max: element-wise, as min/max
             return self.min_max(obj.name, node, "jr.")
-        if obj in (Vector.zero, Vector.one, Vector.unit, Matrix.zero, Matrix.identity):
+        if obj in (Vector.zero, Vector.one, Vector.unit, Matrix.zero, Matrix.one,
+                   Matrix.identity):
             return self.filled(obj, node)
         if obj is Vector or obj is Matrix or isinstance(obj, MatrixType):
             return self.construct(obj, node)
@@ -236,6 +263,26 @@ class CallLowering(LoweringHost):
                     self.ctx.default_fp if obj is bi.PY_FLOAT else obj)
                 return self.vec_cast(v, dt, node)
         return None
+
+    def rounded_to(self, fn: bi.Builtin, node: ast.Call) -> Value:
+        """Taichi's `floor(x, dtype)` (`ceil`, `round`; or `dtype=`): the rounded value (each
+        component of a vector) converted to `dtype`, as `jr.cast(jr.floor(x), dtype)`."""
+        given = {**dict(zip(("x", "dtype"), node.args)), **{str(k.arg): k.value
+                                                             for k in node.keywords}}
+        if len(node.args) > 2 or set(given) != {"x", "dtype"}:
+            raise self.err(node, f"jr.{fn.name}(x, dtype=None) takes x and a dtype")
+        dt = self.expr(given["dtype"])
+        target = getattr(dt, "obj", None)
+        if target is int or target is float:
+            target = self.ctx.default_ip if target is int else self.ctx.default_fp
+        if not isinstance(target, dtypes.DataType):
+            raise self.err(given["dtype"], f"jr.{fn.name}(x, dtype): dtype must be a jitrt "
+                           "dtype such as jr.i32")
+        plain = ast.copy_location(ast.Call(node.func, [given["x"]], []), node)
+        v = as_vector(self.expr(plain))
+        if isinstance(v, VecValue):
+            return self.vec_cast(v, target, node)
+        return self.cast(self.value(node, v), target)
 
     def decomposition(self, fn: bi.Builtin, node: ast.Call) -> Value:
         """`jr.polar_decompose/svd/sym_eig(A)`: the 2x2 or 3x3 funcs of
@@ -640,9 +687,13 @@ class CallLowering(LoweringHost):
                 raise self.err(node, f"{name}() takes a field or ndarray element (x[i]); on "
                                "a local variable, assign instead (s = v)")
             return self.atomic_local(op, node)          # a local: lower_stmt.py
-        if len(node.args) != 2 or not isinstance(node.args[0], ast.Subscript):
-            raise self.err(node, f"jr.atomic_{op}(x[i], value) needs a field or ndarray "
-                           "element and a value")
+        if len(node.args) != 2:
+            raise self.err(node, f"{name}(x[i], value) takes a field or ndarray element (or a "
+                           f"local) and a value, got {len(node.args)} argument(s)")
+        if not isinstance(node.args[0], ast.Subscript):   # a value: nothing to write to
+            raise self.err(node.args[0], "cannot use a non-writable target as the first "
+                           f"operand of '{name}': it takes a field or ndarray element (x[i]) "
+                           "or a local variable", KernelSyntaxError)
         target = node.args[0]
         statement = getattr(self, "statement_call", None) is node
         outer = self.vector_element_of(target)     # x[i][k]: a component (or a row)
@@ -801,7 +852,13 @@ class CallLowering(LoweringHost):
             return v
         if isinstance(v, VecValue):        # by value: a fresh local per component
             kind = func.param_types.get(name)
-            if isinstance(kind, MatrixType) and kind.shape == v.shape:
+            if isinstance(kind, MatrixType) and kind.shape != v.shape:
+                what = f"a Matrix with n {kind.n}" + (f", m {kind.m}" if kind.m else "")
+                raise self.err(node, f"argument '{name}' of '{func.name}' is expected to be "
+                               f"{what}, but got {v.shape[0]}" + (
+                                   f" x {v.shape[1]}" if len(v.shape) == 2 else "") +
+                               f" (its annotation is {kind!r})", KernelSyntaxError)
+            if isinstance(kind, MatrixType):
                 v = self.vec_cast(v, kind.scalar(self.ctx.default_fp, self.ctx.default_ip),
                                   node)
             return self.new_vec_var(prefix + name, v, node)

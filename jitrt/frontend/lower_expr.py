@@ -16,9 +16,10 @@ from ..data_component import ComponentField
 from ..frozen import frozen
 from .. import dtypes
 from ..dtypes import DataType
-from ..errors import KernelCompileError, KernelTypeError
+from ..errors import KernelCompileError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as n
-from .context import CompileContext, literal_dtype, LocalVar, LoweringHost, NoValue, PyValue, Scope
+from .context import (CompileContext, literal_dtype, LocalVar, LoweringHost, module_alias,
+                      NoValue, PyValue, Scope)
 from .source import SourceInfo
 from .structs import StructElement
 from .vectors import (CONSTRUCTORS, METHODS, ClassMethod, TupleValue, VecValue, VecVar,
@@ -296,10 +297,27 @@ class ExprLowering(LoweringHost):
                 return self.array_constant(PyValue(base.obj[idx.obj]), None)  # type: ignore
             except IndexError:
                 raise self.err(node.slice, f"index {idx.obj} out of range") from None  # type: ignore
+        if isinstance(base, PyValue) and is_container(base.obj):
+            return self.python_item(base.obj, node)
         ref, indices, element = self.access(node, base)
         if element:                     # x[i] of a field of vectors: the whole vector
             return self.load_element((ref, indices, element), node)
         return n.Load(ref, indices, ref.dtype, self.loc(node))
+
+    def python_item(self, obj: Any, node: ast.Subscript) -> Value:
+        """`a[k]` of any other Python object with `__getitem__` (a user's container class)
+        and an index known at compile time: Python's `a[k]`, taken while the kernel compiles
+        (as Taichi does), a compile-time value."""
+        idx = self.expr(node.slice)
+        if not isinstance(idx, PyValue):
+            raise self.err(node.slice, f"cannot index {describe(obj)} with a run-time value: "
+                           "its items are taken while the kernel compiles (use jr.static)")
+        try:
+            item = obj[idx.obj]
+        except Exception as exc:  # noqa: BLE001 - the user's __getitem__ failed: say where
+            raise self.err(node, f"{describe(obj)}[{idx.obj!r}] raised {type(exc).__name__}: "
+                           f"{exc}") from None
+        return self.array_constant(PyValue(item), None)
 
     def table_lookup(self, table: Any, idx: n.Expr, node: ast.Subscript) -> Value:
         """`WEIGHTS[i]` of a compile-time tuple of numbers with a run-time `i`: a load from a
@@ -367,10 +385,18 @@ class ExprLowering(LoweringHost):
             e = self.cast(e, dtypes.i64) if e.dtype.bits == 64 else self.cast(e, dtypes.i32)
             if isinstance(ref, n.FieldRef) and ref.offset and ref.offset[axis]:
                 e = n.Binary("-", e, n.Const(ref.offset[axis], e.dtype, e.loc), e.dtype, e.loc)
+            if isinstance(ref, n.ArrayRef) and ref.arg in self.ctx.clamped_arrays:
+                e = self.clamped(e, n.Cast(n.Shape(ref, axis), e.dtype, e.loc))
             indices.append(e)
         loc = self.loc(node)
         return ref, tuple(indices) + tuple(n.Const(k, dtypes.i32, loc) for k in component), \
             element
+
+    def clamped(self, e: n.Expr, extent: n.Expr) -> n.Expr:
+        """`e` clamped into 0..extent-1 (an index into an ndarray(boundary="clamp"))."""
+        one, zero = n.Const(1, e.dtype, e.loc), n.Const(0, e.dtype, e.loc)
+        top = n.Binary("-", extent, one, e.dtype, e.loc)
+        return n.Binary("max", n.Binary("min", e, top, e.dtype, e.loc), zero, e.dtype, e.loc)
 
     def access_ref(self, node: ast.Subscript, base: Value) -> n.Ref:
         """The ref of the field or ndarray `base` that `node` indexes."""
@@ -385,7 +411,8 @@ class ExprLowering(LoweringHost):
 
     def index_values(self, sl: ast.AST) -> list[tuple[ast.AST, Value]]:
         """Each index of `x[sl]` with its source node (`x[None]` has none; an index vector,
-        from `jr.grouped`, counts as its components)."""
+        from `jr.grouped`, counts as its components: the empty one of
+        `jr.static(jr.grouped(jr.ndrange()))` as none)."""
         if isinstance(sl, ast.Constant) and sl.value is None:
             items: list[ast.AST] = []
         elif isinstance(sl, ast.Tuple):
@@ -393,8 +420,12 @@ class ExprLowering(LoweringHost):
         else:
             items = [sl]
         values: list[tuple[ast.AST, Value]] = []
+        import numpy as np
         for item in items:
             v = self.expr(item)
+            if isinstance(v, PyValue) and isinstance(v.obj, (tuple, np.ndarray)) and \
+                    np.size(v.obj) == 0:
+                continue
             values += [(item, x) for x in v.items] if isinstance(v, VecValue) else [(item, v)]
         return values
 
@@ -550,10 +581,12 @@ class ExprLowering(LoweringHost):
         cond = self.expr(node.test)
         if isinstance(cond, PyValue):
             return self.expr(node.body if cond.obj else node.orelse)
-        if isinstance(cond, VecValue):
+        if isinstance(cond, VecValue):          # refused as in Taichi (an unsupported form)
+            select = f"{module_alias(self.scope.globals)}.select"
             raise self.err(node.test, "an if-expression needs a scalar condition, got a "
                            f"vector/matrix of shape {cond.shape}; for one choice per component "
-                           'use jr.select(cond, a, b). Please use "jr.select" instead.')
+                           f'use {select}(cond, a, b). Please use "{select}" instead.',
+                           KernelSyntaxError)
         body, orelse = as_vector(self.expr(node.body)), as_vector(self.expr(node.orelse))
         if isinstance(body, VecValue) or isinstance(orelse, VecValue):  # scalars broadcast
             shape = (body if isinstance(body, VecValue) else orelse).shape
@@ -588,6 +621,14 @@ def adapt(value: int | float, other: DataType, ctx: CompileContext) -> DataType:
     if lo <= value <= hi:
         return other
     return ctx.default_ip if -(1 << 31) <= value < (1 << 31) else dtypes.i64
+
+
+def is_container(obj: Any) -> bool:
+    """A user's Python object with `__getitem__`, indexed at compile time (not jitrt's data, a
+    numpy array or a component field, which kernels index at run time)."""
+    import numpy as np
+    return hasattr(type(obj), "__getitem__") and not is_field(obj) and not isinstance(
+        obj, (np.ndarray, ComponentField, str, bytes))
 
 
 def is_field(obj: Any) -> bool:

@@ -21,8 +21,9 @@ from typing import Callable
 from .. import dtypes
 from ..errors import KernelSyntaxError
 from ..ir import nodes as n
-from .context import LoweringHost, NoValue, PyValue
+from .context import LoweringHost, NoValue, PyValue, module_alias
 from .lower_expr import CMPOPS, Value, adapt, is_number
+from .vectors import VecValue, as_vector
 
 CHEAP = (n.Const, n.Local, n.Arg)      # read twice at no cost and with no effect
 
@@ -33,20 +34,32 @@ def is_truth_value(e: n.Expr) -> bool:
         isinstance(e, n.Unary) and e.op == "not")
 
 
-def module_alias(names: dict) -> str:
-    """The name the user's module gives jitrt (`ti` where it is imported as taichi was),
-    for advice in the user's own words; "jr" when no global names it."""
-    return next((k for k, v in names.items() if getattr(v, "__name__", None) == "jitrt"),
-                "jr")                  # (by name: the frontend does not import the API package)
-
-
 class LogicLowering(LoweringHost):
     def expr_BoolOp(self, node: ast.BoolOp) -> Value:
         op = "and" if isinstance(node.op, ast.And) else "or"
         result = self.expr(node.values[0])
         for item in node.values[1:]:
-            result = self.short_circuit(op, result, self.lower_later(item), item)
+            if isinstance(as_vector(result), VecValue):
+                result = self.vector_logic(op, result, self.expr(item), item)
+            else:
+                result = self.short_circuit(op, result, self.lower_later(item), item)
         return result
+
+    def vector_logic(self, op: str, a: Value, b: Value, node: ast.AST) -> VecValue:
+        """`a and b` / `a or b` where either is a vector or matrix: per component, the 0/1 of
+        the components' truths (a scalar broadcasts), both sides evaluated, as Taichi has it
+        (`[2, 0] or [1, 1]` is [1, 1])."""
+        a, b = as_vector(a), as_vector(b)
+        shape = (a if isinstance(a, VecValue) else b).shape  # type: ignore[union-attr]
+        if isinstance(b, VecValue) and b.shape != shape:
+            raise self.err(node, f"'{op}' of a vector/matrix of shape {shape} and one of "
+                           f"shape {b.shape}")
+        count = len((a if isinstance(a, VecValue) else b).items)  # type: ignore[union-attr]
+        cols = [v.items if isinstance(v, VecValue) else (v,) * count for v in (a, b)]
+        loc = self.loc(node)
+        return VecValue(shape, tuple(
+            n.Binary(op, self.truth(self.value(node, x)), self.truth(self.value(node, y)),
+                     dtypes.i32, loc) for x, y in zip(*cols)))
 
     def lower_later(self, node: ast.AST) -> Callable[[], Value]:
         return lambda: self.expr(node)
@@ -113,6 +126,10 @@ class LogicLowering(LoweringHost):
             b = lower_b()
         finally:
             pre, self.block = self.block, saved
+        if isinstance(as_vector(b), VecValue):             # no short circuit: as Taichi's
+            for stmt in pre:
+                self.emit(stmt)
+            return self.vector_logic(op, ea, b, node)
         if isinstance(b, PyValue) and is_number(b):      # a literal adapts to the other side
             eb: n.Expr = self.const(b.obj, node, adapt(b.obj, ea.dtype, self.ctx))
         else:

@@ -23,6 +23,8 @@ from .vectors import VecVar
 
 # what a jr.ndrange bound of the wrong type says first (Taichi's words)
 NDRANGE = "Every argument of ndrange should be an integer scalar or a tuple/list of (int, int): "
+# what an extent of jr.ndrange in a kernel may be (Taichi's words)
+EXTENT_RULE = "Every argument of ndrange should be a scalar or a tuple/list like (begin, end)"
 _UNBOUND = object()     # a loop variable that had no binding before its loop
 
 
@@ -285,17 +287,14 @@ class LoopLowering(LoweringHost):
         pair = tuple(x) if isinstance(x, (tuple, list)) else (0, x)
         if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool)
                                      for v in pair):
-            raise self.err(node, f"an ndrange extent is n or (begin, end), got {x!r} (Every "
-                           "argument of ndrange should be a scalar or a tuple/list like "
-                           "(begin, end))", KernelSyntaxError)
+            raise self.err(node, f"{EXTENT_RULE}, got {x!r}", KernelSyntaxError)
         return n.Const(pair[0], dtypes.i32, loc), n.Const(pair[1], dtypes.i32, loc)
 
     def extent(self, node: ast.AST) -> tuple[n.Expr, n.Expr]:
         if isinstance(node, ast.Tuple):
             if len(node.elts) != 2:
-                raise self.err(node, "an ndrange extent is n or (begin, end): Every argument "
-                               "of ndrange should be a scalar or a tuple/list like (begin, "
-                               "end)", KernelSyntaxError)
+                raise self.err(node, f"{EXTENT_RULE}, got {len(node.elts)} values",
+                               KernelSyntaxError)
             return self.index_value(node.elts[0], NDRANGE), self.index_value(node.elts[1],
                                                                              NDRANGE)
         return n.Const(0, dtypes.i32, self.loc(node)), self.index_value(node, NDRANGE)

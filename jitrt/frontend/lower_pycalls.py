@@ -18,7 +18,9 @@ from typing import Any
 
 from .. import dtypes
 from ..ir import nodes as n
+from . import builtins as bi
 from .context import LoweringHost, PyValue
+from .lower_comprehension import describe_any
 from .lower_expr import BINOPS, Value, describe, is_number
 from .vectors import TupleValue, VecValue, as_vector
 
@@ -37,6 +39,8 @@ OPERATOR_BINARY.update({operator.lt: "<", operator.le: "<=", operator.gt: ">",
 OPERATOR_UNARY = {operator.neg: ast.USub, operator.pos: ast.UAdd, operator.not_: ast.Not,
                   operator.invert: ast.Invert, operator.inv: ast.Invert}
 OPERATOR_MATMUL = (operator.matmul, operator.imatmul)
+# Taichi's `ti.lang.ops` functions of Python's logic, spelled as the syntax they stand for
+LOGIC_CALLS = {bi.logical_not: 1, bi.logical_and: 2, bi.logical_or: 2, bi.ifte: 3}
 
 
 class PyCallLowering(LoweringHost):
@@ -55,6 +59,8 @@ class PyCallLowering(LoweringHost):
         if unary is not None:
             self.positional(node, 1, describe(obj))
             return self.expr(ast.copy_location(ast.UnaryOp(unary(), node.args[0]), node))
+        if obj in LOGIC_CALLS:
+            return self.logic_call(obj, node)
         if obj is builtins.all or obj is builtins.any:
             return self.all_any(obj.__name__, node)
         if obj is builtins.len:
@@ -73,6 +79,55 @@ class PyCallLowering(LoweringHost):
             from .func import plain_func
             return PyValue(f.obj if hasattr(f.obj, "template_params") else plain_func(f.obj))
         return None
+
+    def expand_starred(self, node: ast.Call) -> ast.Call:
+        """`f(*v, x)`: the call with `*v` replaced by v's components (a vector's, a matrix's
+        rows, a tuple's or a compile-time sequence's items), bound to hidden names the new call
+        reads. Each `*v` is evaluated once, before the other arguments (which stay as written,
+        so that `x[i]` still reaches a func by reference)."""
+        args: list[ast.expr] = []
+        for arg in node.args:
+            if not isinstance(arg, ast.Starred):
+                args.append(arg)
+                continue
+            v = as_vector(self.expr(arg.value))
+            if isinstance(v, VecValue):
+                items = [v.row(k) if len(v.shape) == 2 else v.items[k]
+                         for k in range(v.shape[0])]
+            elif isinstance(v, TupleValue):
+                items = list(v.items)
+            elif isinstance(v, PyValue) and isinstance(v.obj, (tuple, list, range)):
+                items = [PyValue(x) for x in v.obj]
+            else:
+                raise self.err(arg, "*x in a call unpacks a vector, a matrix, a tuple or a "
+                               f"sequence known at compile time, got "
+                               f"{describe_any(v)}")
+            args.extend(self.bind_hidden(item, arg) for item in items)
+        return ast.copy_location(ast.Call(node.func, args, node.keywords), node)
+
+    def bind_hidden(self, v: Value, node: ast.expr) -> ast.expr:
+        """A name no user can write, bound to `v` (a run-time scalar copied to a local first,
+        so that it is read as it is now)."""
+        name = self.ctx.fresh_prefix("star") + "arg"
+        self.scope.bindings[name] = self.snapshot(v, node)  # type: ignore[attr-defined]
+        return ast.copy_location(ast.Name(name, ast.Load()), node)
+
+    def logic_call(self, fn: bi.Builtin, node: ast.Call) -> Value:
+        """`logical_not(a)`, `logical_and(a, b)`, `logical_or(a, b)`, `ifte(c, a, b)` as
+        `not a`, `a and b`, `a or b`, `a if c else b` (element-wise on vectors, as those)."""
+        count = LOGIC_CALLS[fn]
+        if node.keywords or len(node.args) != count:
+            raise self.err(node, f"{fn.name}() takes {count} positional argument(s), got "
+                           f"{len(node.args)}")
+        args = node.args
+        syntax: ast.expr
+        if fn is bi.logical_not:
+            syntax = ast.UnaryOp(ast.Not(), args[0])
+        elif fn is bi.ifte:
+            syntax = ast.IfExp(args[0], args[1], args[2])
+        else:
+            syntax = ast.BoolOp(ast.And() if fn is bi.logical_and else ast.Or(), list(args))
+        return self.expr(ast.copy_location(syntax, node))
 
     def positional(self, node: ast.Call, count: int, what: str) -> list[Value]:
         if node.keywords or len(node.args) != count:
@@ -95,16 +150,16 @@ class PyCallLowering(LoweringHost):
         items = v.items if isinstance(v, (VecValue, TupleValue)) else (v,)
         op = "and" if name == "all" else "or"
         loc = self.loc(node)
-        result: n.Expr | None = None
+        truths: list[n.Expr] = []
         for item in items:
             if is_number(item):
-                item = PyValue(bool(item.obj))  # type: ignore[union-attr]
-                if bool(item.obj) == (op == "or"):
-                    return PyValue(int(item.obj))
+                if bool(item.obj) == (op == "or"):  # type: ignore[union-attr]
+                    return PyValue(int(op == "or"))
                 continue
-            truth = self.truth(self.value(node.args[0], item))
-            result = truth if result is None else n.Binary(op, result, truth, dtypes.i32, loc)
-        return PyValue(int(op == "and")) if result is None else result
+            truths.append(self.truth(self.value(node.args[0], item)))
+        if not truths:
+            return PyValue(int(op == "and"))
+        return self.fold_chain(lambda a, b: n.Binary(op, a, b, dtypes.i32, loc), truths, node)
 
     def length(self, node: ast.Call) -> Value:
         """`len(v)`: a vector's size, a matrix's row count, a compile-time sequence's length
@@ -138,7 +193,5 @@ class PyCallLowering(LoweringHost):
         if not isinstance(v, (VecValue, TupleValue)):
             raise self.err(node.args[0], "sum() in a kernel takes a vector, a matrix or a "
                            f"compile-time sequence, got {describe(v)}")
-        result = start
-        for item in v.items:
-            result = self.binary("+", result, item, node)
-        return result
+        return self.fold_chain(lambda a, b: self.binary("+", a, b, node), [start, *v.items],
+                               node)

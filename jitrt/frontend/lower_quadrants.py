@@ -1,6 +1,7 @@
 """AST -> IR for Quadrants' own kernel functions: `raw_mod`, `outer`,
 `math.isnan`/`isinf`, the bit counts `math.popcnt`/`clz`/`ffs`, and `graph.do_while`; and
-Taichi's `raw_div` (C's integer division) and `bit_shr` (a logical shift right).
+Taichi's `raw_div` (C's integer division), `bit_shr` (a logical shift right) and `bit_cast`
+(a value's bits read as another type of its width: a `bitcast` Unary).
 
 Stage: frontend (a family of the call lowering; `lower_call.call_builtin` sends these here).
 Each is spelled with existing IR: `raw_mod(a, b)` (C's remainder, the sign of `a`) from
@@ -15,13 +16,14 @@ import ast
 from typing import Any
 
 from .. import dtypes
+from ..errors import KernelTypeError
 from ..ir import nodes as n
 from . import builtins as bi
 from .context import LoweringHost
 from .vectors import VecValue, as_vector
 
 _ARITY = {bi.raw_mod: (2, 2), bi.outer: (2, 2), bi.raw_div: (2, 2), bi.bit_shr: (2, 2),
-          bi.graph_do_while: (1, 1)}
+          bi.graph_do_while: (1, 1), bi.bit_cast: (2, 2)}
 
 
 class QuadrantsLowering(LoweringHost):
@@ -36,6 +38,8 @@ class QuadrantsLowering(LoweringHost):
                            "(`while flag[None]: step()`), or record the step with "
                            "jr.graph(step)")
         args = [as_vector(self.expr(a)) for a in node.args]
+        if fn is bi.bit_cast:
+            return self.bit_cast(args[0], args[1], node)
         if fn is bi.outer:
             return self.outer(args[0], args[1], node)
         if any(isinstance(a, VecValue) for a in args):
@@ -79,6 +83,25 @@ class QuadrantsLowering(LoweringHost):
         fix = n.Binary("and", n.Binary("!=", r, zero, dtypes.i32, loc), differs, dtypes.i32,
                        loc)
         return n.Select(fix, n.Binary("-", r, eb, dt, loc), r, dt, loc)
+
+    def bit_cast(self, x: Any, dt: Any, node: ast.Call) -> n.Expr:
+        """Taichi's `bit_cast(x, dtype)`: x's bits read as `dtype`, which must have x's width
+        (`bit_cast(1.0, jr.i32)` is 1065353216); of a scalar only, as in Taichi."""
+        if isinstance(x, VecValue):
+            raise self.err(node.args[0], "jr.bit_cast() takes a scalar (Cannot apply bit_cast "
+                           "on Taichi classes): cast each component")
+        target: Any = getattr(dt, "obj", None)
+        if target is int or target is float:
+            target = self.ctx.default_ip if target is int else self.ctx.default_fp
+        if not isinstance(target, dtypes.DataType):
+            raise self.err(node.args[1], "jr.bit_cast(x, dtype): dtype must be a jitrt dtype "
+                           "such as jr.i32", KernelTypeError)
+        e = self.value(node.args[0], x)
+        if e.dtype.bits != target.bits:
+            raise self.err(node, f"jr.bit_cast(x, {target.name}): x is {e.dtype.name}, "
+                           f"{e.dtype.bits} bits; the target type must have as many",
+                           KernelTypeError)
+        return e if e.dtype == target else n.Unary("bitcast", e, target, self.loc(node))
 
     def raw_div(self, a: Any, b: Any, node: ast.Call) -> n.Expr:
         """Taichi's `raw_div`: C's division (truncated toward zero) of integers, `/` else."""

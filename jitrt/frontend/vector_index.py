@@ -78,14 +78,21 @@ class VectorIndexing(LoweringHost):
         known at compile time (a negative one counts from the end, as in Python), else a
         run-time integer expression (i32, or i64 for 64-bit indices), which must lie in
         0..n-1 when the kernel runs (as in Taichi, negative run-time indices are out of
-        range). An index that performs an atomic is evaluated once, into a local."""
+        range). An index that performs an atomic is evaluated once, into a local. An integer
+        vector counts as its components (`m[I]` with `I` from `jr.grouped`, as Taichi)."""
         items = list(index_node.elts) if isinstance(index_node, ast.Tuple) else [index_node]
-        if len(items) > len(shape):
-            raise self.err(index_node, f"Expected {len(shape)} indices, got {len(items)}: too "
-                           f"many indices for shape {shape}", KernelIndexError)
+        values: list[tuple[ast.AST, Any]] = []
+        for item in items:
+            k = as_vector(self.expr(item))
+            if isinstance(k, VecValue) and len(k.shape) == 1:
+                values += [(item, x) for x in k.items]
+            else:
+                values.append((item, k))
+        if len(values) > len(shape):
+            raise self.err(index_node, f"Expected {len(shape)} indices, got {len(values)}: "
+                           f"too many indices for shape {shape}", KernelIndexError)
         ks: list[Any] = []
-        for item, extent in zip(items, shape):
-            k = self.expr(item)
+        for (item, k), extent in zip(values, shape):
             if isinstance(k, PyValue) and isinstance(k.obj, int):
                 if not -extent <= k.obj < extent:
                     raise self.err(index_node, f"index {k.obj} out of range for shape {shape}")
@@ -118,7 +125,8 @@ class VectorIndexing(LoweringHost):
         """`v[k]` with a run-time `k` (`m[i, j]`, `m[i]` likewise): the value lives in
         registers, so each component of the result is a chain of selects over the
         components it may be, `select(k == 0, v0, select(k == 1, v1, ... out))` (only the
-        chosen arm runs; autodiff follows it). An index out of range reads no memory: the
+        chosen arm runs; autodiff follows it; an axis longer than CHAIN is first halved by
+        `k < mid` selects). An index out of range reads no memory: the
         `out` arm gives 0 and records a fault, which the launch raises as KernelRuntimeError
         (in every build, as a bad field index is)."""
         loc = self.loc(index_node)
@@ -135,11 +143,17 @@ class VectorIndexing(LoweringHost):
             k = ks[axis]
             if isinstance(k, int):
                 return pick(head + (k,), tail)
-            chain = out
-            for c in reversed(range(v.shape[axis])):
-                chain = n.Select(n.Binary("==", k, n.Const(c, k.dtype, loc), dtypes.i32, loc),
-                                 pick(head + (c,), tail), chain, dt, loc)
-            return chain
+            def chain(lo: int, hi: int) -> n.Expr:     # components lo..hi-1, else `out`
+                if hi - lo > CHAIN:                      # halve: depth ~log2(n), not n
+                    mid = (lo + hi) // 2
+                    return n.Select(n.Binary("<", k, n.Const(mid, k.dtype, loc), dtypes.i32,
+                                             loc), chain(lo, mid), chain(mid, hi), dt, loc)
+                found = out
+                for c in reversed(range(lo, hi)):
+                    found = n.Select(n.Binary("==", k, n.Const(c, k.dtype, loc), dtypes.i32,
+                                              loc), pick(head + (c,), tail), found, dt, loc)
+                return found
+            return chain(0, v.shape[axis])
         parts = [pick((), tail) for tail in itertools.product(*(range(e) for e in rest))]
         return VecValue(rest, tuple(parts)) if rest else parts[0]
 
@@ -176,10 +190,33 @@ class VectorIndexing(LoweringHost):
             return shape, [idx + tuple(n.Const(k, dtypes.i32, loc) if isinstance(k, int) else k
                                        for k in ks) for ks in combos]
         ks = self.vec_indices(element, index_node)
+        ref = outer[0]
+        if isinstance(ref, n.ArrayRef) and ref.arg in self.ctx.clamped_arrays and any(
+                isinstance(k, n.Expr) for k in ks):
+            ks = self.clamped_components(ks, element, loc)
         heads = tuple(n.Const(k, dtypes.i32, loc) if isinstance(k, int) else k for k in ks)
         rest = element[len(ks):]
         return rest, [idx + heads + tuple(n.Const(t, dtypes.i32, loc) for t in tail)
                       for tail in itertools.product(*(range(e) for e in rest))]
+
+    def clamped_components(self, ks: list[Any], element: tuple[int, ...], loc: n.Loc
+                           ) -> list[Any]:
+        """Run-time component indices into an element of an ndarray(boundary="clamp"), as
+        Taichi clamps them: the element's flat position (`r * m + c` of a matrix) into
+        0..components-1, then split back into indices (a row `m[i][r]`: r into 0..n-1)."""
+        dt = next(k.dtype for k in ks if isinstance(k, n.Expr))
+        extents = element[:len(ks)]
+        flat: n.Expr = n.Const(0, dt, loc)
+        for k, extent in zip(ks, extents):
+            k = n.Const(k, dt, loc) if isinstance(k, int) else self.cast(k, dt)
+            flat = n.Binary("+", n.Binary("*", flat, n.Const(extent, dt, loc), dt, loc), k,
+                            dt, loc)
+        flat = self.clamped(flat, n.Const(size(extents), dt, loc))  # type: ignore[attr-defined]
+        out: list[Any] = []
+        for extent in reversed(extents):
+            out.append(n.Binary("%", flat, n.Const(extent, dt, loc), dt, loc))
+            flat = n.Binary("//", flat, n.Const(extent, dt, loc), dt, loc)
+        return out[::-1]
 
     def element_component(self, node: ast.Subscript) -> Any:
         """`x[i][k]` (`m[i][r, c]`, `m[i][r]`) where `x` names a field or ndarray of
@@ -305,6 +342,12 @@ class VectorIndexing(LoweringHost):
             x = self.typed(values[flat_index(tail, rest)], c.dtype, target)
             self.emit(n.Assign(c.ir_name, n.Select(cond, x, n.Local(c.ir_name, c.dtype, loc),
                                                    c.dtype, loc), loc))
+
+
+# the longest chain of selects a run-time index into a value reads through; a longer axis
+# (`jr.types.vector(1024, jr.i32)`) is halved first (`k < mid`), so that the depth of the
+# expression, which every pass walks recursively, grows as log2 of the length
+CHAIN = 32
 
 
 def flat_index(position: tuple[int, ...], shape: tuple[int, ...]) -> int:

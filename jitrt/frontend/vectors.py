@@ -124,12 +124,31 @@ def constant_array(obj: Any) -> VecValue | PyValue | None:
     default_ip and floats default_fp, as Taichi types a Python-scope vector); a numpy number as
     the Python number; else None."""
     import numpy as np
-    if isinstance(obj, np.generic) and obj.dtype.kind in "iuf":
-        return PyValue(obj.item())         # a numpy number (`for s in jr.static(a)`)
+    if isinstance(obj, (np.generic, np.ndarray)) and obj.ndim == 0 and obj.dtype.kind in "iuf":
+        return PyValue(obj.item())         # a numpy number (`for s in jr.static(a)`), or a
+        # 0-d array of one (`np.int32(5).reshape(())`): the number, as Taichi reads it
     if not isinstance(obj, np.ndarray) or obj.ndim not in (1, 2) or not 0 < obj.size <= \
             MAX_CONSTANT_ARRAY or obj.dtype.kind not in "iuf":
         return None
     return VecValue(tuple(obj.shape), tuple(PyValue(x) for x in obj.ravel().tolist()))
+
+
+# the longest chain a reduction over a vector's components builds before it keeps the running
+# value in a local (`VectorLowering.fold_chain`)
+FOLD_CHAIN = 32
+
+
+def bools_as_ints(v: Any) -> Any:
+    """A compile-time list/tuple of numbers (or of rows of them) with its bools as 0/1, so that
+    `jr.Vector([True, False])` is the vector [1, 0] (a bool is an i32 0/1 in kernels)."""
+    if not isinstance(v, PyValue) or not isinstance(v.obj, (tuple, list)):
+        return v
+
+    def ints(xs: Any) -> Any:
+        if isinstance(xs, (tuple, list)):
+            return type(xs)(ints(x) for x in xs)
+        return int(xs) if isinstance(xs, bool) else xs
+    return PyValue(ints(v.obj))
 
 
 def as_vector(v: Any) -> Any:
@@ -177,7 +196,7 @@ class VectorLowering(LoweringHost):
         """`jr.Vector([...])`, `jr.Matrix([[...]])`, `jr.math.vec3(x, y, z)`, `vec3(s)`,
         `vec3(v2, z)` (vector arguments are flattened, as in Taichi)."""
         from ..linalg import Matrix, Vector
-        args = [as_vector(self.expr(a)) for a in node.args]
+        args = [as_vector(bools_as_ints(self.expr(a))) for a in node.args]
         dtype = None
         for kw in node.keywords:
             if kw.arg not in ("dtype", "dt"):          # dt=: Quadrants' spelling
@@ -197,8 +216,9 @@ class VectorLowering(LoweringHost):
                 what = "a list of components" if kind is Vector else "a list of rows"
                 raise self.err(node, f"jr.{kind.__name__}() takes {what}")
             v = args[0]
-            if (kind is Matrix) != (len(v.shape) == 2):
-                raise self.err(node, "jr.Matrix() needs a list of rows; jr.Vector() a flat list")
+            if kind is not Matrix and len(v.shape) == 2:   # jr.Matrix([a, b, c]): a vector,
+                raise self.err(node, "jr.Vector() takes a flat list (jr.Matrix() a list of "
+                               "rows)")                    # as at Python scope and in Taichi
             return self.vec_cast(v, dtype, node) if dtype is not None else v
         assert isinstance(kind, MatrixType)
         flat: list[Any] = []
@@ -281,10 +301,20 @@ class VectorLowering(LoweringHost):
         return VecValue((left.rows, right.cols), tuple(out))
 
     def sum_of(self, values: list[Any], node: ast.AST) -> Any:
-        total = values[0]
-        for v in values[1:]:
-            total = self.binary("+", total, v, node)
-        return total
+        return self.fold_chain(lambda a, b: self.binary("+", a, b, node), values, node)
+
+    def fold_chain(self, combine: Any, values: list[Any], node: ast.AST) -> Any:
+        """`combine` over `values` left to right (Taichi's order, so a float sum rounds as
+        Taichi's does); every FOLD_CHAIN items the running value is kept in a local, so that
+        the expression of a 1024-component reduction is not 1024 levels deep (every pass
+        walks expressions recursively)."""
+        out = values[0]
+        for k, v in enumerate(values[1:], 1):
+            if k % FOLD_CHAIN == 0 and isinstance(out, n.Expr) and not isinstance(
+                    out, (n.Const, n.Local, n.Arg)):
+                out = self.fresh_local(out, "fold", self.loc(node))
+            out = combine(out, v)
+        return out
 
     def vec_dot(self, a: VecValue, b: VecValue, node: ast.AST) -> Any:
         if a.shape != b.shape or len(a.shape) != 1:
@@ -344,18 +374,12 @@ class VectorLowering(LoweringHost):
         if name == "norm_sqr":
             return self.sum_of([self.binary("*", x, x, node) for x in v.items], node)
         if name in ("sum", "max", "min"):
-            out = v.items[0]
-            for x in v.items[1:]:
-                out = self.binary("+", out, x, node) if name == "sum" else \
-                    self.pairwise(name, out, x, node)
-            return out
+            return self.fold_chain(lambda a, b: self.binary("+", a, b, node) if name == "sum" else
+                             self.pairwise(name, a, b, node), list(v.items), node)
         if name in ("any", "all"):
             truths = [self.truth(self.value(node, x)) for x in v.items]
-            out = truths[0]
-            for t in truths[1:]:
-                out = n.Binary("or" if name == "any" else "and", out, t, dtypes.i32,
-                               self.loc(node))
-            return out
+            return self.fold_chain(lambda a, b: n.Binary("or" if name == "any" else "and", a, b,
+                                                   dtypes.i32, self.loc(node)), truths, node)
         if name == "transpose":
             return self.transpose(v, node)
         if len(v.shape) != 2 or v.rows != v.cols:

@@ -110,7 +110,8 @@ class Local(Expr):
 
 @frozen
 class Unary(Expr):
-    op: str  # neg | not | invert | STOP_GRAD | TANGENT_ONLY
+    op: str  # neg | not | invert | bitcast (x's bits as `dtype`, of x's width) | STOP_GRAD |
+    # TANGENT_ONLY
     x: Expr
     dtype: DataType
     loc: Loc = _loc()
@@ -381,6 +382,7 @@ class Param:
     # every dimension: the launcher re-checks an element taken from the array
     element_dim: int = 0
     grad_annotation: bool | None = None   # the annotation's needs_grad (None: not given)
+    clamp: bool = False      # ndarray(boundary="clamp"): indices clamp into the array
 
 
 @frozen

@@ -21,7 +21,7 @@ def expr_text(e: n.Expr) -> str:
     if isinstance(e, n.Local):
         return e.name
     if isinstance(e, n.Unary):
-        return f"{e.op}({expr_text(e.x)})"
+        return f"{e.op}({expr_text(e.x)})" + (f":{e.dtype.name}" if e.op == "bitcast" else "")
     if isinstance(e, n.Binary):
         # an overflow-checked op (debug builds) with its message, whose place (file:line)
         # thus reaches the offline-cache key: a moved kernel never prints a stale line

@@ -137,7 +137,7 @@ MATH_RULES: dict[str, Rule] = {
 # in neither table is a compile error, never a silent zero gradient (tests/test_layers.py).
 ZERO_DERIVATIVE = frozenset({"//", "floor", "ceil", "round", "<", "<=", ">", ">=", "==", "!=",
                              "and", "or", "<<", ">>", "&", "|", "^", "ipow", "not", "invert",
-                             "popcnt", "clz", "ffs",
+                             "popcnt", "clz", "ffs", "bitcast",
                              n.STOP_GRAD})
 
 

@@ -28,7 +28,12 @@ if TYPE_CHECKING:
     from .compiler import CompiledKernel
 
 MISSING = object()
-INT_RANGE = {t: dtypes.int_range(t) for t in dtypes.ALL if t.is_int}
+# The integers an integer argument (or vector component) of a type takes: every value that is
+# a bit pattern of the type's width, read as signed or unsigned (-128..255 for i8 and u8).
+# Past the type's own range it converts as its bits say, two's complement, as Taichi's
+# launcher does (an i8 given 255 holds -1, a u32 given -1 holds 4294967295); a value that
+# needs more bits is refused (Taichi would keep its low bits silently).
+INT_RANGE = {t: (-(1 << (t.bits - 1)), (1 << t.bits) - 1) for t in dtypes.ALL if t.is_int}
 
 
 # ---- watching a plain numpy array's buffer ------------------------------------------------
@@ -178,7 +183,9 @@ def check_scalar(kernel: "KernelLike", p: n.Param, dt: dtypes.DataType, v: Any) 
             raise fail_conversion(kernel, p, dt, v, f"an integer ({dt.name})")
         lo, hi = INT_RANGE[dt]
         if not lo <= int(v) <= hi:
-            raise fail(kernel, p, f"a {dt.name} in [{lo}, {hi}]", repr(int(v)))
+            raise fail(kernel, p, f"a {dt.name} in [{lo}, {hi}] (a {dt.bits}-bit pattern: "
+                       f"past {dtypes.int_range(dt)[1]} or below 0 it converts as its bits "
+                       "say)", repr(int(v)))
     else:
         try:
             float(v)
@@ -294,7 +301,9 @@ def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
         raise fail(kernel, p, want, f"{describe(v)} (Expect element type "
                    f"{getattr(p.dtype, 'name', '?')} for argument {p.name}, but get {shown})")
     if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
-        raise fail(kernel, p, want + " (C-contiguous)", describe(v))
+        raise fail(kernel, p, want + " (C-contiguous, or Fortran-ordered such as a.T: Non "
+                   "contiguous numpy arrays are not supported, please call "
+                   "np.ascontiguousarray(arr) first)", describe(v))
     element = element_from(kernel, p, v, ndim, want)
     if others >= 0 and ndim - len(element) != others:
         raise fail(kernel, p, want, describe(v) + f" shape={storage_of(v)}" + (
@@ -304,7 +313,7 @@ def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
     if p.grad_annotation is False:      # the adjoint accumulates nothing into its gradient
         has_grad = False
     return n.Param(p.name, "ndarray", got, ndim, has_grad, element, p.element_dim,
-                   p.grad_annotation)
+                   p.grad_annotation, p.clamp)
 
 
 def element_from(kernel: "KernelLike", p: n.Param, v: Any, ndim: int, want: str

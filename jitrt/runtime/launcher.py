@@ -25,6 +25,8 @@ import gc
 import threading
 from typing import TYPE_CHECKING, Any, Iterator
 
+import numpy as np
+
 from ..codegen import abi
 from ..errors import JitrtError, KernelArgError
 from . import native_launch
@@ -67,6 +69,24 @@ def dispatch(kernel: "KernelLike", args: tuple[Any, ...], kwargs: dict[str, Any]
     values = bind_args(kernel, args, kwargs)
     values = [as_host_array(v) if p.kind == "ndarray" else v
               for p, v in zip(kernel.params, values)]
+    originals = {i: v for i, (p, v) in enumerate(zip(kernel.params, values))
+                 if p.kind == "ndarray" and v.__class__ is np.ndarray and v.ndim > 1
+                 and v.flags.f_contiguous and not v.flags.c_contiguous}
+    if not originals:
+        return _dispatch(kernel, values)
+    # a Fortran-ordered numpy array (`a.T`): the kernel works on a C-ordered copy, which is
+    # copied back after the launch (what Taichi does); other strided arrays are refused
+    for i, v in originals.items():
+        values[i] = np.ascontiguousarray(v)
+    try:
+        return _dispatch(kernel, values)
+    finally:
+        program_mod.current().device.synchronize()
+        for i, v in originals.items():
+            np.copyto(v, values[i])
+
+
+def _dispatch(kernel: "KernelLike", values: list[Any]) -> Any:
     program = program_mod.current()
     if program.fwd is not None and kernel.dual_args is None:
         return launch_forward(kernel, values)

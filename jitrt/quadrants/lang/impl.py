@@ -1,10 +1,10 @@
 """Quadrants' `qd.lang.impl` functions that have a meaning in jitrt.
 
 Stage: API. `get_runtime()` gives a `PyQuadrants`: the view of the current jitrt program that
-Quadrants code reads (`default_fp`, `default_ip`, `prog.synchronize()`). Its `materialize()`
-and `clear()` exist so that programs that wrap them (Genesis defers field fills to
-`materialize`) import; jitrt never calls them: its fields have storage from creation, so there
-is nothing to materialize. Caches nothing.
+Quadrants code reads (`default_fp`, `default_ip`, `prog.synchronize()`, `prog.config()`).
+Its `materialize()` and `clear()` exist so that programs that wrap them (Genesis defers field
+fills to `materialize`) import; jitrt never calls them: its fields have storage from
+creation, so there is nothing to materialize. Caches nothing.
 """
 from __future__ import annotations
 
@@ -29,6 +29,11 @@ class PyQuadrants:
     @property
     def prog(self) -> "PyQuadrants":
         return self
+
+    def config(self) -> Any:
+        """`get_runtime().prog.config()`: the current program's configuration (`current_cfg()`;
+        `.arch` is the arch's name, "cpu", which equals `jr.cpu`)."""
+        return current_cfg()
 
     def synchronize(self) -> None:
         from ...runtime.program import sync
