@@ -29,7 +29,7 @@ TRIPLE = "nvptx64-nvidia-cuda"
 # what a launch writes, data in global memory (space 1), stacks interleaved across threads
 TRAITS = TargetTraits(grid_launch=True, status_block=True, data_address_space=1,
                       host_interrupts=False, interleaved_stacks=True, unroll_hints=False,
-                      flush_denormals=False, local_stacks=True)
+                      local_stacks=True)
 
 
 def _toolkit_roots() -> list[str]:

@@ -28,7 +28,7 @@ import xxhash
 # the files (under jitrt/) whose code or constants make the runtime module's IR
 RUNTIME_SOURCES = ("native/threadpool.py", "native/native_launcher.py",
                    "native/native_gpu_entry.py", "native/launch_table.py", "codegen/abi.py",
-                   "codegen/interrupts.py", "codegen/denormals.py")
+                   "codegen/interrupts.py")
 # triples an object is built for by the tool: the ones whose baseline CPU is named here
 BASELINE_CPUS = {"x86_64-unknown-linux-gnu": "x86-64"}
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

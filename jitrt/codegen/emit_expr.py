@@ -15,7 +15,7 @@ from llvmlite import ir
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
-from . import abi, denormals, overflow
+from . import abi, overflow
 from .declare import declare
 from .emitter_host import EmitterHost
 
@@ -98,8 +98,6 @@ class ExprEmitter(EmitterHost):
         return getattr(self, "expr_" + type(e).__name__)(e)
 
     def expr_Const(self, e: n.Const) -> ir.Value:
-        if e.dtype.is_float and self.target.traits.flush_denormals:
-            return const(e.dtype, denormals.flushed(e.dtype, float(e.value)))
         return const(e.dtype, e.value)
 
     def expr_Arg(self, e: n.Arg) -> ir.Value:

@@ -22,7 +22,7 @@ from .. import dtypes
 from ..ir import nodes as n
 from ..ir.facts import TaskFacts
 from ..ir.walk import all_exprs, assigned_names, walk_expr
-from . import abi, bounds, denormals, loop_hints, real_funcs, reduction_lanes
+from . import abi, bounds, loop_hints, real_funcs, reduction_lanes
 from .abi import AccessSite, LaunchableTask
 from .emit_expr import I32, I64, ExprEmitter, ll_type
 from .emit_adstack import AdStackEmitter
@@ -636,13 +636,8 @@ def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayo
             emit_gpu_serial(module, target, layout, task, k, symbol, local_types, sites)
         tasks.append(LaunchableTask(k, task.kind, symbol, len(task.vars), task.cost,
                                     len(task.reductions), len(task.stacks), task.block_dim))
-    if not target.traits.grid_launch and not target.traits.flush_denormals:
+    if not target.traits.grid_launch:
         emit_entry(module, target, layout, kernel, f"{prefix}_entry", task_fns, sites)
-    elif not target.traits.grid_launch:     # denormal results flush to zero, as in Taichi
-        body = emit_entry(module, target, layout, kernel, f"{prefix}_entry_body", task_fns,
-                          sites)
-        denormals.wrap_entry(module, target.triple, body, f"{prefix}_entry")
-        denormals.mark(module)
     return module, sites, tuple(tasks)
 
 

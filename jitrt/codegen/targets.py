@@ -66,9 +66,6 @@ class TargetTraits:
     # loops whose body makes runtime unrolling pointless are marked so (`loop_hints`; measured
     # with the CPU's LLVM back end)
     unroll_hints: bool
-    # float results below the normal range become zero (Taichi's CPU behaviour: the entry sets
-    # the FPU's flush-to-zero mode while kernel code runs, and constants are flushed alike)
-    flush_denormals: bool
     # small adstacks of a known capacity may live in each thread's own local (private)
     # memory instead of the heap (`passes.lowered.local_capacity`)
     local_stacks: bool
@@ -94,7 +91,7 @@ class Target:
     # the most context slots a kernel takes as parameters (0: no limit, the CPU's pointer);
     # GPUs: 4 KiB of kernel parameters, less room for the others
     max_param_slots: int = 0
-    # how kernels print: "printf" (the host's C library), "vprintf"
+    # how kernels print: "printf" (the host's, floats formatted as Python does), "vprintf"
     # (CUDA's device printf), "" where print() in kernels is not supported
     printer: str = "printf"
     # a tiered compile's quick copy (CPU): a task whose check-free loop copy is for speed only

@@ -18,8 +18,7 @@ Stage: native (built once per process by `backends/cpu.py`). Functions:
 - `jitrt_worker(pool, tid)`: a worker's loop. It polls for `spin_limit` polls after its last
   job (the first `PAUSE_POLLS` with x86 `pause`, then with `sched_yield`, so that on a busy
   machine it lets the launching thread run), then every 200 us with `usleep`: no per-launch
-  wake-up through the OS, and an idle process uses almost no CPU. It runs with denormal
-  float results flushed to zero, as kernels do (`codegen/denormals.py`).
+  wake-up through the OS, and an idle process uses almost no CPU.
 Pool layout (i64 slots, one cache line per group): see the POOL_* constants.
 """
 from __future__ import annotations
@@ -27,7 +26,6 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..codegen.abi import ERROR_INTERRUPTED, POOL_INTERRUPTS, SLOT_ERROR, SLOT_INTERRUPT_EPOCH
-from ..codegen import denormals
 from . import native_gpu_entry, native_launcher
 from ..codegen.kernel_module import I8P, I64P, TASK_TYPE
 
@@ -221,7 +219,6 @@ def _worker(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir.Funct
     spins = b.alloca(I64)
     b.store(b.lshr(p.load(POOL_TICKET, "acquire"), c64(32)), seen)
     b.store(c64(0), spins)
-    mode = denormals.set_flush(module, b, triple)    # a worker runs only kernels
     loop, check, work, idle, spin, sleep, exit_bb = (fn.append_basic_block(x) for x in (
         "loop", "check", "work", "idle", "spin", "sleep", "exit"))
     b.branch(loop)
@@ -254,7 +251,6 @@ def _worker(module: ir.Module, run_chunks: ir.Function, triple: str) -> ir.Funct
     b.call(usleep, [ir.Constant(I32, 200)])
     b.branch(loop)
     b.position_at_end(exit_bb)
-    denormals.restore(module, b, triple, mode)
     b.ret_void()
     return fn
 
