@@ -233,7 +233,7 @@ class GpuDevice(Device):
             return False
         if data._mirror is None:
             return getattr(data, "_owner", None) is None
-        return data._mirror.device is self  # type: ignore[no-any-return]
+        return data._mirror.device is self
 
     def host_overwrote(self, data: Any) -> None:
         """After `from_numpy`: the new host data goes up now (one asynchronous upload), so
