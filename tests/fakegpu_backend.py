@@ -41,8 +41,7 @@ FAKEGPU_API = StreamApi(
     alloc_pinned="fgMallocHost", pinned_flags=lambda lib: (lib.PINNED_DEFAULT,),
     free="fgFree", free_pinned="fgFreeHost", copy_h2d="fgMemcpyHtoDAsync",
     copy_d2h="fgMemcpyDtoHAsync", copy_d2d="fgMemcpyDtoDAsync", memset="fgMemsetD8Async",
-    memset16="fgMemsetD16Async", memset32="fgMemsetD32Async", memset2d8="fgMemsetD2D8Async",
-    memset2d16="fgMemsetD2D16Async", memset2d32="fgMemsetD2D32Async")
+    memset16="fgMemsetD16Async", memset32="fgMemsetD32Async")
 
 
 class FakeGpuError(RuntimeError):

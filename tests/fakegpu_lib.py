@@ -4,8 +4,7 @@ names, over host memory. Kernels never run; memory calls do what they say (devic
 host memory), and the calls a launch path's test looks at are recorded in `calls` in the shape
 of `test_gpu_launch_path.RecordingDriver`'s: ("launch", function, grid, block), ("h2d", dst,
 nbytes), ("d2h", src, nbytes), ("event_sync", event state), and the memsets as ("memset", word
-bytes, dst, value, words) and ("memset2d", word bytes, dst, pitch, value, rows). Every call is in
-`log`.
+bytes, dst, value, words). Every call is in `log`.
 """
 import ctypes
 import types
@@ -156,15 +155,6 @@ class FakeGpuLib:
     def fgMemsetD32Async(self, dst, value, count, stream):
         return self.memset(4, dst, value, count)
 
-    def fgMemsetD2D8Async(self, dst, pitch, value, width, height, stream):
-        return self.memset2d(1, dst, pitch, value, width, height)
-
-    def fgMemsetD2D16Async(self, dst, pitch, value, width, height, stream):
-        return self.memset2d(2, dst, pitch, value, width, height)
-
-    def fgMemsetD2D32Async(self, dst, pitch, value, width, height, stream):
-        return self.memset2d(4, dst, pitch, value, width, height)
-
     WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
     def memset(self, width, dst, value, count):
@@ -174,14 +164,4 @@ class FakeGpuLib:
         self.calls.append(("memset", width, dst, value, count))
         words = (ctypes.c_uint8 * (count * width)).from_address(dst)
         np.frombuffer(words, self.WORDS[width])[:] = value
-        return (SUCCESS,)
-
-    def memset2d(self, width, dst, pitch, value, row, rows):
-        """`rows` rows of `row` words, `pitch` bytes apart (the vendor's pitched memset)."""
-        assert dst % width == 0 and pitch % width == 0 and 0 <= value < 1 << 8 * width
-        self.calls.append(("memset2d", width, dst, pitch, value, rows))
-        span = (ctypes.c_uint8 * (pitch * (rows - 1) + row * width)).from_address(dst)
-        grid = np.lib.stride_tricks.as_strided(
-            np.frombuffer(span, self.WORDS[width]), (rows, row), (pitch, width))
-        grid[...] = value
         return (SUCCESS,)

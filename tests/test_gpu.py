@@ -449,7 +449,7 @@ def test_loop_config_block_dim(arch):
 
 @gpu_only
 def test_device_fills_copies_and_uploads_give_the_values_to_kernels_and_host():
-    # fills are driver memsets (plain, and pitched per word: f64 1.5, vec3, u8 vec3, i16),
+    # fills are driver memsets, or doubling copies (f64 1.5, vec3, u8 vec3, i16),
     # copy_from a device copy, from_numpy an upload: what a kernel then reads is the value
     @jr.kernel
     def total(a: nd(ndim=1), out: nd(dtype=jr.f64, ndim=0)):

@@ -2,6 +2,7 @@
 recording fake of cuda-bindings' `driver` module: which calls the adapter makes, with which
 arguments, and what a failing call raises. Runs on any machine; never stands in for the GPU
 tests in test_gpu.py."""
+import ctypes
 import dataclasses
 import enum
 import sys
@@ -159,8 +160,10 @@ def test_cuda_fills_with_memsets_on_the_stream(cu):
     driver = cuda.CudaDriver(0)
     cu.calls.clear()
     driver.fill(4096, bytes([0, 0, 0x80, 0x3F]), 10)           # 1.0f: one D32 memset
-    driver.fill(4096, bytes([0, 0, 0, 0, 0, 0, 0xF8, 0x3F]), 3)  # 1.5 as f64: per word
+    driver.fill(4096, bytes([0, 0, 0, 0, 0, 0, 0xF8, 0x3F]), 3)  # 1.5 as f64: doubling
+    pattern = ctypes.addressof(driver._pattern)
     assert cu.calls == [
         ("cuMemsetD32Async", (4096, 0x3F800000, 10, "stream")),
-        ("cuMemsetD2D32Async", (4096, 8, 0, 1, 3, "stream")),
-        ("cuMemsetD2D32Async", (4100, 8, 0x3FF80000, 1, 3, "stream"))]
+        ("cuMemcpyHtoDAsync", (4096, pattern, 8, "stream")),      # the first element
+        ("cuMemcpyDtoDAsync", (4104, 4096, 8, "stream")),         # then 1 element
+        ("cuMemcpyDtoDAsync", (4112, 4096, 8, "stream"))]         # (the last one of 3)

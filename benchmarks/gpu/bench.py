@@ -301,8 +301,8 @@ def data_op_rows(device: Any) -> list[tuple[str, str, str, str]]:
     for arr in (a, b, d, v):
         arr.fill(0)
     cases = [("fill 1M f32 (one D32 memset)", lambda: a.fill(1.5)),
-             ("fill 1M f64 = 1.5 (two pitched memsets)", lambda: d.fill(1.5)),
-             ("fill 1M vec3 f32 (three pitched memsets)", lambda: v.fill(jr.Vector([1, 2, 3]))),
+             ("fill 1M f64 = 1.5 (doubling copies)", lambda: d.fill(1.5)),
+             ("fill 1M vec3 f32 (doubling copies)", lambda: v.fill(jr.Vector([1, 2, 3]))),
              ("copy_from 1M f32 device to device", lambda: b.copy_from(a)),
              ("from_numpy 1M f32 (one async upload)", lambda: a.from_numpy(host))]
     rows = []

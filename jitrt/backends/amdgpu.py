@@ -57,8 +57,7 @@ HIP_API = StreamApi(
     free="hipFree", free_pinned="hipHostFree", copy_h2d="hipMemcpyHtoDAsync",
     copy_d2h="hipMemcpyDtoHAsync", copy_d2d="hipMemcpyDtoDAsync", memset="hipMemsetD8Async",
     memset16="hipMemsetD16Async", memset32="hipMemsetD32Async",
-    memset2d8="hipMemsetD2D8Async", memset2d16="hipMemsetD2D16Async",
-    memset2d32="hipMemsetD2D32Async", memset32_signed=True)
+    memset32_signed=True)
 
 
 class HipDriver(StreamDriver):

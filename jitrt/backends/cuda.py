@@ -96,8 +96,7 @@ CUDA_API = StreamApi(
     alloc_pinned="cuMemAllocHost", pinned_flags=lambda cu: (), free="cuMemFree",
     free_pinned="cuMemFreeHost", copy_h2d="cuMemcpyHtoDAsync", copy_d2h="cuMemcpyDtoHAsync",
     copy_d2d="cuMemcpyDtoDAsync", memset="cuMemsetD8Async", memset16="cuMemsetD16Async",
-    memset32="cuMemsetD32Async", memset2d8="cuMemsetD2D8Async",
-    memset2d16="cuMemsetD2D16Async", memset2d32="cuMemsetD2D32Async")
+    memset32="cuMemsetD32Async")
 
 
 class CudaDriver(StreamDriver):
