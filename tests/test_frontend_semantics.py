@@ -443,6 +443,33 @@ def test_narrowing_integer_stores_warn_and_explicit_casts_do_not():
         explicit()
 
 
+def test_truth_values_store_into_narrow_integers_without_a_warning():
+    # Quadrants' u1 fields (Genesis's `is_col[i] = distance[i] < 0.0`) are u8 here: a
+    # comparison, `not`, and/or of comparisons are 0 or 1 and lose nothing; an i32 still warns
+    d = jr.field(jr.f32, shape=3)
+    flag = jr.field(jr.u8, shape=3)
+    d.from_numpy(np.array([-1.0, 0.5, -2.0], np.float32))
+
+    @jr.kernel
+    def flags():
+        for i in range(3):
+            flag[i] = d[i] < 0.0
+            if i == 1:
+                flag[i] = not (d[i] > 1.0 or d[i] < 0.0)
+
+    @jr.kernel
+    def count():
+        for i in range(3):
+            flag[i] = i + 300
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jr.CastWarning)
+        flags()
+    np.testing.assert_array_equal(flag.to_numpy(), [1, 1, 1])
+    with pytest.warns(jr.CastWarning, match=r"u8 <- i32"):
+        count()
+
+
 def test_gradients_flow_through_early_returns_and_or():
     x = jr.field(jr.f32, shape=4, needs_grad=True)
     loss = jr.field(jr.f32, shape=(), needs_grad=True)

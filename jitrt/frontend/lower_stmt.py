@@ -366,7 +366,8 @@ class StmtLowering(LoweringHost):
                                f"(range {dtypes.int_range(dt)[0]}..{dtypes.int_range(dt)[1]})")
             return self.const(value, node, dt)
         e = self.value(node, v)
-        if what == "store" and e.dtype != dt and dtypes.promote(dt, e.dtype) != dt:
+        if what == "store" and e.dtype != dt and dtypes.promote(dt, e.dtype) != dt and not (
+                dt.is_int and is_truth_value(e)):
             warn_narrowing(self.loc(node), dt, e.dtype)
         return self.cast(e, dt)
 
@@ -606,6 +607,22 @@ def warn_narrowing(loc: n.Loc, target: dtypes.DataType, value: dtypes.DataType) 
         f"type (a local's type is fixed by its first assignment: `s = 0.0` makes a default_fp "
         f"one; declare it, e.g. `s: jr.{value.name} = 0`)", CastWarning, loc.file, loc.line,
         module="jitrt.kernel", registry=_WARNED)
+
+
+def is_truth_value(e: n.Expr) -> bool:
+    """Whether `e` is 0 or 1 by construction (a comparison, `not`, `and`/`or` of such, a
+    choice between such): storing it into any integer type loses nothing (Quadrants' `u1`
+    fields are u8 here), so it gives no CastWarning."""
+    if isinstance(e, n.Binary):
+        return e.op in n.COMPARE_OPS or (
+            e.op in ("and", "or") and is_truth_value(e.a) and is_truth_value(e.b))
+    if isinstance(e, n.Unary):
+        return e.op == "not"
+    if isinstance(e, n.Select):
+        return is_truth_value(e.a) and is_truth_value(e.b)
+    if isinstance(e, n.Cast):
+        return is_truth_value(e.x)
+    return isinstance(e, n.Const) and e.value in (0, 1)
 
 
 def has_side_effect(e: Any) -> bool:
