@@ -215,3 +215,21 @@ def rng(request) -> np.random.Generator:
     """A generator seeded by the test's name: random inputs that are stable between runs."""
     seed = sum(ord(c) * (k + 1) for k, c in enumerate(request.node.name))
     return np.random.default_rng(seed)
+
+
+@pytest.fixture
+def fakegpu_program():
+    """(binding, program) on the fake third GPU vendor (tests/fakegpu_backend.py over
+    fakegpu_lib.py): a fresh binding, the vendor plugged in with its one registry line, a
+    program opened with `jr.init(arch="fakegpu")`; all undone afterwards."""
+    import fakegpu_backend
+    import fakegpu_lib
+    from jitrt.backends import registry
+    fakegpu_backend.LIB[0] = fake = fakegpu_lib.FakeGpuLib()
+    registry.register(registry.Backend("fakegpu", "fakegpu_backend", stream_gpu=True,
+                                       host_memory=False))
+    try:
+        yield fake, jr.init(arch="fakegpu", offline_cache=False, enable_fallback=False)
+        jr.reset()
+    finally:
+        registry.unregister("fakegpu")

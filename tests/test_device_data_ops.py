@@ -13,25 +13,16 @@ import numpy as np
 import pytest
 
 import jitrt as jr
-from jitrt.backends import registry
 from jitrt.backends.stream_driver import memset_plan
 from jitrt.runtime import program as program_mod
 
 nd = jr.types.ndarray
 pytestmark = pytest.mark.cpu_only
-FAKE = registry.Backend("fakegpu", "fakegpu_backend", stream_gpu=True, host_memory=False)
 
 
 @pytest.fixture
-def lib():
-    fakegpu_backend.LIB[0] = fake = fakegpu_lib.FakeGpuLib()
-    registry.register(FAKE)
-    try:
-        jr.init(arch="fakegpu", offline_cache=False, enable_fallback=False)
-        yield fake
-        jr.reset()
-    finally:
-        registry.unregister("fakegpu")
+def lib(fakegpu_program):
+    return fakegpu_program[0]
 
 
 def names(lib):

@@ -19,20 +19,13 @@ from jitrt.runtime import program as program_mod
 
 nd = jr.types.ndarray
 pytestmark = pytest.mark.cpu_only
-FAKE = registry.Backend("fakegpu", "fakegpu_backend", stream_gpu=True, host_memory=False)
 
 
 @pytest.fixture
-def lib():
-    """A fresh fake GPU, its arch registered (the one line), then a program on it."""
-    fakegpu_backend.LIB[0] = fake = fakegpu_lib.FakeGpuLib()
-    registry.register(FAKE)
-    try:
-        jr.init(arch="fakegpu", offline_cache=False, enable_fallback=False)
-        yield fake
-        jr.reset()
-    finally:
-        registry.unregister("fakegpu")
+def lib(fakegpu_program):
+    """A fresh fake GPU, its arch registered (the one line), then a program on it
+    (conftest.py's `fakegpu_program`)."""
+    return fakegpu_program[0]
 
 
 @jr.kernel

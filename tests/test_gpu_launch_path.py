@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 
 import jitrt as jr
-import fakegpu_backend
-import fakegpu_lib
-from jitrt.backends import gpu, nvptx, registry
+from jitrt.backends import gpu, nvptx
 from jitrt.backends.base import DeviceTarget
 from jitrt.runtime import native_launch
 from jitrt.runtime import program as program_mod
@@ -101,18 +99,10 @@ def on_fake_device(driver):
 
 
 @pytest.fixture
-def fakegpu():
-    """A program on the fake third vendor (`fakegpu_backend.py` over `fakegpu_lib.py`),
-    plugged in with one registry line and opened by `jr.init(arch="fakegpu")`."""
-    fakegpu_backend.LIB[0] = fakegpu_lib.FakeGpuLib()
-    registry.register(registry.Backend("fakegpu", "fakegpu_backend", stream_gpu=True,
-                                       host_memory=False))
-    try:
-        program = jr.init(arch="fakegpu", offline_cache=False, enable_fallback=False)
-        yield program.device.driver
-        jr.reset()
-    finally:
-        registry.unregister("fakegpu")
+def fakegpu(fakegpu_program):
+    """The driver of a program on the fake third vendor (conftest.py's `fakegpu_program`:
+    `fakegpu_backend.py` over `fakegpu_lib.py`, plugged in with one registry line)."""
+    return fakegpu_program[1].device.driver
 
 
 @pytest.fixture(params=["recording", "fakegpu"])

@@ -240,21 +240,10 @@ def test_argpack_is_only_a_parameter():
 
 
 @pytest.fixture
-def fakegpu():
-    """A program on the fake GPU vendor of tests/fakegpu_backend.py: the shared GPU launch
+def fakegpu(fakegpu_program):
+    """The driver of a program on the fake GPU vendor (conftest.py): the shared GPU launch
     path (argument packing, residency, returns) over a recording binding; kernels never run."""
-    import fakegpu_backend
-    import fakegpu_lib
-    from jitrt.backends import registry
-    fakegpu_backend.LIB[0] = fakegpu_lib.FakeGpuLib()
-    registry.register(registry.Backend("fakegpu", "fakegpu_backend", stream_gpu=True,
-                                       host_memory=False))
-    try:
-        program = jr.init(arch="fakegpu", offline_cache=False, enable_fallback=False)
-        yield program.device.driver
-        jr.reset()
-    finally:
-        registry.unregister("fakegpu")
+    return fakegpu_program[1].device.driver
 
 
 @pytest.mark.cpu_only
