@@ -247,6 +247,17 @@ def adstack_rows(drv: Any, n: int) -> list[tuple[str, str, str, str]]:
     return rows + nd_rows
 
 
+@jr.kernel
+def nd_chain(x: nd(dtype=jr.f32, ndim=1), c: nd(dtype=jr.i32, ndim=1),
+             loss: nd(dtype=jr.f32, ndim=0)):
+    """The adstack step's forward in the ndarray form users write: c[i] trips of a chain."""
+    for i in range(x.shape[0]):
+        v = x[i]
+        for _ in range(c[i]):
+            v = jr.sin(v) * 1.1 + 0.1
+        loss[None] += v
+
+
 def ndarray_step_rows(drv: Any, xv: np.ndarray, cv: np.ndarray, fields: list[float],
                       grad: np.ndarray) -> list[tuple[str, str, str, str]]:
     """The adstack step written with ndarrays as users write it (fills, forward, grad)
@@ -260,26 +271,18 @@ def ndarray_step_rows(drv: Any, xv: np.ndarray, cv: np.ndarray, fields: list[flo
     x.from_numpy(xv)
     c.from_numpy(cv)
 
-    @jr.kernel
-    def fwd(x: nd(dtype=jr.f32, ndim=1), c: nd(dtype=jr.i32, ndim=1),
-            loss: nd(dtype=jr.f32, ndim=0)):
-        for i in range(x.shape[0]):
-            v = x[i]
-            for _ in range(c[i]):
-                v = jr.sin(v) * 1.1 + 0.1
-            loss[None] += v
-
     def step() -> None:
         loss.fill(0)
         x.grad.fill(0)
         loss.grad.fill(1)
-        fwd(x, c, loss)
-        fwd.grad(x, c, loss)
+        nd_chain(x, c, loss)
+        nd_chain.grad(x, c, loss)
 
     t = per_call(step, drv.synchronize, 20)
     err = float(np.max(np.abs(x.grad.to_numpy() - grad)))
     assert err < 1e-4, err
-    launches = [lambda: fwd(x, c, loss), lambda: fwd.grad(x, c, loss), lambda: x.grad.fill(0)]
+    launches = [lambda: nd_chain(x, c, loss), lambda: nd_chain.grad(x, c, loss),
+                lambda: x.grad.fill(0)]
     tf, tg, tz = (per_call(f, drv.synchronize, 20) for f in launches)
     return [(f"adstack step N={n}: ndarray form (3 fills + fwd + grad)", f"{t * 1e6:.0f} us",
              f"field form {t_field * 1e6:.0f} us", f"{t / t_field:.2f}x fields (grad max "
@@ -332,15 +335,7 @@ def local_stack_rows(drv: Any, n: int) -> list[tuple[str, str, str, str]]:
                 v = jr.sin(v) * 1.1 + 0.1
             loss[None] += v
 
-    @jr.kernel
-    def heap(x: nd(dtype=jr.f32, ndim=1), c: nd(dtype=jr.i32, ndim=1),
-             loss: nd(dtype=jr.f32, ndim=0)):
-        for i in range(x.shape[0]):
-            v = x[i]
-            for _ in range(c[i]):
-                v = jr.sin(v) * 1.1 + 0.1
-            loss[None] += v
-
+    heap = nd_chain                # the trips read from data: the stack in the heap
     grads, times = [], []
     for k in (local, heap):
         loss.grad.fill(1)
