@@ -159,6 +159,28 @@ def test_3x3_decompositions(dt, tol, rng):
     np.testing.assert_allclose(U[1], np.eye(3), atol=tol)     # the zero matrix: U = I
 
 
+def sym_eig_problem(m, loss):
+    """A loss of the eigenvalues of m[i] + m[i]^T and of one eigenvector's component (only
+    where the eigenvector is defined: no repeated eigenvalue), as a kernel, and its numpy
+    value for matrices A (one per element of m)."""
+    distinct = jr.field(jr.f64, shape=6)      # an eigenvector is defined (no repeated value)
+    distinct.from_numpy(np.array([0.0, 0.0, 1.0, 1.0, 1.0, 1.0]))
+
+    @jr.kernel
+    def eig():
+        for i in m:
+            ev, vecs = jr.sym_eig(m[i] + m[i].transpose())
+            loss[None] += ev[0] * ev[2] + ev[1] + distinct[i] * vecs[0, 0] * vecs[0, 0]
+
+    def value(A):
+        out = 0.0
+        for a, d in zip(A, distinct.to_numpy()[-len(A):]):     # (A: the last elements)
+            ev, vecs = np.linalg.eigh(a + a.T)
+            out += ev[2] * ev[0] + ev[1] + d * vecs[0, 2] ** 2
+        return out
+    return eig, value
+
+
 @pytest.mark.slow              # a 3x3 decomposition's primal and adjoint take seconds to compile
 @pytest.mark.no_gpu_builds     # two adjoints of 3x3 decompositions: ~90 s more for PTX + AMDGPU
 def test_3x3_gradients_against_finite_differences(rng):
@@ -177,14 +199,7 @@ def test_3x3_gradients_against_finite_differences(rng):
             U, P = jr.polar_decompose(m[i])
             loss[None] += (U * jr.Matrix(w0)).sum() + (P * jr.Matrix(w1)).sum()
 
-    distinct = jr.field(jr.f64, shape=6)      # an eigenvector is defined (no repeated value)
-    distinct.from_numpy(np.array([0.0, 0.0, 1.0, 1.0, 1.0, 1.0]))
-
-    @jr.kernel
-    def eig():
-        for i in m:
-            ev, vecs = jr.sym_eig(m[i] + m[i].transpose())
-            loss[None] += ev[0] * ev[2] + ev[1] + distinct[i] * vecs[0, 0] * vecs[0, 0]
+    eig, eig_value = sym_eig_problem(m, loss)
 
     def polar_value(A):
         out = 0.0
@@ -192,13 +207,6 @@ def test_3x3_gradients_against_finite_differences(rng):
             u, _, vt = np.linalg.svd(a)
             rot = u @ np.diag([1.0, 1.0, np.sign(np.linalg.det(a))]) @ vt
             out += (rot * w[0]).sum() + (rot.T @ a * w[1]).sum()
-        return out
-
-    def eig_value(A):
-        out = 0.0
-        for a, d in zip(A, distinct.to_numpy()[-len(A):]):
-            ev, vecs = np.linalg.eigh(a + a.T)
-            out += ev[2] * ev[0] + ev[1] + d * vecs[0, 2] ** 2
         return out
     A = rng.uniform(-1, 1, (6, 3, 3)) + 2 * np.eye(3)
     A[0] = np.eye(3)                                # the identity: finite gradients
@@ -215,21 +223,7 @@ def test_3x3_sym_eig_tangents_against_finite_differences(rng):
     equal eigenvalues) and at diag(2, 2, 1) (two)."""
     m = jr.Matrix.field(3, 3, jr.f64, shape=6, needs_dual=True)
     loss = jr.field(jr.f64, shape=(), needs_dual=True)
-    distinct = jr.field(jr.f64, shape=6)      # an eigenvector is defined (no repeated value)
-    distinct.from_numpy(np.array([0.0, 0.0, 1.0, 1.0, 1.0, 1.0]))
-
-    @jr.kernel
-    def eig():
-        for i in m:
-            ev, vecs = jr.sym_eig(m[i] + m[i].transpose())
-            loss[None] += ev[0] * ev[2] + ev[1] + distinct[i] * vecs[0, 0] * vecs[0, 0]
-
-    def value(A):
-        out = 0.0
-        for a, d in zip(A, distinct.to_numpy()):
-            ev, vecs = np.linalg.eigh(a + a.T)
-            out += ev[2] * ev[0] + ev[1] + d * vecs[0, 2] ** 2
-        return out
+    eig, value = sym_eig_problem(m, loss)
     A = rng.uniform(-1, 1, (6, 3, 3)) + 2 * np.eye(3)
     A[0] = np.eye(3)
     A[1] = np.diag([2.0, 2.0, 1.0])
