@@ -80,12 +80,26 @@ def _steps(scene, n: int) -> list[float]:  # type: ignore[no-untyped-def]
     return times
 
 
+def _timed_steps(scene, n: int) -> float:  # type: ignore[no-untyped-def]
+    """Mean time of `n` more steps between two device synchronisations (on a GPU a step may
+    return before its kernels end; this counts them)."""
+    qd = sys.modules["quadrants"]
+    qd.sync()
+    start = time.perf_counter()
+    for _ in range(n):
+        scene.step()
+    qd.sync()
+    return (time.perf_counter() - start) / max(n, 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--scene", choices=("box", "franka"), default="box")
     parser.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
     parser.add_argument("--n-envs", type=int, default=0, help="0: no batch dimension")
+    parser.add_argument("--timed-steps", type=int, default=0,
+                        help="then this many more steps between two synchronisations")
     args = parser.parse_args()
     gs = _stage("import", _import)
     backend = gs.cpu if args.backend == "cpu" else gs.gpu
@@ -94,6 +108,9 @@ def main() -> None:
     _stage("build", lambda: scene.build(n_envs=args.n_envs))
     _control(body, args.scene)
     times = _stage("steps", _steps, scene, args.steps)
+    if args.timed_steps:
+        synced = _stage("timed", _timed_steps, scene, args.timed_steps)
+        print(f"RESULT synced_ms_per_step {synced * 1e3:.4f}")
     pos = [float(v) for v in body.get_pos().reshape(-1, 3)[0]]
     print(f"RESULT body_pos {pos[0]:.6f} {pos[1]:.6f} {pos[2]:.6f}")
     print("RESULT state " + " ".join(f"{v:.9g}" for v in _state(body)))

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Genesis scenes on the lent GPU machine, which has no network (see tools/genesis/README.md).
+#
+# Genesis's dependencies for Python 3.12 that the machine lacks travel as ignored folders in
+# two device calls (each carries at most 64 MiB): .gdev/p1 and .gdev/p2 hold the parts of
+# gsite.tar.xz (the wheels unpacked, Genesis's assets cut to the ones these scenes open) and
+# p2 also holds quadrants' wheel for the reference runs. Later calls carry nothing: ignored
+# folders stay on a warm machine.
+#
+#   bash tools/genesis/gpu.sh setup                       # unpack (once per warm machine)
+#   bash tools/genesis/gpu.sh run jitrt|quadrants SCENE N_ENVS STEPS TIMED_STEPS
+#   bash tools/genesis/gpu.sh table                       # the RESULT lines of every run so far
+#
+# Each run's whole output goes to $OUT/<mode>-<scene>-<n_envs>.log; the script prints the
+# STAGE/RESULT/FAILED lines. `import quadrants` is jitrt in the jitrt runs (the alias package
+# of run.py) and quadrants 1.3.3 in the reference runs.
+set -u
+cd "$(dirname "$0")/../.."
+G=.gdev
+OUT=${OUT:-/tmp/genesis-out}
+mkdir -p "$OUT"
+case "${1:-}" in
+setup)
+    if [ ! -f $G/site/.unpacked ]; then
+        mkdir -p $G/site
+        cat $G/p1/gsite.tar.xz.* $G/p2/gsite.tar.xz.* | xz -d | tar x -C $G/site && touch $G/site/.unpacked
+        for w in $G/p2/*.whl; do   # small wheels added after the archive was made
+            case "$w" in *quadrants-*) ;; *) python3 -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" "$w" $G/site ;; esac
+        done
+    fi
+    if [ ! -d $G/ref/quadrants ]; then
+        mkdir -p $G/ref
+        python3 -c "import glob, zipfile; zipfile.ZipFile(glob.glob('$G/p2/quadrants-*.whl')[0]).extractall('$G/ref')"
+    fi
+    mkdir -p $G/alias/quadrants
+    python3 -c "import sys; sys.path.insert(0, 'tools/genesis'); import run; open('$G/alias/quadrants/__init__.py', 'w').write(run.ALIAS)"
+    du -sh $G/site $G/ref
+    ;;
+run)
+    mode=$2 scene=$3 nenvs=$4 steps=$5 timed=$6
+    if [ "$mode" = jitrt ]; then pp="$PWD:$PWD/$G/alias:$PWD/$G/site"; else pp="$PWD/$G/ref:$PWD/$G/site"; fi
+    log="$OUT/$mode-$scene-$nenvs.log"
+    start=$(date +%s.%N)
+    LD_LIBRARY_PATH="$PWD/$G/p3/lib:${LD_LIBRARY_PATH:-}" PYTHONPATH="$pp" python3 tools/genesis/scene.py --backend gpu --scene "$scene" \
+        --n-envs "$nenvs" --steps "$steps" --timed-steps "$timed" > "$log" 2>&1
+    rc=$?
+    echo "== $mode $scene n_envs=$nenvs rc=$rc wall=$(python3 -c "import time; print(round(time.time() - $start, 1))") s"
+    grep -E "^(STAGE|RESULT|FAILED|INFO)" "$log" | grep -v "RESULT state"
+    if [ $rc -ne 0 ]; then tail -25 "$log"; fi
+    ;;
+table)
+    for f in "$OUT"/*.log; do
+        echo "$(basename "$f" .log): $(grep -E '^STAGE build|synced_ms|median_step' "$f" | tr '\n' ' ')"
+    done
+    ;;
+*)
+    echo "usage: $0 setup | run MODE SCENE N_ENVS STEPS TIMED | table" >&2; exit 2 ;;
+esac
