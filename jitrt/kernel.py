@@ -388,11 +388,29 @@ def kernel(fn: Callable[P, R] | None = None, *, fastcache: bool = False,
         return functools.partial(kernel, fastcache=fastcache, graph=graph)
     if not callable(fn):
         raise TypeError(f"@jr.kernel decorates a function, got {type(fn).__name__}")
-    k = Kernel(fn)
+    if graph:
+        from .quadrants import graph_loop
+        if graph_loop.has_do_while(fn):
+            return graph_loop.GraphLoopKernel(fn, _loop_part, fastcache)
+    return _entry(Kernel(fn), fastcache, graph)
+
+
+def _entry(k: Kernel[Any, Any], fastcache: bool, graph: bool) -> Any:
+    """What the decorator returns for the kernel `k`: itself, or its struct-argument entry."""
     k.fastcache, k.graph = fastcache, graph
     from .frontend.struct_args import compound_params
-    compound = compound_params(fn)
+    compound = compound_params(k.fn)
     return StructArgKernel(k, compound) if compound or has_struct(k.ret) else k
+
+
+def _loop_part(fn: Callable, src: SourceInfo, part: int) -> Any:
+    """One part of a kernel with `jr.graph.do_while` loops (quadrants/graph_loop.py): the
+    function `fn` compiled from `src` (its body cut to the part)."""
+    k: Kernel[Any, Any] = Kernel(fn)
+    k._source = src
+    k.name = f"{k.name}_part{part}"
+    k.qualname = f"{k.qualname}.do_while_part{part}"
+    return _entry(k, True, False)
 
 
 def data_oriented(cls: type) -> type:

@@ -33,10 +33,9 @@ class QuadrantsLowering(LoweringHost):
             takes = str(lo) if lo == hi else f"{lo} or {hi}"
             raise self.err(node, f"jr.{fn.name}() takes {takes} positional argument(s)")
         if fn is bi.graph_do_while:
-            raise self.err(node, "jr.graph.do_while() is not supported: jitrt has no "
-                           "device-side loop over a kernel's tasks; loop on the host "
-                           "(`while flag[None]: step()`), or record the step with "
-                           "jr.graph(step)")
+            raise self.err(node, "jr.graph.do_while(flag) is the condition of a `while` "
+                           "loop at the top level of a @jr.kernel(graph=True) kernel (or "
+                           "directly inside another such loop), not elsewhere")
         args = [as_vector(self.expr(a)) for a in node.args]
         if fn is bi.bit_cast:
             return self.bit_cast(args[0], args[1], node)
