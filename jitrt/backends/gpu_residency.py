@@ -193,7 +193,7 @@ class ForeignArrays:
         if found is not None and found[0]() is obj:
             return found[1]  # type: ignore[no-any-return]
         info = cuda_array(obj)
-        if info is None:
+        if info is None or not self.same_device(obj):
             return None
         ptr, shape, np_dtype, readonly = info
         dt = dtypes.from_numpy(np_dtype)
@@ -207,6 +207,16 @@ class ForeignArrays:
         except TypeError:       # not weak-referenceable: wrapped again at each use
             pass
         return wrapped
+
+    def same_device(self, obj: Any) -> bool:
+        """False when `obj` says (`__dlpack_device__`) that it lives on another device of
+        this device's kind (a torch tensor of cuda:1 given to a launch on cuda:0)."""
+        try:
+            kind, index = obj.__dlpack_device__()
+        except (AttributeError, TypeError, ValueError, RuntimeError):
+            return True
+        device = self.device
+        return int(kind) != device.dlpack_device_type or int(index) == device.device_id
 
     def close(self) -> None:
         """The device goes away: other libraries' memory is just let go."""

@@ -1,0 +1,301 @@
+"""Several devices in one process (`jr.device(k)`, runtime/devices.py): a program per device,
+arrays that belong to one device, the error for an array of another device, `to_device`, the
+exports of each array from its own device. Run over the fake vendor (`fakegpu_lib.py`) with
+two fake GPUs: kernels never execute there, what is checked is which device's memory, handles
+and driver calls a launch uses (docs/gpu.md, "Several devices, streams and interop")."""
+import numpy as np
+import pytest
+
+import jitrt as jr
+from jitrt.runtime import program as program_mod
+
+nd = jr.types.ndarray
+pytestmark = pytest.mark.cpu_only
+
+
+@pytest.fixture
+def two(fakegpu_program):
+    """(fake binding, program of device 0) with two fake GPUs."""
+    lib, program = fakegpu_program
+    lib.devices = 2
+    return lib, program
+
+
+@jr.kernel
+def scale(a: nd(dtype=jr.f32, ndim=1)):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * 2.0
+
+
+def test_each_device_has_its_own_program_and_handles(two):
+    lib, p0 = two
+    a = jr.ndarray(jr.f32, shape=(8,))
+    scale(a)
+    with jr.device(1) as p1:
+        assert program_mod.current() is p1 and p1 is not p0
+        assert p1.device.device_id == 1 and p1.arch == "fakegpu"
+        assert p1.config.offline_cache is False          # the current program's options
+        b = jr.ndarray(jr.f32, shape=(8,))
+        scale(b)
+        assert b._mirror.device is p1.device
+    assert program_mod.current() is p0 and a._mirror.device is p0.device
+    handles = list(scale.handles.values())
+    assert sorted(h.program.config.device_id for h in handles) == [0, 1]
+    compiles = p0.stats()["compiles"] + p1.stats()["compiles"]
+    for _ in range(3):                    # switching back and forth compiles nothing again
+        scale(a)
+        with jr.device(1) as again:
+            assert again is p1
+            scale(b)
+    assert p0.stats()["compiles"] + p1.stats()["compiles"] == compiles
+
+
+def test_a_launch_given_an_array_of_another_device_names_both(two):
+    a = jr.ndarray(jr.f32, shape=(8,))
+    scale(a)                              # a belongs to fakegpu:0 now
+    with jr.device(1):
+        with pytest.raises(jr.KernelArgError, match=r"kernel test_devices.scale: argument 'a' "
+                           r"lives on fakegpu:0, but this launch runs on fakegpu:1; "
+                           r".*jr\.device\(0\).*a\.to_device\(1\)"):
+            scale(a)
+        b = jr.ndarray(jr.f32, shape=(8,))
+        scale(b)                          # the fast path of device 1 is installed
+        with pytest.raises(jr.KernelArgError, match="argument 'a' lives on fakegpu:0"):
+            scale(a)                      # a new array through the fast path: the same error
+
+
+def test_a_field_belongs_to_the_device_that_first_used_it(two):
+    x = jr.field(jr.f32, shape=(4,))
+
+    @jr.kernel
+    def bump():
+        for i in x:
+            x[i] += 1.0
+
+    bump()
+    with jr.device(1):
+        with pytest.raises(jr.KernelArgError, match=r"'.*' lives on fakegpu:0, but is used on "
+                           r"fakegpu:1"):
+            bump()
+    bump()                                # device 0 still runs it
+
+
+def test_to_device_copies_an_ndarray_and_its_grad(two):
+    lib, _ = two
+    a = jr.ndarray(jr.f32, shape=(4,), needs_grad=True)
+    a.from_numpy(np.arange(4, dtype=np.float32))
+    a.grad.fill(3.0)
+    scale(a)
+    b = a.to_device(1)
+    assert b is not a and b._mirror.device.device_id == 1
+    assert b.grad._mirror.device is b._mirror.device
+    assert b._mirror.ptr != a._mirror.ptr
+    assert b._mirror.host_newer is False           # uploaded at once
+    np.testing.assert_array_equal(b.to_numpy(), np.arange(4, dtype=np.float32))
+    np.testing.assert_array_equal(b.grad.to_numpy(), np.full(4, 3.0, np.float32))
+    with jr.device(1):
+        scale(b)                                   # b is device 1's
+
+
+def test_exports_come_from_the_arrays_own_device(two):
+    a = jr.ndarray(jr.f32, shape=(4,))
+    scale(a)
+    with jr.device(1):
+        b = jr.ndarray(jr.f32, shape=(4,))
+        scale(b)
+    # device 0 is current again: b still exports device 1's memory
+    assert b.__dlpack_device__() == (12, 1) and a.__dlpack_device__() == (12, 0)
+    assert b.__cuda_array_interface__["data"][0] == b._mirror.ptr
+    assert a.__cuda_array_interface__["data"][0] == a._mirror.ptr
+    b.fill(2.0)                                   # a memset on device 1's memory
+    np.testing.assert_array_equal(b.to_numpy(), np.full(4, 2.0, np.float32))
+
+
+class Foreign:
+    """Another library's device array: `__cuda_array_interface__` and `__dlpack_device__`."""
+
+    def __init__(self, device_id, n=4):
+        self.memory = np.zeros(n, np.float32)
+        self.device_id = device_id
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.memory.shape, "typestr": "<f4", "version": 3, "strides": None,
+                "data": (self.memory.ctypes.data, False)}
+
+    def __dlpack_device__(self):
+        return 12, self.device_id
+
+
+def test_a_foreign_array_of_another_device_is_refused_and_of_this_one_copied_never(two):
+    with jr.device(1):
+        t1 = Foreign(1)
+        scale(t1)                                  # device 1's memory, used in place
+        wrapped = program_mod.current().device.wrap_foreign(t1)
+        assert wrapped._mirror.ptr == t1.memory.ctypes.data      # no copy: the same pointer
+    with pytest.raises(jr.KernelArgError, match=r"argument 'a' lives on fakegpu:1, but this "
+                       r"launch runs on fakegpu:0"):
+        scale(t1)
+    scale(Foreign(0))
+
+
+def test_device_ids_are_checked(two):
+    with pytest.raises(jr.BackendUnavailableError, match=r"device_id=2 but this machine has "
+                       r"2 fake GPU\(s\)"):
+        with jr.device(2):
+            pass
+    with pytest.raises(jr.ConfigError, match="a device id is an int >= 0"):
+        with jr.device(-1):
+            pass
+
+
+def test_jr_init_closes_every_device(two):
+    lib, _ = two
+    a = jr.ndarray(jr.f32, shape=(4,))
+    with jr.device(1):
+        scale(a)
+    p = jr.init(arch="fakegpu", offline_cache=False, enable_fallback=False, device_id=1)
+    assert list(program_mod.OPEN.values()) == [p]
+    assert a._mirror is None                      # brought home when device 1 closed
+    scale(a)                                      # and usable on the new program
+    assert not [h for h in scale.handles.values() if h.program is not p]
+
+
+def test_a_tape_records_one_device(two):
+    a = jr.ndarray(jr.f32, shape=(4,), needs_grad=True)
+    loss = jr.ndarray(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def total(a: nd(dtype=jr.f32, ndim=1), loss: nd(dtype=jr.f32, ndim=0)):
+        for i in range(a.shape[0]):
+            loss[None] += a[i]
+
+    with jr.ad.Tape(loss):
+        total(a, loss)
+        with pytest.raises(jr.JitrtError, match=r"jr.device\(1\) inside a jr.ad.Tape"):
+            with jr.device(1):
+                pass
+
+
+def test_the_cpu_is_device_0_only():
+    with jr.device(0) as p:
+        assert p is program_mod.current() and p.arch == "cpu"
+    with pytest.raises(jr.ConfigError, match="the CPU is device 0"):
+        with jr.device(1):
+            pass
+    a = jr.ndarray(jr.f32, shape=(3,))
+    a.fill(1.0)
+    b = a.to_device(0)
+    assert b is not a and b.to_numpy().tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(jr.ConfigError, match="the CPU is device 0"):
+        a.to_device(1)
+
+
+# ---- streams and events (runtime/streams.py) ---------------------------------------------
+
+def launch_streams(lib):
+    """The stream of each launch the fake binding saw (fgLaunchKernel's ninth argument)."""
+    return [args[8] for name, args in lib.log if name == "fgLaunchKernel"]
+
+
+def test_launches_copies_and_fills_go_on_the_chosen_stream(two):
+    lib, program = two
+    a = jr.ndarray(jr.f32, shape=(8,))
+    scale(a)
+    s = jr.Stream()
+    assert s.handle != program.device.driver.stream and s.device_id == 0
+    lib.log.clear()
+    with jr.stream(s):
+        scale(a)
+        a.fill(1.0)
+        a.from_numpy(np.ones(8, np.float32))
+    scale(a)
+    assert launch_streams(lib) == [s.handle, program.device.driver.stream]
+    memsets = [args[-1] for name, args in lib.log if name == "fgMemsetD32Async"]
+    assert memsets == [s.handle]
+    external = jr.Stream.from_handle(0x1234)
+    with jr.stream(external):
+        lib.log.clear()
+        scale(a)
+        assert launch_streams(lib) == [0x1234]
+    assert external.cuda_stream == 0x1234
+
+
+def test_events_order_streams_on_the_device(two):
+    lib, program = two
+    a = jr.ndarray(jr.f32, shape=(8,))
+    s1, s2 = jr.Stream(), jr.Stream()
+    with jr.stream(s1):
+        scale(a)
+        done = jr.Event().record()          # on s1, the stream the device queues on now
+    assert lib.event_streams[id(done.handle)] == s1.handle
+    lib.calls.clear()
+    s2.wait_event(done)
+    s2.wait_stream(s1)
+    assert [c for c in lib.calls if c[0] == "wait"] == [("wait", s2.handle, "recorded")] * 2
+    lib.log.clear()
+    done.synchronize()
+    s2.synchronize()
+    assert [name for name, _ in lib.log] == ["fgEventSynchronize", "fgStreamSynchronize"]
+    assert lib.log[-1][1] == (s2.handle,)
+    torch_event = jr.Event.from_handle(0xBEEF)
+    lib.log.clear()
+    torch_event.wait()                      # jitrt's stream waits for another library's
+    assert lib.log == [("fgStreamWaitEvent", (program.device.driver.stream, 0xBEEF, 0))]
+
+
+def test_a_stream_of_device_1_launches_there(two):
+    lib, p0 = two
+    s = jr.Stream(device=1)
+    with jr.stream(s):
+        assert program_mod.current().config.device_id == 1
+        b = jr.ndarray(jr.f32, shape=(4,))
+        scale(b)
+    assert program_mod.current() is p0 and b._mirror.device.device_id == 1
+    with pytest.raises(jr.JitrtError, match="an event of device 0 cannot be recorded on or "
+                       "waited for by a stream of device 1"):
+        jr.Event().record(s)
+
+
+def test_graphs_capture_and_replay_on_the_chosen_stream(two):
+    lib, program = two
+    a = jr.ndarray(jr.f32, shape=(8,))
+    s = jr.Stream()
+    with jr.stream(s):
+        g = jr.graph(lambda: scale(a))
+        g()                                 # records (and captures on s)
+        lib.log.clear()
+        g()                                 # replays
+    assert [args[1] for name, args in lib.log if name == "fgGraphLaunch"] == [s.handle]
+
+
+def test_dlpack_export_with_a_consumer_stream_does_not_wait_on_the_host(two):
+    lib, program = two
+    a = jr.ndarray(jr.f32, shape=(4,))
+    scale(a)
+    lib.log.clear()
+    capsule = a.__dlpack__(stream=1)        # CUDA's legacy default stream, as torch passes it
+    assert capsule is not None
+    names = [name for name, _ in lib.log]
+    assert "fgStreamSynchronize" not in names
+    assert ("fgStreamWaitEvent" in names and
+            [args[0] for name, args in lib.log if name == "fgStreamWaitEvent"] == [1])
+    lib.log.clear()
+    a.__dlpack__()                          # no stream: the host waits, as before
+    assert "fgStreamSynchronize" in [name for name, _ in lib.log]
+    cai = a.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["stream"] is None and cai["data"][0] == a._mirror.ptr
+
+
+def test_streams_and_events_on_the_cpu_run_in_order():
+    a = jr.ndarray(jr.f32, shape=(4,))
+    a.fill(1.0)
+    s = jr.Stream()
+    assert s.handle is None and s.cuda_stream == 0
+    with jr.stream(s):
+        scale(a)
+        e = jr.Event().record()
+    e.wait()
+    e.synchronize()
+    s.synchronize()
+    assert a.to_numpy().tolist() == [2.0] * 4
