@@ -693,7 +693,20 @@ class Ndarray(_Buffer):
     def from_dlpack(cls, obj: Any, name: str | None = None) -> "Ndarray":
         """Wrap any DLPack producer (a torch CPU tensor, a numpy array...) without copying.
         The producer keeps its memory; writes it makes itself are not seen by the generation
-        counters (call `.touch()` after them)."""
+        counters (call `.touch()` after them). A GPU tensor (torch/CuPy/JAX on CUDA) is
+        wrapped the same way on a GPU program of its device (docs/gpu.md, "Zero-copy
+        exchange")."""
+        where = getattr(obj, "__dlpack_device__", None)
+        if where is not None and int(where()[0]) != 1:       # not kDLCPU: device memory
+            device = CURRENT_DEVICE[0]
+            imported = None if device is None else device.import_dlpack(obj)
+            if imported is None:
+                raise ValueError(f"jr.ndarray.from_dlpack: the tensor is in device memory "
+                                 f"(DLPack device {tuple(where())}); the current program is "
+                                 "on the CPU (jr.init(arch=jr.cuda))")
+            if name is not None:
+                imported.name, imported.named = name, True
+            return imported
         arr = np.from_dlpack(obj)
         if not arr.flags.c_contiguous:
             raise ValueError("jr.ndarray.from_dlpack: the tensor is not C-contiguous; "

@@ -299,3 +299,53 @@ def test_streams_and_events_on_the_cpu_run_in_order():
     e.synchronize()
     s.synchronize()
     assert a.to_numpy().tolist() == [2.0] * 4
+
+
+class DLPackTensor:
+    """Another library's device tensor that speaks only DLPack (as JAX's does): a capsule
+    over fake device memory, made with jitrt's own exporter; `released` counts the times the
+    consumer handed it back, `streams` the consumer streams it was asked for."""
+
+    def __init__(self, device_id, n=4):
+        self.memory = np.arange(n, dtype=np.float32)
+        self.device_id, self.released, self.streams = device_id, 0, []
+
+    def __dlpack_device__(self):
+        return 12, self.device_id
+
+    def __dlpack__(self, stream=None, **kwargs):
+        from jitrt import dlpack, dtypes
+        self.streams.append(stream)
+
+        def released():
+            self.released += 1
+        return dlpack.export(self.memory.ctypes.data, self.memory.shape, dtypes.f32, 12,
+                             self.device_id, self, released)
+
+
+def test_from_dlpack_of_a_device_tensor_copies_nothing_and_hands_it_back(two):
+    import gc
+    t = DLPackTensor(0)
+    a = jr.ndarray.from_dlpack(t, name="imported")
+    assert a._mirror.ptr == t.memory.ctypes.data and a.name == "imported"
+    assert t.streams == [None]                   # the fake stream has no address
+    assert a.to_numpy().tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert t.released == 0
+    del a
+    gc.collect()
+    assert t.released == 1
+    lib = two[0]
+    lib.calls.clear()
+    scale(jr.ndarray.from_dlpack(t))             # used in place: nothing uploaded
+    assert [c[0] for c in lib.calls] == ["launch"]
+    with pytest.raises(ValueError, match=r"the tensor is on DLPack device \(12, 1\); this "
+                       r"program's device is fakegpu:0 .*jr\.device\(1\)"):
+        jr.ndarray.from_dlpack(DLPackTensor(1))
+    with jr.device(1):
+        b = jr.ndarray.from_dlpack(DLPackTensor(1))
+        assert b._mirror.device.device_id == 1
+
+
+def test_from_dlpack_of_a_device_tensor_on_the_cpu_says_why():
+    with pytest.raises(ValueError, match="the tensor is in device memory"):
+        jr.ndarray.from_dlpack(DLPackTensor(0))

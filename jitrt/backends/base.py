@@ -350,6 +350,11 @@ class MemoryRole(abc.ABC):
         """The host copy of `data` was overwritten whole (`from_numpy`): a device copy, if
         any, is brought up to date now (asynchronously), so that launches move nothing."""
 
+    def import_dlpack(self, obj: object) -> "Ndarray | None":
+        """`jr.ndarray.from_dlpack` of a tensor in this device's memory (no copy), or None
+        where memory is the host's (numpy imports it)."""
+        return None
+
     def wrap_foreign(self, obj: object) -> "Ndarray | None":
         """A jitrt ndarray over another library's array in this device's memory (no copy),
         or None when `obj` is not one (host memory needs no wrapping: None)."""

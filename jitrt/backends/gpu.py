@@ -272,6 +272,10 @@ class GpuDevice(Device):
         same live object; None if `obj` is not a C-contiguous device array of a jitrt dtype."""
         return self.foreign.wrap(obj)
 
+    def import_dlpack(self, obj: Any) -> Any:
+        """A jitrt ndarray over a device tensor's memory, by DLPack (no copy)."""
+        return self.foreign.import_dlpack(obj)
+
     def check_status(self) -> None:
         """After a synchronisation: raise the fault a kernel recorded, if any (and clear it)."""
         check_status(self)
