@@ -6,9 +6,10 @@ torch, CuPy and JAX accept) pointing at the memory, kept alive, with the object 
 memory, until the consumer calls its deleter (or the capsule is collected unconsumed).
 Nothing is copied. `consume` is the other way: a producer's capsule read (a device tensor
 imported by `jr.ndarray.from_dlpack`). A CPU export is writable, since consumers such as
-torch write through a read-only one anyway: its deleter runs `on_release` (the owner's generation bump), so the
-caches that observe the data by generation see the consumer's writes once it lets go
-(docs/usage.md, "Arrays in and out without copies"). Caches: the live exports, until deleted.
+torch write through a read-only one anyway: its deleter runs `on_release` (the owner's
+generation bump), so the caches that observe the data by generation see the consumer's writes
+once it lets go (docs/usage.md, "Arrays in and out without copies"). Caches: the live
+exports, until deleted.
 """
 from __future__ import annotations
 
