@@ -349,3 +349,22 @@ def test_from_dlpack_of_a_device_tensor_copies_nothing_and_hands_it_back(two):
 def test_from_dlpack_of_a_device_tensor_on_the_cpu_says_why():
     with pytest.raises(ValueError, match="the tensor is in device memory"):
         jr.ndarray.from_dlpack(DLPackTensor(0))
+
+
+def test_devices_of_one_arch_share_the_offline_cache(two, tmp_path):
+    jr.init(arch="fakegpu", offline_cache=True, offline_cache_dir=str(tmp_path),
+            enable_fallback=False)
+
+    @jr.kernel
+    def twice(a: nd(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            a[i] = a[i] * 2.0
+
+    twice(jr.ndarray(jr.f32, shape=(4,)))
+    jr.sync()
+    with jr.device(1) as p1:
+        assert p1.cache_store is not None and p1.cache_store.dir == \
+            program_mod.OPEN[("fakegpu", 0)].cache_store.dir
+        twice(jr.ndarray(jr.f32, shape=(4,)))
+        stats = p1.stats()
+    assert stats["offline_cache_hits"] == 1 and stats["compiles"] == 0
