@@ -368,3 +368,20 @@ def test_devices_of_one_arch_share_the_offline_cache(two, tmp_path):
         twice(jr.ndarray(jr.f32, shape=(4,)))
         stats = p1.stats()
     assert stats["offline_cache_hits"] == 1 and stats["compiles"] == 0
+
+
+def test_each_device_is_made_current_again_after_the_other(two):
+    lib, _ = two
+    a = jr.ndarray(jr.f32, shape=(4,))
+    with jr.device(1):
+        b = jr.ndarray(jr.f32, shape=(4,))
+        scale(b)
+    lib.log.clear()
+    for _ in range(2):
+        scale(a)
+        with jr.device(1):
+            scale(b)
+    current = [args[0] for name, args in lib.log if name == "fgSetDevice"]
+    assert current == [0, 1, 0, 1]
+    launches = [name for name, _ in lib.log if name in ("fgSetDevice", "fgLaunchKernel")]
+    assert launches == ["fgSetDevice", "fgLaunchKernel"] * 4

@@ -252,9 +252,11 @@ class StreamDriver:
         return self.checked(self.api.event_create, self.api.event_flags(self.lib))
 
     def event_record(self, event: Any) -> None:
+        self.bind()
         self.checked(self.api.event_record, event, self.cur[0])
 
     def event_synchronize(self, event: Any) -> None:
+        self.bind()
         self.checked(self.api.event_synchronize, event)
 
     def event_destroy(self, event: Any) -> None:
@@ -269,6 +271,7 @@ class StreamDriver:
         return self.checked(self.api.end_capture, self.cur[0])
 
     def instantiate(self, graph: Any) -> Any:
+        self.bind()
         return first(self.checked(self.api.instantiate, graph, 0))
 
     def exec_update(self, graph_exec: Any, graph: Any) -> bool:
@@ -276,6 +279,7 @@ class StreamDriver:
         return bool(result[0] == self._success)
 
     def graph_launch(self, graph_exec: Any) -> None:
+        self.bind()
         self.checked(self.api.graph_launch, graph_exec, self.cur[0])
 
     def destroy_graph(self, graph: Any) -> None:
