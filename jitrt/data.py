@@ -449,7 +449,13 @@ class _Buffer:
             self._wrote()
 
     def touch(self) -> None:
-        """Declare that the data changed behind jitrt's back (through a foreign view)."""
+        """Declare that the data changed behind jitrt's back (through a foreign view). On a
+        GPU whose copy is the newer one (an export marks it so), the change is in device
+        memory: the generation moves and nothing is uploaded over it."""
+        mirror = self._mirror
+        if mirror is not None and mirror.device_newer:
+            self.gen += 1
+            return
         self._wrote()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:

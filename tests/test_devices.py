@@ -3,6 +3,8 @@ arrays that belong to one device, the error for an array of another device, `to_
 exports of each array from its own device. Run over the fake vendor (`fakegpu_lib.py`) with
 two fake GPUs: kernels never execute there, what is checked is which device's memory, handles
 and driver calls a launch uses (docs/gpu.md, "Several devices, streams and interop")."""
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -385,3 +387,19 @@ def test_each_device_is_made_current_again_after_the_other(two):
     assert current == [0, 1, 0, 1]
     launches = [name for name, _ in lib.log if name in ("fgSetDevice", "fgLaunchKernel")]
     assert launches == ["fgSetDevice", "fgLaunchKernel"] * 4
+
+
+def test_touch_after_a_consumer_wrote_device_memory_uploads_nothing_over_it(two):
+    lib, _ = two
+    a = jr.ndarray(jr.f32, shape=(4,))
+    scale(a)
+    a.__dlpack__(stream=1)                       # a consumer may write the device memory now
+    ptr = a._mirror.ptr
+    (ctypes.c_float * 4).from_address(ptr)[2] = 7.0     # what the consumer wrote
+    gen = a.gen
+    a.touch()
+    assert a.gen == gen + 1
+    lib.calls.clear()
+    scale(a)
+    assert [c[0] for c in lib.calls] == ["launch"]          # no upload of the stale host copy
+    assert a.to_numpy()[2] == 7.0

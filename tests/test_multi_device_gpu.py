@@ -146,3 +146,19 @@ def test_graphs_capture_and_replay_on_a_user_stream():
         s.synchronize()
     assert y.to_numpy()[0] == 4.0
     assert np.all(y.to_numpy() == 4.0)
+
+
+def test_a_torch_op_through_dlpack_between_two_launches_is_ordered(torch):
+    """The data-parallel step's pattern: a kernel writes `g`, torch changes it in place
+    through a DLPack view (an all-reduce would), the next kernel reads it; jitrt's stream and
+    torch's are ordered by DLPack's stream argument, then by launching on torch's stream."""
+    n = 1 << 22
+    g, out = jr.ndarray(jr.f32, shape=(n,)), jr.ndarray(jr.f32, shape=(n,))
+    g.fill(1.0)
+    axpy(2.0, g, g)                         # g = 3, on jitrt's stream
+    view = torch.from_dlpack(g)             # torch's stream waits for it on the device
+    view.mul_(2.0)                          # g = 6, on torch's stream
+    g.touch()
+    with jr.stream(jr.Stream.from_handle(torch.cuda.current_stream().cuda_stream)):
+        axpy(1.0, g, out)                   # after mul_, on torch's stream
+    assert out.to_numpy()[[0, n - 1]].tolist() == [6.0, 6.0]
