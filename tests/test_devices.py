@@ -142,6 +142,7 @@ def test_a_foreign_array_of_another_device_is_refused_and_of_this_one_copied_nev
 
 
 def test_device_ids_are_checked(two):
+    assert jr.device_count() == 2
     with pytest.raises(jr.BackendUnavailableError, match=r"device_id=2 but this machine has "
                        r"2 fake GPU\(s\)"):
         with jr.device(2):
@@ -180,6 +181,7 @@ def test_a_tape_records_one_device(two):
 
 
 def test_the_cpu_is_device_0_only():
+    assert jr.device_count() == 1
     with jr.device(0) as p:
         assert p is program_mod.current() and p.arch == "cpu"
     with pytest.raises(jr.ConfigError, match="the CPU is device 0"):

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import jitrt as jr
-from jitrt.runtime import program as program_mod
 
 nd = jr.types.ndarray
 pytestmark = pytest.mark.gpu_only
@@ -19,14 +18,9 @@ def axpy(a: jr.f32, x: nd(dtype=jr.f32, ndim=1), y: nd(dtype=jr.f32, ndim=1)):
         y[i] = a * x[i] + y[i]
 
 
-def device_count() -> int:
-    driver = program_mod.current().device.driver
-    return int(driver.checked(driver.api.device_count))
-
-
 @pytest.fixture
 def two_gpus(arch):
-    if arch != "cuda" or device_count() < 2:
+    if arch != "cuda" or jr.device_count() < 2:
         pytest.skip("needs two CUDA devices")
 
 

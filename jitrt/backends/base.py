@@ -246,6 +246,10 @@ class RunRole(abc.ABC):
     def synchronize(self) -> None:
         """Wait for all queued work (launches run synchronously on devices without streams)."""
 
+    def device_count(self) -> int:
+        """How many devices of this kind the machine has (`jr.device_count()`)."""
+        return 1
+
     # streams and events (`jr.Stream`, `jr.Event`): the defaults are a device without streams,
     # whose launches run in order, synchronously (the CPU): nothing to create, wait or order
     def create_stream(self) -> Handle | None:

@@ -303,6 +303,9 @@ class GpuDevice(Device):
         self.driver.synchronize()
         raise_status(self)
 
+    def device_count(self) -> int:
+        return self.driver.device_count()
+
     # ---- streams and events -------------------------------------------------------------
     def create_stream(self) -> Handle:
         return self.driver.create_stream()

@@ -366,6 +366,9 @@ class StreamDriver:
         self.bind()
         self.checked(self.api.stream_synchronize, self.cur[0])
 
+    def device_count(self) -> int:
+        return int(self.checked(self.api.device_count))
+
     # ---- streams (`jr.Stream`, `jr.stream`) -----------------------------------------------
     def use_stream(self, stream: Any) -> Any:
         """Queue what follows on `stream` (a handle of this driver); returns the previous."""

@@ -47,6 +47,12 @@ def device(device_id: int) -> Iterator["Program"]:
             program_mod.activate(previous)
 
 
+def device_count() -> int:
+    """How many devices of the current program's arch this machine has (1 on the CPU): the
+    ids `jr.device(k)` accepts are 0 .. count - 1."""
+    return program_mod.current().device.device_count()
+
+
 def device_for(device_id: int) -> "Device | None":
     """GPU `device_id` of the current program's arch, opened if needed; None on the CPU
     (device 0; another id raises). What `Ndarray.to_device` copies to."""
