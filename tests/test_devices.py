@@ -405,3 +405,24 @@ def test_touch_after_a_consumer_wrote_device_memory_uploads_nothing_over_it(two)
     scale(a)
     assert [c[0] for c in lib.calls] == ["launch"]          # no upload of the stale host copy
     assert a.to_numpy()[2] == 7.0
+
+
+def test_a_stream_block_is_ordered_after_and_before_the_work_around_it(two):
+    lib, program = two
+    own = program.device.driver.stream
+    a = jr.ndarray(jr.f32, shape=(8,))
+    s = jr.Stream()
+    lib.log.clear()
+    a.fill(1.0)                                  # on jitrt's own stream
+    with jr.stream(s):
+        scale(a)                                 # on s, after the fill
+    scale(a)                                     # on jitrt's own stream, after the block
+    stream_of = {"fgEventRecord": 1, "fgStreamWaitEvent": 0, "fgLaunchKernel": 8,
+                 "fgMemsetD32Async": 3}
+    order = [(name, args[stream_of[name]]) for name, args in lib.log if name in stream_of]
+    assert order == [("fgMemsetD32Async", own),
+                     ("fgEventRecord", own), ("fgStreamWaitEvent", s.handle),   # s after it
+                     ("fgLaunchKernel", s.handle),
+                     ("fgEventRecord", s.handle), ("fgStreamWaitEvent", own),   # own after s
+                     ("fgLaunchKernel", own)]
+    assert launch_streams(lib) == [s.handle, own]

@@ -19,6 +19,7 @@ from . import program as program_mod
 from .devices import device as device_block
 
 if TYPE_CHECKING:
+    from ..backends.base import Device, Handle
     from .program import Program
 
 
@@ -159,14 +160,34 @@ class Event:
 def stream(s: Stream) -> Iterator[Stream]:
     """`with jr.stream(s):` queues the launches, copies, fills and graph replays of the
     stream's device on `s` (and makes that device the current one for the block, as
-    `jr.device` does); the stream used before is current again after it."""
+    `jr.device` does); the stream used before is current again after it. On the device,
+    `s` first waits for what the stream before it had queued, and that stream, after the
+    block, for what the block queued on `s`: jitrt's work stays in order across the block
+    (the host never waits)."""
     program = _open(s._program, "this stream")
     with contextlib.ExitStack() as scope:
         if program is not program_mod.current():
             scope.enter_context(device_block(s.device_id))
-        previous = program.device.use_stream(s.handle)
+        device = program.device
+        previous = device.use_stream(s.handle)
+        _order(device, s.handle, previous)
         try:
             yield s
         finally:
             if program_mod.OPEN.get((program.arch, s.device_id)) is program:
-                program.device.use_stream(previous)
+                _order(device, previous, s.handle)
+                device.use_stream(previous)
+
+
+def _order(device: "Device", waiter: "Handle | None", waited: "Handle | None") -> None:
+    """`waiter` waits on the device for the work queued so far on `waited` (one event,
+    released at once: a wait keeps what it needs); nothing where there are no streams or
+    both are one stream."""
+    if waiter is None or waited is None or waiter is waited:
+        return
+    event = device.create_event()
+    if event is None:
+        return
+    device.record_event(event, waited)
+    device.wait_event(waiter, event)
+    device.destroy_event(event)
