@@ -76,8 +76,8 @@ def test_a_field_belongs_to_the_device_that_first_used_it(two):
 
     bump()
     with jr.device(1):
-        with pytest.raises(jr.KernelArgError, match=r"'.*' lives on fakegpu:0, but is used on "
-                           r"fakegpu:1"):
+        with pytest.raises(jr.KernelArgError, match=r"kernel .*bump.*: field '.*' lives on "
+                           r"fakegpu:0, but this launch runs on fakegpu:1"):
             bump()
     bump()                                # device 0 still runs it
 

@@ -119,3 +119,17 @@ def mismatch(kernel: Any, what: str, there: str, here: "Device") -> KernelArgErr
         f"kernel {kernel.qualname}: argument '{what}' lives on {there}, but this launch runs "
         f"on {device_name(here)}; launch it inside jr.device({there.rsplit(':', 1)[-1]}), or "
         f"copy a jitrt ndarray with {name}.to_device({here.device_id})")
+
+
+def check_field_device(kernel_name: str, fld: Any, program: "Program") -> None:
+    """Raise `KernelArgError` when a field a kernel uses (or its `.grad`) lives on another
+    device than the program's, naming the kernel, the field and both devices."""
+    here = program.device
+    for buf in (fld, fld.grad):
+        there = owner_device(buf)
+        if there is not None and there is not here:
+            raise KernelArgError(
+                f"kernel {kernel_name.removesuffix('[]')}: field '{buf.name}' lives on "
+                f"{device_name(there)}, but this launch runs on {device_name(here)}: a field "
+                "belongs to the device that first used it (docs/gpu.md, \"Several devices, "
+                "streams and interop\")")
