@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from .quadrants import algorithms, lang, simt
     from .quadrants import qd_logging as _logging  # noqa: F401 (qd._logging)
     from .quadrants.perf import perf_dispatch
+    from .runtime.devices import device, device_count
+    from .runtime.streams import Event, Stream, stream
     from .runtime.graph import Graph, graph
     # To a type checker a dtype is the Python type of its values, so that kernel parameters
     # annotated `x: jr.f32` are valid types (`float`) and a kernel's signature is checked at
@@ -113,7 +115,11 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "algorithms": (".quadrants.algorithms", None), "lang": (".quadrants.lang", None),
     "simt": (".quadrants.simt", None), "_logging": (".quadrants.qd_logging", None),
     "perf_dispatch": (".quadrants.perf", "perf_dispatch"), "solve": (".linear_solve", "solve"),
-    "Graph": (".runtime.graph", "Graph"), "graph": (".runtime.graph", "graph")}
+    "Graph": (".runtime.graph", "Graph"), "graph": (".runtime.graph", "graph"),
+    "device": (".runtime.devices", "device"),
+    "device_count": (".runtime.devices", "device_count"),
+    "Stream": (".runtime.streams", "Stream"),
+    "Event": (".runtime.streams", "Event"), "stream": (".runtime.streams", "stream")}
 
 # The launch path and the cache store load with the package; the compile pipeline (frontend
 # lowering, passes, codegen) loads with the first compile and the CPU backend (llvmlite's LLVM
@@ -145,7 +151,8 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "Vector", "acos", "ad", "amdgpu", "asin",
            "atan", "atan2", "atomic_add", "atomic_max", "atomic_min", "atomic_sub", "block_local",
            "cast", "ceil",
-           "clamp", "clear_cache", "cos", "cosh", "cpu", "cuda", "data_oriented", "debug", "eig",
+           "clamp", "clear_cache", "cos", "cosh", "cpu", "cuda", "data_oriented", "debug",
+           "device", "device_count", "eig", "Event", "Stream", "stream",
            "exp", "exp2", "f32", "f64", "field", "floor", "func", "gpu", "graph", "grouped", "i16",
            "i32", "i64", "i8", "init", "kernel", "log", "log2", "loop_config", "math", "ndarray",
            "ndrange", "polar_decompose", "pow", "profiler", "randn", "random", "reset", "root",

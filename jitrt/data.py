@@ -25,7 +25,7 @@ import itertools
 import math
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -43,6 +43,9 @@ _alloc_ids = itertools.count(1)
 # `__cuda_array_interface__` and `__dlpack__` export from, and what foreign device arrays
 # passed to kernels are wrapped for
 CURRENT_DEVICE: list["Device | None"] = [None]
+# device id -> that GPU of the current program's arch, opened if needed, or None on the CPU
+# (set by the runtime: `runtime/devices.py`); what `Ndarray.to_device` copies to
+OPEN_DEVICE: list[Callable[[int], "Device | None"]] = [lambda device_id: None]
 # numpy < 2.1 imports DLPack tensors read-only and cannot export read-only views through it
 DLPACK_WRITABLE = bool(np.from_dlpack(np.zeros(1)).flags.writeable)
 _grad_fields: list["weakref.ref[Field]"] = []   # pruned as fields die (cheaper than a WeakSet)
@@ -297,6 +300,14 @@ class _Buffer:
             value = bit_pattern(value, self._dtype)
         self._write(index, value)
 
+    def _device(self) -> "Device | None":
+        """The GPU this data belongs to: the open device holding its device copy, else the
+        current program's GPU (None on the CPU)."""
+        mirror = self._mirror
+        if mirror is not None and not mirror.device.closed:
+            return mirror.device  # type: ignore[no-any-return]
+        return CURRENT_DEVICE[0]
+
     def _element_value(self, key: Any, value: Any) -> np.ndarray:
         """What `x[i] = value` stores in a vector/matrix element: its shape, or a scalar."""
         arr = np.asarray(value)
@@ -326,7 +337,7 @@ class _Buffer:
             self._mirror.device_newer = False    # every element is overwritten
         np.copyto(self._data, arr, casting="same_kind")
         self._wrote()
-        device = CURRENT_DEVICE[0]
+        device = self._device()
         if device is not None:
             device.host_overwrote(self)          # a GPU's copy goes up now, asynchronously
 
@@ -342,7 +353,7 @@ class _Buffer:
             raise ValueError(f"{self.name}.copy_from: the source {other.name} has shape "
                              f"{other.shape} (element {other.element_shape}), this {kind} "
                              f"{self.shape} (element {self.element_shape})")
-        device = CURRENT_DEVICE[0]
+        device = self._device()
         if device is not None and device.copy_data(self, other):
             self.gen += 1                        # copied in device memory (docs/gpu.md)
             return
@@ -359,7 +370,7 @@ class _Buffer:
         if arr.shape not in ((), self._element):
             raise ValueError(f"{self.name}.fill: the value has shape {arr.shape}; an element "
                              f"has shape {self._element} (or give a number)")
-        device = CURRENT_DEVICE[0]
+        device = self._device()
         if device is not None:
             element = np.empty(self._element, self._data.dtype)
             element[...] = arr                   # converted as a host fill converts it
@@ -438,7 +449,13 @@ class _Buffer:
             self._wrote()
 
     def touch(self) -> None:
-        """Declare that the data changed behind jitrt's back (through a foreign view)."""
+        """Declare that the data changed behind jitrt's back (through a foreign view). On a
+        GPU whose copy is the newer one (an export marks it so), the change is in device
+        memory: the generation moves and nothing is uploaded over it."""
+        mirror = self._mirror
+        if mirror is not None and mirror.device_newer:
+            self.gen += 1
+            return
         self._wrote()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -458,9 +475,12 @@ class _Buffer:
         check); the generation moves when the consumer releases it, so caches see its writes
         by then (`.touch()` makes them seen earlier). `copy=True` exports a copy."""
         from . import dlpack
-        device = CURRENT_DEVICE[0]
+        device = self._device()
         if device is not None:
-            ptr = device.export_ptr(self)
+            stream = kwargs.get("stream")      # the consumer's stream: it waits, not the host
+            ptr = device.export_ptr(self, wait=stream is None)
+            if stream is not None and stream != -1:
+                device.consumer_waits(int(stream))
             return dlpack.export(ptr, self._dims, self.dtype, device.dlpack_device_type,
                                  device.device_id, self)
         if kwargs.get("copy"):
@@ -472,7 +492,7 @@ class _Buffer:
                              self, self._wrote, versioned)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        device = CURRENT_DEVICE[0]
+        device = self._device()
         if device is not None:
             return device.dlpack_device_type, device.device_id
         return self._data.__dlpack_device__()  # type: ignore[return-value]
@@ -483,7 +503,7 @@ class _Buffer:
         The data is brought to the device and the stream synchronised first; a consumer's
         writes are seen by later launches and host reads (call `.touch()` after them so that
         caches keyed on the generation see the change)."""
-        device = CURRENT_DEVICE[0]
+        device = self._device()
         if device is None:
             raise AttributeError("__cuda_array_interface__: the current program is not on "
                                  "a GPU (jr.init(arch=jr.cuda))")
@@ -661,11 +681,38 @@ class Ndarray(_Buffer):
         """Taichi's: the number of elements (the product of `shape`)."""
         return int(np.prod(self.shape, dtype=np.int64))
 
+    def to_device(self, device_id: int) -> "Ndarray":
+        """A copy of this ndarray (with copies of `.grad` and `.dual`) that belongs to GPU
+        `device_id` of the current program's arch (docs/gpu.md, "Several devices"): the data
+        comes down from the device holding it and goes up to the other one at once, without
+        waiting (through host memory: no peer-to-peer copy). On the CPU only device 0 exists,
+        and the copy is a plain one."""
+        target = OPEN_DEVICE[0](device_id)
+        out = copy.copy(self)
+        for buf in (out, out.grad, out.dual):
+            if buf is not None and target is not None:
+                target.data_ptr(buf)             # its device memory on `target`
+                target.host_overwrote(buf)       # the data goes up now, asynchronously
+        return out  # type: ignore[no-any-return]
+
     @classmethod
     def from_dlpack(cls, obj: Any, name: str | None = None) -> "Ndarray":
         """Wrap any DLPack producer (a torch CPU tensor, a numpy array...) without copying.
         The producer keeps its memory; writes it makes itself are not seen by the generation
-        counters (call `.touch()` after them)."""
+        counters (call `.touch()` after them). A GPU tensor (torch/CuPy/JAX on CUDA) is
+        wrapped the same way on a GPU program of its device (docs/gpu.md, "Zero-copy
+        exchange")."""
+        where = getattr(obj, "__dlpack_device__", None)
+        if where is not None and int(where()[0]) != 1:       # not kDLCPU: device memory
+            device = CURRENT_DEVICE[0]
+            imported = None if device is None else device.import_dlpack(obj)
+            if imported is None:
+                raise ValueError(f"jr.ndarray.from_dlpack: the tensor is in device memory "
+                                 f"(DLPack device {tuple(where())}); the current program is "
+                                 "on the CPU (jr.init(arch=jr.cuda))")
+            if name is not None:
+                imported.name, imported.named = name, True
+            return imported
         arr = np.from_dlpack(obj)
         if not arr.flags.c_contiguous:
             raise ValueError("jr.ndarray.from_dlpack: the tensor is not C-contiguous; "

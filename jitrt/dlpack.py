@@ -4,14 +4,17 @@ Stage: data (interop). `_Buffer.__dlpack__` makes one for GPU-resident data (the
 memory) and for host data on the CPU: a `DLManagedTensor` (DLPack 0.x layout, which numpy,
 torch, CuPy and JAX accept) pointing at the memory, kept alive, with the object that owns the
 memory, until the consumer calls its deleter (or the capsule is collected unconsumed).
-Nothing is copied. A CPU export is writable, since consumers such as torch write through a
-read-only one anyway: its deleter runs `on_release` (the owner's generation bump), so the
-caches that observe the data by generation see the consumer's writes once it lets go
-(docs/usage.md, "Arrays in and out without copies"). Caches: the live exports, until deleted.
+Nothing is copied. `consume` is the other way: a producer's capsule read (a device tensor
+imported by `jr.ndarray.from_dlpack`). A CPU export is writable, since consumers such as
+torch write through a read-only one anyway: its deleter runs `on_release` (the owner's
+generation bump), so the caches that observe the data by generation see the consumer's writes
+once it lets go (docs/usage.md, "Arrays in and out without copies"). Caches: the live
+exports, until deleted.
 """
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from typing import Any, Callable
 
 from .dtypes import DataType
@@ -139,3 +142,54 @@ def export(ptr: int, shape: tuple[int, ...], dtype: DataType, device_type: int,
     _live[address] = _pin((managed, shape_arr, owner, on_release))   # unpinned on release
     return _api.PyCapsule_New(address, b"dltensor_versioned" if versioned else b"dltensor",
                               ctypes.cast(_DESTRUCTOR, ctypes.c_void_p))
+
+
+_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_SetName", ctypes.pythonapi))
+
+
+@dataclasses.dataclass(frozen=True)
+class Imported:
+    """What a consumed capsule describes; `release` hands the tensor back to its producer."""
+    ptr: int
+    shape: tuple[int, ...]
+    contiguous: bool
+    code: int                  # DLPack's type code (0 int, 1 uint, 2 float)
+    bits: int
+    lanes: int
+    device: tuple[int, int]    # (device type, device id)
+    release: Callable[[], None]
+
+
+def consume(capsule: Any) -> Imported:
+    """Take a `dltensor` (or `dltensor_versioned`) capsule from its producer: the capsule is
+    renamed `used_...` (DLPack's rule: nothing else may consume it) and the tensor is ours
+    until `release()` calls the producer's deleter."""
+    for name, kind in ((b"dltensor_versioned", DLManagedTensorVersioned),
+                       (b"dltensor", DLManagedTensor)):
+        if _is_valid(capsule, name):
+            break
+    else:
+        raise TypeError("not a DLPack capsule (or one already consumed)")
+    managed = kind.from_address(_get_pointer(capsule, name))
+    _set_name(capsule, b"used_" + name)
+    t = managed.dl_tensor
+    shape = tuple(t.shape[k] for k in range(t.ndim))
+    contiguous = True
+    if t.strides:
+        step = 1
+        for k in reversed(range(t.ndim)):
+            if shape[k] != 1 and t.strides[k] != step:
+                contiguous = False
+            step *= shape[k]
+
+    def release() -> None:
+        if managed.deleter:
+            managed.deleter(ctypes.pointer(managed))
+    return Imported(int(t.data or 0) + int(t.byte_offset), shape, contiguous, t.dtype.code,
+                    t.dtype.bits, t.dtype.lanes, (t.device.device_type, t.device.device_id),
+                    release)

@@ -85,6 +85,13 @@ def from_numpy(dtype: np.dtype) -> DataType | None:
     return _BY_NP.get(np.dtype(dtype))
 
 
+def from_dlpack(code: int, bits: int) -> DataType | None:
+    """The jitrt type of DLPack's (type code, bits): 0 int, 1 uint, 2 float; else None."""
+    kind = {0: "i", 1: "u", 2: "f"}.get(code)
+    return None if kind is None else from_numpy(np.dtype(f"{kind}{bits // 8}")) \
+        if bits in (8, 16, 32, 64) else None
+
+
 # the current program's default float and integer types (set by jr.init): what `float` and
 # `int` mean as dtypes (jr.field(float, ...)), and the component type of jr.math.vec3
 DEFAULT_FP = [f32]

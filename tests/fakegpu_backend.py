@@ -41,7 +41,8 @@ FAKEGPU_API = StreamApi(
     alloc_pinned="fgMallocHost", pinned_flags=lambda lib: (lib.PINNED_DEFAULT,),
     free="fgFree", free_pinned="fgFreeHost", copy_h2d="fgMemcpyHtoDAsync",
     copy_d2h="fgMemcpyDtoHAsync", copy_d2d="fgMemcpyDtoDAsync", memset="fgMemsetD8Async",
-    memset16="fgMemsetD16Async", memset32="fgMemsetD32Async")
+    memset16="fgMemsetD16Async", memset32="fgMemsetD32Async",
+    stream_wait_event="fgStreamWaitEvent")
 
 
 class FakeGpuError(RuntimeError):

@@ -29,6 +29,7 @@ class FakeGpuLib:
         self.devices, self.calls, self.log, self.memory = devices, [], [], {}
         self.images: list[bytes] = []        # what each module load was given
         self.fail: dict[str, int] = {}       # call name -> the error it returns
+        self.event_streams: dict[int, object] = {}   # id(event) -> the stream it was recorded on
 
     def __getattribute__(self, name):
         found = object.__getattribute__(self, name)
@@ -60,7 +61,12 @@ class FakeGpuLib:
         return SUCCESS, 1
 
     def fgStreamCreate(self, flags):
-        return SUCCESS, "stream"
+        self.streams = getattr(self, "streams", 0) + 1
+        return SUCCESS, "stream" if self.streams == 1 else f"stream{self.streams}"
+
+    def fgStreamWaitEvent(self, stream, event, flags):
+        self.calls.append(("wait", stream, event[0] if isinstance(event, list) else event))
+        return (SUCCESS,)
 
     def fgStreamSynchronize(self, stream):
         return (SUCCESS,)
@@ -87,6 +93,7 @@ class FakeGpuLib:
 
     def fgEventRecord(self, event, stream):
         event[0] = "recorded"
+        self.event_streams[id(event)] = stream
         return (SUCCESS,)
 
     def fgEventSynchronize(self, event):

@@ -203,6 +203,12 @@ class NativeDriver(RecordingDriver):
             return 0
         self.entry_slots = None
         self._callbacks = (LAUNCH_FN(launch), CURRENT_FN(current))
+        self.stream = "own"                # `jr.stream` blocks (GpuDevice.use_stream)
+        self.cur = [self.stream]
+
+    def use_stream(self, stream):
+        previous, self.cur[0] = self.cur[0], stream
+        return previous
 
     def native_words(self):
         launch, current = (ctypes.cast(cb, ctypes.c_void_p).value for cb in self._callbacks)
@@ -284,6 +290,36 @@ def test_native_gpu_entry_hands_what_must_move_to_python(native_fake):
     count = len(native_fake.native_calls)
     bump()                                           # and the next launch works
     assert len(native_fake.native_calls) == count + 1
+
+
+def test_native_gpu_launches_go_on_the_stream_a_block_chose(native_fake):
+    x = jr.field(jr.f32, shape=(64,))
+
+    @jr.kernel
+    def bump():
+        for i in x:
+            x[i] += 1.0
+
+    @jr.kernel
+    def later():
+        for i in x:
+            x[i] -= 1.0
+
+    bump()
+    native_fake.entry_slots = next(iter(bump.handles.values())).entry.slots
+    device = program_mod.current().device
+    bump()
+    assert native_fake.native_calls[-1][5] == FAKE_STREAM
+    previous = device.use_stream(0x66)         # what `with jr.stream(s):` does
+    bump()                                     # a table built before the block
+    assert native_fake.native_calls[-1][5] == 0x66
+    later()                                    # and one built inside it
+    later()
+    assert native_fake.native_calls[-1][5] == 0x66
+    device.use_stream(previous)
+    bump()
+    later()
+    assert [c[5] for c in native_fake.native_calls[-2:]] == [FAKE_STREAM, FAKE_STREAM]
 
 
 def test_staged_and_returning_gpu_launches_stay_in_python(native_fake):

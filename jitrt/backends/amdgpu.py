@@ -57,7 +57,7 @@ HIP_API = StreamApi(
     free="hipFree", free_pinned="hipHostFree", copy_h2d="hipMemcpyHtoDAsync",
     copy_d2h="hipMemcpyDtoHAsync", copy_d2d="hipMemcpyDtoDAsync", memset="hipMemsetD8Async",
     memset16="hipMemsetD16Async", memset32="hipMemsetD32Async",
-    memset32_signed=True)
+    memset32_signed=True, stream_wait_event="hipStreamWaitEvent")
 
 
 class HipDriver(StreamDriver):

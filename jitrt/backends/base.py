@@ -57,6 +57,7 @@ class DeviceTarget:
         return f"{self.arch} {self.triple} {self.cpu} {self.features}"
 
 
+Handle = object      # a stream or event of a device's API (opaque outside the backend)
 EntryPoint = Callable[[int], None]   # runs one launch given its context address
 Reducer = Callable[[int], int]       # the sizing service's max-reducer: context -> maximum
 Required = Callable[[int, int, int], None]   # its capacity function: (context, results, out)
@@ -245,6 +246,60 @@ class RunRole(abc.ABC):
     def synchronize(self) -> None:
         """Wait for all queued work (launches run synchronously on devices without streams)."""
 
+    def device_count(self) -> int:
+        """How many devices of this kind the machine has (`jr.device_count()`)."""
+        return 1
+
+    # streams and events (`jr.Stream`, `jr.Event`): the defaults are a device without streams,
+    # whose launches run in order, synchronously (the CPU): nothing to create, wait or order
+    def create_stream(self) -> Handle | None:
+        """A new stream of this device (None where there are none)."""
+        return None
+
+    def destroy_stream(self, stream: Handle) -> None:
+        """Release a stream `create_stream` made (its work queued before is left to run)."""
+
+    def use_stream(self, stream: Handle | None) -> Handle | None:
+        """Queue launches, copies and memsets on `stream` from now on (None: the device's
+        own stream); returns the stream used before."""
+        return None
+
+    def current_stream(self) -> Handle | None:
+        """The stream work is queued on now (None where there are none)."""
+        return None
+
+    def from_address(self, kind: str, address: int) -> Handle | None:
+        """The handle of another library's stream or event ("stream", "event") given its
+        address (`torch.cuda.Stream.cuda_stream`); None where there are none."""
+        return None
+
+    def address_of(self, handle: Handle | None) -> int:
+        """The address a stream or event handle stands for (0: none)."""
+        return 0
+
+    def create_event(self) -> Handle | None:
+        return None
+
+    def destroy_event(self, event: Handle) -> None:
+        """Release an event `create_event` made."""
+
+    def record_event(self, event: Handle, stream: Handle | None) -> None:
+        """Record `event` on `stream` (None: the current stream)."""
+
+    def wait_event(self, stream: Handle | None, event: Handle) -> None:
+        """`stream` (None: the current one) waits on the device for what `event` recorded."""
+
+    def synchronize_event(self, event: Handle) -> None:
+        """The host waits for what `event` recorded."""
+
+    def synchronize_stream(self, stream: Handle | None) -> None:
+        """The host waits for `stream` (None: the current one)."""
+
+    def consumer_waits(self, address: int) -> None:
+        """Another library's stream (its address, as DLPack's `__dlpack__(stream=...)` gives
+        it: 1 CUDA's legacy default stream, 2 its per-thread one) waits on the device for the
+        work queued so far on the current stream; the host does not wait."""
+
     def close(self) -> None:
         """Release what the device holds (called when its program is replaced)."""
 
@@ -278,9 +333,10 @@ class MemoryRole(abc.ABC):
         """The address kernels use for a field's or jitrt ndarray's data on this device."""
         return int(data.ptr)
 
-    def export_ptr(self, data: HostBuffer) -> int:
+    def export_ptr(self, data: HostBuffer, wait: bool = True) -> int:
         """The address of `data` for another library (DLPack, `__cuda_array_interface__`),
-        current there and assumed written by it."""
+        current there and assumed written by it; with `wait` the host waits for the work
+        queued before (else the consumer orders itself: `consumer_waits`)."""
         return int(data.ptr)
 
     def fill_data(self, data: HostBuffer, pattern: bytes) -> bool:
@@ -297,6 +353,11 @@ class MemoryRole(abc.ABC):
     def host_overwrote(self, data: HostBuffer) -> None:
         """The host copy of `data` was overwritten whole (`from_numpy`): a device copy, if
         any, is brought up to date now (asynchronously), so that launches move nothing."""
+
+    def import_dlpack(self, obj: object) -> "Ndarray | None":
+        """`jr.ndarray.from_dlpack` of a tensor in this device's memory (no copy), or None
+        where memory is the host's (numpy imports it)."""
+        return None
 
     def wrap_foreign(self, obj: object) -> "Ndarray | None":
         """A jitrt ndarray over another library's array in this device's memory (no copy),

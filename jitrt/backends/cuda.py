@@ -96,7 +96,9 @@ CUDA_API = StreamApi(
     alloc_pinned="cuMemAllocHost", pinned_flags=lambda cu: (), free="cuMemFree",
     free_pinned="cuMemFreeHost", copy_h2d="cuMemcpyHtoDAsync", copy_d2h="cuMemcpyDtoHAsync",
     copy_d2d="cuMemcpyDtoDAsync", memset="cuMemsetD8Async", memset16="cuMemsetD16Async",
-    memset32="cuMemsetD32Async")
+    memset32="cuMemsetD32Async", stream_wait_event="cuStreamWaitEvent",
+    from_address=lambda cu, kind, address: (cu.CUstream if kind == "stream" else cu.CUevent)(
+        address))
 
 
 class CudaDriver(StreamDriver):

@@ -26,14 +26,15 @@ from typing import Any, Callable, Mapping
 from llvmlite import ir
 
 from ..codegen import abi
+from ..errors import KernelArgError
 from ..logger import logger
 from ..native import launch_table as lt
 from ..codegen.targets import Target as CodegenTarget
 from ..launch_plan import LaunchPlan
 from . import gpu_tasks
-from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, HostServices, LaunchContext,
-                   Reducer, Required)
-from .gpu_driver import GpuDriver
+from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, Handle, HostServices,
+                   LaunchContext, Reducer, Required)
+from .gpu_driver import GpuDriver, handle_int
 from .gpu_faults import check_status, raise_status, read_status
 from .gpu_graph import GpuGraph
 from . import gpu_launch
@@ -76,6 +77,9 @@ class GpuDevice(Device):
                                          "module_loads": 0, "driver_jit_loads": 0}
         self.native_skips = (ctypes.c_int64 * 1)()   # h2d_skipped of native launches
         self._native: Any = False         # False: not looked at yet; None: no native launches
+        # the stream native launches use inside a `jr.stream(...)` block (None: the driver's)
+        self.native_stream: int | None = None
+        self._export_event: Handle | None = None     # what DLPack consumers wait for
         self.closed = False
 
     # ---- code ---------------------------------------------------------------------------
@@ -187,23 +191,44 @@ class GpuDevice(Device):
         mirror = data._mirror
         if mirror is None or mirror.device is not self:
             if mirror is not None:
-                mirror.release()
+                raise KernelArgError(
+                    f"'{data.name}' lives on {mirror.device.arch}:{mirror.device.device_id}, "
+                    f"but is used on {self.arch}:{self.device_id}: an array belongs to the "
+                    "device that first used it (copy an ndarray with .to_device(k); "
+                    "docs/gpu.md, \"Several devices\")")
             mirror = DeviceMirror(self, data)
             self.counters["allocations"] += 1
             data._mirror = mirror
             self.mirrors.append(mirror)
         return mirror.ptr  # type: ignore[no-any-return]
 
-    def export_ptr(self, data: Any) -> int:
+    def owns(self, data: Any) -> bool:
+        """Whether `data` (and its `.grad`) has no device copy on another device."""
+        mirror, grad = data._mirror, data.grad
+        return (mirror is None or mirror.device is self) and (
+            grad is None or grad._mirror is None or grad._mirror.device is self)
+
+    def export_ptr(self, data: Any, wait: bool = True) -> int:
         """The device address of `data` for another library (`__cuda_array_interface__`,
-        `__dlpack__`): uploaded if the host copy is newer, the stream synchronised, and the
-        device copy marked newer (the consumer may write it)."""
+        `__dlpack__`): uploaded if the host copy is newer, the stream synchronised (unless
+        not `wait`: the consumer's stream waits instead, `consumer_waits`), and the device
+        copy marked newer (the consumer may write it)."""
         ptr = self.data_ptr(data)
         mirror = data._mirror
         mirror.to_device()
-        self.synchronize()
+        if wait:
+            self.synchronize()
         mirror.device_newer = True
         return ptr
+
+    def consumer_waits(self, address: int) -> None:
+        """Another library's stream waits (on the device) for the current stream's work so
+        far: one event recorded here, waited for there (one event per device, recorded
+        again each time: a wait sees the record made before it)."""
+        if self._export_event is None:
+            self._export_event = self.driver.event_create()
+        self.driver.record_on(self._export_event, self.driver.cur[0])
+        self.driver.wait_event(self.driver.from_address("stream", address), self._export_event)
 
     def fill_data(self, data: Any, pattern: bytes) -> bool:
         """A fill on the device (`DeviceMirror.fill`) when the device copy is current or
@@ -247,6 +272,10 @@ class GpuDevice(Device):
         same live object; None if `obj` is not a C-contiguous device array of a jitrt dtype."""
         return self.foreign.wrap(obj)
 
+    def import_dlpack(self, obj: Any) -> Any:
+        """A jitrt ndarray over a device tensor's memory, by DLPack (no copy)."""
+        return self.foreign.import_dlpack(obj)
+
     def check_status(self) -> None:
         """After a synchronisation: raise the fault a kernel recorded, if any (and clear it)."""
         check_status(self)
@@ -274,12 +303,73 @@ class GpuDevice(Device):
         self.driver.synchronize()
         raise_status(self)
 
+    def device_count(self) -> int:
+        return self.driver.device_count()
+
+    # ---- streams and events -------------------------------------------------------------
+    def create_stream(self) -> Handle:
+        return self.driver.create_stream()
+
+    def destroy_stream(self, stream: Handle) -> None:
+        self.driver.destroy_stream(stream)
+
+    def use_stream(self, stream: Handle | None) -> Handle:
+        """Queue what follows on `stream` (None: the driver's own), launches through the
+        native entry included: each entry table's stream word is rewritten when the stream
+        changes (one write per launch context), so that a launch pays nothing for it."""
+        driver = self.driver
+        chosen = driver.stream if stream is None else stream
+        previous = driver.use_stream(chosen)
+        word = None if chosen is driver.stream else handle_int(chosen)
+        if word != self.native_stream:
+            self.native_stream = word
+            native = self.native_functions() if self._native is not False else None
+            for launch in self.launches:
+                if launch.native is not None and native is not None:
+                    launch.native[lt.G_STREAM] = native["words"][3] if word is None else word
+        return previous
+
+    def current_stream(self) -> Handle:
+        return self.driver.cur[0]
+
+    def from_address(self, kind: str, address: int) -> Handle:
+        return self.driver.from_address(kind, address)
+
+    def address_of(self, handle: Handle | None) -> int:
+        return handle_int(handle)
+
+    def create_event(self) -> Handle:
+        return self.driver.event_create()
+
+    def destroy_event(self, event: Handle) -> None:
+        self.driver.event_destroy(event)
+
+    def record_event(self, event: Handle, stream: Handle | None) -> None:
+        self.driver.record_on(event, self.driver.cur[0] if stream is None else stream)
+
+    def wait_event(self, stream: Handle | None, event: Handle) -> None:
+        self.driver.wait_event(self.driver.cur[0] if stream is None else stream, event)
+
+    def synchronize_event(self, event: Handle) -> None:
+        self.driver.event_synchronize(event)
+
+    def synchronize_stream(self, stream: Handle | None) -> None:
+        """The host waits for `stream`; for the current stream, a recorded fault raises."""
+        if stream is None or stream is self.driver.cur[0]:
+            self.synchronize()
+        else:
+            self.driver.stream_synchronize(stream)
+
     def close(self) -> None:
         """Bring every buffer's data home, then free what this device allocated."""
         if self.closed:
             return
+        if self.native_stream is not None:   # closed inside a `jr.stream(...)` block
+            self.use_stream(None)
         self.closed = True
         self.driver.synchronize()
+        if self._export_event is not None:
+            self.driver.event_destroy(self._export_event)
         for mirror in self.mirrors:
             if mirror.ptr:
                 mirror.release()

@@ -99,8 +99,8 @@ class GpuLaunch:
                 return False
         if type(v) is Ndarray:
             if v.dtype is not dt or len(v.storage_shape) != ndim or (
-                    need_grad and v.grad is None):
-                return False
+                    need_grad and v.grad is None) or not self.device.owns(v):
+                return False        # (another device's array: `dispatch` says so)
             if v._mirror is None and getattr(v, "_owner", None) is not None:
                 host = v._data              # jr.ndarray.from_dlpack of host memory
             else:

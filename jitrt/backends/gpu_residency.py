@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import dlpack, dtypes
 from ..data import Ndarray
+from .gpu_driver import handle_int
 
 if TYPE_CHECKING:
     from .gpu import GpuDevice
@@ -193,7 +194,7 @@ class ForeignArrays:
         if found is not None and found[0]() is obj:
             return found[1]  # type: ignore[no-any-return]
         info = cuda_array(obj)
-        if info is None:
+        if info is None or not self.same_device(obj):
             return None
         ptr, shape, np_dtype, readonly = info
         dt = dtypes.from_numpy(np_dtype)
@@ -207,6 +208,43 @@ class ForeignArrays:
         except TypeError:       # not weak-referenceable: wrapped again at each use
             pass
         return wrapped
+
+    def import_dlpack(self, obj: Any) -> Ndarray:
+        """`jr.ndarray.from_dlpack` of a device tensor of this device: its capsule consumed
+        with this device's current stream as the consumer's (the producer orders its work
+        before what jitrt queues there), an ndarray over its memory, the tensor handed back
+        to its producer when that ndarray dies."""
+        kind, index = (int(v) for v in obj.__dlpack_device__())
+        device = self.device
+        if kind != device.dlpack_device_type or index != device.device_id:
+            raise ValueError(f"jr.ndarray.from_dlpack: the tensor is on DLPack device "
+                             f"({kind}, {index}); this program's device is {device.arch}:"
+                             f"{device.device_id} ({device.dlpack_device_type}, "
+                             f"{device.device_id}): import it inside jr.device({index})")
+        stream = handle_int(device.current_stream())
+        imported = dlpack.consume(obj.__dlpack__(stream=stream or None))
+        dt = dtypes.from_dlpack(imported.code, imported.bits) if imported.lanes == 1 else None
+        problem = "it is not C-contiguous" if not imported.contiguous else \
+            "its dtype has no jitrt type" if dt is None else None
+        if problem is not None:
+            imported.release()
+            raise ValueError(f"jr.ndarray.from_dlpack: {problem}")
+        assert dt is not None
+        ptr = imported.ptr
+        wrapped = Ndarray._on_device(lambda nd: ForeignMirror(device, nd, ptr), imported.shape,
+                                     dt, obj)
+        weakref.finalize(wrapped, imported.release)
+        return wrapped
+
+    def same_device(self, obj: Any) -> bool:
+        """False when `obj` says (`__dlpack_device__`) that it lives on another device of
+        this device's kind (a torch tensor of cuda:1 given to a launch on cuda:0)."""
+        try:
+            kind, index = obj.__dlpack_device__()
+        except (AttributeError, TypeError, ValueError, RuntimeError):
+            return True
+        device = self.device
+        return int(kind) != device.dlpack_device_type or int(index) == device.device_id
 
     def close(self) -> None:
         """The device goes away: other libraries' memory is just let go."""

@@ -93,6 +93,8 @@ def native_table(launch: Any, native: dict[str, Any], api: list[int],
     launch.native_keep = keep
     t[lt.G_LAUNCH], t[lt.G_GET_CURRENT], t[lt.G_GPU_CONTEXT], t[lt.G_STREAM] = \
         native["words"]
+    if launch.device.native_stream is not None:     # inside a `jr.stream(...)` block
+        t[lt.G_STREAM] = launch.device.native_stream
     t[lt.G_PARAMS], t[lt.G_THREADS] = launch.params_addr, \
         ctypes.addressof(launch.param_values)
     t[lt.G_CONTEXT] = launch.context.addr

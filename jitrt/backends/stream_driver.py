@@ -73,6 +73,10 @@ class StreamApi:
     memset16: str                  # 2-byte words, as memset
     memset32: str                  # 4-byte words, as memset
     memset32_signed: bool = False  # memset32 takes a signed int (HIP's hipMemsetD32Async)
+    stream_wait_event: str = ""    # (stream, event, flags): the stream waits for the event
+    # (lib, "stream" or "event", address) -> the binding's handle of another library's
+    # stream or event (torch's `cuda_stream`, an event's handle); the address by default
+    from_address: Callable[[Any, str, int], Any] = lambda lib, kind, address: address
 
 
 MemsetCall = tuple[int, int, int, int, int]   # (word bytes, offset, value, words, pitch)
@@ -100,8 +104,12 @@ def memset_plan(pattern: bytes, count: int) -> tuple[MemsetCall, ...]:
 
 
 class _Bound(threading.local):
-    """Per thread: whether the device is current on it."""
-    bound = False
+    """Per thread: the driver whose device (context) jitrt last made current on it, for all
+    drivers of the process (two devices' drivers take turns on one thread)."""
+    driver: object = None
+
+
+BOUND = _Bound()
 
 
 def first(value: Any) -> Any:
@@ -130,7 +138,7 @@ class StreamDriver:
             raise BackendUnavailableError(f"arch={self.name}: device_id={device_id} but this "
                                           f"machine has {count} {self.device_noun}")
         self.device = self.open(device_id)
-        self._thread = _Bound()
+        self._thread = BOUND
         self.bind()
         self.multiprocessors = self.attribute(api.multiprocessors(lib))
         self.max_threads_per_multiprocessor = self.attribute(
@@ -138,6 +146,9 @@ class StreamDriver:
         self.setup()
         self.driver_version = self.checked(api.driver_version)
         self.stream = self.checked(api.stream_create, api.stream_flags(lib))
+        # the stream launches, copies and memsets go on: jitrt's own (`stream`) unless a
+        # `jr.stream(...)` block chose another (`use_stream`)
+        self.cur: list[Any] = [self.stream]
         self._launch, self._extra = getattr(lib, api.launch), api.launch_extra
         self._modules: list[Any] = []
 
@@ -185,10 +196,19 @@ class StreamDriver:
         return str(text.decode() if isinstance(text, bytes) else text or err)
 
     def bind(self) -> None:
-        """Make the device current on the calling thread (once per thread)."""
-        if not self._thread.bound:
+        """Make the device current on the calling thread (once per thread, again after
+        another device's driver was made current there)."""
+        if self._thread.driver is not self:
             self.checked(self.api.set_current, self.current)
-            self._thread.bound = True
+            self._thread.driver = self
+
+    def rebound(self, result: Any, name: str, *args: Any) -> Any:
+        """After a failed call `name(*args)`: make the device current again and retry once,
+        since another library may have made another device current on this thread
+        (`torch.cuda.set_device`); a second failure raises."""
+        self._thread.driver = None
+        self.bind()
+        return self.check(getattr(self.lib, name)(*args), name)
 
     def attribute(self, which: Any) -> int:
         return int(self.checked(self.api.attribute, which, self.device))
@@ -200,23 +220,24 @@ class StreamDriver:
         return self.check(self.call(api, module, name.encode()), f"{api}({name})")
 
     def launch(self, function: Any, grid: int, block: int, params: int) -> None:
-        if not self._thread.bound:
+        if self._thread.driver is not self:
             self.bind()
-        result = self._launch(function, grid, 1, 1, block, 1, 1, 0, self.stream, params,
-                              self._extra)
+        args = (function, grid, 1, 1, block, 1, 1, 0, self.cur[0], params, self._extra)
+        result = self._launch(*args)
         if result[0] != self._success:
-            self.check(result, self.api.launch)
+            self.rebound(result, self.api.launch, *args)
 
     def launch_source(self, function: str, grid: str, block: str, params: str
                       ) -> tuple[list[str], dict[str, Any]]:
         """`launch(...)` as lines of generated code (the GPU entry inlines it)."""
-        names = {"_drv_launch": self._launch, "_drv_stream": self.stream,
+        names = {"_drv_launch": self._launch, "_drv_cur": self.cur, "_drv_self": self,
                  "_drv_ok": self._success, "_drv_tl": self._thread, "_drv_bind": self.bind,
-                 "_drv_check": self.check}
-        return ["if not _drv_tl.bound: _drv_bind()",
-                f"err = _drv_launch({function}, {grid}, 1, 1, {block}, 1, 1, 0, _drv_stream, "
+                 "_drv_retry": self.launch}
+        return ["if _drv_tl.driver is not _drv_self: _drv_bind()",
+                f"err = _drv_launch({function}, {grid}, 1, 1, {block}, 1, 1, 0, _drv_cur[0], "
                 f"{params}, {self.api.launch_extra!r})",
-                f"if err[0] != _drv_ok: _drv_check(err, {self.api.launch!r})"], names
+                f"if err[0] != _drv_ok: _drv_retry({function}, {grid}, {block}, {params})"], \
+            names
 
     def function_handle(self, function: Any) -> int:
         return int(function)
@@ -231,9 +252,11 @@ class StreamDriver:
         return self.checked(self.api.event_create, self.api.event_flags(self.lib))
 
     def event_record(self, event: Any) -> None:
-        self.checked(self.api.event_record, event, self.stream)
+        self.bind()
+        self.checked(self.api.event_record, event, self.cur[0])
 
     def event_synchronize(self, event: Any) -> None:
+        self.bind()
         self.checked(self.api.event_synchronize, event)
 
     def event_destroy(self, event: Any) -> None:
@@ -242,12 +265,13 @@ class StreamDriver:
     # ---- graphs ---------------------------------------------------------------------------
     def begin_capture(self) -> None:
         self.bind()
-        self.checked(self.api.begin_capture, self.stream, self.api.capture_mode(self.lib))
+        self.checked(self.api.begin_capture, self.cur[0], self.api.capture_mode(self.lib))
 
     def end_capture(self) -> Any:
-        return self.checked(self.api.end_capture, self.stream)
+        return self.checked(self.api.end_capture, self.cur[0])
 
     def instantiate(self, graph: Any) -> Any:
+        self.bind()
         return first(self.checked(self.api.instantiate, graph, 0))
 
     def exec_update(self, graph_exec: Any, graph: Any) -> bool:
@@ -255,7 +279,8 @@ class StreamDriver:
         return bool(result[0] == self._success)
 
     def graph_launch(self, graph_exec: Any) -> None:
-        self.checked(self.api.graph_launch, graph_exec, self.stream)
+        self.bind()
+        self.checked(self.api.graph_launch, graph_exec, self.cur[0])
 
     def destroy_graph(self, graph: Any) -> None:
         self.call(self.api.graph_destroy, graph)
@@ -295,11 +320,19 @@ class StreamDriver:
         """An asynchronous copy on the stream (none for zero bytes)."""
         self.bind()
         if nbytes:
-            self.checked(name, dst, src, nbytes, self.stream)
+            self.on_stream(name, dst, src, nbytes, self.cur[0])
+
+    def on_stream(self, name: str, *args: Any) -> None:
+        """A call queued on the stream (its last argument): retried once after making the
+        device current again if it fails (`rebound`)."""
+        result = getattr(self.lib, name)(*args)
+        err = result[0] if isinstance(result, tuple) else result
+        if err != self._success:
+            self.rebound(result, name, *args)
 
     def memset(self, dst: int, nbytes: int) -> None:
         self.bind()
-        self.checked(self.api.memset, dst, 0, nbytes, self.stream)
+        self.on_stream(self.api.memset, dst, 0, nbytes, self.cur[0])
 
     def fill(self, dst: int, pattern: bytes, count: int) -> None:
         """`count` copies of `pattern` from `dst`, on the stream: one memset where the pattern
@@ -316,7 +349,7 @@ class StreamDriver:
             if width == 4 and api.memset32_signed and value >= 1 << 31:
                 value -= 1 << 32
             name = api.memset32 if width == 4 else api.memset16 if width == 2 else api.memset
-            self.checked(name, dst + offset, value, n, self.stream)
+            self.on_stream(name, dst + offset, value, n, self.cur[0])
 
     def fill_doubling(self, dst: int, pattern: bytes, count: int) -> None:
         """The first element uploaded, then copies of what is written so far onto what
@@ -331,9 +364,43 @@ class StreamDriver:
 
     def synchronize(self) -> None:
         self.bind()
-        self.checked(self.api.stream_synchronize, self.stream)
+        self.checked(self.api.stream_synchronize, self.cur[0])
+
+    def device_count(self) -> int:
+        return int(self.checked(self.api.device_count))
+
+    # ---- streams (`jr.Stream`, `jr.stream`) -----------------------------------------------
+    def use_stream(self, stream: Any) -> Any:
+        """Queue what follows on `stream` (a handle of this driver); returns the previous."""
+        previous, self.cur[0] = self.cur[0], stream
+        return previous
+
+    def create_stream(self) -> Any:
+        self.bind()
+        return self.checked(self.api.stream_create, self.api.stream_flags(self.lib))
+
+    def destroy_stream(self, stream: Any) -> None:
+        self.call(self.api.stream_destroy, stream)
+
+    def from_address(self, kind: str, address: int) -> Any:
+        """The handle of another library's stream or event given its address."""
+        return self.api.from_address(self.lib, kind, address)
+
+    def stream_synchronize(self, stream: Any) -> None:
+        self.bind()
+        self.checked(self.api.stream_synchronize, stream)
+
+    def record_on(self, event: Any, stream: Any) -> None:
+        self.bind()
+        self.checked(self.api.event_record, event, stream)
+
+    def wait_event(self, stream: Any, event: Any) -> None:
+        """`stream` waits (on the device) for the work `event` recorded."""
+        self.bind()
+        self.checked(self.api.stream_wait_event, stream, event, 0)
 
     def close(self) -> None:
+        self.use_stream(self.stream)
         self.synchronize()
         for module in self._modules:
             self.call(self.api.module_unload, module)

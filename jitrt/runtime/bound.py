@@ -180,7 +180,7 @@ class BoundLaunch(LaunchContext):
         index = key if isinstance(key, int) else names.index(key)
         values = list(self.values)
         values[index] = value
-        key_now = specialize(kernel, values, self.program.config)[1]
+        key_now = (self.program.serial, specialize(kernel, values, self.program.config)[1])
         if kernel.handles.get(key_now) is not self.handle:
             raise KernelArgError(f"kernel {kernel.qualname}: rebinding '{names[index]}' would "
                                  "change the specialization; bind a new launch instead")

@@ -17,6 +17,7 @@ from ..codegen import abi
 from ..faults import raise_fault
 from ..launch_plan import LaunchPlan
 from .arguments import pack_array
+from .devices import check_field_device
 
 if TYPE_CHECKING:
     from .compiler import CompiledKernel
@@ -34,6 +35,7 @@ class LaunchContext:
         device = program.device
         device.fill_context_header(self.buf)
         for k, fld in enumerate(compiled.field_objs):
+            check_field_device(compiled.name, fld, program)
             self.buf[layout.field_slots[k]] = device.data_ptr(fld)
             self.buf[layout.field_grad_slots[k]] = \
                 device.data_ptr(fld.grad) if fld.grad is not None else 0

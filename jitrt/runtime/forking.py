@@ -39,9 +39,10 @@ def _before() -> None:
     program._init_lock.acquire()
     _held.append(program._init_lock)
     current = program._current
-    if current is not None:
-        current.launch_lock.lock.acquire()
-        _held.append(current.launch_lock.lock)
+    others = [p for p in program.OPEN.values() if p is not current]
+    for each in ([current] if current is not None else []) + others:   # every device's
+        each.launch_lock.lock.acquire()
+        _held.append(each.launch_lock.lock)
     tiers = _tiers()
     if tiers is not None:
         tiers.pause()

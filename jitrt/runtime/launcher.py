@@ -28,12 +28,14 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 
 from ..codegen import abi
+from ..data import CURRENT_DEVICE
 from ..errors import JitrtError, KernelArgError
 from . import native_launch
 from . import program as program_mod
 from .arguments import MISSING, as_host_array, bind_args, describe, fail, launch_value, specialize
 from .compiler import CompiledKernel, compile_kernel
 from .context import LaunchContext
+from .devices import check_devices
 from .launch_source import (array_lines, bump_lines, entry_lines, return_lines, scalar_lines,
                             serialized, sizing_lines, template_lines)
 from .plan_builder import build_plan
@@ -67,6 +69,8 @@ def user_facing(fn: Any, name: str, packed: bool = False) -> Any:
 
 def dispatch(kernel: "KernelLike", args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     values = bind_args(kernel, args, kwargs)
+    if CURRENT_DEVICE[0] is not None:     # a GPU program: arrays of another device refused
+        check_devices(kernel, kernel.params, values, program_mod.current())
     values = [as_host_array(v) if p.kind == "ndarray" else v
               for p, v in zip(kernel.params, values)]
     originals = {i: v for i, (p, v) in enumerate(zip(kernel.params, values))
@@ -165,8 +169,9 @@ def handle_for(kernel: "KernelLike", values: list[Any]) -> "LaunchHandle":
     """The LaunchHandle of the specialization `values` select, compiled on first use."""
     program = program_mod.current()
     params, key, templates, name = specialize(kernel, values, program.config)
+    key = (program.serial, key)       # one handle per specialization and device (program)
     handle = kernel.handles.get(key)
-    if handle is None or handle.program is not program:
+    if handle is None:
         with no_gc_passes():
             compiled = compile_kernel(kernel, params, templates, name, program)
             handle = LaunchHandle(kernel, compiled, program, {

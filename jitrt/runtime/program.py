@@ -1,8 +1,11 @@
 """The Program: one per `jr.init`, owning the configuration, the device and the counters.
 
 Stage: runtime. `init()` replaces the current program (fresh in-memory caches: launch handles
-of the old program are not used again; the disk cache stays). `current()` returns the program,
-creating a default one on first use. `ACTIVE[0]` is what every generated launcher compares
+of the old program are not used again; the disk cache stays) and closes every other one.
+`current()` returns the program, creating a default one on first use. Several GPUs of one
+process each have a program (`OPEN`, by (arch, device id)): `jr.device(k)` (`devices.py`)
+opens device k's with the current program's configuration and makes it the current one for
+a with-block; `activate` is that switch. `ACTIVE[0]` is what every generated launcher compares
 with the program it was built for, in one identity test: the current program, its
 `tape_token` while a `jr.ad.Tape` records, its `fwd_token` inside a `jr.ad.FwdMode` (where
 forward-mode kernels compare with it instead), its `validate_token` while a
@@ -16,6 +19,7 @@ and are summed on demand.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import threading
 import weakref
 from collections import Counter
@@ -25,7 +29,7 @@ from .. import config as config_mod
 from .. import logger as log
 from .._version import __version__
 from ..backends import registry
-from ..errors import BackendUnavailableError
+from ..errors import BackendUnavailableError, ConfigError
 
 if TYPE_CHECKING:
     from ..backends.base import Device, HostServices, PoolInfo
@@ -55,6 +59,7 @@ class LaunchLock:
 class Program:
     def __init__(self, cfg: config_mod.Config) -> None:
         self.config = cfg
+        self.serial = next(_serials)    # part of every launch handle's key (`launcher.py`)
         self.cache_store = None
         if cfg.offline_cache:
             from ..cache.store import CacheStore, default_dir
@@ -157,6 +162,9 @@ STAT_NAMES = ("compiles", "quick_compiles", "offline_cache_hits", "offline_cache
               "max_reducer_dispatches", "h2d_skipped")
 
 _current: Program | None = None
+_serials = itertools.count(1)
+# every open program by (arch, device id): the current one and those `jr.device` opened
+OPEN: dict[tuple[str, int], Program] = {}
 ACTIVE: list[Any] = [None]       # see the module docstring
 _init_lock = threading.RLock()   # the first launches may come from several threads at once
 
@@ -191,30 +199,56 @@ def _init(arch: Any = None, **options: Any) -> Program:
         options["arch"] = getattr(arch, "name", arch)
     cfg = config_mod.resolve(**options)
     log.configure(cfg.log_level)
-    previous = _current
-    was = registry.BACKENDS.get(previous.arch) if previous is not None else None
-    if previous is not None and was is not None and was.stream_gpu and (
-            cfg.arch == previous.arch or cfg.arch == registry.ANY_GPU):
-        _close(previous)     # one context per GPU: the new program opens it again
+    previous = list(OPEN.values()) or ([_current] if _current is not None else [])
+    gpu_archs = {p.arch for p in previous if getattr(registry.BACKENDS.get(p.arch),
+                                                     "stream_gpu", False)}
+    if cfg.arch in gpu_archs or (gpu_archs and cfg.arch == registry.ANY_GPU):
+        close_all()          # one context per GPU: the new program opens it again
     program = _start(cfg)
-    if previous is not None:
-        _close(previous)
-    _current = program
-    from .. import data, data_placement, dtypes
-    # the device other libraries' arrays are exchanged with (none where memory is the host's)
-    data.CURRENT_DEVICE[0] = None if registry.get(program.arch).host_memory else program.device
+    close_all()
+    OPEN[(program.arch, program.config.device_id)] = program
+    activate(program)
+    from .. import data_placement, dtypes
     data_placement.new_program()      # the previous program's unplaced fields are not ours
     dtypes.DEFAULT_FP[0] = program.config.default_fp     # what float and jr.math.vec3 mean
     dtypes.DEFAULT_IP[0] = program.config.default_ip
     from ..frontend import random as random_mod
     random_mod.reset(program.config.random_seed)
-    ACTIVE[0] = program
     store = program.cache_store
     log.logger.info("jitrt %s: arch=%s (device %d), %d thread(s), offline cache %s",
                     __version__, program.arch, cfg.device_id,
                     program.device.max_resident_threads,
                     store.dir if store is not None else "off")
     return program
+
+
+def activate(program: Program) -> None:
+    """Make `program` (open) the current one: what launches compare with (`ACTIVE`), and the
+    device other libraries' arrays are exchanged with (none where memory is the host's)."""
+    global _current
+    from .. import data
+    _current = program
+    data.CURRENT_DEVICE[0] = None if registry.get(program.arch).host_memory else program.device
+    ACTIVE[0] = program
+    program._mark_active()             # its own recording threads, if any
+
+
+def open_program(device_id: int) -> Program:
+    """The program of device `device_id` of the current program's arch, opened (with the
+    current program's configuration) on first use; it stays open until `jr.init`/`reset`."""
+    with _init_lock:
+        program = current()
+        if program.arch == "cpu" and device_id != 0:
+            raise ConfigError(f"device {device_id}: the CPU is device 0; device ids choose a "
+                              "GPU (jr.init(arch=jr.cuda) first)")
+        found = OPEN.get((program.arch, device_id))
+        if found is not None:
+            return found
+        import dataclasses
+        opened = Program(dataclasses.replace(program.config, arch=program.arch,
+                                             device_id=device_id))
+        OPEN[(opened.arch, device_id)] = opened
+        return opened
 
 
 def host_services(cfg: config_mod.Config, store: Any) -> "HostServices":
@@ -270,18 +304,31 @@ def reset() -> None:
     """Drop the current program; the next launch or `jr.init` creates a new one. Compiled
     kernels stay in the offline cache."""
     global _current
-    if _current is not None:
+    if _current is not None and _current not in OPEN.values():
         _close(_current)
+    close_all()
     _current = None
     ACTIVE[0] = None
 
 
+def close_all() -> None:
+    """Close every open program (`jr.init`, `jr.reset`)."""
+    for program in list(OPEN.values()):
+        _close(program)
+
+
 def _close(program: Program) -> None:
     """Release a replaced program's device: GPU data goes back to the host copies of the
-    fields and ndarrays, device memory is freed."""
+    fields and ndarrays, device memory is freed; its launch handles leave their kernels."""
     from .. import data
     ACTIVE[0] = None
     data.CURRENT_DEVICE[0] = None
+    if OPEN.get((program.arch, program.config.device_id)) is program:
+        del OPEN[(program.arch, program.config.device_id)]
+    for handle in program.handles:
+        handles = handle.kernel.handles
+        for key in [key for key, h in handles.items() if h is handle]:
+            del handles[key]
     program.device.close()
 
 
