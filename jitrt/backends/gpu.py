@@ -20,6 +20,7 @@ launch entries and mirrors of this device, the sizing scratch (grow-only).
 from __future__ import annotations
 
 import ctypes
+import functools
 import time
 from typing import Any, Callable, Mapping
 
@@ -30,7 +31,7 @@ from ..logger import logger
 from ..native import launch_table as lt
 from ..codegen.targets import Target as CodegenTarget
 from ..launch_plan import LaunchPlan
-from . import gpu_tasks
+from . import gpu_fill, gpu_tasks
 from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, HostServices, LaunchContext,
                    Reducer, Required)
 from .gpu_driver import GpuDriver
@@ -76,6 +77,7 @@ class GpuDevice(Device):
                                          "module_loads": 0, "driver_jit_loads": 0}
         self.native_skips = (ctypes.c_int64 * 1)()   # h2d_skipped of native launches
         self._native: Any = False         # False: not looked at yet; None: no native launches
+        self._fill_function: Any = None   # the fill kernel (`gpu_fill`), once compiled
         self.closed = False
 
     # ---- code ---------------------------------------------------------------------------
@@ -205,15 +207,36 @@ class GpuDevice(Device):
         mirror.device_newer = True
         return ptr
 
-    def fill_data(self, data: Any, pattern: bytes) -> bool:
+    def fill_data(self, data: Any, pattern: bytes, value: Any = None) -> bool:
         """A fill on the device (`DeviceMirror.fill`) when the device copy is current or
         there is none yet; host data written since the last upload, or a host tensor
-        wrapped by `from_dlpack` (staged, never mirrored), is filled on the host."""
+        wrapped by `from_dlpack` (staged, never mirrored), is filled on the host. `value`:
+        the number the pattern came from (the mirror keeps the prepared call under it)."""
         if not self.on_device(data, data):
             return False
         self.data_ptr(data)
-        data._mirror.fill(pattern)
+        data._mirror.fill(pattern, value)
         return True
+
+    def fill_call(self, dst: int, pattern: bytes, count: int) -> Callable[[], None]:
+        """The driver call(s) writing `count` copies of `pattern` from `dst` on the stream,
+        prepared: one memset where the pattern repeats a 1-, 2- or 4-byte word, else one
+        launch of the fill kernel (`gpu_fill`) for an element of up to 16 4-byte words,
+        else doubling copies (docs/gpu.md, "Where data lives")."""
+        call: Callable[[], None] | None = self.driver.fill_call(dst, pattern, count)
+        if call is not None:
+            return call
+        if len(pattern) % 4 == 0 and len(pattern) <= 4 * gpu_fill.FILL_WORDS:
+            return gpu_fill.kernel_call(self, self.fill_function(), dst, pattern, count)
+        return functools.partial(self.driver.fill_doubling, dst, pattern, count)
+
+    def fill_function(self) -> Any:
+        """The fill kernel's handle, compiled and loaded on first use."""
+        if self._fill_function is None:
+            artifact = self.compile(gpu_fill.fill_module(self.codegen_target))
+            self._fill_function = self._load("jitrt_fill", artifact,
+                                             [gpu_fill.NAME])[gpu_fill.NAME]
+        return self._fill_function
 
     def copy_data(self, dst: Any, src: Any) -> bool:
         """`dst.copy_from(src)` device to device when the source's device copy is current

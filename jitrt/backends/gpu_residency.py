@@ -14,23 +14,30 @@ live foreign object, the heap per device (grow-only).
 """
 from __future__ import annotations
 
+import math
 import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import dtypes
-from ..data import Ndarray
+from ..data import CURRENT_DEVICE, Ndarray
 
 if TYPE_CHECKING:
     from .gpu import GpuDevice
+
+NUMBERS = (int, float)     # the fill values whose prepared calls a mirror keeps (`fills`)
+
+
+def negative_zero(value: Any) -> bool:
+    return not value and math.copysign(1.0, value) < 0
 
 
 class DeviceMirror:
     """The device copy of one field or ndarray (`data._Buffer._mirror`): which copy is newer,
     and the transfers that make the other one current."""
     __slots__ = ("device", "ptr", "nbytes", "host", "host_newer", "device_newer", "owner",
-                 "shared", "host_ptr")
+                 "shared", "host_ptr", "fills")
 
     def __init__(self, device: "GpuDevice", owner: Any) -> None:
         self.device, self.owner = device, weakref.ref(owner)
@@ -42,6 +49,7 @@ class DeviceMirror:
         # a foreign view of the device memory outlives every call (`to_torch(copy=False)`):
         # the device copy is the data, so host reads download and host writes upload at once
         self.shared = False
+        self.fills: dict[tuple[type, Any], Any] = {}   # a number filled -> its prepared call
         weakref.finalize(owner, self.owner_died)
 
     def owner_died(self) -> None:
@@ -56,12 +64,33 @@ class DeviceMirror:
             self.device.copy_h2d(self.ptr, self.host.ctypes.data, self.host.nbytes)
             self.host_newer = False
 
-    def fill(self, pattern: bytes) -> None:
-        """Every element becomes `pattern` (one element's bytes) in device memory: driver
-        memsets on the stream, no synchronisation; the host copy is stale from then on."""
+    def fill(self, pattern: bytes, value: Any = None) -> None:
+        """Every element becomes `pattern` (one element's bytes) in device memory: one
+        prepared driver call on the stream (`GpuDevice.fill_call`), no synchronisation; the
+        host copy is stale from then on. The call is kept under `value` when that is a
+        Python number, for `fill_again`."""
         if pattern:                    # an element of no components: nothing to write
-            self.device.driver.fill(self.ptr, pattern, self.host.nbytes // len(pattern))
+            call = self.device.fill_call(self.ptr, pattern, self.host.nbytes // len(pattern))
+            call()
+            if value.__class__ in NUMBERS and len(self.fills) < 8 and not negative_zero(value):
+                self.fills[value.__class__, value] = call
         self.device_wrote()
+
+    def fill_again(self, value: Any) -> bool:
+        """A fill of a number this array was filled with before, on the device as then
+        (`fill`): the same prepared call, no conversion of the value; False when there is
+        none or the fill belongs on the host now (`GpuDevice.on_device`)."""
+        if value.__class__ not in NUMBERS or self.host_newer or \
+                self.device is not CURRENT_DEVICE[0]:
+            return False
+        call = self.fills.get((value.__class__, value))
+        if call is None or not value and value.__class__ is float and negative_zero(value):
+            return False
+        call()
+        self.device_newer = True            # `device_wrote`, inlined: a step fills often
+        if self.shared:
+            self.device.synchronize()
+        return True
 
     def copy_from(self, source: "DeviceMirror") -> None:
         """The data of `source` (same size) copied in device memory, on the stream."""
