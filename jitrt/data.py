@@ -261,7 +261,7 @@ class _Buffer:
         """The part at storage index `index` (see `_span`) of the host copy, made current
         there first: on a GPU only its bytes come down when the device copy is newer."""
         if self._mirror is not None:
-            self._mirror.read_part(*self._span(index))
+            self._mirror.read_part(*self._span(index), self.gen)
         return self._data[index]
 
     def _write(self, index: tuple[int, ...], value: Any) -> None:

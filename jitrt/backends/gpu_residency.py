@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .gpu import GpuDevice
 
 NUMBERS = (int, float)     # the fill values whose prepared calls a mirror keeps (`fills`)
+WHOLE_READ_BYTES = 1 << 20   # arrays a second element read downloads whole (`read_part`)
 
 
 def negative_zero(value: Any) -> bool:
@@ -37,7 +38,7 @@ class DeviceMirror:
     """The device copy of one field or ndarray (`data._Buffer._mirror`): which copy is newer,
     and the transfers that make the other one current."""
     __slots__ = ("device", "ptr", "nbytes", "host", "host_newer", "device_newer", "owner",
-                 "shared", "host_ptr", "fills")
+                 "shared", "host_ptr", "fills", "read_gen")
 
     def __init__(self, device: "GpuDevice", owner: Any) -> None:
         self.device, self.owner = device, weakref.ref(owner)
@@ -50,6 +51,7 @@ class DeviceMirror:
         # the device copy is the data, so host reads download and host writes upload at once
         self.shared = False
         self.fills: dict[tuple[type, Any], Any] = {}   # a number filled -> its prepared call
+        self.read_gen = -1        # the generation of the last element read (`read_part`)
         weakref.finalize(owner, self.owner_died)
 
     def owner_died(self) -> None:
@@ -119,12 +121,20 @@ class DeviceMirror:
             self.device.synchronize()
             self.device_newer = False
 
-    def read_part(self, offset: int, nbytes: int) -> None:
+    def read_part(self, offset: int, nbytes: int, gen: int = -1) -> None:
         """Before a host read of bytes `offset`.. `offset + nbytes` of the host copy (one
-        element or component): if the device copy is newer, those bytes alone come down
-        into the host copy (one small copy, a synchronisation); the rest stays stale (when
-        there is no rest, a 0-d array's, the host copy is current again)."""
+        element or component) of the data at generation `gen`: if the device copy is newer,
+        those bytes alone come down into the host copy (one small copy, a synchronisation);
+        the rest stays stale (when there is no rest, a 0-d array's, the host copy is current
+        again). A second element read of the same generation downloads the whole array
+        when it is at most `WHOLE_READ_BYTES` (one copy and one wait instead of one wait per
+        element: a program that reads many elements between launches, as DiffTaichi's
+        billiards draws its balls); later reads of it wait for nothing."""
         if self.device_newer or self.shared:
+            if gen == self.read_gen and gen >= 0 and self.host.nbytes <= WHOLE_READ_BYTES:
+                self.before_host_read()
+                return
+            self.read_gen = gen
             self.device.elements.down(self.host_ptr + offset, self.ptr + offset, nbytes)
             if nbytes == self.host.nbytes:
                 self.device_newer = False
@@ -169,6 +179,7 @@ class ForeignMirror(DeviceMirror):
         self.nbytes = max(int(self.host.nbytes), 1)
         self.ptr = ptr
         self.host_newer, self.device_newer = False, True
+        self.fills, self.read_gen = {}, -1
 
     def owner_died(self) -> None:
         self.ptr = 0
