@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 NUMBERS = (int, float)     # the fill values whose prepared calls a mirror keeps (`fills`)
 WHOLE_READ_BYTES = 1 << 20   # arrays a second element read downloads whole (`read_part`)
+SMALL_READ_BYTES = 256       # arrays the first element read downloads whole (a 0-d vector)
 
 
 def negative_zero(value: Any) -> bool:
@@ -126,7 +127,8 @@ class DeviceMirror:
         element or component) of the data at generation `gen`: if the device copy is newer,
         those bytes alone come down into the host copy (one small copy, a synchronisation);
         the rest stays stale (when there is no rest, a 0-d array's, the host copy is current
-        again). A second element read of the same generation downloads the whole array
+        again; an array of at most `SMALL_READ_BYTES`, a 0-d vector's, comes down whole at
+        once). A second element read of the same generation downloads the whole array
         when it is at most `WHOLE_READ_BYTES` (one copy and one wait instead of one wait per
         element: a program that reads many elements between launches, as DiffTaichi's
         billiards draws its balls); later reads of it wait for nothing."""
@@ -135,6 +137,8 @@ class DeviceMirror:
                 self.before_host_read()
                 return
             self.read_gen = gen
+            if self.host.nbytes <= SMALL_READ_BYTES:    # as cheap as one element: all of it
+                offset, nbytes = 0, self.host.nbytes
             self.device.elements.down(self.host_ptr + offset, self.ptr + offset, nbytes)
             if nbytes == self.host.nbytes:
                 self.device_newer = False

@@ -79,6 +79,7 @@ class Program:
         self.fwd: Any = None           # the active jr.ad.FwdMode, if any
         self.fwd_token = object()      # ACTIVE[0] inside FwdMode (what forward kernels expect)
         self.validate_token = object()  # ACTIVE[0] while a Tape(validation=True) records
+        self.grad_replay: Any = None    # the last Tape's reverse pass (`tape_replay.py`)
         self.spec_cache: dict[Any, tuple[tuple[Any, ...], int]] = {}   # max-reducer per-spec cache
         self.warm_files: dict[str, Any] = {}   # offline cache: `prekey.WarmFile`s read so far
         # every live LaunchSizing (handles, bound launches): weak, so that discarded bound
