@@ -572,8 +572,9 @@ def test_small_constant_adstacks_in_local_memory_give_exact_gradients():
 
 
 def test_a_repeated_tape_step_gives_the_gradients_of_its_launches(arch):
-    # on a GPU the third and later reverse passes are one graph replay (tape_replay.py):
+    # with tape_graph on a GPU the third and later reverse passes are one graph replay:
     # the gradients and the parameter updates stay those of the launches
+    jr.init(arch=arch, offline_cache=False, enable_fallback=False, tape_graph=True)
     n, steps = 64, 12
     x = jr.field(jr.f32, shape=(steps, n), needs_grad=True)
     loss = jr.field(jr.f32, shape=(), needs_grad=True)

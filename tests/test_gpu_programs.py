@@ -15,6 +15,7 @@ STEPS, BALLS = 32, 6
 
 @pytest.fixture
 def lib(fakegpu_program):
+    jr.init(arch="fakegpu", offline_cache=False, enable_fallback=False, tape_graph=True)
     return fakegpu_program[0]
 
 
@@ -94,6 +95,16 @@ def test_a_changed_step_launches_its_grads_again(lib):
         other()
     lib.calls.clear()
     iteration(draw=False)            # differs from the last Tape: launched one by one
+    assert counts(lib)["graph_launch"] == 0 and counts(lib)["launch"] == 66
+
+
+def test_the_reverse_pass_is_launched_one_by_one_by_default(fakegpu_program):
+    lib = fakegpu_program[0]
+    iteration = make_program()
+    for _ in range(3):
+        iteration(draw=False)
+    lib.calls.clear()
+    iteration(draw=False)
     assert counts(lib)["graph_launch"] == 0 and counts(lib)["launch"] == 66
 
 

@@ -6,6 +6,8 @@
 # run and how). About 6-8 minutes on an H200 (iterations capped, a time budget per process
 # and for the whole).
 #   usage, from the repository root:  bash benchmarks/gpu/programs.sh
+# (JITRT_TAPE_GRAPH=1 in the environment: the jitrt runs replay repeated reverse passes as
+# CUDA graphs, jr.init(tape_graph=True); docs/gpu.md, "Graphs")
 # Needs .tiwheel/ (git-ignored; `bash benchmarks/gpu/stage_programs.sh` fills it): Taichi's
 # wheel and its pure-Python dependencies (colorama, dill, rich, markdown-it-py, mdurl,
 # pygments; numpy comes from the machine), and difftaichi/{billiards,smoke_taichi,wave}.py
