@@ -35,7 +35,8 @@ def ran_on(ti, runtime: str) -> str:
     if runtime == "jitrt":
         from jitrt.runtime import program
         return str(program.current().arch)
-    return str(ti.lang.impl.current_cfg().arch).rsplit(".", 1)[-1]
+    name = str(ti.lang.impl.current_cfg().arch).rsplit(".", 1)[-1]
+    return "cpu" if name in ("x64", "arm64") else name
 
 
 def kernel_profile(ti, runtime: str) -> dict[str, dict[str, float]]:

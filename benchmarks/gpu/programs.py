@@ -42,8 +42,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 # program: (iterations run, extra argv): billiards takes no option (an argument makes it scan)
-PROGRAMS = {"billiards.py": (20, []), "smoke_taichi.py": (20, ["--iters", "1000"]),
-            "wave.py": (20, ["--iters", "1000"])}
+PROGRAMS = {"billiards.py": (20, []), "smoke_taichi.py": (10, ["--iters", "1000"]),
+            "wave.py": (10, ["--iters", "1000"])}
 CONFIGS = (("jitrt", "cuda"), ("jitrt", "cpu"), ("taichi", "cuda"))
 LOSS = re.compile(r"loss\s*=?\s*(-?[\d.]+(?:e[-+]?\d+)?)", re.I)
 
@@ -187,7 +187,8 @@ def actual_arch(ti: Any, runtime: str) -> str:
     if runtime == "jitrt":
         from jitrt.runtime import program
         return str(program.current().arch)
-    return str(ti.lang.impl.current_cfg().arch).rsplit(".", 1)[-1]
+    name = str(ti.lang.impl.current_cfg().arch).rsplit(".", 1)[-1]
+    return "cpu" if name in ("x64", "arm64") else name
 
 
 def run(path: Path, runtime: str, arch: str, iters: int, count: bool) -> dict[str, Any]:
@@ -294,8 +295,10 @@ def cell(res: dict[str, Any] | None) -> str:
         return "skipped (time)"
     if "error" in res:
         return f"FAILED ({res['error']})"
-    where = res.get("ran_on")
-    return (f"{res['wall_s']:.1f} s ({res['first_s']:.1f} s first, {res['iter_ms']:.1f} ms "
+    where, per = res.get("ran_on"), res.get("iter_ms")
+    first = res.get("first_s")
+    return (f"{res['wall_s']:.1f} s ({'-' if first is None else f'{first:.1f}'} s first, "
+            f"{'-' if per is None else f'{per:.1f}'} ms "
             f"per {'step' if 'ms_per_step' in res else 'iteration'})"
             + (f" RAN ON {where.upper()}" if where and where != res["arch"] else ""))
 
@@ -333,7 +336,8 @@ def table(results: dict[tuple[str, str, str], Any]) -> str:
         cuda, cpu, ti = (results.get((name, rt, arch)) for rt, arch in CONFIGS)
         ok = [r is not None and "error" not in r for r in (cuda, cpu, ti)]
         e2e = f"{cuda['wall_s'] / ti['wall_s']:.2f}x" if ok[0] and ok[2] else "-"
-        per = f"{cuda['iter_ms'] / cpu['iter_ms']:.2f}x" if ok[0] and ok[1] else "-"
+        per = f"{cuda['iter_ms'] / cpu['iter_ms']:.2f}x" if ok[0] and ok[1] and \
+            cuda.get("iter_ms") and cpu.get("iter_ms") else "-"
         losses = [r.get("losses") if r else None for r in (cuda, cpu, ti)]
         lines.append(f"| {name} | {cell(cuda)} | {cell(cpu)} | {cell(ti)} | {e2e} | {per} | "
                      f"{relative(losses[0], losses[1])}, {relative(losses[0], losses[2])} |")
@@ -353,8 +357,8 @@ def main() -> int:
     every.add_argument("--programs", type=Path, required=True)
     every.add_argument("--taichi-path", type=Path, required=True)
     every.add_argument("--out", type=Path, default=Path("/tmp/jitrt-programs"))
-    every.add_argument("--limit", type=float, default=75.0, help="seconds per process")
-    every.add_argument("--budget", type=float, default=390.0,
+    every.add_argument("--limit", type=float, default=90.0, help="seconds per process")
+    every.add_argument("--budget", type=float, default=330.0,
                        help="seconds after which no further process starts")
     args = ap.parse_args()
     if args.mode == "run":
