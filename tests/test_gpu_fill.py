@@ -11,6 +11,7 @@ import pytest
 
 import jitrt as jr
 from jitrt.backends import amdgcn, gpu_fill, nvptx
+from jitrt.backends.gpu import GpuDevice
 
 nd = jr.types.ndarray
 pytestmark = pytest.mark.cpu_only
@@ -66,10 +67,10 @@ def test_negative_zero_is_not_the_fill_of_zero(lib):
 
 @pytest.mark.parametrize("make, value, want", [
     (lambda: jr.ndarray(jr.f64, shape=(1000,)), 1.5, np.full(1000, 1.5)),
-    (lambda: jr.Vector.ndarray(3, jr.f32, shape=(333,)), jr.Vector([1.0, 2.0, -3.0]),
-     np.tile(np.float32([1, 2, -3]), (333, 1))),
-    (lambda: jr.Matrix.field(4, 4, jr.f32, shape=(7,)), jr.Matrix(np.arange(16.0).reshape(4, 4)),
-     np.tile(np.arange(16, dtype=np.float32).reshape(4, 4), (7, 1, 1))),
+    (lambda: jr.Vector.ndarray(3, jr.f32, shape=(3333,)), jr.Vector([1.0, 2.0, -3.0]),
+     np.tile(np.float32([1, 2, -3]), (3333, 1))),
+    (lambda: jr.Matrix.field(4, 4, jr.f32, shape=(70,)), jr.Matrix(np.arange(16.0).reshape(4, 4)),
+     np.tile(np.arange(16, dtype=np.float32).reshape(4, 4), (70, 1, 1))),
 ], ids=["f64", "vec3", "mat4"])
 def test_an_element_repeating_no_word_is_one_launch_of_the_fill_kernel(lib, make, value, want):
     # before: the first element uploaded, then ~log2(n) device-to-device copies (11 calls
@@ -84,17 +85,43 @@ def test_an_element_repeating_no_word_is_one_launch_of_the_fill_kernel(lib, make
     np.testing.assert_array_equal(x.to_numpy(), want)
 
 
+def test_a_small_array_repeating_no_word_is_one_upload_and_compiles_nothing(lib):
+    # a Tape's `loss.grad.fill(1)` of an f64 loss: no fill kernel to build for 8 bytes
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+    v = jr.Vector.ndarray(3, jr.f32, shape=(5,))
+    lib.calls.clear()
+    loss.grad.fill(1)
+    v.fill(jr.Vector([1.0, 2.0, -3.0]))
+    assert [c[0::2] for c in lib.calls] == [("h2d", 8), ("h2d", 60)]
+    assert loss.grad[None] == 1.0 and v[4][2] == -3.0
+    assert jr.debug.stats()["module_loads"] == 0
+
+
 def test_other_element_sizes_are_filled_by_doubling_copies(lib):
-    v = jr.Vector.ndarray(3, jr.i8, shape=(10,))          # 3 bytes: not whole words
+    v = jr.Vector.ndarray(3, jr.i8, shape=(2000,))        # 3 bytes: not whole words
     v.fill(jr.Vector([1, 2, 3]))
-    big = jr.Matrix.ndarray(5, 5, jr.f32, shape=(4,))     # 25 words: over FILL_WORDS
+    big = jr.Matrix.ndarray(5, 5, jr.f32, shape=(50,))    # 25 words: over FILL_WORDS
     lib.calls.clear()
     big.fill(jr.Matrix(np.arange(25.0).reshape(5, 5)))
-    assert [c[0] for c in lib.calls] == ["h2d"]           # then d2d copies (not recorded)
-    np.testing.assert_array_equal(v.to_numpy(), np.tile(np.int8([1, 2, 3]), (10, 1)))
+    assert [c[0::2] for c in lib.calls] == [("h2d", 100)]  # then d2d copies (not recorded)
+    np.testing.assert_array_equal(v.to_numpy(), np.tile(np.int8([1, 2, 3]), (2000, 1)))
     np.testing.assert_array_equal(big.to_numpy(),
                                   np.tile(np.arange(25, dtype=np.float32).reshape(5, 5),
-                                          (4, 1, 1)))
+                                          (50, 1, 1)))
+
+
+def test_a_warm_start_loads_the_fill_kernel_from_the_offline_cache(lib, tmp_path,
+                                                                  monkeypatch):
+    def start():
+        jr.init(arch="fakegpu", offline_cache=True, offline_cache_dir=str(tmp_path),
+                enable_fallback=False)
+        x = jr.ndarray(jr.f64, shape=(4096,))
+        x.fill(1.5)
+        assert x[4095] == 1.5
+    start()                                              # compiles it, saves it
+    monkeypatch.setattr(GpuDevice, "compile", lambda self, module: pytest.fail("compiled"))
+    start()                                              # a new program: from the cache
+    assert lib.images[-1] == lib.images[-2]
 
 
 def test_the_fill_kernel_builds_for_both_vendors():

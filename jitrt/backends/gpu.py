@@ -24,6 +24,7 @@ import functools
 import time
 from typing import Any, Callable, Mapping
 
+import xxhash
 from llvmlite import ir
 
 from ..codegen import abi
@@ -221,19 +222,32 @@ class GpuDevice(Device):
     def fill_call(self, dst: int, pattern: bytes, count: int) -> Callable[[], None]:
         """The driver call(s) writing `count` copies of `pattern` from `dst` on the stream,
         prepared: one memset where the pattern repeats a 1-, 2- or 4-byte word, else one
-        launch of the fill kernel (`gpu_fill`) for an element of up to 16 4-byte words,
-        else doubling copies (docs/gpu.md, "Where data lives")."""
+        upload of the whole array when it is at most `gpu_fill.UPLOAD_BYTES` (through the
+        pinned element ring), else one launch of the fill kernel (`gpu_fill`) for an element
+        of up to 16 4-byte words, else doubling copies (docs/gpu.md, "Where data lives")."""
         call: Callable[[], None] | None = self.driver.fill_call(dst, pattern, count)
         if call is not None:
             return call
+        if len(pattern) * count <= gpu_fill.UPLOAD_BYTES:    # a 0-d f64 loss.grad = 1
+            return gpu_fill.upload_call(self.elements.up, dst, pattern, count)
         if len(pattern) % 4 == 0 and len(pattern) <= 4 * gpu_fill.FILL_WORDS:
             return gpu_fill.kernel_call(self, self.fill_function(), dst, pattern, count)
         return functools.partial(self.driver.fill_doubling, dst, pattern, count)
 
     def fill_function(self) -> Any:
-        """The fill kernel's handle, compiled and loaded on first use."""
+        """The fill kernel's handle, loaded on first use: from the offline cache when there
+        is one (so that a warm start compiles nothing), else compiled (and saved there)."""
         if self._fill_function is None:
-            artifact = self.compile(gpu_fill.fill_module(self.codegen_target))
+            store, artifact = self.host.store, None
+            key = "fill-" + xxhash.xxh3_128_hexdigest("\0".join(
+                [repr(self.target), gpu_fill.VERSION, self.host.runtime_key()]).encode())
+            if store is not None:
+                cached = store.load(key)
+                artifact = cached if isinstance(cached, bytes) else None
+            if artifact is None:
+                artifact = self.compile(gpu_fill.fill_module(self.codegen_target))
+                if store is not None:
+                    store.save(key, "jitrt fill kernel", artifact)
             self._fill_function = self._load("jitrt_fill", artifact,
                                              [gpu_fill.NAME])[gpu_fill.NAME]
         return self._fill_function

@@ -3,9 +3,12 @@
 
 Stage: backend (a helper of `gpu.py`). A fill whose element repeats a word is one driver
 memset (`StreamDriver.fill_call`); any other element of up to `FILL_WORDS` 4-byte words is
-this kernel, built once per device from LLVM IR (no frontend, no offline cache: it is small,
-and compiled only when a program first fills such an element), launched with the element's
-words as kernel parameters: one driver call per fill, no upload. Thread `t` writes words
+this kernel, built once per device from LLVM IR (no frontend; compiled only when a program
+first fills such an element), launched with the element's
+words as kernel parameters: one driver call per fill, no upload; an array of at most
+`UPLOAD_BYTES` (a 0-d f64 `loss.grad` set to 1) is one upload from the pinned element ring
+instead, which needs no compiled code. The kernel's artifact goes to the offline cache (a warm
+start compiles nothing). Thread `t` writes words
 `t, t + T, t + 2T, ...` of the array (`T` threads in all), so a warp's stores are
 consecutive; the word of the element each thread writes is kept as a running remainder (one
 division per thread, not per word). Elements of other sizes (not a multiple of 4 bytes, or
@@ -22,6 +25,8 @@ from llvmlite import ir
 from ..codegen.targets import Target
 
 FILL_WORDS = 16          # a mat4 of f32, a vec8 of f64
+UPLOAD_BYTES = 4096      # arrays up to this size are filled by one upload instead
+VERSION = "1"            # in the offline cache's key of the kernel's artifact
 FILL_BLOCK = 256
 NAME = "jitrt_fill_words"
 I32, I64 = ir.IntType(32), ir.IntType(64)
@@ -65,6 +70,20 @@ def fill_module(target: Target) -> ir.Module:
     b.position_at_end(done)
     b.ret_void()
     return module
+
+
+def upload_call(up: Callable[[int, int, int], None], dst: int, pattern: bytes, count: int
+                ) -> Callable[[], None]:
+    """`count` copies of `pattern` uploaded to `dst` by `up` (the element ring's), prepared:
+    the bytes are made here, each call is the one copy."""
+    data = ctypes.create_string_buffer(pattern * count, len(pattern) * count)
+    return functools.partial(upload, up, data, dst, ctypes.addressof(data), len(data))
+
+
+def upload(up: Callable[[int, int, int], None], keep: Any, dst: int, src: int, nbytes: int
+           ) -> None:
+    """One upload of a small array's fill (`keep`: its bytes, alive as long as the call)."""
+    up(dst, src, nbytes)
 
 
 def kernel_call(device: Any, function: Any, dst: int, pattern: bytes, count: int
