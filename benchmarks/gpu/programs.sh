@@ -26,8 +26,11 @@ WHEELS=${WHEELS:-.tiwheel}
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 if [ ! -d "$TI/taichi" ]; then
+  # pip when the machine's Python has it, else the wheels unpacked (a wheel is a zip file)
   $PY -m pip install -q --no-deps --no-index --target "$TI" "$WHEELS"/*.whl \
-    > "$OUT/taichi_install.log" 2>&1 || { echo "Taichi install failed:"; tail -5 "$OUT/taichi_install.log"; }
+    > "$OUT/taichi_install.log" 2>&1 || for w in "$WHEELS"/*.whl; do
+      $PY -m zipfile -e "$w" "$TI" >> "$OUT/taichi_install.log" 2>&1
+    done
 fi
 PYTHONPATH=$TI $PY -c "import taichi" > "$OUT/taichi_import.log" 2>&1 \
   && echo "Taichi: $(head -1 "$OUT/taichi_import.log")" \
