@@ -12,9 +12,11 @@ recorded launch changed data that decides the trip counts of the same or an earl
 launch (the reverse pass re-runs the forward sweeps and would replay other trip counts: a wrong
 gradient, so an `AutodiffError` naming both kernels and the data), clears the gradients of
 recorded ndarray arguments, seeds `loss.grad = 1` and launches `kernel.grad(*args)` for the
-recorded launches in reverse order. With `validation=True` (and `jr.init(debug=True)`) `ACTIVE`
-is the program's validate token instead: every launch goes to the slow path, which records it
-and runs its checked copy (Taichi's global data access rule, `frontend/gdar.py`).
+recorded launches in reverse order (on a GPU, a reverse pass that repeats the previous Tape's
+is replayed as one device graph: `tape_replay.py`). With `validation=True` (and
+`jr.init(debug=True)`) `ACTIVE` is the program's validate token instead: every launch goes to
+the slow path, which records it and runs its checked copy (Taichi's global data access rule,
+`frontend/gdar.py`).
 
 `FwdMode(loss=..., param=..., seed=...)` on entry zeroes every live dual (unless
 `clear_gradients=False`), writes the seed into `param.dual` and sets `program.ACTIVE` to the
@@ -154,8 +156,8 @@ class Tape:
                         v.grad.fill(0)
         if self.loss is not None:
             self.loss.grad.fill(1)     # a 0-d loss too: its one element
-        for kernel, values in reversed(self.entries):
-            kernel.grad(*values)
+        from .tape_replay import reverse_pass
+        reverse_pass(self)       # on a GPU, a reverse pass seen before is one graph replay
         if self.checker is not None:
             self.grad_check_results = self.checker.run(self.entries)
 

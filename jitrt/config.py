@@ -178,6 +178,10 @@ OPTIONS: tuple[Option, ...] = (
            "CPU worker threads (None: all cores)"),
     Option("kernel_profiler", False, _parse_bool, _check_bool, False,
            "time every launch per kernel (jr.profiler); off: no cost"),
+    Option("tape_graph", False, _parse_bool, _check_bool, False,
+           "GPUs: a jr.ad.Tape whose launches repeat the previous Tape's replays its reverse "
+           "pass as one device graph (built at the second such step, ~0.1-2 ms per launch; "
+           "a replay saves ~1-2 us per launch)"),
     Option("log_level", None, str, _check_log_level, False,
            "log to stderr at this level (debug | info | warning | error); None: silent"),
     Option("parallel_grain", 8192, _parse_int,
@@ -207,6 +211,7 @@ class Config:
     default_ip: dtypes.DataType
     num_threads: int | None
     kernel_profiler: bool
+    tape_graph: bool
     log_level: str | None
     parallel_grain: int
     # Taichi's options jitrt ignores, as given (peer_options.peer_values): read as attributes

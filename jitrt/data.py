@@ -264,7 +264,7 @@ class _Buffer:
         """The part at storage index `index` (see `_span`) of the host copy, made current
         there first: on a GPU only its bytes come down when the device copy is newer."""
         if self._mirror is not None:
-            self._mirror.read_part(*self._span(index))
+            self._mirror.read_part(*self._span(index), self.gen)
         return self._data[index]
 
     def _write(self, index: tuple[int, ...], value: Any) -> None:
@@ -366,6 +366,10 @@ class _Buffer:
     def fill(self, value: Any) -> None:
         """Every element becomes `value`: a number (every component too), or for a
         vector/matrix element a value of the element's shape (`jr.Vector([1, 2])`)."""
+        mirror = self._mirror
+        if mirror is not None and mirror.fill_again(value):
+            self.gen += 1                        # the device fill of this value again
+            return
         arr = np.asarray(value)
         if arr.shape not in ((), self._element):
             raise ValueError(f"{self.name}.fill: the value has shape {arr.shape}; an element "
@@ -374,7 +378,7 @@ class _Buffer:
         if device is not None:
             element = np.empty(self._element, self._data.dtype)
             element[...] = arr                   # converted as a host fill converts it
-            if device.fill_data(self, element.tobytes()):
+            if device.fill_data(self, element.tobytes(), value):
                 self.gen += 1                    # filled in device memory (docs/gpu.md)
                 return
         if self._mirror is not None:

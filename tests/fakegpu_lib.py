@@ -4,7 +4,8 @@ names, over host memory. Kernels never run; memory calls do what they say (devic
 host memory), and the calls a launch path's test looks at are recorded in `calls` in the shape
 of `test_gpu_launch_path.RecordingDriver`'s: ("launch", function, grid, block), ("h2d", dst,
 nbytes), ("d2h", src, nbytes), ("event_sync", event state), and the memsets as ("memset", word
-bytes, dst, value, words). Every call is in `log`.
+bytes, dst, value, words). Kernels do not run, except the device's fill kernel, which
+writes what it would. Every call is in `log`.
 """
 import ctypes
 import types
@@ -86,7 +87,19 @@ class FakeGpuLib:
 
     def fgLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         self.calls.append(("launch", function, gx, bx))
+        if function == "jitrt_fill_words":      # the device's fill kernel (backends/gpu_fill.py)
+            self.fill_words(params)
         return (SUCCESS,)
+
+    @staticmethod
+    def fill_words(params):
+        """What the fill kernel does: (dst, words, words per element, threads, then the
+        element's words two to a parameter) -> the element repeated over the words."""
+        slots = (ctypes.c_void_p * 12).from_address(params)
+        dst, total, period, _, *pairs = [ctypes.c_uint64.from_address(p).value for p in slots]
+        element = np.array(pairs, np.uint64).view(np.uint32)[:period]
+        words = (ctypes.c_uint32 * total).from_address(dst)
+        np.frombuffer(words, np.uint32)[:] = np.tile(element, total // period)
 
     def fgEventCreate(self, flags):
         return SUCCESS, ["event"]

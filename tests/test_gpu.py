@@ -569,3 +569,39 @@ def test_small_constant_adstacks_in_local_memory_give_exact_gradients():
         d *= np.cos(v) * 1.1
         v = np.sin(v) * 1.1 + 0.1
     np.testing.assert_allclose(x.grad.to_numpy(), d + 0.9 ** cs, rtol=2e-5, atol=2e-6)
+
+
+def test_a_repeated_tape_step_gives_the_gradients_of_its_launches(arch):
+    # with tape_graph on a GPU the third and later reverse passes are one graph replay:
+    # the gradients and the parameter updates stay those of the launches
+    jr.init(arch=arch, offline_cache=False, enable_fallback=False, tape_graph=True)
+    n, steps = 64, 12
+    x = jr.field(jr.f32, shape=(steps, n), needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def advance(t: jr.i32, c: jr.f32):
+        for i in range(n):
+            x[t, i] = x[t - 1, i] * c
+
+    @jr.kernel
+    def compute_loss():
+        for i in range(n):
+            loss[None] += x[steps - 1, i] * x[steps - 1, i]
+
+    x0 = np.linspace(-1, 1, n)
+    factors = [1 + 0.01 * t for t in range(1, steps)]
+    gain = float(np.prod(factors))
+    x.from_numpy(np.vstack([x0, np.zeros((steps - 1, n))]).astype(np.float32))
+    for _ in range(5):
+        with jr.ad.Tape(loss):
+            for t in range(1, steps):
+                advance(t, factors[t - 1])
+            compute_loss()
+        want = 2 * x0 * gain * gain
+        np.testing.assert_allclose(x.grad.to_numpy()[0], want, rtol=1e-4)
+        assert abs(loss[None] - np.sum((x0 * gain) ** 2)) < 1e-4 * np.sum((x0 * gain) ** 2)
+        x0 = x0 - 0.01 * want
+        x.from_numpy(np.vstack([x0, np.zeros((steps - 1, n))]).astype(np.float32))
+    if arch != "cpu":
+        assert jr.debug.stats()["graph_replays"] == 3

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import jitrt as jr
+from jitrt import data as data_mod
 from jitrt.backends import gpu, nvptx
 from jitrt.backends.base import DeviceTarget
 from jitrt.runtime import native_launch
@@ -64,6 +65,9 @@ class RecordingDriver:
 
     def fill(self, dst, pattern, count):
         self.calls.append(("fill", dst, pattern, count))
+
+    def fill_call(self, dst, pattern, count):
+        return lambda: self.fill(dst, pattern, count)
 
     def synchronize(self):
         pass
@@ -320,6 +324,47 @@ def test_native_gpu_launches_go_on_the_stream_a_block_chose(native_fake):
     bump()
     later()
     assert [c[5] for c in native_fake.native_calls[-2:]] == [FAKE_STREAM, FAKE_STREAM]
+
+
+def test_launches_a_tape_records_run_through_the_native_gpu_entry(native_fake, monkeypatch):
+    # issue 32: a recorded launch went through the Python GPU entry (the native launcher
+    # hands every launch to Python while a Tape records); now the recording launcher calls
+    # the native entry, which launches when nothing has to move and hands the rest back
+    monkeypatch.setattr(data_mod, "CURRENT_DEVICE", [program_mod.current().device])  # fills
+    x = jr.field(jr.f32, shape=(64,), needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def square():
+        for i in x:
+            loss[None] += x[i] * x[i]
+
+    square()
+    native_fake.entry_slots = next(iter(square.handles.values())).entry.slots
+    with jr.ad.Tape(loss):                    # the grad kernel's first launch: Python
+        square()
+    for _ in range(2):
+        count = len(native_fake.native_calls)
+        native_fake.calls.clear()
+        with jr.ad.Tape(loss):
+            square()
+        assert len(native_fake.native_calls) == count + 2     # the forward, then its grad
+        assert launches(native_fake) == []                    # no Python entry ran
+    with x.writable() as data:                # the host copy is newer: the Python entry
+        data[0] = 3.0
+    native_fake.calls.clear()
+    with jr.ad.Tape(loss):
+        square()
+    assert [c[0] for c in native_fake.calls if c[0] != "fill"][:2] == ["h2d", "launch"]
+    native_fake.fail_with = 700               # a refused launch raises from the recording
+    with pytest.raises(RuntimeError, match="fake launch failed with 700"):
+        with jr.ad.Tape(loss):
+            square()
+    native_fake.fail_with = 0
+    count = len(native_fake.native_calls)
+    with jr.ad.Tape(loss):
+        square()
+    assert len(native_fake.native_calls) == count + 2
 
 
 def test_staged_and_returning_gpu_launches_stay_in_python(native_fake):

@@ -12,7 +12,8 @@ actuation, spring impulses, integration with ground contact) under `ti.ad.Tape(l
 then one gradient-descent update of the weights and biases. The loss is minus the mean x of
 the masses at the end: the robot should move right.
 
-Environment: DIFFSIM_TI (taichi | jitrt), DIFFSIM_SPRING_STEPS, DIFFSIM_PROFILE=1.
+Environment: DIFFSIM_TI (taichi | jitrt), DIFFSIM_ARCH (cpu | cuda; default cpu),
+DIFFSIM_SPRING_STEPS, DIFFSIM_PROFILE=1.
 """
 import math
 import os
@@ -33,7 +34,7 @@ if _which() == "jitrt":
 else:
     import taichi as ti
 
-ti.init(arch=ti.cpu, default_fp=ti.f32,
+ti.init(arch=getattr(ti, os.environ.get("DIFFSIM_ARCH", "cpu")), default_fp=ti.f32,
         kernel_profiler=os.environ.get("DIFFSIM_PROFILE", "0") == "1")
 
 steps = int(os.environ.get("DIFFSIM_SPRING_STEPS", "512"))

@@ -13,8 +13,8 @@ diag(1.1, 0.9)), so its stress matters from the first substep. The parameters ar
 velocity `v0` (one vector shared by all particles) and the initial positions `x0`: the Tape
 leaves d loss / d v0 in `v0.grad` and d loss / d x0 in `x0.grad`.
 
-Environment: DIFFSIM_TI (taichi | jitrt), DIFFSIM_SUBSTEPS, DIFFSIM_PROFILE=1 (kernel
-profiler on).
+Environment: DIFFSIM_TI (taichi | jitrt), DIFFSIM_ARCH (cpu | cuda; default cpu),
+DIFFSIM_SUBSTEPS, DIFFSIM_PROFILE=1 (kernel profiler on).
 """
 import os
 import sys
@@ -34,7 +34,7 @@ if _which() == "jitrt":
 else:
     import taichi as ti
 
-ti.init(arch=ti.cpu, default_fp=ti.f32,
+ti.init(arch=getattr(ti, os.environ.get("DIFFSIM_ARCH", "cpu")), default_fp=ti.f32,
         kernel_profiler=os.environ.get("DIFFSIM_PROFILE", "0") == "1")
 
 n_particles = 8192

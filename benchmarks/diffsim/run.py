@@ -1,8 +1,9 @@
-"""Differentiable simulation, jitrt against Taichi 1.7.4 on the CPU: one table.
+"""Differentiable simulation, jitrt against Taichi 1.7.4 on the CPU or CUDA: one table.
 
     python benchmarks/diffsim/run.py [--quick] [--processes 2] [--repeats 5] [--profile]
                                      [--only mpm2d,mass_spring] [--threads N]
                                      [--jitrt-root DIR | --jitrt-rev REV] [--venvs DIR]
+                                     [--arch cpu|cuda] [--taichi-path DIR]
 
 Two workloads written once in Taichi's language (mpm2d.py, mass_spring.py), each run with
 `import taichi as ti` in a Taichi 1.7.4 venv of its own (created on first use under --venvs,
@@ -61,11 +62,15 @@ def export_rev(rev: str, into: Path) -> Path:
 
 
 def run_worker(py: Path, workload: str, runtime: str, jitrt_root: Path, cwd: Path,
-               extra: list[str], threads: int | None) -> dict:
+               extra: list[str], threads: int | None, arch: str = "cpu",
+               taichi_path: Path | None = None) -> dict:
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
+    env["DIFFSIM_ARCH"] = arch
     if runtime == "jitrt":
         env["PYTHONPATH"] = str(jitrt_root)
+    elif taichi_path is not None:
+        env["PYTHONPATH"] = str(taichi_path)
     if threads:
         env["JITRT_NUM_THREADS" if runtime == "jitrt" else "TI_CPU_MAX_NUM_THREADS"] = \
             str(threads)
@@ -158,7 +163,8 @@ def measure(args, pythons: dict, jitrt_root: Path, tmp: Path) -> tuple[dict, dic
                 extra = ["--repeats", str(args.repeats)]
                 if p == 0:
                     extra += ["--dump", str(tmp / f"{w}-{rt}.npz")]
-                out = run_worker(pythons[rt], w, rt, jitrt_root, tmp, extra, args.threads)
+                out = run_worker(pythons[rt], w, rt, jitrt_root, tmp, extra, args.threads,
+                                 args.arch, args.taichi_path)
                 samples[(w, rt)].extend(out["ms_per_step"])
                 first.setdefault((w, rt), out)
                 a, b = out["final_loss"], first[(w, rt)]["final_loss"]
@@ -205,6 +211,11 @@ def main() -> int:
     ap.add_argument("--jitrt-rev", default=None,
                     help="measure this git revision's jitrt (a git archive), not the work tree")
     ap.add_argument("--venvs", type=Path, default=Path.home() / ".cache" / "jitrt-compare")
+    ap.add_argument("--arch", default="cpu", choices=["cpu", "cuda"],
+                    help="the arch both runtimes run on (ti.init(arch=...))")
+    ap.add_argument("--taichi-path", type=Path, default=None,
+                    help="a directory holding Taichi 1.7.4 (pip install --no-deps --target): "
+                         "both runtimes run with this Python, no venv is made")
     args = ap.parse_args()
     if args.quick:
         args.processes, args.repeats = 1, 2
@@ -212,8 +223,11 @@ def main() -> int:
     started = datetime.datetime.now().astimezone()
     load0 = os.getloadavg()
     cmp = compare_module()
-    pythons = {"taichi": cmp.ensure_venv(args.venvs / "taichi", [TAICHI_REQ]),
-               "jitrt": cmp.jitrt_python(args.venvs)}
+    if args.taichi_path is not None:       # no network (a GPU machine): this Python for both
+        pythons = {"taichi": Path(sys.executable), "jitrt": Path(sys.executable)}
+    else:
+        pythons = {"taichi": cmp.ensure_venv(args.venvs / "taichi", [TAICHI_REQ]),
+                   "jitrt": cmp.jitrt_python(args.venvs)}
     try:
         import numpy  # noqa: F401  (the gradient check reads the workers' .npz files)
     except ImportError:       # re-run in the jitrt venv, which has numpy
@@ -226,7 +240,8 @@ def main() -> int:
         if args.profile:
             for w in args.only:
                 print_profile(w, {rt: run_worker(pythons[rt], w, rt, jitrt_root, tmp,
-                                                 ["--profile"], args.threads)
+                                                 ["--profile"], args.threads, args.arch,
+                                                 args.taichi_path)
                                   for rt in RUNTIMES})
     threads = {rt: first[(args.only[0], rt)]["threads"] for rt in RUNTIMES}
     version = {rt: first[(args.only[0], rt)]["version"] for rt in RUNTIMES}
@@ -236,7 +251,7 @@ def main() -> int:
     print(f"Date: {started:%Y-%m-%d %H:%M %Z}. Command: `python benchmarks/diffsim/run.py"
           + "".join(f" {a}" for a in sys.argv[1:]) + f"` ({args.processes} process(es) x "
           f"{args.repeats} timed loops per runtime and workload, medians).")
-    print(f"Machine: {cmp.machine()}; load average {load0[0]:.2f} at the start, "
+    print(f"Arch: {args.arch}. Machine: {cmp.machine()}; load average {load0[0]:.2f} at the start, "
           f"{load1[0]:.2f} at the end.")
     print(f"Threads: Taichi {version['taichi']} {threads['taichi']} "
           f"(cpu_max_num_threads), jitrt {version['jitrt']} {threads['jitrt']} (pool); "

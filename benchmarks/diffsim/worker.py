@@ -30,6 +30,15 @@ def thread_count(ti, runtime: str) -> int:
     return int(ti.lang.impl.current_cfg().cpu_max_num_threads)
 
 
+def ran_on(ti, runtime: str) -> str:
+    """The arch the runtime runs on (after a fallback, not the one asked for)."""
+    if runtime == "jitrt":
+        from jitrt.runtime import program
+        return str(program.current().arch)
+    name = str(ti.lang.impl.current_cfg().arch).rsplit(".", 1)[-1]
+    return "cpu" if name in ("x64", "arm64") else name
+
+
 def kernel_profile(ti, runtime: str) -> dict[str, dict[str, float]]:
     """{kernel: {"count", "total_ms"}} from the runtime's own kernel profiler."""
     if runtime == "jitrt":
@@ -69,6 +78,7 @@ def main() -> int:
     setup_ms = (time.perf_counter() - t0) * 1e3
     version = ti.__version__        # Taichi: a tuple of ints
     out = {"runtime": args.runtime, "threads": thread_count(ti, args.runtime),
+           "ran_on": ran_on(ti, args.runtime),
            "version": version if isinstance(version, str) else ".".join(map(str, version)),
            "setup_ms": setup_ms}
     t0 = time.perf_counter()

@@ -2,20 +2,20 @@
 
     python benchmarks/gpu/bench.py          (benchmarks/gpu/run.sh runs it after the tests)
 
-Rows: a trivial kernel's launch through jitrt against raw `cuLaunchKernel` (cuda-bindings,
-the same loaded function, a prebuilt parameter array), CuPy `RawKernel` and a small torch op;
-a 100-kernel step launched directly and replayed as a `jr.graph`, against a raw CUDA graph of
-the same 100 launches; saxpy over 64M f32 against a device-to-device copy; the adstack step
+Rows: a trivial kernel's launch through jitrt against raw `cuLaunchKernel` (cuda-bindings, the
+same loaded function, a prebuilt parameter array), CuPy `RawKernel` and a small torch op; a
+100-kernel step launched directly and replayed as a `jr.graph`, against a raw CUDA graph of the
+same 100 launches; saxpy over 64M f32 against a device-to-device copy; the adstack step
 (forward + grad, trip counts 1..8) at N = 1M and N = 1024 against torch autograd of the same
 computation (a masked loop), gradients checked; the same step written with ndarrays as users
 write it (`loss.fill(0); x.grad.fill(0); loss.grad.fill(1); fwd(x, c, loss); fwd.grad(x, c,
 loss)`) against the field form, at both sizes (issue 32: within 1.2x); whole-array operations
-on device data at N = 1M (`fill` as driver memsets, `copy_from`, `from_numpy`); Python-scope
-element reads and writes of device-newer data (`x.grad[None]`, `x[7]` of a 1M array, `x[None] =
-v`, the update `x[None] -= lr * x.grad[None]` of a training loop) against a launch and a
-synchronisation alone; the grad launch of an 8-trip chain whose adstack is in local memory
-(constant trip count) against the same chain sized at launch (the heap). CuPy and torch rows
-are skipped when those packages are missing.
+on device data at N = 1M (`fill` as a memset or the fill kernel, `copy_from`, `from_numpy`);
+Python-scope element reads and writes of device-newer data (`x.grad[None]`, `x[7]` of a 1M
+array, `x[None] = v`, the update `x[None] -= lr * x.grad[None]` of a training loop) against a
+launch and a synchronisation alone; the grad launch of an 8-trip chain whose adstack is in
+local memory (constant trip count) against the same chain sized at launch (the heap). CuPy and
+torch rows are skipped when those packages are missing.
 """
 from __future__ import annotations
 
@@ -304,8 +304,8 @@ def data_op_rows(device: Any) -> list[tuple[str, str, str, str]]:
     for arr in (a, b, d, v):
         arr.fill(0)
     cases = [("fill 1M f32 (one D32 memset)", lambda: a.fill(1.5)),
-             ("fill 1M f64 = 1.5 (doubling copies)", lambda: d.fill(1.5)),
-             ("fill 1M vec3 f32 (doubling copies)", lambda: v.fill(jr.Vector([1, 2, 3]))),
+             ("fill 1M f64 = 1.5 (fill kernel)", lambda: d.fill(1.5)),
+             ("fill 1M vec3 f32 (fill kernel)", lambda: v.fill(jr.Vector([1, 2, 3]))),
              ("copy_from 1M f32 device to device", lambda: b.copy_from(a)),
              ("from_numpy 1M f32 (one async upload)", lambda: a.from_numpy(host))]
     rows = []

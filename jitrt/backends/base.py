@@ -27,7 +27,7 @@ from __future__ import annotations
 import abc
 import os
 import threading
-from typing import TYPE_CHECKING, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from llvmlite import ir
 
@@ -339,10 +339,11 @@ class MemoryRole(abc.ABC):
         queued before (else the consumer orders itself: `consumer_waits`)."""
         return int(data.ptr)
 
-    def fill_data(self, data: HostBuffer, pattern: bytes) -> bool:
-        """Make every element of `data` the element whose bytes are `pattern` in this
-        device's memory, without waiting; False (nothing done) where the host copy is where
-        the fill belongs (host memory, or host data written since the device last had it)."""
+    def fill_data(self, data: HostBuffer, pattern: bytes, value: Any = None) -> bool:
+        """Make every element of `data` the element whose bytes are `pattern` (converted
+        from `value`) in this device's memory, without waiting; False (nothing done) where
+        the host copy is where the fill belongs (host memory, or host data written since
+        the device last had it)."""
         return False
 
     def copy_data(self, dst: HostBuffer, src: HostBuffer) -> bool:

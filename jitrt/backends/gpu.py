@@ -20,9 +20,11 @@ launch entries and mirrors of this device, the sizing scratch (grow-only).
 from __future__ import annotations
 
 import ctypes
+import functools
 import time
 from typing import Any, Callable, Mapping
 
+import xxhash
 from llvmlite import ir
 
 from ..codegen import abi
@@ -31,7 +33,7 @@ from ..logger import logger
 from ..native import launch_table as lt
 from ..codegen.targets import Target as CodegenTarget
 from ..launch_plan import LaunchPlan
-from . import gpu_tasks
+from . import gpu_fill, gpu_tasks
 from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, Handle, HostServices,
                    LaunchContext, Reducer, Required)
 from .gpu_driver import GpuDriver, handle_int
@@ -80,6 +82,7 @@ class GpuDevice(Device):
         # the stream native launches use inside a `jr.stream(...)` block (None: the driver's)
         self.native_stream: int | None = None
         self._export_event: Handle | None = None     # what DLPack consumers wait for
+        self._fill_function: Any = None   # the fill kernel (`gpu_fill`), once compiled
         self.closed = False
 
     # ---- code ---------------------------------------------------------------------------
@@ -230,15 +233,49 @@ class GpuDevice(Device):
         self.driver.record_on(self._export_event, self.driver.cur[0])
         self.driver.wait_event(self.driver.from_address("stream", address), self._export_event)
 
-    def fill_data(self, data: Any, pattern: bytes) -> bool:
+    def fill_data(self, data: Any, pattern: bytes, value: Any = None) -> bool:
         """A fill on the device (`DeviceMirror.fill`) when the device copy is current or
         there is none yet; host data written since the last upload, or a host tensor
-        wrapped by `from_dlpack` (staged, never mirrored), is filled on the host."""
+        wrapped by `from_dlpack` (staged, never mirrored), is filled on the host. `value`:
+        the number the pattern came from (the mirror keeps the prepared call under it)."""
         if not self.on_device(data, data):
             return False
         self.data_ptr(data)
-        data._mirror.fill(pattern)
+        data._mirror.fill(pattern, value)
         return True
+
+    def fill_call(self, dst: int, pattern: bytes, count: int) -> Callable[[], None]:
+        """The driver call(s) writing `count` copies of `pattern` from `dst` on the stream,
+        prepared: one memset where the pattern repeats a 1-, 2- or 4-byte word, else one
+        upload of the whole array when it is at most `gpu_fill.UPLOAD_BYTES` (through the
+        pinned element ring), else one launch of the fill kernel (`gpu_fill`) for an element
+        of up to 16 4-byte words, else doubling copies (docs/gpu.md, "Where data lives")."""
+        call: Callable[[], None] | None = self.driver.fill_call(dst, pattern, count)
+        if call is not None:
+            return call
+        if len(pattern) * count <= gpu_fill.UPLOAD_BYTES:    # a 0-d f64 loss.grad = 1
+            return gpu_fill.upload_call(self.elements.up, dst, pattern, count)
+        if len(pattern) % 4 == 0 and len(pattern) <= 4 * gpu_fill.FILL_WORDS:
+            return gpu_fill.kernel_call(self, self.fill_function(), dst, pattern, count)
+        return functools.partial(self.driver.fill_doubling, dst, pattern, count)
+
+    def fill_function(self) -> Any:
+        """The fill kernel's handle, loaded on first use: from the offline cache when there
+        is one (so that a warm start compiles nothing), else compiled (and saved there)."""
+        if self._fill_function is None:
+            store, artifact = self.host.store, None
+            key = "fill-" + xxhash.xxh3_128_hexdigest("\0".join(
+                [repr(self.target), gpu_fill.VERSION, self.host.runtime_key()]).encode())
+            if store is not None:
+                cached = store.load(key)
+                artifact = cached if isinstance(cached, bytes) else None
+            if artifact is None:
+                artifact = self.compile(gpu_fill.fill_module(self.codegen_target))
+                if store is not None:
+                    store.save(key, "jitrt fill kernel", artifact)
+            self._fill_function = self._load("jitrt_fill", artifact,
+                                             [gpu_fill.NAME])[gpu_fill.NAME]
+        return self._fill_function
 
     def copy_data(self, dst: Any, src: Any) -> bool:
         """`dst.copy_from(src)` device to device when the source's device copy is current

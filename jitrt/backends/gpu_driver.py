@@ -7,7 +7,7 @@ are the vendor's own handles. Caches nothing.
 """
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Protocol
 
 Handle = object     # a module, function, event or graph of the vendor's binding (opaque here)
 
@@ -43,6 +43,10 @@ class GpuDriver(Protocol):
     def memset(self, dst: int, nbytes: int) -> None: ...
     def fill(self, dst: int, pattern: bytes, count: int) -> None:
         """`count` copies of `pattern` (one element's bytes) from `dst`, on the stream."""
+    def fill_call(self, dst: int, pattern: bytes, count: int) -> Callable[[], None] | None:
+        """`fill` as one prepared memset call, or None where the pattern repeats no word."""
+    def fill_doubling(self, dst: int, pattern: bytes, count: int) -> None:
+        """`fill` by copies of what is written so far (any pattern)."""
     def synchronize(self) -> None: ...
     def close(self) -> None: ...
     def event_create(self) -> Handle: ...

@@ -14,24 +14,33 @@ live foreign object, the heap per device (grow-only).
 """
 from __future__ import annotations
 
+import math
 import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import dlpack, dtypes
-from ..data import Ndarray
+from ..data import CURRENT_DEVICE, Ndarray
 from .gpu_driver import handle_int
 
 if TYPE_CHECKING:
     from .gpu import GpuDevice
+
+NUMBERS = (int, float)     # the fill values whose prepared calls a mirror keeps (`fills`)
+WHOLE_READ_BYTES = 1 << 20   # arrays a second element read downloads whole (`read_part`)
+SMALL_READ_BYTES = 256       # arrays the first element read downloads whole (a 0-d vector)
+
+
+def negative_zero(value: Any) -> bool:
+    return not value and math.copysign(1.0, value) < 0
 
 
 class DeviceMirror:
     """The device copy of one field or ndarray (`data._Buffer._mirror`): which copy is newer,
     and the transfers that make the other one current."""
     __slots__ = ("device", "ptr", "nbytes", "host", "host_newer", "device_newer", "owner",
-                 "shared", "host_ptr")
+                 "shared", "host_ptr", "fills", "read_gen")
 
     def __init__(self, device: "GpuDevice", owner: Any) -> None:
         self.device, self.owner = device, weakref.ref(owner)
@@ -43,6 +52,8 @@ class DeviceMirror:
         # a foreign view of the device memory outlives every call (`to_torch(copy=False)`):
         # the device copy is the data, so host reads download and host writes upload at once
         self.shared = False
+        self.fills: dict[tuple[type, Any], Any] = {}   # a number filled -> its prepared call
+        self.read_gen = -1        # the generation of the last element read (`read_part`)
         weakref.finalize(owner, self.owner_died)
 
     def owner_died(self) -> None:
@@ -57,12 +68,33 @@ class DeviceMirror:
             self.device.copy_h2d(self.ptr, self.host.ctypes.data, self.host.nbytes)
             self.host_newer = False
 
-    def fill(self, pattern: bytes) -> None:
-        """Every element becomes `pattern` (one element's bytes) in device memory: driver
-        memsets on the stream, no synchronisation; the host copy is stale from then on."""
+    def fill(self, pattern: bytes, value: Any = None) -> None:
+        """Every element becomes `pattern` (one element's bytes) in device memory: one
+        prepared driver call on the stream (`GpuDevice.fill_call`), no synchronisation; the
+        host copy is stale from then on. The call is kept under `value` when that is a
+        Python number, for `fill_again`."""
         if pattern:                    # an element of no components: nothing to write
-            self.device.driver.fill(self.ptr, pattern, self.host.nbytes // len(pattern))
+            call = self.device.fill_call(self.ptr, pattern, self.host.nbytes // len(pattern))
+            call()
+            if value.__class__ in NUMBERS and len(self.fills) < 8 and not negative_zero(value):
+                self.fills[value.__class__, value] = call
         self.device_wrote()
+
+    def fill_again(self, value: Any) -> bool:
+        """A fill of a number this array was filled with before, on the device as then
+        (`fill`): the same prepared call, no conversion of the value; False when there is
+        none or the fill belongs on the host now (`GpuDevice.on_device`)."""
+        if value.__class__ not in NUMBERS or self.host_newer or \
+                self.device is not CURRENT_DEVICE[0]:
+            return False
+        call = self.fills.get((value.__class__, value))
+        if call is None or not value and value.__class__ is float and negative_zero(value):
+            return False
+        call()
+        self.device_newer = True            # `device_wrote`, inlined: a step fills often
+        if self.shared:
+            self.device.synchronize()
+        return True
 
     def copy_from(self, source: "DeviceMirror") -> None:
         """The data of `source` (same size) copied in device memory, on the stream."""
@@ -91,12 +123,23 @@ class DeviceMirror:
             self.device.synchronize()
             self.device_newer = False
 
-    def read_part(self, offset: int, nbytes: int) -> None:
+    def read_part(self, offset: int, nbytes: int, gen: int = -1) -> None:
         """Before a host read of bytes `offset`.. `offset + nbytes` of the host copy (one
-        element or component): if the device copy is newer, those bytes alone come down
-        into the host copy (one small copy, a synchronisation); the rest stays stale (when
-        there is no rest, a 0-d array's, the host copy is current again)."""
+        element or component) of the data at generation `gen`: if the device copy is newer,
+        those bytes alone come down into the host copy (one small copy, a synchronisation);
+        the rest stays stale (when there is no rest, a 0-d array's, the host copy is current
+        again; an array of at most `SMALL_READ_BYTES`, a 0-d vector's, comes down whole at
+        once). A second element read of the same generation downloads the whole array
+        when it is at most `WHOLE_READ_BYTES` (one copy and one wait instead of one wait per
+        element: a program that reads many elements between launches, as DiffTaichi's
+        billiards draws its balls); later reads of it wait for nothing."""
         if self.device_newer or self.shared:
+            if gen == self.read_gen and gen >= 0 and self.host.nbytes <= WHOLE_READ_BYTES:
+                self.before_host_read()
+                return
+            self.read_gen = gen
+            if self.host.nbytes <= SMALL_READ_BYTES:    # as cheap as one element: all of it
+                offset, nbytes = 0, self.host.nbytes
             self.device.elements.down(self.host_ptr + offset, self.ptr + offset, nbytes)
             if nbytes == self.host.nbytes:
                 self.device_newer = False
@@ -141,6 +184,7 @@ class ForeignMirror(DeviceMirror):
         self.nbytes = max(int(self.host.nbytes), 1)
         self.ptr = ptr
         self.host_newer, self.device_newer = False, True
+        self.fills, self.read_gen = {}, -1
 
     def owner_died(self) -> None:
         self.ptr = 0

@@ -335,6 +335,8 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
                            "handle": handle, "dispatch": DISPATCH, "MISS": MISS,
                            "active": program_mod.ACTIVE, "prog": handle.active_key,
                            "program": handle.program, "token": handle.program.tape_token}
+    if mode == "record":         # a GPU's native entry where there is one (not in Python)
+        env["entry"] = native_launch.gpu_entry_call(handle) or handle.entry
     all_args = "(" + "".join(a + ", " for a in argnames) + ")"
     slow = "return MISS" if mode == "try" else f"return dispatch(self, {all_args}, {{}})"
     record: list[str] = []

@@ -324,3 +324,26 @@ def bound_builtin(context: "LaunchContext", active_key: Any, bumped: list[Any],
             return None
         build.bump(-1, obj, offset)
     return build.finish(context, fallback, count)
+
+
+def gpu_entry_call(handle: Any) -> Callable[[int], None] | None:
+    """The handle's native GPU entry (`jitrt_gpu_entry` over its context's GPU entry table)
+    as the `entry(addr)` its recording launcher calls: a launch a `jr.ad.Tape` records then
+    skips the Python GPU entry when nothing has to move, as the native launcher's launches
+    do (the entry hands anything else to the Python entry itself). None on the CPU, or
+    without a native launcher."""
+    table = handle.native_table
+    functions = getattr(handle.program.device, "native_functions", None)
+    native = functions() if functions is not None else None
+    if table is None or native is None or table[nl.T_ENTRY] != int(native["jitrt_gpu_entry"]):
+        return None
+    call = ctypes.PYFUNCTYPE(None, ctypes.c_int64)(table[nl.T_ENTRY])
+    arg, buf = table[nl.T_ENTRY_ARG], handle.buf
+
+    def entry(addr: int) -> None:
+        try:
+            call(arg)        # the GIL held; a raise inside leaves its exception set
+        except BaseException:
+            buf[abi.SLOT_ERROR] = 0     # the entry marked the context: the exception says it
+            raise
+    return entry

@@ -84,6 +84,7 @@ class Program:
         self.fwd: Any = None           # the active jr.ad.FwdMode, if any
         self.fwd_token = object()      # ACTIVE[0] inside FwdMode (what forward kernels expect)
         self.validate_token = object()  # ACTIVE[0] while a Tape(validation=True) records
+        self.grad_replay: Any = None    # the last Tape's reverse pass (`tape_replay.py`)
         self.spec_cache: dict[Any, tuple[tuple[Any, ...], int]] = {}   # max-reducer per-spec cache
         self.warm_files: dict[str, Any] = {}   # offline cache: `prekey.WarmFile`s read so far
         # every live LaunchSizing (handles, bound launches): weak, so that discarded bound
@@ -179,8 +180,8 @@ def init(arch: Any = None, **options: Any) -> Program:
             `tiered_compile`, `offline_cache`, `offline_cache_dir`,
             `offline_cache_max_bytes`, `offline_cache_cleaning_factor`, `ad_stack_size`,
             `ad_stack_experimental_enabled`,
-            `default_fp`, `default_ip`, `num_threads`, `kernel_profiler`, `log_level`,
-            `parallel_grain` (the table `OPTIONS` in jitrt/config.py; docs/usage.md,
+            `default_fp`, `default_ip`, `num_threads`, `kernel_profiler`, `tape_graph`,
+            `log_level`, `parallel_grain` (the table `OPTIONS` in jitrt/config.py; docs/usage.md,
             "Configuration"); each also from `JITRT_<NAME>`.
 
     Returns the Program. A GPU arch whose runtime or device is missing falls back to the CPU
