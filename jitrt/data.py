@@ -438,8 +438,13 @@ class _Buffer:
             self._wrote()
 
     def touch(self) -> None:
-        """Declare that the data changed behind jitrt's back (through a foreign view)."""
-        self._wrote()
+        """Declare that the data changed behind jitrt's back, through a foreign view: of the
+        host memory on the CPU, of the device memory on a GPU program (where `__dlpack__`,
+        `__cuda_array_interface__` and `to_torch(copy=False)` point), whose copy is then the
+        newer one: the next launch must not upload the host copy over it."""
+        if self._mirror is not None:
+            self._mirror.device_wrote()
+        self.gen += 1
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if copy:
