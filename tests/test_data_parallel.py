@@ -82,6 +82,7 @@ def test_two_gloo_processes_average_to_the_single_process_gradient(plain, tmp_pa
     assert result["gradient_ok"] and result["max_rel_diff"] <= 1e-5
     assert [(r["devices"], r["envs"]) for r in result["rows"]] == [(1, 2), (1, 4), (2, 4)]
     assert result["rows"][2]["allreduce_share"] > 0
+    assert result["compiles"][1] == 0        # process 1 loads what process 0 compiled
     averaged, single = np.load(out / "grad.npy"), np.load(plain[0] / "grad.npy")
     assert np.abs(averaged - single).max() <= 1e-5 * np.abs(single).max()
     assert "| strong | 2 | 2 | 4 |" in logs[0] and "| weak | 2 | 2 | 4 |" in logs[0]

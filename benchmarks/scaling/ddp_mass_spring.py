@@ -222,7 +222,8 @@ class World:
         self.dist.all_reduce(tensor)
         tensor.div_(self.size)
         self.sync_torch()                      # before the next jitrt launch reads it
-        del tensor                             # on the CPU: the release bumps grad.gen
+        del tensor
+        grad.touch()                           # written behind jitrt's back (docs/gpu.md)
         return shared
 
     def all_true(self, flag: bool) -> bool:
@@ -239,6 +240,14 @@ class World:
                 self.dist.barrier(device_ids=[self.local_rank])
             else:
                 self.dist.barrier()
+
+    def gathered(self, value: int) -> list[int]:
+        """`value` of every process, in rank order."""
+        if self.size == 1:
+            return [value]
+        out: list[Any] = [None] * self.size
+        self.dist.all_gather_object(out, value)
+        return [int(v) for v in out]
 
     def same_everywhere(self, values: np.ndarray) -> bool:
         """True when every process holds these values, bit for bit."""
@@ -271,6 +280,20 @@ def timed(batch: Batch, params: Any, world: World | None, iters: int) -> dict:
     jr.sync()
     total = time.perf_counter() - start
     return {"ms": 1e3 * total / iters, "allreduce_share": reduce_s / total if world else None}
+
+
+def compile_once_per_host(world: World, params: Any) -> None:
+    """Local process 0 of each host compiles every kernel while the others wait; they load
+    them from the offline cache (docs/scaling.md) instead of compiling them all at once. One
+    environment over one time step is enough: the kernels' specialisations depend on the
+    arguments' types, not on their sizes."""
+    if world.size == 1:
+        return
+    if world.local_rank == 0:
+        Batch(0, 1, 1, 1).gradient(params)
+        descend(params, params.grad, 0.0)
+        jr.sync()
+    world.barrier()
 
 
 def check_gradient(args: argparse.Namespace, world: World, params: Any,
@@ -364,10 +387,12 @@ def main(argv: list[str] | None = None) -> int:
     start = initial_params()
     params = jr.ndarray(jr.f32, start.shape, needs_grad=True)
     params.from_numpy(start)
+    compile_once_per_host(world, params)
     local = Batch(world.rank * args.envs, args.envs, args.steps, args.envs * world.size)
     result, full = check_gradient(args, world, params, local)
     rows = measure(args, world, params, start, local, full) if args.iters else []
     in_sync = world.same_everywhere(params.to_numpy())
+    result["compiles"] = world.gathered(jr.debug.stats()["compiles"])
     ok = result["shares_memory"] and result.get("gradient_ok", True) and in_sync
     if world.rank == 0:
         report(args, world, result, rows, in_sync, ok)
@@ -377,11 +402,9 @@ def main(argv: list[str] | None = None) -> int:
 def report(args: argparse.Namespace, world: World, result: dict, rows: list[dict],
            in_sync: bool, ok: bool) -> None:
     grad = result.pop("grad")
-    stats = jr.debug.stats()
     summary = dict(result, arch=args.arch, devices=world.size, envs_per_device=args.envs,
                    steps=args.steps, iters=args.iters, params_in_sync=in_sync, ok=ok,
-                   rows=rows, compiles=stats["compiles"],
-                   offline_cache_hits=stats["offline_cache_hits"])
+                   rows=rows)
     print(f"{args.arch}: {world.size} process(es), {args.envs} environments each, "
           f"{args.steps} time steps; loss of process 0's environments {result['loss']:.6f}")
     if "max_rel_diff" in result:
@@ -389,7 +412,8 @@ def report(args: argparse.Namespace, world: World, result: dict, rows: list[dict
               f"environments: max |diff| / max |single| = {result['max_rel_diff']:.2e} "
               f"(<= {RTOL:g}: {'yes' if result['gradient_ok'] else 'NO'})")
     print(f"all-reduce tensor shares jitrt's gradient memory: {result['shares_memory']}; "
-          f"params equal on every process after the steps: {in_sync}")
+          f"params equal on every process after the steps: {in_sync}; kernels compiled "
+          f"per process: {result['compiles']}")
     if rows:
         print(table(rows, args.envs, world.size))
     if args.save is not None:
