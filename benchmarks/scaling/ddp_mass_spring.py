@@ -61,6 +61,7 @@ GRAVITY = -4.8
 GROUND = 0.1
 LEARNING_RATE = 30.0
 RTOL = 1e-5
+CHUNK = 64              # environments per thread of the broadcast
 ND = jr.types.ndarray()
 
 
@@ -91,11 +92,14 @@ N_MASSES, N_SPRINGS = len(START), len(ENDS)
 
 @jr.kernel
 def broadcast(params: ND, w_env: ND):
-    """Every environment's copy of the controller; its adjoint sums the environments'
-    gradients into params.grad, one thread per parameter, in environment order."""
-    for s, k in jr.ndrange(params.shape[0], params.shape[1]):
-        for e in range(w_env.shape[0]):
-            w_env[e, s, k] = params[s, k]
+    """Every environment's copy of the controller: one thread per parameter and block of
+    CHUNK environments, so that the adjoint sums a block's gradients in a register and adds
+    the sum to params.grad once (an atomic add per block, not per environment)."""
+    for c, s, k in jr.ndrange((w_env.shape[0] + CHUNK - 1) // CHUNK, params.shape[0],
+                              params.shape[1]):
+        p = params[s, k]
+        for e in range(c * CHUNK, jr.min(c * CHUNK + CHUNK, w_env.shape[0])):
+            w_env[e, s, k] = p
 
 
 @jr.kernel
