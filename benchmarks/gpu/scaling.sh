@@ -6,7 +6,7 @@
 # (E and N*E environments) against N GPUs (E each). Logs and each run's result.json go under
 # $OUT (at most 8 files); a short table is printed last.
 #   usage, from the repository root:  bash benchmarks/gpu/scaling.sh
-#   environment: SCALING_ENVS (environments per GPU, default "4096 16384"), SCALING_STEPS
+#   environment: SCALING_ENVS (environments per GPU, default "4096 16384 32768"), SCALING_STEPS
 #   (time steps of a rollout, 128), SCALING_ITERS (timed steps, 5), NPROC (GPUs, default all),
 #   SCALING_ARCH (cuda; `SCALING_ARCH=cpu NPROC=2` is a smoke run of this script on the CPU,
 #   gloo instead of NCCL)
@@ -22,7 +22,7 @@ PY=${PYTHON:-python3}
 SCRIPT=benchmarks/scaling/ddp_mass_spring.py
 STEPS=${SCALING_STEPS:-128}
 ITERS=${SCALING_ITERS:-5}
-ENVS=${SCALING_ENVS:-4096 16384}
+ENVS=${SCALING_ENVS:-4096 16384 32768}
 ARCH=${SCALING_ARCH:-cuda}
 NPROC=${NPROC:-$($PY -c "import torch; print(torch.cuda.device_count())")}
 {
