@@ -166,9 +166,8 @@ class Batch:
         self.v.from_numpy(np.zeros((*shape, 2), np.float32))
 
     def gradient(self, params: Any) -> None:
-        """One forward and backward pass: d loss / d params lands in `params.grad`."""
-        for a in (params, self.x, self.v, self.v_inc, self.w_env, self.loss):
-            a.grad.fill(0)
+        """One forward and backward pass: d loss / d params lands in `params.grad` (the Tape
+        zeroes the gradients of the ndarrays its launches took before the reverse pass)."""
         self.v_inc.fill(0)
         with jr.ad.Tape(loss=self.loss):
             broadcast(params, self.w_env)
