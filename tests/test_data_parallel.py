@@ -87,3 +87,22 @@ def test_two_gloo_processes_average_to_the_single_process_gradient(plain, tmp_pa
     assert np.abs(averaged - single).max() <= 1e-5 * np.abs(single).max()
     assert "| strong | 2 | 2 | 4 |" in logs[0] and "| weak | 2 | 2 | 4 |" in logs[0]
     assert "averaged gradient vs one process over all 4 environments" in logs[0]
+
+
+@pytest.mark.gpu_only
+def test_two_nccl_processes_on_two_gpus(arch, tmp_path):
+    """The same on a host with two GPUs or more (the GPU suite): torchrun, NCCL, one
+    process per GPU, NVLink multicast off."""
+    torch = pytest.importorskip("torch")
+    if arch != "cuda" or torch.cuda.device_count() < 2:
+        pytest.skip("needs two CUDA GPUs")
+    out = tmp_path / "nccl"
+    env = environment(NCCL_NVLS_ENABLE="0")
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc_per_node=2", str(SCRIPT), "--arch", "cuda", "--envs", "64",
+                           *SIZES, "--save", str(out)], env=env, capture_output=True,
+                          text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads((out / "result.json").read_text())
+    assert result["shares_memory"] and result["gradient_ok"] and result["params_in_sync"]
+    assert result["max_rel_diff"] <= 1e-5
