@@ -40,7 +40,8 @@ def row(result: dict) -> str:
 
     share = "-" if many is None or many["allreduce_share"] is None else \
         f"{100 * many['allreduce_share']:.1f}%"
-    return (f"| {e} | {result['steps']} | {n} | {grad} | {result['shares_memory']} | "
+    shared = "-" if result["shares_memory"] is None else str(result["shares_memory"])
+    return (f"| {e} | {result['steps']} | {n} | {grad} | {shared} | "
             f"{t(one_e)} | {t(one_ne)} | {t(many)} | {ratio(many, one_ne, STRONG_TARGET)} | "
             f"{ratio(many, one_e, WEAK_TARGET)} | {share} |")
 
