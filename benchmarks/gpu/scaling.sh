@@ -3,8 +3,8 @@
 # mass-spring training step of benchmarks/scaling/ddp_mass_spring.py as a plain process on
 # GPU 0, then under `torchrun --standalone --nproc_per_node=N` (NCCL) for each size, which
 # checks the averaged gradient against one process over all environments and times 1 GPU
-# (E and N*E environments) against N GPUs (E each). Logs and each run's result.json go under
-# $OUT (at most 8 files); a short table is printed last.
+# (E and N*E environments) against N GPUs (E each). Logs, every run's figures (results.json)
+# and the table go under $OUT (7 files with the three default sizes); the table is printed last.
 #   usage, from the repository root:  bash benchmarks/gpu/scaling.sh
 #   environment: SCALING_ENVS (environments per GPU, default "4096 16384 32768"), SCALING_STEPS
 #   (time steps of a rollout, 128), SCALING_ITERS (timed steps, 5), NPROC (GPUs, default all),
@@ -41,13 +41,12 @@ timeout 240 $PY $SCRIPT --arch $ARCH --envs "$FIRST" --steps "$STEPS" --iters "$
 echo "plain run, 1 device, $FIRST environments: $(tail -1 "$OUT/plain.log")"
 RESULTS=()
 for E in $ENVS; do
+  rm -rf "/tmp/jitrt-ddp-$E"
   timeout 240 $PY -m torch.distributed.run --standalone --nproc_per_node="$NPROC" $SCRIPT \
     --arch $ARCH --envs "$E" --steps "$STEPS" --iters "$ITERS" --save "/tmp/jitrt-ddp-$E" \
     > "$OUT/ddp_$E.log" 2>&1
   echo "torchrun, $NPROC devices, $E environments each: rc $?, $(tail -1 "$OUT/ddp_$E.log")"
-  if [ -f "/tmp/jitrt-ddp-$E/result.json" ]; then
-    cp "/tmp/jitrt-ddp-$E/result.json" "$OUT/result_$E.json"
-    RESULTS+=("$OUT/result_$E.json")
-  fi
+  [ -f "/tmp/jitrt-ddp-$E/result.json" ] && RESULTS+=("/tmp/jitrt-ddp-$E/result.json")
 done
-$PY benchmarks/scaling/summarize.py "${RESULTS[@]}" | tee "$OUT/summary.txt"
+$PY benchmarks/scaling/summarize.py --write "$OUT/results.json" "${RESULTS[@]}" \
+  | tee "$OUT/summary.txt"

@@ -1,6 +1,6 @@
 """One table from the result.json files of ddp_mass_spring.py runs (`--save DIR`).
 
-    python benchmarks/scaling/summarize.py DIR/result.json [...]
+    python benchmarks/scaling/summarize.py [--write ALL.json] DIR/result.json [...]
 
 A row per run: its size, whether the averaged gradient matched one process over all
 environments (and the relative difference), whether the all-reduce tensor shared jitrt's
@@ -46,14 +46,22 @@ def row(result: dict) -> str:
             f"{ratio(many, one_e, WEAK_TARGET)} | {share} |")
 
 
-def main(paths: list[str]) -> int:
-    if not paths:
+def main(argv: list[str]) -> int:
+    """Print the table; `--write PATH` also writes every result as one JSON list (one file
+    instead of one per run, for a folder that brings few files back)."""
+    write = None
+    if argv[:1] == ["--write"]:
+        write, argv = Path(argv[1]), argv[2:]
+    results = [json.loads(Path(p).read_text()) for p in argv]
+    if write is not None:
+        write.write_text(json.dumps(results, indent=1))
+    if not results:
         print("no result.json to summarise (every run failed: see the logs)")
         return 1
     print(HEADER)
     print("|" + "---|" * (HEADER.count("|") - 1))
-    for p in paths:
-        print(row(json.loads(Path(p).read_text())))
+    for result in results:
+        print(row(result))
     return 0
 
 
