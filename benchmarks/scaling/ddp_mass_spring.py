@@ -391,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     params = jr.ndarray(jr.f32, start.shape, needs_grad=True)
     params.from_numpy(start)
     compile_once_per_host(world, params)
+    params.from_numpy(start)                 # whatever the warm-up did to it
     local = Batch(world.rank * args.envs, args.envs, args.steps, args.envs * world.size)
     result, full = check_gradient(args, world, params, local)
     rows = measure(args, world, params, start, local, full) if args.iters else []
