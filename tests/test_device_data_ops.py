@@ -312,6 +312,26 @@ def test_exports_and_host_copies_after_a_device_fill_see_it(lib):
     assert wide.to_numpy().tolist() == [8.0] * 6
 
 
+@pytest.mark.parametrize("shared", [False, True], ids=["export", "to_torch_view"])
+def test_touch_after_a_foreign_device_write_keeps_it(lib, shared):
+    """A consumer writes the exported device memory (an NCCL all-reduce of `x.grad` through
+    `torch.from_dlpack`), then `x.touch()` as docs/gpu.md says: the device copy is the data.
+    touch() used to mark the host copy newer, so the next launch uploaded the stale host copy
+    over the consumer's write."""
+    x = jr.ndarray(jr.f32, shape=(4,))
+    x.fill(1.0)                                          # on the device; the host copy is stale
+    ptr = x.__cuda_array_interface__["data"][0]
+    x._mirror.shared = shared                            # what to_torch(copy=False) sets
+    (fakegpu_lib.ctypes.c_float * 4).from_address(ptr)[:] = [7.0, 7.0, 7.0, 7.0]
+    gen = x.gen
+    x.touch()
+    assert x.gen == gen + 1
+    lib.calls.clear()
+    scale(x)                                             # the kernel never runs on the fake
+    assert [c for c in lib.calls if c[0] == "h2d" and c[1] == ptr] == []
+    assert x.to_numpy().tolist() == [7.0] * 4
+
+
 # ---- one element at Python scope: its bytes alone move (docs/gpu.md, "Where data lives") ---
 
 def moves(lib):
