@@ -97,6 +97,29 @@ def test_ptx_uses_libdevice_math_and_atomics():
     assert re.search(r"atom\.(global\.)?max\.s32", ptx64)
 
 
+@pytest.mark.skipif(nvptx.libdevice_path() is None, reason="no libdevice (jitrt[cuda])")
+def test_libdevice_parsed_once_for_many_math_sets(monkeypatch):
+    """Kernels with different math functions do not each parse all of libdevice (~60 ms a
+    set): it is parsed once per process, and each set is cut from the part codegen calls."""
+    import llvmlite.binding as llvm
+    from jitrt.backends.llvm_setup import LLVM_LOCK
+    full = len(nvptx._libdevice_bitcode())
+    parse, sizes = llvm.parse_bitcode, []
+    monkeypatch.setattr(llvm, "parse_bitcode", lambda bc: (sizes.append(len(bc)), parse(bc))[1])
+    nvptx.libdevice_subset.cache_clear()
+    nvptx._codegen_math_bitcode.cache_clear()
+    sets = [{"__nv_sinf"}, {"__nv_sinf", "__nv_cosf"}, {"__nv_tanh", "__nv_pow"},
+            {"__nv_erff"}]           # erf: no codegen calls it, cut from all of libdevice
+    with LLVM_LOCK:
+        subsets = [nvptx.libdevice_subset(frozenset(names)) for names in sets]
+        exported = [{f.name for f in parse(bc).functions if not f.is_declaration
+                     and f.linkage != llvm.Linkage.internal} for bc in subsets]
+    assert exported == sets
+    assert sizes.count(full) == 2           # once for codegen's part, once for erf
+    assert {"__nv_sinf", "__nv_tanh", "__nv_atan2f"} <= nvptx.codegen_math_names()
+    assert "__nv_erff" not in nvptx.codegen_math_names()
+
+
 needs_ptxas = pytest.mark.skipif(nvptx.ptxas_path() is None,
                                  reason="ptxas not installed (pip install 'jitrt[cuda]')")
 
