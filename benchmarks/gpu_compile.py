@@ -5,7 +5,8 @@
 
 Compiles each kernel of a small billiards-like program for the CPU and for CUDA: balls on a
 table with pairwise collisions (the shape of DiffTaichi's billiards, nine kernels counting
-the gradients) and a tenth and eleventh that roll the balls with sin, cos, atan2 and exp.
+the gradients; the loss takes a log, the start a sin and cos) and a tenth and eleventh that
+roll the balls with sin, cos, atan2 and exp.
 Prints per kernel, in ms: the passes and codegen (Python; the same work for both targets),
 the CPU's LLVM time for its quick -O0 copy (what a tiered first launch waits for) and for
 its -O3 copy, CUDA's LLVM -> PTX and ptxas, and the ratio of CUDA's whole compile to the
@@ -86,7 +87,7 @@ def program() -> dict[str, tuple[Any, tuple[Any, ...]]]:
     @jr.kernel
     def compute_loss(t: jr.i32):
         d = x[t, 0] - goal[None]
-        loss[None] = d.dot(d)
+        loss[None] = jr.log(1.0 + d.dot(d))
 
     @jr.kernel
     def initialize(spread: jr.f32):
@@ -94,7 +95,8 @@ def program() -> dict[str, tuple[Any, tuple[Any, ...]]]:
             row = jr.cast(jr.sqrt(2.0 * i + 0.25) - 0.5, jr.i32)
             col = i - row * (row + 1) // 2
             x[0, i] = jr.Vector([0.5 + row * spread, 0.5 + (col - 0.5 * row) * spread])
-            v[0, i] = jr.Vector([0.0, 0.0])
+            wobble = 0.1 * spread * i
+            v[0, i] = jr.Vector([wobble * jr.cos(1.0 * i), wobble * jr.sin(1.0 * i)])
         x[0, N_BALLS - 1] = start_x[None]
         v[0, N_BALLS - 1] = start_v[None]
 
