@@ -397,3 +397,21 @@ def test_small_constant_adstacks_live_in_local_memory_on_gpus(trips, local):
         assert re.search(r"st\.local\.(b32|f32)", ptx)   # the pushes
     code = jr.debug.gpu_asm(kernel.grad, *args, arch="amdgpu", gfx="gfx942")
     assert code            # AMDGPU builds it too (private memory, address space 5)
+
+
+def test_gpu_compile_benchmark_prints_both_targets():
+    """benchmarks/gpu_compile.py (docs/gpu.md, "Compile time") runs without a GPU and prints
+    each stage of a kernel and its gradient for the CPU and for CUDA."""
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "gpu_compile.py"),
+                           "--repeats", "1", "--clock", "cpu",
+                           "--kernels", "compute_loss,compute_loss.grad"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": REPO})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = {line.split()[0]: line.split()[1:] for line in proc.stdout.splitlines()[3:]}
+    assert sorted(rows) == ["all", "compute_loss", "compute_loss.grad"], proc.stdout
+    for name, cells in rows.items():
+        assert len(cells) == 8 and cells[-1].endswith("x"), (name, cells)
+        lower, quick, o3, lower_cuda, ptx = (float(c) for c in cells[:5])
+        assert min(lower, quick, o3, lower_cuda, ptx) > 0, (name, cells)
+        assert (cells[5] == "nan") == (nvptx.ptxas_path() is None), (name, cells)
