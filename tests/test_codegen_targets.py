@@ -97,6 +97,29 @@ def test_ptx_uses_libdevice_math_and_atomics():
     assert re.search(r"atom\.(global\.)?max\.s32", ptx64)
 
 
+@pytest.mark.skipif(nvptx.libdevice_path() is None, reason="no libdevice (jitrt[cuda])")
+def test_libdevice_parsed_once_for_many_math_sets(monkeypatch):
+    """Kernels with different math functions do not each parse all of libdevice (~60 ms a
+    set): it is parsed once per process, and each set is cut from the part codegen calls."""
+    import llvmlite.binding as llvm
+    from jitrt.backends.llvm_setup import LLVM_LOCK
+    full = len(nvptx._libdevice_bitcode())
+    parse, sizes = llvm.parse_bitcode, []
+    monkeypatch.setattr(llvm, "parse_bitcode", lambda bc: (sizes.append(len(bc)), parse(bc))[1])
+    nvptx.libdevice_subset.cache_clear()
+    nvptx._codegen_math_bitcode.cache_clear()
+    sets = [{"__nv_sinf"}, {"__nv_sinf", "__nv_cosf"}, {"__nv_tanh", "__nv_pow"},
+            {"__nv_erff"}]           # erf: no codegen calls it, cut from all of libdevice
+    with LLVM_LOCK:
+        subsets = [nvptx.libdevice_subset(frozenset(names)) for names in sets]
+        exported = [{f.name for f in parse(bc).functions if not f.is_declaration
+                     and f.linkage != llvm.Linkage.internal} for bc in subsets]
+    assert exported == sets
+    assert sizes.count(full) == 2           # once for codegen's part, once for erf
+    assert {"__nv_sinf", "__nv_tanh", "__nv_atan2f"} <= nvptx.codegen_math_names()
+    assert "__nv_erff" not in nvptx.codegen_math_names()
+
+
 needs_ptxas = pytest.mark.skipif(nvptx.ptxas_path() is None,
                                  reason="ptxas not installed (pip install 'jitrt[cuda]')")
 
@@ -374,3 +397,21 @@ def test_small_constant_adstacks_live_in_local_memory_on_gpus(trips, local):
         assert re.search(r"st\.local\.(b32|f32)", ptx)   # the pushes
     code = jr.debug.gpu_asm(kernel.grad, *args, arch="amdgpu", gfx="gfx942")
     assert code            # AMDGPU builds it too (private memory, address space 5)
+
+
+def test_gpu_compile_benchmark_prints_both_targets():
+    """benchmarks/gpu_compile.py (docs/gpu.md, "Compile time") runs without a GPU and prints
+    each stage of a kernel and its gradient for the CPU and for CUDA."""
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "gpu_compile.py"),
+                           "--repeats", "1", "--clock", "cpu",
+                           "--kernels", "compute_loss,compute_loss.grad"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": REPO})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = {line.split()[0]: line.split()[1:] for line in proc.stdout.splitlines()[3:]}
+    assert sorted(rows) == ["all", "compute_loss", "compute_loss.grad"], proc.stdout
+    for name, cells in rows.items():
+        assert len(cells) == 8 and cells[-1].endswith("x"), (name, cells)
+        lower, quick, o3, lower_cuda, ptx = (float(c) for c in cells[:5])
+        assert min(lower, quick, o3, lower_cuda, ptx) > 0, (name, cells)
+        assert (cells[5] == "nan") == (nvptx.ptxas_path() is None), (name, cells)
