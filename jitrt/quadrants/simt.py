@@ -33,11 +33,13 @@ class _Primitives:
 
 
 class SharedArray:
-    """`qd.simt.block.SharedArray(shape, dtype)`: block-shared memory, GPU only."""
+    """`qd.simt.block.SharedArray(shape, dtype)`: block-shared memory, in GPU kernels only
+    (`frontend/lower_simt.py` lowers the call; the CPU refuses it)."""
+    jitrt_shared_array = True
 
     def __init__(self, shape: Any, dtype: Any) -> None:
-        raise RuntimeError("jr.simt.block.SharedArray is GPU block-shared memory: jitrt has no "
-                           "block-level code (Quadrants refuses it on the CPU too)")
+        raise RuntimeError("jr.simt.block.SharedArray(shape, dtype) declares block-shared "
+                           "memory inside a GPU kernel or func, not outside one")
 
 
 block = _Primitives("block", (

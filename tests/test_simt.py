@@ -1,0 +1,186 @@
+"""Quadrants' `qd.simt` in jitrt (`jr.simt`): block-shared arrays, barriers, fences, warp and
+subgroup primitives, and the reductions and tiles built on them.
+
+Compile-level tests (no GPU): the PTX and AMDGCN code each kernel becomes (shared memory,
+barriers, shuffles), assembled by ptxas and linked into AMDGPU code objects; the CPU's
+refusal and the shared-memory limit. Value tests (`gpu_only`: run with
+`JITRT_TEST_ARCHS=cuda` on a GPU) check the results against numpy.
+"""
+import numpy as np
+import pytest
+
+import jitrt as jr
+from jitrt.backends import amdgcn, nvptx
+from test_amdgpu import build as amdgpu_build
+
+nd = jr.types.ndarray
+simt = jr.simt
+gpu_only = pytest.mark.gpu_only
+needs_ptxas = pytest.mark.skipif(nvptx.ptxas_path() is None, reason="ptxas not installed")
+needs_linker = pytest.mark.skipif(amdgcn.linker() is None, reason="no ld.lld")
+B = 64
+
+
+@jr.kernel
+def block_tree_sum(x: nd(dtype=jr.f32, ndim=1), out: nd(dtype=jr.f32, ndim=1)):
+    jr.loop_config(block_dim=B)
+    for i in range(x.shape[0]):
+        tid = i % B
+        sh = simt.block.SharedArray((B,), jr.f32)
+        sh[tid] = x[i]
+        simt.block.sync()
+        s = B // 2
+        while s > 0:
+            if tid < s:
+                sh[tid] = sh[tid] + sh[tid + s]
+            simt.block.sync()
+            s //= 2
+        if tid == 0:
+            out[i // B] = sh[0]
+
+
+@jr.kernel
+def block_of_16(ids: nd(dtype=jr.i32, ndim=2), out: nd(dtype=jr.i32, ndim=1)):
+    jr.loop_config(block_dim=16)
+    for i in range(ids.shape[0]):
+        tid = i % 16
+        grid = simt.block.SharedArray((4, 4), jr.i32)     # a 2-D array, read transposed
+        count = simt.block.SharedArray((1,), jr.i32)
+        if tid == 0:
+            count[0] = 0
+        grid[tid // 4, tid % 4] = i
+        simt.block.sync()
+        jr.atomic_add(count[0], 1)
+        count[0] += 1
+        simt.block.sync()
+        ids[i, 0] = simt.block.thread_idx()
+        ids[i, 1] = simt.block.global_thread_idx()
+        ids[i, 2] = grid[tid % 4, tid // 4]
+        ids[i, 3] = count[0]
+        simt.grid.mem_fence()
+        simt.block.mem_fence()
+        simt.warp.sync(0xFFFF)
+        out[i] = ids[i, 2]
+
+
+@pytest.mark.cpu_only
+def test_shared_arrays_and_barriers_in_ptx():
+    ptx = jr.debug.gpu_asm(block_tree_sum, np.ones(128, np.float32), np.zeros(2, np.float32),
+                           arch="cuda")
+    assert ".shared .align 16 .b8 jk_task0_shared1[256]" in ptx       # 64 f32 per block
+    assert "bar.sync" in ptx and "st.shared.f32" in ptx or "st.shared.b32" in ptx
+    ptx = jr.debug.gpu_asm(block_of_16, np.zeros((32, 4), np.int32), np.zeros(32, np.int32),
+                           arch="cuda")
+    assert "atom.shared.add.u32" in ptx or "atom.shared.add.s32" in ptx
+    assert "membar.gl" in ptx and "membar.cta" in ptx and "bar.warp.sync" in ptx
+    assert "%tid.x" in ptx and "%ntid.x" in ptx
+
+
+@pytest.mark.cpu_only
+@needs_ptxas
+@pytest.mark.parametrize("sm", [80, 90])
+def test_block_level_ptx_assembles(sm):
+    for kernel, args in ((block_tree_sum, (np.ones(64, np.float32), np.zeros(1, np.float32))),
+                         (block_of_16, (np.zeros((16, 4), np.int32), np.zeros(16, np.int32)))):
+        ptx = jr.debug.gpu_asm(kernel, *args, arch="cuda", sm=sm)
+        assert nvptx.assemble(ptx, sm)[:4] == b"\x7fELF"
+
+
+@pytest.mark.cpu_only
+@needs_linker
+def test_block_level_amdgpu_code_objects():
+    asm = jr.debug.gpu_asm(block_tree_sum, np.ones(64, np.float32), np.zeros(1, np.float32),
+                           arch="amdgpu")
+    assert "s_barrier" in asm and "ds_write" in asm or "ds_store" in asm
+    _, objects = amdgpu_build(block_of_16, np.zeros((16, 4), np.int32), np.zeros(16, np.int32))
+    for gfx, code in objects.items():
+        (desc,) = amdgcn.kernel_descriptors(code).values()
+        assert desc.group_segment_size >= 4 * 17          # the two shared arrays (LDS)
+
+
+@pytest.mark.cpu_only
+def test_the_cpu_refuses_block_level_code_at_the_call():
+    with pytest.raises(jr.KernelCompileError) as e:
+        block_tree_sum(np.ones(64, np.float32), np.zeros(1, np.float32))
+    text = str(e.value)
+    assert "sh[tid] = x[i]" in text and "block-shared arrays are GPU block-level code" in text
+    assert "not supported on cpu" in text
+
+    @jr.kernel
+    def sync_only():
+        for i in range(4):
+            simt.block.sync()
+    with pytest.raises(jr.KernelCompileError, match=r"jr.simt.block.sync\(\) is GPU block-level"):
+        sync_only()
+
+
+@pytest.mark.cpu_only
+def test_shared_memory_past_48_kib_is_a_clear_error():
+    @jr.kernel
+    def too_big(out: nd(dtype=jr.f32, ndim=1)):
+        jr.loop_config(block_dim=32)
+        for i in range(out.shape[0]):
+            a = simt.block.SharedArray((64, 128), jr.f32)       # 32 KiB
+            b = simt.block.SharedArray((8192,), jr.f32)         # 32 KiB more
+            a[i % 64, 0] = 1.0
+            b[i] = a[0, 0]
+            out[i] = b[0]
+    with pytest.raises(jr.KernelCompileError, match=r"shared memory to 65536 bytes: a thread "
+                       r"block may declare at most 49152"):
+        jr.debug.gpu_asm(too_big, np.zeros(32, np.float32), arch="cuda")
+
+
+@jr.kernel
+def bad_shared(out: nd(dtype=jr.f32, ndim=1), case: jr.template()):
+    for i in range(4):
+        if jr.static(case == 0):
+            simt.block.SharedArray((4, 0), jr.f32)
+        if jr.static(case == 1):
+            b = simt.block.SharedArray((4, 4), jr.f32)
+            out[i] = b[i]
+        if jr.static(case == 2):
+            c = simt.block.SharedArray(4, jr.f32)
+            out[i] = c[4]
+        if jr.static(case == 3):
+            d = simt.block.SharedArray(4, jr.f32)
+            out[i] = d[0.5]
+
+
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("case, message", [
+    (0, r"the shape must be a positive int or a tuple of positive ints .* got \(4, 0\)"),
+    (1, r"has 2 dimension\(s\) \[4, 4\], indexed with 1"),
+    (2, r"index 4 out of range for shared array"),
+    (3, r"a shared array index must be an integer, got f32")])
+def test_bad_shared_array_declarations_and_indices(case, message):
+    with pytest.raises(jr.KernelCompileError, match=message):
+        jr.debug.gpu_asm(bad_shared, np.zeros(4, np.float32), case, arch="cuda")
+
+
+@pytest.mark.cpu_only
+def test_shared_array_outside_a_kernel_is_refused():
+    with pytest.raises(RuntimeError, match="inside a GPU kernel or func"):
+        simt.block.SharedArray((4,), jr.f32)
+
+
+@gpu_only
+def test_block_tree_sum_against_numpy():
+    x = np.random.default_rng(1).random(B * 300).astype(np.float32)
+    out = np.zeros(300, np.float32)
+    block_tree_sum(x, out)
+    np.testing.assert_allclose(out, x.reshape(300, B).sum(axis=1), rtol=1e-5)
+
+
+@gpu_only
+def test_a_block_of_16_threads_is_exactly_16():
+    n = 16 * 50
+    ids, out = np.zeros((n, 4), np.int32), np.zeros(n, np.int32)
+    block_of_16(ids, out)
+    i = np.arange(n)
+    np.testing.assert_array_equal(ids[:, 0], i % 16)        # thread i % 16 of block i // 16
+    np.testing.assert_array_equal(ids[:, 1] % 16, i % 16)
+    tid = i % 16
+    np.testing.assert_array_equal(ids[:, 2], i - tid + (tid % 4) * 4 + tid // 4)
+    np.testing.assert_array_equal(ids[:, 3], 32)             # 16 atomic adds and 16 `+=`
+    handle = next(iter(block_of_16.handles.values()))
+    assert [t.block_dim for t in handle.compiled.tasks] == [16]     # not rounded to a warp
