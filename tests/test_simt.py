@@ -184,3 +184,144 @@ def test_a_block_of_16_threads_is_exactly_16():
     np.testing.assert_array_equal(ids[:, 3], 32)             # 16 atomic adds and 16 `+=`
     handle = next(iter(block_of_16.handles.values()))
     assert [t.block_dim for t in handle.compiled.tasks] == [16]     # not rounded to a warp
+
+
+# ---- subgroup (warp) primitives ----------------------------------------------------------
+
+sg = simt.subgroup
+
+
+@jr.kernel
+def shuffles(x: nd(ndim=1), out: nd(ndim=2), lanes: nd(dtype=jr.i32, ndim=2)):
+    jr.loop_config(block_dim=32)
+    for i in range(x.shape[0]):
+        v = x[i]
+        lane = sg.invocation_id()
+        out[i, 0] = sg.shuffle(v, lane ^ 1)
+        out[i, 1] = sg.shuffle_up(v, 1)
+        out[i, 2] = sg.shuffle_down(v, 2)
+        out[i, 3] = sg.broadcast(v, 3)
+        out[i, 4] = sg.shuffle_xor(v, 5)
+        out[i, 5] = sg.broadcast_first(v)
+        lanes[i, 0] = lane
+        lanes[i, 1] = sg.elect()
+        lanes[i, 2] = jr.cast(sg.ballot(v > x[i - lane]) & 0xFFFFFFFF, jr.i32)
+        sg.sync()
+
+
+def shuffled_reference(x):
+    w = x.reshape(-1, 32)
+    lane = np.arange(32)
+    up = np.where(lane >= 1, np.roll(w, 1, axis=1), w)         # past the ends: its own value
+    down = np.where(lane < 30, np.roll(w, -2, axis=1), w)
+    return np.stack([w[:, lane ^ 1], up, down, np.repeat(w[:, 3:4], 32, 1), w[:, lane ^ 5],
+                     np.repeat(w[:, :1], 32, 1)], axis=-1).reshape(len(x), 6)
+
+
+@pytest.mark.cpu_only
+@needs_ptxas
+def test_shuffle_ptx_moves_64_bit_values_as_two_words():
+    x = np.arange(64, dtype=np.float64)
+    ptx = jr.debug.gpu_asm(shuffles, x, np.zeros((64, 6)), np.zeros((64, 3), np.int32),
+                           arch="cuda", sm=90)
+    assert ptx.count("shfl.sync.idx.b32") >= 2 * 4 and "shfl.sync.up.b32" in ptx
+    assert "shfl.sync.down.b32" in ptx and "vote.sync.ballot.b32" in ptx
+    assert "%laneid" in ptx and "bar.warp.sync" in ptx
+    assert nvptx.assemble(ptx, 90)[:4] == b"\x7fELF"
+    asm = jr.debug.gpu_asm(shuffles, x, np.zeros((64, 6)), np.zeros((64, 3), np.int32),
+                           arch="amdgpu")
+    assert "ds_bpermute_b32" in asm and "v_mbcnt_lo_u32_b32" in asm
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.float32, np.float64, np.int64])
+def test_shuffles_against_numpy(dtype):
+    n = 32 * 8
+    rng = np.random.default_rng(2)
+    x = (rng.random(n) * 1e6).astype(dtype)
+    if dtype in (np.float64, np.int64):       # both 32-bit halves differ from lane to lane
+        x = x * dtype(2**33) + dtype(7) if dtype is np.int64 else x * 1e10 + 0.25
+    out, lanes = np.zeros((n, 6), dtype), np.zeros((n, 3), np.int32)
+    shuffles(x, out, lanes)
+    np.testing.assert_array_equal(out, shuffled_reference(x))
+    lane = np.arange(n) % 32
+    np.testing.assert_array_equal(lanes[:, 0], lane)
+    np.testing.assert_array_equal(lanes[:, 1], lane == 0)
+    w = x.reshape(-1, 32)
+    bits = ((w > w[:, :1]) << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
+    np.testing.assert_array_equal(lanes[:, 2].astype(np.uint32), np.repeat(bits, 32))
+
+
+# ---- tiled reductions and scans (simt_funcs.py) ------------------------------------------
+
+@jr.kernel
+def tiled(x: nd(dtype=jr.f32, ndim=1), head: nd(dtype=jr.i32, ndim=1),
+          out: nd(dtype=jr.f32, ndim=2)):
+    jr.loop_config(block_dim=64)
+    for i in range(x.shape[0]):
+        v = x[i]
+        out[i, 0] = sg.reduce_all_add_tiled(v, 4)
+        out[i, 1] = sg.reduce_add_tiled(v, 5)
+        out[i, 2] = sg.inclusive_add_tiled(v, 5)
+        out[i, 3] = sg.exclusive_add_tiled(v, 3)
+        out[i, 4] = sg.segmented_reduce_add_tiled(v, head[i], 5)
+        out[i, 5] = sg.segmented_reduce_min_tiled(v, head[i], 4)
+        out[i, 6] = sg.reduce_all_min_tiled(v, 3)
+        out[i, 7] = sg.reduce_all_max_tiled(v, 5)
+        out[i, 8] = sg.any_true_tiled(v > 6, 3)
+        out[i, 9] = sg.all_true_tiled(v > 0, 2)
+        out[i, 10] = simt.block.reduce_all_add(v, 64, jr.f32)
+        out[i, 11] = sg.inclusive_max_tiled(v, 4)
+
+
+def groups(x, log2):
+    return x.reshape(-1, 1 << log2)
+
+
+def segmented(x, head, log2, op):
+    """A scan by `op` restarting at each head and at each group's first lane."""
+    out = []
+    for g, h in zip(groups(x, log2), groups(head, log2)):
+        acc = g[0]
+        for k in range(len(g)):
+            acc = g[k] if k == 0 or h[k] else op(acc, g[k])
+            out.append(acc)
+    return np.array(out)
+
+
+def tiled_reference(x, head):
+    def each(values, log2):           # a per-group value repeated over the group's lanes
+        return np.repeat(values, 1 << log2)
+    ref = {0: each(groups(x, 4).sum(1), 4),
+           2: np.cumsum(groups(x, 5), axis=1).ravel(),
+           3: (np.cumsum(groups(x, 3), axis=1) - groups(x, 3)).ravel(),
+           4: segmented(x, head, 5, np.add),
+           5: segmented(x, head, 4, min),
+           6: each(groups(x, 3).min(1), 3), 7: each(groups(x, 5).max(1), 5),
+           8: each(groups(x, 3).max(1) > 6, 3), 9: each(groups(x, 2).min(1) > 0, 2),
+           10: each(groups(x, 6).sum(1), 6),
+           11: np.maximum.accumulate(groups(x, 4), axis=1).ravel()}
+    return ref
+
+
+@pytest.mark.cpu_only
+@needs_ptxas
+def test_tiled_reductions_assemble():
+    args = (np.ones(64, np.float32), np.zeros(64, np.int32), np.zeros((64, 12), np.float32))
+    ptx = jr.debug.gpu_asm(tiled, *args, arch="cuda", sm=80)
+    assert nvptx.assemble(ptx, 80)[:4] == b"\x7fELF"
+    assert "bar.sync" in ptx and ".shared" in ptx       # block.reduce_all_add stages in smem
+    assert "s_barrier" in jr.debug.gpu_asm(tiled, *args, arch="amdgpu")
+
+
+@gpu_only
+def test_tiled_reductions_against_numpy():
+    n = 64 * 40
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 8, n).astype(np.float32)       # small integers: exact in any order
+    head = (rng.random(n) < 0.2).astype(np.int32)
+    out = np.zeros((n, 12), np.float32)
+    tiled(x, head, out)
+    for col, expected in tiled_reference(x, head).items():
+        np.testing.assert_array_equal(out[:, col], expected, err_msg=f"column {col}")
+    np.testing.assert_array_equal(out[::32, 1], groups(x, 5).sum(1))   # lane 0 of each warp
