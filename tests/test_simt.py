@@ -325,3 +325,85 @@ def test_tiled_reductions_against_numpy():
     for col, expected in tiled_reference(x, head).items():
         np.testing.assert_array_equal(out[:, col], expected, err_msg=f"column {col}")
     np.testing.assert_array_equal(out[::32, 1], groups(x, 5).sum(1))   # lane 0 of each warp
+
+
+# ---- register tiles (simt_tiles.py) --------------------------------------------------------
+
+@jr.func
+def tile_factor(b, m: jr.template(), sh: jr.template(), rhs: jr.template(),
+                L_out: jr.template(), X_out: jr.template(), Tile: jr.template(),
+                n: jr.template()):
+    L = Tile.eye(dtype=jr.f64)                    # rows past n stay the identity's
+    L[:] = m[b, 0:n, 0:n]
+    v = sh[0:n, 0]                                # lane k: sh[k, 0] (0 past n)
+    L -= jr.outer(v, v)
+    L.cholesky_(1e-12)
+    X = Tile.zeros(dtype=jr.f64)
+    X[:] = rhs[b, 0:n, 0:n]
+    L.solve_triangular_(X)
+    L_out[b, 0:n, 0:n] = L
+    X_out[b, 0:n, 0:n] = X
+
+
+@jr.kernel
+def tile_cholesky(m: nd(dtype=jr.f64, ndim=3), col: nd(dtype=jr.f64, ndim=2),
+                  rhs: nd(dtype=jr.f64, ndim=3), L_out: nd(dtype=jr.f64, ndim=3),
+                  X_out: nd(dtype=jr.f64, ndim=3), size: jr.template(), n: jr.template()):
+    jr.loop_config(block_dim=size)
+    for i in range(m.shape[0] * size):
+        b, tid = i // size, i % size
+        sh = simt.block.SharedArray((size, 1), jr.f64)
+        sh[tid, 0] = 0.0
+        if tid < n:
+            sh[tid, 0] = col[b, tid]
+        simt.block.sync()
+        tile_factor(b, m, sh, rhs, L_out, X_out, simt.TileNxN(size), n)
+
+
+def tile_problem(batch, n):
+    rng = np.random.default_rng(n)
+    r = rng.random((batch, n, n))
+    a = r @ r.transpose(0, 2, 1) + n * np.eye(n)         # symmetric positive definite
+    col = rng.random((batch, n))
+    m = a + col[:, :, None] * col[:, None, :]            # the tile subtracts outer(col, col)
+    return a, col, m, rng.random((batch, n, n))
+
+
+@pytest.mark.cpu_only
+@needs_ptxas
+def test_tile_cholesky_compiles_for_both_gpus():
+    a, col, m, rhs = tile_problem(2, 12)
+    args = (m, col, rhs, np.zeros_like(m), np.zeros_like(m), 16, 12)
+    ptx = jr.debug.gpu_asm(tile_cholesky, *args, arch="cuda", sm=90)
+    assert nvptx.assemble(ptx, 90)[:4] == b"\x7fELF"
+    assert "sqrt.rn.f64" in ptx and "shfl.sync.idx.b32" in ptx
+    asm = jr.debug.gpu_asm(tile_cholesky, *args, arch="amdgpu")
+    assert "v_readlane_b32" in asm or "ds_bpermute_b32" in asm     # (a uniform lane: read)
+
+
+@pytest.mark.cpu_only
+def test_tile_misuse_is_a_clear_error():
+    @jr.kernel
+    def bad(m: nd(dtype=jr.f64, ndim=2)):
+        for i in range(16):
+            t = simt.Tile16x16.zeros(dtype=jr.f64)
+            t[:] = m[0, 0:4]
+    with pytest.raises(jr.KernelCompileError, match=r"tile\[:\] = \.\.\. takes an array slice"):
+        jr.debug.gpu_asm(bad, np.zeros((4, 4)), arch="cuda")
+    with pytest.raises(ValueError, match="16 x 16 or 32 x 32"):
+        simt.TileNxN(8)
+    with pytest.raises(RuntimeError, match="inside a GPU kernel or func"):
+        simt.Tile32x32.zeros()
+
+
+@gpu_only
+@pytest.mark.parametrize("size, n", [(16, 12), (32, 20)])
+def test_tile_cholesky_and_solve_against_numpy(size, n):
+    a, col, m, rhs = tile_problem(5, n)
+    L_out, X_out = np.zeros_like(m), np.zeros_like(m)
+    tile_cholesky(m, col, rhs, L_out, X_out, size, n)
+    L = np.linalg.cholesky(a)
+    np.testing.assert_allclose(np.tril(L_out), L, rtol=1e-10, atol=1e-12)
+    # the strict upper triangle keeps the updated tile's values, as in Quadrants
+    np.testing.assert_allclose(np.triu(L_out, 1), np.triu(a, 1), rtol=1e-12)
+    np.testing.assert_allclose(X_out @ L.transpose(0, 2, 1), rhs, rtol=1e-9, atol=1e-12)

@@ -60,6 +60,7 @@ class SharedHandle:
 
     def __init__(self, decl: n.SharedDecl) -> None:
         self.decl = decl
+        self.shape, self.dtype = decl.shape, decl.dtype     # (a.shape in kernels)
 
     def __repr__(self) -> str:
         return f"<jitrt block-shared array {self.decl.name} {list(self.decl.shape)}>"

@@ -115,6 +115,7 @@ class StmtLowering(LoweringHost):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring or comment string
         if isinstance(node.value, ast.Call) and (self.fill_vector(node.value, node)
+                                                 or self.tile_method(node.value)
                                                  or self.is_loop_config(node.value)):
             return
         # a call whose value is discarded: `jr.atomic_add(v[i], d)` on a vector element emits
@@ -473,6 +474,8 @@ class StmtLowering(LoweringHost):
         op = BINOPS.get(type(node.op))
         if op is None:
             raise self.err(node, f"operator {type(node.op).__name__} is not supported")
+        if self.tile_update(node):                     # register tiles: lower_tiles.py
+            return
         handle = shared_handle(self.expr(node.target.value)) if isinstance(
             node.target, ast.Subscript) else None
         if handle is not None:                         # a block-shared array: lower_simt.py

@@ -62,10 +62,6 @@ warp: Any = _Primitives("warp", (
     "sync", "all_nonzero", "any_nonzero", "unique", "ballot", "shfl_sync_i32", "shfl_sync_f32",
     "shfl_up_i32", "shfl_up_f32", "shfl_down_i32", "shfl_down_f32", "shfl_xor_i32",
     "match_any", "match_all", "active_mask"))
-# register tiles of a subgroup (tensor-core style): GPU only as well
-Tile16x16 = Builtin("simt.Tile16x16")
-Tile32x32 = Builtin("simt.Tile32x32")
-TileNxN = Builtin("simt.TileNxN")
 
 from . import simt_funcs as _funcs  # noqa: E402  (its funcs call the builtins above)
 
@@ -75,6 +71,10 @@ for _name, _func in _funcs.BLOCK.items():
     setattr(block, _name, _func)
 subgroup.group_size = _funcs.group_size                    # type: ignore[attr-defined]
 subgroup.log2_group_size = _funcs.log2_group_size          # type: ignore[attr-defined]
+
+from .simt_tiles import TILES, tile_type as TileNxN  # noqa: E402  (register tiles)
+
+Tile16x16, Tile32x32 = TILES[16], TILES[32]
 
 __all__ = ["SharedArray", "Tile16x16", "Tile32x32", "TileNxN", "block", "grid", "subgroup",
            "warp"]
