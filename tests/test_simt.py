@@ -407,3 +407,24 @@ def test_tile_cholesky_and_solve_against_numpy(size, n):
     # the strict upper triangle keeps the updated tile's values, as in Quadrants
     np.testing.assert_allclose(np.triu(L_out, 1), np.triu(a, 1), rtol=1e-12)
     np.testing.assert_allclose(X_out @ L.transpose(0, 2, 1), rhs, rtol=1e-9, atol=1e-12)
+
+
+@jr.kernel
+def narrow_broadcast(x: nd(dtype=jr.f32, ndim=1), out: nd(dtype=jr.i32, ndim=1)):
+    for i in range(x.shape[0]):
+        flag = jr.cast(x[i] > 0, jr.u8)
+        out[i] = jr.cast(sg.broadcast(flag, jr.u32(0)), jr.i32)
+
+
+@pytest.mark.cpu_only
+def test_narrow_integers_shuffle_widened_and_other_types_are_refused():
+    ptx = jr.debug.gpu_asm(narrow_broadcast, np.ones(32, np.float32), np.zeros(32, np.int32),
+                           arch="cuda")
+    assert "shfl.sync.idx.b32" in ptx
+
+    @jr.kernel
+    def vector_shuffle(x: nd(dtype=jr.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            x[i] = sg.shuffle(jr.Vector([x[i], 1.0]), 0)[0]
+    with pytest.raises(jr.KernelCompileError, match="expected a number, got a vector"):
+        jr.debug.gpu_asm(vector_shuffle, np.ones(32, np.float32), arch="cuda")

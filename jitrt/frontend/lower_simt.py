@@ -50,7 +50,7 @@ for _mode, _op in (("sync", "subgroup.shuffle"), ("up", "subgroup.shuffle_up"),
                    ("down", "subgroup.shuffle_down")):
     for _t in ("i32", "f32"):
         PRIMITIVES[f"simt.warp.shfl_{_mode}_{_t}"] = (_op, "mvi", getattr(dtypes, _t))
-SHUFFLED = (dtypes.i32, dtypes.u32, dtypes.i64, dtypes.u64, dtypes.f32, dtypes.f64)
+SHUFFLED = (dtypes.f32, dtypes.f64)     # and every integer type (narrow ones widened)
 ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "xchg")
 
 
@@ -82,9 +82,9 @@ class SimtLowering(LoweringHost):
             if kind == "v":
                 if isinstance(result, dtypes.DataType):
                     e = self.cast(e, result)
-                elif e.dtype not in SHUFFLED:
-                    raise self.err(arg, f"jr.{fn.name}() moves 32- and 64-bit numbers (i32, "
-                                   f"u32, i64, u64, f32, f64), got {e.dtype.name}")
+                elif not (e.dtype.is_int or e.dtype in SHUFFLED):
+                    raise self.err(arg, f"jr.{fn.name}() moves integers, f32 and f64 values, "
+                                   f"got {e.dtype.name}")
             elif kind == "p":
                 e = self.truth(e)
             elif not e.dtype.is_int:
