@@ -428,3 +428,18 @@ def test_narrow_integers_shuffle_widened_and_other_types_are_refused():
             x[i] = sg.shuffle(jr.Vector([x[i], 1.0]), 0)[0]
     with pytest.raises(jr.KernelCompileError, match="expected a number, got a vector"):
         jr.debug.gpu_asm(vector_shuffle, np.ones(32, np.float32), arch="cuda")
+
+
+@pytest.mark.cpu_only
+def test_block_level_float_values_are_not_differentiated():
+    x = jr.field(jr.f32, shape=(32,), needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def spread():
+        jr.loop_config(block_dim=32)
+        for i in range(32):
+            loss[None] += sg.shuffle(x[i], 0) * x[i]
+    with pytest.raises(jr.NotDifferentiableError, match=r"jr.simt block-level code "
+                       r"\(subgroup.shuffle\) is not differentiated"):
+        spread.grad()

@@ -143,7 +143,7 @@ ZERO_DERIVATIVE = frozenset({"//", "floor", "ceil", "round", "<", "<=", ">", ">=
 
 def has_zero_derivative(e: n.Expr) -> bool:
     """Whether `e` legitimately passes no adjoint to its operands."""
-    if isinstance(e, (n.Const, n.Arg, n.Shape, n.Atomic, n.Assertion, n.Print, n.Simt)):
+    if isinstance(e, (n.Const, n.Arg, n.Shape, n.Atomic, n.Assertion, n.Print)):
         return True
     if isinstance(e, n.Binary):
         return e.op in ZERO_DERIVATIVE
