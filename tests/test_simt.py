@@ -99,6 +99,18 @@ def test_block_level_amdgpu_code_objects():
 
 
 @pytest.mark.cpu_only
+@needs_linker
+def test_subgroup_code_objects_for_wave64_and_wave32():
+    for kernel, args in (
+            (shuffles, (np.arange(64.0), np.zeros((64, 6)), np.zeros((64, 3), np.int32))),
+            (tiled, (np.ones(64, np.float32), np.zeros(64, np.int32),
+                     np.zeros((64, 12), np.float32)))):
+        _, objects = amdgpu_build(kernel, *args)     # gfx942, gfx90a (wave64), gfx1100 (wave32)
+        assert sorted(objects) == ["gfx1100", "gfx90a", "gfx942"]
+        assert all(code[:4] == b"\x7fELF" for code in objects.values())
+
+
+@pytest.mark.cpu_only
 def test_the_cpu_refuses_block_level_code_at_the_call():
     with pytest.raises(jr.KernelCompileError) as e:
         block_tree_sum(np.ones(64, np.float32), np.zeros(1, np.float32))
