@@ -695,7 +695,8 @@ class CallLowering(InlineLowering):
                            f"operand of '{name}': it takes a field or ndarray element (x[i]) "
                            "or a local variable", KernelSyntaxError)
         target = node.args[0]
-        handle = shared_handle(self.expr(target.value))
+        handle = shared_handle(self.expr(target.value)) if isinstance(target.value,
+                                                                      ast.Name) else None
         if handle is not None:                   # a block-shared array: lower_simt.py
             return self.shared_atomic(handle, target, op, self.expr(node.args[1]), node)
         statement = getattr(self, "statement_call", None) is node

@@ -477,7 +477,7 @@ class StmtLowering(LoweringHost):
         if self.tile_update(node):                     # register tiles: lower_tiles.py
             return
         handle = shared_handle(self.expr(node.target.value)) if isinstance(
-            node.target, ast.Subscript) else None
+            node.target, ast.Subscript) and isinstance(node.target.value, ast.Name) else None
         if handle is not None:                         # a block-shared array: lower_simt.py
             self.shared_update(handle, node, op)
             return
