@@ -33,9 +33,11 @@ class SimtEmitter(ExprEmitter):
             from ..errors import error_at
             what = "block-shared arrays are" if e.op.startswith("shared.") else \
                 f"jr.simt.{e.op}() is"
+            why = "the CPU runs no thread blocks" if e.op.startswith("shared.") else \
+                "Quadrants refuses it on the CPU too"
             raise error_at(e.loc, f"{what} GPU block-level code: not supported on "
-                           f"{self.target.name} (Quadrants refuses it on the CPU too); "
-                           "reach it only behind a jr.static(...) test of the arch")
+                           f"{self.target.name} ({why}); reach it only behind a "
+                           "jr.static(...) test of the arch")
         if e.op.startswith("shared."):
             return self.shared_op(e)
         b, module, target = self.builder, self.module, self.target
