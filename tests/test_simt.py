@@ -455,3 +455,22 @@ def test_block_level_float_values_are_not_differentiated():
     with pytest.raises(jr.NotDifferentiableError, match=r"jr.simt block-level code "
                        r"\(subgroup.shuffle\) is not differentiated"):
         spread.grad()
+
+
+@pytest.mark.cpu_only
+def test_a_block_level_loop_launches_blocks_of_exactly_block_dim(fakegpu_program):
+    """On the fake GPU vendor (tests/fakegpu_backend.py: the shared launch path, nothing
+    run): a jr.simt loop of block_dim=16 launches 16-thread blocks covering its range; the
+    same loop without block-level code gets whole warps."""
+    fake, _ = fakegpu_program
+
+    @jr.kernel
+    def plain(out: nd(dtype=jr.i32, ndim=1)):
+        jr.loop_config(block_dim=16)
+        for i in range(out.shape[0]):
+            out[i] = i % 16
+    out = jr.ndarray(jr.i32, 16 * 40)
+    block_of_16(jr.ndarray(jr.i32, (16 * 40, 4)), out)
+    plain(out)
+    launches = [call[2:] for call in fake.calls if call[0] == "launch"]
+    assert launches == [(40, 16), (20, 32)]
