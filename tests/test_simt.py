@@ -474,3 +474,15 @@ def test_a_block_level_loop_launches_blocks_of_exactly_block_dim(fakegpu_program
     plain(out)
     launches = [call[2:] for call in fake.calls if call[0] == "launch"]
     assert launches == [(40, 16), (20, 32)]
+
+
+@pytest.mark.cpu_only
+def test_block_reduce_needs_whole_warps():
+    @jr.kernel
+    def half_warp(x: nd(dtype=jr.f32, ndim=1)):
+        jr.loop_config(block_dim=16)
+        for i in range(x.shape[0]):
+            x[i] = simt.block.reduce_add(x[i], 16, jr.f32)
+    with pytest.raises(jr.KernelCompileError, match="block_dim must be a positive multiple of "
+                       "the subgroup size"):
+        jr.debug.gpu_asm(half_warp, np.ones(16, np.float32), arch="cuda")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes
-from ..frontend.builtins import cast, static
+from ..frontend.builtins import cast, static, static_assert
 from ..frontend.func import Func
 from ..types import template
 from . import simt as _simt
@@ -179,6 +179,8 @@ def _segmented_tiled(value, head_flag, op: template(), log2_size: template()  # 
 def _block_reduce(value, block_dim: template(), op: template(), dtype: template()  # type: ignore
                   ):
     """The block's `op`-reduction of `value`, in thread 0 (others: their warp's partial)."""
+    static_assert(block_dim % static(group_size()) == 0 and block_dim >= static(group_size()),
+                  "block.reduce_*: block_dim must be a positive multiple of the subgroup size")
     log2_warp = static(log2_group_size())
     warps = static(block_dim // group_size())
     partial = reduce_tiled(value, op, log2_warp)
