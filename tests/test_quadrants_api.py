@@ -206,7 +206,7 @@ def test_perf_dispatch_parameters_must_match():
         proto.register(other)
 
 
-# ---- simt: refused, as Quadrants refuses it on the CPU ---------------------------------
+# ---- simt: refused on the CPU, as Quadrants refuses it there (tests/test_simt.py: GPUs) ---
 
 def test_simt_is_refused_in_kernels_and_free_behind_a_static_branch():
     @jr.kernel
@@ -222,13 +222,14 @@ def test_simt_is_refused_in_kernels_and_free_behind_a_static_branch():
                 jr.simt.block.sync()
             a[i] = 2
     a = jr.ndarray(jr.i32, 2)
-    with pytest.raises(jr.KernelCompileError, match=r"jr.simt.block.sync\(\) is not supported"):
+    with pytest.raises(jr.KernelCompileError, match=r"jr.simt.block.sync\(\) is GPU block-level "
+                       "code: not supported on cpu"):
         uses(a)
     guarded(a, False)
     assert a.to_numpy().tolist() == [2, 2]
     with pytest.raises(RuntimeError, match="can only be used inside a jitrt kernel"):
         jr.simt.subgroup.shuffle(1, 0)
-    with pytest.raises(RuntimeError, match="GPU block-shared memory"):
+    with pytest.raises(RuntimeError, match="declares block-shared memory inside a GPU kernel"):
         jr.simt.block.SharedArray((32,), jr.f32)
 
 

@@ -24,8 +24,9 @@ from ..ir.facts import TaskFacts
 from ..ir.walk import all_exprs, assigned_names, walk_expr
 from . import abi, bounds, loop_hints, real_funcs, reduction_lanes
 from .abi import AccessSite, LaunchableTask
-from .emit_expr import I32, I64, ExprEmitter, ll_type
+from .emit_expr import I32, I64, ll_type
 from .emit_adstack import AdStackEmitter
+from .emit_simt import SimtEmitter
 from .emit_stmt import StmtEmitter
 from .targets import MAX_BLOCK, Target
 
@@ -38,7 +39,7 @@ PARALLEL_FOR_TYPE = ir.FunctionType(ir.VoidType(), [I8P, TASK_TYPE.as_pointer(),
                                                     I64])
 
 
-class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
+class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter):
     def __init__(self, module: ir.Module, target: Target, layout: abi.ContextLayout,
                  fn: ir.Function, ctx_ptr: ir.Value, sites: list[AccessSite]) -> None:
         self.module, self.target, self.layout, self.fn = module, target, layout, fn
@@ -69,6 +70,7 @@ class FunctionEmitter(ExprEmitter, StmtEmitter, AdStackEmitter):
         self.interrupt_epoch: ir.Value | None = None     # see codegen/interrupts.py
         self.interrupt_counter: ir.Value | None = None
         self.real_rets: tuple = ()         # in a real function: its result types
+        self.shared_arrays: dict[int, tuple[ir.GlobalVariable, int]] = {}  # emit_simt
 
     def next_id(self) -> int:
         self._ids += 1
@@ -258,7 +260,12 @@ def block_sum(em: FunctionEmitter, flush: dict, name: str) -> None:
     size = target.warp_size(module, b)
     lane = b.and_(tid, b.sub(size, ir.Constant(I32, 1)))
     warp = b.udiv(tid, size)
-    warps = b.udiv(target.block_size(module, b), size)
+    block = target.block_size(module, b)
+    warps = b.udiv(b.add(block, b.sub(size, ir.Constant(I32, 1))), size)
+    # the lanes of this warp that exist (the last warp of a block may be partial: a
+    # jr.simt loop's block of 16 threads, a block of 32 on a wavefront of 64)
+    rest = b.sub(block, b.mul(warp, size))
+    present = b.select(b.icmp_unsigned("<", rest, size), rest, size)
     slots = MAX_BLOCK // min(target.warp_sizes)
     shared = []
     for k, (ref, _) in enumerate(flush):
@@ -268,7 +275,7 @@ def block_sum(em: FunctionEmitter, flush: dict, name: str) -> None:
         smem.linkage = "internal"
         smem.initializer = ir.Constant(ir.ArrayType(ty, slots), ir.Undefined)
         acc = em.local_ptr(f"$partial{k}", ref.dtype)
-        v = warp_sum(em, b.load(acc), ref.dtype, lane)
+        v = warp_sum(em, b.load(acc), ref.dtype, lane, present)
         with b.if_then(b.icmp_unsigned("==", lane, ir.Constant(I32, 0))):
             b.store(v, b.gep(smem, [ir.Constant(I32, 0), warp]))
         shared.append((smem, acc, ref.dtype, ty))
@@ -279,7 +286,7 @@ def block_sum(em: FunctionEmitter, flush: dict, name: str) -> None:
             mine = b.load(b.gep(smem, [ir.Constant(I32, 0),
                                        b.select(used, lane, ir.Constant(I32, 0))]))
             zero = ir.Constant(ty, 0.0 if dt.is_float else 0)
-            b.store(warp_sum(em, b.select(used, mine, zero), dt, lane), acc)
+            b.store(warp_sum(em, b.select(used, mine, zero), dt, lane, present), acc)
 
 
 def emit_task_loop(em: FunctionEmitter, task: n.Task, local_types: dict[str, dtypes.DataType],
@@ -431,10 +438,11 @@ def flush_partials(em: FunctionEmitter, flush: dict, task: n.Task) -> None:
                                      ref.dtype, task.loc), task.loc))
 
 
-def warp_sum(em: FunctionEmitter, v: ir.Value, dt: dtypes.DataType, lane: ir.Value
-             ) -> ir.Value:
-    """The sum of `v` over the lanes of a (converged, full) warp, in lane 0. A target whose
-    warp size is known only to its backend (AMDGPU: 32 or 64) skips the steps past it."""
+def warp_sum(em: FunctionEmitter, v: ir.Value, dt: dtypes.DataType, lane: ir.Value,
+             present: ir.Value | None = None) -> ir.Value:
+    """The sum of `v` over the lanes of a (converged) warp, in lane 0. A target whose
+    warp size is known only to its backend (AMDGPU: 32 or 64) skips the steps past it;
+    `present`: how many lanes of the warp exist (lanes past them add nothing)."""
     module, b, target = em.module, em.builder, em.target
     size = target.warp_size(module, b)
     bits = ir.IntType(dt.bits)
@@ -454,6 +462,10 @@ def warp_sum(em: FunctionEmitter, v: ir.Value, dt: dtypes.DataType, lane: ir.Val
             other = got if dt.bits == 32 else b.trunc(got, bits)
         if delta >= min(target.warp_sizes):     # a step only warps wider than delta take
             other = b.select(b.icmp_unsigned(">", size, ir.Constant(I32, delta)), other,
+                             ir.Constant(bits, 0))
+        if present is not None:
+            source = b.add(lane, ir.Constant(I32, delta))
+            other = b.select(b.icmp_unsigned("<", source, present), other,
                              ir.Constant(bits, 0))
         if dt.is_float:
             v = b.fadd(v, b.bitcast(other, v.type))

@@ -150,6 +150,30 @@ class Target:
         after it."""
         raise NotImplementedError(self.name)
 
+    # ---- block-level primitives (`qd.simt`, codegen/emit_simt.py) -------------------------
+    def lane_id(self, module: ir.Module, b: ir.IRBuilder) -> ir.Value:
+        """This thread's lane in its warp (wavefront), an i32."""
+        raise NotImplementedError(self.name)
+
+    def shuffle(self, module: ir.Module, b: ir.IRBuilder, mode: str, v: ir.Value,
+                x: ir.Value) -> ir.Value:
+        """The i32 `v` of another lane of this warp: `mode` "idx" reads lane x, "up" lane
+        (lane - x), "down" lane (lane + x); a lane past the warp's ends reads its own `v`."""
+        raise NotImplementedError(self.name)
+
+    def ballot(self, module: ir.Module, b: ir.IRBuilder, p: ir.Value) -> ir.Value:
+        """The i64 mask of the lanes of this warp whose i1 `p` is true."""
+        raise NotImplementedError(self.name)
+
+    def warp_barrier(self, module: ir.Module, b: ir.IRBuilder, mask: ir.Value) -> None:
+        """The lanes of `mask` (i32; AMDGPU: the whole wavefront) meet here."""
+        raise NotImplementedError(self.name)
+
+    def fence(self, module: ir.Module, b: ir.IRBuilder, scope: str) -> None:
+        """Memory operations before it are seen before those after it by every thread of
+        `scope`: "block" or "grid"."""
+        raise NotImplementedError(self.name)
+
 
 @frozen
 class NvptxTarget(Target):
@@ -182,6 +206,28 @@ class NvptxTarget(Target):
 
     def barrier(self, module: ir.Module, b: ir.IRBuilder) -> None:
         b.call(declare(module, "llvm.nvvm.barrier0", ir.VoidType()), [])
+
+    def lane_id(self, module: ir.Module, b: ir.IRBuilder) -> ir.Value:
+        return self._sreg(module, b, "laneid")
+
+    def shuffle(self, module: ir.Module, b: ir.IRBuilder, mode: str, v: ir.Value,
+                x: ir.Value) -> ir.Value:
+        # the full mask, as Quadrants (a block of fewer than 32 threads: its lanes only);
+        # c: the lane clamp, 31 for idx/down (the warp's last lane), 0 for up
+        shfl = declare(module, f"llvm.nvvm.shfl.sync.{mode}.i32", I32, (I32, I32, I32, I32))
+        clamp = 0 if mode == "up" else 0x1F
+        return b.call(shfl, [ir.Constant(I32, -1), v, x, ir.Constant(I32, clamp)])
+
+    def ballot(self, module: ir.Module, b: ir.IRBuilder, p: ir.Value) -> ir.Value:
+        vote = declare(module, "llvm.nvvm.vote.ballot.sync", I32, (I32, ir.IntType(1)))
+        return b.zext(b.call(vote, [ir.Constant(I32, -1), p]), ir.IntType(64))
+
+    def warp_barrier(self, module: ir.Module, b: ir.IRBuilder, mask: ir.Value) -> None:
+        b.call(declare(module, "llvm.nvvm.bar.warp.sync", ir.VoidType(), (I32,)), [mask])
+
+    def fence(self, module: ir.Module, b: ir.IRBuilder, scope: str) -> None:
+        name = "llvm.nvvm.membar.cta" if scope == "block" else "llvm.nvvm.membar.gl"
+        b.call(declare(module, name, ir.VoidType()), [])
 
     def math_symbol(self, fn: str, ty: ir.Type) -> str:
         if fn in INSTRUCTIONS:
@@ -238,6 +284,34 @@ class AmdgpuTarget(Target):
         b.fence("release", "workgroup")
         b.call(declare(module, "llvm.amdgcn.s.barrier", ir.VoidType()), [])
         b.fence("acquire", "workgroup")
+
+    def lane_id(self, module: ir.Module, b: ir.IRBuilder) -> ir.Value:
+        lo = declare(module, "llvm.amdgcn.mbcnt.lo", I32, (I32, I32))
+        hi = declare(module, "llvm.amdgcn.mbcnt.hi", I32, (I32, I32))
+        ones = ir.Constant(I32, -1)
+        return b.call(hi, [ones, b.call(lo, [ones, ir.Constant(I32, 0)])])
+
+    def shuffle(self, module: ir.Module, b: ir.IRBuilder, mode: str, v: ir.Value,
+                x: ir.Value) -> ir.Value:
+        # ds_bpermute reads lane (address / 4) of the whole wavefront (wave64 too); a source
+        # past either end of the wavefront is the lane itself, as on NVPTX
+        lane = self.lane_id(module, b)
+        source = x if mode == "idx" else b.sub(lane, x) if mode == "up" else b.add(lane, x)
+        if mode != "idx":
+            inside = b.icmp_unsigned("<", source, self.warp_size(module, b))
+            source = b.select(inside, source, lane)
+        permute = declare(module, "llvm.amdgcn.ds.bpermute", I32, (I32, I32))
+        return b.call(permute, [b.shl(source, ir.Constant(I32, 2)), v])
+
+    def ballot(self, module: ir.Module, b: ir.IRBuilder, p: ir.Value) -> ir.Value:
+        i64 = ir.IntType(64)
+        return b.call(declare(module, "llvm.amdgcn.ballot.i64", i64, (ir.IntType(1),)), [p])
+
+    def warp_barrier(self, module: ir.Module, b: ir.IRBuilder, mask: ir.Value) -> None:
+        b.call(declare(module, "llvm.amdgcn.wave.barrier", ir.VoidType()), [])
+
+    def fence(self, module: ir.Module, b: ir.IRBuilder, scope: str) -> None:
+        b.fence("seq_cst", "workgroup" if scope == "block" else "agent")
 
     def alloca(self, builder: ir.IRBuilder, ty: ir.Type, name: str) -> ir.Value:
         instr = _PrivateAlloca(builder.block, ty, name)

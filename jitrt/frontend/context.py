@@ -59,6 +59,9 @@ class CompileContext:
     # indent); a kernel loaded from the offline cache rebinds its error locations with it
     origins: dict[str, tuple[str, int, int, int]] = field(default_factory=dict)
     inline_counter: int = 0
+    shared_count: int = 0     # block-shared arrays declared (lower_simt.py)
+    # register tiles (lower_tiles.py): first component's IR name -> (size, dtype)
+    tiles: dict[str, tuple[int, DataType]] = field(default_factory=dict)
     inline_depth: int = 0
     debug: bool = False       # jr.init(debug=True): asserts are compiled in
     validate: bool = False    # a Tape(validation=True) launch: the access rule is checked
@@ -191,6 +194,15 @@ class LoweringHost:
         # calls (lower_call) and statements (lower_stmt)
         static_value: Callable[..., Any]
         quadrants_call: Callable[..., Any]
+        simt_call: Callable[..., Any]         # lower_simt.py
+        tile_assign: Callable[..., bool]      # lower_tiles.py
+        tile_update: Callable[..., bool]
+        tile_method: Callable[..., bool]
+        shared_array: Callable[..., Any]
+        shared_load: Callable[..., Any]
+        shared_store: Callable[..., None]
+        shared_update: Callable[..., None]
+        shared_atomic: Callable[..., Any]
         python_call: Callable[..., Any]
         compile_time: Callable[..., Any]
         dict_item: Callable[..., Any]

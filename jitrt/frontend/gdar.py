@@ -65,7 +65,7 @@ def checked(ctx: CompileContext, ref: n.Ref) -> n.FieldRef | None:
 def pure(indices: tuple[n.Expr, ...]) -> bool:
     """Indices that may be evaluated a second time (no atomics, asserts or prints)."""
     def ok(e: n.Expr) -> bool:
-        return not isinstance(e, (n.Atomic, n.Assertion, n.Print)) and \
+        return not isinstance(e, (n.Atomic, n.Assertion, n.Print, n.Simt)) and \
             all(ok(c) for c in sub_exprs(e))
     return all(ok(i) for i in indices)
 

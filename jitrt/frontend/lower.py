@@ -24,6 +24,8 @@ from .lower_logic import LogicLowering
 from .lower_pycalls import PyCallLowering
 from .lower_return import FuncReturn, ReturnLowering, has_early_return
 from .lower_quadrants import QuadrantsLowering
+from .lower_simt import SimtLowering
+from .lower_tiles import TileLowering
 from .lower_loops import LoopLowering
 from .lower_stmt import StmtLowering
 from .real_func import RealFuncLowering
@@ -38,7 +40,8 @@ from .vectors import TupleValue, VecValue, VectorLowering
 class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, PyCallLowering,
                       ComprehensionLowering, FormatLowering, ReturnLowering, AssignLowering,
                       StmtLowering, LoopLowering, VectorLowering, VectorIndexing, StructLowering,
-                      QuadrantsLowering, RealFuncLowering, StructValueLowering):
+                      QuadrantsLowering, RealFuncLowering, StructValueLowering, SimtLowering,
+                      TileLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:

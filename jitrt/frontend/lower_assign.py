@@ -29,6 +29,8 @@ def describe_value(v: Any) -> str:
 class AssignLowering(LoweringHost):
     def assign_from(self, target: ast.expr, value: ast.expr, node: ast.stmt) -> None:
         """`target = value` for one target."""
+        if self.tile_assign(target, value, node):      # register tiles: lower_tiles.py
+            return
         if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
             if len(value.elts) != len(target.elts):
                 raise self.err(node, f"cannot unpack {len(value.elts)} values into "

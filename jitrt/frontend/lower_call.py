@@ -26,6 +26,7 @@ from ..frozen import frozen
 from .lower_expr import Value, describe, is_field, is_number
 from .context import module_alias
 from .lower_inline import InlineLowering
+from .lower_simt import shared_handle
 from .real_func import RealFuncDef
 from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, as_vector
 
@@ -140,6 +141,8 @@ class CallLowering(InlineLowering):
             return self.untyped_struct(node)  # type: ignore[attr-defined]
         if isinstance(obj, dtypes.DataType):
             return self.dtype_call(obj, node)
+        if getattr(obj, "jitrt_shared_array", False):     # simt.block.SharedArray
+            return self.shared_array(node)                # lower_simt.py
         np_dt = dtypes.from_numpy(np.dtype(obj)) if isinstance(obj, type) and issubclass(
             obj, np.generic) else None
         if node.keywords and obj is not bi.cast and (np_dt is not None or isinstance(
@@ -470,6 +473,8 @@ class CallLowering(InlineLowering):
             return self.compile_time_statement(fn, node)
         if fn in bi.QUADRANTS:
             return self.quadrants_call(fn, node)    # lower_quadrants.py
+        if fn.name.startswith("simt."):
+            return self.simt_call(fn, node)         # lower_simt.py
         raise self.err(node, f"jr.{fn.name}() is not supported here")
 
     def compile_time_statement(self, fn: bi.Builtin, node: ast.Call) -> Value:
@@ -690,6 +695,10 @@ class CallLowering(InlineLowering):
                            f"operand of '{name}': it takes a field or ndarray element (x[i]) "
                            "or a local variable", KernelSyntaxError)
         target = node.args[0]
+        handle = shared_handle(self.expr(target.value)) if isinstance(target.value,
+                                                                      ast.Name) else None
+        if handle is not None:                   # a block-shared array: lower_simt.py
+            return self.shared_atomic(handle, target, op, self.expr(node.args[1]), node)
         statement = getattr(self, "statement_call", None) is node
         outer = self.vector_element_of(target)     # x[i][k]: a component (or a row)
         if outer is not None:

@@ -25,6 +25,7 @@ from .structs import StructElement
 from .vectors import (CONSTRUCTORS, METHODS, ClassMethod, TupleValue, VecValue, VecVar,
                       as_vector, constant_array)
 from .struct_values import StructValue, StructVar, struct_method
+from .lower_simt import shared_handle
 from ..struct_host import HostStruct
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -269,6 +270,9 @@ class ExprLowering(LoweringHost):
         base = self.expr(node.value)
         if isinstance(base, VecValue):
             return self.vec_index(base, node.slice)
+        handle = shared_handle(base)
+        if handle is not None:                         # a block-shared array: lower_simt.py
+            return self.shared_load(handle, node)
         if isinstance(base, TupleValue):
             return self.tuple_index(base, node.slice)
         if isinstance(base, PyValue) and type(base.obj).__name__ == "StructField":

@@ -15,6 +15,7 @@ from .. import dtypes
 from ..errors import KernelSyntaxError
 from ..data_component import ComponentField
 from ..ir import nodes as n
+from ..ir.walk import all_exprs
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import ShapeOf, is_field, is_number
@@ -414,6 +415,8 @@ class LoopLowering(LoweringHost):
         if counter in self.ctx.local_types:     # jr.random() was called: reset per iteration
             body = (n.Assign(counter, n.Const(0, dtypes.u64, loc), loc),) + body
         types = [self.ctx.local_types[v] for v in vars_]
+        if not any(isinstance(e, n.Simt) for e in all_exprs(body)):
+            block_dim = -(-block_dim // 32) * 32     # whole warps (block sums need them)
         self.emit(n.ParFor(tuple(vars_), tuple(self.cast(b, dt) for (b, _), dt in
                                                zip(extents, types)),
                            tuple(self.cast(e, dt) for (_, e), dt in zip(extents, types)),

@@ -17,6 +17,7 @@ from ..ir.walk import map_stmt, walk_expr
 from . import builtins as bi
 from .context import LocalVar, LoweringHost, PyValue
 from .lower_expr import BINOPS, Value, is_field, is_number
+from .lower_simt import shared_handle
 from .vectors import TupleValue, VecValue, VecVar, reads_ref
 
 
@@ -114,6 +115,7 @@ class StmtLowering(LoweringHost):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring or comment string
         if isinstance(node.value, ast.Call) and (self.fill_vector(node.value, node)
+                                                 or self.tile_method(node.value)
                                                  or self.is_loop_config(node.value)):
             return
         # a call whose value is discarded: `jr.atomic_add(v[i], d)` on a vector element emits
@@ -184,8 +186,10 @@ class StmtLowering(LoweringHost):
 
     def is_loop_config(self, call: ast.Call) -> bool:
         """`jr.loop_config(serialize=True)`: the next loop runs serially on one thread;
-        `jr.loop_config(block_dim=N)`: on GPUs, its blocks have N threads (1 to 1024, rounded
-        up to whole warps of 32; the CPU ignores it; so does Taichi's `block_dim_adaptive`);
+        `jr.loop_config(block_dim=N)`: on GPUs, its blocks have N threads (1 to 1024; rounded
+        up to whole warps of 32 unless the loop uses `jr.simt` block-level code, whose blocks
+        are exactly N threads, as Quadrants'; the CPU ignores it; so does Taichi's
+        `block_dim_adaptive`);
         Taichi's `parallelize=N`: 1 serializes, more leaves
         the thread count to the pool; Quadrants' `name="..."` names the loop in GPU profiles
         (checked to be a string, and otherwise not used: jitrt's profiler counts kernels)."""
@@ -221,7 +225,7 @@ class StmtLowering(LoweringHost):
             if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 1024:
                 raise self.err(kw.value, "jr.loop_config(block_dim=...) must be an int from 1 "
                                f"to 1024, got {dim!r}")
-            self.block_dim_next = -(-dim // 32) * 32    # whole warps (block sums need them)
+            self.block_dim_next = dim       # (lower_loops.emit_parallel_range rounds it)
         return True
 
     def stmt_Assign(self, node: ast.Assign) -> None:
@@ -285,6 +289,10 @@ class StmtLowering(LoweringHost):
             base = self.expr(target.value)
             if isinstance(base, PyValue) and type(base.obj).__name__ == "StructField":
                 self.store_struct_element(base.obj, target, v, node)  # type: ignore[attr-defined]
+                return
+            handle = shared_handle(base)
+            if handle is not None:                     # a block-shared array: lower_simt.py
+                self.shared_store(handle, target, v, node)
                 return
             ref, indices, element = self.access(target)
             if element:                   # x[i] = v on a field of vectors
@@ -466,6 +474,13 @@ class StmtLowering(LoweringHost):
         op = BINOPS.get(type(node.op))
         if op is None:
             raise self.err(node, f"operator {type(node.op).__name__} is not supported")
+        if self.tile_update(node):                     # register tiles: lower_tiles.py
+            return
+        handle = shared_handle(self.expr(node.target.value)) if isinstance(
+            node.target, ast.Subscript) and isinstance(node.target.value, ast.Name) else None
+        if handle is not None:                         # a block-shared array: lower_simt.py
+            self.shared_update(handle, node, op)
+            return
         if isinstance(node.target, ast.Subscript) and self.aug_assign_vector(node, op):
             return
         if isinstance(node.target, ast.Attribute):
@@ -626,7 +641,7 @@ def is_truth_value(e: n.Expr) -> bool:
 
 
 def has_side_effect(e: Any) -> bool:
-    if isinstance(e, (n.Atomic, n.Assertion, n.Print)):
+    if isinstance(e, (n.Atomic, n.Assertion, n.Print, n.Simt)):
         return True
     for value in vars(e).values():
         if isinstance(value, n.Expr) and has_side_effect(value):

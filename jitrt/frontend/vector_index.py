@@ -99,7 +99,8 @@ class VectorIndexing(LoweringHost):
                 ks.append(k.obj % extent)
             elif isinstance(k, n.Expr) and k.dtype.is_int:
                 k = self.cast(k, dtypes.i64 if k.dtype.bits == 64 else dtypes.i32)
-                if any(isinstance(x, (n.Atomic, n.Assertion, n.Print)) for x in walk_expr(k)):
+                if any(isinstance(x, (n.Atomic, n.Assertion, n.Print, n.Simt))
+                       for x in walk_expr(k)):
                     k = self.fresh_local(k, "index", self.loc(item))
                 ks.append(k)
             else:

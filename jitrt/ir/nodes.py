@@ -229,6 +229,46 @@ class Atomic(Expr):
     loc: Loc = _loc()
 
 
+@frozen
+class SharedDecl:
+    """A block-shared array (`simt.block.SharedArray(shape, dtype)`): `id` numbers the
+    declarations of one kernel; GPUs give each task its own static copy per thread block."""
+    id: int
+    name: str
+    dtype: DataType
+    shape: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        count = 1
+        for extent in self.shape:
+            count *= extent
+        return count
+
+
+# `Simt.op`: what the GPU primitive does (`codegen/emit_simt.py` lowers each; the CPU refuses
+# them all). Shared-array ops take the flat element index first (`shared` names the array).
+SIMT_OPS = ("block.sync", "block.mem_fence", "block.thread_idx", "block.global_thread_idx",
+            "grid.mem_fence", "warp.sync", "subgroup.sync", "subgroup.mem_fence",
+            "subgroup.invocation_id", "subgroup.shuffle", "subgroup.shuffle_up",
+            "subgroup.shuffle_down", "subgroup.ballot", "warp.ballot", "warp.active_mask",
+            "warp.all_nonzero", "warp.any_nonzero", "shared.load", "shared.store",
+            "shared.atomic_add", "shared.atomic_sub", "shared.atomic_min", "shared.atomic_max",
+            "shared.atomic_and", "shared.atomic_or", "shared.atomic_xor", "shared.atomic_xchg")
+
+
+@frozen
+class Simt(Expr):
+    """A GPU block, warp or subgroup primitive, or an access of a block-shared array. It has
+    an effect (a barrier, a shuffle among lanes, shared memory): never moved, merged, dropped
+    or evaluated twice."""
+    op: str
+    args: tuple[Expr, ...]
+    dtype: DataType
+    loc: Loc = _loc()
+    shared: SharedDecl | None = None
+
+
 # ---- statements ---------------------------------------------------------------------------
 
 @frozen

@@ -47,6 +47,11 @@ def expr_text(e: n.Expr) -> str:
     if isinstance(e, n.Print):
         fmt = f", formats={e.formats!r}" if e.formats else ""
         return f"print({e.pieces!r}, {', '.join(expr_text(a) for a in e.args)}{fmt})"
+    if isinstance(e, n.Simt):
+        decl = e.shared
+        arr = "" if decl is None else \
+            f"shared{decl.id}:{decl.name}<{decl.dtype.name}{list(decl.shape)}>, "
+        return f"simt.{e.op}<{e.dtype.name}>({arr}{', '.join(expr_text(a) for a in e.args)})"
     if isinstance(e, n.StackTop):
         return f"top(stack{e.stack.id}:{e.stack.name})"
     if isinstance(e, n.StackTopAdj):

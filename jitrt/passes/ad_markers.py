@@ -82,7 +82,7 @@ def drop_unread(kernel: n.TaskedKernel, names: set[str]) -> n.TaskedKernel:
     counts then fall as assignments go (re-walking the kernel after each round of drops
     made this pass quadratic: most of the compile of a 3x3 matrix function's kernel)."""
     def effect_free(e: n.Expr) -> bool:
-        return not any(isinstance(x, (n.Load, n.Atomic, n.Print, n.Assertion))
+        return not any(isinstance(x, (n.Load, n.Atomic, n.Print, n.Assertion, n.Simt))
                        for x in walk_expr(e))
 
     def local_reads(exprs: Iterable[n.Expr]) -> Iterator[str]:

@@ -185,6 +185,10 @@ def backprop(e: n.Expr, g: n.Expr, st: TaskAd, out: list[n.Stmt]) -> None:
     """Emit statements adding adjoint `g` into everything `e` (already substituted) reads."""
     if not e.dtype.is_float:
         return
+    if isinstance(e, n.Simt):        # a value from another lane or from shared memory
+        raise not_differentiable_at(e.loc, st.kernel, f"jr.simt block-level code ({e.op}) "
+                                    "is not differentiated: its float values carry no "
+                                    "gradient; differentiate a kernel without it")
     if isinstance(e, n.StackTop):
         out.append(n.StackAccAdj(e.stack, g, e.loc))
         return

@@ -165,7 +165,7 @@ def candidate(task: n.Task) -> bool:
         return False
     exprs = list(all_exprs(task.body))
     return len(stmts) + len(exprs) <= MAX_NODES and \
-        not any(isinstance(e, (n.Print, n.Assertion)) for e in exprs)
+        not any(isinstance(e, (n.Print, n.Assertion, n.Simt)) for e in exprs)
 
 
 def interleaved(task: n.Task, lanes: int) -> tuple[Lanes, n.Body] | None:
