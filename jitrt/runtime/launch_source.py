@@ -19,6 +19,7 @@ from ..data import Ndarray
 from ..launch_plan import LaunchPlan
 from . import native_launch
 from .arguments import changed_expr, watch_state
+from .weak_templates import HeldWeakly
 
 if TYPE_CHECKING:
     from .context import LaunchContext
@@ -104,6 +105,10 @@ def template_lines(plan: LaunchPlan, env: dict[str, Any], slow: str) -> list[str
     lines = []
     for p in plan.of_kind("template"):
         i, value = p.index, p.template
+        if isinstance(value, HeldWeakly):   # the very object, while it lives
+            env[f"r{i}"] = value.ref
+            lines.append(f"    if a{i} is not r{i}() or a{i} is None: {slow}")
+            continue
         env[f"t{i}"], env[f"tt{i}"] = value, type(value)
         lines.append(f"    if a{i} is not t{i} and (type(a{i}) is not tt{i} or a{i} != t{i}):"
                      f" {slow}")
