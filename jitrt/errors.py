@@ -285,10 +285,10 @@ class ConfigError(JitrtError, ValueError):
     it accepts."""
 
 
-class InvalidShapeError(JitrtError, TypeError, ValueError, RuntimeError):
+class InvalidShapeError(KernelRuntimeError, TypeError, ValueError):
     """A field or ndarray shape that is not a tuple of integers from 0 to 2**31 - 1: a
     `TypeError` (not integers) or `ValueError` (out of range), as jitrt raised before, and
-    the `RuntimeError` Taichi raises for it (`TaichiRuntimeError`)."""
+    a `KernelRuntimeError`, the class of Taichi's `TaichiRuntimeError` it raises here."""
 
 
 class BackendUnavailableError(JitrtError, RuntimeError):
