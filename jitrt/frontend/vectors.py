@@ -383,7 +383,7 @@ class VectorLowering(LoweringHost):
         if name == "transpose":
             return self.transpose(v, node)
         if len(v.shape) != 2 or v.rows != v.cols:
-            raise self.err(node, f".{name}() needs a square matrix, got shape {v.shape}")
+            raise self.err(node, f".{name}(): expected a square matrix, got shape {v.shape}")
         if name == "trace":
             return self.sum_of([v.at(i, i) for i in range(v.rows)], node)
         if name == "determinant":

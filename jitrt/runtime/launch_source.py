@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..codegen import abi
 from ..data import Ndarray
+from ..host_matrix import as_host
 from ..launch_plan import LaunchPlan
 from . import native_launch
 from .arguments import changed_expr, watch_state
@@ -175,13 +176,14 @@ def return_lines(plan: LaunchPlan, field_objs: tuple[Any, ...], env: dict[str, A
     vector/matrix return: a copy of the kernel's hidden return field)."""
     ret = plan.returns
     if ret.kind == "field":
-        env["retf"] = field_objs[ret.fields[0][1]]
-        return ["    return retf.to_numpy()"]
-    if ret.kind == "tuple":     # scalars from 0-d fields, vectors/matrices as arrays
+        env["retf"], env["as_host"] = field_objs[ret.fields[0][1]], as_host
+        return ["    return as_host(retf.to_numpy())"]
+    if ret.kind == "tuple":     # scalars from 0-d fields, vectors/matrices as jr.Vector/Matrix
         items = []
+        env["as_host"] = as_host
         for k, index, scalar in ret.fields:
             env[f"retf{k}"] = field_objs[index]
-            items.append(f"retf{k}[None]" if scalar else f"retf{k}.to_numpy()")
+            items.append(f"retf{k}[None]" if scalar else f"as_host(retf{k}.to_numpy())")
         return [f"    return ({', '.join(items)},)"]
     if ret.kind == "float":
         return [f"    return dbuf[{abi.SLOT_RETURN}]"]
