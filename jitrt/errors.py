@@ -202,6 +202,11 @@ class KernelArgError(JitrtError, TypeError, RuntimeError):
     `TaichiRuntimeTypeError`, a `RuntimeError`."""
 
 
+class KernelArgValueError(KernelArgError, ValueError):
+    """An ndarray argument whose element type, element shape or number of dimensions is not
+    the annotation's: a `KernelArgError`, and the `ValueError` Taichi raises for it."""
+
+
 class KernelRuntimeError(JitrtError, RuntimeError):
     """A kernel detected a fault while running (an index out of bounds); the faulty access was
     skipped, so memory is intact."""

@@ -570,3 +570,40 @@ def test_a_loop_that_breaks_inside_a_constant_non_static_if_runs_serially_as_in_
     assert first_100() == 100
     err = compile_error(static_if, kind=jr.TaichiSyntaxError)
     assert "Cannot break in the outermost loop" in str(err)
+
+
+def test_an_ndarray_argument_that_does_not_fit_is_taichis_value_error():
+    @jr.kernel
+    def vec2(a: jr.types.ndarray(dtype=jr.types.vector(2, jr.i32))):
+        pass
+
+    @jr.kernel
+    def flat(arr: jr.types.ndarray(ndim=1)):
+        for i in arr:
+            arr[i] = 0
+
+    @jr.kernel
+    def mats(arr: jr.types.ndarray(dtype=jr.math.mat3, ndim=2)):
+        for i in jr.grouped(arr):
+            arr[i] = arr[i] + 1.0
+
+    @jr.kernel
+    def ints(x: jr.types.ndarray(jr.i32, ndim=1)):
+        for i in x:
+            x[i] = i
+    cases = [
+        (vec2, jr.Matrix.ndarray(2, 3, jr.i32, shape=(4, 7)),
+         r"required element type: VectorType\[2, i32\], but MatrixType\[2,3, i32\] is provided"),
+        (flat, jr.ndarray(jr.f32, shape=(12, 13)),
+         r"required ndim=1, but 2d ndarray with shape \(12, 13\) is provided"),
+        (mats, np.zeros((2, 2, 2, 3), np.float32),
+         r"required element_shape=\(3, 3\), array with element shape of \(2, 3\) is provided"),
+        (mats, np.zeros((2, 2, 3), np.float32),
+         r"required array has ndim=2 element_dim=2, array with 3 dimensions is provided"),
+        (ints, np.arange(5), r"required array has dtype=i32, array with dtype=i64 is provided")]
+    for kernel, arg, taichi in cases:
+        with pytest.raises(ValueError, match="Invalid value for argument .* - " + taichi) as info:
+            kernel(arg)
+        assert isinstance(info.value, jr.KernelArgValueError)
+        assert isinstance(info.value, jr.KernelArgError)        # jitrt's kind, as before
+        assert "expected an ndarray" in str(info.value)          # and jitrt's words
