@@ -278,7 +278,8 @@ class _Buffer:
             return self._read(()).item()
         if isinstance(key, slice):
             return self._host()[key].copy()
-        index = host_index(key, self._dims, self.name, self._element, self._offset)
+        index = host_index(key, self._dims, self.name, self._element, self._offset,
+                           isinstance(self, Ndarray))
         if len(index) < len(self._dims):      # a whole vector/matrix element: a live proxy
             return FieldElement(self, index)
         return self._read(index).item()
@@ -290,7 +291,8 @@ class _Buffer:
             return
         index: tuple[int, ...] = ()            # `loss[None] = 0`, every step of a training loop
         if key is not None or self._dims:
-            index = host_index(key, self._dims, self.name, self._element, self._offset)
+            index = host_index(key, self._dims, self.name, self._element, self._offset,
+                               isinstance(self, Ndarray))
             if len(index) < len(self._dims):
                 value = self._element_value(key, value)
         if value.__class__ is int and self._dtype.is_int:

@@ -189,6 +189,18 @@ _KIND_RULES: "tuple[tuple[tuple[str, ...], type[KernelCompileError]], ...]" = (
 )
 
 
+class PlacelessCompileError(KernelCompileError):
+    """A `KernelCompileError` raised at Python scope, where Taichi raises its compile-time
+    classes too (its Python-scope methods run its kernel-scope checks): no source place, the
+    call is the user's own line in the traceback."""
+
+    def __init__(self, message: str) -> None:
+        Exception.__init__(self, message)
+        self.filename, self.line, self.col, self.source_line = "", 0, 0, ""
+        self.reason, self.excerpt, self.func = message, "", ""
+        self.callers: list[str] = []
+
+
 def compile_error_kind(message: str) -> "type[KernelCompileError]":
     """The KernelCompileError subclass for `message` (see _KIND_RULES)."""
     for words, cls in _KIND_RULES:
@@ -205,6 +217,17 @@ class KernelArgError(JitrtError, TypeError, RuntimeError):
 class KernelArgValueError(KernelArgError, ValueError):
     """An ndarray argument whose element type, element shape or number of dimensions is not
     the annotation's: a `KernelArgError`, and the `ValueError` Taichi raises for it."""
+
+
+class IndexCountError(PlacelessCompileError, KernelIndexError, AssertionError):
+    """`x[i, j]` at Python scope with another number of indices than `x` takes: an
+    `IndexError` (as before), the `TaichiIndexError` Taichi raises for an ndarray and the
+    `AssertionError` it raises for a field."""
+
+
+class IndexTypeError(JitrtError, IndexError, TypeError):
+    """`x[0, :]` (a slice, or anything not an integer, in an index tuple) at Python scope: an
+    `IndexError` (as before) and the `TypeError` Taichi raises."""
 
 
 class KernelRuntimeError(JitrtError, RuntimeError):

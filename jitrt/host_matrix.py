@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
-from .errors import KernelCompileError, KernelRuntimeError
+from .errors import KernelRuntimeError, PlacelessCompileError
 
 
 def _np_type(dt: Any) -> Any:
@@ -268,17 +268,9 @@ def _swizzle(name: str, v: "HostMatrix") -> tuple[int, ...] | None:
     return None
 
 
-class MatrixShapeError(KernelCompileError, ValueError):
+class MatrixShapeError(PlacelessCompileError, ValueError):
     """A Python-scope matrix method given a matrix of the wrong shape (`trace()` of a 3x2
-    matrix): a `ValueError`, and the `TaichiCompilationError` Taichi raises there (its
-    Python-scope methods run its kernel-scope checks). No source place: the call is the
-    user's own line in the traceback."""
-
-    def __init__(self, message: str) -> None:
-        Exception.__init__(self, message)
-        self.filename, self.line, self.col, self.source_line = "", 0, 0, ""
-        self.reason, self.excerpt, self.func = message, "", ""
-        self.callers: list[str] = []
+    matrix): a `ValueError`, and the `TaichiCompilationError` Taichi raises there."""
 
 
 class SwizzleValueError(KernelRuntimeError, ValueError):

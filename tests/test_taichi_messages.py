@@ -607,3 +607,20 @@ def test_an_ndarray_argument_that_does_not_fit_is_taichis_value_error():
         assert isinstance(info.value, jr.KernelArgValueError)
         assert isinstance(info.value, jr.KernelArgError)        # jitrt's kind, as before
         assert "expected an ndarray" in str(info.value)          # and jitrt's words
+
+
+def test_python_scope_index_count_and_slices_raise_taichis_kinds():
+    x = jr.ndarray(dtype=jr.f32, shape=(4, 4))
+    for key, taichi in ((0, "2d ndarray indexed with 1d indices"),
+                        ((0, 0, 0), "2d ndarray indexed with 3d indices")):
+        with pytest.raises(jr.TaichiIndexError, match=taichi) as info:
+            x[key]
+        assert isinstance(info.value, IndexError) and "2 dimension(s)" in str(info.value)
+    f = jr.field(jr.i32, shape=(1, 2, 3))
+    with pytest.raises(AssertionError, match="Slicing is not supported on ti.field"):
+        f[0, 0] = 1
+    g = jr.field(jr.i32, shape=(2, 2))
+    with pytest.raises(TypeError, match=r"Detected illegal element of type: slice\. Please be "
+                       "aware that slicing a ti.field is not supported so far") as info:
+        g[0, :]
+    assert isinstance(info.value, IndexError) and "on axis 1 is not an integer" in str(info.value)
