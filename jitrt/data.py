@@ -649,6 +649,32 @@ def pending(dtype: Any, needs_grad: bool, name: str | None,
     return out
 
 
+class TensorType:
+    """A vector or matrix element's type as Taichi's `Ndarray.element_type` gives it (its
+    `TensorType`): methods `shape()` and `element_type()`; equal to another of one shape and
+    dtype; shown as Taichi's messages show it, `[Tensor (3) i32]`."""
+    __slots__ = ("dims", "dtype")
+
+    def __init__(self, dims: tuple[int, ...], dtype: DataType) -> None:
+        self.dims, self.dtype = tuple(dims), dtype
+
+    def shape(self) -> list[int]:
+        return list(self.dims)
+
+    def element_type(self) -> DataType:
+        return self.dtype
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, TensorType) and (self.dims, self.dtype) == \
+            (other.dims, other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.dims, self.dtype))
+
+    def __repr__(self) -> str:
+        return f"[Tensor ({', '.join(map(str, self.dims))}) {self.dtype.name}]"
+
+
 class Ndarray(_Buffer):
     """Data passed to kernels as an argument: `a = jr.ndarray(jr.i32, shape=(N,))`."""
     __slots__ = ("_owner", "readonly")
@@ -662,6 +688,12 @@ class Ndarray(_Buffer):
     def _get_nelement(self) -> int:
         """Taichi's: the number of elements (the product of `shape`)."""
         return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def element_type(self) -> Any:
+        """Taichi's: the dtype of a scalar element, else a `TensorType` (the element's
+        `shape()` as a list and its scalar `element_type()`)."""
+        return TensorType(self.element_shape, self.dtype) if self.element_shape else self.dtype
 
     @classmethod
     def from_dlpack(cls, obj: Any, name: str | None = None) -> "Ndarray":
