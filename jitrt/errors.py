@@ -235,11 +235,11 @@ class KernelRuntimeError(JitrtError, RuntimeError):
     skipped, so memory is intact."""
 
 
-class KernelArgCountError(KernelArgError, KernelSyntaxError):  # type: ignore[misc]
-    """Too many or too few launch arguments, or an unknown or repeated keyword: a
-    `KernelArgError` (a `TypeError`, as Python's own for a call) and, as Taichi raises a
-    `TaichiSyntaxError` here, a `KernelSyntaxError` (with no source location: the call is
-    the user's own line in the traceback)."""
+class KernelArgSyntaxError(KernelArgError, KernelSyntaxError):  # type: ignore[misc]
+    """Launch arguments Taichi refuses with a `TaichiSyntaxError`: a `KernelArgError` and a
+    `KernelSyntaxError` (with no source location: the call is the user's own line in the
+    traceback). A kernel method called on an object of a class without `@jr.data_oriented`
+    raises it directly."""
 
     def __init__(self, message: str) -> None:
         Exception.__init__(self, message)
@@ -248,6 +248,11 @@ class KernelArgCountError(KernelArgError, KernelSyntaxError):  # type: ignore[mi
         self.excerpt, self.func, self.callers = "", "", []
         self.lineno = self.offset = None  # type: ignore[assignment]
         self.text = None
+
+
+class KernelArgCountError(KernelArgSyntaxError):
+    """Too many or too few launch arguments, or an unknown or repeated keyword (a `TypeError`,
+    as Python's own for a call, and Taichi's `TaichiSyntaxError`)."""
 
 
 class KernelAssertionError(KernelRuntimeError, AssertionError):

@@ -87,6 +87,20 @@ def test_an_object_of_a_plain_class_is_refused_with_the_fix():
         jr.data_oriented(lambda: None)
 
 
+def test_a_kernel_method_of_an_undecorated_class_is_taichis_syntax_error():
+    class Undecorated:
+        n = 3
+
+        @jr.kernel
+        def total(self) -> jr.i32:
+            return self.n
+
+    with pytest.raises(jr.TaichiSyntaxError, match="Please decorate class Undecorated with "
+                       "@jr.data_oriented") as info:
+        Undecorated().total()
+    assert isinstance(info.value, jr.KernelArgError)
+
+
 @jr.data_oriented
 class Big:
     """A throw-away object with a large attribute, the kernel's compile-time `self`."""

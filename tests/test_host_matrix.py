@@ -188,3 +188,26 @@ def test_trace_of_a_non_square_matrix_is_taichis_compilation_error():
     with pytest.raises(jr.TaichiCompilationError,
                        match=r"expected a square matrix, got shape \(3, 2\)"):
         k()
+
+
+def test_a_python_scope_vector_is_a_template_compiled_in_by_value():
+    @jr.kernel
+    def compare(a: jr.template(), b: jr.template(), c: jr.template()):
+        for i in jr.static(range(3)):
+            c[i * 2] = a[i] < b[i]
+            c[i * 2 + 1] = a[i] == b[i]
+
+    a, b = jr.Vector([1, 1, 2]), jr.Vector([2, 1, 1])
+    c = jr.field(jr.i32, shape=6)
+    compare(a, b, c)
+    assert c.to_numpy().tolist() == [1, 0, 0, 1, 0, 0]
+    a[0] = 2                         # changed in place: the values compiled in are a copy
+    compare(a, b, c)
+    assert c.to_numpy().tolist() == [0, 1, 0, 1, 0, 0]
+    compare(jr.Vector([1, 1, 2]), b, c)    # another object of the first values
+    assert c.to_numpy().tolist() == [1, 0, 0, 1, 0, 0]
+
+    @jr.kernel
+    def norm(v: jr.template()) -> jr.f64:
+        return v.norm()
+    assert norm(jr.Vector([3.0, 4.0])) == 5.0 and norm(jr.Vector([6.0, 8.0])) == 10.0

@@ -20,7 +20,9 @@ import numpy as np
 from .. import dtypes
 from ..data import CURRENT_DEVICE, Field, Ndarray
 from ..data_struct import StructField
-from ..errors import KernelArgCountError, KernelArgError, KernelArgValueError
+from ..host_matrix import HostMatrix
+from ..errors import (KernelArgCountError, KernelArgError, KernelArgSyntaxError,
+                      KernelArgValueError)
 from ..ir import nodes as n
 
 if TYPE_CHECKING:
@@ -449,6 +451,11 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
         return (tuple, v), repr(v)
     if isinstance(v, StructField):   # its member fields are compiled in, as a field is
         return ("struct field", id(v)), f"structfield({','.join(v.keys())})"
+    if isinstance(v, HostMatrix):   # a Python-scope vector/matrix: compiled in by value
+        import hashlib
+        digest = hashlib.sha1(v.tobytes()).hexdigest()[:12]
+        return ("matrix", v.dtype.str, v.shape, v.tobytes()), \
+            f"{type(v).__name__}{list(v.shape)}#{digest}"
     if getattr(type(v), "_jitrt_data_oriented", False) or dataclasses.is_dataclass(v):
         return ("object", id(v)), type(v).__qualname__   # the handle keeps v alive: no id reuse
     cls: Any = type(v)
@@ -462,6 +469,10 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
         raise KernelArgError(f"kernel {kernel.qualname}: argument '{p.name}': Ndarray shouldn't "
                              "be passed in via `jr.template()`; annotate the parameter with "
                              f"jr.types.ndarray(...) instead (got {describe(v)})")
+    if kernel.fn.__qualname__.startswith(type(v).__qualname__ + "."):   # `self`, undecorated
+        raise KernelArgSyntaxError(f"kernel {kernel.qualname}: argument '{p.name}': Please "
+                                   f"decorate class {type(v).__name__} with @jr.data_oriented "
+                                   "(an object whose kernel methods are launched)")
     raise fail(kernel, p, "a field, a Python constant, a dataclass, a hashable object or a "
                "@jr.data_oriented object (jr.template())", describe(v))
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 from math import prod
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..codegen import abi
 from ..data import Ndarray
-from ..host_matrix import as_host
+from ..host_matrix import HostMatrix, as_host
 from ..launch_plan import LaunchPlan
 from . import native_launch
 from .arguments import changed_expr, watch_state
@@ -110,10 +112,21 @@ def template_lines(plan: LaunchPlan, env: dict[str, Any], slow: str) -> list[str
             env[f"r{i}"] = value.ref
             lines.append(f"    if a{i} is not r{i}() or a{i} is None: {slow}")
             continue
+        if isinstance(value, HostMatrix):   # compiled in by value: equal, of one type
+            env[f"t{i}"], env["same_values"] = value, same_values
+            lines.append(f"    if not same_values(a{i}, t{i}): {slow}")
+            continue
         env[f"t{i}"], env[f"tt{i}"] = value, type(value)
         lines.append(f"    if a{i} is not t{i} and (type(a{i}) is not tt{i} or a{i} != t{i}):"
                      f" {slow}")
     return lines
+
+
+def same_values(a: Any, t: np.ndarray) -> bool:
+    """Whether `a` is a vector/matrix template value equal to `t`, the one compiled in: the
+    same class, dtype, shape and values."""
+    return type(a) is type(t) and a.dtype == t.dtype and a.shape == t.shape and \
+        bool((a.view(np.ndarray) == t.view(np.ndarray)).all())
 
 
 def bump_lines(plan: LaunchPlan, field_objs: tuple[Any, ...], env: dict[str, Any]

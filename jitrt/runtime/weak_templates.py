@@ -20,6 +20,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Protocol
 
+from ..host_matrix import HostMatrix
 from ..launch_plan import LaunchPlan
 from ..native import launch_table as nl
 
@@ -53,9 +54,14 @@ def identity_keyed(key_part: Any) -> bool:
 
 def hold(values: dict[int, Any], key: tuple[Any, ...]) -> dict[int, Any]:
     """The template values a new handle keeps: each identity-keyed object that can be weakly
-    referenced as a `HeldWeakly`, everything else as it is."""
+    referenced as a `HeldWeakly`, a vector/matrix (keyed by its values, which the user may
+    change in place) as a read-only copy, everything else as it is."""
     out = {}
     for i, v in values.items():
+        if isinstance(v, HostMatrix):
+            out[i] = v.copy()
+            out[i].flags.writeable = False
+            continue
         try:
             out[i] = HeldWeakly(v) if identity_keyed(key[i]) else v
         except TypeError:          # not weakly referenceable: held strongly
