@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
-from .errors import KernelRuntimeError, PlacelessCompileError
+from .errors import KernelRuntimeError, KernelSyntaxError, PlacelessCompileError
 
 
 def _np_type(dt: Any) -> Any:
@@ -229,7 +229,10 @@ class HostMatrix(np.ndarray):
         return flat[list(picks)].view(_class_for(1, type(self)))
 
     def __setattr__(self, name: str, value: Any) -> None:
-        picks = _swizzle(name, self)
+        try:
+            picks = _swizzle(name, self)
+        except AttributeError as exc:    # a letter past the vector: Taichi's syntax error
+            raise SwizzleSyntaxError(str(exc)) from None
         if picks is None:
             super().__setattr__(name, value)
             return
@@ -271,6 +274,11 @@ def _swizzle(name: str, v: "HostMatrix") -> tuple[int, ...] | None:
 class MatrixShapeError(PlacelessCompileError, ValueError):
     """A Python-scope matrix method given a matrix of the wrong shape (`trace()` of a 3x2
     matrix): a `ValueError`, and the `TaichiCompilationError` Taichi raises there."""
+
+
+class SwizzleSyntaxError(PlacelessCompileError, KernelSyntaxError):
+    """An assignment to a swizzle that reaches past the vector (`v.z = 3` of a 2-vector):
+    Taichi's `TaichiSyntaxError`. Reading one is an `AttributeError` (so `hasattr` works)."""
 
 
 class SwizzleValueError(KernelRuntimeError, ValueError):
