@@ -276,7 +276,7 @@ class MatrixShapeError(PlacelessCompileError, ValueError):
     matrix): a `ValueError`, and the `TaichiCompilationError` Taichi raises there."""
 
 
-class SwizzleSyntaxError(PlacelessCompileError, KernelSyntaxError):
+class SwizzleSyntaxError(PlacelessCompileError, KernelSyntaxError):  # type: ignore[misc]
     """An assignment to a swizzle that reaches past the vector (`v.z = 3` of a 2-vector):
     Taichi's `TaichiSyntaxError`. Reading one is an `AttributeError` (so `hasattr` works)."""
 
