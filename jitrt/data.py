@@ -726,6 +726,25 @@ class Ndarray(_Buffer):
         return out
 
 
+def requires_grad(v: Any) -> bool:
+    """Whether `v` is a CPU tensor of an autodiff library that requires a gradient (torch's
+    `requires_grad`), which DLPack refuses to export."""
+    return bool(getattr(v, "requires_grad", False)) and hasattr(v, "detach") and \
+        getattr(getattr(v, "device", None), "type", None) == "cpu"
+
+
+def grad_tensor_view(v: Any) -> Ndarray:
+    """A torch CPU tensor that requires a gradient, as Taichi takes it: an ndarray over its
+    memory whose `.grad` is over the tensor's `.grad` (allocated as zeros when None, as
+    Taichi does), both without copying. A launch or a Tape reads the tensor's current
+    `.grad` through it."""
+    if v.grad is None:
+        v.grad = v.detach().new_zeros(v.shape)
+    out = Ndarray.from_dlpack(v.detach())
+    out.grad = Ndarray.from_dlpack(v.grad)
+    return out
+
+
 class _NoShape:
     """The default of `jr.field`'s shape: none given, the field is placed later
     (`jr.root.dense(...).place(x)`); its repr is what `help(jr.field)` shows."""

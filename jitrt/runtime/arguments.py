@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import dtypes
-from ..data import CURRENT_DEVICE, Field, Ndarray
+from ..data import CURRENT_DEVICE, Field, Ndarray, grad_tensor_view, requires_grad
 from ..data_struct import StructField
 from ..host_matrix import HostMatrix
 from ..errors import (KernelArgCountError, KernelArgError, KernelArgSyntaxError,
@@ -217,10 +217,13 @@ def check_scalar(kernel: "KernelLike", p: n.Param, dt: dtypes.DataType, v: Any) 
 def as_host_array(v: Any) -> Any:
     """An argument that is neither a jitrt ndarray nor a numpy array but exposes `__dlpack__`
     (CPU) or `__array_interface__` (a torch CPU tensor, another library's array): the numpy
-    view of the same memory, through numpy's own `from_dlpack`/`asarray`. Anything else is
-    returned unchanged (and then rejected by `specialize`)."""
+    view of the same memory, through numpy's own `from_dlpack`/`asarray`; a torch CPU tensor
+    that requires a gradient: a jitrt ndarray over it and its `.grad` (`grad_tensor_view`).
+    Anything else is returned unchanged (and then rejected by `specialize`)."""
     if isinstance(v, (Ndarray, np.ndarray, Field)):   # a field is not an ndarray argument
         return v
+    if requires_grad(v):        # a torch tensor with a gradient: both, as one jitrt ndarray
+        return grad_tensor_view(v)
     device = CURRENT_DEVICE[0]
     if device is not None and hasattr(v, "__cuda_array_interface__"):
         wrapped = device.wrap_foreign(v)    # a torch/CuPy device array: no copy
