@@ -318,6 +318,15 @@ class ConfigError(JitrtError, ValueError):
     it accepts."""
 
 
+class UnknownOptionError(JitrtError, TypeError, KeyError):
+    """`jr.init()` given an option it does not know: a `TypeError` (Python's own for an
+    unknown keyword) and the `KeyError` Taichi's `ti.init` raises. Shown as its message
+    (a KeyError alone would show the message quoted)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class InvalidShapeError(KernelRuntimeError, TypeError, ValueError):
     """A field or ndarray shape that is not a tuple of integers from 0 to 2**31 - 1: a
     `TypeError` (not integers) or `ValueError` (out of range), as jitrt raised before, and
