@@ -460,7 +460,8 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
         return ("matrix", v.dtype.str, v.shape, v.tobytes()), \
             f"{type(v).__name__}{list(v.shape)}#{digest}"
     if getattr(type(v), "_jitrt_data_oriented", False) or dataclasses.is_dataclass(v):
-        return ("object", id(v)), type(v).__qualname__   # the handle keeps v alive: no id reuse
+        # by identity: the handle holds v weakly and retires when v dies (weak_templates.py)
+        return ("object", id(v)), type(v).__qualname__
     cls: Any = type(v)
     if cls.__hash__ not in (None, object.__hash__) and cls.__eq__ is not object.__eq__:
         # an immutable configuration object (Quadrants keys templates by equality); its name
