@@ -73,8 +73,8 @@ else:
                          u64 as uint64)
 from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableError, ConfigError,
                      CastWarning, FloatDtypeError, GradCheckWarning, InvalidShapeError, JitrtError,
-                     KernelArgCountError, KernelArgError, KernelAssertionError, KernelBoundsError,
-                     KernelCompileError,
+                     KernelArgCountError, KernelArgError, KernelArgValueError,
+                     KernelAssertionError, KernelBoundsError, KernelCompileError,
                      KernelIndexError, KernelNameError, KernelRuntimeError, KernelSyntaxError,
                      KernelTypeError, NotDifferentiableError, OfflineCacheError)
 from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexError,
@@ -145,7 +145,8 @@ min, max, abs = _builtins_min, _builtins_max, _builtins_abs
 __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "ConfigError",
            "CastWarning", "Field", "FloatDtypeError", "GradCheckWarning", "Graph",
            "InvalidShapeError", "JitrtError",
-           "KernelArgError", "KernelCompileError", "KernelRuntimeError", "Matrix", "MatrixField",
+           "KernelArgError", "KernelArgValueError", "KernelCompileError", "KernelRuntimeError",
+           "Matrix", "MatrixField",
            "Layout", "Ndarray", "NotDifferentiableError", "OfflineCacheError", "ScalarField",
            "Struct", "StructField",
            "Vector", "acos", "ad", "amdgpu", "asin",

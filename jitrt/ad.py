@@ -36,7 +36,8 @@ import numpy as np
 
 from .errors import AutodiffError
 from .runtime import program as program_mod
-from .data import Field, Ndarray, live_dual_buffers, live_grad_fields
+from .data import (Field, Ndarray, grad_tensor_view, live_dual_buffers, live_grad_fields,
+                   requires_grad)
 
 if TYPE_CHECKING:
     from .ad_check import GradChecker, GradCheckResult   # (loaded by a Tape that checks)
@@ -60,7 +61,8 @@ class Tape:
     """Records the launches of a forward step; on exit runs their adjoints in reverse.
 
     Args:
-        loss: the field or ndarray whose gradient is seeded with 1 (every element).
+        loss: the field or ndarray whose gradient is seeded with 1 (every element); or a
+            torch CPU tensor that requires a gradient (its `.grad`, allocated if None).
         clear_gradients: zero every gradient on entry (default) or accumulate.
         validation: check Taichi's global data access rule while recording (with
             `jr.init(debug=True)`; without it, a warning): an element of a field with a
@@ -73,6 +75,8 @@ class Tape:
 
     def __init__(self, loss: Any = None, clear_gradients: bool = True,
                  validation: bool = False, grad_check: Any = None) -> None:
+        if loss is not None and requires_grad(loss):   # a torch tensor: over its .grad
+            loss = grad_tensor_view(loss)
         if loss is not None and not isinstance(loss, (Field, Ndarray)):
             raise TypeError(f"Tape(loss=...) needs a field or ndarray, got {type(loss).__name__}")
         if loss is not None and not loss.needs_grad:    # an implicit gradient does not count

@@ -17,7 +17,7 @@ import numpy as np
 from .frozen import frozen
 from . import dtypes
 from .backends import registry
-from .errors import ConfigError
+from .errors import ConfigError, UnknownOptionError
 from .peer_options import peer_options, peer_values
 
 
@@ -248,8 +248,8 @@ def resolve(**explicit: Any) -> Config:
             import difflib   # only to suggest a name for a misspelt option
             close = difflib.get_close_matches(name, list(OPTION_BY_NAME), n=1)
             hints.append(f"'{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
-        raise TypeError(f"jr.init() got unknown option(s) {', '.join(hints)}; valid options: "
-                        f"{', '.join(OPTION_BY_NAME)}")
+        raise UnknownOptionError(f"jr.init() got unknown option(s) {', '.join(hints)}; valid "
+                                 f"options: {', '.join(OPTION_BY_NAME)}")
     values: dict[str, Any] = {}
     for opt in OPTIONS:
         var = "JITRT_" + opt.name.upper()

@@ -281,7 +281,8 @@ class _Buffer:
             return self._read(()).item()
         if isinstance(key, slice):
             return self._host()[key].copy()
-        index = host_index(key, self._dims, self.name, self._element, self._offset)
+        index = host_index(key, self._dims, self.name, self._element, self._offset,
+                           isinstance(self, Ndarray))
         if len(index) < len(self._dims):      # a whole vector/matrix element: a live proxy
             return FieldElement(self, index)
         return self._read(index).item()
@@ -293,7 +294,8 @@ class _Buffer:
             return
         index: tuple[int, ...] = ()            # `loss[None] = 0`, every step of a training loop
         if key is not None or self._dims:
-            index = host_index(key, self._dims, self.name, self._element, self._offset)
+            index = host_index(key, self._dims, self.name, self._element, self._offset,
+                               isinstance(self, Ndarray))
             if len(index) < len(self._dims):
                 value = self._element_value(key, value)
         if value.__class__ is int and self._dtype.is_int:
@@ -671,6 +673,32 @@ def pending(dtype: Any, needs_grad: bool, name: str | None,
     return out
 
 
+class TensorType:
+    """A vector or matrix element's type as Taichi's `Ndarray.element_type` gives it (its
+    `TensorType`): methods `shape()` and `element_type()`; equal to another of one shape and
+    dtype; shown as Taichi's messages show it, `[Tensor (3) i32]`."""
+    __slots__ = ("dims", "dtype")
+
+    def __init__(self, dims: tuple[int, ...], dtype: DataType) -> None:
+        self.dims, self.dtype = tuple(dims), dtype
+
+    def shape(self) -> list[int]:
+        return list(self.dims)
+
+    def element_type(self) -> DataType:
+        return self.dtype
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, TensorType) and (self.dims, self.dtype) == \
+            (other.dims, other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.dims, self.dtype))
+
+    def __repr__(self) -> str:
+        return f"[Tensor ({', '.join(map(str, self.dims))}) {self.dtype.name}]"
+
+
 class Ndarray(_Buffer):
     """Data passed to kernels as an argument: `a = jr.ndarray(jr.i32, shape=(N,))`."""
     __slots__ = ("_owner", "readonly")
@@ -698,6 +726,12 @@ class Ndarray(_Buffer):
                 target.data_ptr(buf)             # its device memory on `target`
                 target.host_overwrote(buf)       # the data goes up now, asynchronously
         return out  # type: ignore[no-any-return]
+
+    @property
+    def element_type(self) -> Any:
+        """Taichi's: the dtype of a scalar element, else a `TensorType` (the element's
+        `shape()` as a list and its scalar `element_type()`)."""
+        return TensorType(self.element_shape, self.dtype) if self.element_shape else self.dtype
 
     @classmethod
     def from_dlpack(cls, obj: Any, name: str | None = None) -> "Ndarray":
@@ -741,6 +775,25 @@ class Ndarray(_Buffer):
         out._owner = owner
         out._mirror = mirror_of(out)
         return out
+
+
+def requires_grad(v: Any) -> bool:
+    """Whether `v` is a CPU tensor of an autodiff library that requires a gradient (torch's
+    `requires_grad`), which DLPack refuses to export."""
+    return bool(getattr(v, "requires_grad", False)) and hasattr(v, "detach") and \
+        getattr(getattr(v, "device", None), "type", None) == "cpu"
+
+
+def grad_tensor_view(v: Any) -> Ndarray:
+    """A torch CPU tensor that requires a gradient, as Taichi takes it: an ndarray over its
+    memory whose `.grad` is over the tensor's `.grad` (allocated as zeros when None, as
+    Taichi does), both without copying. A launch or a Tape reads the tensor's current
+    `.grad` through it."""
+    if v.grad is None:
+        v.grad = v.detach().new_zeros(v.shape)
+    out = Ndarray.from_dlpack(v.detach())
+    out.grad = Ndarray.from_dlpack(v.grad)
+    return out
 
 
 class _NoShape:

@@ -2,13 +2,16 @@
 
 Stage: data (beside `data.py`, whose `_Buffer.__getitem__` makes them). A `FieldElement` reads
 and writes through to its buffer; comparing one gives an `ElementComparison`, a numpy bool
-array whose truth value is defined. Caches nothing.
+array whose truth value is defined (`host_matrix.py`, as a `jr.Vector`'s comparison). Caches
+nothing.
 """
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+
+from .host_matrix import ElementComparison, HostMatrix
 
 
 class FieldElement:
@@ -109,7 +112,6 @@ class FieldElement:
 
     def value(self) -> Any:
         """The element's current value as a `jr.Vector`/`jr.Matrix` (a copy)."""
-        from .host_matrix import HostMatrix
         return HostMatrix(self.to_numpy())
 
     def __getattr__(self, name: str) -> Any:
@@ -122,46 +124,6 @@ class FieldElement:
 _VALUE_METHODS = frozenset((
     "norm", "norm_sqr", "norm_inv", "normalized", "dot", "cross", "outer_product", "transpose",
     "trace", "determinant", "inverse", "cast", "sum", "max", "min", "any", "all", "get_shape"))
-
-
-class ElementComparison(np.ndarray):
-    """The element-wise result of comparing a vector/matrix element at Python scope
-    (`x[i] == [1, 2]`, `x[i] != y[i]`, `x[i] < 3`): a numpy bool array whose truth value is
-    defined, so `assert x[i] == [a, b]` and `if x[i] != v:` test every component. `==`, `<`,
-    `<=`, `>`, `>=` are true when they hold for every component; `!=` when any component
-    differs (so `a != b` is `not (a == b)`, as for tuples). Numpy operations on it (`~c`,
-    `c & d`, `c.all()`, `np.sum(c)`) give plain numpy results, with numpy's rules."""
-
-    _rule: str
-
-    @classmethod
-    def of(cls, result: Any, rule: str) -> Any:
-        """`result` (a comparison's numpy output) as an ElementComparison; a scalar as is."""
-        if not isinstance(result, np.ndarray) or result.ndim == 0:
-            return result
-        out = result.view(cls)
-        out._rule = rule
-        return out
-
-    def __array_finalize__(self, obj: Any) -> None:
-        self._rule = getattr(obj, "_rule", "all")
-
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        def plain(x: Any) -> Any:
-            return x.view(np.ndarray) if isinstance(x, ElementComparison) else x
-        if "out" in kwargs:
-            kwargs["out"] = tuple(plain(x) for x in kwargs["out"])
-        return getattr(ufunc, method)(*(plain(x) for x in inputs), **kwargs)
-
-    def __bool__(self) -> bool:
-        values = self.view(np.ndarray)
-        return bool(values.all() if self._rule == "all" else values.any())
-
-    def __repr__(self) -> str:
-        return repr(self.view(np.ndarray))
-
-    def __str__(self) -> str:
-        return str(self.view(np.ndarray))
 
 
 def _component(k: int) -> property:

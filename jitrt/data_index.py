@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidShapeError, KernelBoundsError, KernelSyntaxError, source_line
+from .errors import (IndexCountError, IndexTypeError, InvalidShapeError, KernelBoundsError,
+                     KernelSyntaxError, source_line)
 
 MAX_ELEMENTS = 1 << 40   # far past any memory: a shape beyond is a typo, not a request
 MAX_EXTENT = (1 << 31) - 1   # an axis's indices are i32 in kernels
@@ -108,14 +109,16 @@ def order_of(order: Any, shape: Any) -> tuple[int, ...] | None:
 
 def host_index(key: Any, shape: tuple[int, ...], name: str,
                element_shape: tuple[int, ...] = (),
-               offset: tuple[int, ...] = ()) -> tuple[int, ...]:
+               offset: tuple[int, ...] = (), ndarray: bool = False) -> tuple[int, ...]:
     """The storage index of a host-side index: `x[i]`, `x[i, j]`, `x[None]` for a 0-d field.
     With vector/matrix elements, either one index per outer dimension (the whole element) or
     one per storage dimension (one component). Without an offset an index may count from the
     end, as in numpy; a field with an offset takes its own indices, from the offset to the
     offset plus the extent (exclusive), as in Taichi. An index out of bounds is a
     `jr.KernelBoundsError`, an `IndexError` and the `AssertionError` Taichi's debug build
-    raises for it, as in kernels."""
+    raises for it, as in kernels. Another number of indices is an `IndexCountError`, an index
+    that is not an integer (a slice) an `IndexTypeError`, with Taichi's words for a field
+    (`ndarray` False) or an ndarray."""
     if key is None:
         key = ()
     index = key if isinstance(key, tuple) else (key,)
@@ -128,13 +131,18 @@ def host_index(key: Any, shape: tuple[int, ...], name: str,
                 f"for one component, not {len(index)}: {key!r}"
                 + (" (use x[None] for the element of a 0-d field)" if not outer else ""))
         hint = " (use x[None] for a 0-d field or ndarray)" if not shape else ""
-        raise IndexError(f"{name} has {len(shape)} dimension(s) (shape {shape}) but "
-                         f"{len(index)} index(es) were given: {key!r}{hint}")
+        taichi = f"{len(shape)}d ndarray indexed with {len(index)}d indices" if \
+            ndarray else "Slicing is not supported on ti.field"
+        raise IndexCountError(f"{name} has {len(shape)} dimension(s) (shape {shape}) but "
+                              f"{len(index)} index(es) were given: {key!r}{hint} ({taichi})")
     shifted = any(offset)
     out = []
     for k, (i, n) in enumerate(zip(index, shape)):
         if not _is_int(i):
-            raise IndexError(f"{name}[{key!r}]: index {i!r} on axis {k} is not an integer")
+            raise IndexTypeError(f"{name}[{key!r}]: index {i!r} on axis {k} is not an integer "
+                                 f"(Detected illegal element of type: {type(i).__name__}. "
+                                 "Please be aware that slicing a ti.field is not supported so "
+                                 "far.)")
         lo = offset[k] if shifted and k < outer else 0
         if shifted and k < outer:
             if not lo <= i < lo + n:

@@ -77,7 +77,10 @@ def check() -> None:
             raise FieldPlacementError(
                 f"These field(s) require `needs_{kind}=True`, however their {kind} field(s) "
                 f"are not placed: {_what(f)} declared at {where}. Place it with the field "
-                f"(jr.root.dense(...).place(x, x.{kind})) or call jr.root.lazy_{kind}()")
+                f"(jr.root.dense(...).place(x, x.{kind})) or call jr.root.lazy_{kind}() "
+                f"(Taichi's words, as spelt there, for programs that look for them: These "
+                f"field(s) requrie `needs_{kind}=True`, however their {kind} field(s) are "
+                "not placed)")
 
 
 def _what(f: Any) -> str:

@@ -189,6 +189,18 @@ _KIND_RULES: "tuple[tuple[tuple[str, ...], type[KernelCompileError]], ...]" = (
 )
 
 
+class PlacelessCompileError(KernelCompileError):
+    """A `KernelCompileError` raised at Python scope, where Taichi raises its compile-time
+    classes too (its Python-scope methods run its kernel-scope checks): no source place, the
+    call is the user's own line in the traceback."""
+
+    def __init__(self, message: str) -> None:
+        Exception.__init__(self, message)
+        self.filename, self.line, self.col, self.source_line = "", 0, 0, ""
+        self.reason, self.excerpt, self.func = message, "", ""
+        self.callers: list[str] = []
+
+
 def compile_error_kind(message: str) -> "type[KernelCompileError]":
     """The KernelCompileError subclass for `message` (see _KIND_RULES)."""
     for words, cls in _KIND_RULES:
@@ -202,16 +214,32 @@ class KernelArgError(JitrtError, TypeError, RuntimeError):
     `TaichiRuntimeTypeError`, a `RuntimeError`."""
 
 
+class KernelArgValueError(KernelArgError, ValueError):
+    """An ndarray argument whose element type, element shape or number of dimensions is not
+    the annotation's: a `KernelArgError`, and the `ValueError` Taichi raises for it."""
+
+
+class IndexCountError(PlacelessCompileError, KernelIndexError, AssertionError):
+    """`x[i, j]` at Python scope with another number of indices than `x` takes: an
+    `IndexError` (as before), the `TaichiIndexError` Taichi raises for an ndarray and the
+    `AssertionError` it raises for a field."""
+
+
+class IndexTypeError(JitrtError, IndexError, TypeError):
+    """`x[0, :]` (a slice, or anything not an integer, in an index tuple) at Python scope: an
+    `IndexError` (as before) and the `TypeError` Taichi raises."""
+
+
 class KernelRuntimeError(JitrtError, RuntimeError):
     """A kernel detected a fault while running (an index out of bounds); the faulty access was
     skipped, so memory is intact."""
 
 
-class KernelArgCountError(KernelArgError, KernelSyntaxError):  # type: ignore[misc]
-    """Too many or too few launch arguments, or an unknown or repeated keyword: a
-    `KernelArgError` (a `TypeError`, as Python's own for a call) and, as Taichi raises a
-    `TaichiSyntaxError` here, a `KernelSyntaxError` (with no source location: the call is
-    the user's own line in the traceback)."""
+class KernelArgSyntaxError(KernelArgError, KernelSyntaxError):  # type: ignore[misc]
+    """Launch arguments Taichi refuses with a `TaichiSyntaxError`: a `KernelArgError` and a
+    `KernelSyntaxError` (with no source location: the call is the user's own line in the
+    traceback). A kernel method called on an object of a class without `@jr.data_oriented`
+    raises it directly."""
 
     def __init__(self, message: str) -> None:
         Exception.__init__(self, message)
@@ -220,6 +248,11 @@ class KernelArgCountError(KernelArgError, KernelSyntaxError):  # type: ignore[mi
         self.excerpt, self.func, self.callers = "", "", []
         self.lineno = self.offset = None  # type: ignore[assignment]
         self.text = None
+
+
+class KernelArgCountError(KernelArgSyntaxError):
+    """Too many or too few launch arguments, or an unknown or repeated keyword (a `TypeError`,
+    as Python's own for a call, and Taichi's `TaichiSyntaxError`)."""
 
 
 class KernelAssertionError(KernelRuntimeError, AssertionError):
@@ -285,10 +318,19 @@ class ConfigError(JitrtError, ValueError):
     it accepts."""
 
 
-class InvalidShapeError(JitrtError, TypeError, ValueError, RuntimeError):
+class UnknownOptionError(JitrtError, TypeError, KeyError):
+    """`jr.init()` given an option it does not know: a `TypeError` (Python's own for an
+    unknown keyword) and the `KeyError` Taichi's `ti.init` raises. Shown as its message
+    (a KeyError alone would show the message quoted)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidShapeError(KernelRuntimeError, TypeError, ValueError):
     """A field or ndarray shape that is not a tuple of integers from 0 to 2**31 - 1: a
     `TypeError` (not integers) or `ValueError` (out of range), as jitrt raised before, and
-    the `RuntimeError` Taichi raises for it (`TaichiRuntimeError`)."""
+    a `KernelRuntimeError`, the class of Taichi's `TaichiRuntimeError` it raises here."""
 
 
 class BackendUnavailableError(JitrtError, RuntimeError):

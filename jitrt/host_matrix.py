@@ -11,7 +11,9 @@ parameter, `x[i] = v`, `from_numpy`, a global captured by a kernel as a constant
 arithmetic with numbers, numpy arrays and other vectors is numpy's element-wise arithmetic
 (`@` is the matrix product). As in Taichi (`__array_priority__`), an expression with a numpy
 array on either side gives a vector or matrix, never a bare numpy array; `to_numpy()` gives
-the bare array.
+the bare array. Comparing one (`v == [1, 2]`, `v < w`) gives an `ElementComparison`: a numpy
+bool array whose truth value is defined (`==`, `<`, ... hold when they hold for every
+component, `!=` when any differs), as a field element's comparison does.
 
 Element types follow Taichi: without `dt`, numpy's inference (int64 for Python ints, float64
 for floats); with `dt=jr.f32` (or Taichi's `dt=ti.f32`, or jitrt's `dtype=`), that type.
@@ -21,16 +23,57 @@ the in-kernel constructors.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 
 from . import dtypes
-from .errors import KernelRuntimeError
+from .errors import KernelRuntimeError, KernelSyntaxError, PlacelessCompileError
 
 
 def _np_type(dt: Any) -> Any:
     return None if dt is None else dtypes.coerce(dt).np
+
+
+class ElementComparison(np.ndarray):
+    """The element-wise result of comparing a vector/matrix element at Python scope
+    (`x[i] == [1, 2]`, `x[i] != y[i]`, `x[i] < 3`): a numpy bool array whose truth value is
+    defined, so `assert x[i] == [a, b]` and `if x[i] != v:` test every component. `==`, `<`,
+    `<=`, `>`, `>=` are true when they hold for every component; `!=` when any component
+    differs (so `a != b` is `not (a == b)`, as for tuples). Numpy operations on it (`~c`,
+    `c & d`, `c.all()`, `np.sum(c)`) give plain numpy results, with numpy's rules."""
+
+    _rule: str
+
+    @classmethod
+    def of(cls, result: Any, rule: str) -> Any:
+        """`result` (a comparison's numpy output) as an ElementComparison; a scalar as is."""
+        if not isinstance(result, np.ndarray) or result.ndim == 0:
+            return result
+        out = result.view(cls)
+        out._rule = rule
+        return out
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self._rule = getattr(obj, "_rule", "all")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        def plain(x: Any) -> Any:
+            return x.view(np.ndarray) if isinstance(x, ElementComparison) else x
+        if "out" in kwargs:
+            kwargs["out"] = tuple(plain(x) for x in kwargs["out"])
+        return getattr(ufunc, method)(*(plain(x) for x in inputs), **kwargs)
+
+    def __bool__(self) -> bool:
+        values = self.view(np.ndarray)
+        return bool(values.all() if self._rule == "all" else values.any())
+
+    def __repr__(self) -> str:
+        return repr(self.view(np.ndarray))
+
+    def __str__(self) -> str:
+        return str(self.view(np.ndarray))
 
 
 class HostMatrix(np.ndarray):
@@ -59,6 +102,30 @@ class HostMatrix(np.ndarray):
         if arr.ndim > 2:
             return arr.view(np.ndarray)
         return arr.view(_class_for(arr.ndim, type(self)))
+
+    # comparisons: a bool array whose truth value is defined (`data_element`) -------------
+    def _compare(self, other: Any, op: Any, rule: str) -> Any:
+        if isinstance(other, HostMatrix):
+            other = other.view(np.ndarray)
+        return ElementComparison.of(op(self.view(np.ndarray), other), rule)
+
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._compare(other, operator.eq, "all")
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._compare(other, operator.ne, "any")
+
+    def __lt__(self, other: Any) -> Any:
+        return self._compare(other, operator.lt, "all")
+
+    def __le__(self, other: Any) -> Any:
+        return self._compare(other, operator.le, "all")
+
+    def __gt__(self, other: Any) -> Any:
+        return self._compare(other, operator.gt, "all")
+
+    def __ge__(self, other: Any) -> Any:
+        return self._compare(other, operator.ge, "all")
 
     # Taichi's attributes ------------------------------------------------------------------
     @property
@@ -133,7 +200,7 @@ class HostMatrix(np.ndarray):
     def _square(self, what: str) -> np.ndarray:
         a = self.view(np.ndarray)
         if a.ndim != 2 or a.shape[0] != a.shape[1]:
-            raise ValueError(f"{what} needs a square matrix, got shape {a.shape}")
+            raise MatrixShapeError(f"{what}: expected a square matrix, got shape {a.shape}")
         return a
 
     def trace(self, *args: Any, **kwargs: Any) -> Any:
@@ -162,7 +229,10 @@ class HostMatrix(np.ndarray):
         return flat[list(picks)].view(_class_for(1, type(self)))
 
     def __setattr__(self, name: str, value: Any) -> None:
-        picks = _swizzle(name, self)
+        try:
+            picks = _swizzle(name, self)
+        except AttributeError as exc:    # a letter past the vector: Taichi's syntax error
+            raise SwizzleSyntaxError(str(exc)) from None
         if picks is None:
             super().__setattr__(name, value)
             return
@@ -201,6 +271,16 @@ def _swizzle(name: str, v: "HostMatrix") -> tuple[int, ...] | None:
     return None
 
 
+class MatrixShapeError(PlacelessCompileError, ValueError):
+    """A Python-scope matrix method given a matrix of the wrong shape (`trace()` of a 3x2
+    matrix): a `ValueError`, and the `TaichiCompilationError` Taichi raises there."""
+
+
+class SwizzleSyntaxError(PlacelessCompileError, KernelSyntaxError):  # type: ignore[misc]
+    """An assignment to a swizzle that reaches past the vector (`v.z = 3` of a 2-vector):
+    Taichi's `TaichiSyntaxError`. Reading one is an `AttributeError` (so `hasattr` works)."""
+
+
 class SwizzleValueError(KernelRuntimeError, ValueError):
     """A swizzle assignment whose value has another number of components: a `ValueError`
     and Taichi's `TaichiRuntimeError`."""
@@ -213,6 +293,14 @@ _CLASSES: dict[str, type] = {}
 
 def register(vector: type, matrix: type) -> None:
     _CLASSES["vector"], _CLASSES["matrix"] = vector, matrix
+
+
+def as_host(values: np.ndarray) -> Any:
+    """A numpy array of one or two dimensions as a `jr.Vector`/`jr.Matrix` (a view); any
+    other array as it is. What a kernel's vector/matrix result is, as Taichi's `Matrix`."""
+    if values.ndim not in (1, 2):
+        return values
+    return values.view(_class_for(values.ndim, HostMatrix))
 
 
 def _class_for(ndim: int, requested: type) -> type:

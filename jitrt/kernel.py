@@ -99,7 +99,7 @@ def _no_gradient(*args: Any, **kwargs: Any) -> None:
 
 
 # a kernel's `__call__` until its first launch installs the fast path
-_FIRST_CALL = launcher.user_facing(launcher.dispatch, "__call__", packed=True)
+_FIRST_CALL = launcher.FIRST_CALL
 
 P = ParamSpec("P")
 R = TypeVar("R")

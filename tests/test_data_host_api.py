@@ -147,9 +147,11 @@ def test_python_scope_swizzles_read_and_write():
         v.xr
     w = jr.math.vec2(1, 2)
     assert not hasattr(w, "z")
-    with pytest.raises(AttributeError, match=r"vec2 only has attributes=\('x', 'y'\), "
-                                             r"got=\('x', 'y', 'z'\)"):
-        w.xyz = [1, 2, 3]
+    with pytest.raises(jr.TaichiSyntaxError, match=r"vec2 only has attributes=\('x', 'y'\), "
+                                                   r"got=\('x', 'y', 'z'\)"):
+        w.xyz = [1, 2, 3]            # assigning past the vector: Taichi's syntax error
+    with pytest.raises(jr.TaichiSyntaxError, match=r"got=\('z',\)"):
+        w.z = 3
     with pytest.raises(ValueError, match="value len does not match the swizzle pattern=xy: 2 "
                                          r"component\(s\), got 3 value\(s\)") as info:
         w.xy = [1, 2, 3]

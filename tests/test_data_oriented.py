@@ -85,3 +85,89 @@ def test_an_object_of_a_plain_class_is_refused_with_the_fix():
         k(Plain())
     with pytest.raises(TypeError, match="goes on a class"):
         jr.data_oriented(lambda: None)
+
+
+def test_a_kernel_method_of_an_undecorated_class_is_taichis_syntax_error():
+    class Undecorated:
+        n = 3
+
+        @jr.kernel
+        def total(self) -> jr.i32:
+            return self.n
+
+    with pytest.raises(jr.TaichiSyntaxError, match="Please decorate class Undecorated with "
+                       "@jr.data_oriented") as info:
+        Undecorated().total()
+    assert isinstance(info.value, jr.KernelArgError)
+
+
+@jr.data_oriented
+class Big:
+    """A throw-away object with a large attribute, the kernel's compile-time `self`."""
+    def __init__(self, k):
+        self.k = k
+        self.payload = [0] * 5_000_000
+
+    @jr.kernel
+    def value(self) -> jr.i32:
+        return self.k
+
+
+def _live_handles():
+    from jitrt.runtime import program
+    return [h for h in program.current().handles if h.kernel is Big.value]
+
+
+def test_objects_launched_once_each_are_freed_with_their_specializations():
+    import gc
+    import weakref
+    before = jr.debug.stats()["launches"]
+    for k in range(50):
+        obj = Big(k)
+        assert obj.value() == k and obj.value() == k     # the second launch: the fast path
+        dead = weakref.ref(obj)
+        del obj
+        gc.collect()
+        assert dead() is None, "the launch handle kept its template object alive"
+    assert Big.value.handles == {} and _live_handles() == []
+    assert jr.debug.stats()["launches"] - before == 100   # retired handles' launches counted
+
+
+def test_a_new_object_at_a_dead_objects_address_gets_its_own_specialization():
+    import gc
+    keep = Big(-1)                       # a live second specialization: the router path
+    assert keep.value() == -1
+    first = Big(1)
+    assert first.value() == 1 and first.value() == 1
+    address = id(first)
+    del first
+    gc.collect()
+    spare = []
+    while len(spare) < 200_000 and (not spare or id(spare[-1]) != address):
+        spare.append(Big.__new__(Big))      # allocate until the address comes back
+    assert id(spare[-1]) == address
+    again = spare[-1]
+    again.__init__(2)
+    assert again.value() == 2 and again.value() == 2 and keep.value() == -1
+    assert len(_live_handles()) == 2
+
+
+def test_a_template_object_without_weak_references_is_held_by_its_handle():
+    import dataclasses
+    import gc
+    import weakref
+
+    @dataclasses.dataclass(slots=True)
+    class Scale:
+        k: int
+
+    @jr.kernel
+    def times(s: jr.template(), x: jr.i32) -> jr.i32:
+        return s.k * x
+
+    s = Scale(3)
+    with pytest.raises(TypeError):
+        weakref.ref(s)
+    assert times(s, 2) == 6 and times(s, 2) == 6 and times(Scale(5), 2) == 10
+    gc.collect()
+    assert len(times.handles) == 2       # both kept: their ids can never be reused

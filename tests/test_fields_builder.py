@@ -94,8 +94,9 @@ def test_a_companion_asked_for_must_be_placed(kind):
     v = jr.Vector.field(3, jr.f32, **make)
     jr.root.dense(jr.i, 1).place(v)
     with pytest.raises(RuntimeError, match=rf"require `needs_{kind}=True`, however their "
-                                           rf"{kind} field\(s\) are not placed"):
+                                           rf"{kind} field\(s\) are not placed") as info:
         _noop()()
+    assert f"These field(s) requrie `needs_{kind}=True`" in str(info.value)   # Taichi's text
     getattr(jr.root, f"lazy_{kind}")()
     _noop()()
     m = jr.Matrix.field(2, 2, jr.f64, **make)

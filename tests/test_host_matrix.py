@@ -138,3 +138,76 @@ def test_python_scope_vectors_in_kernels():
     np.testing.assert_allclose(out.to_numpy(), [[0.0, -19.6], [1.5, 2.5]], rtol=1e-6)
     k(jr.math.vec2(3, 4))
     np.testing.assert_allclose(out.to_numpy()[1], [3.0, 4.0])
+
+
+def test_comparing_python_scope_vectors_has_a_truth_value():
+    v = jr.Vector([3, 4])
+    assert v == [3, 4] and v == jr.Vector([3, 4]) and [3, 4] == v and np.array([3, 4]) == v
+    assert not (v == [3, 5]) and v != [3, 5] and not (v != [3, 4])
+    assert v < [4, 5] and not (v < [4, 4]) and v >= 3 and not (v > 3)
+    m = jr.Matrix([[1, 2], [3, 4]])
+    assert m == [[1, 2], [3, 4]] and not (m == [[1, 2], [3, 5]])
+    assert (v == [3, 5]).tolist() == [True, False]      # still the element-wise array
+    assert type(~(v == [3, 5])) is np.ndarray            # numpy operations: plain arrays
+
+
+def test_a_kernels_vector_or_matrix_result_is_a_python_scope_vector_or_matrix():
+    @jr.kernel
+    def vec() -> jr.math.vec3:
+        return jr.math.vec3(1, 2, 3)
+
+    @jr.kernel
+    def pair() -> (jr.i32, jr.types.matrix(2, 2, jr.i32)):
+        return 7, jr.Matrix([[1, 2], [3, 4]])
+
+    r = vec()
+    assert isinstance(r, jr.Vector) and r == [1.0, 2.0, 3.0] and not (r == [1.0, 2.0, 4.0])
+    assert r.norm_sqr() == pytest.approx(14.0)
+    s, m = pair()
+    assert s == 7 and isinstance(m, jr.Matrix) and m == [[1, 2], [3, 4]]
+    assert m.trace() == 5
+
+
+def test_select_of_python_scope_vectors_is_a_vector():
+    r = jr.select(jr.Vector([1, 0]), jr.Vector([2, 3]), jr.Vector([4, 5]))
+    assert isinstance(r, jr.Vector) and r == jr.Vector([2, 5])
+    assert type(jr.select(np.array([True, False]), 1, 2)) is np.ndarray
+
+
+def test_trace_of_a_non_square_matrix_is_taichis_compilation_error():
+    m = jr.Matrix([[0.1, 3.0], [5.0, 7.0], [1.0, 2.0]])
+    with pytest.raises(jr.TaichiCompilationError,
+                       match=r"trace: expected a square matrix, got shape \(3, 2\)") as info:
+        m.trace()
+    assert isinstance(info.value, ValueError)
+
+    @jr.kernel
+    def k():
+        x = jr.Matrix([[0.1, 3.0], [5.0, 7.0], [1.0, 2.0]])
+        print(x.trace())
+    with pytest.raises(jr.TaichiCompilationError,
+                       match=r"expected a square matrix, got shape \(3, 2\)"):
+        k()
+
+
+def test_a_python_scope_vector_is_a_template_compiled_in_by_value():
+    @jr.kernel
+    def compare(a: jr.template(), b: jr.template(), c: jr.template()):
+        for i in jr.static(range(3)):
+            c[i * 2] = a[i] < b[i]
+            c[i * 2 + 1] = a[i] == b[i]
+
+    a, b = jr.Vector([1, 1, 2]), jr.Vector([2, 1, 1])
+    c = jr.field(jr.i32, shape=6)
+    compare(a, b, c)
+    assert c.to_numpy().tolist() == [1, 0, 0, 1, 0, 0]
+    a[0] = 2                         # changed in place: the values compiled in are a copy
+    compare(a, b, c)
+    assert c.to_numpy().tolist() == [0, 1, 0, 1, 0, 0]
+    compare(jr.Vector([1, 1, 2]), b, c)    # another object of the first values
+    assert c.to_numpy().tolist() == [1, 0, 0, 1, 0, 0]
+
+    @jr.kernel
+    def norm(v: jr.template()) -> jr.f64:
+        return v.norm()
+    assert norm(jr.Vector([3.0, 4.0])) == 5.0 and norm(jr.Vector([6.0, 8.0])) == 10.0

@@ -192,7 +192,7 @@ def test_errors_reach_the_user_without_jitrt_frames(tmp_path, when):
     if when == "first launch":
         assert 'Name "factr" is not defined; did you mean \'factor\'?' in proc.stderr
     else:
-        assert "KernelArgError" in proc.stderr and "'a'" in proc.stderr
+        assert "KernelArgValueError" in proc.stderr and "'a'" in proc.stderr   # a KernelArgError
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
@@ -247,3 +247,33 @@ def test_zero_copy_views_alive_at_interpreter_exit_do_not_crash_it(tmp_path):
                               env=dict(os.environ, PYTHONPATH=str(root),
                                        JITRT_CACHE_DIR=str(tmp_path / "c")), timeout=120)
         assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
+
+
+def test_a_torch_tensor_that_requires_grad_passes_its_gradient():
+    torch = pytest.importorskip("torch")
+    n = 3
+
+    @jr.kernel
+    def total(x: jr.types.ndarray(), y: jr.types.ndarray()):
+        for i in x:
+            y[0] += x[i] * x[i]
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = torch.zeros(1, requires_grad=True)
+    with jr.ad.Tape(loss=y):         # a tensor as the loss: its .grad is seeded
+        total(x, y)
+    assert y.item() == 14.0 and x.grad.tolist() == [2.0, 4.0, 6.0]
+    assert y.grad.tolist() == [1.0]
+
+    @jr.kernel
+    def frozen(x: jr.types.ndarray(needs_grad=False), y: jr.types.ndarray()):
+        for i in range(n):
+            y[0] += x[i] * 2.0
+
+    x = torch.ones(n, requires_grad=True)
+    y = torch.zeros(1, requires_grad=True)
+    frozen(x, y)
+    assert x.grad is not None and y.grad is not None   # allocated as zeros, as Taichi does
+    y.grad.fill_(1.0)
+    frozen.grad(x, y)
+    assert x.grad.tolist() == [0.0, 0.0, 0.0] and y.item() == 6.0

@@ -183,3 +183,29 @@ def test_a_call_in_an_assert_runs_without_debug_as_in_taichi():
 
     k()
     assert x[None] == 25
+
+
+def test_a_real_func_method_of_a_data_oriented_class_takes_self_at_compile_time():
+    @jr.data_oriented
+    class Grid:
+        def __init__(self, n):
+            self.val = jr.field(jr.f32, shape=(n, n))
+
+        @jr.real_func
+        def inc(self, i: jr.i32, j: jr.i32):
+            self.val[i, j] += i * j
+
+        @jr.real_func
+        def mul(self, i: jr.i32, j: jr.i32) -> jr.i32:
+            return i * j
+
+        @jr.kernel
+        def fill(self):
+            for i, j in self.val:
+                self.inc(i, j)
+                self.val[i, j] += self.mul(i, j)
+
+    g = Grid(6)
+    g.fill()
+    i, j = np.indices((6, 6))
+    np.testing.assert_array_equal(g.val.to_numpy(), 2 * i * j)

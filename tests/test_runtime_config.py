@@ -74,6 +74,9 @@ def test_valid_spellings_are_accepted(monkeypatch):
 def test_unknown_option_names_the_closest_one():
     with pytest.raises(TypeError, match=r"'num_thread' \(did you mean 'num_threads'\?\)"):
         jr.init(num_thread=2)
+    with pytest.raises(KeyError) as info:      # what Taichi's ti.init raises
+        jr.init(debug=True, foo_bar=233)
+    assert str(info.value).startswith("jr.init() got unknown option(s) 'foo_bar'")
 
 
 def run_script(code: str, tmp_path: pathlib.Path,

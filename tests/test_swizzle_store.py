@@ -2,6 +2,8 @@
 `c.b *= s`, `u.zx = w`, `u.xy += w` (letters xyzw or rgba, each at most once), against numpy
 and the same statements on element indices; gradients through them against finite
 differences; the errors of a bad name or value, at the statement."""
+import re
+
 import numpy as np
 import pytest
 
@@ -132,3 +134,22 @@ def test_float_into_an_integer_component_truncates_with_a_warning():
 
     with pytest.warns(jr.CastWarning, match="i32 <- f32"):
         np.testing.assert_array_equal(k(), [1, -2])
+
+
+def test_a_swizzle_past_the_vector_is_taichis_syntax_error_in_its_words():
+    @jr.kernel
+    def store():
+        b = jr.math.vec2(1, 2)
+        b.xyz = [1, 2, 3]
+
+    @jr.kernel
+    def load() -> jr.f32:
+        c = jr.math.vec2(1, 2)
+        return c.rgb[0]
+
+    with pytest.raises(jr.TaichiSyntaxError, match=re.escape(
+            "vec2 only has attributes=('x', 'y'), got=('x', 'y', 'z')")):
+        store()
+    with pytest.raises(jr.TaichiSyntaxError, match=re.escape(
+            "vec2 only has attributes=('r', 'g'), got=('r', 'g', 'b')")):
+        load()

@@ -220,3 +220,13 @@ def test_rgb_to_hex():
     np.testing.assert_array_equal(out, [16744192, 13311])      # Taichi's values
     with pytest.raises(ValueError, match="red, green and blue along the first axis"):
         jr.rgb_to_hex([1.0, 0.5])
+
+
+def test_an_ndarrays_element_type_is_taichis():
+    b = jr.ndarray(jr.types.vector(3, jr.i32), shape=(4, 4))
+    assert b.element_type.element_type() == jr.i32 and b.element_type.shape() == [3]
+    c = jr.ndarray(jr.types.matrix(3, 4, jr.f32), shape=(2,))
+    assert c.element_type.shape() == [3, 4] and repr(c.element_type) == "[Tensor (3, 4) f32]"
+    assert c.element_type == jr.ndarray(jr.types.matrix(3, 4, jr.f32), shape=5).element_type
+    assert c.element_type != b.element_type
+    assert jr.ndarray(jr.f64, shape=3).element_type is jr.f64

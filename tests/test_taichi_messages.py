@@ -433,7 +433,7 @@ def test_a_shape_beyond_a_kernels_index_or_not_of_integers_is_invalid():
         with pytest.raises(jr.InvalidShapeError, match="is not a valid shape for ndarray") as \
                 info:
             jr.ndarray(jr.i32, shape=shape)
-        assert isinstance(info.value, RuntimeError)
+        assert isinstance(info.value, jr.TaichiRuntimeError)     # what Taichi raises
     with pytest.raises(TypeError, match="is not a valid shape for field"):
         jr.field(jr.f32, shape=(2, "3"))
     with pytest.raises(ValueError, match="negative extent"):
@@ -570,3 +570,57 @@ def test_a_loop_that_breaks_inside_a_constant_non_static_if_runs_serially_as_in_
     assert first_100() == 100
     err = compile_error(static_if, kind=jr.TaichiSyntaxError)
     assert "Cannot break in the outermost loop" in str(err)
+
+
+def test_an_ndarray_argument_that_does_not_fit_is_taichis_value_error():
+    @jr.kernel
+    def vec2(a: jr.types.ndarray(dtype=jr.types.vector(2, jr.i32))):
+        pass
+
+    @jr.kernel
+    def flat(arr: jr.types.ndarray(ndim=1)):
+        for i in arr:
+            arr[i] = 0
+
+    @jr.kernel
+    def mats(arr: jr.types.ndarray(dtype=jr.math.mat3, ndim=2)):
+        for i in jr.grouped(arr):
+            arr[i] = arr[i] + 1.0
+
+    @jr.kernel
+    def ints(x: jr.types.ndarray(jr.i32, ndim=1)):
+        for i in x:
+            x[i] = i
+    cases = [
+        (vec2, jr.Matrix.ndarray(2, 3, jr.i32, shape=(4, 7)),
+         r"required element type: VectorType\[2, i32\], but MatrixType\[2,3, i32\] is provided"),
+        (flat, jr.ndarray(jr.f32, shape=(12, 13)),
+         r"required ndim=1, but 2d ndarray with shape \(12, 13\) is provided"),
+        (mats, np.zeros((2, 2, 2, 3), np.float32),
+         r"required element_shape=\(3, 3\), array with element shape of \(2, 3\) is provided"),
+        (mats, np.zeros((2, 2, 3), np.float32),
+         r"required array has ndim=2 element_dim=2, array with 3 dimensions is provided"),
+        (ints, np.arange(5), r"required array has dtype=i32, array with dtype=i64 is provided")]
+    for kernel, arg, taichi in cases:
+        with pytest.raises(ValueError, match="Invalid value for argument .* - " + taichi) as info:
+            kernel(arg)
+        assert isinstance(info.value, jr.KernelArgValueError)
+        assert isinstance(info.value, jr.KernelArgError)        # jitrt's kind, as before
+        assert "expected an ndarray" in str(info.value)          # and jitrt's words
+
+
+def test_python_scope_index_count_and_slices_raise_taichis_kinds():
+    x = jr.ndarray(dtype=jr.f32, shape=(4, 4))
+    for key, taichi in ((0, "2d ndarray indexed with 1d indices"),
+                        ((0, 0, 0), "2d ndarray indexed with 3d indices")):
+        with pytest.raises(jr.TaichiIndexError, match=taichi) as info:
+            x[key]
+        assert isinstance(info.value, IndexError) and "2 dimension(s)" in str(info.value)
+    f = jr.field(jr.i32, shape=(1, 2, 3))
+    with pytest.raises(AssertionError, match="Slicing is not supported on ti.field"):
+        f[0, 0] = 1
+    g = jr.field(jr.i32, shape=(2, 2))
+    with pytest.raises(TypeError, match=r"Detected illegal element of type: slice\. Please be "
+                       "aware that slicing a ti.field is not supported so far") as info:
+        g[0, :]
+    assert isinstance(info.value, IndexError) and "on axis 1 is not an integer" in str(info.value)

@@ -61,7 +61,15 @@ log2 = Builtin("log2", np.log2)
 exp2 = Builtin("exp2", np.exp2)
 sign = Builtin("sign", np.sign)
 clamp = Builtin("clamp", np.clip)
-select = Builtin("select", lambda c, a, b: np.where(c, a, b))
+def _select(c: Any, a: Any, b: Any) -> Any:
+    """Python scope: numpy's `where`; a `jr.Vector`/`jr.Matrix` operand makes the result one
+    (np.where is no ufunc: it would give a bare array)."""
+    out = np.where(c, a, b)
+    from ..host_matrix import HostMatrix, as_host
+    return as_host(out) if any(isinstance(v, HostMatrix) for v in (c, a, b)) else out
+
+
+select = Builtin("select", _select)
 random = Builtin("random", lambda dtype=None: np.random.random())
 polar_decompose = Builtin("polar_decompose")
 svd = Builtin("svd")

@@ -385,7 +385,8 @@ class ExprLowering(LoweringHost):
         for axis, (item, v) in enumerate(values):
             e = self.value(item, v)
             if not e.dtype.is_int:
-                raise self.err(item, f"index must be an integer, got {e.dtype.name}")
+                raise self.err(item, f"index must be an integer, got {e.dtype.name} (indices "
+                               "must be integers)")
             e = self.cast(e, dtypes.i64) if e.dtype.bits == 64 else self.cast(e, dtypes.i32)
             if isinstance(ref, n.FieldRef) and ref.offset and ref.offset[axis]:
                 e = n.Binary("-", e, n.Const(ref.offset[axis], e.dtype, e.loc), e.dtype, e.loc)

@@ -35,11 +35,17 @@ from .vectors import TupleValue, VecValue, VecVar
 
 
 class RealFuncDef(Func):
-    """A `@jr.real_func`: every parameter is annotated (Taichi's rule), checked here."""
+    """A `@jr.real_func`: every parameter is annotated (Taichi's rule), checked here, but a
+    method's first parameter `self` (a `@jr.data_oriented` class's real function, as in
+    Taichi): that one is compile-time, as if annotated `jr.template()`."""
 
     def __init__(self, fn: Callable) -> None:
         super().__init__(fn)
-        for name, p in inspect.signature(fn).parameters.items():
+        names = list(inspect.signature(fn).parameters)
+        if names and names[0] == "self" and "self" not in self.param_types and \
+                "." in fn.__qualname__:
+            self.template_params = self.template_params | {"self"}
+        for name in names:
             if name not in self.param_types and name not in self.template_params:
                 code = fn.__code__
                 raise KernelSyntaxError(

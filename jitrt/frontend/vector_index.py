@@ -18,11 +18,12 @@ import itertools
 from typing import Any
 
 from .. import dtypes
-from ..errors import KernelIndexError
+from ..errors import KernelIndexError, KernelSyntaxError
 from ..ir import nodes as n
 from ..ir.walk import walk_expr
 from .context import LoweringHost, PyValue
-from .vectors import SWIZZLE, TupleValue, VecValue, VecVar, as_vector, size
+from .vectors import (SWIZZLE, TupleValue, VecValue, VecVar, as_vector, size,
+                      swizzle_past_end)
 
 
 class VectorIndexing(LoweringHost):
@@ -285,7 +286,7 @@ class VectorIndexing(LoweringHost):
             return False
         picks = [SWIZZLE[c] for c in letters]
         if max(picks) >= var.shape[0]:
-            raise self.err(target, f"a {var.shape[0]}-component vector has no '{letters}'")
+            raise self.err(target, swizzle_past_end(var.shape[0], letters), KernelSyntaxError)
         if len(set(picks)) != len(picks):
             raise self.err(target, f"cannot assign to '{letters}': a component named twice")
         v = as_vector(v)

@@ -15,7 +15,7 @@ import ast
 import itertools
 from typing import Any
 
-from ..errors import KernelTypeError
+from ..errors import KernelSyntaxError, KernelTypeError
 from ..frozen import frozen
 from .. import dtypes
 from ..ir import nodes as n
@@ -94,6 +94,14 @@ METHOD_ARGS = {"dot": (1, 1), "cross": (1, 1), "outer_product": (1, 1), "cast": 
 MAX_CONSTANT_ARRAY = 64
 SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3,
            "s": 0, "t": 1, "p": 2, "q": 3}     # xyzw, rgba and stpq, as in Taichi (GLSL's)
+
+
+def swizzle_past_end(n: int, letters: str) -> str:
+    """The message for a swizzle that reaches past an n-component vector: Taichi's words
+    (`vec2 only has attributes=('x', 'y'), got=('z',)`), then jitrt's."""
+    names = next((s for s in ("xyzw", "rgba", "stpq") if letters[0] in s), "xyzw")
+    return (f"vec{n} only has attributes={tuple(names[:n])!r}, got={tuple(letters)!r}: a "
+            f"{n}-component vector has no '{letters}'")
 
 
 def size(shape: tuple[int, ...]) -> int:
@@ -335,7 +343,7 @@ class VectorLowering(LoweringHost):
         if len(v.shape) == 1 and name and all(c in SWIZZLE for c in name):
             picks = [SWIZZLE[c] for c in name]
             if max(picks) >= v.rows:
-                raise self.err(node, f"a {v.rows}-component vector has no '{name}'")
+                raise self.err(node, swizzle_past_end(v.rows, name), KernelSyntaxError)
             if len(picks) == 1:
                 return v.items[picks[0]]
             return VecValue((len(picks),), tuple(v.items[k] for k in picks))
@@ -383,7 +391,7 @@ class VectorLowering(LoweringHost):
         if name == "transpose":
             return self.transpose(v, node)
         if len(v.shape) != 2 or v.rows != v.cols:
-            raise self.err(node, f".{name}() needs a square matrix, got shape {v.shape}")
+            raise self.err(node, f".{name}(): expected a square matrix, got shape {v.shape}")
         if name == "trace":
             return self.sum_of([v.at(i, i) for i in range(v.rows)], node)
         if name == "determinant":

@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import dtypes
-from ..data import CURRENT_DEVICE, Field, Ndarray
+from ..data import CURRENT_DEVICE, Field, Ndarray, grad_tensor_view, requires_grad
 from ..data_struct import StructField
-from ..errors import KernelArgCountError, KernelArgError
+from ..host_matrix import HostMatrix
+from ..errors import (KernelArgCountError, KernelArgError, KernelArgSyntaxError,
+                      KernelArgValueError)
 from ..ir import nodes as n
 
 if TYPE_CHECKING:
@@ -112,6 +114,25 @@ def fail(kernel: "KernelLike", param: n.Param, expected: str, got: str) -> Kerne
                           f"{expected}, got {got}")
 
 
+def fail_value(kernel: "KernelLike", p: n.Param, expected: str, got: str, taichi: str
+               ) -> KernelArgValueError:
+    """An ndarray argument that does not fit its annotation: Taichi's words ("Invalid value
+    for argument a - required ...") first, then jitrt's."""
+    return KernelArgValueError(f"kernel {kernel.qualname}: Invalid value for argument "
+                               f"{p.name} - {taichi}; argument '{p.name}': expected "
+                               f"{expected}, got {got}")
+
+
+def taichi_element(shape: tuple[int, ...], dt: Any) -> str:
+    """An element type as Taichi writes it: `i32`, `VectorType[2, i32]`,
+    `MatrixType[2,3, i32]`."""
+    name = getattr(dt, "name", "?")
+    if not shape:
+        return name
+    kind = "VectorType" if len(shape) == 1 else "MatrixType"
+    return f"{kind}[{','.join(map(str, shape))}, {name}]"
+
+
 def fail_conversion(kernel: "KernelLike", p: n.Param, dt: dtypes.DataType, v: Any,
                     expected: str) -> KernelArgError:
     """A scalar argument of the wrong kind, in Taichi's words too ("Argument (k,) (type=...)
@@ -196,10 +217,13 @@ def check_scalar(kernel: "KernelLike", p: n.Param, dt: dtypes.DataType, v: Any) 
 def as_host_array(v: Any) -> Any:
     """An argument that is neither a jitrt ndarray nor a numpy array but exposes `__dlpack__`
     (CPU) or `__array_interface__` (a torch CPU tensor, another library's array): the numpy
-    view of the same memory, through numpy's own `from_dlpack`/`asarray`. Anything else is
-    returned unchanged (and then rejected by `specialize`)."""
+    view of the same memory, through numpy's own `from_dlpack`/`asarray`; a torch CPU tensor
+    that requires a gradient: a jitrt ndarray over it and its `.grad` (`grad_tensor_view`).
+    Anything else is returned unchanged (and then rejected by `specialize`)."""
     if isinstance(v, (Ndarray, np.ndarray, Field)):   # a field is not an ndarray argument
         return v
+    if requires_grad(v):        # a torch tensor with a gradient: both, as one jitrt ndarray
+        return grad_tensor_view(v)
     device = CURRENT_DEVICE[0]
     if device is not None and hasattr(v, "__cuda_array_interface__"):
         wrapped = device.wrap_foreign(v)    # a torch/CuPy device array: no copy
@@ -297,6 +321,10 @@ def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
     if got is None or (p.dtype is not None and got != p.dtype):
         own = tuple(getattr(v, "element_shape", ()) or ())
         name = got.name if got is not None else str(getattr(v, "dtype", "?"))
+        if not isinstance(v, Ndarray):       # Taichi: a ValueError for another library's
+            raise fail_value(kernel, p, want, describe(v), "required array has dtype="
+                             f"{getattr(p.dtype, 'name', '?')}, array with dtype={name} is "
+                             "provided")
         shown = f"[Tensor ({', '.join(map(str, own))}) {name}]" if own else name
         raise fail(kernel, p, want, f"{describe(v)} (Expect element type "
                    f"{getattr(p.dtype, 'name', '?')} for argument {p.name}, but get {shown})")
@@ -304,10 +332,20 @@ def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
         raise fail(kernel, p, want + " (C-contiguous, or Fortran-ordered such as a.T: Non "
                    "contiguous numpy arrays are not supported, please call "
                    "np.ascontiguousarray(arr) first)", describe(v))
+    k = p.element_dim if p.element_dim > 0 else len(fixed)
+    if others >= 0 and not isinstance(v, Ndarray) and ndim != others + k:   # Taichi's order
+        raise fail_value(kernel, p, want + (f" (trailing dimensions {fixed})" if fixed else ""),
+                         describe(v) + f" shape={storage_of(v)}",
+                         f"required array has ndim={others}" + (
+                             f" element_dim={k}" if k else "") +
+                         f", array with {ndim} dimensions is provided")
     element = element_from(kernel, p, v, ndim, want)
     if others >= 0 and ndim - len(element) != others:
-        raise fail(kernel, p, want, describe(v) + f" shape={storage_of(v)}" + (
-            f" ({'x'.join(map(str, element))} elements)" if element else ""))
+        outer = storage_of(v)[:ndim - len(element)]
+        raise fail_value(kernel, p, want, describe(v) + f" shape={storage_of(v)}" + (
+            f" ({'x'.join(map(str, element))} elements)" if element else ""),
+            f"required ndim={others}, but {len(outer)}d ndarray with shape {outer} is "
+            "provided")
     if p.grad_annotation and not has_grad:
         raise fail(kernel, p, want + " with needs_grad=True (as annotated)", describe(v))
     if p.grad_annotation is False:      # the adjoint accumulates nothing into its gradient
@@ -327,12 +365,20 @@ def element_from(kernel: "KernelLike", p: n.Param, v: Any, ndim: int, want: str
         return own
     k = p.element_dim or len(p.element_shape)
     shape = storage_of(v)
+    required = taichi_element(p.element_shape, p.dtype) if p.element_dim == 0 else \
+        {1: "a vector", 2: "a matrix"}.get(p.element_dim, "?")
     if p.element_dim > 0 and own and len(own) != k:
-        raise fail(kernel, p, want, f"a jitrt ndarray of {'x'.join(map(str, own))} elements")
+        raise fail_value(kernel, p, want, f"a jitrt ndarray of {'x'.join(map(str, own))} "
+                         f"elements", f"required element type: {required}, but "
+                         f"{taichi_element(own, v.dtype)} is provided")
     if ndim < k or (p.element_dim == 0 and shape[ndim - k:] != p.element_shape):
-        raise fail(kernel, p, want + (f" (trailing dimensions {p.element_shape})"
-                                      if p.element_dim == 0 else ""),
-                   describe(v) + f" shape={shape}")
+        taichi = f"required element type: {required}, but {taichi_element(own, v.dtype)} " \
+            "is provided" if isinstance(v, Ndarray) else \
+            f"required element_shape={p.element_shape}, array with element shape of " \
+            f"{shape[max(ndim - k, 0):]} is provided"
+        raise fail_value(kernel, p, want + (f" (trailing dimensions {p.element_shape})"
+                                            if p.element_dim == 0 else ""),
+                         describe(v) + f" shape={shape}", taichi)
     return shape[ndim - k:]
 
 
@@ -408,8 +454,14 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
         return (tuple, v), repr(v)
     if isinstance(v, StructField):   # its member fields are compiled in, as a field is
         return ("struct field", id(v)), f"structfield({','.join(v.keys())})"
+    if isinstance(v, HostMatrix):   # a Python-scope vector/matrix: compiled in by value
+        import hashlib
+        digest = hashlib.sha1(v.tobytes()).hexdigest()[:12]
+        return ("matrix", v.dtype.str, v.shape, v.tobytes()), \
+            f"{type(v).__name__}{list(v.shape)}#{digest}"
     if getattr(type(v), "_jitrt_data_oriented", False) or dataclasses.is_dataclass(v):
-        return ("object", id(v)), type(v).__qualname__   # the handle keeps v alive: no id reuse
+        # by identity: the handle holds v weakly and retires when v dies (weak_templates.py)
+        return ("object", id(v)), type(v).__qualname__
     cls: Any = type(v)
     if cls.__hash__ not in (None, object.__hash__) and cls.__eq__ is not object.__eq__:
         # an immutable configuration object (Quadrants keys templates by equality); its name
@@ -421,6 +473,10 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
         raise KernelArgError(f"kernel {kernel.qualname}: argument '{p.name}': Ndarray shouldn't "
                              "be passed in via `jr.template()`; annotate the parameter with "
                              f"jr.types.ndarray(...) instead (got {describe(v)})")
+    if kernel.fn.__qualname__.startswith(type(v).__qualname__ + "."):   # `self`, undecorated
+        raise KernelArgSyntaxError(f"kernel {kernel.qualname}: argument '{p.name}': Please "
+                                   f"decorate class {type(v).__name__} with @jr.data_oriented "
+                                   "(an object whose kernel methods are launched)")
     raise fail(kernel, p, "a field, a Python constant, a dataclass, a hashable object or a "
                "@jr.data_oriented object (jr.template())", describe(v))
 

@@ -14,11 +14,15 @@ from __future__ import annotations
 from math import prod
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..codegen import abi
 from ..data import Ndarray
+from ..host_matrix import HostMatrix, as_host
 from ..launch_plan import LaunchPlan
 from . import native_launch
 from .arguments import changed_expr, watch_state
+from .weak_templates import HeldWeakly
 
 if TYPE_CHECKING:
     from .context import LaunchContext
@@ -104,10 +108,25 @@ def template_lines(plan: LaunchPlan, env: dict[str, Any], slow: str) -> list[str
     lines = []
     for p in plan.of_kind("template"):
         i, value = p.index, p.template
+        if isinstance(value, HeldWeakly):   # the very object, while it lives
+            env[f"r{i}"] = value.ref
+            lines.append(f"    if a{i} is not r{i}() or a{i} is None: {slow}")
+            continue
+        if isinstance(value, HostMatrix):   # compiled in by value: equal, of one type
+            env[f"t{i}"], env["same_values"] = value, same_values
+            lines.append(f"    if not same_values(a{i}, t{i}): {slow}")
+            continue
         env[f"t{i}"], env[f"tt{i}"] = value, type(value)
         lines.append(f"    if a{i} is not t{i} and (type(a{i}) is not tt{i} or a{i} != t{i}):"
                      f" {slow}")
     return lines
+
+
+def same_values(a: Any, t: np.ndarray) -> bool:
+    """Whether `a` is a vector/matrix template value equal to `t`, the one compiled in: the
+    same class, dtype, shape and values."""
+    return type(a) is type(t) and a.dtype == t.dtype and a.shape == t.shape and \
+        bool((a.view(np.ndarray) == t.view(np.ndarray)).all())
 
 
 def bump_lines(plan: LaunchPlan, field_objs: tuple[Any, ...], env: dict[str, Any]
@@ -170,13 +189,14 @@ def return_lines(plan: LaunchPlan, field_objs: tuple[Any, ...], env: dict[str, A
     vector/matrix return: a copy of the kernel's hidden return field)."""
     ret = plan.returns
     if ret.kind == "field":
-        env["retf"] = field_objs[ret.fields[0][1]]
-        return ["    return retf.to_numpy()"]
-    if ret.kind == "tuple":     # scalars from 0-d fields, vectors/matrices as arrays
+        env["retf"], env["as_host"] = field_objs[ret.fields[0][1]], as_host
+        return ["    return as_host(retf.to_numpy())"]
+    if ret.kind == "tuple":     # scalars from 0-d fields, vectors/matrices as jr.Vector/Matrix
         items = []
+        env["as_host"] = as_host
         for k, index, scalar in ret.fields:
             env[f"retf{k}"] = field_objs[index]
-            items.append(f"retf{k}[None]" if scalar else f"retf{k}.to_numpy()")
+            items.append(f"retf{k}[None]" if scalar else f"as_host(retf{k}.to_numpy())")
         return [f"    return ({', '.join(items)},)"]
     if ret.kind == "float":
         return [f"    return dbuf[{abi.SLOT_RETURN}]"]

@@ -39,6 +39,7 @@ from .devices import check_devices
 from .launch_source import (array_lines, bump_lines, entry_lines, return_lines, scalar_lines,
                             serialized, sizing_lines, template_lines)
 from .plan_builder import build_plan
+from .weak_templates import HeldWeakly, hold, watch
 
 if TYPE_CHECKING:
     from .program import Program
@@ -174,8 +175,9 @@ def handle_for(kernel: "KernelLike", values: list[Any]) -> "LaunchHandle":
     if handle is None:
         with no_gc_passes():
             compiled = compile_kernel(kernel, params, templates, name, program)
-            handle = LaunchHandle(kernel, compiled, program, {
-                i: values[i] for i, p in enumerate(params) if p.kind == "template"})
+            handle = LaunchHandle(kernel, compiled, program, hold({
+                i: values[i] for i, p in enumerate(params) if p.kind == "template"}, key))
+            handle.template_watch = watch(handle, key, FIRST_CALL)
         kernel.handles[key] = handle
         program.handles.append(handle)
     for i, p in enumerate(params):
@@ -259,6 +261,9 @@ def make_router(kernel: "KernelLike", handles: list["LaunchHandle"], program: "P
             if p.kind == "ndarray":
                 env[f"last{k}_{i}"] = h.last_arrays[i]
                 same.append(f"a{i} is last{k}_{i}[0]")
+            elif p.kind == "template" and isinstance(p.template, HeldWeakly):
+                env[f"r{k}_{i}"] = p.template.ref
+                same.append(f"a{i} is r{k}_{i}()")
             elif p.kind == "template":
                 env[f"t{k}_{i}"] = p.template
                 same.append(f"a{i} is t{k}_{i}")
@@ -303,6 +308,7 @@ class LaunchHandle(LaunchContext):
         self.native_table = None if native is None else native.table
         self._recording: Any = None    # the "record" and "try" launchers, made on first use
         self._try: Any = None
+        self.template_watch: list[Any] = []   # `weak_templates.watch`: retires this handle
         self.launcher = make_launcher(self, "fast")
         # what the native launcher calls for anything but its steady state
         self.python_fallback: Any = functools.partial(self.launcher, kernel)
@@ -391,3 +397,4 @@ def default_names(handle: LaunchHandle, env: dict[str, Any]) -> list[tuple[str, 
 
 
 DISPATCH = user_facing(dispatch, "dispatch")   # what generated launchers fall back to
+FIRST_CALL = user_facing(dispatch, "__call__", packed=True)   # a kernel's first `__call__`

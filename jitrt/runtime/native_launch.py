@@ -32,6 +32,7 @@ from ..launch_plan import LaunchPlan
 from ..linalg import Matrix, Vector
 from . import program as program_mod
 from .arguments import NPY_C_CONTIGUOUS, NPY_WRITEABLE
+from .weak_templates import HeldWeakly
 
 if TYPE_CHECKING:
     from .context import LaunchContext
@@ -241,8 +242,11 @@ def handle_table(context: "LaunchContext", active_key: Any) -> _Builder | None:
         if p.kind == "ndarray":
             build.param(p.index, nl.P_ARRAY, p.slot, 0, build.array_records[p.index])
         elif p.kind == "template":
-            build.table.keep.append(p.template)
-            build.param(p.index, nl.P_TEMPLATE, 0, id(p.template))
+            if isinstance(p.template, HeldWeakly):   # not kept: `weak_templates.retire`
+                build.param(p.index, nl.P_TEMPLATE, 0, p.template.ident)
+            else:
+                build.table.keep.append(p.template)
+                build.param(p.index, nl.P_TEMPLATE, 0, id(p.template))
         elif p.kind == "vector":     # row-major into the slots: see `native_launcher.vector`
             assert p.dtype is not None
             at = next(vector_records)

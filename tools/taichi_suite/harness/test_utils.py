@@ -99,9 +99,37 @@ def test(arch=None, exclude=None, require=None, **options):
 
 
 def torch_op(*, output_shapes=((1,),)):
+    """Taichi's harness helper: the kernel `f(*inputs, *outputs)` as a differentiable torch
+    operation. The forward pass allocates one zero f64 tensor per shape in `output_shapes`
+    (requiring grad), launches `f` to fill them and returns them; the backward pass zeroes the
+    inputs' gradients, hands torch's output gradients to the outputs' `.grad`, launches
+    `f.grad` on the same tensors and returns the inputs' gradients."""
+    torch = pytest.importorskip("torch")
+
     def inner(f):
-        pytest.importorskip("torch")
-        raise NotImplementedError("test_utils.torch_op is not part of jitrt's harness")
+        class KernelOp(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, *inputs):
+                outputs = tuple(torch.zeros(shape, dtype=torch.double, requires_grad=True)
+                                for shape in output_shapes)
+                f(*inputs, *outputs)
+                ctx.save_for_backward(*inputs, *outputs)
+                return outputs
+
+            @staticmethod
+            def backward(ctx, *grads):
+                saved = ctx.saved_tensors
+                inputs, outputs = saved[:len(saved) - len(grads)], saved[len(saved) - len(grads):]
+                for x in inputs:
+                    x.grad.fill_(0)
+                for out, g in zip(outputs, grads):
+                    out.grad = g
+                f.grad(*inputs, *outputs)
+                return tuple(x.grad for x in inputs)
+
+        def op(*args):
+            return KernelOp.apply(*args)
+        return op
     return inner
 
 
