@@ -22,7 +22,7 @@ from .. import dtypes
 from ..frontend.builtins import cast, static, static_assert
 from ..frontend.func import Func
 from ..types import template
-from . import simt as _simt
+from . import simt_primitives as _simt
 
 _sg: Any = _simt.subgroup
 _block: Any = _simt.block
@@ -34,12 +34,10 @@ def group_size() -> int:
     """Lanes of a subgroup (warp) on the current program's arch: 64 on AMDGPU (Quadrants
     pins it to wave64; jitrt's code reads the wavefront size, so the gfx target must run
     wave64 for this to hold), 32 elsewhere. A compile-time int in kernels."""
-    from ..runtime import program
-    try:
-        arch = program.current().arch
-    except Exception:    # noqa: BLE001 - no program yet: the default arch's answer
-        arch = "cpu"
-    return 64 if arch == "amdgpu" else 32
+    from ..data import CURRENT_DEVICE          # the current program's device, if any
+    device = CURRENT_DEVICE[0]
+    widest = max(device.codegen_target.warp_sizes) if device is not None else 1
+    return widest if widest > 1 else 32
 
 
 def log2_group_size() -> int:

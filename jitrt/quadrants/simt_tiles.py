@@ -27,7 +27,7 @@ from typing import Any
 from ..frontend.builtins import MATH, cast, static
 from ..frontend.func import Func
 from ..types import template
-from . import simt as _simt
+from . import simt_primitives as _simt   # (simt.py adds simt_funcs' funcs to them)
 
 _sg: Any = _simt.subgroup
 sqrt = MATH["sqrt"]

@@ -169,14 +169,14 @@ def launch_validating(kernel: "KernelLike", values: list[Any], program: "Program
 def handle_for(kernel: "KernelLike", values: list[Any]) -> "LaunchHandle":
     """The LaunchHandle of the specialization `values` select, compiled on first use."""
     program = program_mod.current()
-    params, key, templates, name = specialize(kernel, values, program.config)
-    key = (program.serial, key)       # one handle per specialization and device (program)
+    params, spec, templates, name = specialize(kernel, values, program.config)
+    key = (program.serial, spec)      # one handle per specialization and device (program)
     handle = kernel.handles.get(key)
     if handle is None:
         with no_gc_passes():
             compiled = compile_kernel(kernel, params, templates, name, program)
             handle = LaunchHandle(kernel, compiled, program, hold({
-                i: values[i] for i, p in enumerate(params) if p.kind == "template"}, key))
+                i: values[i] for i, p in enumerate(params) if p.kind == "template"}, spec))
             handle.template_watch = watch(handle, key, FIRST_CALL)
         kernel.handles[key] = handle
         program.handles.append(handle)
