@@ -208,6 +208,7 @@ def test_perf_dispatch_parameters_must_match():
 
 # ---- simt: refused on the CPU, as Quadrants refuses it there (tests/test_simt.py: GPUs) ---
 
+@pytest.mark.cpu_only
 def test_simt_is_refused_in_kernels_and_free_behind_a_static_branch():
     @jr.kernel
     def uses(a: jr.types.ndarray()):

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from ..data import CURRENT_DEVICE, Field, Ndarray, grad_tensor_view, requires_grad
+from ..dlpack import KDL_CPU
 from ..data_struct import StructField
 from ..host_matrix import HostMatrix
 from ..errors import (KernelArgCountError, KernelArgError, KernelArgSyntaxError,
@@ -222,9 +223,13 @@ def as_host_array(v: Any) -> Any:
     Anything else is returned unchanged (and then rejected by `specialize`)."""
     if isinstance(v, (Ndarray, np.ndarray, Field)):   # a field is not an ndarray argument
         return v
-    if requires_grad(v):        # a torch tensor with a gradient: both, as one jitrt ndarray
-        return grad_tensor_view(v)
     device = CURRENT_DEVICE[0]
+    if requires_grad(v):        # a torch tensor with a gradient: both, as one jitrt ndarray
+        if device is not None and device.dlpack_device_type != KDL_CPU:
+            raise KernelArgError("a torch CPU tensor that requires grad is taken (with its "
+                                 ".grad) by CPU programs; on a GPU program pass "
+                                 "tensor.detach() and its gradient as separate arguments")
+        return grad_tensor_view(v)
     if device is not None and hasattr(v, "__cuda_array_interface__"):
         wrapped = device.wrap_foreign(v)    # a torch/CuPy device array: no copy
         return v if wrapped is None else wrapped
