@@ -72,13 +72,13 @@ def compiler_hash() -> str:
 @functools.lru_cache(maxsize=None)
 def llvm_versions() -> str:
     import llvmlite
-    import llvmlite.binding as llvm
-    return f"llvmlite {llvmlite.__version__}, LLVM {'.'.join(map(str, llvm.llvm_version_info))}"
+
+    from ..backends import llvm_direct
+    return f"llvmlite {llvmlite.__version__}, LLVM {'.'.join(map(str, llvm_direct.version_info()))}"
 
 
 @functools.lru_cache(maxsize=None)
 def host_target() -> str:
     """The CPU device's target key (`DeviceTarget.cache_key` of `backends/cpu.CpuDevice`)."""
-    import llvmlite.binding as llvm
-    return (f"cpu {llvm.get_process_triple()} {llvm.get_host_cpu_name()} "
-            f"{llvm.get_host_cpu_features().flatten()}")
+    from ..backends import llvm_direct as llvm
+    return f"cpu {llvm.process_triple()} {llvm.host_cpu_name()} {llvm.host_cpu_features()}"
