@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-import re
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 
 T = TypeVar("T")
@@ -38,12 +37,12 @@ class _Params:
 
 
 _FIELD = getattr(dataclasses, "_FIELD")   # dataclasses' marker of a field (3.7-3.13)
-_CLASSVAR = re.compile(r"^(?:typing\.|t\.)?ClassVar\b")
+_CLASSVAR = ("ClassVar", "typing.ClassVar", "t.ClassVar")   # as a string annotation starts
 
 
 def _is_classvar(annotation: Any) -> bool:
     if isinstance(annotation, str):
-        return _CLASSVAR.match(annotation) is not None
+        return annotation.partition("[")[0].strip() in _CLASSVAR
     return annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar
 
 
