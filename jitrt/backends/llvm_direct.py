@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
-import sys
 from typing import Any, Callable, Iterator
 
+from .llvm_preload import library_path
 
 _P = ctypes.c_void_p
 _S = ctypes.c_char_p
@@ -92,57 +91,26 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "LLVMPY_MCJITAddObjectFile": (None, [_P, _P]),
     "LLVMPY_FinalizeObject": (None, [_P]),
     "LLVMPY_GetFunctionAddress": (ctypes.c_uint64, [_P, _S]),
-    "LLVMPY_DisposeExecutionEngine": (None, [_P]),
-    "LLVMPY_ContextDispose": (None, [_P]),
 }
 
 # LLVM's LLVMLinkage values (llvm-c/Core.h) of symbols that stay inside their object
 INTERNAL_LINKAGE, PRIVATE_LINKAGE = 8, 9
 
 
-LIBRARY_NAMES = {"linux": "libllvmlite.so", "darwin": "libllvmlite.dylib"}
-
-
-def library_path() -> str | None:
-    """Where llvmlite's library is, found without importing llvmlite (None: not found)."""
-    name = next((v for k, v in LIBRARY_NAMES.items() if sys.platform.startswith(k)), None)
-    if name is None:
-        return None
-    import importlib.util
-    try:
-        spec = importlib.util.find_spec("llvmlite")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for folder in spec.submodule_search_locations:
-        path = os.path.join(folder, "binding", name)
-        if os.path.isfile(path):
-            return path
-    return None
-
-
 @functools.lru_cache(maxsize=None)
 def _library() -> ctypes.CDLL:
-    from . import llvm_preload
-    llvm_preload.wait()     # its thread's first use of LLVM ends before this thread's begins
     path = library_path()
     if path is None:
         raise RuntimeError("llvmlite's library (libllvmlite) was not found")
     return ctypes.CDLL(path)
 
 
-def declare(library: ctypes.CDLL, name: str) -> Callable[..., Any]:
-    """`library`'s function `name` with its prototype from SIGNATURES."""
-    cfn = getattr(library, name)
-    cfn.restype, cfn.argtypes = SIGNATURES[name]
-    return cfn  # type: ignore[no-any-return]
-
-
 @functools.lru_cache(maxsize=None)
 def fn(name: str) -> Callable[..., Any]:
     """The library's function `name` with its prototype (declared on first use)."""
-    return declare(_library(), name)
+    cfn = getattr(_library(), name)
+    cfn.restype, cfn.argtypes = SIGNATURES[name]
+    return cfn  # type: ignore[no-any-return]
 
 
 def _taken(out: ctypes.c_void_p) -> str:

@@ -53,9 +53,6 @@ def init_llvm() -> None:
     """The host's target, assembly printer and parser, for llvmlite's users (all of LLVM's
     targets took another ~1 ms of every start)."""
     import llvmlite.binding as llvm
-
-    from . import llvm_preload
-    llvm_preload.wait()     # its warm-up calls into LLVM
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     llvm.initialize_native_asmparser()
