@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 from typing import Any, Callable, Iterator
 
 from .llvm_preload import library_path
@@ -348,7 +349,12 @@ class Engine:
     with; it lives as long as the process)."""
 
     def __init__(self, tm: int, context: int) -> None:
-        self._ee = _checked("LLVMPY_CreateMCJITCompiler", "", parse("", context), tm, False)
+        # llvmlite's own memory manager where llvmlite uses it by default (64-bit ARM: the
+        # default one's placement breaks MCJIT's relocations there)
+        own_memory = hasattr(os, "uname") and os.uname().machine.lower() in ("arm64",
+                                                                            "aarch64")
+        self._ee = _checked("LLVMPY_CreateMCJITCompiler", "", parse("", context), tm,
+                            own_memory)
 
     def add_object(self, obj: bytes) -> None:
         handle = fn("LLVMPY_CreateObjectFile")(obj, len(obj))
