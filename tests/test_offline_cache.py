@@ -443,3 +443,36 @@ def test_a_slightly_future_mtime_still_counts_as_recent(tmp_path):
     os.utime(store.path("old"), (time.time() - 3600,) * 2)
     store.save("fresh", "kernel_fresh", b"f" * 1000)
     assert sorted(e.key for e in store.entries()) == ["ahead", "fresh"]
+
+
+def test_source_hash_follows_stat_not_contents(tmp_path, monkeypatch):
+    """jitrt's part of every key (`keys.source_hash`) comes from the .py files' paths, sizes
+    and modification times, without reading them (docs/offline_cache.md, "Keys")."""
+    import builtins
+    from jitrt.cache import keys
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "__pycache__").mkdir()
+    for rel, text in (("a.py", "x = 1\n"), ("sub/b.py", "y = 2\n"), ("notes.txt", "n"),
+                      ("__pycache__/c.py", "z")):
+        (tmp_path / rel).write_text(text)
+        os.utime(tmp_path / rel, ns=(1_000_000_000, 1_000_000_000))
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"a source file was opened: {args[0]}")
+    monkeypatch.setattr(builtins, "open", refused)
+    first = keys.source_hash(str(tmp_path))
+    monkeypatch.undo()
+    b = tmp_path / "sub" / "b.py"
+    os.utime(b, ns=(2_000_000_000, 2_000_000_000))           # touched: a new hash
+    assert keys.source_hash(str(tmp_path)) != first
+    b.write_text("y = 3\n")                                    # same size, old time: the same
+    os.utime(b, ns=(1_000_000_000, 1_000_000_000))
+    assert keys.source_hash(str(tmp_path)) == first
+    b.write_text("y = 30\n")                                   # another size: a new hash
+    os.utime(b, ns=(1_000_000_000, 1_000_000_000))
+    assert keys.source_hash(str(tmp_path)) != first
+    (tmp_path / "notes.txt").write_text("changed")             # not a .py file: ignored
+    (tmp_path / "__pycache__" / "c.py").write_text("ignored")
+    b.write_text("y = 3\n")
+    os.utime(b, ns=(1_000_000_000, 1_000_000_000))
+    assert keys.source_hash(str(tmp_path)) == first

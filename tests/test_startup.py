@@ -18,6 +18,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+from typing import ClassVar
 
 import pytest
 
@@ -275,6 +276,34 @@ def test_frozen_keeps_methods_the_class_defines_and_refuses_what_it_lacks():
         class Misordered:
             a: int = 0
             b: int
+
+
+def test_frozen_and_record_declare_fields_without_the_dataclass_decorator(monkeypatch):
+    """`_declare_fields` records what `dataclass` would (~0.13 ms a class at import), without
+    calling it; ClassVars are not fields; bad declarations fail as with `dataclass`."""
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("dataclasses.dataclass called")
+    monkeypatch.setattr(dataclasses, "dataclass", refused)
+    Base, Node = make_pair(frozen)
+
+    @frozen
+    class Counter(Node):
+        kinds: ClassVar[int] = 3
+        count: int = 0
+
+    c = Counter("c", (), count=2)
+    assert [f.name for f in dataclasses.fields(c)] == ["name", "kids", "size", "loc", "count"]
+    assert Counter.kinds == 3 and Counter.size == 1 and Counter.__match_args__[-1] == "count"
+    assert [f.compare for f in dataclasses.fields(Node)] == [True, True, True, False]
+    assert dataclasses.replace(c, count=5).count == 5 and c.loc == "nowhere"
+    with pytest.raises(ValueError, match="mutable default <class 'list'> for field items"):
+        @frozen
+        class Mutable:
+            items: list = []   # noqa: RUF012
+    with pytest.raises(TypeError, match="'x' is a field but has no type annotation"):
+        @record
+        class Unannotated:
+            x = dataclasses.field(default=0)
 
 
 @pytest.mark.parametrize("deco", [record, dataclasses.dataclass], ids=["record", "dataclass"])

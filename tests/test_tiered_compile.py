@@ -53,7 +53,7 @@ def cell_target(compiled, symbol: str) -> int:
 
 
 def address(name: str) -> int:
-    return cpu.engine()._engine.get_function_address(name)
+    return cpu.engine().address(name)
 
 
 def test_the_quick_copy_runs_until_the_optimised_one_lands(held):
@@ -219,26 +219,6 @@ def test_a_failed_optimised_compile_warns_and_the_quick_copy_stays(monkeypatch):
                for w in caught), [str(w.message) for w in caught]
     ones()
     assert (x.to_numpy() == 1).all()
-
-
-def test_without_llvmlites_unlocked_calls_the_thread_compiles_under_its_lock(monkeypatch):
-    from llvmlite.binding import ffi
-    monkeypatch.setattr(cpu_tiers, "_unlocked", lambda name: getattr(ffi.lib, name))
-    jr.init(offline_cache=False)
-    x = jr.field(jr.f32, shape=(4,))
-
-    @jr.kernel
-    def half():
-        for i in x:
-            x[i] = i * 0.5
-
-    half()
-    jr.sync()
-    half()
-    np.testing.assert_array_equal(x.to_numpy(), np.arange(4) * 0.5)
-    compiled = compiled_of(half)
-    entry = next(s for s in compiled.functions if s.endswith("_entry"))
-    assert cell_target(compiled, entry) == address(entry)
 
 
 def test_stub_text_follows_the_signature_and_refuses_varargs():

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import functools
 import sys
 import threading
 
 from typing import Any, Mapping
 
-import llvmlite.binding as llvm
 import xxhash
 from llvmlite import ir
 
@@ -27,8 +27,9 @@ from ..native import threadpool
 from ..codegen.targets import Target as CodegenTarget, TargetTraits
 from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, HostServices,
                    LaunchContext, Reducer, Required)
+from . import llvm_direct as direct
 from .cpu_tiers import Tiers
-from .llvm_setup import LLVM_LOCK, host_target_machine, init_llvm, optimize
+from .llvm_setup import LLVM_LOCK
 from ..logger import logger as log
 
 ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int64)
@@ -45,18 +46,25 @@ CPU_TRAITS = TargetTraits(grid_launch=False, status_block=False, data_address_sp
 
 
 def compile_object(module: ir.Module | str) -> bytes:
-    init_llvm()
+    """Object code of the module after LLVM's O3 pipeline, for the host CPU."""
     text = str(module)
     with LLVM_LOCK:
-        tm = host_target_machine()
-        mod = llvm.parse_assembly(text)
-        mod.verify()
-        optimize(mod, tm)
-        return bytes(tm.emit_object(mod))
+        tm = direct.host_machine(3)
+        mod = direct.parse(text, direct.shared_context())
+        try:
+            direct.verify(mod)
+            direct.optimise(mod, tm)
+            return direct.emit_object(tm, mod)
+        finally:
+            direct.dispose_module(mod)
 
 
 def optimized_ir(module: ir.Module | str) -> str:
-    """The module's LLVM IR after the same O3 pipeline as `compile_object` (for inspection)."""
+    """The module's LLVM IR after the same O3 pipeline as `compile_object` (for inspection:
+    through llvmlite, which prints modules)."""
+    import llvmlite.binding as llvm
+
+    from .llvm_setup import host_target_machine, init_llvm, optimize
     init_llvm()
     with LLVM_LOCK:
         mod = llvm.parse_assembly(str(module))
@@ -78,8 +86,10 @@ class CpuEngine:
     """The process's MCJIT engine. Objects are added once; addresses are looked up by name."""
 
     def __init__(self) -> None:
-        init_llvm()
-        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), host_target_machine())
+        with LLVM_LOCK:    # the engine owns its target machine
+            self._engine = direct.Engine(direct.target_machine(
+                direct.process_triple(), direct.host_cpu_name(), direct.host_cpu_features(), 3),
+                direct.shared_context())
         self._loaded: dict[str, dict[str, int]] = {}
         self._lock = LLVM_LOCK
 
@@ -88,9 +98,8 @@ class CpuEngine:
             found = self._loaded.get(key)
             if found is not None:
                 return found
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            self._engine.finalize_object()
-            addrs = {name: self._engine.get_function_address(name) for name in names}
+            self._engine.add_object(obj)
+            addrs = {name: self._engine.address(name) for name in names}
             missing = [k for k, v in addrs.items() if not v]
             if missing:
                 raise RuntimeError(f"symbols missing after loading object {key}: {missing}")
@@ -99,6 +108,11 @@ class CpuEngine:
 
     def is_loaded(self, key: str) -> bool:
         return key in self._loaded
+
+    def address(self, name: str) -> int:
+        """The address of the loaded function `name` (0 where none is loaded)."""
+        with self._lock:
+            return self._engine.address(name)
 
 
 _engine: CpuEngine | None = None
@@ -213,8 +227,7 @@ def runtime_object(host: HostServices) -> bytes:
     the native launcher reads such things from its tables), so these inputs decide the text.
     The rest of the key (host target, LLVM versions, jitrt's compiler hash) comes from the
     runtime (`host.runtime_key`), as the store does."""
-    tm = host_target_machine()
-    triple, data_layout = llvm.get_process_triple(), str(tm.target_data)
+    triple, data_layout = direct.process_triple(), host_data_layout()
     store = host.store
     shipped = host.prebuilt_runtime(triple, data_layout)
     if shipped is not None:
@@ -272,9 +285,14 @@ def worker_pool(num_threads: int | None, grain: int,
     return pool
 
 
+@functools.lru_cache(maxsize=None)
+def host_data_layout() -> str:
+    with LLVM_LOCK:
+        return direct.data_layout(direct.host_machine(3))
+
+
 def cpu_target() -> CodegenTarget:
-    tm = host_target_machine()
-    return CodegenTarget("cpu", llvm.get_process_triple(), str(tm.target_data), CPU_TRAITS,
+    return CodegenTarget("cpu", direct.process_triple(), host_data_layout(), CPU_TRAITS,
                          lanes=CPU_LANES, tape=True)
 
 
@@ -288,10 +306,8 @@ class CpuDevice(Device):
         super().__init__(0)
         self.pool: WorkerPool = worker_pool(host.num_threads, host.parallel_grain, host)
         self._codegen_target = cpu_target()
-        tm = host_target_machine()
-        self._target = DeviceTarget("cpu", llvm.get_process_triple(), str(tm.target_data),
-                                    llvm.get_host_cpu_name(),
-                                    llvm.get_host_cpu_features().flatten())
+        self._target = DeviceTarget("cpu", direct.process_triple(), host_data_layout(),
+                                    direct.host_cpu_name(), direct.host_cpu_features())
         self._buffers: dict[int, Any] = {}
 
     @property

@@ -13,11 +13,13 @@ cache stores that object, and a warm start loads it with no stubs).
 `Tiers.optimise_later` queues the text for the one background thread, which compiles it with
 the same O3 pipeline as a synchronous compile, in an LLVM context and target machine of its
 own, and hands the object to a callback (`runtime/compiler.py` loads it, points the cells at
-it with `retarget` and saves it in the offline cache). llvmlite serialises every call into
-LLVM through one lock; the thread makes its three long calls (parse, optimise, emit) without
-it, which is safe because nothing else touches its context, module or target machine, so
-the caller's own compiles do not wait behind it. Calls already running keep the code they
-entered (MCJIT never unloads code), new calls take the cell's new target.
+it with `retarget` and saves it in the offline cache). LLVM is called through
+`llvm_direct.py` (llvmlite's C library without its Python layer, whose one global lock made
+every call wait for any other thread's): the thread takes no lock, which is safe because
+nothing else touches its context, module or target machine, so the caller's own compiles
+(which hold `LLVM_LOCK` for the shared context) do not wait behind it. Calls already
+running keep the code they entered (MCJIT never unloads code), new calls take the cell's new
+target.
 
 Caches: the quick objects by symbol prefix (the engine's), the thread and its LLVM state
 (process-wide). `wait()` returns once every queued job is done: `jr.sync`, `jr.init`,
@@ -31,18 +33,15 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
-import functools
 import threading
 import time
 import warnings
 from collections import deque
 from typing import Any, Callable, Iterator, Mapping
 
-import llvmlite.binding as llvm
-from llvmlite.binding import ffi
-
 from .. import logger as log
-from .llvm_setup import LLVM_LOCK, init_llvm, make_target_machine, optimize
+from . import llvm_direct as direct
+from .llvm_setup import LLVM_LOCK
 
 QUICK = "$quick"      # suffix of the quick copy's exported definitions
 STUB = "$tier"        # the stub of a symbol: calls through its cell
@@ -75,71 +74,46 @@ def stub_text(name: str, signature: str) -> str:
             f"{tail}\n}}\n")
 
 
-@functools.lru_cache(maxsize=None)
-def quick_target_machine() -> llvm.TargetMachine:
-    return make_target_machine(opt=0)
-
-
 def quick_object(text: str, symbols: list[str]) -> bytes:
     """Object code of the quick copy of `text`, with a cell and a stub per symbol."""
-    init_llvm()
     with LLVM_LOCK:
-        mod = llvm.parse_assembly(text)
-        mod.verify()
-        stubs = "".join(stub_text(s, str(mod.get_function(s).global_value_type))
-                        for s in symbols)
-        mod.link_in(llvm.parse_assembly(stubs))
-        local = (llvm.Linkage.internal, llvm.Linkage.private)
-        for value in [*mod.functions, *mod.global_variables]:
-            if not value.is_declaration and value.linkage not in local and \
-                    not value.name.endswith((STUB, CELL)):
-                value.name = value.name + QUICK
-        tm = quick_target_machine()
-        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0))
-        fpm = llvm.create_new_function_pass_manager()
-        fpm.add_sroa_pass()       # locals out of allocas: -O0 code keeps every one in memory
-        for fn in mod.functions:
-            if not fn.is_declaration:
-                fpm.run(fn, pb)
-        return bytes(tm.emit_object(mod))
-
-
-def _unlocked(name: str) -> Any:
-    """llvmlite's function `name` without its global lock (its ctypes function), or the
-    locked wrapper where this llvmlite has no such attribute (then correct, but the caller's
-    compiles wait behind the thread's)."""
-    wrapper = getattr(ffi.lib, name)
-    return getattr(wrapper, "_cfn", wrapper)
+        context = direct.shared_context()
+        mod = direct.parse(text, context)
+        try:
+            direct.verify(mod)
+            stubs = "".join(stub_text(s, direct.function_type(mod, s)) for s in symbols)
+            direct.link(mod, direct.parse(stubs, context))
+            local = (direct.INTERNAL_LINKAGE, direct.PRIVATE_LINKAGE)
+            for value in [*direct.functions(mod), *direct.global_variables(mod)]:
+                if direct.is_declaration(value) or direct.linkage(value) in local:
+                    continue
+                name = direct.name(value)
+                if not name.endswith((STUB, CELL)):
+                    direct.set_name(value, name + QUICK)
+            tm = direct.host_machine(0)
+            direct.run_sroa(mod, tm)   # locals out of allocas: -O0 code keeps each in memory
+            return direct.emit_object(tm, mod)
+        finally:
+            direct.dispose_module(mod)
 
 
 class _ThreadLLVM:
     """The background thread's LLVM context and target machine (its own: LLVM allows one
-    thread per context at a time, and a target machine is not shared between threads)."""
+    thread per context at a time, and a target machine is not shared between threads), so
+    that its calls need no lock (llvmlite's global lock is not involved: `llvm_direct`)."""
 
     def __init__(self) -> None:
-        self.context = llvm.create_context()
-        self.tm = make_target_machine(opt=3)
+        self.context = direct.new_context()
+        self.tm = direct.target_machine(direct.process_triple(), direct.host_cpu_name(),
+                                        direct.host_cpu_features(), 3)
 
     def compile(self, text: str) -> bytes:
-        with ffi.OutputString() as err:
-            ptr = _unlocked("LLVMPY_ParseAssembly")(self.context, ctypes.c_char_p(
-                text.encode()), err)
-            if not ptr:
-                raise RuntimeError(f"LLVM IR parsing error\n{err}")
-        mod = llvm.ModuleRef(ptr, self.context)
+        mod = direct.parse(text, self.context)
         try:
-            optimize(mod, self.tm, run=_unlocked("LLVMPY_RunNewModulePassManager"))
-            with ffi.OutputString() as err:
-                buf = _unlocked("LLVMPY_TargetMachineEmitToMemory")(self.tm, mod, 1, err)
-                if not buf:
-                    raise RuntimeError(f"LLVM code generation failed: {err}")
-            try:
-                return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(buf),
-                                        ffi.lib.LLVMPY_GetBufferSize(buf))
-            finally:
-                ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
+            direct.optimise(mod, self.tm)
+            return direct.emit_object(self.tm, mod)
         finally:
-            mod.close()
+            direct.dispose_module(mod)
 
 
 # (key, IR text or what builds it, what to do with the object, the kernel's name)

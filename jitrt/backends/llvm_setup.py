@@ -1,17 +1,20 @@
-"""One-time LLVM set-up and the host target machine.
+"""One-time LLVM set-up through `llvmlite.binding`, and the lock every use of LLVM holds.
 
 Stage: backend. Initialises llvmlite's targets once per process (the host's; all of them
-when a GPU compile step asks) and builds the host `TargetMachine` (cached) used to emit
-object code for the CPU.
+when a GPU compile step asks), builds llvmlite target machines for the host (the CPU
+backend's own compiles go through `llvm_direct.py`, which needs none of this) and runs the
+O`n` pipeline on llvmlite modules. `llvmlite.binding` is imported by the functions that use
+it, not with this module: the CPU path imports `LLVM_LOCK` from here and never loads it.
 """
 from __future__ import annotations
 
 import functools
+import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import llvmlite.binding as llvm
-from llvmlite.binding import ffi
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
 
 # llvmlite parses into LLVM's global context and shares one target machine: every use of the
 # LLVM library (parse, optimise, emit, load) holds this lock, so kernels first launched from
@@ -20,8 +23,11 @@ LLVM_LOCK = threading.RLock()
 
 
 def _llvmlite_lock() -> Any:
-    """llvmlite's own lock around each call into LLVM (None where this llvmlite has none)."""
-    return getattr(getattr(ffi.lib, "_lock", None), "_lock", None)
+    """llvmlite's own lock around each call into LLVM (None where this llvmlite has none, or
+    where `llvmlite.binding` is not loaded: then no thread calls through it)."""
+    binding = sys.modules.get("llvmlite.binding")
+    ffi = getattr(binding, "ffi", None)
+    return getattr(getattr(getattr(ffi, "lib", None), "_lock", None), "_lock", None)
 
 
 def hold_for_fork() -> None:
@@ -44,8 +50,9 @@ def release_after_fork() -> None:
 
 @functools.lru_cache(maxsize=None)
 def init_llvm() -> None:
-    """The host's target, assembly printer and parser: what the CPU backend needs (all of
-    LLVM's targets took another ~1 ms of every start)."""
+    """The host's target, assembly printer and parser, for llvmlite's users (all of LLVM's
+    targets took another ~1 ms of every start)."""
+    import llvmlite.binding as llvm
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     llvm.initialize_native_asmparser()
@@ -54,6 +61,7 @@ def init_llvm() -> None:
 @functools.lru_cache(maxsize=None)
 def init_all_targets() -> None:
     """Every target LLVM was built with: the GPU compile steps (NVPTX, AMDGPU)."""
+    import llvmlite.binding as llvm
     init_llvm()
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
@@ -65,7 +73,8 @@ def host_target_machine() -> llvm.TargetMachine:
 
 
 def make_target_machine(opt: int) -> llvm.TargetMachine:
-    """A new target machine for the host CPU generating code at -O`opt`."""
+    """A new llvmlite target machine for the host CPU generating code at -O`opt`."""
+    import llvmlite.binding as llvm
     init_llvm()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
@@ -73,17 +82,12 @@ def make_target_machine(opt: int) -> llvm.TargetMachine:
                                         opt=opt, reloc="static", codemodel="large")
 
 
-def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3,
-             run: Any = None) -> None:
-    """The O`level` pipeline with both vectorizers; `run(pass manager, module, pass builder)`
-    replaces the pass manager's run (`backends/cpu_tiers.py` runs it without llvmlite's
-    lock)."""
+def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3) -> None:
+    """The O`level` pipeline with both vectorizers (`llvm_direct.optimise` runs the same on
+    the CPU backend's modules)."""
+    import llvmlite.binding as llvm
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pb = llvm.create_pass_builder(tm, pto)
-    mpm = pb.getModulePassManager()
-    if run is None:
-        mpm.run(module, pb)
-    else:
-        run(mpm, module, pb)
+    pb.getModulePassManager().run(module, pb)

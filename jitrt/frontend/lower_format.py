@@ -28,9 +28,11 @@ from .context import LoweringHost, PyValue
 from .lower_expr import Value, describe, is_number
 from .vectors import TupleValue, VecValue
 
-PRINTF_SPEC = re.compile(r"%?([-+ #0]*)(\d*)(\.\d*)?(hh|ll|[hljztL])?([a-zA-Z]?)\Z")
+PRINTF_SPEC = r"%?([-+ #0]*)(\d*)(\.\d*)?(hh|ll|[hljztL])?([a-zA-Z]?)\Z"
 REAL, SIGNED, UNSIGNED, UNSUPPORTED = "fFeEaAgG", "di", "oxXu", "csnp"
-PERCENT = re.compile(r"%(?:\(\w+\))?([-+ #0]*)(\d*)(\.\d*)?(?:hh|ll|[hlL])?([diouxXeEfFgGcrsa%])")
+PERCENT = r"%(?:\(\w+\))?([-+ #0]*)(\d*)(\.\d*)?(?:hh|ll|[hlL])?([diouxXeEfFgGcrsa%])"
+# (patterns compiled on first use, by `re`'s cache: this module loads with every first compile,
+# and most kernels format nothing)
 
 
 @frozen
@@ -46,7 +48,7 @@ class FormatValue:
 def printf_spec(spec: str, dt: dtypes.DataType) -> str:
     """The printf specifier (no `%`, no length) that `spec` gives a value of type `dt`;
     ValueError (syntax) or TypeError (a conversion of the wrong kind) with the reason."""
-    m = PRINTF_SPEC.match(spec)
+    m = re.match(PRINTF_SPEC, spec)
     if m is None or (m.group(5) and m.group(5) not in REAL + SIGNED + UNSIGNED + UNSUPPORTED):
         raise ValueError(f"'{spec}' is not a valid printf format specifier "
                          "([flags][width][.precision][conversion], e.g. '.2f', '5d', 'e')")
@@ -148,7 +150,7 @@ class FormatLowering(LoweringHost):
             items = [values]
         parts: list[Any] = []
         at, used = 0, 0
-        for m in PERCENT.finditer(text):
+        for m in re.finditer(PERCENT, text):
             parts.append(text[at:m.start()])
             at = m.end()
             flags, width, precision, conv = m.groups("")
