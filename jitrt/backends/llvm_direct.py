@@ -293,7 +293,7 @@ def linkage(value: int) -> int:
 
 
 def name(value: int) -> str:
-    return (fn("LLVMPY_GetValueName")(value) or b"").decode()  # type: ignore[no-any-return]
+    return str((fn("LLVMPY_GetValueName")(value) or b"").decode())
 
 
 def set_name(value: int, new: str) -> None:
