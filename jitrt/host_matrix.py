@@ -65,6 +65,11 @@ class ElementComparison(np.ndarray):
             kwargs["out"] = tuple(plain(x) for x in kwargs["out"])
         return getattr(ufunc, method)(*(plain(x) for x in inputs), **kwargs)
 
+    def to_numpy(self) -> np.ndarray:
+        """The components' results as a plain numpy bool array (what Taichi's comparison
+        Matrix gives through its `to_numpy()`, read as bools)."""
+        return np.array(self.view(np.ndarray), dtype=bool)
+
     def __bool__(self) -> bool:
         values = self.view(np.ndarray)
         return bool(values.all() if self._rule == "all" else values.any())

@@ -149,6 +149,8 @@ def test_comparing_python_scope_vectors_has_a_truth_value():
     assert m == [[1, 2], [3, 4]] and not (m == [[1, 2], [3, 5]])
     assert (v == [3, 5]).tolist() == [True, False]      # still the element-wise array
     assert type(~(v == [3, 5])) is np.ndarray            # numpy operations: plain arrays
+    got = (v < jr.Vector([5, 4])).to_numpy()             # Taichi's comparison Matrix has it
+    assert got.dtype == np.bool_ and got.tolist() == [True, False]
 
 
 def test_a_kernels_vector_or_matrix_result_is_a_python_scope_vector_or_matrix():
