@@ -37,7 +37,33 @@ def _open(program: "Program", what: str) -> "Program":
     return program
 
 
-class Stream:
+class _DriverObject:
+    """A stream or event of one device's driver: destroyed by `close()` (or when collected)
+    if jitrt made it and its program is still open; one wrapped `from_handle` is never."""
+    _owned: bool
+    _program: "Program"
+    device_id: int
+    handle: "Handle | None"
+
+    def _destroy(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Destroy the driver object jitrt made (work queued on a stream still runs); also
+        done when the object is collected."""
+        if self._owned and program_mod.OPEN.get(
+                (self._program.arch, self.device_id)) is self._program:
+            self._destroy()
+        self._owned = False
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown: the driver may be gone
+            pass
+
+
+class Stream(_DriverObject):
     """A stream of one GPU (`device`: its id; None: the current program's device). On the
     CPU a stream is accepted and launches still run in order."""
 
@@ -80,25 +106,14 @@ class Stream:
         """Record `event` (a new one when None) on this stream and return it."""
         return (event or Event(self.device_id)).record(self)
 
-    def close(self) -> None:
-        """Destroy a stream jitrt made (its queued work still runs); also done when the
-        object is collected."""
-        if self._owned and program_mod.OPEN.get(
-                (self._program.arch, self.device_id)) is self._program:
-            self._program.device.destroy_stream(self.handle)
-        self._owned = False
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown: the driver may be gone
-            pass
+    def _destroy(self) -> None:
+        self._program.device.destroy_stream(self.handle)
 
     def __repr__(self) -> str:
         return f"<jr.Stream {self._program.arch}:{self.device_id} 0x{self.cuda_stream:x}>"
 
 
-class Event:
+class Event(_DriverObject):
     """A point in a stream of one GPU: `record` it, then `wait` for it on another stream (on
     the device) or `synchronize` the host with it. On the CPU it does nothing."""
 
@@ -143,17 +158,8 @@ class Event:
                              f"waited for by a stream of device {stream.device_id}")
         return stream
 
-    def close(self) -> None:
-        if self._owned and program_mod.OPEN.get(
-                (self._program.arch, self.device_id)) is self._program:
-            self._program.device.destroy_event(self.handle)
-        self._owned = False
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown: the driver may be gone
-            pass
+    def _destroy(self) -> None:
+        self._program.device.destroy_event(self.handle)
 
 
 @contextlib.contextmanager
