@@ -76,7 +76,8 @@ from .errors import (AdStackOverflowError, AutodiffError, BackendUnavailableErro
                      KernelArgCountError, KernelArgError, KernelArgValueError,
                      KernelAssertionError, KernelBoundsError, KernelCompileError,
                      KernelIndexError, KernelNameError, KernelRuntimeError, KernelSyntaxError,
-                     KernelTypeError, NotDifferentiableError, OfflineCacheError)
+                     KernelTypeError, NotDifferentiableError, OfflineCacheError,
+                     TapeLossError)
 from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexError,
                      TaichiNameError, TaichiRuntimeError, TaichiRuntimeTypeError,
                      TaichiSyntaxError, TaichiTypeError)
@@ -148,7 +149,7 @@ __all__ = ["AdStackOverflowError", "AutodiffError", "BackendUnavailableError", "
            "KernelArgError", "KernelArgValueError", "KernelCompileError", "KernelRuntimeError",
            "Matrix", "MatrixField",
            "Layout", "Ndarray", "NotDifferentiableError", "OfflineCacheError", "ScalarField",
-           "Struct", "StructField",
+           "Struct", "StructField", "TapeLossError",
            "Vector", "acos", "ad", "amdgpu", "asin",
            "atan", "atan2", "atomic_add", "atomic_max", "atomic_min", "atomic_sub", "block_local",
            "cast", "ceil",

@@ -61,8 +61,9 @@ class Tape:
     """Records the launches of a forward step; on exit runs their adjoints in reverse.
 
     Args:
-        loss: the field or ndarray whose gradient is seeded with 1 (every element); or a
-            torch CPU tensor that requires a gradient (its `.grad`, allocated if None).
+        loss: the 0-d field or one-element ndarray whose gradient is seeded with 1; or a
+            one-element torch CPU tensor that requires a gradient (its `.grad`, allocated if
+            None). Anything larger, or without a gradient, is a `jr.TapeLossError`.
         clear_gradients: zero every gradient on entry (default) or accumulate.
         validation: check Taichi's global data access rule while recording (with
             `jr.init(debug=True)`; without it, a warning): an element of a field with a
@@ -75,14 +76,8 @@ class Tape:
 
     def __init__(self, loss: Any = None, clear_gradients: bool = True,
                  validation: bool = False, grad_check: Any = None) -> None:
-        if loss is not None and requires_grad(loss):   # a torch tensor: over its .grad
-            loss = grad_tensor_view(loss)
-        if loss is not None and not isinstance(loss, (Field, Ndarray)):
-            raise TypeError(f"Tape(loss=...) needs a field or ndarray, got {type(loss).__name__}")
-        if loss is not None and not loss.needs_grad:    # an implicit gradient does not count
-            raise ValueError(f"Tape(loss=...): '{loss.name}' was created without needs_grad=True"
-                             + (" (and its gradient was neither placed nor given by "
-                                "jr.root.lazy_grad())" if loss.grad is not None else ""))
+        if loss is not None:
+            loss = _checked_loss(loss)
         self.validation = bool(validation) and program_mod.current().config.debug
         if validation and not self.validation:
             warnings.warn("jr.ad.Tape(validation=True): the global data access rule is "
@@ -283,6 +278,40 @@ class FwdMode:
         program.fwd = None
         _leave(program, program.fwd_token)
         self.param.dual.fill(0)                      # the seed is cleared, results stay
+
+
+def _checked_loss(loss: Any) -> Field | Ndarray:
+    """The loss a Tape seeds: a 0-d field, an ndarray of one element or a torch CPU tensor of
+    one element that requires a gradient (an ndarray over it); anything else is refused as
+    Taichi refuses it (a `TapeLossError`, which is a `RuntimeError`; Taichi's words kept)."""
+    from .errors import TapeLossError
+    if hasattr(loss, "requires_grad") and hasattr(loss, "numel"):      # a torch tensor
+        if loss.numel() != 1:
+            raise TapeLossError(f"Tape(loss=...): a tensor of shape {tuple(loss.shape)}; the "
+                                "loss of `Tape` must be a tensor only contains one element")
+        if not loss.requires_grad:
+            raise TapeLossError("Tape(loss=...): Gradients of loss are not allocated, please set "
+                                "requires_grad=True for all tensors that are required by "
+                                "autodiff.")
+    if requires_grad(loss):                       # a torch CPU tensor: over its .grad
+        loss = grad_tensor_view(loss)
+    if not isinstance(loss, (Field, Ndarray)):
+        raise TypeError(f"Tape(loss=...) needs a field or ndarray, got {type(loss).__name__}")
+    if isinstance(loss, Ndarray) and int(np.prod(loss.shape)) != 1:
+        raise TapeLossError(f"Tape(loss=...): ndarray of shape {loss.shape}; The loss of `Tape` "
+                            "must be an ndarray with only one element")
+    if isinstance(loss, Field) and loss.shape != ():
+        raise TapeLossError(f"Tape(loss=...): '{loss.name}' has shape {loss.shape}; The loss of "
+                            "`Tape` must be a 0-D field, i.e. scalar")
+    if not loss.needs_grad:                       # an implicit gradient does not count
+        what = ("Gradients of loss are not allocated, please set needs_grad=True for all "
+                "ndarrays that are required by autodiff." if isinstance(loss, Ndarray) else
+                "Gradients of loss are not allocated, please use ti.field(..., needs_grad=True)")
+        raise TapeLossError(f"Tape(loss=...): '{loss.name}' was created without needs_grad=True"
+                            + (" (and its gradient was neither placed nor given by "
+                               "jr.root.lazy_grad())" if loss.grad is not None else "")
+                            + f"; {what}")
+    return loss
 
 
 def _check_no_mode(mode: Any) -> "Program":

@@ -280,6 +280,11 @@ class AutodiffError(JitrtError, RuntimeError):
     Tape whose later launches change the data that decides an earlier launch's trip counts)."""
 
 
+class TapeLossError(AutodiffError, ValueError):
+    """A `jr.ad.Tape(loss=...)` whose loss cannot be seeded: more than one element, or no
+    gradient. A `ValueError` and, as Taichi's refusal of the same losses, a `RuntimeError`."""
+
+
 class NotDifferentiableError(KernelCompileError, AutodiffError):
     """A kernel whose adjoint jitrt refuses to build (it calls `jr.random()`, reads or writes
     an ndarray's `.grad`, loops with `while`/`break`/`continue`): raised when the gradient

@@ -116,6 +116,10 @@ def peer_values(explicit: dict[str, Any], environ: Any) -> tuple[tuple[str, Any]
                 out.append((name, text))
         elif name in TAICHI_DEFAULTS:
             out.append((name, default))
+    # the log level in Taichi's spelling, for `ti.init(_test_mode=True).log_level`
+    level = explicit.get("log_level")
+    out.append(("taichi_log_level", level if level is not None else
+                environ.get("TI_LOG_LEVEL", "info")))
     return tuple(out)
 
 

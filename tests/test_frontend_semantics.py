@@ -490,3 +490,14 @@ def test_gradients_flow_through_early_returns_and_or():
         k()
     assert loss[None] == 8.0
     np.testing.assert_array_equal(x.grad.to_numpy(), [3, 4, 7, 3])
+
+
+def test_a_numpy_array_made_in_a_kernel_is_a_constant_vector():
+    """docs/porting.md: where Taichi refuses a non-0-d numpy array in a kernel, jitrt takes a
+    small one as a constant vector, and a 0-d one as its number."""
+    @jr.kernel
+    def k() -> jr.i32:
+        a = np.array([1, 20])
+        b = np.array(300)
+        return a[0] + a[1] + b
+    assert k() == 321

@@ -329,3 +329,21 @@ def test_primitive_types_lists():
     assert pt.f32 is jr.f32 and pt.uint8 is jr.u8 and float in pt.real_types
     assert jr.i64 in pt.integer_types and set(pt.all_types) == set(pt.real_types +
                                                                    pt.integer_types)
+
+
+def test_test_mode_init_reads_back_log_level_and_gdb_trigger(monkeypatch):
+    """Taichi's `ti.init(_test_mode=True)` returns its special config; jitrt's program reads
+    its two options back the same way: as given, else `TI_<NAME>`, else Taichi's default."""
+    monkeypatch.delenv("TI_LOG_LEVEL", raising=False)
+    monkeypatch.delenv("TI_GDB_TRIGGER", raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = jr.init(_test_mode=True)
+        assert (program.log_level, program.gdb_trigger) == ("info", False)
+        program = jr.init(_test_mode=True, log_level="warn", gdb_trigger=True)
+        assert (program.log_level, program.gdb_trigger) == ("warn", True)
+        assert program.config.log_level == "warning"           # what jitrt's logging uses
+        monkeypatch.setenv("TI_LOG_LEVEL", "trace")
+        monkeypatch.setenv("TI_GDB_TRIGGER", "1")
+        program = jr.init(_test_mode=True)
+        assert (program.log_level, program.gdb_trigger) == ("trace", True)

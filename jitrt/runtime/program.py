@@ -132,6 +132,19 @@ class Program:
             self.tape_token if recorders else self
 
     @property
+    def log_level(self) -> str:
+        """Taichi's `ti.init(_test_mode=True).log_level`: the level as `init` was given it (in
+        Taichi's spelling: "warn", "trace"), else `TI_LOG_LEVEL`, else Taichi's "info"; jitrt's
+        logging follows `config.log_level` (docs/porting.md)."""
+        return str(self.config.taichi_log_level)
+
+    @property
+    def gdb_trigger(self) -> bool:
+        """Taichi's `ti.init(_test_mode=True).gdb_trigger`, as given (else `TI_GDB_TRIGGER`,
+        else False); jitrt installs no crash handler, so it changes nothing."""
+        return bool(self.config.gdb_trigger)
+
+    @property
     def pool(self) -> PoolInfo | None:
         """The CPU worker pool (CPU programs only)."""
         return self.device.pool
