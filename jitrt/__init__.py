@@ -91,7 +91,8 @@ from .frontend.builtins import (MATH, atan2, atomic_add, atomic_max, atomic_min,
 from .frontend.builtins import abs_ as _builtins_abs, max_ as _builtins_max, \
     min_ as _builtins_min
 from .kernel import data_oriented, func, kernel, real_func
-from .data import Field, Layout, MatrixField, Ndarray, ScalarField, field, ndarray
+from .data import Field, MatrixField, Ndarray, ScalarField
+from .data_declare import Layout, field, ndarray
 from .linalg import Matrix, Struct, StructField, Vector, rgb_to_hex
 from .layout import FieldsBuilder, SNodeTree  # noqa: F401 (Taichi's builder of a layout tree)
 from .layout import i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741,F401 (jr.ij...)

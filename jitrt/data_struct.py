@@ -20,7 +20,7 @@ class StructField:
 
     def __init__(self, kind: Any, shape: Any, needs_grad: bool,
                  name: str | None, needs_dual: bool = False, offset: Any = None) -> None:
-        from .data import check_offset, field
+        from .data_declare import check_offset, field
         from .data_index import offset_of, shape_of
         check_offset(shape, offset)
         if shape is not None:        # else every member waits for jr.root...place(s)

@@ -12,7 +12,7 @@ dimension per axis used, in axis order, unused axes dropped: `dense(jr.k, 4).den
 gives shape (4, 3), `dense(jr.l, 4).dense(jr.i, 3)` gives (3, 4). Storage is row-major over
 that shape, one array per field (Taichi interleaves fields placed together and blocks chained
 levels in memory: the logical indices and `to_numpy()` are the same, only the memory order
-differs). A float field's gradient is placed with it (`data.PendingField`); `place(x.grad)`
+differs). A float field's gradient is placed with it (`data_declare.PendingField`); `place(x.grad)`
 checks its shape and `lazy_grad()` marks gradients asked for (and gives one to fields created
 with a shape and no gradient). Duals are placed with their fields (`lazy_dual()` has nothing
 to do). Sparse layouts raise NotImplementedError. `FieldsBuilder` is Taichi's builder of
@@ -27,7 +27,7 @@ import weakref
 import numpy as np
 
 from . import data, data_placement
-from .data import PendingField
+from .data_declare import PendingField
 from .data_component import ComponentField
 from .data_index import offset_of
 

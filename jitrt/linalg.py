@@ -178,7 +178,8 @@ def _storage(kind: MatrixType, shape: Any, needs_grad: bool, name: str | None,
              layout: Any = None, order: str | None = None) -> Any:
     """A field (or ndarray) of `kind`: the components as trailing dimensions (with either
     `jr.Layout`: docs/usage.md, "Component layouts"; `order` as `jr.field`'s)."""
-    from .data import Layout, MatrixField, Ndarray, check_offset, pending, track
+    from .data import MatrixField, Ndarray, track
+    from .data_declare import Layout, check_offset, pending
     from .data_index import order_of
     if layout is not None and not isinstance(layout, Layout):
         raise TypeError(f"layout must be jr.Layout.AOS or jr.Layout.SOA, got {layout!r}")
@@ -341,7 +342,7 @@ class StructType:
         """A field of these structs; without a shape, placed later (`jr.root...place(s)`),
         as in Taichi. `layout=jr.Layout.SOA` or `AOS` (Quadrants') is accepted: jitrt
         stores one field per member either way."""
-        from .data import Layout
+        from .data_declare import Layout
         if not self.members:
             raise TypeError(f"{self!r} has no members: a field of it holds nothing")
         if layout is not None and not isinstance(layout, Layout):

@@ -17,7 +17,8 @@ from math import sqrt
 from typing import Any
 
 from . import dtypes
-from .data import Field, field
+from .data import Field
+from .data_declare import field
 from .frontend.builtins import cast, grouped, static
 from .kernel import kernel
 from .types import template

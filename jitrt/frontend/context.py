@@ -81,7 +81,7 @@ class CompileContext:
     real_funcs: list[n.RealFunc] = field(default_factory=list)
 
     def field_ref(self, fld: Any, name: str) -> n.FieldRef:
-        from ..data import PendingField
+        from ..data_declare import PendingField
         if isinstance(fld, PendingField):
             from ..errors import KernelCompileError
             raise KernelCompileError(f"field '{name}' has no shape yet: place it first "

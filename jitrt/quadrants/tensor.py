@@ -22,7 +22,8 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from ..data import Field, Ndarray, field, ndarray
+from ..data import Field, Ndarray
+from ..data_declare import field, ndarray
 
 
 class Backend(enum.IntEnum):
