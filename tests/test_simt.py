@@ -394,6 +394,19 @@ def test_tile_cholesky_compiles_for_both_gpus():
 
 
 @pytest.mark.cpu_only
+def test_tile_code_grows_linearly_with_the_tile():
+    # the Cholesky and the triangular solve loop over the tile's columns at run time: their
+    # code (and so the PTX's shuffles) grows as n, not as n*n, so a 32x32 tile compiles in
+    # about twice a 16x16 one's time (fully unrolled, a 32x32 f64 tile took ~40 s to build)
+    counts = {}
+    for size, n in ((16, 12), (32, 20)):
+        a, col, m, rhs = tile_problem(1, n)
+        ptx = jr.debug.gpu_asm(tile_cholesky, m, col, rhs, m, m, size, n, arch="cuda", sm=90)
+        counts[size] = ptx.count("shfl.sync")
+    assert counts[32] < 3 * counts[16], counts          # unrolled: 2176 vs 576
+
+
+@pytest.mark.cpu_only
 def test_tile_misuse_is_a_clear_error():
     @jr.kernel
     def bad(m: nd(dtype=jr.f64, ndim=2)):

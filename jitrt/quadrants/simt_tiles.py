@@ -16,15 +16,19 @@ tile's new rows:
   pivot sqrt(max(pivot, eps)) with `eps` this lane's own (one lane owns each pivot); the
   strict upper triangle keeps what it held (`cholesky`);
 - `L.solve_triangular_(B)`: B becomes X with X @ L.T = B, L lower triangular (`trsm`).
-Every lane of the warp runs them together (tiles are warp-synchronous: no barrier). Sums
-run in column order (Quadrants splits the Cholesky's dot product into two partial sums:
-results may differ in the last bits). Caches nothing.
+Every lane of the warp runs them together (tiles are warp-synchronous: no barrier). The
+Cholesky and the solve loop over the columns at run time (a column index into the row is a
+chain of selects, `pick`/`put`, so the row stays in registers; the inner dot product is
+unrolled, each term guarded by a condition the same on every lane): their code grows as n,
+not n*n, which keeps a 32x32 f64 tile's compile (and ptxas) short. Sums run in column
+order (Quadrants splits the Cholesky's dot product into two partial sums: results may differ
+in the last bits). Caches nothing.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from ..frontend.builtins import MATH, cast, static
+from ..frontend.builtins import MATH, cast, select, static
 from ..frontend.func import Func
 from ..types import template
 from . import simt_primitives as _simt   # (simt.py adds simt_funcs' funcs to them)
@@ -93,31 +97,48 @@ def _ger_sub(t, u, v, size: template()):  # type: ignore
     return t
 
 
+def _pick(t, k, size: template()):  # type: ignore
+    v = t[0]                     # t[k] for a run-time k in 0..size-1, by selects (registers)
+    for j in static(range(1, size)):
+        v = select(k == j, t[j], v)
+    return v
+
+
+def _put(t, k, x, size: template()):  # type: ignore
+    for j in static(range(size)):     # t[k] = x for a run-time k, by selects (registers)
+        t[j] = select(k == j, x, t[j])
+    return t
+
+
 def _cholesky(t, eps, size: template(), dtype: template()):  # type: ignore
     lane = _sg.invocation_id()
-    done = cast(0, dtype)        # this row's sum of squares of its finished entries
-    for k in static(range(size)):
+    for k in range(size):        # run time: one copy of the step, not size of them
+        dot = cast(0, dtype)     # this row's entries 0..k-1 against row k's
+        for j in static(range(size - 1)):
+            if j < k:            # the same on every lane: the shuffle runs converged
+                dot += t[j] * _sg.shuffle(t[j], k)
+        own = pick(t, k, size)
         pivot = cast(0, dtype)
         if lane == k:
-            pivot = sqrt(max(t[k] - done, eps))
-            t[k] = pivot
+            pivot = sqrt(max(own - dot, eps))
         pivot = _sg.shuffle(pivot, k)
-        dot = cast(0, dtype)
-        for j in static(range(k)):
-            dot += t[j] * _sg.shuffle(t[j], k)
-        if lane > k:
-            t[k] = (t[k] - dot) / pivot
-            done += t[k] * t[k]
+        if lane >= k:
+            t = put(t, k, select(lane == k, pivot, (own - dot) / pivot), size)
     return t
 
 
 def _trsm(x, lower, size: template(), dtype: template()):  # type: ignore
-    for c in static(range(size)):
+    for c in range(size):        # run time, as in _cholesky
         dot = cast(0, dtype)
-        for j in static(range(c)):
-            dot += x[j] * _sg.shuffle(lower[j], c)
-        x[c] = (x[c] - dot) / _sg.shuffle(lower[c], c)
+        for j in static(range(size - 1)):
+            if j < c:
+                dot += x[j] * _sg.shuffle(lower[j], c)
+        diag = _sg.shuffle(pick(lower, c, size), c)
+        x = put(x, c, (pick(x, c, size) - dot) / diag, size)
     return x
+
+
+pick, put = Func(_pick), Func(_put)
 
 
 load2d, load3d, store2d, store3d = Func(_load2d), Func(_load3d), Func(_store2d), Func(_store3d)
