@@ -35,5 +35,5 @@ fi
 PYTHONPATH=$TI $PY -c "import taichi" > "$OUT/taichi_import.log" 2>&1 \
   && echo "Taichi: $(head -1 "$OUT/taichi_import.log")" \
   || { echo "Taichi does not import:"; tail -3 "$OUT/taichi_import.log"; }
-timeout 480 $PY benchmarks/gpu/programs.py table --programs "$WHEELS/difftaichi" \
+timeout 480 $PY benchmarks/gpu/programs.py table --programs "$(cd "$WHEELS" && pwd)/difftaichi" \
   --taichi-path "$TI" --out "$OUT" 2>&1 | tee "$OUT/programs.txt"
