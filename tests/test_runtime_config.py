@@ -254,6 +254,35 @@ def test_kernel_profiler_counts_and_times_forward_and_grad_separately(capsys):
     assert jr.profiler.stats() == {}
 
 
+def test_kernel_profiler_with_template_arguments_under_a_tape():
+    # the launcher's timing variable once shared its name with the first template argument's
+    # (`t0`): a kernel with a template parameter, profiled and recorded on a Tape, raised
+    # UnboundLocalError (DiffTaichi's smoke_taichi.py with kernel_profiler=True)
+    jr.init(offline_cache=False, kernel_profiler=True)
+    a = jr.field(jr.f32, shape=(4,), needs_grad=True)
+    b = jr.field(jr.f32, shape=(4,), needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def scaled(src: jr.template(), dst: jr.template(), k: jr.f32):
+        for i in src:
+            dst[i] = k * src[i]
+
+    @jr.kernel
+    def total():
+        for i in b:
+            loss[None] += b[i]
+
+    a.from_numpy(np.arange(4, dtype=np.float32))
+    with jr.ad.Tape(loss):
+        scaled(a, b, 3.0)
+        total()
+    assert loss[None] == 18.0
+    assert a.grad.to_numpy().tolist() == [3.0] * 4
+    scaled(a, b, 2.0)
+    assert jr.profiler.query_kernel_profiler_info("scaled").counter == 2
+
+
 def test_taichi_profiler_names_and_init_options(capsys):
     with pytest.warns(UserWarning, match=r"device_memory_GB=\.\.\.\) is a Taichi option jitrt "
                                          r"ignores"):

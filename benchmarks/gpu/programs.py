@@ -10,7 +10,10 @@ taichi-dev/difftaichi, unchanged: `import taichi as ti` is given jitrt for the j
 under a harness that forces `ti.init`'s arch, makes the GUI (`ti.GUI`), OpenCV and
 matplotlib no-ops (OpenCV's `imread` gives one fixed synthetic image, the same for every
 runtime: the target the programs fit), seeds `random` and numpy, and stops the program after
-`--iters` printed loss lines. It prints one JSON line: the losses, the runtime's import and
+`--iters` printed loss lines. With PROGRAMS_PROFILE=1 in the environment it turns on the
+runtime's kernel profiler and prints its table to stderr at the end (jitrt times each launch
+on the host: add CUDA_LAUNCH_BLOCKING=1 to make that the device time; Taichi's times the
+device). It prints one JSON line: the losses, the runtime's import and
 `ti.init` time, the time to the first loss (compiles included), the median time per later
 iteration and the whole run's wall time. `--count` (jitrt) adds per-iteration counts of the
 driver calls that matter: launches, synchronisations, copies each way and their bytes
@@ -113,6 +116,8 @@ def import_runtime(runtime: str, arch: str) -> Any:
 
     def forced_init(*args: Any, **options: Any) -> Any:
         options["arch"] = arch if arch == "fakegpu" else getattr(ti, arch)
+        if os.environ.get("PROGRAMS_PROFILE"):
+            options["kernel_profiler"] = True
         return init(*args[1:], **options)
     ti.init = forced_init
     ti.GUI = NoGui
@@ -223,6 +228,12 @@ def run(path: Path, runtime: str, arch: str, iters: int, count: bool) -> dict[st
     finally:
         builtins.print = watch.print
     t2 = time.perf_counter()
+    if os.environ.get("PROGRAMS_PROFILE"):
+        sys.stdout, out = sys.stderr, sys.stdout
+        try:
+            ti.profiler.print_kernel_profiler_info()
+        finally:
+            sys.stdout = out
     later = [b - a for a, b in zip(watch.times, watch.times[1:])]
     return {"program": path.name, "runtime": runtime, "arch": arch,
             "ran_on": actual_arch(ti, runtime), "losses": watch.losses,

@@ -180,7 +180,7 @@ def entry_lines(name: str, env: dict[str, Any], program: "Program") -> list[str]
         return ["    entry(addr)"]
     import time
     env["clock"], env["ktimes"] = time.perf_counter, program.profile.times(name)
-    return ["    t0 = clock()", "    entry(addr)", "    ktimes.add(clock() - t0)"]
+    return ["    kstart = clock()", "    entry(addr)", "    ktimes.add(clock() - kstart)"]
 
 
 def return_lines(plan: LaunchPlan, field_objs: tuple[Any, ...], env: dict[str, Any]
