@@ -158,7 +158,8 @@ def test_host_writes_upload_before_the_next_launch_only(fake):
     fake.calls.clear()
     x[3] = 5.0                  # the device copy is newer: the element alone goes up
     bump()
-    assert [c[:1] + c[2:] for c in fake.calls] == [("h2d", 4), ("launch", 1, 256)]
+    # 64 points for the fake's 4 multiprocessors: one block of 64 (`gpu_launch.default_block`)
+    assert [c[:1] + c[2:] for c in fake.calls] == [("h2d", 4), ("launch", 1, 64)]
     fake.calls.clear()
     with x.writable() as data:  # the host copy is newer: downloaded, written, uploaded
         data[3] = 6.0
@@ -458,3 +459,20 @@ def test_adstacks_in_local_memory_take_no_heap(fakegpu):
     large = chain(200)
     large.grad(x, loss)                         # 201 entries (804 bytes): the heap grows
     assert heap.size > size and jr.debug.stats()["allocations"] > before
+
+
+def test_small_constant_boxes_spread_over_the_multiprocessors():
+    from jitrt.backends.gpu_launch import DEFAULT_BLOCK, default_block
+    from jitrt.ir import nodes as n
+
+    def box(*extents):
+        return tuple((n.Const(0, jr.i32), n.Const(e, jr.i32)) for e in extents)
+    assert default_block(box(256), 132) == 64          # 4 blocks: 4 multiprocessors busy
+    assert default_block(box(8192), 132) == 64
+    assert default_block(box(16 * 1024), 132) == 128
+    assert default_block(box(256, 256), 132) == DEFAULT_BLOCK
+    assert default_block(box(100), 4) == 64
+    assert default_block(box(1000), 4) == DEFAULT_BLOCK
+    assert default_block(None, 132) == DEFAULT_BLOCK    # a serial task
+    end = n.Arg(0, "k", jr.i32)                          # a size known at launch only
+    assert default_block(((n.Const(0, jr.i32), end),), 132) == DEFAULT_BLOCK
