@@ -13,7 +13,8 @@ from typing import Any
 
 from . import data, data_placement, dtypes
 from .data import Field, MatrixField, Ndarray, ScalarField, track
-from .data_index import FieldDeclarationError, order_of
+from .data_index import FieldDeclarationError, order_of, shape_of
+from .errors import InvalidShapeError
 
 
 class PendingField(Field):
@@ -207,6 +208,7 @@ def ndarray(dtype: Any, shape: Any, needs_grad: bool = False, name: str | None =
 
         a = jr.ndarray(jr.i32, shape=(N,)); a.from_numpy(np.arange(N, dtype=np.int32))
     """
+    _no_zero_extent(shape)
     if hasattr(dtype, "element_ndarray"):     # jr.ndarray(jr.math.vec3, shape=N)
         return dtype.element_ndarray(shape, needs_grad, name,  # type: ignore[no-any-return]
                                      needs_dual=needs_dual)
@@ -214,3 +216,13 @@ def ndarray(dtype: Any, shape: Any, needs_grad: bool = False, name: str | None =
 
 
 ndarray.from_dlpack = Ndarray.from_dlpack  # type: ignore[attr-defined]
+
+
+def _no_zero_extent(shape: Any) -> None:
+    """`jr.ndarray` takes extents from 1, as Taichi's `ti.ndarray` does (a zero extent there
+    is a `TaichiRuntimeError`); an empty numpy array may still be passed to a kernel."""
+    dims = shape_of(shape, "ndarray")
+    if 0 in dims:
+        raise InvalidShapeError(f"{shape!r} is not a valid shape for ndarray: jr.ndarray takes "
+                                "extents from 1 (as Taichi's ti.ndarray); pass an empty numpy "
+                                "array where a kernel should see no elements")

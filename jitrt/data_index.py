@@ -107,13 +107,25 @@ def order_of(order: Any, shape: Any) -> tuple[int, ...] | None:
     return tuple(AXES.index(c) for c in order)
 
 
+_NEGATIVE = (" (with debug=True a field's Python-scope index does not count from the end, as "
+             "in Taichi's debug build; without it x[-1] is the last element)")
+
+
+def _debug_build() -> bool:
+    """Whether the current program was made with `debug=True` (no program: False)."""
+    from .runtime import program as program_mod   # data sits below runtime: looked up late
+    program = program_mod._current
+    return program is not None and bool(program.config.debug)
+
+
 def host_index(key: Any, shape: tuple[int, ...], name: str,
                element_shape: tuple[int, ...] = (),
                offset: tuple[int, ...] = (), ndarray: bool = False) -> tuple[int, ...]:
     """The storage index of a host-side index: `x[i]`, `x[i, j]`, `x[None]` for a 0-d field.
     With vector/matrix elements, either one index per outer dimension (the whole element) or
     one per storage dimension (one component). Without an offset an index may count from the
-    end, as in numpy; a field with an offset takes its own indices, from the offset to the
+    end, as in numpy (a field's only without `debug=True`, where Taichi's debug build reports
+    it out of bounds); a field with an offset takes its own indices, from the offset to the
     offset plus the extent (exclusive), as in Taichi. An index out of bounds is a
     `jr.KernelBoundsError`, an `IndexError` and the `AssertionError` Taichi's debug build
     raises for it, as in kernels. Another number of indices is an `IndexCountError`, an index
@@ -148,8 +160,9 @@ def host_index(key: Any, shape: tuple[int, ...], name: str,
             if not lo <= i < lo + n:
                 raise KernelBoundsError(f"{name}[{key!r}]: index {i} is out of bounds for axis "
                                         f"{k} with indices {lo}..{lo + n - 1} (offset {lo})")
-        elif not -n <= i < n:
+        elif not -n <= i < n or (i < 0 and k < outer and not ndarray
+                                       and _debug_build()):
             raise KernelBoundsError(f"{name}[{key!r}]: index {i} is out of bounds for axis {k} "
-                                    f"with extent {n}")
+                                    f"with extent {n}" + (_NEGATIVE if -n <= i < 0 else ""))
         out.append(int(i) - lo)
     return tuple(out)

@@ -39,7 +39,7 @@ def test_element_access_arithmetic_and_methods(rng):
             w = u * 2.0 - v / 4.0 + 1.0                  # broadcasting of scalars
             c = u.cross(v)
             out[i, 0] = u.dot(v)
-            out[i, 1] = c[0] + c.y * 10.0 + c[-1] * 100.0
+            out[i, 1] = c[0] + c.y * 10.0 + c[2] * 100.0    # from 0: c[-1] is refused, as in Taichi
             out[i, 2] = w.norm()
             out[i, 3] = w.normalized().norm_sqr()
             out[i, 4] = (u @ v) - jr.math.dot(u, v)     # 0

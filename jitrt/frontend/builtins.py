@@ -172,6 +172,9 @@ class grouped:
         import itertools
         if isinstance(self.source, ndrange):
             return (np.array(i) for i in self.source)
+        from ..data import Field
+        if isinstance(self.source, Field):    # refused as `for i in x` is, as in Taichi
+            return iter(self.source)
         return (np.array(i) for i in itertools.product(*(range(s) for s in self.source.shape)))
 
 

@@ -544,12 +544,27 @@ class ExprLowering(LoweringHost):
             return result
         ea, eb, dt = self.operands(a, b, node)
         if dt.is_int and not is_number(b):   # exact integer power (see docs/usage.md)
+            if self.ctx.debug:
+                eb = self.nonnegative_exponent(eb, node)
             return n.Math("ipow", (ea, eb), dt, self.loc(node))
         if dt.is_int:                          # a negative constant exponent: a float, as Python
             dt = self.ctx.default_fp
         fdt = dt if dt.is_float else dtypes.f64
         out = n.Math("pow", (self.cast(ea, fdt), self.cast(eb, fdt)), fdt, self.loc(node))
         return self.cast(out, dt)
+
+    def nonnegative_exponent(self, e: n.Expr, node: ast.AST) -> n.Expr:
+        """With `debug=True`, an integer power's run-time exponent checked as Taichi's debug
+        build checks it: a negative one records a fault (the launch raises
+        KernelRuntimeError, in Taichi's words) and counts as 0."""
+        loc = self.loc(node)
+        if not isinstance(e, (n.Const, n.Local, n.Arg)):
+            e = self.fresh_local(e, "exponent", loc)    # evaluated once
+        fault = n.Assertion(n.Const(0, dtypes.i32, loc), "Negative exponent in pow(int, int) "
+                            "is not allowed (a run-time exponent of an integer power)",
+                            dtypes.i32, loc)
+        ok = n.Binary(">=", e, n.Const(0, e.dtype, loc), dtypes.i32, loc)
+        return n.Select(ok, e, self.cast(fault, e.dtype), e.dtype, loc)
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
         return self.unary(node.op, self.expr(node.operand), node)

@@ -437,6 +437,11 @@ class LoopLowering(LoweringHost):
         except TypeError:
             raise self.err(node.iter, "jr.static() loop needs an iterable known at compile "
                            "time") from None
+        except NotImplementedError:       # a field's indices (Taichi refuses them too)
+            raise self.err(node.iter, "a jr.static() loop over a field's indices is not "
+                           "supported (as in Taichi): loop at run time (`for I in "
+                           "jr.grouped(x)`), or unroll jr.static(jr.grouped(jr.ndrange(n, m))) "
+                           "with the field's extents") from None
         self.loops.append("static")
         self.static_depths = self.static_depths + [self.depth]
         try:

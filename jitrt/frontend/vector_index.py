@@ -2,7 +2,7 @@
 fields and ndarrays of vectors, and the stores into them, with compile-time or run-time indices.
 
 Stage: frontend (a mixin of the lowering visitor, beside `vectors.py`). An index known at
-compile time picks a component (a negative one counts from the end, as in Python). A run-time
+compile time picks a component (a negative one is refused, as in Taichi). A run-time
 index (Taichi's `dynamic_index=True`, always on here) must be in 0..n-1: into a value, which
 lives in registers, a read is a chain of selects over the components it may be and a write
 gives each component `select(k == c, s, v_c)`; out of range, a read gives 0, a write changes
@@ -24,6 +24,10 @@ from ..ir.walk import walk_expr
 from .context import LoweringHost, PyValue
 from .vectors import (SWIZZLE, TupleValue, VecValue, VecVar, as_vector, size,
                       swizzle_past_end)
+
+
+NEGATIVE = ("Negative indices are not supported in Taichi kernels: a vector or matrix index "
+            "known at compile time counts from 0 (write v[n - 1], not v[-1])")
 
 
 class VectorIndexing(LoweringHost):
@@ -63,6 +67,8 @@ class VectorIndexing(LoweringHost):
                 raise self.err(item, "a slice of a vector or matrix needs bounds known at "
                                "compile time (Taichi's words: Taichi does not support "
                                "variables in slice now)")
+            if any(b is not None and b.obj < 0 for b in bounds[:2]):
+                raise self.err(item, NEGATIVE, KernelSyntaxError)
             try:
                 picked = list(range(extent)[slice(*(getattr(b, "obj", None) for b in bounds))])
             except ValueError as exc:
@@ -76,7 +82,7 @@ class VectorIndexing(LoweringHost):
 
     def vec_indices(self, shape: tuple[int, ...], index_node: ast.AST) -> list[Any]:
         """The indices of `v[k]` / `m[i, j]` / `m[i]`, one per leading axis: a Python int when
-        known at compile time (a negative one counts from the end, as in Python), else a
+        known at compile time (from 0: a negative one is refused, as in Taichi), else a
         run-time integer expression (i32, or i64 for 64-bit indices), which must lie in
         0..n-1 when the kernel runs (as in Taichi, negative run-time indices are out of
         range). An index that performs an atomic is evaluated once, into a local. An integer
@@ -95,9 +101,11 @@ class VectorIndexing(LoweringHost):
         ks: list[Any] = []
         for (item, k), extent in zip(values, shape):
             if isinstance(k, PyValue) and isinstance(k.obj, int):
-                if not -extent <= k.obj < extent:
+                if k.obj < 0:
+                    raise self.err(index_node, NEGATIVE, KernelSyntaxError)
+                if k.obj >= extent:
                     raise self.err(index_node, f"index {k.obj} out of range for shape {shape}")
-                ks.append(k.obj % extent)
+                ks.append(k.obj)
             elif isinstance(k, n.Expr) and k.dtype.is_int:
                 k = self.cast(k, dtypes.i64 if k.dtype.bits == 64 else dtypes.i32)
                 if any(isinstance(x, (n.Atomic, n.Assertion, n.Print, n.Simt))
