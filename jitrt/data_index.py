@@ -111,11 +111,9 @@ _NEGATIVE = (" (with debug=True a field's Python-scope index does not count from
              "in Taichi's debug build; without it x[-1] is the last element)")
 
 
-def _debug_build() -> bool:
-    """Whether the current program was made with `debug=True` (no program: False)."""
-    from .runtime import program as program_mod   # data sits below runtime: looked up late
-    program = program_mod._current
-    return program is not None and bool(program.config.debug)
+# whether the current program was made with `debug=True` (set by the runtime when a program
+# becomes current: data sits below it)
+DEBUG_BUILD = [False]
 
 
 def host_index(key: Any, shape: tuple[int, ...], name: str,
@@ -161,7 +159,7 @@ def host_index(key: Any, shape: tuple[int, ...], name: str,
                 raise KernelBoundsError(f"{name}[{key!r}]: index {i} is out of bounds for axis "
                                         f"{k} with indices {lo}..{lo + n - 1} (offset {lo})")
         elif not -n <= i < n or (i < 0 and k < outer and not ndarray
-                                       and _debug_build()):
+                                       and DEBUG_BUILD[0]):
             raise KernelBoundsError(f"{name}[{key!r}]: index {i} is out of bounds for axis {k} "
                                     f"with extent {n}" + (_NEGATIVE if -n <= i < 0 else ""))
         out.append(int(i) - lo)

@@ -240,9 +240,10 @@ def activate(program: Program) -> None:
     """Make `program` (open) the current one: what launches compare with (`ACTIVE`), and the
     device other libraries' arrays are exchanged with (none where memory is the host's)."""
     global _current
-    from .. import data
+    from .. import data, data_index
     _current = program
     data.CURRENT_DEVICE[0] = None if registry.get(program.arch).host_memory else program.device
+    data_index.DEBUG_BUILD[0] = bool(program.config.debug)
     ACTIVE[0] = program
     program._mark_active()             # its own recording threads, if any
 
@@ -334,9 +335,10 @@ def close_all() -> None:
 def _close(program: Program) -> None:
     """Release a replaced program's device: GPU data goes back to the host copies of the
     fields and ndarrays, device memory is freed; its launch handles leave their kernels."""
-    from .. import data
+    from .. import data, data_index
     ACTIVE[0] = None
     data.CURRENT_DEVICE[0] = None
+    data_index.DEBUG_BUILD[0] = False
     if OPEN.get((program.arch, program.config.device_id)) is program:
         del OPEN[(program.arch, program.config.device_id)]
     for handle in program.handles:
