@@ -14,7 +14,9 @@ CPU's (passes, codegen and the -O3 copy; then the quick copy). Each figure is th
 over `--repeats` fresh processes, each compiling every kernel once, in order: LLVM's set-up
 for both targets and the imports of the compile pipeline are done first and not counted;
 what a kernel is the first to need (libdevice for math functions) counts in that kernel's
-time, as a program's first launch of it pays.
+time, as a program's first launch of it pays. Python's cyclic garbage collector is paused
+while a kernel compiles, as a launch pauses it (`launcher.no_gc_passes`): its passes over the
+whole heap would otherwise land on whichever stage crossed a threshold.
 The CUDA side is what `jr.init(arch="cuda")` runs before the driver loads the cubin
 (`backends/cuda.py`, `compile_artifact`); the load of a ready cubin (about 0.1 ms) needs a
 GPU and is not included. Without ptxas (`pip install 'jitrt[cuda]'`) its column reads nan.
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import os
 import pathlib
@@ -202,10 +205,13 @@ def one_process(sm: int, chosen: list[str], kept: str) -> dict[str, Times]:
     init_all_targets()                   # the process's set-up, not timed: LLVM's targets
     nvptx.target_machine(sm), cpu.cpu_target()
     compiler.prefetch_pipeline()         # and the imports of the passes and codegen
+    from jitrt.runtime.launcher import no_gc_passes
     rows = {name: Times() for name in chosen or kernels}
     host = libdevice_host(kept) if kept else None
     for name, times in rows.items():
-        measure(*kernels[name], sm, times, host)
+        gc.collect()
+        with no_gc_passes():     # as a launch compiles: Python's collector paused
+            measure(*kernels[name], sm, times, host)
     return rows
 
 
