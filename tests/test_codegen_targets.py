@@ -121,10 +121,11 @@ def test_libdevice_parsed_once_for_many_math_sets(monkeypatch):
 
 
 @pytest.mark.skipif(nvptx.libdevice_path() is None, reason="no libdevice (jitrt[cuda])")
-def test_libdevice_cut_kept_in_the_offline_cache(tmp_path, monkeypatch):
+def test_libdevice_cut_kept_in_the_offline_cache(tmp_path, monkeypatch, caplog):
     """The part of libdevice codegen calls is cut once per machine: a later process reads it
     from the offline cache instead of parsing all of libdevice; a damaged entry is cut again
-    and rewritten, and another LLVM or jitrt (the runtime key) does not take it."""
+    and rewritten, and another LLVM or jitrt (the runtime key) does not take it; the debug log
+    says which happened."""
     from jitrt.backends.base import HostServices
     from jitrt.backends.llvm_setup import LLVM_LOCK
     from jitrt.cache.store import CacheStore
@@ -142,17 +143,24 @@ def test_libdevice_cut_kept_in_the_offline_cache(tmp_path, monkeypatch):
                      if not f.is_declaration} for names in sets]
     import llvmlite.binding as llvm
     parse = llvm.parse_bitcode
-    first = fresh_process()
+    with caplog.at_level("DEBUG", logger="jitrt"):
+        first = fresh_process()
     assert [names <= defined for names, defined in zip(sets, first)] == [True, True]
     entries = list(tmp_path.iterdir())
     assert len(entries) == 1
+    assert "libdevice: all of it parsed for the part codegen calls" in caplog.text
+    assert "(kept in the offline cache)" in caplog.text
+    caplog.clear()
     full = nvptx._libdevice_bitcode()
 
     def no_full_parse(bitcode: bytes):
         assert bitcode is not full, "all of libdevice parsed again"
         return parse(bitcode)
     monkeypatch.setattr(llvm, "parse_bitcode", no_full_parse)
-    assert fresh_process() == first
+    with caplog.at_level("DEBUG", logger="jitrt"):
+        assert fresh_process() == first
+    assert "libdevice: the part codegen calls read from the offline cache" in caplog.text
+    assert "parsed" not in caplog.text
     monkeypatch.setattr(llvm, "parse_bitcode", parse)
     entries[0].write_bytes(entries[0].read_bytes()[:-200] + b"\0" * 200)      # damaged
     with pytest.warns(Warning, match="offline cache: ignoring .*libdevice-"):

@@ -18,6 +18,7 @@ import functools
 import glob
 import os
 import shutil
+import time
 
 import llvmlite.binding as llvm
 import xxhash
@@ -25,6 +26,7 @@ from llvmlite import ir
 
 from ..codegen.targets import INSTRUCTIONS, MATH_INTRINSIC, NvptxTarget, TargetTraits
 from ..errors import BackendUnavailableError
+from ..logger import logger
 from .base import HostServices
 from .llvm_setup import LLVM_LOCK, init_all_targets, optimize
 from .tools import transform
@@ -141,10 +143,16 @@ def codegen_math_bitcode(host: HostServices | None = None) -> bytes:
     key = _cut_key(host) if host is not None and store is not None else ""
     loaded = store.load(key) if store is not None else None   # (checksummed: a damaged
     cut = loaded if isinstance(loaded, bytes) else None        # entry reads as None)
-    if cut is None:
+    if cut is not None:
+        logger.debug("libdevice: the part codegen calls read from the offline cache")
+    else:
+        start = time.perf_counter()
         cut = _subset_of(_libdevice_bitcode(), codegen_math_names())
         if store is not None:
             store.save(key, "libdevice: the math functions codegen calls", cut)
+        logger.debug("libdevice: all of it parsed for the part codegen calls, %.1f ms%s",
+                     (time.perf_counter() - start) * 1e3,
+                     " (kept in the offline cache)" if store is not None else "")
     _CUTS[path] = cut
     return cut
 
