@@ -1,7 +1,7 @@
 """Cold compile time per kernel: the CPU's against CUDA's, with no GPU needed.
 
     python benchmarks/gpu_compile.py [--sm 80] [--repeats 3] [--clock wall|cpu]
-                                     [--kernels collide,advance]
+                                     [--kernels collide,advance] [--libdevice cold|kept]
 
 Compiles each kernel of a small billiards-like program for the CPU and for CUDA: balls on a
 table with pairwise collisions (the shape of DiffTaichi's billiards, nine kernels counting
@@ -14,22 +14,31 @@ CPU's (passes, codegen and the -O3 copy; then the quick copy). Each figure is th
 over `--repeats` fresh processes, each compiling every kernel once, in order: LLVM's set-up
 for both targets and the imports of the compile pipeline are done first and not counted;
 what a kernel is the first to need (libdevice for math functions) counts in that kernel's
-time, as a program's first launch of it pays.
+time, as a program's first launch of it pays. Python's cyclic garbage collector is paused
+while a kernel compiles, as a launch pauses it (`launcher.no_gc_passes`): its passes over the
+whole heap would otherwise land on whichever stage crossed a threshold.
 The CUDA side is what `jr.init(arch="cuda")` runs before the driver loads the cubin
 (`backends/cuda.py`, `compile_artifact`); the load of a ready cubin (about 0.1 ms) needs a
 GPU and is not included. Without ptxas (`pip install 'jitrt[cuda]'`) its column reads nan.
 `--clock cpu` counts CPU time (this thread's, and ptxas's) instead of elapsed time: steadier
 on a shared machine, where elapsed time also counts the waits for a core.
+`--libdevice kept`: the part of libdevice codegen calls is in the offline cache already (put
+there by an earlier process, as on a machine where any CUDA program ran with this jitrt and
+LLVM), so the first kernel with a math function reads it instead of parsing all of
+libdevice; `cold` (the default): nothing is on disk, every process parses it.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import os
+import pathlib
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -149,7 +158,16 @@ class _Target:
         self.codegen_target, self.tiered = codegen_target, False
 
 
-def measure(kernel: Any, args: tuple[Any, ...], sm: int, times: Times) -> None:
+def libdevice_host(directory: str) -> Any:
+    """What the CUDA device hands the compile step: an offline cache in `directory`."""
+    from jitrt.backends.base import HostServices
+    from jitrt.cache.store import CacheStore
+    return HostServices(None, 1, CacheStore(pathlib.Path(directory), 1 << 30, 0.5),
+                        lambda: "benchmarks/gpu_compile.py")
+
+
+def measure(kernel: Any, args: tuple[Any, ...], sm: int, times: Times,
+            host: Any = None) -> None:
     """One compile of `kernel` for the CPU and for CUDA, folded into `times` (minima)."""
     from jitrt.backends import cpu, cpu_tiers, nvptx
     from jitrt.runtime import compiler
@@ -171,13 +189,13 @@ def measure(kernel: Any, args: tuple[Any, ...], sm: int, times: Times) -> None:
             times.cpu_o3 = min(times.cpu_o3, timed(lambda: cpu.compile_object(text))[1])
             continue
         times.lower_cuda = min(times.lower_cuda, lower_ms)
-        ptx, ptx_ms = timed(lambda: nvptx.compile_ptx(text, sm))
+        ptx, ptx_ms = timed(lambda: nvptx.compile_ptx(text, sm, host))
         times.ptx = min(times.ptx, ptx_ms)
         cubin, ptxas_ms = timed(lambda: nvptx.assemble(ptx, sm))
         times.ptxas = min(times.ptxas, ptxas_ms if cubin is not None else float("nan"))
 
 
-def one_process(sm: int, chosen: list[str]) -> dict[str, Times]:
+def one_process(sm: int, chosen: list[str], kept: str) -> dict[str, Times]:
     """Each kernel compiled once for the CPU and for CUDA, in this (fresh) process."""
     jr.init(arch="cpu", offline_cache=False)
     kernels = program()
@@ -187,9 +205,13 @@ def one_process(sm: int, chosen: list[str]) -> dict[str, Times]:
     init_all_targets()                   # the process's set-up, not timed: LLVM's targets
     nvptx.target_machine(sm), cpu.cpu_target()
     compiler.prefetch_pipeline()         # and the imports of the passes and codegen
+    from jitrt.runtime.launcher import no_gc_passes
     rows = {name: Times() for name in chosen or kernels}
+    host = libdevice_host(kept) if kept else None
     for name, times in rows.items():
-        measure(*kernels[name], sm, times)
+        gc.collect()
+        with no_gc_passes():     # as a launch compiles: Python's collector paused
+            measure(*kernels[name], sm, times, host)
     return rows
 
 
@@ -212,27 +234,51 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="wall: elapsed time; cpu: CPU time of the compiling thread and of "
                          "ptxas (steadier on a shared machine)")
+    ap.add_argument("--libdevice", choices=("cold", "kept"), default="cold",
+                    help="cold: every process parses all of libdevice; kept: the part codegen "
+                         "calls is in the offline cache already")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a worker process
+    ap.add_argument("--kept-dir", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.clock == "cpu":
         CLOCK[0] = cpu_seconds
     chosen = [k for k in args.kernels.split(",") if k]
     if args.one:
         print(json.dumps({k: dataclasses.asdict(t) for k, t in
-                          one_process(args.sm, chosen).items()}))
+                          one_process(args.sm, chosen, args.kept_dir).items()}))
         return 0
+    with tempfile.TemporaryDirectory(prefix="jitrt-gpu-compile-") as kept:
+        if args.libdevice == "kept":
+            from jitrt.backends import nvptx
+            from jitrt.backends.llvm_setup import LLVM_LOCK
+            with LLVM_LOCK:                 # an earlier process's work: not timed
+                nvptx.codegen_math_bitcode(libdevice_host(kept))
+        rows = run_workers(args, argv, kept if args.libdevice == "kept" else "")
+    print_table(args, rows)
+    return 0
+
+
+def run_workers(args: argparse.Namespace, argv: list[str] | None,
+                kept: str) -> dict[str, Times]:
+    """`args.repeats` fresh processes, each compiling every kernel once; minima per field."""
     rows: dict[str, Times] = {}
     for _ in range(args.repeats):
         out = subprocess.run([sys.executable, os.path.abspath(__file__), "--one",
-                              *(argv if argv is not None else sys.argv[1:])],
+                              *(argv if argv is not None else sys.argv[1:]),
+                              *(["--kept-dir", kept] if kept else [])],
                              check=True, capture_output=True, text=True).stdout
         for name, got in json.loads(out.splitlines()[-1]).items():
             best = rows.setdefault(name, Times())
             for k, v in got.items():
                 setattr(best, k, min(getattr(best, k), v))
+    return rows
+
+
+def print_table(args: argparse.Namespace, rows: dict[str, Times]) -> None:
     from jitrt.backends import nvptx
     print(f"cold compile per kernel, ms of {args.clock} time (min over {args.repeats} fresh "
-          f"processes); CUDA for sm_{args.sm}; ptxas: {nvptx.ptxas_path() or 'not installed'}")
+          f"processes); CUDA for sm_{args.sm}; ptxas: {nvptx.ptxas_path() or 'not installed'}; "
+          f"libdevice {args.libdevice}")
     print(f"{'':<18} {'(cpu)':>7} {'':>8} {'':>8} {'(cuda)':>7}")
     print(f"{'kernel':<18} {'lower':>7} {'cpu -O0':>8} {'cpu -O3':>8} {'lower':>7} "
           f"{'->PTX':>7} {'ptxas':>7} {'cuda/O3':>8} {'cuda/O0':>8}")
@@ -242,7 +288,6 @@ def main(argv: list[str] | None = None) -> int:
         for f in dataclasses.fields(Times):
             setattr(total, f.name, getattr(total, f.name) + getattr(t, f.name))
     print(row("all", total))
-    return 0
 
 
 if __name__ == "__main__":

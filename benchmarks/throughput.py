@@ -1,20 +1,34 @@
 """Throughput of generated code: jitrt kernels against numpy (and numba when it is installed).
 
-    python benchmarks/throughput.py [--n 16777216] [--grid 2048] [--repeats 5] [--threads 1,0]
+    python benchmarks/throughput.py [--n 16777216] [--grid 2048] [--threads 1,0]
+                                    [--rounds 11] [--repeats 5] [--pause 0.2] [--kernels stencil]
 
 Kernels (f32): a copy (the memory-bandwidth reference), saxpy `y = a*x + y`, a 5-point stencil
 over a grid x grid array (`jr.ndrange`), a gather `y[i] = x[idx[i]] * 2`, eight `sin` per
 element, a sum into one element (`out[0] += x[i]`), and two more of the same kinds: a dot
-product into one element and a 2-D blend `v = a*u + (1-a)*v` over the grid. Each is timed as
-the minimum of `--repeats` runs after a warm-up, for each thread count in `--threads` (0: all
-cores), in one process, and checked against numpy. GB/s counts each input read once and each
-output written once. numba (`@njit(parallel=True)`, its defaults) is measured only if it
-imports; it is not a dependency. Prints one table; ratios are jitrt time over the reference's time.
+product into one element and a 2-D blend `v = a*u + (1-a)*v` over the grid. Each is checked
+against numpy, warmed up, then timed for each thread count in `--threads` (0: all cores), in
+one process. numba (`@njit(parallel=True)`, its defaults) is measured only if it imports; it
+is not a dependency.
+
+How it is timed, for a shared machine: the implementations of a kernel take turns, `--rounds`
+rounds of one block of `--repeats` calls each (the order rotates every round), with a
+`--pause` before each block so that one pool's spinning threads do not run into the other's
+block. Each call is timed twice: elapsed time, and the CPU time of the whole process (every
+thread's: the caller's and the pools' workers', counting their spinning), which does not count
+the waits for a core that a loaded machine adds to elapsed time. A block counts as its median
+call. The table gives, per kernel, the median over rounds of each implementation's blocks
+(wall ms), GB/s from it, and the ratios jitrt/numba of the two clocks: the median over rounds
+of the ratio of the round's two blocks, with its spread (25th and 75th percentiles over the
+rounds). On one thread the CPU-time ratio is the one to trust on a busy machine; with more
+threads than free cores both clocks are disturbed (a descheduled thread stalls a fixed
+split; spinning workers burn CPU while they wait).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -149,15 +163,45 @@ def numba_kernels() -> dict[str, Any] | None:
             "set_threads": numba.set_num_threads, "max_threads": numba.config.NUMBA_NUM_THREADS}
 
 
-def best_ms(fn: Callable[[], Any], repeats: int) -> float:
-    fn()
-    jr.sync()      # jitrt: the optimised copy of a tiered compile lands before the timing
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+def block(fn: Callable[[], Any], calls: int) -> tuple[float, float]:
+    """(elapsed ms, process CPU ms) of the median call of `calls` calls of `fn`."""
+    walls, cpus = [], []
+    for _ in range(calls):
+        c0, w0 = time.process_time(), time.perf_counter()
         fn()
-        times.append(time.perf_counter() - start)
-    return min(times) * 1e3
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return statistics.median(walls) * 1e3, statistics.median(cpus) * 1e3
+
+
+def interleaved(impls: dict[str, Callable[[], Any]], rounds: int, calls: int,
+                pause: float) -> dict[str, list[tuple[float, float]]]:
+    """Per implementation, its blocks (`block`), one a round, the implementations taking
+    turns in an order that rotates every round."""
+    for fn in impls.values():
+        fn()
+    jr.sync()      # jitrt: the optimised copy of a tiered compile lands before the timing
+    names = list(impls)
+    out: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            time.sleep(pause)
+            out[name].append(block(impls[name], calls))
+    return out
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    """(25th percentile, median, 75th percentile)."""
+    if len(values) < 2:
+        return values[0], values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[1], q[2]
+
+
+def ratio_cell(ours: list[float], theirs: list[float]) -> str:
+    """`median [p25-p75]` of the per-round ratios ours/theirs."""
+    lo, mid, hi = quartiles([a / b for a, b in zip(ours, theirs)])
+    return f"{mid:5.2f}x [{lo:4.2f}-{hi:4.2f}]"
 
 
 def cases(n: int, grid: int, rng: np.random.Generator,
@@ -249,10 +293,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1 << 24)
     ap.add_argument("--grid", type=int, default=2048)
-    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", default="1,0", help="thread counts, 0 = all cores")
+    ap.add_argument("--rounds", type=int, default=11, help="blocks of each implementation")
+    ap.add_argument("--repeats", type=int, default=5, help="calls per block")
+    ap.add_argument("--pause", type=float, default=0.2, help="seconds before each block")
+    ap.add_argument("--kernels", default="", help="comma-separated name prefixes (default: all)")
     args = ap.parse_args(argv)
     nb = numba_kernels()
+    chosen = [k for k in args.kernels.split(",") if k]
     rows = []
     for threads in (int(t) for t in args.threads.split(",")):
         jr.init(offline_cache=False, num_threads=threads or None)
@@ -262,19 +310,35 @@ def main(argv: list[str] | None = None) -> int:
             nb["set_threads"](min(count, nb["max_threads"]))
         for name, nbytes, jr_call, np_call, nb_call in cases(args.n, args.grid,
                                                                np.random.default_rng(0), nb):
-            jr_ms = best_ms(jr_call, args.repeats)
-            np_ms = best_ms(np_call, args.repeats)
-            nb_ms = best_ms(nb_call, args.repeats) if nb_call is not None else float("nan")
-            rows.append((count, name, jr_ms, nbytes / jr_ms / 1e6, np_ms, nb_ms))
-    print(f"throughput: n={args.n}, grid={args.grid}, min of {args.repeats} runs, f32; "
-          f"numpy {np.__version__} (single-threaded)"
-          + (f"; numba {nb['version']} @njit(parallel=True)" if nb else "; numba not installed"))
-    print(f"{'threads':>7}  {'kernel':<18} {'jitrt ms':>9} {'jitrt GB/s':>10} {'numpy ms':>9} "
-          f"{'jitrt/numpy':>11} {'numba ms':>9} {'jitrt/numba':>11}")
-    for count, name, jr_ms, gbs, np_ms, nb_ms in rows:
-        print(f"{count:>7}  {name:<18} {jr_ms:9.2f} {gbs:10.1f} {np_ms:9.2f} "
-              f"{jr_ms / np_ms:10.2f}x {nb_ms:9.2f} {jr_ms / nb_ms:10.2f}x")
+            if chosen and not any(name.startswith(k) for k in chosen):
+                continue
+            impls = {"jitrt": jr_call, "numpy": np_call}
+            if nb_call is not None:
+                impls["numba"] = nb_call
+            got = interleaved(impls, args.rounds, args.repeats, args.pause)
+            rows.append((count, name, nbytes, got))
+    print_table(args, nb, rows)
     return 0
+
+
+def print_table(args: argparse.Namespace, nb: dict[str, Any] | None,
+                rows: list[tuple[int, str, int, dict[str, list[tuple[float, float]]]]]) -> None:
+    print(f"throughput: n={args.n}, grid={args.grid}, f32, {args.rounds} interleaved rounds "
+          f"of {args.repeats} calls (median call of a block, median block; ratios: median "
+          f"[p25-p75] over rounds); numpy {np.__version__} (single-threaded)"
+          + (f"; numba {nb['version']} @njit(parallel=True)" if nb else "; numba not installed"))
+    print(f"{'threads':>7}  {'kernel':<18} {'jitrt ms':>9} {'GB/s':>6} {'numpy ms':>9} "
+          f"{'numba ms':>9} {'jitrt/numba wall':>21} {'jitrt/numba cpu':>21}")
+    for count, name, nbytes, got in rows:
+        wall = {k: [w for w, _ in v] for k, v in got.items()}
+        cpu = {k: [c for _, c in v] for k, v in got.items()}
+        jr_ms = statistics.median(wall["jitrt"])
+        nb_ms = statistics.median(wall["numba"]) if "numba" in got else float("nan")
+        cells = [ratio_cell(clock["jitrt"], clock["numba"]) if "numba" in got else
+                 f"{'nan':>21}" for clock in (wall, cpu)]
+        print(f"{count:>7}  {name:<18} {jr_ms:9.2f} {nbytes / jr_ms / 1e6:6.1f} "
+              f"{statistics.median(wall['numpy']):9.2f} {nb_ms:9.2f} {cells[0]:>21} "
+              f"{cells[1]:>21}")
 
 
 if __name__ == "__main__":

@@ -88,7 +88,7 @@ def open_device(device_id: int, host: HostServices = NO_SERVICES) -> GpuDevice:
                           f"sm_{sm}" if sm else "fake0", "fake driver 1")
 
     def compile_fn(module):
-        return cuda.compile_artifact(module, int(sm), device.counters) if sm else b"fake"
+        return cuda.compile_artifact(module, int(sm), device.counters, host) if sm else b"fake"
 
     device = GpuDevice(device_id, driver, target, codegen_target(), compile_fn, host)
     return device

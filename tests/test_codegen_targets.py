@@ -106,8 +106,8 @@ def test_libdevice_parsed_once_for_many_math_sets(monkeypatch):
     full = len(nvptx._libdevice_bitcode())
     parse, sizes = llvm.parse_bitcode, []
     monkeypatch.setattr(llvm, "parse_bitcode", lambda bc: (sizes.append(len(bc)), parse(bc))[1])
-    nvptx.libdevice_subset.cache_clear()
-    nvptx._codegen_math_bitcode.cache_clear()
+    nvptx._subset_of.cache_clear()
+    nvptx._CUTS.clear()
     sets = [{"__nv_sinf"}, {"__nv_sinf", "__nv_cosf"}, {"__nv_tanh", "__nv_pow"},
             {"__nv_erff"}]           # erf: no codegen calls it, cut from all of libdevice
     with LLVM_LOCK:
@@ -118,6 +118,56 @@ def test_libdevice_parsed_once_for_many_math_sets(monkeypatch):
     assert sizes.count(full) == 2           # once for codegen's part, once for erf
     assert {"__nv_sinf", "__nv_tanh", "__nv_atan2f"} <= nvptx.codegen_math_names()
     assert "__nv_erff" not in nvptx.codegen_math_names()
+
+
+@pytest.mark.skipif(nvptx.libdevice_path() is None, reason="no libdevice (jitrt[cuda])")
+def test_libdevice_cut_kept_in_the_offline_cache(tmp_path, monkeypatch, caplog):
+    """The part of libdevice codegen calls is cut once per machine: a later process reads it
+    from the offline cache instead of parsing all of libdevice; a damaged entry is cut again
+    and rewritten, and another LLVM or jitrt (the runtime key) does not take it; the debug log
+    says which happened."""
+    from jitrt.backends.base import HostServices
+    from jitrt.backends.llvm_setup import LLVM_LOCK
+    from jitrt.cache.store import CacheStore
+    store = CacheStore(tmp_path, 1 << 30, 0.5)
+    host = HostServices(None, 1, store, lambda: "llvm 20; jitrt abc")
+    sets = [frozenset({"__nv_sinf"}), frozenset({"__nv_expf", "__nv_log"})]
+
+    def fresh_process() -> list[set[str]]:
+        """The functions each set's subset defines (its bytes depend on what the process's
+        LLVM context has seen: type names)."""
+        nvptx._subset_of.cache_clear()
+        nvptx._CUTS.clear()
+        with LLVM_LOCK:
+            return [{f.name for f in parse(nvptx.libdevice_subset(names, host)).functions
+                     if not f.is_declaration} for names in sets]
+    import llvmlite.binding as llvm
+    parse = llvm.parse_bitcode
+    with caplog.at_level("DEBUG", logger="jitrt"):
+        first = fresh_process()
+    assert [names <= defined for names, defined in zip(sets, first)] == [True, True]
+    entries = list(tmp_path.iterdir())
+    assert len(entries) == 1
+    assert "libdevice: all of it parsed for the part codegen calls" in caplog.text
+    assert "(kept in the offline cache)" in caplog.text
+    caplog.clear()
+    full = nvptx._libdevice_bitcode()
+
+    def no_full_parse(bitcode: bytes):
+        assert bitcode is not full, "all of libdevice parsed again"
+        return parse(bitcode)
+    monkeypatch.setattr(llvm, "parse_bitcode", no_full_parse)
+    with caplog.at_level("DEBUG", logger="jitrt"):
+        assert fresh_process() == first
+    assert "libdevice: the part codegen calls read from the offline cache" in caplog.text
+    assert "parsed" not in caplog.text
+    monkeypatch.setattr(llvm, "parse_bitcode", parse)
+    entries[0].write_bytes(entries[0].read_bytes()[:-200] + b"\0" * 200)      # damaged
+    with pytest.warns(Warning, match="offline cache: ignoring .*libdevice-"):
+        assert fresh_process() == first
+    assert fresh_process() == first and len(list(tmp_path.iterdir())) == 1
+    host = HostServices(None, 1, store, lambda: "llvm 21; jitrt abc")
+    assert fresh_process() == first and len(list(tmp_path.iterdir())) == 2
 
 
 needs_ptxas = pytest.mark.skipif(nvptx.ptxas_path() is None,
@@ -399,11 +449,13 @@ def test_small_constant_adstacks_live_in_local_memory_on_gpus(trips, local):
     assert code            # AMDGPU builds it too (private memory, address space 5)
 
 
-def test_gpu_compile_benchmark_prints_both_targets():
+@pytest.mark.parametrize("libdevice", ["cold", "kept"])
+def test_gpu_compile_benchmark_prints_both_targets(libdevice):
     """benchmarks/gpu_compile.py (docs/gpu.md, "Compile time") runs without a GPU and prints
-    each stage of a kernel and its gradient for the CPU and for CUDA."""
+    each stage of a kernel and its gradient for the CPU and for CUDA, with libdevice's cut
+    made in each process or read from an offline cache."""
     proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "gpu_compile.py"),
-                           "--repeats", "1", "--clock", "cpu",
+                           "--repeats", "1", "--clock", "cpu", "--libdevice", libdevice,
                            "--kernels", "compute_loss,compute_loss.grad"],
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": REPO})

@@ -43,12 +43,14 @@ def unpack_artifact(artifact: bytes) -> tuple[bytes | None, bytes]:
     return (artifact[start:start + n] or None), artifact[start + n:]
 
 
-def compile_artifact(module: Any, sm: int, counters: dict[str, int] | None = None) -> bytes:
+def compile_artifact(module: Any, sm: int, counters: dict[str, int] | None = None,
+                     host: HostServices | None = None) -> bytes:
     """The artifact of `module` for `sm_<sm>`: its PTX and the cubin ptxas makes of it (the
     driver-ready image, what a warm start loads without compiling). Each stage's time is
-    logged at DEBUG; `counters["ptxas_runs"]` counts the ptxas runs."""
+    logged at DEBUG; `counters["ptxas_runs"]` counts the ptxas runs. `host.store`, the
+    offline cache, keeps the part of libdevice codegen calls (`nvptx.codegen_math_bitcode`)."""
     t0 = time.perf_counter()
-    ptx = nvptx.compile_ptx(module, sm)
+    ptx = nvptx.compile_ptx(module, sm, host)
     t1 = time.perf_counter()
     cubin = nvptx.assemble(ptx, sm)
     t2 = time.perf_counter()
@@ -167,7 +169,7 @@ def open_device(device_id: int, host: HostServices = NO_SERVICES) -> GpuDevice:
                           f"driver {driver.driver_version}; {ptxas_version()}")
 
     def compile_fn(module: ir.Module) -> bytes:     # ptxas runs go in the device's counters
-        return compile_artifact(module, sm, device.counters)
+        return compile_artifact(module, sm, device.counters, host)
 
     device = GpuDevice(device_id, driver, target, nvptx.codegen_target(), compile_fn, host)
     return device

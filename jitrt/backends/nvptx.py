@@ -8,7 +8,9 @@ compiles the PTX itself at load time). Both come from the `nvidia-cuda-nvcc` whe
 (`pip install 'jitrt[cuda]'`), found through cuda-pathfinder, `CUDA_HOME` or /usr/local/cuda.
 Caches, per process: the path of each tool, libdevice's bitcode, the part of it that codegen
 can call (parsed from all of libdevice once) and the subsets of that per set of math functions
-used.
+used. Across processes, given the offline cache (`HostServices.store`, which the CUDA device
+passes down): that part of libdevice, so that only the first process on a machine pays the
+parse of all of libdevice (~0.1 s of CPU in the first kernel that calls a math function).
 """
 from __future__ import annotations
 
@@ -16,12 +18,16 @@ import functools
 import glob
 import os
 import shutil
+import time
 
 import llvmlite.binding as llvm
+import xxhash
 from llvmlite import ir
 
 from ..codegen.targets import INSTRUCTIONS, MATH_INTRINSIC, NvptxTarget, TargetTraits
 from ..errors import BackendUnavailableError
+from ..logger import logger
+from .base import HostServices
 from .llvm_setup import LLVM_LOCK, init_all_targets, optimize
 from .tools import transform
 
@@ -101,7 +107,10 @@ def codegen_math_names() -> frozenset[str]:
                      for suffix in ("f", ""))
 
 
+@functools.lru_cache(maxsize=256)
 def _subset_of(bitcode: bytes, names: frozenset[str]) -> bytes:
+    """Bitcode of the functions `names` of `bitcode` and what they call (cached per process:
+    the same bitcode object comes back for every kernel, and bytes keep their hash)."""
     lib = llvm.parse_bitcode(bitcode)
     for fn in lib.functions:
         if not fn.is_declaration and fn.name not in names:
@@ -110,27 +119,58 @@ def _subset_of(bitcode: bytes, names: frozenset[str]) -> bytes:
     return bytes(lib.as_bitcode())
 
 
-@functools.lru_cache(maxsize=1)
-def _codegen_math_bitcode() -> bytes:
+# per process: libdevice's path -> its cut to `codegen_math_names()` (made or loaded once)
+_CUTS: dict[str, bytes] = {}
+
+
+def _cut_key(host: HostServices) -> str:
+    """The offline-cache key of the cut: libdevice's bytes, jitrt's sources (which decide
+    `codegen_math_names()`) and LLVM's versions (`HostServices.runtime_key`)."""
+    parts = [host.runtime_key(), xxhash.xxh3_128_hexdigest(_libdevice_bitcode())]
+    return "libdevice-" + xxhash.xxh3_128_hexdigest("\0".join(parts).encode())
+
+
+def codegen_math_bitcode(host: HostServices | None = None) -> bytes:
     """libdevice cut down to `codegen_math_names()` and what they call (~45 KB of its
-    ~460): made once per process, the source of every kernel's subset."""
-    return _subset_of(_libdevice_bitcode(), codegen_math_names())
-
-
-@functools.lru_cache(maxsize=256)
-def libdevice_subset(names: frozenset[str]) -> bytes:
-    """Bitcode of the libdevice functions `names` and what they call. All of libdevice is
-    parsed (~50 ms) once per process, into the subset holding every function codegen calls;
-    each new set of names is cut from that (~5 ms) rather than from all of libdevice again
-    (~60 ms a set, for each kernel whose math functions differ from an earlier one's).
+    ~460): made once per process, the source of every kernel's subset. With an offline cache
+    (`host.store`) it is read from there, or made and stored there for the next process.
     Call under LLVM_LOCK."""
+    path = libdevice_path() or ""
+    cut = _CUTS.get(path)
+    if cut is not None:
+        return cut
+    store = host.store if host is not None else None
+    key = _cut_key(host) if host is not None and store is not None else ""
+    loaded = store.load(key) if store is not None else None   # (checksummed: a damaged
+    cut = loaded if isinstance(loaded, bytes) else None        # entry reads as None)
+    if cut is not None:
+        logger.debug("libdevice: the part codegen calls read from the offline cache")
+    else:
+        start = time.perf_counter()
+        cut = _subset_of(_libdevice_bitcode(), codegen_math_names())
+        if store is not None:
+            store.save(key, "libdevice: the math functions codegen calls", cut)
+        logger.debug("libdevice: all of it parsed for the part codegen calls, %.1f ms%s",
+                     (time.perf_counter() - start) * 1e3,
+                     " (kept in the offline cache)" if store is not None else "")
+    _CUTS[path] = cut
+    return cut
+
+
+def libdevice_subset(names: frozenset[str], host: HostServices | None = None) -> bytes:
+    """Bitcode of the libdevice functions `names` and what they call. All of libdevice is
+    parsed (~50-100 ms) once per process, or once per machine with an offline cache, into the
+    part codegen can call (`codegen_math_bitcode`); each new set of names is cut from that
+    (~5 ms) rather than from all of libdevice again (~60 ms a set, for each kernel whose math
+    functions differ from an earlier one's). Call under LLVM_LOCK."""
     if names <= codegen_math_names():
-        return _subset_of(_codegen_math_bitcode(), names)
+        return _subset_of(codegen_math_bitcode(host), names)
     return _subset_of(_libdevice_bitcode(), names)
 
 
-def compile_ptx(module: ir.Module | str, sm: int) -> str:
-    """PTX for compute capability `sm` (80 for 8.0...), libdevice linked in where used."""
+def compile_ptx(module: ir.Module | str, sm: int, host: HostServices | None = None) -> str:
+    """PTX for compute capability `sm` (80 for 8.0...), libdevice linked in where used (its
+    part that codegen calls kept in `host.store` across processes, when given)."""
     text = str(module)
     with LLVM_LOCK:
         tm = target_machine(sm)
@@ -139,7 +179,7 @@ def compile_ptx(module: ir.Module | str, sm: int) -> str:
         used = frozenset(fn.name for fn in mod.functions
                          if fn.is_declaration and fn.name.startswith("__nv_"))
         if used:
-            lib = llvm.parse_bitcode(libdevice_subset(used))
+            lib = llvm.parse_bitcode(libdevice_subset(used, host))
             lib.triple, lib.data_layout = mod.triple, mod.data_layout
             mod.link_in(lib)
             for fn in mod.functions:     # keep only what the kernels call
