@@ -375,7 +375,8 @@ def _string_store(a: ND(dtype=jr.f32, ndim=1)):
 
 def _tuple_of_values(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        t = [jr.Vector([a[i], a[i]]), a[i]]  # noqa: F841  (a list: neither vector nor matrix)
+        t = [jr.Vector([a[i], a[i]]), a[i]]     # a Python list, as in Taichi
+        a[i] = jr.Vector(t).sum()                # but neither a vector nor a matrix
 
 
 def _range_step(a: ND(dtype=jr.f32, ndim=1)):

@@ -276,5 +276,6 @@ class LoweringHost:
         fresh_local: Callable[..., n.Local]
         fold_chain: Callable[..., Any]
         snapshot: Callable[..., Any]
+        list_binary: Callable[..., Any]       # lists.py
         store_member: Callable[..., bool]
         assign_vec_swizzle: Callable[..., bool]

@@ -28,6 +28,7 @@ from .context import module_alias
 from .lower_inline import InlineLowering
 from .lower_simt import shared_handle
 from .real_func import RealFuncDef
+from .lists import elements, is_list
 from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, as_vector
 
 NOT_KNOWN = object()
@@ -360,6 +361,9 @@ class CallLowering(InlineLowering):
         try:
             for arg in node.args:
                 v = self.compile_time(arg)
+                if is_list(v):                  # a Python list, as in Taichi: its items
+                    v = PyValue(tuple(x.obj if isinstance(x, PyValue) else RunTimeItem(x)
+                                      for x in elements(v) or ()))
                 if not isinstance(v, PyValue):
                     raise self.err(arg, STATIC_NEEDS)
                 values.append(v)

@@ -453,6 +453,9 @@ class ExprLowering(LoweringHost):
         return self.binary(op, left, self.expr(node.right), node)
 
     def binary(self, op: str, a: Value, b: Value, node: ast.AST) -> Value:
+        joined = self.list_binary(op, a, b, node)    # `[a] + [b]`, `[a] * 2`: lists.py
+        if joined is not None:
+            return joined
         if isinstance(a, VecValue) or isinstance(b, VecValue):
             return self.vec_binary(op, a, b, node)       # element-wise, scalars broadcast
         if isinstance(a, PyValue) and isinstance(b, PyValue) and not is_number(a) and \
