@@ -564,6 +564,12 @@ class Field(_Buffer):
                                   "over a field loops over its indices in a kernel; at Python "
                                   "scope loop over jr.ndrange(*x.shape) or x.to_numpy()")
 
+    def parent(self, n: int = 1) -> Any:
+        """Taichi's `x.parent()`: the layout level that holds x (`layout.Cells`), whose loop
+        `for i, j in x.parent()` runs over x's indices, as Taichi's does for a dense level."""
+        from .layout import Cells
+        return Cells.of(self, n)
+
 
 class ScalarField(Field):
     """A field of scalars: what `jr.field(jr.f32, ...)` returns (Taichi's `ti.ScalarField`)."""
