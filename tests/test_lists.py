@@ -132,3 +132,16 @@ def built(t: jr.i32) -> jr.i32:
 
 def test_a_vector_or_matrix_built_from_a_list_adds():
     assert built(5) == 1000 + 60 + 2
+
+
+@jr.kernel
+def tuples(t: jr.f32) -> jr.f32:
+    a = (t, 2.0)
+    b = a + (3.0, 4.0)                # tuples concatenate too
+    c = a * 2
+    d = (t, t) + jr.Vector([1.0, 1.0])
+    return len(b) * 1000 + len(c) * 100 + d[0] + b[3] * 10
+
+
+def test_tuples_concatenate_and_repeat_too():
+    assert tuples(1.0) == 4000 + 400 + 2.0 + 40

@@ -1,14 +1,15 @@
-"""Lists in kernels are Python lists, as in Taichi.
+"""Lists and tuples in kernels are Python's, as in Taichi.
 
-Stage: frontend (a mixin of the lowering visitor). A list display (`[a, b]`, `[k, x.shape]`)
-and a local assigned one keep their list-ness (`VecValue.is_list`, `TupleValue.is_list`,
-`VecVar.is_list`): `+` of two lists concatenates and `*` of a list by a compile-time int
-repeats, as Python does (Taichi builds a Python list of its values); `len`, indexing with
-constants and iteration under `jr.static` are the same as a vector's. Everywhere else (a list
-with a vector or a run-time scalar, `jr.Vector(lst)`, a store into a vector field, a func
-parameter annotated as a vector, a return) it is the vector of its items, as Taichi converts
-it; an unannotated func parameter keeps the list, as Taichi's does. A name assigned a
-list of another length is a new local, as Python rebinds it. Caches nothing.
+Stage: frontend (a mixin of the lowering visitor). A list or tuple display (`[a, b]`, `(a,
+b)`, `[k, x.shape]`) and a local assigned one keep their list-ness (`VecValue.is_list`,
+`TupleValue.is_list`, `VecVar.is_list`): `+` of two concatenates and `*` of one by a
+compile-time int repeats, as Python does (Taichi builds a Python list or tuple of its
+values); `len`, indexing with constants and iteration under `jr.static` are the same as a
+vector's. Everywhere else (a list with a vector or a run-time scalar, `jr.Vector(lst)`, a
+store into a vector field, a func parameter annotated as a vector, a return) it is the
+vector of its items, as Taichi converts it; an unannotated func parameter keeps the list, as
+Taichi's does. A name assigned a list of another length is a new local, as Python rebinds
+it. Caches nothing.
 """
 from __future__ import annotations
 

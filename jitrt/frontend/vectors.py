@@ -28,9 +28,10 @@ from .context import LocalVar, LoweringHost, PyValue, literal_dtype
 class VecValue:
     shape: tuple[int, ...]            # (n,) for a vector, (n, m) for a matrix
     items: tuple[Any, ...]            # row-major components: n.Expr or PyValue numbers
-    # a list display (`[a, b]`) or a local assigned one: a Python list, as in Taichi, where
-    # `+` of two lists concatenates and `*` by an int repeats (`lists.py`); anything else
-    # (arithmetic with a vector or a scalar, a store, a call) uses it as a vector
+    # a list or tuple display (`[a, b]`, `(a, b)`) or a local assigned one: a Python
+    # sequence, as in Taichi, where `+` of two concatenates and `*` by an int repeats
+    # (`lists.py`); anything else (arithmetic with a vector or a scalar, a store, a call)
+    # uses it as a vector
     is_list: bool = False
 
     @property
@@ -68,8 +69,8 @@ class VecVar:
 class TupleValue:
     """A tuple of run-time values that is not a vector (`(U, P)`, `(v, s)`): unpacked by
     `a, b = t`, indexed by constants; what a func returns when it returns several values.
-    `is_list`: a list display whose items are neither one vector nor one matrix (`[k, x.shape]`,
-    `[v3, s]`): a Python list, as in Taichi."""
+    `is_list`: a list or tuple display (`[k, x.shape]`, `(v3, s)`): a Python sequence, as in
+    Taichi (`lists.py`)."""
     items: tuple[Any, ...]
     is_list: bool = False
 
@@ -186,7 +187,7 @@ class VectorLowering(LoweringHost):
         """`[a, b, c]` (a vector) or `[[a, b], [c, d]]` (a matrix; rows may be vectors); a
         tuple of anything else (matrices, vectors and scalars mixed) is a TupleValue. A row of
         constants next to vector rows (`[[c, s, 0.0], [0.0, 0.0, 1.0]]`) is a vector too."""
-        is_list = isinstance(node, ast.List)
+        is_list = isinstance(node, (ast.List, ast.Tuple))    # a Python sequence: lists.py
         if any(isinstance(i, VecValue) for i in items):
             items = [as_vector(i) for i in items]
         if all(isinstance(i, VecValue) and len(i.shape) == 1 for i in items):
