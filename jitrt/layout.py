@@ -7,7 +7,7 @@ jr.f32)`) is a `PendingField` until a layout places it: `place` gives it the lay
 placed field. Placing one component of a vector field (`v.get_scalar_field(i)`, Taichi's
 structure-of-arrays placement) places the whole field; its other components must be placed
 with the same shape and offset (else the next kernel to compile raises, as in Taichi).
-`x.parent()` is the level holding x (`Cells`), a kernel loop's range. As in Taichi, each
+`x.parent()` is the level holding x (`data.Cells`), a kernel loop's range. As in Taichi, each
 `.dense(axes, extents)` level multiplies the extents of its axes (chained levels give the
 product) and the field has one dimension per axis used, in axis order, unused axes dropped:
 `dense(jr.k, 4).dense(jr.l, 3)` gives shape (4, 3), `dense(jr.l, 4).dense(jr.i, 3)` gives
@@ -142,31 +142,6 @@ class Node:
 
 
 root = Node()
-
-
-class Cells:
-    """The layout level holding a field, as `x.parent()` gives it: a kernel loop over it
-    (`for i, j in x.parent()`) runs over the field's indices (its shape, from its offset), as
-    Taichi's loop over the dense level that places x does. jitrt stores a field without the
-    blocks of chained levels, so only the level right above the field exists (n=1)."""
-
-    def __init__(self, field: Any) -> None:
-        self.field = field
-
-    @classmethod
-    def of(cls, field: Any, n: int) -> "Cells":
-        if n != 1:
-            raise NotImplementedError(f"{field.name}.parent({n}): only the level right above "
-                                      "a field (parent() or parent(1)) is supported: jitrt "
-                                      "places fields without the blocks of chained levels")
-        return cls(field)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.field.shape)
-
-    def __repr__(self) -> str:
-        return f"<cells of {self.field.name}, shape {self.shape}>"
 
 
 class FieldsBuilder:

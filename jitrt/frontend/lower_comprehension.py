@@ -176,6 +176,10 @@ class ComprehensionLowering(LoweringHost):
             raise self.err(node, f"unhashable dict key {describe(key.obj)}") from None
         return key.obj
 
+    def dict_method(self, d: DictValue, name: str) -> PyValue:
+        """`d.keys`, `d.values`, `d.items` of a dict with run-time values, for its call."""
+        return PyValue(DictMethod(d, name))
+
     def dict_item(self, d: DictValue | PyValue, node: ast.Subscript) -> Value:
         """`d[key]` of a dict (a DictValue, or a Python dict known at compile time), the key
         known at compile time."""

@@ -204,8 +204,7 @@ class ExprLowering(LoweringHost):
         if isinstance(base, VecValue):
             return self.vec_attribute(base, node)
         if type(base).__name__ == "DictValue" and node.attr in ("keys", "values", "items"):
-            from .lower_comprehension import DictMethod
-            return PyValue(DictMethod(base, node.attr))      # type: ignore[arg-type]
+            return self.dict_method(base, node.attr)   # `d.values`: lower_comprehension.py
         if isinstance(base, StructElement):
             method = dict(base.field.kind.methods).get(node.attr)
             if method is not None and node.attr not in base.field.members:   # `s[i].area()`:
