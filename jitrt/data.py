@@ -564,6 +564,36 @@ class Field(_Buffer):
                                   "over a field loops over its indices in a kernel; at Python "
                                   "scope loop over jr.ndrange(*x.shape) or x.to_numpy()")
 
+    def parent(self, n: int = 1) -> Any:
+        """Taichi's `x.parent()`: the layout level that holds x (`Cells`), whose loop
+        `for i, j in x.parent()` runs over x's indices, as Taichi's does for a dense level."""
+        return Cells.of(self, n)
+
+
+class Cells:
+    """The layout level holding a field, as `x.parent()` gives it: a kernel loop over it
+    (`for i, j in x.parent()`) runs over the field's indices (its shape, from its offset), as
+    Taichi's loop over the dense level that places x does. jitrt stores a field without the
+    blocks of chained levels, so only the level right above the field exists (n=1)."""
+
+    def __init__(self, field: Any) -> None:
+        self.field = field
+
+    @classmethod
+    def of(cls, field: Any, n: int) -> "Cells":
+        if n != 1:
+            raise NotImplementedError(f"{field.name}.parent({n}): only the level right above "
+                                      "a field (parent() or parent(1)) is supported: jitrt "
+                                      "places fields without the blocks of chained levels")
+        return cls(field)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.field.shape)
+
+    def __repr__(self) -> str:
+        return f"<cells of {self.field.name}, shape {self.shape}>"
+
 
 class ScalarField(Field):
     """A field of scalars: what `jr.field(jr.f32, ...)` returns (Taichi's `ti.ScalarField`)."""

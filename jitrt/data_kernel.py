@@ -26,3 +26,5 @@ KERNEL_METHODS: dict[str, Any] = {"fill": fill}
 # methods of fields that move data between the host and the field: a compile error in kernels
 HOST_ONLY_METHODS = frozenset(("to_numpy", "from_numpy", "copy_from", "to_torch", "from_torch",
                                "to_paddle", "from_paddle"))
+# methods of fields whose result a kernel takes at compile time (`x.parent()`: a loop's range)
+COMPILE_TIME_METHODS = frozenset(("parent",))

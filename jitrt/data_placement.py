@@ -5,10 +5,11 @@ Stage: data (beside `data.py` and `layout.py`). `declared(f)` records a field cr
 a shape in the current program, with the user's line that declared it; `awaiting(f, kind)`
 records one created with `needs_grad=True` (`kind` "grad") or `needs_dual=True` ("dual"),
 whose companion must be placed explicitly (`place(x.grad)`, or `jr.root.lazy_grad()`), as
-in Taichi; `placed(f)` and `asked_for_all(kind)` settle them. `check()` (the compiler calls
-it for each new kernel) raises `FieldPlacementError` naming what is left and where it was
-declared. `new_program()` (jr.init) forgets the previous program's fields. Holds weak
-references only; caches nothing.
+in Taichi; `placed(f)` and `asked_for_all(kind)` settle them; `mismatched(f, message)`
+records a field one of whose components was placed with another shape. `check()` (the
+compiler calls it for each new kernel) raises `FieldPlacementError` naming what is left and
+where it was declared. `new_program()` (jr.init) forgets the previous program's fields.
+Holds weak references only; caches nothing.
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from .errors import JitrtError
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _declared: list[tuple["weakref.ref[Any]", str]] = []
 _awaiting: list[tuple["weakref.ref[Any]", str, str]] = []
+# fields one of whose components was placed with another shape, and the message
+_mismatched: list[tuple["weakref.ref[Any]", str]] = []
 
 
 class FieldPlacementError(JitrtError, RuntimeError):
@@ -56,13 +59,25 @@ def asked_for_all(kind: str) -> None:
     _awaiting[:] = [e for e in _awaiting if e[1] != kind and e[0]() is not None]
 
 
+def mismatched(f: Any, message: str) -> None:
+    """A component of a vector/matrix field was placed with a shape or offset other than the
+    field's (the `place` kept the field's): reported by the next `check()`, as Taichi
+    reports it at the next launch."""
+    _mismatched.append((weakref.ref(f), message))
+
+
 def new_program() -> None:
     _declared.clear()
     _awaiting.clear()
+    _mismatched.clear()
 
 
 def check() -> None:
-    """Raise FieldPlacementError if a declared field or an awaited companion is unplaced."""
+    """Raise FieldPlacementError if a declared field or an awaited companion is unplaced, or
+    a component was placed with another shape than its field."""
+    _mismatched[:] = [(r, m) for r, m in _mismatched if r() is not None]
+    if _mismatched:
+        raise FieldPlacementError(_mismatched[0][1])
     if not _declared and not _awaiting:
         return
     _declared[:] = [(r, w) for r, w in _declared if getattr(r(), "pending", False)]

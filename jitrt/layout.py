@@ -1,22 +1,24 @@
 """Dense SNode layouts as in Taichi: `jr.root.dense(jr.ij, (N, M)).place(x, y)`.
 
-Stage: API (data). A field created without a shape (`jr.field(jr.f32)`,
-`jr.Vector.field(3, jr.f32)`) is a `PendingField` until a layout places it: `place` gives it
-the layout's shape (and `place(x, offset=...)` its offset) and turns it into an ordinary
+Stage: API (data). A field created without a shape (`jr.field(jr.f32)`, `jr.Vector.field(3,
+jr.f32)`) is a `PendingField` until a layout places it: `place` gives it the layout's shape
+(and `place(x, offset=...)` its offset) and turns it into an ordinary
 `ScalarField`/`MatrixField` in place, so every reference a program already holds sees the
 placed field. Placing one component of a vector field (`v.get_scalar_field(i)`, Taichi's
 structure-of-arrays placement) places the whole field; its other components must be placed
-with the same shape and offset. As in Taichi, each `.dense(axes, extents)` level
-multiplies the extents of its axes (chained levels give the product) and the field has one
-dimension per axis used, in axis order, unused axes dropped: `dense(jr.k, 4).dense(jr.l, 3)`
-gives shape (4, 3), `dense(jr.l, 4).dense(jr.i, 3)` gives (3, 4). Storage is row-major over
-that shape, one array per field (Taichi interleaves fields placed together and blocks chained
-levels in memory: the logical indices and `to_numpy()` are the same, only the memory order
-differs). A float field's gradient is placed with it (`data_declare.PendingField`); `place(x.grad)`
-checks its shape and `lazy_grad()` marks gradients asked for (and gives one to fields created
-with a shape and no gradient). Duals are placed with their fields (`lazy_dual()` has nothing
-to do). Sparse layouts raise NotImplementedError. `FieldsBuilder` is Taichi's builder of
-a separate tree (the same levels, then `finalize()`). Caches nothing.
+with the same shape and offset (else the next kernel to compile raises, as in Taichi).
+`x.parent()` is the level holding x (`data.Cells`), a kernel loop's range. As in Taichi, each
+`.dense(axes, extents)` level multiplies the extents of its axes (chained levels give the
+product) and the field has one dimension per axis used, in axis order, unused axes dropped:
+`dense(jr.k, 4).dense(jr.l, 3)` gives shape (4, 3), `dense(jr.l, 4).dense(jr.i, 3)` gives
+(3, 4). Storage is row-major over that shape, one array per field (Taichi interleaves fields
+placed together and blocks chained levels in memory: the logical indices and `to_numpy()`
+are the same, only the memory order differs). A float field's gradient is placed with it
+(`data_declare.PendingField`); `place(x.grad)` checks its shape and `lazy_grad()` marks
+gradients asked for (and gives one to fields created with a shape and no gradient). Duals
+are placed with their fields (`lazy_dual()` has nothing to do). Sparse layouts raise
+NotImplementedError. `FieldsBuilder` is Taichi's builder of a separate tree (the same
+levels, then `finalize()`). Caches nothing.
 """
 from __future__ import annotations
 
@@ -111,12 +113,12 @@ class Node:
         parent = c.parent
         if isinstance(parent, PendingField):
             parent.place_with(self.shape, off)
-        elif (parent.shape, parent.offset) != (self.shape, off):
-            raise ValueError(f"Members of the following field have different shapes: "
-                             f"'{parent.name}' is placed with shape "
-                             f"{_where(parent.shape, parent.offset)}, its component {c.name} "
-                             f"with {_where(self.shape, off)}; jitrt places every component "
-                             "alike")
+        elif (parent.shape, parent.offset) != (self.shape, off):   # raised at the next
+            data_placement.mismatched(parent,                         # kernel, as in Taichi
+                f"Members of the following field have different shapes: '{parent.name}' is "
+                f"placed with shape {_where(parent.shape, parent.offset)}, its component "
+                f"{c.name} with {_where(self.shape, off)}; jitrt places every component "
+                "alike")
         parent.implicit = False
 
     def lazy_grad(self) -> None:

@@ -166,6 +166,20 @@ def test_dict_display_of_run_time_values_reads_them_once():
     assert k(2) == pytest.approx(403.5 + 1)
 
 
+def test_dict_with_run_time_keys_keeps_one_entry_per_key_read():
+    x = jr.field(jr.i32, shape=8)
+
+    @jr.kernel
+    def k() -> jr.i32:
+        a = {x[j]: x[j] + j for j in range(100) if j > 2 if j < 5}   # Taichi's example
+        b = {x[0]: 1, x[0]: 2}        # two reads: two keys, as Taichi's expression keys
+        n = sum([key * 1000 for key, _ in a.items()])
+        return sum(a.values()) + len(b) * 100 + n + sum(b.keys())
+
+    x.from_numpy(np.arange(8, dtype=np.int32) * 2)
+    assert k() == (6 + 3) + (8 + 4) + 200 + (6 + 8) * 1000
+
+
 def test_missing_dict_key_and_run_time_comprehension_are_compile_errors():
     @jr.kernel
     def missing(key: jr.template()) -> jr.i32:

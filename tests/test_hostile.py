@@ -360,7 +360,8 @@ def _import(a: ND(dtype=jr.f32, ndim=1)):
 
 def _dict(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        d = {i: 1.0}  # noqa: F841
+        d = {i: 1.0}              # a run-time key, as Taichi's: found by iterating only
+        a[i] = d[i]
 
 
 def _comprehension(a: ND(dtype=jr.f32, ndim=1)):
@@ -375,7 +376,8 @@ def _string_store(a: ND(dtype=jr.f32, ndim=1)):
 
 def _tuple_of_values(a: ND(dtype=jr.f32, ndim=1)):
     for i in range(a.shape[0]):
-        t = [jr.Vector([a[i], a[i]]), a[i]]  # noqa: F841  (a list: neither vector nor matrix)
+        t = [jr.Vector([a[i], a[i]]), a[i]]     # a Python list, as in Taichi
+        a[i] = jr.Vector(t).sum()                # but neither a vector nor a matrix
 
 
 def _range_step(a: ND(dtype=jr.f32, ndim=1)):
@@ -393,7 +395,7 @@ UNSUPPORTED = [
     (_try, "Try"), (_with, "With"), (_class, "ClassDef"),
     (_fstring, "a formatted string with run-time values"),
     (_lambda, "Lambda"), (_yield, "Yield"), (_global, "Global"), (_star_args, "unpacks a vector"),
-    (_del, "Delete"), (_import, "Import"), (_dict, "keys known at compile time"),
+    (_del, "Delete"), (_import, "Import"), (_dict, "key known at compile time"),
     (_comprehension, "length known at compile time"), (_string_store, "str"),
     (_tuple_of_values, "neither a vector nor a matrix"), (_range_step, "step must not be zero"),
     (_assert, "With"),

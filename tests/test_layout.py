@@ -63,3 +63,20 @@ def test_unplaced_fields_and_misuse_are_clear_errors():
         jr.root.pointer(jr.i, 4)
     with pytest.raises(TypeError, match="place\\(\\) takes fields"):
         jr.root.dense(jr.i, 4).place(3)
+
+
+def test_a_loop_over_the_level_above_a_field_runs_over_its_indices():
+    x = jr.field(jr.i32)
+    jr.root.dense(jr.ij, (3, 7)).dense(jr.ij, (2, 4)).place(x)
+
+    @jr.kernel
+    def iterate():
+        for i, j in x.parent():       # Taichi's test_struct_for_intermediate.py
+            x[i, j] += i * 100 + j
+
+    iterate()
+    i, j = np.indices((6, 28))
+    np.testing.assert_array_equal(x.to_numpy(), i * 100 + j)
+    assert x.parent().shape == (6, 28)
+    with pytest.raises(NotImplementedError, match=r"parent\(2\)"):
+        x.parent(2)

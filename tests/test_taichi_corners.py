@@ -363,6 +363,8 @@ def test_a_transposed_numpy_array_is_copied_in_and_out():
         assert a.tolist() == (np.arange(12).reshape(4, 3) + 100).tolist()
     with pytest.raises(jr.KernelArgError, match=r"np\.ascontiguousarray"):
         touch(np.zeros((3, 8), np.int32)[:, ::2])
+    with pytest.raises(ValueError, match="Non contiguous numpy arrays are not supported"):
+        touch(np.zeros((3, 8), np.int32)[:, ::2])         # Taichi's kind: a ValueError
 
 
 def test_atomic_on_a_value_is_refused_as_in_taichi():

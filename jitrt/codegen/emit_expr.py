@@ -8,8 +8,10 @@ context's error record for the host to report.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
+import numpy as np
 from llvmlite import ir
 
 from .. import dtypes
@@ -35,6 +37,18 @@ def const(dt: DataType, value: int | float) -> ir.Constant:
     if dt.is_float:
         return ir.Constant(ll_type(dt), float(value))
     return ir.Constant(ll_type(dt), int(value) & ((1 << dt.bits) - 1))
+
+
+def flushed(dt: DataType, value: float) -> float:
+    """A kernel's float constant of type `dt`: 0.0 with `value`'s sign when it rounds to a
+    denormal of `dt`, else `value`. Taichi makes its constants (literals converted to their
+    type, folded expressions) on a host thread whose x86 MXCSR / arm64 FPCR flushes denormal
+    results to zero, so `x[0] = 1e-45` stores 0 into an f32 (docs/porting.md, "Denormal
+    floats"); run-time arithmetic keeps IEEE gradual underflow."""
+    typed = dt.np.type(value)
+    if typed != 0 and abs(typed) < np.finfo(dt.np).tiny:
+        return math.copysign(0.0, value)
+    return value
 
 
 class Access(NamedTuple):
@@ -98,6 +112,8 @@ class ExprEmitter(EmitterHost):
         return getattr(self, "expr_" + type(e).__name__)(e)
 
     def expr_Const(self, e: n.Const) -> ir.Value:
+        if e.dtype.is_float:
+            return const(e.dtype, flushed(e.dtype, float(e.value)))
         return const(e.dtype, e.value)
 
     def expr_Arg(self, e: n.Arg) -> ir.Value:

@@ -276,5 +276,7 @@ class LoweringHost:
         fresh_local: Callable[..., n.Local]
         fold_chain: Callable[..., Any]
         snapshot: Callable[..., Any]
+        list_binary: Callable[..., Any]       # lists.py
+        dict_method: Callable[..., Any]       # lower_comprehension.py
         store_member: Callable[..., bool]
         assign_vec_swizzle: Callable[..., bool]

@@ -15,6 +15,7 @@ from ..errors import KernelSyntaxError
 from ..linalg import MatrixType
 from ..ir import nodes as n
 from .context import RETURN_FIELD, CompileContext, PyValue, Scope, function_globals
+from .lists import ListLowering
 from .lower_assign import AssignLowering
 from .lower_call import CallLowering
 from .lower_comprehension import ComprehensionLowering
@@ -41,7 +42,7 @@ class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, PyCallLowering,
                       ComprehensionLowering, FormatLowering, ReturnLowering, AssignLowering,
                       StmtLowering, LoopLowering, VectorLowering, VectorIndexing, StructLowering,
                       QuadrantsLowering, RealFuncLowering, StructValueLowering, SimtLowering,
-                      TileLowering):
+                      TileLowering, ListLowering):
     def __init__(self, src: SourceInfo, ctx: CompileContext, scope: Scope,
                  is_kernel_body: bool = False, depth: int = 0,
                  loops: list[str] | None = None) -> None:

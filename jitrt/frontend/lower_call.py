@@ -28,6 +28,7 @@ from .context import module_alias
 from .lower_inline import InlineLowering
 from .lower_simt import shared_handle
 from .real_func import RealFuncDef
+from .lists import elements, is_list
 from .vectors import ClassMethod, TupleValue, VecMethod, VecValue, as_vector
 
 NOT_KNOWN = object()
@@ -112,7 +113,9 @@ class CallLowering(InlineLowering):
             return self.inline(obj.func, node, obj.obj)
         if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
             from ..data import Field
-            from ..data_kernel import HOST_ONLY_METHODS, KERNEL_METHODS
+            from ..data_kernel import COMPILE_TIME_METHODS, HOST_ONLY_METHODS, KERNEL_METHODS
+            if isinstance(obj.__self__, Field) and obj.__name__ in COMPILE_TIME_METHODS:
+                return None                               # run in Python: call_library
             if isinstance(obj.__self__, Field) and obj.__name__ in KERNEL_METHODS:
                 return self.inline(KERNEL_METHODS[obj.__name__], node, obj.__self__)  # x.fill
             if isinstance(obj.__self__, Field) and obj.__name__ in HOST_ONLY_METHODS:
@@ -228,6 +231,10 @@ class CallLowering(InlineLowering):
         from ..math import VECTOR_FUNCTIONS
         if isinstance(obj, VecMethod):
             return self.call_vec_method(obj, node)
+        if type(obj).__name__ == "DictMethod":     # `d.values()` of a dict with run-time
+            if node.args or node.keywords:         # values: lower_comprehension.py
+                raise self.err(node, f"dict.{obj.name}() takes no arguments")
+            return obj.result()
         if isinstance(obj, bi.Builtin) and obj.name in bi.ROUNDING and obj is bi.MATH.get(
                 obj.name) and (len(node.args) == 2 or node.keywords):
             return self.rounded_to(obj, node)
@@ -360,6 +367,9 @@ class CallLowering(InlineLowering):
         try:
             for arg in node.args:
                 v = self.compile_time(arg)
+                if is_list(v):                  # a Python list, as in Taichi: its items
+                    v = PyValue(tuple(x.obj if isinstance(x, PyValue) else RunTimeItem(x)
+                                      for x in elements(v) or ()))
                 if not isinstance(v, PyValue):
                     raise self.err(arg, STATIC_NEEDS)
                 values.append(v)
@@ -398,6 +408,8 @@ class CallLowering(InlineLowering):
         if not isinstance(node, ast.Call):
             return self.expr(node)
         parts = [self.compile_time(x) for x in [node.func, *node.args]]
+        if isinstance(parts[0], PyValue) and type(parts[0].obj).__name__ == "DictMethod":
+            return self.expr(node)                 # `d.items()`: its (run-time) items
         if isinstance(parts[0], PyValue) and parts[0].obj in ITERATION_BUILTINS:
             parts[1:] = [run_time_items(p) for p in parts[1:]]
         kwargs = {k.arg: self.compile_time(k.value) for k in node.keywords}

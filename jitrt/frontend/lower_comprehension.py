@@ -7,8 +7,10 @@ compile-time n, a tuple or list constant, a vector's components, a matrix's rows
 keys), its `if` conditions must be known at compile time, and its elements may be run-time
 values. A list (or generator, set) of numbers and scalars is a vector, of equal-length
 vectors a matrix (so `jr.Matrix([[0.0] * 4 for _ in range(4)])` works), of compile-time values
-only a Python list. A dict maps compile-time keys to any values (`DictValue`), indexed by a
-compile-time key. `(a := v)` assigns `a` and is the value. Nothing is cached here.
+only a Python list. A dict maps keys to any values (`DictValue`), indexed by a compile-time
+key; a run-time key (`RunTimeKey`) equals only itself, and `keys()`, `values()`, `items()`
+(`DictMethod`) and `len()` see every entry. `(a := v)` assigns `a` and is the value.
+Nothing is cached here.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from ..ir import nodes as n
 from ..errors import KernelCompileError
 from .context import LoweringHost, PyValue
 from .lower_expr import Value, describe
+from .lists import make_list
 from .vectors import TupleValue, VecValue
 
 _UNBOUND = object()
@@ -46,6 +49,41 @@ class DictValue:
         raise KeyError(key)
 
 
+class RunTimeKey:
+    """A dict key that is a run-time value (`{x[j]: ... for j in range(4)}`): as in Taichi,
+    where such a key is an expression object, it equals only itself, so the dict keeps one
+    entry per evaluation and only iterating it (`keys()`, `values()`, `items()`) finds it."""
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<run-time key>"
+
+
+def key_value(k: Any) -> Any:
+    """A dict key as a value in the kernel: the run-time value of a RunTimeKey, else the
+    constant."""
+    return k.value if isinstance(k, RunTimeKey) else PyValue(k)
+
+
+@frozen
+class DictMethod:
+    """`d.keys`, `d.values` or `d.items` of a DictValue, waiting for its call."""
+    dict: DictValue
+    name: str
+
+    def result(self) -> Any:
+        d = self.dict
+        if self.name == "keys":
+            return make_list([key_value(k) for k in d.keys], False)
+        if self.name == "values":
+            return make_list(list(d.values), False)
+        return make_list([make_list([key_value(k), v], False)
+                          for k, v in zip(d.keys, d.values)], False)
+
+
 class ComprehensionLowering(LoweringHost):
     def dict_of(self, pairs: list[tuple[Any, Any]], node: ast.expr) -> DictValue | PyValue:
         """The dict of (compile-time key, value) pairs, later keys replacing earlier ones: a
@@ -54,7 +92,8 @@ class ComprehensionLowering(LoweringHost):
         merged: dict[Any, Any] = {}
         for k, v in pairs:
             merged[k] = v
-        if all(isinstance(v, PyValue) for v in merged.values()):
+        if all(isinstance(v, PyValue) for v in merged.values()) and not any(
+                isinstance(k, RunTimeKey) for k in merged):
             return PyValue({k: v.obj for k, v in merged.items()})
         return DictValue(tuple(merged), tuple(self.snapshot(v, node) for v in merged.values()))
 
@@ -126,13 +165,20 @@ class ComprehensionLowering(LoweringHost):
 
     def dict_key(self, node: ast.expr) -> Any:
         key = self.expr(node)
+        if isinstance(key, (n.Expr, VecValue)):   # Taichi's key is the expression object:
+            return RunTimeKey(self.snapshot(key, node))        # it equals only itself
         if not isinstance(key, PyValue):
-            raise self.err(node, "a dict in a kernel needs keys known at compile time")
+            raise self.err(node, f"a dict key must be a number or a compile-time value, got "
+                           f"{describe_any(key)}")
         try:
             hash(key.obj)
         except TypeError:
             raise self.err(node, f"unhashable dict key {describe(key.obj)}") from None
         return key.obj
+
+    def dict_method(self, d: DictValue, name: str) -> PyValue:
+        """`d.keys`, `d.values`, `d.items` of a dict with run-time values, for its call."""
+        return PyValue(DictMethod(d, name))
 
     def dict_item(self, d: DictValue | PyValue, node: ast.Subscript) -> Value:
         """`d[key]` of a dict (a DictValue, or a Python dict known at compile time), the key
@@ -186,7 +232,7 @@ class ComprehensionLowering(LoweringHost):
         if isinstance(v, TupleValue):
             return list(v.items)
         if isinstance(v, DictValue):
-            return [PyValue(k) for k in v.keys]
+            return [key_value(k) for k in v.keys]
         if isinstance(v, PyValue) and not isinstance(v.obj, (str, bytes)):
             try:
                 return [PyValue(x) for x in v.obj]

@@ -203,6 +203,8 @@ class ExprLowering(LoweringHost):
         base = self.expr(node.value)
         if isinstance(base, VecValue):
             return self.vec_attribute(base, node)
+        if type(base).__name__ == "DictValue" and node.attr in ("keys", "values", "items"):
+            return self.dict_method(base, node.attr)   # `d.values`: lower_comprehension.py
         if isinstance(base, StructElement):
             method = dict(base.field.kind.methods).get(node.attr)
             if method is not None and node.attr not in base.field.members:   # `s[i].area()`:
@@ -453,6 +455,9 @@ class ExprLowering(LoweringHost):
         return self.binary(op, left, self.expr(node.right), node)
 
     def binary(self, op: str, a: Value, b: Value, node: ast.AST) -> Value:
+        joined = self.list_binary(op, a, b, node)    # `[a] + [b]`, `[a] * 2`: lists.py
+        if joined is not None:
+            return joined
         if isinstance(a, VecValue) or isinstance(b, VecValue):
             return self.vec_binary(op, a, b, node)       # element-wise, scalars broadcast
         if isinstance(a, PyValue) and isinstance(b, PyValue) and not is_number(a) and \

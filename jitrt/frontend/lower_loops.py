@@ -143,6 +143,8 @@ class LoopLowering(LoweringHost):
         if isinstance(source, PyValue) and (is_field(source.obj) or isinstance(
                 source.obj, ComponentField) or type(source.obj).__name__ == "StructField"):
             return self.range_for(node, self.field_box(source.obj, it), it)
+        if isinstance(source, PyValue) and type(source.obj).__name__ == "Cells":
+            return self.range_for(node, self.field_box(source.obj.field, it), it)  # x.parent()
         if isinstance(source, n.ArrayRef) and not source.grad:   # `for i in arr`: its shape
             loc = self.loc(it)
             zero = n.Const(0, dtypes.i32, loc)

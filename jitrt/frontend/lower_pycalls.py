@@ -170,6 +170,8 @@ class PyCallLowering(LoweringHost):
             return PyValue(v.shape[0])
         if isinstance(v, TupleValue):
             return PyValue(len(v.items))
+        if type(v).__name__ == "DictValue":             # lower_comprehension.py
+            return PyValue(len(v.keys))  # type: ignore[attr-defined]
         if isinstance(v, PyValue):
             try:
                 return PyValue(len(v.obj))

@@ -261,9 +261,9 @@ class StmtLowering(LoweringHost):
         """A run-time scalar copied into a fresh local (tuple assignment evaluates every right
         side before assigning)."""
         if isinstance(v, VecValue):
-            return VecValue(v.shape, tuple(self.snapshot(x, node) for x in v.items))
+            return VecValue(v.shape, tuple(self.snapshot(x, node) for x in v.items), v.is_list)
         if isinstance(v, TupleValue):
-            return TupleValue(tuple(self.snapshot(x, node) for x in v.items))
+            return TupleValue(tuple(self.snapshot(x, node) for x in v.items), v.is_list)
         if isinstance(v, n.Expr) and not isinstance(v, n.Const):
             return self.fresh_local(v, "tmp", self.loc(node))
         return v
@@ -404,8 +404,7 @@ class StmtLowering(LoweringHost):
             self.rebound.add(name)
             binding = None
         if isinstance(v, TupleValue):      # a tuple of run-time values: its parts, snapshotted
-            self.scope.bindings[name] = TupleValue(tuple(self.snapshot(x, node)
-                                                         for x in v.items))
+            self.scope.bindings[name] = self.snapshot(v, node)
             self.mark_assigned(name)
             return
         if isinstance(v, VecValue) or isinstance(binding, VecVar):
@@ -440,6 +439,9 @@ class StmtLowering(LoweringHost):
         assigned on every path to here: in Taichi a name first assigned in a block is local
         to it, so this is a new local of the new shape (its old value cannot be read here).
         The new local ends with its block: it is not readable after it (lower_with)."""
+        if isinstance(binding, VecVar) and binding.is_list and (
+                not isinstance(v, VecValue) or v.shape != binding.shape):
+            return True                  # a list name rebound to another list, as in Python
         if self.scope.assigned is None or name in self.scope.assigned:
             return False
         if isinstance(binding, VecVar):

@@ -28,6 +28,11 @@ from .context import LocalVar, LoweringHost, PyValue, literal_dtype
 class VecValue:
     shape: tuple[int, ...]            # (n,) for a vector, (n, m) for a matrix
     items: tuple[Any, ...]            # row-major components: n.Expr or PyValue numbers
+    # a list or tuple display (`[a, b]`, `(a, b)`) or a local assigned one: a Python
+    # sequence, as in Taichi, where `+` of two concatenates and `*` by an int repeats
+    # (`lists.py`); anything else (arithmetic with a vector or a scalar, a store, a call)
+    # uses it as a vector
+    is_list: bool = False
 
     @property
     def rows(self) -> int:
@@ -57,13 +62,17 @@ class VecVar:
     """A vector or matrix local: one scalar local per component."""
     shape: tuple[int, ...]
     components: tuple[LocalVar, ...]
+    is_list: bool = False             # assigned a list: reads give a list (VecValue.is_list)
 
 
 @frozen
 class TupleValue:
     """A tuple of run-time values that is not a vector (`(U, P)`, `(v, s)`): unpacked by
-    `a, b = t`, indexed by constants; what a func returns when it returns several values."""
+    `a, b = t`, indexed by constants; what a func returns when it returns several values.
+    `is_list`: a list or tuple display (`[k, x.shape]`, `(v3, s)`): a Python sequence, as in
+    Taichi (`lists.py`)."""
     items: tuple[Any, ...]
+    is_list: bool = False
 
 
 @frozen
@@ -159,6 +168,12 @@ def bools_as_ints(v: Any) -> Any:
     return PyValue(ints(v.obj))
 
 
+def is_scalar(v: Any) -> bool:
+    """A run-time scalar or a compile-time number: what a vector's component may be."""
+    return isinstance(v, n.Expr) or isinstance(v, PyValue) and isinstance(
+        v.obj, (int, float)) and not isinstance(v.obj, type)
+
+
 def as_vector(v: Any) -> Any:
     """`v` itself, or a VecValue when it is a constant tuple/list of numbers."""
     return constant_vector(v) or v
@@ -172,22 +187,22 @@ class VectorLowering(LoweringHost):
         """`[a, b, c]` (a vector) or `[[a, b], [c, d]]` (a matrix; rows may be vectors); a
         tuple of anything else (matrices, vectors and scalars mixed) is a TupleValue. A row of
         constants next to vector rows (`[[c, s, 0.0], [0.0, 0.0, 1.0]]`) is a vector too."""
+        is_list = isinstance(node, (ast.List, ast.Tuple))    # a Python sequence: lists.py
         if any(isinstance(i, VecValue) for i in items):
             items = [as_vector(i) for i in items]
         if all(isinstance(i, VecValue) and len(i.shape) == 1 for i in items):
             widths = {i.shape[0] for i in items}
             if len(widths) == 1:
                 return VecValue((len(items), widths.pop()),
-                                tuple(x for i in items for x in i.items))
+                                tuple(x for i in items for x in i.items), is_list)
         if any(isinstance(i, (VecValue, TupleValue)) or type(i).__name__ in (
                 "StructValue", "StructElement") for i in items):      # (structs: a tuple)
-            if isinstance(node, ast.List):
-                raise self.err(node, "a list of vectors of different lengths or mixed with "
-                               "scalars is neither a vector nor a matrix (use a tuple)")
-            return TupleValue(tuple(items))
+            return TupleValue(tuple(items), is_list)
+        if is_list and not all(is_scalar(i) for i in items):   # `[k, x.shape]`: a list
+            return TupleValue(tuple(items), True)
         for item, src in zip(items, node.elts):
             self.scalar_component(item, src)
-        return VecValue((len(items),), tuple(items))
+        return VecValue((len(items),), tuple(items), is_list)
 
     def scalar_component(self, v: Any, node: ast.AST) -> Any:
         if isinstance(v, VecValue):
@@ -220,10 +235,13 @@ class VectorLowering(LoweringHost):
                 if not isinstance(dtype, dtypes.DataType):
                     raise self.err(node.args[1], f"jr.{kind.__name__}(values, dtype): dtype "
                                    "must be a jitrt dtype such as jr.f32")
+            if len(args) == 1 and isinstance(args[0], TupleValue) and args[0].is_list:
+                raise self.err(node, "a list of vectors of different lengths or mixed with "
+                               "scalars is neither a vector nor a matrix")
             if len(args) != 1 or not isinstance(args[0], VecValue):
                 what = "a list of components" if kind is Vector else "a list of rows"
                 raise self.err(node, f"jr.{kind.__name__}() takes {what}")
-            v = args[0]
+            v = VecValue(args[0].shape, args[0].items)     # a vector, no longer a list
             if kind is not Matrix and len(v.shape) == 2:   # jr.Matrix([a, b, c]): a vector,
                 raise self.err(node, "jr.Vector() takes a flat list (jr.Matrix() a list of "
                                "rows)")                    # as at Python scope and in Taichi
@@ -632,7 +650,7 @@ class VectorLowering(LoweringHost):
     def vec_local_value(self, var: VecVar, node: ast.AST) -> VecValue:
         loc = self.loc(node)
         return VecValue(var.shape, tuple(n.Local(c.ir_name, c.dtype, loc)
-                                         for c in var.components))
+                                         for c in var.components), var.is_list)
 
     def assign_vec_local(self, name: str, v: Any, node: ast.AST) -> None:
         binding = self.scope.bindings.get(name)
@@ -648,6 +666,8 @@ class VectorLowering(LoweringHost):
                 v = self.snapshot(v, node)   # `S = J.T @ S @ J`: read all of S before writing
             for c, x in zip(binding.components, v.items):
                 self.emit(n.Assign(c.ir_name, self.typed(x, c.dtype, node), loc))
+            if v.is_list != binding.is_list:     # a list now, or a vector: as Python rebinds
+                self.scope.bindings[name] = VecVar(binding.shape, binding.components, v.is_list)
             return
         if binding is not None and not isinstance(binding, PyValue):
             raise self.err(node, f"'{name}' is a scalar local; cannot assign a vector to it")
@@ -670,7 +690,7 @@ class VectorLowering(LoweringHost):
             self.ctx.local_types[var.ir_name] = e.dtype
             self.emit(n.Assign(var.ir_name, e, self.loc(node)))
             components.append(var)
-        return VecVar(v.shape, tuple(components))
+        return VecVar(v.shape, tuple(components), v.is_list)
 
 
 def tensor_text(shape: tuple[int, ...], dt: "dtypes.DataType | None") -> str:

@@ -333,10 +333,11 @@ def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
         shown = f"[Tensor ({', '.join(map(str, own))}) {name}]" if own else name
         raise fail(kernel, p, want, f"{describe(v)} (Expect element type "
                    f"{getattr(p.dtype, 'name', '?')} for argument {p.name}, but get {shown})")
-    if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
-        raise fail(kernel, p, want + " (C-contiguous, or Fortran-ordered such as a.T: Non "
-                   "contiguous numpy arrays are not supported, please call "
-                   "np.ascontiguousarray(arr) first)", describe(v))
+    if isinstance(v, np.ndarray) and not v.flags.c_contiguous:   # Taichi: a ValueError
+        raise KernelArgValueError(str(fail(
+            kernel, p, want + " (C-contiguous, or Fortran-ordered such as a.T: Non contiguous "
+            "numpy arrays are not supported, please call np.ascontiguousarray(arr) first)",
+            describe(v))))
     k = p.element_dim if p.element_dim > 0 else len(fixed)
     if others >= 0 and not isinstance(v, Ndarray) and ndim != others + k:   # Taichi's order
         raise fail_value(kernel, p, want + (f" (trailing dimensions {fixed})" if fixed else ""),
