@@ -52,8 +52,8 @@ COMPILE_PIPELINE = ("jitrt.frontend.lower", "jitrt.passes.pipeline", "jitrt.pass
 # what a CPU launch does not need: loaded on first use (jitrt/__init__.py, `_LAZY`)
 ON_FIRST_USE = ("jitrt.math", "jitrt.math_glsl", "jitrt.profiler", "jitrt.runtime.profile",
                 "jitrt.debug", "jitrt.ad_check", "jitrt.runtime.graph", "jitrt.linear_solve",
-                "jitrt.quadrants.algorithms", "jitrt.quadrants.perf", "difflib", "signal",
-                "logging")
+                "jitrt.quadrants.algorithms", "jitrt.quadrants.perf", "jitrt.dlpack",
+                "difflib", "signal", "logging")
 
 
 def test_import_jitrt_loads_no_compiler_and_no_llvm():
