@@ -15,6 +15,7 @@ import json
 import os
 import pathlib
 import pickle
+import platform
 import subprocess
 import sys
 import textwrap
@@ -51,8 +52,8 @@ COMPILE_PIPELINE = ("jitrt.frontend.lower", "jitrt.passes.pipeline", "jitrt.pass
 # what a CPU launch does not need: loaded on first use (jitrt/__init__.py, `_LAZY`)
 ON_FIRST_USE = ("jitrt.math", "jitrt.math_glsl", "jitrt.profiler", "jitrt.runtime.profile",
                 "jitrt.debug", "jitrt.ad_check", "jitrt.runtime.graph", "jitrt.linear_solve",
-                "jitrt.quadrants.algorithms", "jitrt.quadrants.perf", "difflib", "signal",
-                "logging")
+                "jitrt.quadrants.algorithms", "jitrt.quadrants.perf", "jitrt.dlpack",
+                "difflib", "signal", "logging")
 
 
 def test_import_jitrt_loads_no_compiler_and_no_llvm():
@@ -189,6 +190,54 @@ def test_a_warm_start_imports_no_pass(tmp_path):
     # walkers and SizeExprs are in ir/, and codegen's layout reads no pass
     assert set(passes) <= {"jitrt.passes.lowered", "jitrt.passes.analysis"}, passes
     assert "jitrt.codegen.sizing" not in warm["modules"]
+
+
+def test_a_cold_compile_loads_neither_simt_nor_jr_math(tmp_path):
+    # the frontend loaded Quadrants' SIMT and tile funcs at a kernel's first assignment and
+    # jr.math at its first call, though no tile or jr.math function can exist before them
+    cold = run_python(WARM, str(tmp_path / "cache"), script=tmp_path / "cold.py")
+    assert cold["stats"]["compiles"] == 2
+    assert not [m for m in cold["modules"] if m.startswith(("jitrt.quadrants.simt",
+                                                            "jitrt.math"))], cold["modules"]
+    assert "jitrt.codegen.portable_math" not in cold["modules"]    # AMDGPU's math only
+    # the offline cache writes its files without tempfile (and its shutil, bz2, lzma)
+    assert "tempfile" not in cold["modules"] and "shutil" not in cold["modules"]
+    if sys.platform == "linux" and platform.machine() == "x86_64":
+        # the runtime module's object ships for this target: its IR builders are not loaded
+        assert not [m for m in cold["modules"] if m in (
+            "jitrt.native.threadpool", "jitrt.native.native_launcher",
+            "jitrt.native.native_gpu_entry")], cold["modules"]
+
+
+COLLECTOR = textwrap.dedent("""
+    import gc, json, sys
+    import numpy as np
+    passes = []
+    gc.callbacks.append(lambda phase, info: phase == "start" and passes.append(1))
+    before = (gc.isenabled(), gc.get_freeze_count())
+    import jitrt as jr
+    during_import = len(passes)
+    jr.init(arch=jr.cpu, offline_cache=False)
+    print(json.dumps({"import": during_import, "init": len(passes) - during_import,
+                      "before": before, "after": (gc.isenabled(), gc.get_freeze_count())}))
+""")
+
+
+def test_import_and_init_set_off_no_collector_pass():
+    # ~30 young passes walked the modules' new objects and freed almost nothing
+    # (jitrt/long_lived.py); they are aged at once instead
+    got = run_python(COLLECTOR)
+    assert got["import"] == 0 and got["init"] == 0, got
+    assert got["after"] == got["before"] == [True, 0]
+
+
+def test_a_program_s_collector_choices_are_kept():
+    # a disabled collector stays disabled; objects the program froze stay frozen
+    off = run_python("import gc; gc.disable()\n" + COLLECTOR)
+    assert off["before"] == off["after"] == [False, 0]
+    frozen_first = run_python("import gc; gc.freeze()\n" + COLLECTOR)
+    assert frozen_first["after"][0] is True
+    assert frozen_first["after"][1] >= frozen_first["before"][1] > 0
 
 
 # ---- @frozen --------------------------------------------------------------------------------

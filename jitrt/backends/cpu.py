@@ -23,7 +23,6 @@ import xxhash
 from llvmlite import ir
 
 from ..codegen import abi
-from ..native import threadpool
 from ..codegen.targets import Target as CodegenTarget, TargetTraits
 from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, HostServices,
                    LaunchContext, Reducer, Required)
@@ -138,16 +137,16 @@ class WorkerPool:
         addrs = runtime_functions(host)
         self.parallel_for_addr = addrs["jitrt_parallel_for"]
         self.launch_addr = addrs["jitrt_launch"]     # native/native_launcher.py
-        self._state = (ctypes.c_int64 * threadpool.POOL_SLOTS)()
+        self._state = (ctypes.c_int64 * abi.POOL_SLOTS)()
         self.address = ctypes.addressof(self._state)
         interrupt_state = ctypes.CFUNCTYPE(ctypes.c_int64)(addrs["jitrt_interrupt_state"])()
         self._state[abi.POOL_INTERRUPTS] = interrupt_state
         chain_sigint(addrs["jitrt_on_sigint"], interrupt_state + 8)
         self.num_threads = max(1, num_threads)
-        self._state[threadpool.POOL_NWORKERS] = 0
-        self._state[threadpool.POOL_GRAIN] = max(1, grain)
+        self._state[abi.POOL_NWORKERS] = 0
+        self._state[abi.POOL_GRAIN] = max(1, grain)
         self.spin_limit = spin_limit
-        self._state[threadpool.POOL_SPIN] = spin_limit
+        self._state[abi.POOL_SPIN] = spin_limit
         self._worker = WORKER_FN(addrs["jitrt_worker"])
         self._threads: list[threading.Thread] = []
         for tid in range(1, self.num_threads):
@@ -155,15 +154,15 @@ class WorkerPool:
                                  name=f"jitrt-worker-{tid}", daemon=True)
             t.start()
             self._threads.append(t)
-        self._state[threadpool.POOL_NWORKERS] = len(self._threads)
+        self._state[abi.POOL_NWORKERS] = len(self._threads)
         atexit.register(self.shutdown)
 
     def set_grain(self, grain: int) -> None:
-        self._state[threadpool.POOL_GRAIN] = max(1, grain)
+        self._state[abi.POOL_GRAIN] = max(1, grain)
 
     def shutdown(self) -> None:
-        self._state[threadpool.POOL_NWORKERS] = 0
-        self._state[threadpool.POOL_SHUTDOWN] = 1
+        self._state[abi.POOL_NWORKERS] = 0
+        self._state[abi.POOL_SHUTDOWN] = 1
         for t in self._threads:
             t.join(timeout=2.0)
         self._threads.clear()
@@ -234,6 +233,7 @@ def runtime_object(host: HostServices) -> bytes:
         log.debug("runtime module: the shipped object for %s", triple)
         return shipped
     log.debug("runtime module: none shipped for %s and these sources, compiling it", triple)
+    from ..native import threadpool      # its IR builders (and theirs) load only here
     if store is None:
         return compile_with_helpers(threadpool.build_runtime_module(triple, data_layout), host)
     key = "runtime-" + xxhash.xxh3_128_hexdigest(

@@ -30,7 +30,9 @@ import math
 import os
 import pathlib
 import pickle
+import itertools
 import struct
+import threading
 import time
 import warnings
 from typing import Any
@@ -188,12 +190,11 @@ class CacheStore:
     def save(self, key: str, kernel_name: str, artifact: Any, suffix: str = SUFFIX) -> None:
         """Store `artifact` (pickled) under `key`; a side file's `artifact` is its payload
         (bytes, stored as they are)."""
-        import tempfile   # (with shutil, random, bz2, lzma) only when a kernel was compiled
         tmp = None
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             data = encode(key, kernel_name, artifact, raw=suffix != SUFFIX)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.dir)
+            fd, tmp = _new_temp_file(str(self.dir))
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             os.replace(tmp, self.path(key, suffix))
@@ -304,3 +305,22 @@ class CacheStore:
             except (OSError, EntryError) as exc:
                 bad.append((e.path, str(exc)))
         return bad
+
+
+_TEMP_SERIAL = itertools.count()
+
+
+def _new_temp_file(directory: str) -> tuple[int, str]:
+    """(descriptor, path) of a new file for writing in `directory`, `.tmp-<pid>-<thread>-<n>`
+    made with O_EXCL and mode 0600, as `tempfile.mkstemp` makes one (which would import
+    tempfile, shutil, random, bz2 and lzma on a cold start's path: ~3 ms on the development VM,
+    more when the loader is busy); a name left by a dead process of the same id is skipped."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | \
+        getattr(os, "O_CLOEXEC", 0)
+    while True:
+        path = os.path.join(directory, f".tmp-{os.getpid()}-{threading.get_ident()}-"
+                                       f"{next(_TEMP_SERIAL)}{SUFFIX}")
+        try:
+            return os.open(path, flags, 0o600), path
+        except FileExistsError:
+            continue

@@ -34,7 +34,12 @@ SLOT_LAUNCH_ID = 11     # GPUs: which launch context this is (named in a fault r
 ERROR_INTERRUPTED = -1  # in SLOT_ERROR: a Ctrl-C arrived during the launch, which stopped early
 ERROR_RAISED = -2       # in SLOT_ERROR: a native GPU entry's Python call raised (exception set)
 HEADER_SLOTS = 12
+# The CPU pool's state (native/threadpool.py), i64 slots, one cache line per group
+POOL_TICKET, POOL_DONE = 0, 8
+POOL_FN, POOL_CTX, POOL_CAPS, POOL_N, POOL_CHUNK, POOL_NCHUNKS = 16, 17, 18, 19, 20, 21
+POOL_SHUTDOWN, POOL_NWORKERS, POOL_GRAIN, POOL_BUSY, POOL_SPIN = 24, 25, 26, 27, 28
 POOL_INTERRUPTS = 29    # in the CPU pool state: the address of the process's interrupt counter
+POOL_SLOTS = 32
 
 # On GPUs the context is uploaded to device memory before a launch, so what kernels write
 # (the error record, the overflow id and the return value) goes to a device-wide status block

@@ -13,7 +13,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..frozen import frozen
-from . import portable_math, vector_math
+from . import vector_math
 from .declare import declare
 
 I32 = ir.IntType(32)
@@ -325,4 +325,5 @@ class AmdgpuTarget(Target):
         not on every machine that builds code objects)."""
         if fn in INSTRUCTIONS:
             return super().math_function(module, fn, ty, nargs)
+        from . import portable_math       # (AMDGPU only: the CPU never loads it)
         return portable_math.define(module, fn, ty)

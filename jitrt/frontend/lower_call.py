@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import math
+import sys
 import types
 from typing import Any
 
@@ -228,7 +229,9 @@ class CallLowering(InlineLowering):
         """Constructors (`jr.Vector`, `jr.math.vec3`...), methods (`v.norm()`), `jr.math.dot`
         and friends, and math functions of a vector (element-wise); None for other calls."""
         from ..linalg import Matrix, Vector
-        from ..math import VECTOR_FUNCTIONS
+        # jr.math's functions exist once it is loaded (on first use of `jr.math`)
+        glsl = sys.modules.get("jitrt.math")
+        vector_functions: dict[Any, str] = getattr(glsl, "VECTOR_FUNCTIONS", {})
         if isinstance(obj, VecMethod):
             return self.call_vec_method(obj, node)
         if type(obj).__name__ == "DictMethod":     # `d.values()` of a dict with run-time
@@ -249,8 +252,8 @@ class CallLowering(InlineLowering):
             return self.construct(obj, node)
         if isinstance(obj, bi.Builtin) and obj in bi.DECOMPOSITIONS:
             return self.decomposition(obj, node)
-        if isinstance(obj, bi.Builtin) and obj in VECTOR_FUNCTIONS:
-            return self.vec_function(VECTOR_FUNCTIONS[obj],
+        if isinstance(obj, bi.Builtin) and obj in vector_functions:
+            return self.vec_function(vector_functions[obj],
                                      [as_vector(self.expr(a)) for a in node.args], node)
         if isinstance(obj, bi.Builtin) and obj.name in bi.MATH and len(node.args) == 1:
             v = self.expr(node.args[0])

@@ -106,7 +106,6 @@ class TileLowering(LoweringHost):
 
     def tile_assign(self, target: ast.expr, value: ast.expr, node: ast.stmt) -> bool:
         """The tile forms of `target = value` (module docstring); False for others."""
-        from ..quadrants import simt, simt_tiles as st  # noqa: F401  (simt first: it loads st)
         if isinstance(target, ast.Name) and isinstance(value, ast.Call) and isinstance(
                 value.func, ast.Attribute) and value.func.attr in ("zeros", "eye"):
             callee = self.expr(value.func)
@@ -117,6 +116,9 @@ class TileLowering(LoweringHost):
                 assert isinstance(binding, VecVar)
                 self.ctx.tiles[binding.components[0].ir_name] = (callee.obj.size, dt)
                 return True
+        if not self.ctx.tiles:      # the forms below read or write a tile made before
+            return False
+        from ..quadrants import simt, simt_tiles as st  # noqa: F401  (simt first: it loads st)
         if isinstance(target, ast.Subscript) and _full_slice(target.slice):
             found = self.tile_of(target.value)
             form = slice_form(value.slice) if isinstance(value, ast.Subscript) else ""

@@ -19,21 +19,21 @@ Stage: native (built once per process by `backends/cpu.py`). Functions:
   job (the first `PAUSE_POLLS` with x86 `pause`, then with `sched_yield`, so that on a busy
   machine it lets the launching thread run), then every 200 us with `usleep`: no per-launch
   wake-up through the OS, and an idle process uses almost no CPU.
-Pool layout (i64 slots, one cache line per group): see the POOL_* constants.
+Pool layout (i64 slots, one cache line per group): the POOL_* constants of `codegen/abi.py`
+(where the CPU backend reads them without loading this module).
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
-from ..codegen.abi import ERROR_INTERRUPTED, POOL_INTERRUPTS, SLOT_ERROR, SLOT_INTERRUPT_EPOCH
+from ..codegen.abi import (ERROR_INTERRUPTED, POOL_BUSY, POOL_CAPS, POOL_CHUNK, POOL_CTX,
+                           POOL_DONE, POOL_FN, POOL_GRAIN, POOL_INTERRUPTS, POOL_N,
+                           POOL_NCHUNKS, POOL_NWORKERS, POOL_SHUTDOWN, POOL_SPIN, POOL_TICKET,
+                           SLOT_ERROR, SLOT_INTERRUPT_EPOCH)
 from . import native_gpu_entry, native_launcher
 from ..codegen.kernel_module import I8P, I64P, TASK_TYPE
 
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
-POOL_TICKET, POOL_DONE = 0, 8
-POOL_FN, POOL_CTX, POOL_CAPS, POOL_N, POOL_CHUNK, POOL_NCHUNKS = 16, 17, 18, 19, 20, 21
-POOL_SHUTDOWN, POOL_NWORKERS, POOL_GRAIN, POOL_BUSY, POOL_SPIN = 24, 25, 26, 27, 28
-POOL_SLOTS = 32
 
 
 def c64(v: int) -> ir.Constant:

@@ -19,7 +19,6 @@ import numpy as np
 
 from .. import dtypes
 from ..data import CURRENT_DEVICE, Field, Ndarray, grad_tensor_view, requires_grad
-from ..dlpack import KDL_CPU
 from ..data_struct import StructField
 from ..host_matrix import HostMatrix
 from ..errors import (KernelArgCountError, KernelArgError, KernelArgSyntaxError,
@@ -225,6 +224,7 @@ def as_host_array(v: Any) -> Any:
         return v
     device = CURRENT_DEVICE[0]
     if requires_grad(v):        # a torch tensor with a gradient: both, as one jitrt ndarray
+        from ..dlpack import KDL_CPU       # (its ctypes structures load on first use)
         if device is not None and device.dlpack_device_type != KDL_CPU:
             raise KernelArgError("a torch CPU tensor that requires grad is taken (with its "
                                  ".grad) by CPU programs; on a GPU program pass "

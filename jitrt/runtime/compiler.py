@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -178,6 +179,7 @@ def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
             log.logger.info("%s: loaded from the offline cache in %.1f ms (frontend skipped)",
                             name, (time.perf_counter() - start) * 1e3)
             return compiled
+    load_pipeline("frontend")
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
     data_placement.check()       # every field placed (Taichi's materialization checks)
     key = None
@@ -195,6 +197,7 @@ def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
             return compiled
         program.count("offline_cache_misses")
     program.count("compiles")
+    load_pipeline("passes")
     with log.slow_compile(name, "lowering") as tier:
         module, artifact, times, later = lower_artifact(kernel, params, name, ctx, kir, cfg,
                                                         program.device)
@@ -360,10 +363,25 @@ def source_place(kernel: "KernelLike") -> tuple[str, int, int]:
 def prefetch_pipeline() -> None:
     """Import the modules a kernel compile needs (the frontend's lowering, the passes, codegen),
     which `import jitrt` leaves out; run on a helper thread while LLVM compiles the runtime
-    module of a cold start (`backends/cpu.WHILE_RUNTIME_COMPILES`)."""
+    module of a cold start (`backends/cpu.WHILE_RUNTIME_COMPILES`), else by the first compile
+    (`load_pipeline`)."""
     from ..codegen import kernel_module, sizing  # noqa: F401
     from ..frontend import lower  # noqa: F401
-    from ..passes import pipeline  # noqa: F401
+    from ..passes import interleave, pipeline  # noqa: F401
+
+
+def load_pipeline(stage: str) -> None:
+    """Import the frontend's modules (`stage` "frontend") or the rest of the pipeline
+    ("passes") where not yet loaded, aged at once (`long_lived.settled`): imported during the
+    first compile, they were walked by the collector's passes over the compile's garbage."""
+    module = "jitrt.frontend.lower" if stage == "frontend" else "jitrt.passes.pipeline"
+    if module not in sys.modules:
+        from ..long_lived import settled
+        with settled():
+            if stage == "frontend":
+                from ..frontend import lower  # noqa: F401
+            else:
+                prefetch_pipeline()
 
 
 def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values: dict[str, Any],

@@ -18,18 +18,17 @@ Anything unexpected falls back to `dispatch`.
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
-import gc
 import threading
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..codegen import abi
 from ..data import CURRENT_DEVICE
 from ..errors import JitrtError, KernelArgError
+from ..long_lived import paused
 from . import native_launch
 from . import program as program_mod
 from .arguments import MISSING, as_host_array, bind_args, describe, fail, launch_value, specialize
@@ -173,7 +172,7 @@ def handle_for(kernel: "KernelLike", values: list[Any]) -> "LaunchHandle":
     key = (program.serial, spec)      # one handle per specialization and device (program)
     handle = kernel.handles.get(key)
     if handle is None:
-        with no_gc_passes():
+        with paused():      # no collector passes over the handle's allocations
             compiled = compile_kernel(kernel, params, templates, name, program)
             handle = LaunchHandle(kernel, compiled, program, hold({
                 i: values[i] for i, p in enumerate(params) if p.kind == "template"}, spec))
@@ -189,24 +188,6 @@ def handle_for(kernel: "KernelLike", values: list[Any]) -> "LaunchHandle":
                        describe(values[i]))
     check_writable(handle, values)
     return handle
-
-
-@contextlib.contextmanager
-def no_gc_passes() -> Iterator[None]:
-    """Python's cyclic garbage collector paused while a handle is built: the allocations of a
-    load (unpickled metadata, generated code, ctypes buffers) crossed the collector's
-    thresholds and set off passes over every object of the process, gen 2 included (2-4 ms
-    of a ~12 ms warm start on the development VM); the few cycles a compile leaves are
-    collected after. The previous state is restored (a program that disabled the collector
-    keeps it disabled)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def check_writable(handle: "LaunchHandle", values: list[Any]) -> None:

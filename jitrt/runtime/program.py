@@ -203,7 +203,8 @@ def init(arch: Any = None, **options: Any) -> Program:
     (naming the option and the accepted values), `TypeError` for an unknown option. A failed
     init leaves the previous program in place.
     """
-    with _init_lock:
+    from ..long_lived import settled
+    with _init_lock, settled():      # the backend's modules and objects live on
         return _init(arch, **options)
 
 
