@@ -179,3 +179,112 @@ def test_an_overwritten_read_whose_value_the_reverse_sweep_needs_is_still_refuse
     squares()
     with pytest.raises(jr.KernelCompileError, match="global data access rule"):
         squares.grad()
+
+
+def test_funcs_with_an_early_fix_up_in_a_stencil_loop():
+    """DiffTaichi smoke's `compute_p`: wrapped neighbour indices from funcs that assign their
+    result twice (`new = i - 1; if new < 0: new = G - 1`). Each assignment becomes a version
+    of its own and the `if` a select, so nothing is stacked, and the gradient is the
+    transposed wrapped stencil."""
+    p = jr.field(jr.f64, shape=(T, G, G), needs_grad=True)
+
+    @jr.func
+    def dec_index(index):
+        new_index = index - 1
+        if new_index < 0:
+            new_index = G - 1
+        return new_index
+
+    @jr.func
+    def inc_index(index):
+        new_index = index + 1
+        if new_index >= G:
+            new_index = 0
+        return new_index
+
+    @jr.kernel
+    def relax(a: jr.i32):
+        for y in range(G):
+            for x in range(G):
+                p[a + 1, y, x] = (p[a, dec_index(y), x] + 2.0 * p[a, inc_index(y), x] +
+                                  3.0 * p[a, y, dec_index(x)] + 4.0 * p[a, y, inc_index(x)])
+
+    p0 = np.zeros((T, G, G))
+    p0[1] = np.arange(G * G, dtype=np.float64).reshape(G, G) ** 1.5
+    p.from_numpy(p0)
+    relax(1)
+    src = p0[1]
+    expected = np.roll(src, 1, 0) + 2 * np.roll(src, -1, 0) + 3 * np.roll(src, 1, 1) + \
+        4 * np.roll(src, -1, 1)
+    np.testing.assert_allclose(p.to_numpy()[2], expected, **CLOSE)
+    w = np.sin(np.arange(G * G, dtype=np.float64)).reshape(G, G)
+    seed = np.zeros((T, G, G))
+    seed[2] = w
+    p.grad.from_numpy(seed)
+    relax.grad(1)
+    grad = np.roll(w, -1, 0) + 2 * np.roll(w, 1, 0) + 3 * np.roll(w, -1, 1) + \
+        4 * np.roll(w, 1, 1)
+    np.testing.assert_allclose(p.grad.to_numpy()[1], grad, **CLOSE)
+    assert stack_names(relax) == []
+
+
+def test_a_float_fixed_up_in_a_branch(rng):
+    """`v = x[k]; if v < 0: v = -0.5 * v`, then `v * v`: the branch becomes a select whose
+    adjoint follows the side taken; no stack."""
+    n = 10
+    x = jr.field(jr.f64, shape=n, needs_grad=True)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def leaky():
+        for i in x:
+            for j in range(3):
+                v = x[(i + j) % n]
+                if v < 0:
+                    v = -0.5 * v
+                else:
+                    v = v + 1.0
+                loss[None] += v * v * (j + 1)
+
+    xv = rng.standard_normal(n)
+    x.from_numpy(xv)
+    with jr.ad.Tape(loss=loss):
+        leaky()
+    grad = np.zeros(n)
+    for i in range(n):
+        for j in range(3):
+            k = (i + j) % n
+            v, dv = (-0.5 * xv[k], -0.5) if xv[k] < 0 else (xv[k] + 1.0, 1.0)
+            grad[k] += 2 * v * dv * (j + 1)
+    np.testing.assert_allclose(x.grad.to_numpy(), grad, **CLOSE)
+    assert stack_names(leaky) == []
+
+
+def test_a_branch_that_also_updates_a_loop_carried_local_is_kept(rng):
+    """The branch assigns the running maximum `m` (loop-carried) and `arg`: it stays a branch,
+    `m`, `arg` and the flag stay on stacks, and the gradient goes to the maxima."""
+    n = 8
+    x = jr.field(jr.f64, shape=(n, 5), needs_grad=True)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def running_max():
+        for i in range(n):
+            m = x[i, 0]
+            arg = 0
+            for j in range(1, 5):
+                c = x[i, j]
+                if c > m:
+                    m = c
+                    arg = j
+            loss[None] += m * (arg + 1)
+
+    xv = rng.standard_normal((n, 5))
+    x.from_numpy(xv)
+    with jr.ad.Tape(loss=loss):
+        running_max()
+    grad = np.zeros((n, 5))
+    best = xv.argmax(axis=1)
+    grad[np.arange(n), best] = best + 1
+    np.testing.assert_allclose(x.grad.to_numpy(), grad, **CLOSE)
+    assert sorted(stack_names(running_max)) == ["$flag1", "arg", "m"]

@@ -33,10 +33,12 @@ access recomputed there faults only where the forward sweep's already did.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
+from ..dtypes import DataType
 from ..ir import nodes as n
-from ..ir.walk import all_exprs, bodies_of, walk_expr, walk_stmts
+from ..ir.walk import all_exprs, assigned_names, bodies_of, map_stmt, walk_expr, walk_stmts
 
 # math functions whose partials the CPU tapes (`autodiff.tape_partials`): a libm call each,
 # worth a stack entry rather than a second call in the reverse sweep
@@ -152,3 +154,148 @@ def recompute_prefix(body: n.Body, reversed_body: list[n.Stmt], names: set[str],
             out.append(n.Assign(s.name, value, s.loc))
             needed |= set(read_counts((n.Eval(value, s.loc),)))
     return out[::-1]
+
+
+# ---- versions of locals assigned more than once in an iteration -----------------------------
+
+def version_iteration_locals(body: n.Body, local_types: dict[str, DataType],
+                             excluded: set[str]) -> n.Body:
+    """A normalized task body in which each local that a loop body L assigns more than once,
+    but reads only after its first assignment in L (`v = i - 1; if v < 0: v = n - 1`, what an
+    inlined `@jr.func` with an early fix-up leaves), gets a name per assignment (`v$i1`,
+    `v$i2`), the reads renamed to the version they see, and each `if` that only assigns such
+    locals becomes selects (`v$i2 = v$i1 if $flag else ...`, evaluating the chosen side only):
+    every version is then assigned once, and iteration-local when its value qualifies.
+    Requirements, for the local `v` and the loop body L: every assignment of `v` in the task is
+    a statement of L or of a branch of an `if` in L whose branches hold assignments only, every
+    read of `v` is inside L, and the first statement of L that reads or assigns `v` is an
+    assignment of L that does not read it (so no read sees another iteration's value). The
+    `excluded` locals (kernel-scope floats whose adjoints cross tasks) keep their names."""
+    reads = read_counts(body)
+    sites = {name: where for name, where in assignment_sites(body).items()
+             if name not in excluded}
+    return tuple(_version_in(s, reads, sites, local_types) for s in body)
+
+
+def assignment_sites(body: n.Body) -> dict[str, set[int]]:
+    """For each local: the ids of the bodies whose statements assign it (an `if`'s branches
+    counted as the body holding the `if`, when they hold assignments only)."""
+    out: dict[str, set[int]] = {}
+
+    def visit(b: n.Body) -> None:
+        for s in b:
+            if isinstance(s, n.Assign):
+                out.setdefault(s.name, set()).add(id(b))
+            elif flat_if(s):
+                for a in branch_assigns(s):
+                    out.setdefault(a.name, set()).add(id(b))
+            else:
+                for name in assigned_names((s,)) - set(_nested_assigns(s)):
+                    out.setdefault(name, set()).add(-1)     # a loop variable, a real func
+                for nested in bodies_of(s):
+                    visit(nested)
+    visit(body)
+    return out
+
+
+def _nested_assigns(s: n.Stmt) -> list[str]:
+    return [x.name for x in walk_stmts((s,)) if isinstance(x, n.Assign)]
+
+
+def flat_if(s: n.Stmt) -> bool:
+    """An `if` on a flag local whose branches hold assignments only."""
+    return isinstance(s, n.If) and isinstance(s.cond, n.Local) and \
+        all(isinstance(a, n.Assign) for a in s.body + s.orelse)
+
+
+def branch_assigns(s: n.Stmt) -> list[n.Assign]:
+    """The assignments of a flat `if`, the `else` branch's last."""
+    branches = s.body + s.orelse if isinstance(s, n.If) else ()
+    return [a for a in branches if isinstance(a, n.Assign)]
+
+
+def _version_in(s: n.Stmt, reads: dict[str, int], sites: dict[str, set[int]],
+                local_types: dict[str, DataType]) -> n.Stmt:
+    if isinstance(s, n.For):
+        names = versioned_names(s.body, reads, sites)     # (the body's id is in `sites`)
+        body = tuple(_version_in(x, reads, sites, local_types) for x in s.body)
+        return replace(s, body=version_loop_body(body, names, local_types))
+    if isinstance(s, n.If):
+        return replace(s, body=tuple(_version_in(x, reads, sites, local_types) for x in s.body),
+                       orelse=tuple(_version_in(x, reads, sites, local_types)
+                                    for x in s.orelse))
+    return s
+
+
+def version_loop_body(body: n.Body, names: set[str], local_types: dict[str, DataType]
+                      ) -> n.Body:
+    """`body` with the flat `if`s assigning `names` as selects, and each assignment of one of
+    `names` a version of its own."""
+    if not names:
+        return body
+    flat: list[n.Stmt] = []
+    for s in body:
+        if isinstance(s, n.If) and flat_if(s) and {a.name for a in branch_assigns(s)} <= names:
+            for branch, taken in ((s.body, True), (s.orelse, False)):
+                flat += [as_select(a, s.cond, taken, local_types) for a in branch
+                         if isinstance(a, n.Assign)]
+        else:
+            flat.append(s)
+    current: dict[str, str] = {}
+    versions: dict[str, int] = {}
+
+    def read(x: n.Expr) -> n.Expr:
+        if isinstance(x, n.Local) and x.name in current:
+            return replace(x, name=current[x.name])
+        return x
+    out: list[n.Stmt] = []
+    for s in flat:
+        s = map_stmt(s, read)
+        if isinstance(s, n.Assign) and s.name in names:
+            versions[s.name] = versions.get(s.name, 0) + 1
+            new = f"{s.name}$i{versions[s.name]}"
+            local_types[new] = local_types[s.name]
+            current[s.name] = new
+            s = replace(s, name=new)
+        out.append(s)
+    return tuple(out)
+
+
+def versioned_names(body: n.Body, reads: dict[str, int], sites: dict[str, set[int]]
+                    ) -> set[str]:
+    """The locals `version_loop_body` renames in the loop body `body` (the requirements in
+    `version_iteration_locals`), those with one assignment left out (nothing to rename)."""
+    here = {name for name, where in sites.items() if where == {id(body)}}
+    inside = read_counts(body)
+    first: dict[str, bool] = {}          # name -> whether its first touch is a clean assign
+    count: dict[str, int] = {}
+    for s in body:
+        touched = set(read_counts((s,))) | set(_nested_assigns(s))
+        for name in touched & here:
+            if name not in first:
+                first[name] = isinstance(s, n.Assign) and s.name == name and \
+                    name not in read_counts((s,))
+        for name in _nested_assigns(s):
+            count[name] = count.get(name, 0) + 1
+    names = {v for v in here if first.get(v) and count.get(v, 0) > 1 and
+             reads.get(v, 0) == inside.get(v, 0)}
+    changed = True
+    while changed:                       # an `if` that also assigns another local stays
+        changed = False
+        for s in body:
+            if flat_if(s):
+                assigned = {a.name for a in branch_assigns(s)}
+                if assigned & names and not assigned <= names:
+                    names -= assigned
+                    changed = True
+    return names
+
+
+def as_select(a: n.Assign, cond: n.Expr, taken: bool, local_types: dict[str, DataType]
+              ) -> n.Assign:
+    """`name = value` under `if cond` (`taken`) or its `else`, as an unconditional assignment."""
+    dt = local_types[a.name]
+    value = a.value if a.value.dtype == dt else n.Cast(a.value, dt, a.loc)
+    old = n.Local(a.name, dt, a.loc)
+    pair = (value, old) if taken else (old, value)
+    return n.Assign(a.name, n.Select(cond, pair[0], pair[1], dt, a.loc), a.loc)

@@ -44,7 +44,7 @@ from ..errors import error_at, not_differentiable_at
 from ..ir import nodes as n
 from . import ad_atomics
 from .adjoint_rules import Build, has_zero_derivative, rule_for
-from .ad_recompute import TAPED, iteration_locals, recompute_prefix
+from .ad_recompute import TAPED, iteration_locals, recompute_prefix, version_iteration_locals
 from ..ir.walk import assigned_names
 from ..ir.walk import all_exprs, bodies_of, exprs_of, map_expr, map_stmt, walk_expr, walk_stmts
 
@@ -441,7 +441,7 @@ def adjoint_task(task: n.Task, st: TaskAd) -> AdjointTask:
     body = task.body
     if task.kind == "parallel":
         body = rename_straight_line(body, local_types)
-    body = normalize(body, st)
+    body = version_iteration_locals(normalize(body, st), local_types, set(st.scope_adjoints))
     classify(body, st)
     rev = reverse(body, st)        # (first: it tapes partials the forward sweep pushes)
     fwd = forward(body, st)
