@@ -288,3 +288,26 @@ def test_a_branch_that_also_updates_a_loop_carried_local_is_kept(rng):
     grad[np.arange(n), best] = best + 1
     np.testing.assert_allclose(x.grad.to_numpy(), grad, **CLOSE)
     assert sorted(stack_names(running_max)) == ["$flag1", "arg", "m"]
+
+
+def test_a_trip_count_fixed_up_in_a_branch_is_refused_under_its_own_name():
+    """The clamp `if m > 4: m = 4` becomes a select of versions `m$i1`, `m$i2`; a loop whose
+    trip count it is still cannot be sized, and the error names `m` as the user wrote it."""
+    x = jr.field(jr.f64, shape=6, needs_grad=True)
+    y = jr.field(jr.f64, shape=6, needs_grad=True)
+    c = jr.field(jr.i32, shape=6)
+
+    @jr.kernel
+    def clamped():
+        for i in x:
+            v = x[i]
+            for _ in range(2):
+                m = c[i]
+                if m > 4:
+                    m = 4
+                for _ in range(m):
+                    v = jr.sin(v)
+            y[i] = v
+
+    with pytest.raises(jr.KernelCompileError, match="'m' is assigned inside a branch"):
+        clamped.grad()

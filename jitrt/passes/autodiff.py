@@ -13,7 +13,9 @@ every loop bound in a bound local):
 - a local assigned once inside a loop, before every read of it in the same pass through the
   body that assigns it, from values that cannot change meanwhile (loop indices, arguments,
   loads, other such locals: `ad_recompute.py`), is iteration-local: the reverse sweep
-  recomputes it at the start of that body's reversed pass, with a plain adjoint reset there;
+  recomputes it at the start of that body's reversed pass, with a plain adjoint reset there
+  (a local a loop body assigns several times, reading it only after the first, is given a
+  name per assignment first: `ad_recompute.version_iteration_locals`);
 - every other local (loop-carried) is an adstack: assignments push, reads see the top, and in
   reverse an assignment reads its adjoint from the top, pops, and propagates into its
   right-hand side;
