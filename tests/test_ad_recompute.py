@@ -311,3 +311,35 @@ def test_a_trip_count_fixed_up_in_a_branch_is_refused_under_its_own_name():
 
     with pytest.raises(jr.KernelCompileError, match="'m' is assigned inside a branch"):
         clamped.grad()
+
+
+def test_a_flag_on_a_stacked_value_is_recomputed_from_its_stack_top(rng):
+    """`s = sin(...)` is stacked (a libm call is not computed twice), but pushed once per
+    iteration and read after: the flag `s < 0` and the fixed-up version of `s` are recomputed
+    from its top, so it is the only stack."""
+    n = 10
+    x = jr.field(jr.f64, shape=n, needs_grad=True)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def folded():
+        for i in x:
+            for j in range(3):
+                s = jr.sin(x[(i + j) % n] * 2.0)
+                if s < 0:
+                    s = -3.0 * s
+                loss[None] += s * s * (j + 1)
+
+    xv = rng.standard_normal(n)
+    x.from_numpy(xv)
+    with jr.ad.Tape(loss=loss):
+        folded()
+    grad = np.zeros(n)
+    for i in range(n):
+        for j in range(3):
+            k = (i + j) % n
+            s, ds = np.sin(2 * xv[k]), 2 * np.cos(2 * xv[k])
+            s, ds = (-3 * s, -3 * ds) if s < 0 else (s, ds)
+            grad[k] += 2 * s * ds * (j + 1)
+    np.testing.assert_allclose(x.grad.to_numpy(), grad, **CLOSE)
+    assert stack_names(folded) == ["s$i1"]

@@ -17,7 +17,10 @@ A local `v` assigned inside a loop is *iteration-local* when
   of the primal's fields and ndarrays (no gradient, no hidden field, no atomic), and reads of
   locals that hold the same value wherever L runs: locals the task never assigns (kernel-scope
   values, the loop variables of enclosing loops that no loop rebinds), plain values (assigned
-  once, outside loops) assigned before, and other iteration-local locals.
+  once, outside loops) assigned before, other iteration-local locals, and locals that meet
+  the first two conditions but whose own value is not recomputable (`w = sin(x[i])`): those
+  are stacked, pushed once per pass through their body, so the reverse sweep reads their
+  stack's top, which holds the same pass's value until their own assignment is reversed.
 
 What the reverse sweep does instead of a stack: at the start of each reversed L it assigns
 `v = e` again (in the forward order, only the ones its statements read), and a float `v`
@@ -58,9 +61,10 @@ def iteration_locals(body: n.Body, counts: dict[str, int], plain: set[str],
     reads = read_counts(body)
     found: set[str] = set()
     done: set[str] = set()       # plain values assigned so far (program order)
+    once: set[str] = set()       # stacked, but pushed once per pass, read after it only
 
     def operand_ok(name: str, enclosing: frozenset[str]) -> bool:
-        if name in found or name in done:
+        if name in found or name in done or name in once:
             return True
         if name in loop_vars:
             return name in enclosing and name in stable_vars
@@ -71,9 +75,11 @@ def iteration_locals(body: n.Body, counts: dict[str, int], plain: set[str],
         for k, s in enumerate(b):
             if isinstance(s, n.Assign):
                 if enclosing and counts.get(s.name) == 1 and s.name not in excluded and \
-                        reads.get(s.name, 0) == later[k] and \
-                        recomputable(s.value, lambda x: operand_ok(x, enclosing)):
-                    found.add(s.name)
+                        reads.get(s.name, 0) == later[k]:
+                    if recomputable(s.value, lambda x: operand_ok(x, enclosing)):
+                        found.add(s.name)
+                    else:
+                        once.add(s.name)
                 elif s.name in plain:
                     done.add(s.name)
             inner = enclosing | {s.var} if isinstance(s, n.For) else enclosing
