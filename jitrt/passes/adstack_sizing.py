@@ -12,6 +12,7 @@ ir/sizeexpr.py. A loop whose pushes depend on a bound outside the grammar raises
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..frozen import frozen
@@ -73,13 +74,20 @@ def to_size(e: n.Expr, env: Env) -> se.SizeExpr:
 
 
 def short(name: str) -> str:
-    return name.rsplit(".", 1)[-1].lstrip("$")
+    """A local's name as the user wrote it: no inlined func's prefix, no version suffix."""
+    return VERSION.sub("", name.rsplit(".", 1)[-1].lstrip("$"))
+
+
+VERSION = re.compile(r"\$i\d+$")   # `v$i2`: autodiff's version of a local (ad_recompute.py)
 
 
 def trace_assign(env: Env, name: str, value: n.Expr) -> None:
     """Bind `name` to its SizeExpr, or to the reason it has none. The begin/end locals that
     `normalize` introduces keep the reason of the user's bound expression as it is, so errors
     never name them."""
+    if isinstance(value, n.Select) and VERSION.search(name):   # an `if` made a select
+        env[name] = Untraceable("is assigned inside a branch")
+        return
     try:
         env[name] = to_size(value, env)
     except NotSizable as exc:

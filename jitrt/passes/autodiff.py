@@ -3,16 +3,25 @@
 Stage: pass (grad kernels only). Input: the primal `TaskedKernel`. Output: the grad
 `TaskedKernel` whose tasks, for each primal task in reverse order, replay the serial code that
 defines the kernel-scope locals it reads, then run its adjoint: a forward sweep without global
-writes that pushes every loop-carried local onto an adstack, then the reverse sweep.
+writes that pushes every loop-carried local onto an adstack, then the reverse sweep, which
+recomputes the iteration-local ones.
 
 Within a task body (after `normalize`, which stores every if-condition in a flag local and
 every loop bound in a bound local):
 - a local assigned once outside loops is a plain value; its adjoint is a local `adj$<name>`;
 - constant loop bounds stay constants (nothing to record for the reverse sweep);
-- every other local is an adstack: assignments push, reads see the top, and in reverse an
-  assignment reads its adjoint from the top, pops, and propagates into its right-hand side;
-- flags and bounds assigned inside loops are integer adstacks, so the reverse sweep follows the
-  forward path exactly (branch flags, reversed loops with the recorded bounds);
+- a local assigned once inside a loop, before every read of it in the same pass through the
+  body that assigns it, from values that cannot change meanwhile (loop indices, arguments,
+  loads, other such locals: `ad_recompute.py`), is iteration-local: the reverse sweep
+  recomputes it at the start of that body's reversed pass, with a plain adjoint reset there
+  (a local a loop body assigns several times, reading it only after the first, is given a
+  name per assignment first: `ad_recompute.version_iteration_locals`);
+- every other local (loop-carried) is an adstack: assignments push, reads see the top, and in
+  reverse an assignment reads its adjoint from the top, pops, and propagates into its
+  right-hand side;
+- flags and bounds assigned inside loops are integer adstacks unless iteration-local, so the
+  reverse sweep follows the forward path exactly (branch flags, reversed loops with the
+  recorded or recomputed bounds);
 - global stores and `+=` propagate the adjoint of their target into their value (a store
   then resets that adjoint to 0: the old value was overwritten); loads add into the gradient
   of their source (atomically), except those wrapped in `stop_grad` (`jr.stop_grad`), which
@@ -37,6 +46,7 @@ from ..errors import error_at, not_differentiable_at
 from ..ir import nodes as n
 from . import ad_atomics
 from .adjoint_rules import Build, has_zero_derivative, rule_for
+from .ad_recompute import TAPED, iteration_locals, recompute_prefix, version_iteration_locals
 from ..ir.walk import assigned_names
 from ..ir.walk import all_exprs, bodies_of, exprs_of, map_expr, map_stmt, walk_expr, walk_stmts
 
@@ -48,6 +58,7 @@ class TaskAd:
     has_grad: Callable[[n.Ref], bool]
     stack_vars: dict[str, n.AdStack] = field(default_factory=dict)
     plain_vars: set[str] = field(default_factory=set)
+    recomputed: set[str] = field(default_factory=set)   # iteration-local (`ad_recompute`)
     counter: int = 0
     scope_adjoints: dict[str, int] = field(default_factory=dict)  # kernel-scope float -> slot
     scratch: n.FieldRef | None = None    # where kernel-scope adjoints meet across tasks
@@ -127,11 +138,11 @@ def classify(body: n.Body, st: TaskAd) -> None:
                 visit(s.body, True)
 
     visit(body, False)
+    st.plain_vars = {name for name in counts if counts[name] == 1 and name not in in_loop}
+    st.recomputed = iteration_locals(body, counts, st.plain_vars, set(st.scope_adjoints))
     for name in sorted(counts):
-        if counts[name] > 1 or name in in_loop:
+        if name not in st.plain_vars and name not in st.recomputed:
             st.stack_vars[name] = n.AdStack(len(st.stack_vars), name, st.local_types[name])
-        else:
-            st.plain_vars.add(name)
 
 
 # ---- substitution of reads ------------------------------------------------------------------
@@ -193,7 +204,7 @@ def backprop(e: n.Expr, g: n.Expr, st: TaskAd, out: list[n.Stmt]) -> None:
         out.append(n.StackAccAdj(e.stack, g, e.loc))
         return
     if isinstance(e, n.Local):
-        if e.name in st.plain_vars:
+        if e.name in st.plain_vars or e.name in st.recomputed:
             adj_name = "adj$" + e.name
             st.local_types[adj_name] = e.dtype
             acc = n.Local(adj_name, e.dtype, e.loc)
@@ -287,7 +298,10 @@ def reverse(body: n.Body, st: TaskAd) -> n.Body:
         elif isinstance(s, n.For):
             out.append(n.ReverseFor(s.var, sub(s.begin, st), sub(s.end, st),
                                     reverse(s.body, st), s.loc))
-    return tuple(out)
+    prefix = recompute_prefix(body, out, st.recomputed, lambda e: sub(e, st))
+    for assign in prefix:
+        st.local_types.setdefault(assign.name, assign.value.dtype)
+    return tuple(prefix) + tuple(out)
 
 
 def extremum_adjoint(a: n.Atomic, st: TaskAd, out: list[n.Stmt]) -> None:
@@ -299,11 +313,6 @@ def extremum_adjoint(a: n.Atomic, st: TaskAd, out: list[n.Stmt]) -> None:
     backprop(value, g, st, inner)
     if inner:
         out.append(n.If(cond, tuple(inner), (), a.loc))
-
-
-# math functions whose value in an adjoint is worth a stack entry (a libm call each)
-TAPED = frozenset(("sin", "cos", "tan", "exp", "log", "pow", "tanh", "asin", "acos", "atan",
-                   "atan2", "sinh", "cosh"))
 
 
 def tape_partials(s: n.Assign, adjoint: list[n.Stmt], st: TaskAd) -> list[n.Stmt]:
@@ -354,7 +363,9 @@ def primal_only(e: n.Expr, st: TaskAd) -> bool:
         if isinstance(x, n.StackTop):
             tops = True
         elif isinstance(x, n.Local):
-            if x.name not in st.plain_vars:
+            if x.name in st.recomputed:      # (per iteration, like a stack top)
+                tops = True
+            elif x.name not in st.plain_vars:
                 return False
         elif isinstance(x, n.Binary):
             if x.op in ("/", "//", "%") and not x.dtype.is_float:
@@ -432,7 +443,7 @@ def adjoint_task(task: n.Task, st: TaskAd) -> AdjointTask:
     body = task.body
     if task.kind == "parallel":
         body = rename_straight_line(body, local_types)
-    body = normalize(body, st)
+    body = version_iteration_locals(normalize(body, st), local_types, set(st.scope_adjoints))
     classify(body, st)
     rev = reverse(body, st)        # (first: it tapes partials the forward sweep pushes)
     fwd = forward(body, st)
