@@ -105,9 +105,9 @@ def read_names(task: n.Task) -> set[str]:
 def handed_locals(tasks: tuple[n.Task, ...]) -> list[str]:
     """The kernel-scope locals a serial task assigns and another task reads: on GPUs those go
     from task to task through context slots (a serial task stores them at its end, a task
-    loads them at its start). A local that never leaves its task stays in registers: a big
-    serial task of Genesis assigns ~400 (its inlined funcs' locals), whose loads and stores
-    were a tenth of its PTX and kept ptxas from dropping their values."""
+    loads them at its start). A local that never leaves its task stays in registers: one big
+    serial task of Genesis stored ~1000 (its inlined funcs' locals), which kept each value
+    alive to the kernel's end (its PTX 11.5k lines -> 7.0k without them, ptxas 3.5x faster)."""
     assigned = [assigned_names(t.body) if t.kind == "serial" else set() for t in tasks]
     read = [read_names(t) for t in tasks]
     return sorted({name for j, mine in enumerate(assigned) for name in mine
