@@ -42,9 +42,12 @@ class StmtEmitter(EmitterHost):
             self.checked.pop()
 
     def forget_checks(self, body: n.Body, *also: str) -> None:
-        """Before a loop: the checks of locals its body assigns hold for one iteration only."""
-        if self.checked and self.checked[-1]:
-            check_facts.forget(self.checked[-1], assigned_names(body) | set(also))
+        """Before a loop: the checks of locals its body assigns hold for one iteration only
+        (every enclosing list's too: a reversed loop's variable is no `assigned_names`)."""
+        if any(self.checked):
+            names = assigned_names(body) | set(also)
+            for facts in self.checked:
+                check_facts.forget(facts, names)
 
     def dead_block(self) -> None:
         """Continue emitting into an unreachable block after a jump."""
