@@ -467,3 +467,46 @@ def test_gpu_compile_benchmark_prints_both_targets(libdevice):
         lower, quick, o3, lower_cuda, ptx = (float(c) for c in cells[:5])
         assert min(lower, quick, o3, lower_cuda, ptx) > 0, (name, cells)
         assert (cells[5] == "nan") == (nvptx.ptxas_path() is None), (name, cells)
+
+
+def nvptx_module_text(kernel, *args) -> str:
+    """The LLVM IR (before optimisation) of `kernel` for CUDA's codegen target."""
+    from jitrt.backends import nvptx
+    from jitrt.runtime import program as _program
+    from jitrt.runtime.arguments import bind_args, specialize
+    from jitrt.runtime.compiler import lower_module
+    program = _program.current()
+    params, _, templates, name = specialize(kernel, bind_args(kernel, args, {}),
+                                            program.config)
+    return str(lower_module(kernel, params, templates, name, program,
+                            nvptx.codegen_target()))
+
+
+def test_gpu_records_a_repeated_failing_check_once():
+    """On GPUs an access repeating a check an earlier access of the thread made (same
+    extents, same index values) skips its element when it fails but does not call the fault
+    recorder again: the earlier call already made the launch's record non-zero."""
+    a = jr.field(jr.f32, shape=(4, 3))
+    b = jr.field(jr.f32, shape=(4, 3))
+
+    @jr.kernel
+    def repeats(i: jr.i32, j: jr.i32):
+        jr.loop_config(serialize=True)
+        for _ in range(1):
+            t = i
+            a[t, j] = 1.0                               # recorded (1)
+            b[t, j] = a[t, j] + 2.0                     # same checks: not again
+            t = t + 1
+            a[t, j] = 3.0                               # t changed: recorded (2)
+            x = a[t, j] if j > 0 else 0.0               # the same as (2): not again
+            c = j > 0 and a[j, t] > 0.0                 # recorded (3), conditionally
+            a[j, t] = x + c                             # so recorded again here (4)
+            for k in range(2):
+                b[t, j] = 5.0                           # t changes in the loop: (5)
+                a[t, j] = 5.5                           # not again
+                b[k, t] = 6.0                           # recorded (6)
+                t = t + k
+            b[t, j] = 7.0                               # recorded (7)
+
+    text = nvptx_module_text(repeats, 1, 2)
+    assert text.count('call void @"jitrt_record_fault"') == 7      # of 11 checked accesses

@@ -366,6 +366,29 @@ def test_compiled_kernel_lists_its_launchable_tasks():
     assert "jk_serial2_kernel:" in amd
 
 
+def test_only_locals_handed_between_tasks_take_context_slots():
+    """On GPUs a serial task's locals reach later tasks through context slots: `t` (read by
+    the parallel loop) takes one; `w` (used only where it is assigned) and the loops'
+    variables do not (each slot is a load and a store around every serial task's kernel)."""
+    @jr.kernel
+    def mixed(a: jr.types.ndarray(dtype=jr.f32, ndim=1), s: jr.f32) -> jr.f32:
+        t = s * 2.0
+        w = s + 1.0
+        a[0] = w
+        for i in range(a.shape[0]):
+            a[i] = a[i] * t
+        r = 0.0
+        jr.loop_config(serialize=True)
+        for i in range(a.shape[0]):
+            r += a[i]
+        return r
+
+    a = np.ones(4, np.float32)
+    assert mixed(a, 1.0) == 2.0 * 2.0 + 3 * 2.0
+    (handle,) = mixed.handles.values()
+    assert [name for name, _ in handle.compiled.layout.local_slots] == ["t"]
+
+
 # ---- the launch path's corners --------------------------------------------------------------
 
 @jr.kernel

@@ -17,7 +17,7 @@ from llvmlite import ir
 from .. import dtypes
 from ..dtypes import DataType
 from ..ir import nodes as n
-from . import abi, overflow
+from . import abi, check_facts, overflow
 from .declare import declare
 from .emitter_host import EmitterHost
 
@@ -58,6 +58,7 @@ class Access(NamedTuple):
     ptr: ir.Value
     site: int
     axes: list[tuple[ir.Value, ir.Value]]
+    known: bool = False     # an earlier access made this check: a failure is recorded there
 
 
 ICMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
@@ -174,11 +175,13 @@ class ExprEmitter(EmitterHost):
         else 0` never reads x[n]); LLVM turns cheap arms back into a select."""
         b = self.builder
         c = self.truth(self.expr(e.cond), e.cond.dtype)
+        self.conditional += 1
         with b.if_else(c) as (then, otherwise):
             with then:
                 va, block_a = self.expr(e.a), b.block
             with otherwise:
                 vb, block_b = self.expr(e.b), b.block
+        self.conditional -= 1
         phi = b.phi(va.type)
         phi.add_incoming(va, block_a)
         phi.add_incoming(vb, block_b)
@@ -199,8 +202,10 @@ class ExprEmitter(EmitterHost):
         a = self.expr(e.a)
         a_block = b.block
         undecided = b.icmp_unsigned("!=" if e.op == "and" else "==", a, ir.Constant(a.type, 0))
+        self.conditional += 1
         with b.if_then(undecided):
             c, c_block = self.expr(e.b), b.block
+        self.conditional -= 1
         phi = b.phi(a.type)
         phi.add_incoming(a, a_block)
         phi.add_incoming(c, c_block)
@@ -353,9 +358,11 @@ class ExprEmitter(EmitterHost):
                              tuple((a.dtype.name, f) for a, f in zip(e.args, formats)))
         b = self.builder
         failed = b.icmp_signed("==", self.expr(e.cond), ir.Constant(ll_type(e.cond.dtype), 0))
+        self.conditional += 1
         with b.if_then(failed, likely=False):
             words = [self.raw_word(a) for a in e.args]
             self.record_fault(site, [], tuple(words + [ir.Constant(I64, 0)] * (2 - len(words))))
+        self.conditional -= 1
         return ir.Constant(I32, 0)
 
     def raw_word(self, a: n.Expr) -> ir.Value:
@@ -545,7 +552,24 @@ class ExprEmitter(EmitterHost):
         # a site only where the access can fail (constant indices inside need none), so that a
         # body interleaved where nothing can fault adds none (`kernel_module.emit_fast_loop`)
         site = -1 if ok_is_true(ok) else self.add_site(ref, loc, kind)
-        return Access(ok, b.gep(self.data_ptr(ref), [offset]), site, axes)
+        return Access(ok, b.gep(self.data_ptr(ref), [offset]), site, axes,
+                      site >= 0 and self.check_made(ref, extents, indices))
+
+    def check_made(self, ref: n.Ref, extents: list[ir.Value],
+                   indices: tuple[n.Expr, ...]) -> bool:
+        """Whether an earlier access of this thread made the same check (GPUs: then a failure
+        here was recorded there, `check_facts.py`); notes this one's otherwise."""
+        if not self.checked:
+            return False
+        found = check_facts.key(ref, extents, indices)
+        if found is None:
+            return False
+        facts = self.checked[-1]
+        if found[0] in facts:
+            return True
+        if not self.conditional:
+            facts[found[0]] = found[1]
+        return False
 
     def wide(self, index: n.Expr) -> ir.Value:
         """An index as the i64 the access uses (sign-extended)."""
@@ -570,14 +594,16 @@ class ExprEmitter(EmitterHost):
         if ok_is_true(access.ok):
             return emit(access.ptr)
         if isinstance(access.ok, ir.Constant):    # an index known to be out of bounds
-            self.record_fault(access.site, access.axes)
+            if not access.known:
+                self.record_fault(access.site, access.axes)
             return fallback
         with b.if_else(access.ok, likely=True) as (then, otherwise):
             with then:
                 value = emit(access.ptr)
                 then_block = b.block
             with otherwise:
-                self.record_fault(access.site, access.axes)
+                if not access.known:
+                    self.record_fault(access.site, access.axes)
                 else_block = b.block
         if fallback is None or value is None or isinstance(value.type, ir.VoidType):
             return None

@@ -10,8 +10,8 @@ from llvmlite import ir
 from ..dtypes import DataType
 from ..ir import nodes as n
 from ..ir.facts import reduction_key
-from ..ir.walk import walk_stmts
-from . import abi, interrupts, loop_hints
+from ..ir.walk import assigned_names, walk_stmts
+from . import abi, check_facts, interrupts, loop_hints
 from .emitter_host import EmitterHost
 from .emit_expr import I64, ll_type
 
@@ -28,8 +28,26 @@ class StmtEmitter(EmitterHost):
         return ptr
 
     def body(self, stmts: n.Body) -> None:
-        for s in stmts:
-            getattr(self, "stmt_" + type(s).__name__)(s)
+        if not self.target.traits.status_block:
+            for s in stmts:
+                getattr(self, "stmt_" + type(s).__name__)(s)
+            return
+        # GPUs: the bounds checks this list makes, on top of its enclosing lists' (check_facts)
+        self.checked.append(dict(self.checked[-1]) if self.checked else {})
+        try:
+            for s in stmts:
+                getattr(self, "stmt_" + type(s).__name__)(s)
+                check_facts.forget(self.checked[-1], assigned_names((s,)))
+        finally:
+            self.checked.pop()
+
+    def forget_checks(self, body: n.Body, *also: str) -> None:
+        """Before a loop: the checks of locals its body assigns hold for one iteration only
+        (every enclosing list's too: a reversed loop's variable is no `assigned_names`)."""
+        if any(self.checked):
+            names = assigned_names(body) | set(also)
+            for facts in self.checked:
+                check_facts.forget(facts, names)
 
     def dead_block(self) -> None:
         """Continue emitting into an unreachable block after a jump."""
@@ -110,6 +128,7 @@ class StmtEmitter(EmitterHost):
         dt = begin_e.dtype
         one = ir.Constant(ll_type(dt), 1)
         begin, end = self.expr(begin_e), self.expr(end_e)
+        self.forget_checks(body, var)
         counter = self.local_ptr(f"{var}$counter{self.next_id()}", dt)
         b.store(end if reverse else begin, counter)
         cond_bb, body_bb, step_bb, exit_bb = (self.fn.append_basic_block(f"for_{var}_{part}")
@@ -140,6 +159,7 @@ class StmtEmitter(EmitterHost):
 
     def stmt_While(self, s: n.While) -> None:
         b = self.builder
+        self.forget_checks(s.body)
         cond_bb = self.fn.append_basic_block("while_cond")
         body_bb = self.fn.append_basic_block("while_body")
         exit_bb = self.fn.append_basic_block("while_exit")

@@ -44,6 +44,8 @@ class EmitterHost:
         interrupt_epoch: ir.Value | None
         interrupt_counter: ir.Value | None
         real_rets: tuple[Any, ...]       # in a real function: its result types
+        checked: list[dict[Any, frozenset[str]]]   # GPUs: checks made (check_facts.py)
+        conditional: int                 # > 0 inside an expression's conditional part
         next_id: Callable[[], int]
         add_site: Callable[..., int]
         expr: Callable[..., ir.Value]

@@ -24,6 +24,7 @@ from ..ir.facts import TaskFacts
 from ..ir.walk import all_exprs, assigned_names, walk_expr
 from . import abi, bounds, loop_hints, real_funcs, reduction_lanes
 from .abi import AccessSite, LaunchableTask
+from .check_facts import Facts
 from .emit_expr import I32, I64, ll_type
 from .emit_adstack import AdStackEmitter
 from .emit_simt import SimtEmitter
@@ -71,6 +72,8 @@ class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter):
         self.interrupt_counter: ir.Value | None = None
         self.real_rets: tuple = ()         # in a real function: its result types
         self.shared_arrays: dict[int, tuple[ir.GlobalVariable, int]] = {}  # emit_simt
+        self.checked: list[Facts] = []   # GPUs: the checks made, per statement list
+        self.conditional = 0            # > 0 inside an expression's conditional part
 
     def next_id(self) -> int:
         self._ids += 1
