@@ -15,7 +15,7 @@ over `--repeats` fresh processes, each compiling every kernel once, in order: LL
 for both targets and the imports of the compile pipeline are done first and not counted;
 what a kernel is the first to need (libdevice for math functions) counts in that kernel's
 time, as a program's first launch of it pays. Python's cyclic garbage collector is paused
-while a kernel compiles, as a launch pauses it (`launcher.no_gc_passes`): its passes over the
+while a kernel compiles, as a launch pauses it (`long_lived.paused`): its passes over the
 whole heap would otherwise land on whichever stage crossed a threshold.
 The CUDA side is what `jr.init(arch="cuda")` runs before the driver loads the cubin
 (`backends/cuda.py`, `compile_artifact`); the load of a ready cubin (about 0.1 ms) needs a
@@ -205,12 +205,12 @@ def one_process(sm: int, chosen: list[str], kept: str) -> dict[str, Times]:
     init_all_targets()                   # the process's set-up, not timed: LLVM's targets
     nvptx.target_machine(sm), cpu.cpu_target()
     compiler.prefetch_pipeline()         # and the imports of the passes and codegen
-    from jitrt.runtime.launcher import no_gc_passes
+    from jitrt.long_lived import paused
     rows = {name: Times() for name in chosen or kernels}
     host = libdevice_host(kept) if kept else None
     for name, times in rows.items():
         gc.collect()
-        with no_gc_passes():     # as a launch compiles: Python's collector paused
+        with paused():           # as a launch compiles: Python's collector paused
             measure(*kernels[name], sm, times, host)
     return rows
 
@@ -263,10 +263,14 @@ def run_workers(args: argparse.Namespace, argv: list[str] | None,
     """`args.repeats` fresh processes, each compiling every kernel once; minima per field."""
     rows: dict[str, Times] = {}
     for _ in range(args.repeats):
-        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--one",
-                              *(argv if argv is not None else sys.argv[1:]),
-                              *(["--kept-dir", kept] if kept else [])],
-                             check=True, capture_output=True, text=True).stdout
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--one",
+                               *(argv if argv is not None else sys.argv[1:]),
+                               *(["--kept-dir", kept] if kept else [])],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:    # the worker's own error, not only its exit status
+            raise SystemExit(f"a worker failed (exit status {proc.returncode}):\n"
+                             f"{proc.stderr[-3000:]}")
+        out = proc.stdout
         for name, got in json.loads(out.splitlines()[-1]).items():
             best = rows.setdefault(name, Times())
             for k, v in got.items():
