@@ -84,7 +84,10 @@ class ReturnLowering(LoweringHost):
     func_return: FuncReturn | None
 
     def resolve_kind(self, kind: Any) -> Any:
-        """An annotation with `int`/`float` read as the program's default types."""
+        """An annotation with `int`/`float` read as the program's default types, `bool` as
+        `u1` (a byte here), as Taichi's `-> bool`."""
+        if kind is bool:
+            return dtypes.u8
         return self.ctx.default_ip if kind is int else self.ctx.default_fp if kind is float \
             else kind
 

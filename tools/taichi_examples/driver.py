@@ -21,7 +21,9 @@ OUT_PREFIX.json.
 """
 
 import json
+import os
 import random
+import runpy
 import signal
 import sys
 import time
@@ -74,7 +76,7 @@ class _Anything:
         return False
 
     def __getitem__(self, key: object) -> object:
-        return 0.0
+        return _Anything()
 
 
 class _Keys(type):
@@ -287,6 +289,17 @@ def collect(ti: types.ModuleType, env: dict) -> dict:
     return out
 
 
+def _module_globals(exc: BaseException, program: str) -> dict:
+    """The globals of the program's module frame among the frames `exc` went through."""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "<module>" and os.path.samefile(code.co_filename, program):
+            return tb.tb_frame.f_globals
+        tb = tb.tb_next
+    return {}
+
+
 def _on_alarm(signum: int, frame: object) -> None:
     raise Timeout()
 
@@ -301,26 +314,24 @@ def main() -> None:
     import taichi as ti
     install(ti)
     sys.argv = [program]
-    env: dict = {"__name__": "__main__", "__file__": program}
+    env: dict = {}
     outcome, message = "finished", ""
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.alarm(seconds)
     start = time.monotonic()
     try:
-        with open(program, encoding="utf-8") as src:
-            code = compile(src.read(), program, "exec")
-        exec(code, env)
-    except Stop:
-        outcome = "stopped"
-    except Timeout:
-        outcome = "timeout"
-    except SystemExit:
-        outcome = "finished"
+        env = runpy.run_path(program, run_name="__main__")
     except BaseException as exc:    # noqa: BLE001 (the program's error is the result)
-        outcome = "error"
-        first = (str(exc).strip().splitlines() or [""])[0]
-        message = f"{type(exc).__name__}: {first}"[:300]
-        traceback.print_exc()
+        env = _module_globals(exc, program)
+        if isinstance(exc, Stop):
+            outcome = "stopped"
+        elif isinstance(exc, Timeout):
+            outcome = "timeout"
+        elif not isinstance(exc, SystemExit) or exc.code not in (None, 0):
+            outcome = "error"
+            first = (str(exc).strip().splitlines() or [""])[0]
+            message = f"{type(exc).__name__}: {first}"[:300]
+            traceback.print_exc()
     signal.alarm(0)
     seconds_run = time.monotonic() - start
     arrays = collect(ti, env)
