@@ -11,7 +11,8 @@ the program computes the same thing on each side:
   stop after the same frame; `running` stays True until then;
 - `cv2`, `matplotlib` (and its pyplot) are no-op modules; `random` and `numpy.random` are seeded;
 - `ti.init(...)` always runs on the CPU with one thread (`cpu_max_num_threads=1`: the order
-  of floating-point atomic sums is then the program's, on both sides);
+  of floating-point atomic sums is then the program's, on both sides), and with
+  `fast_math=False` if `--exact` is given;
 - a program still running after T seconds stops too (marked `timeout`).
 
 Then every field, ndarray, numpy array and number the program's module holds (also those of
@@ -20,6 +21,8 @@ its objects, one level down, and of its lists) goes to OUT_PREFIX.npz, and the o
 OUT_PREFIX.json.
 """
 
+import importlib.abc
+import importlib.machinery
 import json
 import os
 import random
@@ -40,6 +43,7 @@ class Timeout(BaseException):
 
 
 FRAMES = [3]
+EXACT = [False]     # --exact: ti.init(fast_math=False)
 SHOWN = [0]
 
 
@@ -218,6 +222,8 @@ def install(ti: types.ModuleType) -> None:
     def init(*args: object, **kwargs: object) -> object:
         kwargs["arch"] = ti.cpu
         kwargs["cpu_max_num_threads"] = 1
+        if EXACT[0]:
+            kwargs["fast_math"] = False
         result = real_init(**kwargs)
         ti.random = _counter_random(ti)  # type: ignore[attr-defined]
         return result
@@ -243,6 +249,27 @@ def _counter_random(ti: types.ModuleType) -> object:
         else:
             return ti.cast(h, dtype)
     return random
+
+
+def examples_package(program: str) -> None:
+    """`taichi.examples` (Taichi's package of these programs, which some import) is the
+    directory of the examples, on jitrt's side too."""
+    if "taichi.examples" in sys.modules or "/examples/" not in program:
+        return
+    root = program[:program.rindex("/examples/") + len("/examples")]
+    package = types.ModuleType("taichi.examples")
+    package.__path__ = [root]  # type: ignore[attr-defined]
+    sys.modules["taichi.examples"] = package
+    sys.meta_path.insert(0, _ExamplesFinder())
+
+
+class _ExamplesFinder(importlib.abc.MetaPathFinder):
+    """Finds `taichi.examples.X` in the examples' directory (before jitrt's alias looks)."""
+
+    def find_spec(self, fullname, path=None, target=None):  # type: ignore[no-untyped-def]
+        if not fullname.startswith("taichi.examples."):
+            return None
+        return importlib.machinery.PathFinder.find_spec(fullname, path)
 
 
 def _is_field(ti: types.ModuleType, value: object) -> bool:
@@ -308,11 +335,13 @@ def main() -> None:
     program, prefix = sys.argv[1], sys.argv[2]
     FRAMES[0] = int(sys.argv[sys.argv.index("--frames") + 1])
     seconds = int(sys.argv[sys.argv.index("--seconds") + 1])
+    EXACT[0] = "--exact" in sys.argv
     random.seed(0)
     import numpy as np
     np.random.seed(0)
     import taichi as ti
     install(ti)
+    examples_package(os.path.abspath(program))
     sys.argv = [program]
     env: dict = {}
     outcome, message = "finished", ""

@@ -27,6 +27,7 @@ import datetime
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -63,22 +64,47 @@ def na_reason(rel: str) -> str:
 
 
 def run_side(python: str, program: pathlib.Path, prefix: pathlib.Path, frames: int,
-             seconds: int, env: dict) -> dict:
-    """Run driver.py on one side; its outcome (driver.py's json, plus the process's tail)."""
+             seconds: int, env: dict, *extra: str) -> dict:
+    """Run driver.py on one side; its outcome (driver.py's json). The program's stdout goes
+    to PREFIX.out, the tail of its stdout and stderr to PREFIX.log."""
     cmd = [python, str(HERE / "driver.py"), str(program), str(prefix),
-           "--frames", str(frames), "--seconds", str(seconds)]
+           "--frames", str(frames), "--seconds", str(seconds), *extra]
     try:
         proc = subprocess.run(cmd, cwd=program.parent, env=env, capture_output=True,
                               text=True, timeout=seconds + 120)
-        tail = (proc.stdout + proc.stderr)[-3000:]
     except subprocess.TimeoutExpired:
         return {"outcome": "error", "message": f"killed after {seconds + 120} s"}
+    tail = (proc.stdout + proc.stderr)[-3000:]
+    pathlib.Path(f"{prefix}.out").write_text(proc.stdout)
     pathlib.Path(f"{prefix}.log").write_text(tail)
     meta = pathlib.Path(f"{prefix}.json")
     if not meta.exists():
         last = [ln for ln in tail.splitlines() if ln.strip()][-1:] or ["(no output)"]
         return {"outcome": "error", "message": f"crashed (exit {proc.returncode}): {last[0]}"}
     return json.loads(meta.read_text())
+
+
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+
+def printed_numbers(prefix: pathlib.Path) -> list[float]:
+    """The numbers a program printed (losses, energies, ...), Taichi's and jitrt's own
+    banner and warning lines left out."""
+    path = pathlib.Path(f"{prefix}.out")
+    text = path.read_text() if path.exists() else ""
+    lines = [ln for ln in text.splitlines() if not ln.startswith(("[Taichi]", "[jitrt]", "[W"))]
+    return [float(x) for ln in lines for x in NUMBER.findall(ln)][:2000]
+
+
+def compare_printed(ref: list[float], got: list[float]) -> str:
+    """'' if jitrt printed the same numbers as Taichi (to SAME, relative to max(1, |x|)),
+    else where they first differ."""
+    if len(ref) != len(got):
+        return f"printed {len(got)} numbers, Taichi {len(ref)}"
+    for k, (want, have) in enumerate(zip(ref, got)):
+        if abs(have - want) > SAME * max(1.0, abs(want)) and not (want != want and have != have):
+            return f"printed number {k}: {have:.7g}, Taichi {want:.7g}"
+    return ""
 
 
 def compare(ref: dict, got: dict) -> tuple[str, str]:
@@ -107,43 +133,62 @@ def compare(ref: dict, got: dict) -> tuple[str, str]:
 
 
 def run_example(rel: str, examples: pathlib.Path, args: argparse.Namespace) -> dict:
-    row = {"example": rel}
+    row: dict = {"example": rel}
     if why := na_reason(rel):
         return {**row, "verdict": "n/a", "detail": why}
     program = examples / rel
     frames = FRAMES.get(program.name, args.frames)
     stem = args.workdir / "out" / rel.replace("/", "__")[:-3]
     stem.parent.mkdir(parents=True, exist_ok=True)
-    ref_prefix, jr_prefix = stem.with_name(stem.name + ".ref"), stem.with_name(stem.name + ".jr")
+    ref_prefix, jr_prefix = (stem.with_name(f"{stem.name}.{side}") for side in ("ref", "jr"))
     base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     jr_env = dict(base, PYTHONPATH=os.pathsep.join(
         [str(REPO / "tools" / "taichi_suite" / "harness"), str(args.jitrt)]),
         JITRT_OFFLINE_CACHE_DIR=str(args.workdir / "jitrt_cache"))
+    side = (program, frames, args.seconds)
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        ref_meta: dict = {}
         if args.reuse_ref and pathlib.Path(f"{ref_prefix}.json").exists():
-            ref_job = None
             ref_meta = json.loads(pathlib.Path(f"{ref_prefix}.json").read_text())
-        else:
-            ref_job = pool.submit(run_side, args.taichi_python, program, ref_prefix, frames,
-                                  args.seconds, base)
-        jr_job = pool.submit(run_side, sys.executable, program, jr_prefix, frames,
-                             args.seconds, jr_env)
+        ref_job = None if ref_meta else pool.submit(
+            run_side, args.taichi_python, side[0], ref_prefix, side[1], side[2], base)
+        jr_meta = pool.submit(run_side, sys.executable, side[0], jr_prefix, side[1], side[2],
+                              jr_env).result()
         ref_meta = ref_job.result() if ref_job else ref_meta
-        jr_meta = jr_job.result()
     row.update(frames=frames, ref=ref_meta, jitrt=jr_meta)
     if ref_meta["outcome"] == "error":
         return {**row, "verdict": "n/a", "detail": "Taichi fails: " + ref_meta["message"]}
     if jr_meta["outcome"] == "error":
-        return {**row, "verdict": "jitrt error", "detail": jr_meta["message"]}
+        unsupported = "not supported" in jr_meta["message"] or "not in jitrt" in \
+            jr_meta["message"]
+        return {**row, "verdict": "not supported" if unsupported else "jitrt error",
+                "detail": jr_meta["message"]}
     if "timeout" in (ref_meta["outcome"], jr_meta["outcome"]) or \
             ref_meta["frames"] != jr_meta["frames"]:
         return {**row, "verdict": "ran", "detail":
                 f"stopped by the time budget ({ref_meta['frames']} vs {jr_meta['frames']} "
                 "frames): not compared"}
+    verdict, detail = verdict_of(ref_prefix, jr_prefix)
+    if verdict != "same":
+        exact_prefix = stem.with_name(f"{stem.name}.refx")
+        exact = run_side(args.taichi_python, program, exact_prefix, frames, args.seconds,
+                         base, "--exact")
+        if exact["outcome"] != "error" and verdict_of(exact_prefix, jr_prefix)[0] == "same":
+            verdict, detail = "same (exact)", (
+                f"the same as Taichi's with fast_math=False; with Taichi's fast math: {detail}")
+    return {**row, "verdict": verdict, "detail": detail}
+
+
+def verdict_of(ref_prefix: pathlib.Path, jr_prefix: pathlib.Path) -> tuple[str, str]:
+    """Compare the fields, then the printed numbers, of two runs."""
     ref = dict(np.load(f"{ref_prefix}.npz"))
     got = dict(np.load(f"{jr_prefix}.npz"))
     verdict, detail = compare(ref, got)
-    return {**row, "verdict": verdict, "detail": detail + f"; {len(ref)} values"}
+    detail += f"; {len(ref)} values"
+    printed = compare_printed(printed_numbers(ref_prefix), printed_numbers(jr_prefix))
+    if printed and verdict == "same":
+        verdict = "differs"
+    return verdict, detail + (f"; {printed}" if printed else "")
 
 
 def table(rows: list[dict]) -> str:
