@@ -1,5 +1,6 @@
 """Regressions found by running Taichi's own example programs on jitrt
 (tools/taichi_examples/run.py): each test is the smallest program showing one of them."""
+import numpy as np
 import pytest
 
 import jitrt as jr
@@ -36,3 +37,29 @@ def test_real_func_and_func_return_bool_as_taichi():
 
     run()
     assert out.to_numpy().tolist() == [0.0, 2.0, 114.0]
+
+
+def test_func_with_scalar_annotation_returns_a_vector_cast_elementwise():
+    # eulerfluid2d.py: `def vel(vf, i, j) -> ti.f32: ... return vf[i, j]` of a vector field;
+    # Taichi casts each element to the annotation (here f32 to i32: truncated)
+    v = jr.Vector.field(2, jr.f32, shape=2)
+    out = jr.Vector.field(2, jr.f32, shape=2)
+
+    @jr.func
+    def get(i: int) -> jr.i32:
+        return v[i]
+
+    @jr.func
+    def early(i: int) -> jr.f32:
+        if i == 0:
+            return v[i] * 2.0
+        return v[i]
+
+    @jr.kernel
+    def run():
+        for i in range(2):
+            out[i] = get(i) + early(i)
+
+    v.from_numpy(np.array([[1.5, -2.5], [3.25, 4.75]], np.float32))
+    run()
+    assert out.to_numpy().tolist() == [[4.0, -7.0], [6.25, 8.75]]
