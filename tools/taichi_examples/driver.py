@@ -13,6 +13,7 @@ the program computes the same thing on each side:
 - `ti.init(...)` always runs on the CPU with one thread (`cpu_max_num_threads=1`: the order
   of floating-point atomic sums is then the program's, on both sides), and with
   `fast_math=False` if `--exact` is given;
+- `time.time()` and its kin advance 1/60 s a reading (the same animation on both sides);
 - a program still running after T seconds stops too (marked `timeout`).
 
 Then every field, ndarray, numpy array and number the program's module holds (also those of
@@ -81,6 +82,12 @@ class _Anything:
 
     def __getitem__(self, key: object) -> object:
         return _Anything()
+
+    def _same(self, *other: object) -> object:
+        return self
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _same
+    astype = _same
 
 
 class _Keys(type):
@@ -191,19 +198,52 @@ class VideoManager(_Anything):
         _shown()
 
 
+def imresize(img: object, width: int, height: object = None) -> object:
+    """`ti.tools.imresize`: nearest-neighbour, of a field or an array (GUI programs draw
+    with it)."""
+    import numpy as np
+    data = np.asarray(img.to_numpy() if hasattr(img, "to_numpy") else img)  # type: ignore[attr-defined]
+    height = width if height is None else height
+    rows = np.arange(width) * data.shape[0] // width
+    cols = np.arange(int(height)) * data.shape[1] // int(height)  # type: ignore[call-overload]
+    return data[rows][:, cols]
+
+
 def _tools_module() -> types.ModuleType:
     tools = types.ModuleType("taichi.tools")
-    tools.__getattr__ = lambda name: _Anything()  # type: ignore[attr-defined]
+    tools.__getattr__ = _stand_in  # type: ignore[attr-defined]
     tools.VideoManager = VideoManager  # type: ignore[attr-defined]
+    tools.imresize = imresize  # type: ignore[attr-defined]
     return tools
+
+
+def _stand_in(name: str) -> object:
+    """A no-op module's attribute; none for Python's own probes (`__file__`: inspect, which
+    Taichi uses to find class kernels, walks every module's file)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _Anything()
 
 
 def _noop_module(name: str) -> types.ModuleType:
     mod = types.ModuleType(name)
-    mod.__getattr__ = lambda attr: _Anything()  # type: ignore[attr-defined]
+    mod.__getattr__ = _stand_in  # type: ignore[attr-defined]
     mod.__path__ = []  # type: ignore[attr-defined]
     sys.modules[name] = mod
     return mod
+
+
+def _fake_clock() -> None:
+    """`time.time()`, `time.time_ns()`, `time.perf_counter()` of the program: a clock that
+    advances 1/60 s a reading, the same on both sides (programs animate with it)."""
+    readings = [0]
+
+    def now() -> float:
+        readings[0] += 1
+        return 1.7e9 + readings[0] / 60.0
+    time.time = now
+    time.perf_counter = lambda: now() - 1.7e9
+    time.time_ns = lambda: int(now() * 1e9)
 
 
 def install(ti: types.ModuleType) -> None:
@@ -287,7 +327,10 @@ def collect(ti: types.ModuleType, env: dict) -> dict:
             return
         if _is_field(ti, value):
             try:
-                out[name] = np.asarray(value.to_numpy(), dtype=np.float64)  # type: ignore[attr-defined]
+                data = value.to_numpy()  # type: ignore[attr-defined]
+                parts = data.items() if isinstance(data, dict) else [("", data)]
+                for key, part in parts:     # a struct field: one array per member
+                    out[f"{name}.{key}" if key else name] = np.asarray(part, dtype=np.float64)
             except Exception as exc:    # noqa: BLE001 (a field that cannot be read)
                 if not name.endswith(".grad"):    # Taichi's unplaced gradients cannot
                     out[name + ".error"] = np.asarray(str(exc)[:200])
@@ -342,12 +385,13 @@ def main() -> None:
     import taichi as ti
     install(ti)
     examples_package(os.path.abspath(program))
+    start = time.monotonic()
+    _fake_clock()
     sys.argv = [program]
     env: dict = {}
     outcome, message = "finished", ""
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.alarm(seconds)
-    start = time.monotonic()
     try:
         env = runpy.run_path(program, run_name="__main__")
     except BaseException as exc:    # noqa: BLE001 (the program's error is the result)

@@ -44,6 +44,7 @@ NA = {
     "real_func/graph/": "compute graphs (ti.graph) are AOT, for Vulkan/CUDA deployment",
     "features/gui/": "GUI-only (windows, widgets, keyboard: nothing computed)",
     "features/io/export_videos.py": "video export only (ffmpeg)",
+    "simulation/karman_vortex_street.py": "draws with matplotlib's colormaps (not installed)",
 }
 # programs whose state after a few frames depends on float rounding (chaotic): first frame only
 FRAMES = {"nbody.py": 1, "pbf2d.py": 1, "karman_vortex_street.py": 1, "physarum.py": 1,
