@@ -36,6 +36,8 @@ MISSING: dict[str, str] = {
     **{k: _GPU for k in ("global_thread_idx",)},
     "GUI": "jitrt has no GUI: draw x.to_numpy() with matplotlib or similar",
     "ui": "jitrt has no GUI: draw x.to_numpy() with matplotlib or similar",
+    "_lib": "Taichi's C++ core (taichi._lib.core) is Taichi's internals: jitrt has none; "
+            "jitrt runs on jr.cpu, jr.cuda and jr.amdgpu; ask jr.is_extension_supported(arch, ext)",
     "Texture": "textures are not supported: use a field or an ndarray",
     "texture": "textures are not supported: use a field or an ndarray",
     "rw_texture": "textures are not supported: use a field or an ndarray",

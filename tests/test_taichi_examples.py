@@ -63,3 +63,10 @@ def test_func_with_scalar_annotation_returns_a_vector_cast_elementwise():
     v.from_numpy(np.array([[1.5, -2.5], [3.25, 4.75]], np.float32))
     run()
     assert out.to_numpy().tolist() == [[4.0, -7.0], [6.25, 8.75]]
+
+
+def test_taichis_core_module_is_named_as_internals():
+    # diff_sph.py, mpm128_ggui.py: `ti.vulkan if ti._lib.core.with_vulkan() else ti.cuda`
+    with pytest.raises(AttributeError, match=r"jitrt._lib is not in jitrt: Taichi's C\+\+ "
+                                             r"core \(taichi._lib.core\) is Taichi's internals"):
+        jr._lib.core.with_vulkan()
