@@ -19,7 +19,11 @@ module is compared:
   operations, amplified by the program; the table names the field);
 - differs: beyond that, or a field missing or shaped differently;
 - jitrt error: the program raised on jitrt (first line of the error);
+- not supported: jitrt stopped it with its clear "not supported" error naming the feature;
 - n/a: Taichi itself cannot run it here, or it needs what jitrt leaves out (NA says why).
+A result other than "same" is compared again against Taichi run with `fast_math=False`
+(Taichi's default fast math replaces divisions by multiplications with the reciprocal, which
+moves `int(i / n * m)` across an integer): "same (exact)" / "close (exact)" then.
 """
 import argparse
 import concurrent.futures
@@ -174,9 +178,12 @@ def run_example(rel: str, examples: pathlib.Path, args: argparse.Namespace) -> d
         exact_prefix = stem.with_name(f"{stem.name}.refx")
         exact = run_side(args.taichi_python, program, exact_prefix, frames, args.seconds,
                          base, "--exact")
-        if exact["outcome"] != "error" and verdict_of(exact_prefix, jr_prefix)[0] == "same":
-            verdict, detail = "same (exact)", (
-                f"the same as Taichi's with fast_math=False; with Taichi's fast math: {detail}")
+        if exact["outcome"] == jr_meta["outcome"] and exact["frames"] == jr_meta["frames"]:
+            exact_verdict, exact_detail = verdict_of(exact_prefix, jr_prefix)
+            if exact_verdict == "same" or (exact_verdict, verdict) == ("close", "differs"):
+                verdict, detail = f"{exact_verdict} (exact)", (
+                    f"against Taichi with fast_math=False: {exact_detail}; against Taichi's "
+                    f"fast math: {detail}")
     return {**row, "verdict": verdict, "detail": detail}
 
 
