@@ -402,8 +402,10 @@ def main() -> None:
             outcome = "timeout"
         elif not isinstance(exc, SystemExit) or exc.code not in (None, 0):
             outcome = "error"
-            first = (str(exc).strip().splitlines() or [""])[0]
-            message = f"{type(exc).__name__}: {first}"[:300]
+            lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()] or [""]
+            # a kernel error's first line is where; its last says what
+            said = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+            message = f"{type(exc).__name__}: {said}"[:600]
             traceback.print_exc()
     signal.alarm(0)
     seconds_run = time.monotonic() - start

@@ -19,6 +19,8 @@ module is compared:
   operations, amplified by the program; the table names the field);
 - differs: beyond that, or a field missing or shaped differently;
 - jitrt error: the program raised on jitrt (first line of the error);
+- refused (bounds): the program reads outside a field, which Taichi's release build lets
+  through and jitrt always reports (docs/porting.md);
 - not supported: jitrt stopped it with its clear "not supported" error naming the feature;
 - n/a: Taichi itself cannot run it here, or it needs what jitrt leaves out (NA says why).
 A result other than "same" is compared again against Taichi run with `fast_math=False`
@@ -166,8 +168,9 @@ def run_example(rel: str, examples: pathlib.Path, args: argparse.Namespace) -> d
     if jr_meta["outcome"] == "error":
         unsupported = "not supported" in jr_meta["message"] or "not in jitrt" in \
             jr_meta["message"]
-        return {**row, "verdict": "not supported" if unsupported else "jitrt error",
-                "detail": jr_meta["message"]}
+        refused = "Out of bound access" in jr_meta["message"]
+        return {**row, "verdict": "not supported" if unsupported else
+                "refused (bounds)" if refused else "jitrt error", "detail": jr_meta["message"]}
     if "timeout" in (ref_meta["outcome"], jr_meta["outcome"]) or \
             ref_meta["frames"] != jr_meta["frames"]:
         return {**row, "verdict": "ran", "detail":
