@@ -166,6 +166,9 @@ class Window(_Anything):
 
 
 class _Gui(_Anything):
+    def sub_window(self, *a: object, **k: object) -> object:
+        return self
+
     def slider_float(self, name: str, value: float, *a: object, **k: object) -> float:
         return value
 
