@@ -236,17 +236,34 @@ def _noop_module(name: str) -> types.ModuleType:
     return mod
 
 
-def _fake_clock() -> None:
-    """`time.time()`, `time.time_ns()`, `time.perf_counter()` of the program: a clock that
-    advances 1/60 s a reading, the same on both sides (programs animate with it)."""
+def _fake_clock(program: str) -> None:
+    """`time.time()`, `time.time_ns()`, `time.perf_counter()` read by the program's own code:
+    a clock that advances 1/60 s a reading, the same on both sides (programs animate with
+    it); Taichi's and jitrt's own readings get the real clock."""
     readings = [0]
+    real = time.time, time.time_ns, time.perf_counter
+
+    def mine() -> bool:
+        return sys._getframe(2).f_code.co_filename == program
 
     def now() -> float:
+        if not mine():
+            return real[0]()
         readings[0] += 1
         return 1.7e9 + readings[0] / 60.0
-    time.time = now
-    time.perf_counter = lambda: now() - 1.7e9
-    time.time_ns = lambda: int(now() * 1e9)
+
+    def now_ns() -> int:
+        if not mine():
+            return real[1]()
+        readings[0] += 1
+        return int((1.7e9 + readings[0] / 60.0) * 1e9)
+
+    def counter() -> float:
+        if not mine():
+            return real[2]()
+        readings[0] += 1
+        return readings[0] / 60.0
+    time.time, time.time_ns, time.perf_counter = now, now_ns, counter
 
 
 def install(ti: types.ModuleType) -> None:
@@ -389,7 +406,7 @@ def main() -> None:
     install(ti)
     examples_package(os.path.abspath(program))
     start = time.monotonic()
-    _fake_clock()
+    _fake_clock(program)
     sys.argv = [program]
     env: dict = {}
     outcome, message = "finished", ""
