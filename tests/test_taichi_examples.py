@@ -70,3 +70,30 @@ def test_taichis_core_module_is_named_as_internals():
     with pytest.raises(AttributeError, match=r"jitrt._lib is not in jitrt: Taichi's C\+\+ "
                                              r"core \(taichi._lib.core\) is Taichi's internals"):
         jr._lib.core.with_vulkan()
+
+
+def test_real_func_struct_parameter_is_a_local_it_can_assign():
+    # real_func/rendering/cornell_box.py: `ray.color = vec3(0)` / `ray.color *= albedo` on
+    # its `ray: Ray` parameter was "cannot assign to Attribute"; the caller's copy is unchanged
+    ray_t = jr.types.struct(origin=jr.math.vec3, color=jr.math.vec3)
+
+    @jr.real_func
+    def shade(ray: ray_t) -> ray_t:
+        for _ in range(2):
+            if ray.origin.x > 0.5:
+                ray.color = jr.math.vec3(0)
+                break
+            ray.color *= 0.5
+        return ray
+
+    out = jr.Vector.field(3, jr.f32, shape=2)
+
+    @jr.kernel
+    def run():
+        r = ray_t(origin=jr.math.vec3(0.0), color=jr.math.vec3(1.0))
+        out[0] = shade(r).color
+        r.origin.x = 1.0
+        out[1] = shade(r).color + r.color
+
+    run()
+    assert out.to_numpy().tolist() == [[0.25] * 3, [1.0] * 3]
