@@ -333,7 +333,8 @@ class _ExamplesFinder(importlib.abc.MetaPathFinder):
 
 
 def _is_field(ti: types.ModuleType, value: object) -> bool:
-    return isinstance(value, (ti.Field, ti.Ndarray))
+    # jitrt's StructField is not a ti.Field subclass (Taichi's is): asked by name
+    return isinstance(value, (ti.Field, ti.Ndarray)) or type(value).__name__ == "StructField"
 
 
 def collect(ti: types.ModuleType, env: dict) -> dict:
