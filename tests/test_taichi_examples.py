@@ -108,3 +108,30 @@ def test_sparse_matrices_are_named_not_supported(path):
     with pytest.raises(AttributeError, match=rf"jitrt.{module}.{name} is not in jitrt: sparse "
                                              r"matrices \(ti.linalg.SparseMatrix"):
         getattr(getattr(jr, module), name)
+
+
+def test_a_call_inside_a_math_function_runs_once():
+    # nbody.py (`ti.sqrt(ti.random())`): the argument of a math function, abs, int/float or
+    # a dtype cast was lowered twice (once to see whether it is a vector), so a func with a
+    # side effect in it ran twice and the second call's value was used
+    count = jr.field(jr.i32, shape=())
+    out = jr.field(jr.f32, shape=6)
+
+    @jr.func
+    def bump() -> jr.f32:
+        k = jr.atomic_add(count[None], 1)
+        return jr.f32(k + 1)
+
+    @jr.kernel
+    def run():
+        out[0] = jr.sqrt(bump())
+        out[1] = jr.sin(bump())
+        out[2] = abs(bump())
+        out[3] = int(bump())
+        out[4] = jr.f32(bump())
+        out[5] = jr.abs(bump()) + jr.floor(bump())
+
+    run()
+    assert count[None] == 7
+    np.testing.assert_allclose(out.to_numpy(), [1.0, np.sin(2.0), 3.0, 4.0, 5.0, 13.0],
+                               rtol=1e-6)

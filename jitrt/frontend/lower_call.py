@@ -89,15 +89,30 @@ class CallLowering(InlineLowering):
         called = self.call_function(obj, node)
         if called is not None:
             return called
-        vector_call = self.vector_call(obj, node)
-        if vector_call is None:
-            vector_call = self.python_call(obj, node)    # all, len, operator.add... (lower_pycalls)
-        if vector_call is not None:
-            return vector_call
-        if getattr(type(obj), "is_jitrt_kernel", False):
-            raise self.err(node, f"kernel '{obj.name}' cannot be called from a kernel; "
-                           "make it a @jr.func")
-        return self.call_library(obj, node)
+        try:
+            vector_call = self.vector_call(obj, node)
+            if vector_call is None:
+                vector_call = self.python_call(obj, node)    # all, len, ... (lower_pycalls)
+            if vector_call is not None:
+                return vector_call
+            if getattr(type(obj), "is_jitrt_kernel", False):
+                raise self.err(node, f"kernel '{obj.name}' cannot be called from a kernel; "
+                               "make it a @jr.func")
+            return self.call_library(obj, node)
+        finally:
+            pre = self.__dict__.get("pre_evaluated")
+            if pre:
+                for arg in node.args:
+                    pre.pop(id(arg), None)
+
+    def evaluated_once(self, arg: ast.AST) -> Value:
+        """`arg` lowered to look at its kind (a vector or not) and kept: the scalar path that
+        lowers it again gets this value (lower_expr.expr), so a call in it (`jr.sqrt(f())`
+        of a func with side effects) runs once."""
+        v = self.expr(arg)
+        if not isinstance(v, VecValue):
+            self.__dict__.setdefault("pre_evaluated", {})[id(arg)] = v
+        return v
 
     def call_function(self, obj: Any, node: ast.Call) -> Value | None:
         """A call of a jitrt func, a real function, a method or a plain Python function
@@ -246,16 +261,16 @@ class CallLowering(InlineLowering):
             return self.vec_function(VECTOR_FUNCTIONS[obj],
                                      [as_vector(self.expr(a)) for a in node.args], node)
         if isinstance(obj, bi.Builtin) and obj.name in bi.MATH and len(node.args) == 1:
-            v = self.expr(node.args[0])
+            v = self.evaluated_once(node.args[0])
             if isinstance(v, VecValue):
                 return self.vec_map(v, lambda x: self.math(obj.name, x, node))
         if (obj is bi.PY_ABS or obj is bi.abs_) and len(node.args) == 1:
-            v = self.expr(node.args[0])
+            v = self.evaluated_once(node.args[0])
             if isinstance(v, VecValue):       # of integers stays integer, as the scalar one
                 return self.vec_map(v, lambda x: self.abs_value(self.value(node, x), node))
         if (obj is bi.PY_INT or obj is bi.PY_FLOAT or isinstance(obj, DataType)) and \
                 len(node.args) == 1 and not node.keywords:
-            v = self.expr(node.args[0])                  # int(v): element-wise, as in Taichi
+            v = self.evaluated_once(node.args[0])        # int(v): element-wise, as in Taichi
             if isinstance(v, VecValue):
                 dt: Any = self.ctx.default_ip if obj is bi.PY_INT else (
                     self.ctx.default_fp if obj is bi.PY_FLOAT else obj)
