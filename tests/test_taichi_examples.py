@@ -135,3 +135,18 @@ def test_a_call_inside_a_math_function_runs_once():
     assert count[None] == 7
     np.testing.assert_allclose(out.to_numpy(), [1.0, np.sin(2.0), 3.0, 4.0, 5.0, 13.0],
                                rtol=1e-6)
+
+
+def test_pythons_pow_in_a_kernel_is_the_power():
+    # waterwave.py: `pow(height[i] - shade, 2)` was "calling builtin_function_or_method pow
+    # is not supported in kernels with run-time arguments"
+    x = jr.field(jr.f32, shape=3)
+
+    @jr.kernel
+    def run():
+        for i in x:
+            x[i] = pow(x[i] + 1.0, 2) + pow(2, 3)
+
+    x.from_numpy(np.array([0.5, 1.0, -3.0], np.float32))
+    run()
+    assert x.to_numpy().tolist() == [10.25, 12.0, 12.0]
