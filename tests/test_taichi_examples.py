@@ -150,3 +150,20 @@ def test_pythons_pow_in_a_kernel_is_the_power():
     x.from_numpy(np.array([0.5, 1.0, -3.0], np.float32))
     run()
     assert x.to_numpy().tolist() == [10.25, 12.0, 12.0]
+
+
+def test_starred_arguments_inside_static():
+    # mpm3d.py: `for offset in ti.static(ti.grouped(ti.ndrange(*neighbour)))` was
+    # 'Unsupported node "Starred"'
+    neighbour = (3,) * 2
+    total = jr.field(jr.i32, shape=())
+
+    @jr.kernel
+    def run():
+        for off in jr.static(jr.grouped(jr.ndrange(*neighbour))):
+            total[None] += off[0] * 10 + off[1]
+        for i, j in jr.ndrange(*neighbour):
+            total[None] += 1000
+
+    run()
+    assert total[None] == 9099
