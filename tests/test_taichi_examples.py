@@ -152,6 +152,22 @@ def test_pythons_pow_in_a_kernel_is_the_power():
     assert x.to_numpy().tolist() == [10.25, 12.0, 12.0]
 
 
+def test_pow_of_vectors_is_element_wise():
+    # real_func/rendering/cornell_box.py: `pow(color, vec3(1.0 / 2.2))` (taichi.math's star
+    # import) was "expected a number, got a vector/matrix"
+    out = jr.Vector.field(3, jr.f32, shape=3)
+
+    @jr.kernel
+    def run():
+        c = jr.math.vec3(4.0, 9.0, 16.0)
+        out[0] = jr.pow(c, jr.math.vec3(0.5))
+        out[1] = pow(c, 0.5)
+        out[2] = jr.pow(2.0, jr.math.vec3(1.0, 2.0, 3.0))
+
+    run()
+    assert out.to_numpy().tolist() == [[2.0, 3.0, 4.0], [2.0, 3.0, 4.0], [2.0, 4.0, 8.0]]
+
+
 def test_starred_arguments_inside_static():
     # mpm3d.py: `for offset in ti.static(ti.grouped(ti.ndrange(*neighbour)))` was
     # 'Unsupported node "Starred"'

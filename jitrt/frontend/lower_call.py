@@ -470,7 +470,10 @@ class CallLowering(InlineLowering):
         if fn is bi.pow_:
             if len(node.args) != 2:
                 raise self.err(node, "jr.pow() takes 2 arguments")
-            return self.power(self.expr(node.args[0]), self.expr(node.args[1]), node)
+            base, exponent = self.expr(node.args[0]), self.expr(node.args[1])
+            if isinstance(as_vector(base), VecValue) or isinstance(as_vector(exponent), VecValue):
+                return self.binary("**", base, exponent, node)     # element-wise, as Taichi
+            return self.power(base, exponent, node)
         if fn is bi.atan2:
             if len(node.args) != 2:
                 raise self.err(node, "jr.atan2(y, x) takes 2 arguments")
