@@ -286,8 +286,19 @@ def install(ti: types.ModuleType) -> None:
             kwargs["fast_math"] = False
         result = real_init(**kwargs)
         ti.random = _counter_random(ti)  # type: ignore[attr-defined]
+        ti.randn = _counter_randn(ti, ti.random)  # type: ignore[attr-defined]
         return result
     ti.init = init  # type: ignore[attr-defined]
+
+
+def _counter_randn(ti: types.ModuleType, random: object) -> object:
+    """`ti.randn` from the counter `ti.random` (Box-Muller), the same on both sides."""
+    @ti.func
+    def randn(dtype: ti.template() = float):  # type: ignore[no-untyped-def,valid-type]
+        u1 = 1.0 - random()  # type: ignore[operator]
+        u2 = random()  # type: ignore[operator]
+        return ti.sqrt(-2.0 * ti.log(u1)) * ti.cos(2.0 * 3.14159265358979 * u2)
+    return randn
 
 
 def _counter_random(ti: types.ModuleType) -> object:
