@@ -216,22 +216,7 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", type=pathlib.Path,
-                        default=pathlib.Path("/work/.mirror/taichi-dev+taichi/repo"))
-    parser.add_argument("--ref", default="v1.7.4")
-    parser.add_argument("--taichi-python", default="/tmp/tivenv/bin/python")
-    parser.add_argument("--jitrt", type=pathlib.Path, default=REPO)
-    parser.add_argument("--workdir", type=pathlib.Path, required=True)
-    parser.add_argument("--frames", type=int, default=3)
-    parser.add_argument("--seconds", type=int, default=120, help="time budget of one run")
-    parser.add_argument("-k", nargs="*", default=[], help="only examples whose path has one")
-    parser.add_argument("--reuse-ref", action="store_true",
-                        help="keep Taichi's results of an earlier run in the work directory")
-    parser.add_argument("--markdown", type=pathlib.Path)
-    parser.add_argument("--json", type=pathlib.Path)
-    args = parser.parse_args()
+def run_all(args: argparse.Namespace) -> list[dict]:
     args.workdir.mkdir(parents=True, exist_ok=True)
     examples = extract(args.source, args.ref, args.workdir)
     rels = sorted(str(p.relative_to(examples)) for p in examples.rglob("*.py"))
@@ -241,6 +226,36 @@ def main() -> None:
         row = run_example(rel, examples, args)
         print(f"{row['example']:55s} {row['verdict']:12s} {row['detail'][:140]}", flush=True)
         rows.append(row)
+    return rows
+
+
+def merged(paths: list[pathlib.Path]) -> list[dict]:
+    """The rows of several runs' --json files, by example; a later file's row wins."""
+    rows: dict[str, dict] = {}
+    for path in paths:
+        rows.update((row["example"], row) for row in json.loads(path.read_text()))
+    return [rows[k] for k in sorted(rows)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", type=pathlib.Path,
+                        default=pathlib.Path("/work/.mirror/taichi-dev+taichi/repo"))
+    parser.add_argument("--ref", default="v1.7.4")
+    parser.add_argument("--taichi-python", default="/tmp/tivenv/bin/python")
+    parser.add_argument("--jitrt", type=pathlib.Path, default=REPO)
+    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("build/examples"))
+    parser.add_argument("--frames", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=120, help="time budget of one run")
+    parser.add_argument("-k", nargs="*", default=[], help="only examples whose path has one")
+    parser.add_argument("--reuse-ref", action="store_true",
+                        help="keep Taichi's results of an earlier run in the work directory")
+    parser.add_argument("--merge", nargs="*", type=pathlib.Path, default=[],
+                        help="tabulate earlier runs' --json files (later ones win) instead")
+    parser.add_argument("--markdown", type=pathlib.Path)
+    parser.add_argument("--json", type=pathlib.Path)
+    args = parser.parse_args()
+    rows = merged(args.merge) if args.merge else run_all(args)
     commit = subprocess.run(["git", "-C", str(args.jitrt), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     header = (f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
