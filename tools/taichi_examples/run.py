@@ -166,8 +166,8 @@ def run_example(rel: str, examples: pathlib.Path, args: argparse.Namespace) -> d
     if ref_meta["outcome"] == "error":
         return {**row, "verdict": "n/a", "detail": "Taichi fails: " + ref_meta["message"]}
     if jr_meta["outcome"] == "error":
-        unsupported = "not supported" in jr_meta["message"] or "not in jitrt" in \
-            jr_meta["message"]
+        unsupported = any(words in jr_meta["message"] for words in (
+            "not supported", "not in jitrt", "Taichi's internals"))
         refused = "Out of bound access" in jr_meta["message"]
         return {**row, "verdict": "not supported" if unsupported else
                 "refused (bounds)" if refused else "jitrt error", "detail": jr_meta["message"]}
