@@ -392,14 +392,19 @@ def collect(ti: types.ModuleType, env: dict) -> dict:
 
 
 def _module_globals(exc: BaseException, program: str) -> dict:
-    """The globals of the program's module frame among the frames `exc` went through."""
+    """The globals of the program's module frame among the frames `exc` went through, and
+    the locals of its functions' frames (named `function.name`)."""
+    found: dict = {}
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
-        if code.co_name == "<module>" and os.path.samefile(code.co_filename, program):
-            return tb.tb_frame.f_globals
+        if os.path.samefile(code.co_filename, program):
+            if code.co_name == "<module>":
+                found.update(tb.tb_frame.f_globals)
+            else:   # a function's locals too (`Dendrite().run()` keeps its fields in self)
+                found.update({f"{code.co_name}.{k}": v for k, v in tb.tb_frame.f_locals.items()})
         tb = tb.tb_next
-    return {}
+    return found
 
 
 def _on_alarm(signum: int, frame: object) -> None:
