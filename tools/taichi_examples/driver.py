@@ -398,7 +398,7 @@ def _module_globals(exc: BaseException, program: str) -> dict:
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
-        if os.path.samefile(code.co_filename, program):
+        if os.path.exists(code.co_filename) and os.path.samefile(code.co_filename, program):
             if code.co_name == "<module>":
                 found.update(tb.tb_frame.f_globals)
             else:   # a function's locals too (`Dendrite().run()` keeps its fields in self)
