@@ -413,7 +413,8 @@ class CallLowering(InlineLowering):
         if not isinstance(node, ast.Call):
             return self.expr(node)
         if any(isinstance(arg, ast.Starred) for arg in node.args):    # jr.ndrange(*shape)
-            node = self.expand_starred(node)  # type: ignore[attr-defined]   # lower_pycalls
+            expanded: ast.Call = self.expand_starred(node)  # type: ignore[attr-defined]
+            node = expanded                                                # lower_pycalls
         parts = [self.compile_time(x) for x in [node.func, *node.args]]
         if isinstance(parts[0], PyValue) and parts[0].obj in ITERATION_BUILTINS:
             parts[1:] = [run_time_items(p) for p in parts[1:]]
