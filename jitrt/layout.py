@@ -135,10 +135,23 @@ class Node:
         _ask_for("dual", data._dual_buffers)
         data_placement.asked_for_all("dual")
 
-    def pointer(self, *args: Any) -> Any:
-        raise NotImplementedError("sparse layouts (pointer) are not supported: use dense")
+    def pointer(self, *args: Any, **kwargs: Any) -> Any:
+        raise _sparse("pointer")
 
-    bitmasked = dynamic = bit_struct = pointer
+    def bitmasked(self, *args: Any, **kwargs: Any) -> Any:
+        raise _sparse("bitmasked")
+
+    def dynamic(self, *args: Any, **kwargs: Any) -> Any:
+        raise _sparse("dynamic")
+
+    def bit_struct(self, *args: Any, **kwargs: Any) -> Any:
+        raise _sparse("bit_struct")
+
+
+def _sparse(kind: str) -> NotImplementedError:
+    """The error of a sparse or quantized layout level, whatever its arguments (Taichi's
+    `dynamic(ti.i, n, chunk_size=32)` too): it names the level."""
+    return NotImplementedError(f"sparse layouts ({kind}) are not supported: use dense")
 
 
 root = Node()
@@ -170,10 +183,17 @@ class FieldsBuilder:
     def place(self, *fields: Any, offset: Any = None) -> Node:
         return self._root.place(*fields, offset=offset)
 
-    def pointer(self, *args: Any) -> Any:
-        return self._root.pointer(*args)
+    def pointer(self, *args: Any, **kwargs: Any) -> Any:
+        raise _sparse("pointer")
 
-    bitmasked = dynamic = bit_struct = pointer
+    def bitmasked(self, *args: Any, **kwargs: Any) -> Any:
+        raise _sparse("bitmasked")
+
+    def dynamic(self, *args: Any, **kwargs: Any) -> Any:
+        raise _sparse("dynamic")
+
+    def bit_struct(self, *args: Any, **kwargs: Any) -> Any:
+        raise _sparse("bit_struct")
 
     def lazy_grad(self) -> None:
         root.lazy_grad()

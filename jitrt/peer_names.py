@@ -18,14 +18,19 @@ _QUANT = "quantized types are not supported: use jr.i8/i16/i32/u8/... fields"
 _HALF = "half precision (f16) is not supported: use jr.f32"
 _GPU = "GPU thread/warp intrinsics are not exposed by jitrt"
 _BITS = "not in jitrt yet: write it with integer arithmetic ({})"
+_SPARSE_MATRIX = ("sparse matrices (ti.linalg.SparseMatrix and its builders and solvers) are "
+                  "not supported: write the operator as a kernel and solve with "
+                  "jr.linalg.MatrixFreeCG")
 _LOGGER = "logging goes through Python's logging module (logger 'jitrt')"
 
 # name -> advice (names of Taichi's top level, ti.math, ti.types and ti.profiler)
 MISSING: dict[str, str] = {
     **{k: _LAYOUT for k in ("axes", "SNode")},
     **{k: _SPARSE for k in ("activate", "deactivate", "is_active", "append", "length",
-                            "get_addr", "deactivate_all_snodes", "rescale_index",
-                            "sparse_matrix_builder")},
+                            "get_addr", "deactivate_all_snodes", "rescale_index")},
+    # ti.types.sparse_matrix_builder and ti.linalg's sparse matrices and solvers
+    **{k: _SPARSE_MATRIX for k in ("sparse_matrix_builder", "SparseMatrix",
+                                   "SparseMatrixBuilder", "SparseSolver", "SparseCG")},
     "cc": "jitrt runs on jr.cpu, jr.cuda and jr.amdgpu (jr.gpu picks the first GPU found)",
     "wasm": "jitrt runs on jr.cpu, jr.cuda and jr.amdgpu (jr.gpu picks the first GPU found)",
     **{k: _HALF for k in ("f16", "float16")},
@@ -36,6 +41,8 @@ MISSING: dict[str, str] = {
     **{k: _GPU for k in ("global_thread_idx",)},
     "GUI": "jitrt has no GUI: draw x.to_numpy() with matplotlib or similar",
     "ui": "jitrt has no GUI: draw x.to_numpy() with matplotlib or similar",
+    "_lib": "Taichi's C++ core (taichi._lib.core) is Taichi's internals: jitrt has none; "
+            "jitrt runs on jr.cpu, jr.cuda and jr.amdgpu; ask jr.is_extension_supported(arch, ext)",
     "Texture": "textures are not supported: use a field or an ndarray",
     "texture": "textures are not supported: use a field or an ndarray",
     "rw_texture": "textures are not supported: use a field or an ndarray",

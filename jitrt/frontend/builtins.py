@@ -205,6 +205,7 @@ PYTHON_EQUIVALENTS: dict[Any, Builtin] = {
     math.floor: MATH["floor"], math.ceil: MATH["ceil"], math.pow: pow_,
     math.asin: MATH["asin"], math.acos: MATH["acos"], math.atan: MATH["atan"],
     math.sinh: MATH["sinh"], math.cosh: MATH["cosh"], math.atan2: atan2, math.log2: log2,
+    builtins.pow: pow_,     # Python's pow(x, y) is x ** y (waterwave.py), as in Taichi
 }
 # numpy's ufuncs of the same meaning (kernels often start life as numpy code); np.round
 # rounds half to even, as jr.round does (Python's round() returns an int: not mapped)

@@ -91,15 +91,30 @@ class CallLowering(InlineLowering):
         called = self.call_function(obj, node)
         if called is not None:
             return called
-        vector_call = self.vector_call(obj, node)
-        if vector_call is None:
-            vector_call = self.python_call(obj, node)    # all, len, operator.add... (lower_pycalls)
-        if vector_call is not None:
-            return vector_call
-        if getattr(type(obj), "is_jitrt_kernel", False):
-            raise self.err(node, f"kernel '{obj.name}' cannot be called from a kernel; "
-                           "make it a @jr.func")
-        return self.call_library(obj, node)
+        try:
+            vector_call = self.vector_call(obj, node)
+            if vector_call is None:
+                vector_call = self.python_call(obj, node)    # all, len, ... (lower_pycalls)
+            if vector_call is not None:
+                return vector_call
+            if getattr(type(obj), "is_jitrt_kernel", False):
+                raise self.err(node, f"kernel '{obj.name}' cannot be called from a kernel; "
+                               "make it a @jr.func")
+            return self.call_library(obj, node)
+        finally:
+            pre = self.__dict__.get("pre_evaluated")
+            if pre:
+                for arg in node.args:
+                    pre.pop(id(arg), None)
+
+    def evaluated_once(self, arg: ast.AST) -> Value:
+        """`arg` lowered to look at its kind (a vector or not) and kept: the scalar path that
+        lowers it again gets this value (lower_expr.expr), so a call in it (`jr.sqrt(f())`
+        of a func with side effects) runs once."""
+        v = self.expr(arg)
+        if not isinstance(v, VecValue):
+            self.__dict__.setdefault("pre_evaluated", {})[id(arg)] = v
+        return v
 
     def call_function(self, obj: Any, node: ast.Call) -> Value | None:
         """A call of a jitrt func, a real function, a method or a plain Python function
@@ -256,16 +271,16 @@ class CallLowering(InlineLowering):
             return self.vec_function(vector_functions[obj],
                                      [as_vector(self.expr(a)) for a in node.args], node)
         if isinstance(obj, bi.Builtin) and obj.name in bi.MATH and len(node.args) == 1:
-            v = self.expr(node.args[0])
+            v = self.evaluated_once(node.args[0])
             if isinstance(v, VecValue):
                 return self.vec_map(v, lambda x: self.math(obj.name, x, node))
         if (obj is bi.PY_ABS or obj is bi.abs_) and len(node.args) == 1:
-            v = self.expr(node.args[0])
+            v = self.evaluated_once(node.args[0])
             if isinstance(v, VecValue):       # of integers stays integer, as the scalar one
                 return self.vec_map(v, lambda x: self.abs_value(self.value(node, x), node))
         if (obj is bi.PY_INT or obj is bi.PY_FLOAT or isinstance(obj, DataType)) and \
                 len(node.args) == 1 and not node.keywords:
-            v = self.expr(node.args[0])                  # int(v): element-wise, as in Taichi
+            v = self.evaluated_once(node.args[0])        # int(v): element-wise, as in Taichi
             if isinstance(v, VecValue):
                 dt: Any = self.ctx.default_ip if obj is bi.PY_INT else (
                     self.ctx.default_fp if obj is bi.PY_FLOAT else obj)
@@ -410,6 +425,9 @@ class CallLowering(InlineLowering):
                                    ) from None
         if not isinstance(node, ast.Call):
             return self.expr(node)
+        if any(isinstance(arg, ast.Starred) for arg in node.args):    # jr.ndrange(*shape)
+            expanded: ast.Call = self.expand_starred(node)  # type: ignore[attr-defined]
+            node = expanded                                                # lower_pycalls
         parts = [self.compile_time(x) for x in [node.func, *node.args]]
         if isinstance(parts[0], PyValue) and type(parts[0].obj).__name__ == "DictMethod":
             return self.expr(node)                 # `d.items()`: its (run-time) items
@@ -468,7 +486,10 @@ class CallLowering(InlineLowering):
         if fn is bi.pow_:
             if len(node.args) != 2:
                 raise self.err(node, "jr.pow() takes 2 arguments")
-            return self.power(self.expr(node.args[0]), self.expr(node.args[1]), node)
+            base, exponent = self.expr(node.args[0]), self.expr(node.args[1])
+            if isinstance(as_vector(base), VecValue) or isinstance(as_vector(exponent), VecValue):
+                return self.binary("**", base, exponent, node)     # element-wise, as Taichi
+            return self.power(base, exponent, node)
         if fn is bi.atan2:
             if len(node.args) != 2:
                 raise self.err(node, "jr.atan2(y, x) takes 2 arguments")

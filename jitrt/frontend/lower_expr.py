@@ -138,6 +138,9 @@ class ExprLowering(LoweringHost):
 
     # ---- dispatch -----------------------------------------------------------------------
     def expr(self, node: ast.AST) -> Value:
+        pre = self.__dict__.get("pre_evaluated")
+        if pre and id(node) in pre:        # lowered once already (lower_call.evaluated_once)
+            return pre.pop(id(node))
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
             kind = type(node).__name__

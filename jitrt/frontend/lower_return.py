@@ -84,7 +84,10 @@ class ReturnLowering(LoweringHost):
     func_return: FuncReturn | None
 
     def resolve_kind(self, kind: Any) -> Any:
-        """An annotation with `int`/`float` read as the program's default types."""
+        """An annotation with `int`/`float` read as the program's default types, `bool` as
+        `u1` (a byte here), as Taichi's `-> bool`."""
+        if kind is bool:
+            return dtypes.u8
         return self.ctx.default_ip if kind is int else self.ctx.default_fp if kind is float \
             else kind
 
@@ -99,10 +102,13 @@ class ReturnLowering(LoweringHost):
         if type(kind).__name__ == "StructType" and type(v).__name__ == "StructValue":
             return self.converted_struct(kind, v, node)  # type: ignore[attr-defined]
         if isinstance(kind, dtypes.DataType):
-            if isinstance(v, (VecValue, TupleValue)):
-                got = "a vector/matrix" if isinstance(v, VecValue) else "a tuple"
+            if isinstance(v, VecValue):
+                # Taichi casts what a func returns to its scalar annotation: a vector's
+                # elements each (eulerfluid2d.py's `-> ti.f32` returning `vf[i, j]`)
+                return self.vec_cast(v, kind, node)  # type: ignore[attr-defined]
+            if isinstance(v, TupleValue):
                 raise self.err(node, f"@jr.func '{func_name}' is annotated to return "
-                               f"{kind.name}, got {got}")
+                               f"{kind.name}, got a tuple")
             if isinstance(v, PyValue) and is_number(v):
                 return self.const(v.obj, node, kind)
             return self.cast(self.value(node, v), kind)

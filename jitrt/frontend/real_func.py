@@ -171,6 +171,7 @@ class RealFuncLowering(LoweringHost):
         params: list[tuple[str, DataType]] = []
         bindings: dict[str, Any] = {}
         ref_vars: list[LocalVar] = []
+        struct_params: list[str] = []
         for name, how, info in plan:
             if how == "static":
                 bindings[name] = info
@@ -179,8 +180,9 @@ class RealFuncLowering(LoweringHost):
                 shape, dts = info
                 comps = tuple(LocalVar(f"{prefix}{name}${k}", dt) for k, dt in enumerate(dts))
                 bindings[name] = VecVar(shape, comps)
-            elif how == "struct":             # read-only: the struct of its parameters
+            elif how == "struct":      # the struct of its parameters, copied to a local below
                 kind, dts = info
+                struct_params.append(name)
                 comps = tuple(LocalVar(f"{prefix}{name}${k}", dt) for k, dt in enumerate(dts))
                 bindings[name] = unflatten_struct(kind, [n.Local(c.ir_name, c.dtype)
                                                          for c in comps])
@@ -204,6 +206,9 @@ class RealFuncLowering(LoweringHost):
             body = body[1:]
         self.ctx.inline_depth += 1
         try:
+            for name in struct_params:    # a struct parameter is a local: `ray.color = c`
+                target = ast.copy_location(ast.Name(id=name, ctx=ast.Store()), src.tree)
+                sub.assign_struct_local(target, bindings[name], src.tree)
             sub.stmts(body)
         finally:
             self.ctx.inline_depth -= 1
