@@ -8,8 +8,9 @@ by the fake GPU vendor of tests/fakegpu_backend.py, registered as the tests regi
 `FAKEGPU_SM=90` (an H100/H200): every kernel goes through CUDA's real compile (frontend,
 passes, NVPTX codegen, LLVM -> PTX, ptxas from the nvidia-cuda-nvcc wheel, found under
 $CUDA_HOME or /work/main/.venv) but never runs: launches are no-ops, device memory is host
-memory that kernels never write (so what Genesis reads back is zeros or what it uploaded;
-the build does not depend on it). Genesis's `get_device` is patched to report a CUDA device
+memory that kernels never write (so what Genesis reads back is zeros or what it uploaded),
+and a `jr.graph.do_while` loop runs its body once (nothing would ever clear its flag: the
+first runs here looped there forever). Genesis's `get_device` is patched to report a CUDA device
 whose torch device is the CPU (the VM's torch has no CUDA). The offline cache is a fresh
 temporary folder (a cold build) unless `--cache` (jitrt's usual one).
 
@@ -21,7 +22,9 @@ kernel compiled, the slowest `--top` first, and the sums: `frontend` (Python AST
 `--clock wall` for wall-clock seconds); the same figures are printed as each kernel is
 compiled (`KERNEL` lines). `--profile FILE` writes cProfile's statistics of the stages
 import..steps to FILE (`python -m pstats FILE`; `kill -USR1` on the process writes them, and
-the table, so far). `--dump DIR` writes each kernel's LLVM IR (`.ll`) and PTX there.
+the table, so far). `--dump DIR` writes each kernel's LLVM IR (`.ll`) and PTX there;
+`--ir-only` stops each compile at its LLVM module (no LLVM, no ptxas: what the Python stages
+make, in minutes).
 """
 from __future__ import annotations
 
@@ -112,8 +115,28 @@ def _instrument() -> None:
     nvptx.assemble = _timed("ptxas", nvptx.assemble)
 
 
-def _plug_fake_cuda() -> None:
-    """arch "cuda" -> tests/fakegpu_backend.py with FAKEGPU_SM=90, ptxas from a CUDA wheel."""
+def _plug_fake_cuda(ir_only: bool) -> None:
+    """arch "cuda" -> tests/fakegpu_backend.py with FAKEGPU_SM=90, ptxas from a CUDA wheel
+    (`ir_only`: no FAKEGPU_SM, so no LLVM -> PTX and no ptxas; with --dump each module's
+    LLVM IR is still written)."""
+    if ir_only:
+        os.environ.pop("FAKEGPU_SM", None)
+        from jitrt.backends import gpu
+        original = gpu.GpuDevice.compile
+
+        def compile(self: Any, module: Any) -> bytes:
+            if DUMP and _open:
+                name = f"{len(records):03d}-{_open[-1]['name'].split('[')[0]}.ll"
+                (DUMP / name).write_text(str(module))
+            return original(self, module)
+
+        gpu.GpuDevice.compile = compile     # type: ignore[method-assign]
+        sys.path.insert(0, str(CHECKOUT / "tests"))
+        from jitrt.backends import registry
+        for arch in ("cuda", "fakegpu"):
+            registry.register(registry.Backend(arch, "fakegpu_backend", stream_gpu=True,
+                                               host_memory=False, assembly="PTX"))
+        return
     os.environ.setdefault("FAKEGPU_SM", "90")
     if "CUDA_HOME" not in os.environ:
         found = glob.glob("/work/main/.venv/lib/python3*/site-packages/nvidia/cu1*/bin/ptxas")
@@ -126,6 +149,13 @@ def _plug_fake_cuda() -> None:
     for arch in ("cuda", "fakegpu"):    # the arch asked for, the one the device reports
         registry.register(registry.Backend(arch, "fakegpu_backend", stream_gpu=True,
                                            host_memory=False, assembly="PTX"))
+
+
+def _one_pass_do_while() -> None:
+    """`jr.graph.do_while` runs its body once: kernels never run here, so nothing clears the
+    flag, and the loop would never end (its body's kernels are compiled by the first pass)."""
+    from jitrt.quadrants import graph_loop
+    graph_loop.flag_value = lambda v, name, where: 0     # type: ignore[assignment]
 
 
 def _plug_fake_torch_device(gs: Any) -> None:
@@ -173,6 +203,8 @@ def main() -> None:
     parser.add_argument("--cache", action="store_true", help="jitrt's offline cache as usual")
     parser.add_argument("--dump", type=Path, help="write each kernel's .ll and .ptx there")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    parser.add_argument("--ir-only", action="store_true",
+                        help="stop each compile at the LLVM module (no LLVM, no ptxas)")
     args = parser.parse_args()
     global clock
     clock = cpu_clock if args.clock == "cpu" else time.perf_counter
@@ -184,7 +216,8 @@ def main() -> None:
         os.environ["JITRT_CACHE_DIR"] = tempfile.mkdtemp(prefix="jitrt-fakegpu-")
     sys.path.insert(0, str(Path(__file__).parent))
     import scene as sc                  # tools/genesis/scene.py: the scenes and stage lines
-    _plug_fake_cuda()
+    _plug_fake_cuda(args.ir_only)
+    _one_pass_do_while()
     _instrument()
     profile = cProfile.Profile() if args.profile else None
     if profile:
