@@ -42,7 +42,7 @@ run)
     log="$OUT/$mode-$scene-$nenvs.log"
     start=$(date +%s.%N)
     LD_LIBRARY_PATH="$PWD/$G/p3/lib:${LD_LIBRARY_PATH:-}" PYTHONPATH="$pp" python3 tools/genesis/scene.py --backend gpu --scene "$scene" \
-        --n-envs "$nenvs" --steps "$steps" --timed-steps "$timed" > "$log" 2>&1
+        --n-envs "$nenvs" --steps "$steps" --timed-steps "$timed" ${GENESIS_ARGS:-} > "$log" 2>&1
     rc=$?
     echo "== $mode $scene n_envs=$nenvs rc=$rc wall=$(python3 -c "import time; print(round(time.time() - $start, 1))") s"
     grep -E "^(STAGE|RESULT|FAILED|INFO)" "$log" | grep -v "RESULT state"

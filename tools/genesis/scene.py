@@ -98,12 +98,15 @@ def main() -> None:
     parser.add_argument("--scene", choices=("box", "franka"), default="box")
     parser.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
     parser.add_argument("--n-envs", type=int, default=0, help="0: no batch dimension")
+    parser.add_argument("--performance-mode", action="store_true",
+                        help="gs.init(performance_mode=True): fields instead of ndarrays")
     parser.add_argument("--timed-steps", type=int, default=0,
                         help="then this many more steps between two synchronisations")
     args = parser.parse_args()
     gs = _stage("import", _import)
     backend = gs.cpu if args.backend == "cpu" else gs.gpu
-    _stage("init", lambda: gs.init(backend=backend, logging_level="warning"))
+    _stage("init", lambda: gs.init(backend=backend, logging_level="warning",
+                                   performance_mode=args.performance_mode))
     scene, body = _stage("scene", _scene, gs, args.scene)
     _stage("build", lambda: scene.build(n_envs=args.n_envs))
     _control(body, args.scene)
