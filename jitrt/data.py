@@ -52,8 +52,17 @@ _dual_buffers: list["weakref.ref[_Buffer]"] = []   # fields and ndarrays with a 
 _user_fields: list["weakref.ref[Field]"] = []   # fields made by jr.field & co (lazy_grad)
 
 
+# Quadrants' materialization, for programs that wrap it (`qd.lang.impl.PyQuadrants.materialize`:
+# Genesis defers its fields' first fills to it): fields created since it last ran, and what
+# runs it (set by jitrt/quadrants/lang/impl.py); the next kernel dispatch runs it
+# (runtime/launcher.py), as Quadrants materializes before a launch
+MATERIALIZE_PENDING = [False]
+MATERIALIZE: list[Callable[[], None]] = [lambda: None]
+
+
 def track(f: "Field") -> "Field":
     """Remember a field the program created (`jr.root.lazy_grad()` gives it a gradient)."""
+    MATERIALIZE_PENDING[0] = True
     if len(_user_fields) > 64 and len(_user_fields) & (len(_user_fields) - 1) == 0:
         _user_fields[:] = [r for r in _user_fields if r() is not None]   # amortised pruning
     _user_fields.append(weakref.ref(f))

@@ -367,3 +367,47 @@ def test_to_torch_copies_and_zero_copy_views():
     assert isinstance(t, torch.Tensor) and a.to_numpy().tolist() == [3.0, 3.0, 3.0]
     a.from_torch(torch.ones(3))
     assert a.to_numpy().tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_wrapped_materialize_runs_before_the_next_launch(monkeypatch):
+    # Genesis defers its fields' first fills to a wrapper of PyQuadrants.materialize, which
+    # Quadrants runs before a launch; jitrt never ran it, so Genesis's `substep_dt` stayed 0.0
+    # with performance_mode=True and its bodies never moved (tools/genesis/README.md)
+    from jitrt.quadrants.lang import impl
+    jr.init(arch=jr.cpu, offline_cache=False)
+    pending: list = []
+    plain = impl.PyQuadrants.materialize
+
+    def fill_then_materialize(self):
+        plain(self)
+        todo = pending.copy()
+        pending.clear()
+        for field, value in todo:
+            field.fill(value)
+    monkeypatch.setattr(impl.PyQuadrants, "materialize", fill_then_materialize)
+    dt = jr.field(jr.f32, shape=())
+    pending.append((dt, 0.01))
+    out = jr.field(jr.f32, shape=(2,))
+
+    @jr.kernel
+    def step():
+        for i in out:
+            out[i] = dt[None] * (i + 1)
+
+    step()
+    assert not pending
+    np.testing.assert_allclose(out.to_numpy(), [0.01, 0.02], rtol=1e-6)
+    step()                       # no new field: the wrapper does not run again
+    calls = []
+    monkeypatch.setattr(impl.PyQuadrants, "materialize", lambda self: calls.append(1))
+    step()
+    assert calls == []
+    jr.field(jr.f32, shape=(3,))    # a new field: the next launch's slow path runs it
+
+    @jr.kernel
+    def clear():
+        for i in out:
+            out[i] = 0.0
+
+    clear()
+    assert calls == [1]

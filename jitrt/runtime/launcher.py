@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..codegen import abi
-from ..data import CURRENT_DEVICE
+from ..data import CURRENT_DEVICE, MATERIALIZE, MATERIALIZE_PENDING
 from ..errors import JitrtError, KernelArgError
 from ..long_lived import paused
 from . import native_launch
@@ -91,6 +91,9 @@ def dispatch(kernel: "KernelLike", args: tuple[Any, ...], kwargs: dict[str, Any]
 
 
 def _dispatch(kernel: "KernelLike", values: list[Any]) -> Any:
+    if MATERIALIZE_PENDING[0]:          # fields created since: Quadrants' materialize hook
+        MATERIALIZE_PENDING[0] = False
+        MATERIALIZE[0]()
     program = program_mod.current()
     if program.fwd is not None and kernel.dual_args is None:
         return launch_forward(kernel, values)

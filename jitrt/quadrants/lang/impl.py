@@ -2,9 +2,12 @@
 
 Stage: API. `get_runtime()` gives a `PyQuadrants`: the view of the current jitrt program that
 Quadrants code reads (`default_fp`, `default_ip`, `prog.synchronize()`, `prog.config()`).
-Its `materialize()` and `clear()` exist so that programs that wrap them (Genesis defers field
-fills to `materialize`) import; jitrt never calls them: its fields have storage from
-creation, so there is nothing to materialize. Caches nothing.
+Its `materialize()` and `clear()` do nothing themselves (jitrt's fields have storage from
+creation), but a program may wrap them, as Genesis does to defer its fields' first fills
+(`PyQuadrants.materialize = fill_then_materialize`): jitrt then runs the wrapped
+`materialize` where Quadrants would, before the next kernel launch after fields were created
+(the launch's slow path: a kernel that reads a new field is compiled or specialised for it
+first). Caches nothing.
 """
 from __future__ import annotations
 
@@ -75,3 +78,21 @@ def current_cfg() -> Any:
     the names `jr.init` takes)."""
     from ...runtime.program import current
     return current().config
+
+
+_PLAIN_MATERIALIZE = PyQuadrants.materialize
+
+
+def _run_materialize() -> None:
+    """`get_runtime().materialize()` if the program replaced `PyQuadrants.materialize` (jitrt's
+    own does nothing)."""
+    if PyQuadrants.materialize is not _PLAIN_MATERIALIZE:
+        get_runtime().materialize()
+
+
+def _install() -> None:
+    from ... import data
+    data.MATERIALIZE[0] = _run_materialize
+
+
+_install()
