@@ -37,7 +37,24 @@ i, j, k, l = (0,), (1,), (2,), (3,)      # noqa: E741  (the peers' axis names)
 ij, ik, jk, ijk, ijkl = (0, 1), (0, 2), (1, 2), (0, 1, 2), (0, 1, 2, 3)
 
 
-class Node:
+class SparseLevels:
+    """The sparse and quantized layout levels of Taichi, each a NotImplementedError naming it
+    (`jr.root` and a `jr.FieldsBuilder` both have them)."""
+
+    def pointer(self, *args: Any, **kwargs: Any) -> Any:
+        raise _sparse("pointer")
+
+    def bitmasked(self, *args: Any, **kwargs: Any) -> Any:
+        raise _sparse("bitmasked")
+
+    def dynamic(self, *args: Any, **kwargs: Any) -> Any:
+        raise _sparse("dynamic")
+
+    def bit_struct(self, *args: Any, **kwargs: Any) -> Any:
+        raise _sparse("bit_struct")
+
+
+class Node(SparseLevels):
     """A level of a layout: the shape so far, per axis; `owner` is the `FieldsBuilder` whose
     tree it belongs to (None under `jr.root`)."""
 
@@ -135,18 +152,6 @@ class Node:
         _ask_for("dual", data._dual_buffers)
         data_placement.asked_for_all("dual")
 
-    def pointer(self, *args: Any, **kwargs: Any) -> Any:
-        raise _sparse("pointer")
-
-    def bitmasked(self, *args: Any, **kwargs: Any) -> Any:
-        raise _sparse("bitmasked")
-
-    def dynamic(self, *args: Any, **kwargs: Any) -> Any:
-        raise _sparse("dynamic")
-
-    def bit_struct(self, *args: Any, **kwargs: Any) -> Any:
-        raise _sparse("bit_struct")
-
 
 def _sparse(kind: str) -> NotImplementedError:
     """The error of a sparse or quantized layout level, whatever its arguments (Taichi's
@@ -157,7 +162,7 @@ def _sparse(kind: str) -> NotImplementedError:
 root = Node()
 
 
-class FieldsBuilder:
+class FieldsBuilder(SparseLevels):
     """Taichi's `ti.FieldsBuilder`: a layout tree of its own, `fb.dense(jr.i, n).place(x)`
     (and `fb.place(s)` for 0-d fields) as under `jr.root`, closed by `fb.finalize()`, which
     returns an `SNodeTree`. Placing through a finalized builder, or finalizing twice, is a
@@ -182,18 +187,6 @@ class FieldsBuilder:
 
     def place(self, *fields: Any, offset: Any = None) -> Node:
         return self._root.place(*fields, offset=offset)
-
-    def pointer(self, *args: Any, **kwargs: Any) -> Any:
-        raise _sparse("pointer")
-
-    def bitmasked(self, *args: Any, **kwargs: Any) -> Any:
-        raise _sparse("bitmasked")
-
-    def dynamic(self, *args: Any, **kwargs: Any) -> Any:
-        raise _sparse("dynamic")
-
-    def bit_struct(self, *args: Any, **kwargs: Any) -> Any:
-        raise _sparse("bit_struct")
 
     def lazy_grad(self) -> None:
         root.lazy_grad()

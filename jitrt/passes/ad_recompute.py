@@ -247,6 +247,14 @@ def version_loop_body(body: n.Body, names: set[str], local_types: dict[str, Data
                          if isinstance(a, n.Assign)]
         else:
             flat.append(s)
+    return versioned(tuple(flat), names, local_types, "i")
+
+
+def versioned(body: n.Body, names: set[str], local_types: dict[str, DataType], tag: str
+              ) -> n.Body:
+    """Straight-line `body` with each assignment of one of `names` a local of its own
+    (`v$<tag>1`, `v$<tag>2`, ...: typed in `local_types`) and every read renamed to the
+    version it sees."""
     current: dict[str, str] = {}
     versions: dict[str, int] = {}
 
@@ -255,11 +263,11 @@ def version_loop_body(body: n.Body, names: set[str], local_types: dict[str, Data
             return replace(x, name=current[x.name])
         return x
     out: list[n.Stmt] = []
-    for s in flat:
+    for s in body:
         s = map_stmt(s, read)
         if isinstance(s, n.Assign) and s.name in names:
             versions[s.name] = versions.get(s.name, 0) + 1
-            new = f"{s.name}$i{versions[s.name]}"
+            new = f"{s.name}${tag}{versions[s.name]}"
             local_types[new] = local_types[s.name]
             current[s.name] = new
             s = replace(s, name=new)

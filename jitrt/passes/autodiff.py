@@ -46,7 +46,8 @@ from ..errors import error_at, not_differentiable_at
 from ..ir import nodes as n
 from . import ad_atomics
 from .adjoint_rules import Build, has_zero_derivative, rule_for
-from .ad_recompute import TAPED, iteration_locals, recompute_prefix, version_iteration_locals
+from .ad_recompute import (TAPED, iteration_locals, recompute_prefix, version_iteration_locals,
+                           versioned)
 from ..ir.walk import assigned_names
 from ..ir.walk import all_exprs, bodies_of, exprs_of, map_expr, map_stmt, walk_expr, walk_stmts
 
@@ -418,24 +419,7 @@ def rename_straight_line(body: n.Body, local_types: dict[str, DataType]) -> n.Bo
     names = {name for name, count in top.items() if count > 1 and name not in nested}
     if not names:
         return body
-    current: dict[str, str] = {}
-    versions: dict[str, int] = {}
-
-    def read(x: n.Expr) -> n.Expr:
-        if isinstance(x, n.Local) and x.name in current:
-            return replace(x, name=current[x.name])
-        return x
-    out: list[n.Stmt] = []
-    for s in body:
-        s = map_stmt(s, read)
-        if isinstance(s, n.Assign) and s.name in names:
-            versions[s.name] = versions.get(s.name, 0) + 1
-            new = f"{s.name}$v{versions[s.name]}"
-            local_types[new] = local_types[s.name]
-            current[s.name] = new
-            s = replace(s, name=new)
-        out.append(s)
-    return tuple(out)
+    return versioned(body, names, local_types, "v")
 
 
 def adjoint_task(task: n.Task, st: TaskAd) -> AdjointTask:

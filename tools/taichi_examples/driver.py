@@ -90,25 +90,8 @@ class _Anything:
     astype = _same
 
 
-class _Keys(type):
-    def __getattr__(cls, name: str) -> object:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return name     # ti.GUI.ESCAPE, ti.GUI.LMB, ...
-
-
-class GUI(metaclass=_Keys):
-    """`ti.GUI`'s stand-in: no window, no events; the cursor in the middle."""
-
-    def __init__(self, name: str = "", res: object = 512, *args: object, **kwargs: object):
-        self.res = (res, res) if isinstance(res, int) else tuple(res)   # type: ignore[arg-type]
-        self.running = True
-        self.fps_limit = 60
-        self.frame = 0
-
-    def show(self, *args: object, **kwargs: object) -> None:
-        self.frame += 1
-        _shown()
+class _NoInput:
+    """No event, no key pressed, the cursor in the middle: the input of both GUI stand-ins."""
 
     def get_event(self, *args: object) -> bool:
         return False
@@ -121,6 +104,27 @@ class GUI(metaclass=_Keys):
 
     def get_cursor_pos(self) -> tuple[float, float]:
         return (0.5, 0.5)
+
+
+class _Keys(type):
+    def __getattr__(cls, name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return name     # ti.GUI.ESCAPE, ti.GUI.LMB, ...
+
+
+class GUI(_NoInput, metaclass=_Keys):
+    """`ti.GUI`'s stand-in: no window, no events; the cursor in the middle."""
+
+    def __init__(self, name: str = "", res: object = 512, *args: object, **kwargs: object):
+        self.res = (res, res) if isinstance(res, int) else tuple(res)   # type: ignore[arg-type]
+        self.running = True
+        self.fps_limit = 60
+        self.frame = 0
+
+    def show(self, *args: object, **kwargs: object) -> None:
+        self.frame += 1
+        _shown()
 
     def slider(self, name: str, minimum: float, maximum: float, step: float = 1) -> object:
         return _Anything(value=minimum)
@@ -140,7 +144,7 @@ class GUI(metaclass=_Keys):
         return lambda *a, **k: None     # circles, lines, set_image, text, ...
 
 
-class Window(_Anything):
+class Window(_NoInput, _Anything):
     """`ti.ui.Window`'s stand-in."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -148,18 +152,6 @@ class Window(_Anything):
 
     def show(self, *args: object) -> None:
         _shown()
-
-    def get_event(self, *args: object) -> bool:
-        return False
-
-    def get_events(self, *args: object) -> list:
-        return []
-
-    def is_pressed(self, *args: object) -> bool:
-        return False
-
-    def get_cursor_pos(self) -> tuple[float, float]:
-        return (0.5, 0.5)
 
     def get_gui(self) -> object:
         return _Gui()
