@@ -145,6 +145,31 @@ def islands(edges: nd(dtype=jr.i32, ndim=2), n_edges: nd(dtype=jr.i32, ndim=1),
               count, start, curr, dof_id, local_pos, n_islands)
 
 
+@jr.func
+def all_envs(edges, n_edges, tree_dofs, tree_dof_start, parent, flag, island, count, start,
+             curr, dof_id, local_pos, n_islands):
+    """The cooperative loop inside a func the kernel calls, as Genesis writes it: a loop in
+    the kernel's outermost scope all the same (a block per env, not one thread)."""
+    n_envs = dof_id.shape[1]
+    jr.loop_config(block_dim=K)
+    for i_flat in range(n_envs * K):
+        build(i_flat // K, i_flat % K, edges, n_edges[i_flat // K], tree_dofs, tree_dof_start,
+              parent, flag, island, count, start, curr, dof_id, local_pos, n_islands)
+
+
+@jr.kernel
+def islands_in_func(edges: nd(dtype=jr.i32, ndim=2), n_edges: nd(dtype=jr.i32, ndim=1),
+                    tree_dofs: nd(dtype=jr.i32, ndim=1),
+                    tree_dof_start: nd(dtype=jr.i32, ndim=1),
+                    parent: nd(dtype=jr.i32, ndim=2), flag: nd(dtype=jr.i32, ndim=1),
+                    island: nd(dtype=jr.i32, ndim=2), count: nd(dtype=jr.i32, ndim=2),
+                    start: nd(dtype=jr.i32, ndim=2), curr: nd(dtype=jr.i32, ndim=2),
+                    dof_id: nd(dtype=jr.i32, ndim=2), local_pos: nd(dtype=jr.i32, ndim=2),
+                    n_islands: nd(dtype=jr.i32, ndim=1)):
+    all_envs(edges, n_edges, tree_dofs, tree_dof_start, parent, flag, island, count, start,
+             curr, dof_id, local_pos, n_islands)
+
+
 def reference(edges, n_edges, tree_dofs, n_envs):
     """The partition built serially: islands ranked by their smallest tree, dofs listed
     island by island, tree by tree."""
@@ -172,13 +197,15 @@ def reference(edges, n_edges, tree_dofs, n_envs):
 @pytest.mark.gpu_only
 @pytest.mark.parametrize("layout", ["plane_box", "box_plane", "forty_trees"])
 @pytest.mark.parametrize("n_envs", [1, 3])
-def test_islands_match_serial_build(layout, n_envs):
+@pytest.mark.parametrize("in_func", [False, True])
+def test_islands_match_serial_build(layout, n_envs, in_func):
     args, a, expected = problem(layout, n_envs)
-    islands(*args)
+    (islands_in_func if in_func else islands)(*args)
     for b, (isl, dofs, n) in enumerate(expected):
         assert a["n_islands"].to_numpy()[b] == n
         np.testing.assert_array_equal(a["island"].to_numpy()[:, b], isl)
-        np.testing.assert_array_equal(a["dof_id"].to_numpy()[:, b], dofs)
+        listed = a["dof_id"].to_numpy()[:, b]    # dofs of trees without an island: unlisted
+        np.testing.assert_array_equal(listed, dofs + [-1] * (len(listed) - len(dofs)))
 
 
 @pytest.mark.cpu_only
@@ -187,6 +214,8 @@ def test_islands_assemble():
     args, _, _ = problem("forty_trees", 3)
     ptx = jr.debug.gpu_asm(islands, *args, arch="cuda", sm=80)
     assert nvptx.assemble(ptx, 80)[:4] == b"\x7fELF"
+    assert "bar.sync" in ptx and "shfl.sync" in ptx
+    ptx = jr.debug.gpu_asm(islands_in_func, *args, arch="cuda", sm=80)
     assert "bar.sync" in ptx and "shfl.sync" in ptx
 
 

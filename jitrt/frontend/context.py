@@ -170,6 +170,7 @@ class LoweringHost:
         depth: int
         loops: list[str]
         is_kernel_body: bool
+        top_block: list[n.Stmt] | None   # the kernel's outermost statement list
         static_depth: int             # > 0 while the argument of a jr.static(...) lowers
         serialize_next: bool
         block_dim_next: int
@@ -215,6 +216,7 @@ class LoweringHost:
         gradients_stopped: Callable[..., n.Body]
         typed: Callable[..., n.Expr]
         sub_lowerer: Callable[..., Any]
+        at_outermost: Callable[[], bool]
         assign_target: Callable[..., None]
         assign_from: Callable[..., None]
         assign_value: Callable[..., None]

@@ -64,12 +64,24 @@ class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, PyCallLowering,
         self.static_jump: str | None = None     # a break/continue of the jr.static loop
         self.static_depths: list[int] = []      # self.depth at each enclosing jr.static loop
         self.folded_ifs = 0           # > 0 inside a non-static `if` of a constant condition
+        # the kernel's own statement list: a range loop emitted into it is outermost (a
+        # parallel task), also when a func called there holds it, as in Taichi
+        self.top_block: list[n.Stmt] | None = self.block if is_kernel_body else None
 
     def sub_lowerer(self, src: SourceInfo, scope: Scope) -> "FunctionLowerer":
-        """A lowerer for an inlined func body that emits into this lowerer's current block."""
+        """A lowerer for an inlined func body that emits into this lowerer's current block.
+        A func called in the kernel's outermost scope has its own outermost loops parallel,
+        as in Taichi and Quadrants (their funcs inline into the caller's block); a pending
+        `jr.loop_config` reaches the func's first loop, as it would in the caller."""
         sub = FunctionLowerer(src, self.ctx, scope, False, self.depth + 1, self.loops)
-        sub.block = self.block
+        sub.block, sub.top_block = self.block, self.top_block
+        sub.folded_ifs = self.folded_ifs
+        sub.serialize_next, sub.block_dim_next = self.serialize_next, self.block_dim_next
         return sub
+
+    def at_outermost(self) -> bool:
+        """Whether a statement lowered now is in the kernel's outermost scope."""
+        return self.top_block is not None and self.block is self.top_block
 
 
 def random_prologue(ctx: CompileContext, loc: n.Loc) -> list[n.Stmt]:

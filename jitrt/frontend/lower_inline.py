@@ -50,12 +50,16 @@ class InlineLowering(LoweringHost):
         self.check_returns_value(func, sub, body, node)
         self.ctx.inline_depth += 1
         try:
-            return self.inline_body(func, sub, body, node)
+            value = self.inline_body(func, sub, body, node)
         except KernelCompileError as exc:        # the call joins the error's excerpt
             exc.called_from(self.src.frame(node))
             raise
         finally:
             self.ctx.inline_depth -= 1
+        # a loop_config the func left pending applies to the caller's next loop (Taichi's
+        # loop settings belong to the kernel being built, not to one function)
+        self.serialize_next, self.block_dim_next = sub.serialize_next, sub.block_dim_next
+        return value
 
     def check_returns_value(self, func: Any, sub: Any, body: list[ast.stmt],
                             node: ast.Call) -> None:

@@ -15,6 +15,7 @@ in the offline cache.
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
 import sys
 import time
@@ -393,6 +394,9 @@ def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values:
     kir = lower_kernel(kernel.source(), kernel.fn, params, template_values, ctx, kernel.ret)
     if kernel.dual_args is not None:
         kir = with_dual_fields(ctx, kir)
+    if os.environ.get("JITRT_LOOP_GUARD"):    # a debugging aid; its counters reach the key
+        from ..passes import loop_guard
+        kir = loop_guard.guard_loops(kir, ctx.local_types, loop_guard.limit())
     return ctx, kir
 
 
