@@ -85,6 +85,41 @@ def test_import_jitrt_loads_llvms_library_on_a_helper_thread(setting, monkeypatc
     assert got == {"mapped": setting == "1", "binding": False}
 
 
+WARM_UP = textwrap.dedent("""
+    import json, sys, threading
+    import numpy as np
+    import jitrt as jr
+    jr.init(arch=jr.cpu, offline_cache=False, tiered_compile=True)
+    from jitrt.backends import cpu_tiers, llvm_direct
+    names = [t.name for t in threading.enumerate()]
+    for t in cpu_tiers._WARMED:
+        t.join()
+    quick_tm = llvm_direct.host_machine.cache_info().currsize > 1    # -O0 besides -O3
+
+    @jr.kernel
+    def twice(x: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 2
+
+    a = np.arange(4, dtype=np.float32)
+    twice(a)
+    print(json.dumps({"started": "jitrt-llvm-warm-up" in names or bool(cpu_tiers._WARMED),
+                      "quick_tm": quick_tm, "result": a.tolist()}))
+""")
+
+
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_cpu_init_warms_the_quick_tier_on_a_helper_thread(setting, monkeypatch, tmp_path):
+    """`jr.init` on the CPU compiles a small function's quick copy on a helper thread
+    (backends/cpu_tiers.py, `warm_up`): the quick tier's target machine exists once it is
+    done, and the first kernel compiles and runs as before; JITRT_PRELOAD_LLVM=0 leaves the
+    work to the first compile."""
+    monkeypatch.setenv("JITRT_PRELOAD_LLVM", setting)
+    got = run_python(WARM_UP, script=tmp_path / "warm_up.py")
+    assert got == {"started": setting == "1", "quick_tm": setting == "1",
+                   "result": [0.0, 2.0, 4.0, 6.0]}
+
+
 LATE_EXTENSIONS = textwrap.dedent("""
     import json, sys
     import numpy
