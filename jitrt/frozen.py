@@ -166,6 +166,10 @@ def _deferred_init(cls: type, fields: tuple[dataclasses.Field, ...]) -> Callable
         uses[0] += 1
         if uses[0] > COMPILE_AFTER or len(args) > len(names):
             return compiled()(self, *args, **kwargs)
+        if not kwargs and len(args) == len(names):    # every field given by position
+            for name, value in zip(names, args):
+                object.__setattr__(self, name, value)
+            return None
         values = dict(zip(names, args))
         for name, value in kwargs.items():
             if name not in names or name in values:
