@@ -28,13 +28,15 @@ ends. `os.fork` (`runtime/forking.py`) only `pause`s the thread: the job in prog
 no other starts until the fork is done (a child must not inherit a lock the thread held
 mid-call); the child drops the queue and starts a thread of its own when it compiles.
 
-`warm_up` (once per process, when a program opens the CPU with tiered compilation) compiles
-a small kernel-shaped function through `quick_object` on a helper thread and drops it: the
-quick tier's target machine, its host subtarget, the pass builder and the code generator's
-first use (~4-6 ms of a cold start's first compile on the development VM) then happen on
-another core while the main thread lowers the first kernel. It holds `LLVM_LOCK` like any
-compile, so a compile that comes first waits for it (no longer than doing that work itself)
-and a fork waits for it; `JITRT_PRELOAD_LLVM=0` turns it off with the library's preload.
+`warm_up` (once per process, when a program opens the CPU with tiered compilation and the
+process may use more than one core: on one core it would only delay the main thread)
+compiles a small kernel-shaped function through `quick_object` on a helper thread and drops
+it: the quick tier's target machine, its host subtarget, the pass builder and the code
+generator's first use (~4-6 ms of a cold start's first compile on the development VM) then
+happen on another core while the main thread lowers the first kernel. It holds `LLVM_LOCK`
+like any compile, so a compile that comes first waits for it (no longer than doing that work
+itself) and a fork waits for it; `JITRT_PRELOAD_LLVM=0` turns it off with the library's
+preload.
 """
 from __future__ import annotations
 
