@@ -361,6 +361,24 @@ def test_frozen_behaves_as_a_frozen_dataclass(deco):
         Node("a", (), 1, "x", "extra")
 
 
+def test_frozen_compiles_a_constructor_only_for_a_class_used_often():
+    """The first 64 instantiations of a @frozen class assign its fields in a loop (by
+    position, with defaults, by keyword: the same records); the 65th compiles its
+    `__init__` (frozen.py, COMPILE_AFTER: a compile costs what ~100-200 loop instantiations
+    cost more)."""
+    @frozen
+    class P:
+        a: int
+        b: int = 2
+
+    loop = P.__init__
+    made = [P(1, 3), P(1), P(b=4, a=1)] + [P(k, k) for k in range(61)]
+    assert P.__init__ is loop
+    assert (made[0], made[1], made[2], made[-1]) == (P(1, 3), P(1, 2), P(1, 4), P(60, 60))
+    assert P.__init__ is not loop and P.__init__.__qualname__.endswith("P.__init__")
+    assert P(7) == P(7, 2) and P(7).b == 2
+
+
 def test_frozen_records_pickle_as_dataclasses_do():
     from jitrt.ir import nodes as n
     expr = n.Binary("+", n.Const(1, jr.i32, n.Loc("f.py", 3, 4)), n.Arg(0, "k", jr.i32),
