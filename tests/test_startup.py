@@ -263,6 +263,29 @@ GENERATED = textwrap.dedent("""
 """)
 
 
+PIPELINE_COMPILES = textwrap.dedent("""
+    import builtins, json
+    import jitrt as jr
+    made = []
+    real = builtins.compile
+
+    def spy(source, filename, *args, **kwargs):
+        if not str(filename).endswith(".py"):       # a module's source: not a string's
+            made.append(str(source)[:40])
+        return real(source, filename, *args, **kwargs)
+    builtins.compile = spy
+    from jitrt.runtime.compiler import prefetch_pipeline
+    prefetch_pipeline()
+    print(json.dumps(made))
+""")
+
+
+def test_importing_the_compile_pipeline_compiles_no_string():
+    """A `NamedTuple` with string annotations compiled each of them (`typing.ForwardRef`) when
+    codegen was imported at the first compile; the pipeline's records are `@frozen`."""
+    assert run_python(PIPELINE_COMPILES) == []
+
+
 def test_import_and_init_compile_no_dataclass_method():
     """`@dataclass` compiles its methods from generated source (~0.3 ms each on the
     development VM): nothing on a cold start's path uses it (`@frozen`, `@record`, and
