@@ -35,8 +35,8 @@ it: the quick tier's target machine, its host subtarget, the pass builder and th
 generator's first use (~4-6 ms of a cold start's first compile on the development VM) then
 happen on another core while the main thread lowers the first kernel. It holds `LLVM_LOCK`
 like any compile, so a compile that comes first waits for it (no longer than doing that work
-itself) and a fork waits for it; `JITRT_PRELOAD_LLVM=0` turns it off with the library's
-preload.
+itself), a fork waits for it, and so does interpreter exit (up to EXIT_GRACE_S);
+`JITRT_PRELOAD_LLVM=0` turns it off with the library's preload.
 """
 from __future__ import annotations
 
@@ -157,6 +157,8 @@ def warm_up() -> bool:
     thread = threading.Thread(target=_warm_up, name="jitrt-llvm-warm-up", daemon=True)
     _WARMED.append(thread)
     thread.start()
+    # a program that ends at once does not tear LLVM down under it (it takes ~10 ms)
+    atexit.register(thread.join, EXIT_GRACE_S)
     return True
 
 
