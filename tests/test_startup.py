@@ -85,6 +85,42 @@ def test_import_jitrt_loads_llvms_library_on_a_helper_thread(setting, monkeypatc
     assert got == {"mapped": setting == "1", "binding": False}
 
 
+WARM_UP = textwrap.dedent("""
+    import json, sys, threading
+    import numpy as np
+    import jitrt as jr
+    jr.init(arch=jr.cpu, offline_cache=False, tiered_compile=True)
+    from jitrt.backends import cpu_tiers, llvm_direct
+    names = [t.name for t in threading.enumerate()]
+    for t in cpu_tiers._WARMED:
+        t.join()
+    quick_tm = llvm_direct.host_machine.cache_info().currsize > 1    # -O0 besides -O3
+
+    @jr.kernel
+    def twice(x: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 2
+
+    a = np.arange(4, dtype=np.float32)
+    twice(a)
+    print(json.dumps({"started": "jitrt-llvm-warm-up" in names or bool(cpu_tiers._WARMED),
+                      "quick_tm": quick_tm, "result": a.tolist(),
+                      "cores": jr.config._cores()}))
+""")
+
+
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_cpu_init_warms_the_quick_tier_on_a_helper_thread(setting, monkeypatch, tmp_path):
+    """`jr.init` on the CPU compiles a small function's quick copy on a helper thread
+    (backends/cpu_tiers.py, `warm_up`): the quick tier's target machine exists once it is
+    done, and the first kernel compiles and runs as before; JITRT_PRELOAD_LLVM=0, or a
+    process limited to one core, leaves the work to the first compile."""
+    monkeypatch.setenv("JITRT_PRELOAD_LLVM", setting)
+    got = run_python(WARM_UP, script=tmp_path / "warm_up.py")
+    warmed = got.pop("cores") > 1 and setting == "1"
+    assert got == {"started": warmed, "quick_tm": warmed, "result": [0.0, 2.0, 4.0, 6.0]}
+
+
 LATE_EXTENSIONS = textwrap.dedent("""
     import json, sys
     import numpy
@@ -210,6 +246,55 @@ def test_a_cold_compile_loads_neither_simt_nor_jr_math(tmp_path):
             "jitrt.native.native_gpu_entry")], cold["modules"]
 
 
+GENERATED = textwrap.dedent("""
+    import dataclasses, json, sys
+    made = []
+    real = dataclasses._create_fn
+
+    def spy(name, *args, **kwargs):
+        made.append(name)
+        return real(name, *args, **kwargs)
+    dataclasses._create_fn = spy
+    import jitrt as jr
+    from jitrt.frontend import builtins as bi
+    jr.init(arch=jr.cpu, offline_cache=False)
+    print(json.dumps({"made": made, "fields": [f.name for f in dataclasses.fields(jr.sin)],
+                      "same": jr.sin == bi.Builtin("sin", jr.sin.host)}))
+""")
+
+
+PIPELINE_COMPILES = textwrap.dedent("""
+    import builtins, json
+    import jitrt as jr
+    made = []
+    real = builtins.compile
+
+    def spy(source, filename, *args, **kwargs):
+        if not str(filename).endswith(".py"):       # a module's source: not a string's
+            made.append(str(source)[:40])
+        return real(source, filename, *args, **kwargs)
+    builtins.compile = spy
+    from jitrt.runtime.compiler import prefetch_pipeline
+    prefetch_pipeline()
+    print(json.dumps(made))
+""")
+
+
+def test_importing_the_compile_pipeline_compiles_no_string():
+    """A `NamedTuple` with string annotations compiled each of them (`typing.ForwardRef`) when
+    codegen was imported at the first compile; the pipeline's records are `@frozen`."""
+    assert run_python(PIPELINE_COMPILES) == []
+
+
+def test_import_and_init_compile_no_dataclass_method():
+    """`@dataclass` compiles its methods from generated source (~0.3 ms each on the
+    development VM): nothing on a cold start's path uses it (`@frozen`, `@record`, and
+    `frontend/builtins.Builtin` written out), and `jr.sin` is still a dataclass's instance
+    compared by identity."""
+    got = run_python(GENERATED)
+    assert got == {"made": [], "fields": ["name", "host"], "same": False}
+
+
 UNFROZEN = "import gc\ngc.unfreeze()\n"
 COLLECTOR = textwrap.dedent("""
     import gc, json, sys
@@ -297,6 +382,24 @@ def test_frozen_behaves_as_a_frozen_dataclass(deco):
         Node("a")
     with pytest.raises(TypeError):
         Node("a", (), 1, "x", "extra")
+
+
+def test_frozen_compiles_a_constructor_only_for_a_class_used_often():
+    """The first 64 instantiations of a @frozen class assign its fields in a loop (by
+    position, with defaults, by keyword: the same records); the 65th compiles its
+    `__init__` (frozen.py, COMPILE_AFTER: a compile costs what ~100-200 loop instantiations
+    cost more)."""
+    @frozen
+    class P:
+        a: int
+        b: int = 2
+
+    loop = P.__init__
+    made = [P(1, 3), P(1), P(b=4, a=1)] + [P(k, k) for k in range(61)]
+    assert P.__init__ is loop
+    assert (made[0], made[1], made[2], made[-1]) == (P(1, 3), P(1, 2), P(1, 4), P(60, 60))
+    assert P.__init__ is not loop and P.__init__.__qualname__.endswith("P.__init__")
+    assert P(7) == P(7, 2) and P(7).b == 2
 
 
 def test_frozen_records_pickle_as_dataclasses_do():

@@ -27,12 +27,23 @@ Caches: the quick objects by symbol prefix (the engine's), the thread and its LL
 ends. `os.fork` (`runtime/forking.py`) only `pause`s the thread: the job in progress ends,
 no other starts until the fork is done (a child must not inherit a lock the thread held
 mid-call); the child drops the queue and starts a thread of its own when it compiles.
+
+`warm_up` (once per process, when a program opens the CPU with tiered compilation and the
+process may use more than one core: on one core it would only delay the main thread)
+compiles a small kernel-shaped function through `quick_object` on a helper thread and drops
+it: the quick tier's target machine, its host subtarget, the pass builder and the code
+generator's first use (~4-6 ms of a cold start's first compile on the development VM) then
+happen on another core while the main thread lowers the first kernel. It holds `LLVM_LOCK`
+like any compile, so a compile that comes first waits for it (no longer than doing that work
+itself), a fork waits for it, and so does interpreter exit (up to EXIT_GRACE_S);
+`JITRT_PRELOAD_LLVM=0` turns it off with the library's preload.
 """
 from __future__ import annotations
 
 import atexit
 import contextlib
 import ctypes
+import os
 import threading
 import time
 import warnings
@@ -97,6 +108,67 @@ def quick_object(text: str, symbols: list[str]) -> bytes:
             direct.dispose_module(mod)
 
 
+# what `warm_up` compiles: the constructs of a kernel's quick copy (a loop over a checked load,
+# a local in memory, a math call, an atomic add, a branch to a fault recorder)
+WARM_UP_TEXT = """\
+declare float @llvm.sin.f32(float)
+declare void @jitrt_warm_up_fault(ptr, i64)
+define void @jitrt_warm_up(ptr %ctx, ptr %data, i64 %n) {
+entry:
+  %v = alloca float
+  store float 0.0, ptr %v
+  br label %cond
+cond:
+  %i = phi i64 [0, %entry], [%next, %join]
+  %more = icmp slt i64 %i, %n
+  br i1 %more, label %body, label %exit
+body:
+  %inside = icmp ult i64 %i, 1024
+  br i1 %inside, label %load, label %fault
+load:
+  %p = getelementptr float, ptr %data, i64 %i
+  %x = load float, ptr %p
+  br label %join
+fault:
+  call void @jitrt_warm_up_fault(ptr %ctx, i64 %i)
+  br label %join
+join:
+  %got = phi float [%x, %load], [0.0, %fault]
+  %s = call float @llvm.sin.f32(float %got)
+  %old = load float, ptr %v
+  %sum = fadd float %old, %s
+  store float %sum, ptr %v
+  %next = add i64 %i, 1
+  br label %cond
+exit:
+  %total = load float, ptr %v
+  %r = atomicrmw fadd ptr %data, float %total monotonic
+  ret void
+}
+"""
+_WARMED: list[threading.Thread] = []
+
+
+def warm_up() -> bool:
+    """Compile WARM_UP_TEXT's quick copy on a helper thread, once per process (module
+    docstring); whether a thread started."""
+    if _WARMED or os.environ.get("JITRT_PRELOAD_LLVM", "1") == "0":
+        return False
+    thread = threading.Thread(target=_warm_up, name="jitrt-llvm-warm-up", daemon=True)
+    _WARMED.append(thread)
+    thread.start()
+    # a program that ends at once does not tear LLVM down under it (it takes ~10 ms)
+    atexit.register(thread.join, EXIT_GRACE_S)
+    return True
+
+
+def _warm_up() -> None:
+    try:
+        quick_object(WARM_UP_TEXT, ["jitrt_warm_up"])
+    except Exception as exc:  # noqa: BLE001 - only a head start: the first compile does it
+        log.logger.debug("LLVM warm-up failed: %s", exc)
+
+
 class _ThreadLLVM:
     """The background thread's LLVM context and target machine (its own: LLVM allows one
     thread per context at a time, and a target machine is not shared between threads), so
@@ -137,6 +209,11 @@ class Tiers:
         self._running = False              # a job is past its start (building or compiling)
         self._current = ""                 # the kernel of the job running (the exit's log)
         self._closed = False               # the interpreter exits: results are dropped
+
+    @staticmethod
+    def warm_up() -> bool:
+        """LLVM's first use by the quick tier, on a helper thread (`warm_up`)."""
+        return warm_up()
 
     def quick(self, prefix: str, text: str, symbols: list[str]) -> dict[str, int]:
         """Compile and load the quick copy: symbol -> its stub's address, and

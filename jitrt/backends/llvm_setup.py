@@ -51,20 +51,24 @@ def release_after_fork() -> None:
 @functools.lru_cache(maxsize=None)
 def init_llvm() -> None:
     """The host's target, assembly printer and parser, for llvmlite's users (all of LLVM's
-    targets took another ~1 ms of every start)."""
+    targets took another ~1 ms of every start). Under LLVM_LOCK, as LLVM's target registry
+    is not safe to change while another thread compiles (`cpu_tiers.warm_up`)."""
     import llvmlite.binding as llvm
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    llvm.initialize_native_asmparser()
+    with LLVM_LOCK:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        llvm.initialize_native_asmparser()
 
 
 @functools.lru_cache(maxsize=None)
 def init_all_targets() -> None:
-    """Every target LLVM was built with: the GPU compile steps (NVPTX, AMDGPU)."""
+    """Every target LLVM was built with: the GPU compile steps (NVPTX, AMDGPU); under
+    LLVM_LOCK, as `init_llvm`."""
     import llvmlite.binding as llvm
     init_llvm()
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
+    with LLVM_LOCK:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
 
 
 @functools.lru_cache(maxsize=None)

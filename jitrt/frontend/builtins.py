@@ -9,16 +9,33 @@ from __future__ import annotations
 import builtins
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError
 from typing import Any, Callable
 
 import numpy as np
 
+from ..frozen import _declare_fields
 
-@dataclass(frozen=True, eq=False)
+
 class Builtin:
+    """A function kernels call, recognised by identity (two are equal only if they are the
+    same object); `host` computes it in ordinary Python. Frozen, and a dataclass to
+    `dataclasses.fields`/`is_dataclass` (runtime/prekey.py fingerprints one by its name),
+    written out instead of `@dataclass(frozen=True, eq=False)`, whose four methods compiled
+    from generated source were ~1 ms of `import jitrt` (docs/performance.md, "Cold start:
+    LLVM's first use on a helper thread (2026-11-29)")."""
     name: str
     host: Callable[..., Any] | None = None
+
+    def __init__(self, name: str, host: Callable[..., Any] | None = None) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "host", host)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def __call__(self, *args: Any) -> Any:
         if self.host is None:
@@ -27,6 +44,9 @@ class Builtin:
 
     def __repr__(self) -> str:
         return f"<jitrt builtin {self.name}>"
+
+
+_declare_fields(Builtin)
 
 
 def _np1(f: Callable[[Any], Any]) -> Callable[[Any], Any]:

@@ -70,6 +70,9 @@ class Program:
         self.device: Device = backends.create_device(cfg.arch, cfg.device_id,
                                                      host_services(cfg, self.cache_store))
         self.arch = self.device.arch
+        tiers = self.device.tiers() if cfg.tiered_compile else None
+        if tiers is not None and config_mod._cores() > 1:
+            tiers.warm_up()     # LLVM's first use, on another core (`backends/cpu_tiers.py`)
         self.counters: Counter[str] = Counter()
         self.launch_lock = LaunchLock()   # launches from several threads run in turn
         self.handles: list[Any] = []   # every LaunchHandle built by this program
