@@ -170,6 +170,75 @@ def test_libdevice_cut_kept_in_the_offline_cache(tmp_path, monkeypatch, caplog):
     assert fresh_process() == first and len(list(tmp_path.iterdir())) == 2
 
 
+@pytest.mark.skipif(nvptx.libdevice_path() is None, reason="no libdevice (jitrt[cuda])")
+def test_libdevice_optimised_once_per_machine_and_sm(tmp_path, caplog):
+    """The part of libdevice codegen calls is optimised for a compute capability once per
+    machine (its `__nvvm_reflect` queries answered), not again in each kernel that inlines
+    sin or cos: a later process reads it from the offline cache; another sm is optimised
+    and kept beside it."""
+    import llvmlite.binding as llvm
+    from jitrt.backends.base import HostServices
+    from jitrt.backends.llvm_setup import LLVM_LOCK
+    from jitrt.cache.store import CacheStore
+    host = HostServices(None, 1, CacheStore(tmp_path, 1 << 30, 0.5), lambda: "llvm; jitrt")
+
+    def fresh_process(sm: int) -> nvptx.OptimisedMath:
+        nvptx._OPTIMISED.clear()
+        nvptx._CUTS.clear()
+        with LLVM_LOCK:
+            return nvptx.optimised_math(sm, host)
+    with caplog.at_level("DEBUG", logger="jitrt"):
+        first = fresh_process(80)
+    assert "libdevice: codegen's part optimised for sm_80" in caplog.text
+    assert "__nvvm_reflect(" not in str(llvm.parse_bitcode(first.bitcode))
+    assert {"__nv_sinf", "__nv_cosf"} <= first.big and "__nv_expf" not in first.big
+    entries = len(list(tmp_path.iterdir()))         # the cut, and the cut optimised
+    caplog.clear()
+    with caplog.at_level("DEBUG", logger="jitrt"):
+        assert fresh_process(80) == first
+    assert "libdevice: codegen's part for sm_80 read from the offline cache" in caplog.text
+    assert "optimised for" not in caplog.text and "parsed" not in caplog.text
+    with caplog.at_level("DEBUG", logger="jitrt"):
+        fresh_process(90)
+    assert "libdevice: codegen's part optimised for sm_90" in caplog.text
+    assert len(list(tmp_path.iterdir())) == entries + 1
+
+
+@jr.kernel
+def sin_cos(a: nd(dtype=jr.f32, ndim=1), s: jr.f32, again: jr.template()):
+    for i in range(a.shape[0]):
+        x = a[i] * s
+        a[i] = jr.sin(x) * jr.cos(x)
+        if jr.static(again):
+            a[i] += jr.sin(x)
+
+
+@jr.kernel
+def sin_loop(a: nd(dtype=jr.f32, ndim=1), times: jr.template()):
+    for i in range(a.shape[0]):
+        total = 0.0
+        for k in range(times):
+            total += jr.sin(a[i] * k)
+        a[i] = total
+
+
+@pytest.mark.skipif(nvptx.libdevice_path() is None, reason="no libdevice (jitrt[cuda])")
+def test_libdevice_calls_optimised_as_calls_then_inlined():
+    """A kernel is optimised before libdevice's bodies are inlined (`nvptx.compile_ptx`):
+    two sin of the same value are one call, so one copy of sinf's body in the PTX; and a
+    short loop around sin is not unrolled into one copy of the body per iteration (as it
+    was not when the body was inlined first). Counted by sinf's table of 2/pi, which each
+    copy of its slow path reads."""
+    a = np.ones(8, np.float32)
+
+    def copies(ptx: str) -> int:
+        return ptx.count("__cudart_i2opi_f")
+    once = jr.debug.gpu_asm(sin_cos, a, 1.0, False, arch="cuda")
+    assert copies(jr.debug.gpu_asm(sin_cos, a, 1.0, True, arch="cuda")) == copies(once)
+    assert (copies(jr.debug.gpu_asm(sin_loop, a, 8, arch="cuda"))
+            == copies(jr.debug.gpu_asm(sin_loop, a, 1, arch="cuda")) > 0)
+
+
 needs_ptxas = pytest.mark.skipif(nvptx.ptxas_path() is None,
                                  reason="ptxas not installed (pip install 'jitrt[cuda]')")
 
