@@ -171,37 +171,45 @@ def test_libdevice_cut_kept_in_the_offline_cache(tmp_path, monkeypatch, caplog):
 
 
 @pytest.mark.skipif(nvptx.libdevice_path() is None, reason="no libdevice (jitrt[cuda])")
-def test_libdevice_optimised_once_per_machine_and_sm(tmp_path, caplog):
-    """The part of libdevice codegen calls is optimised for a compute capability once per
-    machine (its `__nvvm_reflect` queries answered), not again in each kernel that inlines
-    sin or cos: a later process reads it from the offline cache; another sm is optimised
-    and kept beside it."""
+def test_libdevice_functions_optimised_once_per_machine_and_sm(tmp_path, caplog):
+    """Each libdevice function a kernel calls is optimised for its compute capability once
+    per machine (libdevice's `__nvvm_reflect` queries answered), not again in each kernel
+    that inlines it: a later process reads it from the offline cache; another sm, or another
+    function, is optimised when first needed and kept beside it."""
     import llvmlite.binding as llvm
+    from jitrt.backends import nvptx_math
     from jitrt.backends.base import HostServices
     from jitrt.backends.llvm_setup import LLVM_LOCK
     from jitrt.cache.store import CacheStore
     host = HostServices(None, 1, CacheStore(tmp_path, 1 << 30, 0.5), lambda: "llvm; jitrt")
 
-    def fresh_process(sm: int) -> nvptx.OptimisedMath:
-        nvptx._OPTIMISED.clear()
+    def fresh_process(name: str, sm: int) -> bytes:
+        nvptx_math._PIECES.clear()
         nvptx._CUTS.clear()
+        nvptx._subset_of.cache_clear()
         with LLVM_LOCK:
-            return nvptx.optimised_math(sm, host)
+            return nvptx_math.math_piece(name, sm, host)
     with caplog.at_level("DEBUG", logger="jitrt"):
-        first = fresh_process(80)
-    assert "libdevice: codegen's part optimised for sm_80" in caplog.text
-    assert "__nvvm_reflect(" not in str(llvm.parse_bitcode(first.bitcode))
-    assert {"__nv_sinf", "__nv_cosf"} <= first.big and "__nv_expf" not in first.big
-    entries = len(list(tmp_path.iterdir()))         # the cut, and the cut optimised
+        first = fresh_process("__nv_sinf", 80)
+    assert "libdevice: __nv_sinf optimised for sm_80" in caplog.text
+    piece = llvm.parse_bitcode(first)
+    assert {f.name for f in piece.functions if not f.is_declaration} == {"__nv_sinf"}
+    assert "__nvvm_reflect(" not in str(piece)
+    entries = len(list(tmp_path.iterdir()))         # the part codegen calls, and sinf
     caplog.clear()
     with caplog.at_level("DEBUG", logger="jitrt"):
-        assert fresh_process(80) == first
-    assert "libdevice: codegen's part for sm_80 read from the offline cache" in caplog.text
-    assert "optimised for" not in caplog.text and "parsed" not in caplog.text
+        assert fresh_process("__nv_sinf", 80) == first
+    assert "optimised" not in caplog.text and "parsed" not in caplog.text
     with caplog.at_level("DEBUG", logger="jitrt"):
-        fresh_process(90)
-    assert "libdevice: codegen's part optimised for sm_90" in caplog.text
-    assert len(list(tmp_path.iterdir())) == entries + 1
+        fresh_process("__nv_sinf", 90)
+        fresh_process("__nv_sin", 80)   # f64: its slow path is a helper (kept, linkonce_odr)
+    assert "libdevice: __nv_sinf optimised for sm_90" in caplog.text
+    assert "libdevice: __nv_sin optimised for sm_80" in caplog.text
+    assert "parsed" not in caplog.text     # the part codegen calls: read, not made again
+    assert len(list(tmp_path.iterdir())) == entries + 2
+    helpers = [f for f in llvm.parse_bitcode(nvptx_math.math_piece("__nv_sin", 80, host))
+               .functions if not f.is_declaration and f.name != "__nv_sin"]
+    assert helpers and {f.linkage for f in helpers} == {llvm.Linkage.linkonce_odr}
 
 
 @jr.kernel

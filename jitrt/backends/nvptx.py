@@ -2,22 +2,21 @@
 
 Stage: backend (the compile half of the CUDA device). `compile_ptx(module, sm)` optimises a
 kernel module for `sm_<sm>`, links libdevice (the CUDA math library, LLVM bitcode) into it
-when it calls `__nv_*` functions (their bodies optimised once, then inlined after the
-kernel's own optimisation) and returns PTX text. `assemble(ptx, sm)` runs the
-toolkit's `ptxas` on it and returns a cubin (None when no ptxas is installed; the driver then
-compiles the PTX itself at load time). Both come from the `nvidia-cuda-nvcc` wheel
-(`pip install 'jitrt[cuda]'`), found through cuda-pathfinder, `CUDA_HOME` or /usr/local/cuda.
+when it calls `__nv_*` functions (codegen's: their bodies optimised once per sm, then inlined
+after the kernel's own optimisation, `nvptx_math.py`) and returns PTX text.
+`assemble(ptx, sm)` runs the toolkit's `ptxas` on it and returns a cubin (None when no ptxas
+is installed; the driver then compiles the PTX itself at load time). Both come from the
+`nvidia-cuda-nvcc` wheel (`pip install 'jitrt[cuda]'`), found through cuda-pathfinder,
+`CUDA_HOME` or /usr/local/cuda.
 Caches, per process: the path of each tool, libdevice's bitcode, the part of it that codegen
 can call (parsed from all of libdevice once) and the subsets of that per set of math functions
-used, and that part optimised per sm. Across processes, given the offline cache
-(`HostServices.store`, which the CUDA device passes down): that part of libdevice and its
-optimised forms, so that only the first process on a machine pays the parse of all of
-libdevice and the optimisation (~0.1 s of CPU each, in the first kernel that calls a math
-function).
+used. Across processes, given the offline cache (`HostServices.store`, which the CUDA device
+passes down): that part of libdevice, so that only the first process on a machine pays the
+parse of all of libdevice (~0.1 s of CPU in the first kernel that calls a math function);
+and each function of it optimised per sm (`nvptx_math`).
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import glob
 import os
@@ -127,7 +126,7 @@ def _subset_of(bitcode: bytes, names: frozenset[str]) -> bytes:
 _CUTS: dict[str, bytes] = {}
 
 
-def _cut_key(host: HostServices) -> str:
+def cut_key(host: HostServices) -> str:
     """The offline-cache key of the cut: libdevice's bytes, jitrt's sources (which decide
     `codegen_math_names()`) and LLVM's versions (`HostServices.runtime_key`)."""
     parts = [host.runtime_key(), xxhash.xxh3_128_hexdigest(_libdevice_bitcode())]
@@ -144,7 +143,7 @@ def codegen_math_bitcode(host: HostServices | None = None) -> bytes:
     if cut is not None:
         return cut
     store = host.store if host is not None else None
-    key = _cut_key(host) if host is not None and store is not None else ""
+    key = cut_key(host) if host is not None and store is not None else ""
     loaded = store.load(key) if store is not None else None   # (checksummed: a damaged
     cut = loaded if isinstance(loaded, bytes) else None        # entry reads as None)
     if cut is not None:
@@ -172,125 +171,37 @@ def libdevice_subset(names: frozenset[str], host: HostServices | None = None) ->
     return _subset_of(_libdevice_bitcode(), names)
 
 
-# libdevice functions with more instructions than this, once optimised, are declared
-# `noduplicate` while the kernel's O3 pipeline runs before they are inlined: O3 would not
-# unroll a loop around such a body had it been inlined first (NVPTX's budget for a partially
-# unrolled loop body is 75 instructions), and unrolling a loop of calls to it would make one
-# copy of the body per call (8 copies of sinf's for `for k in range(8): s += sin(...)`).
-BIG_BODY = 75
-
-
-@dataclasses.dataclass(frozen=True)
-class OptimisedMath:
-    """libdevice's part that codegen calls, optimised for one compute capability."""
-    bitcode: bytes
-    big: frozenset[str]       # its functions over BIG_BODY instructions
-
-
-# per process: (libdevice's path, sm) -> that part optimised for sm_<sm>
-_OPTIMISED: dict[tuple[str, int], OptimisedMath] = {}
-
-
-def optimised_math(sm: int, host: HostServices | None = None) -> OptimisedMath:
-    """`codegen_math_bitcode` after LLVM's O3 pipeline for `sm_<sm>`: libdevice's
-    `__nvvm_reflect` queries answered (the architecture; no flush to zero) and each function
-    simplified once (~100 ms), rather than in every kernel that inlines it. Made once per
-    process and sm; with an offline cache (`host.store`) once per machine and sm (key: the
-    cut's, and sm). Call under LLVM_LOCK."""
-    path = libdevice_path() or ""
-    made = _OPTIMISED.get((path, sm))
-    if made is not None:
-        return made
-    store = host.store if host is not None else None
-    key = f"{_cut_key(host)}-sm{sm}-O3" if host is not None and store is not None else ""
-    loaded = store.load(key) if store is not None else None
-    bitcode = loaded if isinstance(loaded, bytes) else None
-    if bitcode is None:
-        start = time.perf_counter()
-        mod = llvm.parse_bitcode(codegen_math_bitcode(host))
-        mod.triple = TRIPLE
-        optimize(mod, target_machine(sm))
-        bitcode = bytes(mod.as_bitcode())
-        if store is not None:
-            store.save(key, f"libdevice: codegen's math functions optimised for sm_{sm}",
-                       bitcode)
-        logger.debug("libdevice: codegen's part optimised for sm_%d, %.1f ms%s", sm,
-                     (time.perf_counter() - start) * 1e3,
-                     " (kept in the offline cache)" if store is not None else "")
-    else:
-        mod = llvm.parse_bitcode(bitcode)
-        logger.debug("libdevice: codegen's part for sm_%d read from the offline cache", sm)
-    big = frozenset(fn.name for fn in mod.functions if not fn.is_declaration and
-                    sum(1 for b in fn.blocks for _ in b.instructions) > BIG_BODY)
-    made = _OPTIMISED[(path, sm)] = OptimisedMath(bitcode, big)
-    return made
-
-
 def compile_ptx(module: ir.Module | str, sm: int, host: HostServices | None = None) -> str:
-    """PTX for compute capability `sm` (80 for 8.0...), libdevice linked in where used (its
-    part that codegen calls kept in `host.store` across processes, when given).
-
-    A kernel calling only codegen's math functions (`codegen_math_names`) is optimised
-    before libdevice is linked, so that LLVM's O3 pipeline runs over the kernel's own code
-    and not again over the bodies of sin, cos... inlined at each call; those come already
-    optimised for `sm` (`optimised_math`) and are inlined afterwards, with a cleanup
-    (`_inline_math`). Other `__nv_*` calls: linked first, then O3 over all."""
+    """PTX for compute capability `sm` (80 for 8.0...), libdevice linked in where used (what
+    it needs of libdevice kept in `host.store` across processes, when given). A kernel that
+    calls only codegen's math functions is optimised first and gets their bodies, optimised
+    once per sm, inlined after (`nvptx_math`); other `__nv_*` functions are linked first and
+    optimised with the kernel."""
+    from . import nvptx_math
     text = str(module)
     with LLVM_LOCK:
         tm = target_machine(sm)
         mod = llvm.parse_assembly(text)
         mod.verify()
-        used = _math_calls(mod)
+        used = math_calls(mod)
         if used and used <= codegen_math_names():
-            math = optimised_math(sm, host)
-            for fn in mod.functions:
-                if fn.name in used and fn.name in math.big:
-                    fn.add_function_attribute("noduplicate")
-            optimize(mod, tm)
-            left = _math_calls(mod)          # O3 may have merged or dropped some calls
-            if left:
-                _link(mod, _subset_of(math.bitcode, left))
-                _inline_math(mod, tm)
+            nvptx_math.optimise_and_link(mod, used, sm, host)
         else:
             if used:
-                _link(mod, libdevice_subset(used, host))
+                lib = llvm.parse_bitcode(libdevice_subset(used, host))
+                lib.triple, lib.data_layout = mod.triple, mod.data_layout
+                mod.link_in(lib)
+                for fn in mod.functions:     # keep only what the kernels call
+                    if fn.name.startswith("__nv_") and not fn.is_declaration:
+                        fn.linkage = llvm.Linkage.internal
             optimize(mod, tm)
         return str(tm.emit_assembly(mod))
 
 
-def _math_calls(mod: llvm.ModuleRef) -> frozenset[str]:
+def math_calls(mod: llvm.ModuleRef) -> frozenset[str]:
     """The libdevice functions `mod` declares (and so calls)."""
     return frozenset(fn.name for fn in mod.functions
                      if fn.is_declaration and fn.name.startswith("__nv_"))
-
-
-def _link(mod: llvm.ModuleRef, bitcode: bytes) -> None:
-    """Link libdevice functions into `mod`, internal there: only what is called is kept."""
-    lib = llvm.parse_bitcode(bitcode)
-    lib.triple, lib.data_layout = mod.triple, mod.data_layout
-    mod.link_in(lib)
-    for fn in mod.functions:
-        if fn.name.startswith("__nv_") and not fn.is_declaration:
-            fn.linkage = llvm.Linkage.internal
-
-
-def _inline_math(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
-    """Inline the linked (already optimised) libdevice functions into the optimised kernel
-    and clean up where they meet it: constants and arguments folded into the bodies, their
-    local arrays promoted, branches made dead by that removed."""
-    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
-    mpm = llvm.create_new_module_pass_manager()
-    mpm.add_always_inliner_pass()
-    mpm.add_global_dead_code_eliminate_pass()
-    mpm.run(mod, pb)
-    fpm = llvm.create_new_function_pass_manager()
-    fpm.add_sroa_pass()
-    fpm.add_instruction_combine_pass()
-    fpm.add_simplify_cfg_pass()
-    fpm.add_aggressive_dce_pass()
-    for fn in mod.functions:
-        if not fn.is_declaration:
-            fpm.run(fn, pb)
 
 
 def assemble(ptx: str, sm: int) -> bytes | None:
