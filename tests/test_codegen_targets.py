@@ -188,7 +188,7 @@ def test_libdevice_functions_optimised_once_per_machine_and_sm(tmp_path, caplog)
         nvptx._CUTS.clear()
         nvptx._subset_of.cache_clear()
         with LLVM_LOCK:
-            return nvptx_math.math_piece(name, sm, host)
+            return nvptx_math.math_pieces(frozenset({name}), sm, host)[name]
     with caplog.at_level("DEBUG", logger="jitrt"):
         first = fresh_process("__nv_sinf", 80)
     assert "libdevice: __nv_sinf optimised for sm_80" in caplog.text
@@ -207,9 +207,14 @@ def test_libdevice_functions_optimised_once_per_machine_and_sm(tmp_path, caplog)
     assert "libdevice: __nv_sin optimised for sm_80" in caplog.text
     assert "parsed" not in caplog.text     # the part codegen calls: read, not made again
     assert len(list(tmp_path.iterdir())) == entries + 2
-    helpers = [f for f in llvm.parse_bitcode(nvptx_math.math_piece("__nv_sin", 80, host))
-               .functions if not f.is_declaration and f.name != "__nv_sin"]
-    assert helpers and {f.linkage for f in helpers} == {llvm.Linkage.linkonce_odr}
+    with LLVM_LOCK:
+        pieces = nvptx_math.math_pieces(frozenset({"__nv_sin", "__nv_cos", "__nv_expf"}), 80,
+                                        host)
+    assert pieces["__nv_cos"] is pieces["__nv_expf"]     # made together: one cut, one O3
+    defined = {f.name: f.linkage for f in llvm.parse_bitcode(pieces["__nv_cos"]).functions
+               if not f.is_declaration}
+    assert {"__nv_cos", "__nv_expf"} < defined.keys()    # and sin's slow path, a helper
+    assert set(defined.values()) == {llvm.Linkage.linkonce_odr}
 
 
 @jr.kernel

@@ -8,11 +8,12 @@ capability, is linked in and inlined (`optimise_and_link`), with a cleanup where
 kernel meet. Before, the whole O3 pipeline ran over every inlined body of every kernel:
 sin, cos, atan2 and exp made a kernel's LLVM time two to three times its own.
 
-Caches: one piece per function and compute capability (`math_piece`: the function after
-O3 for `sm_<sm>`, libdevice's `__nvvm_reflect` queries answered, and the helpers it calls),
-per process and, given the offline cache (`HostServices.store`), per machine; a piece is
-made only when a kernel first needs its function (~5-20 ms of CPU), from the part of
-libdevice codegen calls (`nvptx.codegen_math_bitcode`).
+Caches: per function and compute capability, a piece of bitcode defining it (`math_pieces`:
+the function after O3 for `sm_<sm>`, libdevice's `__nvvm_reflect` queries answered, and the
+helpers it calls), per process and, given the offline cache (`HostServices.store`), per
+machine. A piece is made when a kernel first needs its function (~5-20 ms of CPU a
+function; the functions a kernel needs that none has needed yet are made together, in one
+cut of the part of libdevice codegen calls, `nvptx.codegen_math_bitcode`, and one O3 run).
 """
 from __future__ import annotations
 
@@ -41,43 +42,52 @@ def _piece_key(host: HostServices, sm: int, name: str) -> str:
     return f"{nvptx.cut_key(host)}-sm{sm}-{name}"
 
 
-def math_piece(name: str, sm: int, host: HostServices | None = None) -> bytes:
-    """Bitcode of libdevice's `name` (one of `nvptx.codegen_math_names()`) optimised for
-    `sm_<sm>`, with the helpers it calls (linkonce_odr: two pieces calling one helper link
-    to one copy). Made once per process, or once per machine with an offline cache
-    (`host.store`). Call under LLVM_LOCK."""
+def math_pieces(names: frozenset[str], sm: int,
+                host: HostServices | None = None) -> dict[str, bytes]:
+    """For each of libdevice's `names` (of `nvptx.codegen_math_names()`), bitcode defining
+    it optimised for `sm_<sm>`, with the helpers it calls. Those not made yet in this
+    process, nor on this machine (`host.store`), are made together (one cut of libdevice,
+    one O3 run) into one piece, kept under each of their names; every function and table of a
+    piece is linkonce_odr, so that pieces sharing one link to one copy of it. Call
+    under LLVM_LOCK."""
     path = nvptx.libdevice_path() or ""
-    piece = _PIECES.get((path, sm, name))
-    if piece is not None:
-        return piece
     store = host.store if host is not None else None
-    key = _piece_key(host, sm, name) if host is not None and store is not None else ""
-    loaded = store.load(key) if store is not None else None     # (checksummed: a damaged
-    piece = loaded if isinstance(loaded, bytes) else None        # entry reads as None)
-    if piece is None:
+    found: dict[str, bytes] = {}
+    for name in sorted(names):
+        piece = _PIECES.get((path, sm, name))
+        if piece is None and host is not None and store is not None:
+            loaded = store.load(_piece_key(host, sm, name))  # (checksummed: a damaged
+            piece = loaded if isinstance(loaded, bytes) else None    # entry reads as None)
+        if piece is not None:
+            found[name] = _PIECES[(path, sm, name)] = piece
+    missing = frozenset(name for name in names if name not in found)
+    if missing:
         start = time.perf_counter()
-        mod = llvm.parse_bitcode(nvptx.libdevice_subset(frozenset({name}), host))
+        mod = llvm.parse_bitcode(nvptx.libdevice_subset(missing, host))
         mod.triple = nvptx.TRIPLE
         optimize(mod, nvptx.target_machine(sm))
-        for fn in mod.functions:
-            if not fn.is_declaration and fn.name != name:
-                fn.linkage = llvm.Linkage.linkonce_odr
+        for value in [*mod.functions, *mod.global_variables]:   # (sinf's table of 2/pi...)
+            if not value.is_declaration:
+                value.linkage = llvm.Linkage.linkonce_odr
         piece = bytes(mod.as_bitcode())
-        if store is not None:
-            store.save(key, f"libdevice: {name} optimised for sm_{sm}", piece)
-        logger.debug("libdevice: %s optimised for sm_%d, %.1f ms%s", name, sm,
+        listed = ", ".join(sorted(missing))
+        for name in sorted(missing):
+            found[name] = _PIECES[(path, sm, name)] = piece
+            if host is not None and store is not None:
+                store.save(_piece_key(host, sm, name),
+                           f"libdevice: {listed} optimised for sm_{sm}", piece)
+        logger.debug("libdevice: %s optimised for sm_%d, %.1f ms%s", listed, sm,
                      (time.perf_counter() - start) * 1e3,
                      " (kept in the offline cache)" if store is not None else "")
-    _PIECES[(path, sm, name)] = piece
-    return piece
+    return found
 
 
 def prepare(sm: int, host: HostServices | None = None) -> None:
-    """Every piece for `sm_<sm>` made (or read) now: what a machine that ran CUDA programs
-    has in its offline cache (`benchmarks/gpu_compile.py --libdevice kept`). Call under
-    LLVM_LOCK."""
+    """A piece for each of codegen's math functions and `sm_<sm>`, one function each, made
+    (or read) now: what a machine that ran CUDA programs has in its offline cache
+    (`benchmarks/gpu_compile.py --libdevice kept`). Call under LLVM_LOCK."""
     for name in sorted(nvptx.codegen_math_names()):
-        math_piece(name, sm, host)
+        math_pieces(frozenset({name}), sm, host)
 
 
 def _size(fn: llvm.ValueRef) -> int:
@@ -89,22 +99,25 @@ def optimise_and_link(mod: llvm.ModuleRef, used: frozenset[str], sm: int,
     """O3 over `mod` with its calls of `used` (codegen's math functions) left as calls,
     then their optimised bodies linked in and inlined. Call under LLVM_LOCK."""
     tm = nvptx.target_machine(sm)
-    pieces = {name: llvm.parse_bitcode(math_piece(name, sm, host)) for name in sorted(used)}
-    for name, piece in pieces.items():
-        if _size(piece.get_function(name)) > BIG_BODY:
+    parsed: dict[bytes, llvm.ModuleRef] = {}        # a piece made for several names: once
+    pieces: dict[str, llvm.ModuleRef] = {}
+    for name, bitcode in math_pieces(used, sm, host).items():
+        if bitcode not in parsed:
+            parsed[bitcode] = llvm.parse_bitcode(bitcode)
+        pieces[name] = parsed[bitcode]
+        if _size(pieces[name].get_function(name)) > BIG_BODY:
             mod.get_function(name).add_function_attribute("noduplicate")
     optimize(mod, tm)
     left = nvptx.math_calls(mod)       # O3 may have merged or dropped some calls
     if not left:
         return
-    for name in sorted(left):
-        piece = pieces[name]
+    for piece in {id(pieces[name]): pieces[name] for name in sorted(left)}.values():
         piece.triple, piece.data_layout = mod.triple, mod.data_layout
         mod.link_in(piece)
-    for fn in mod.functions:           # keep only what the kernels call
-        if not fn.is_declaration and (fn.name.startswith("__nv_") or
-                                      fn.linkage == llvm.Linkage.linkonce_odr):
-            fn.linkage = llvm.Linkage.internal
+    for value in [*mod.functions, *mod.global_variables]:   # keep only what is used
+        if not value.is_declaration and (value.name.startswith("__nv_") or
+                                         value.linkage == llvm.Linkage.linkonce_odr):
+            value.linkage = llvm.Linkage.internal
     _inline(mod, tm)
 
 
