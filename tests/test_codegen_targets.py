@@ -242,11 +242,17 @@ def test_libdevice_calls_optimised_as_calls_then_inlined():
     short loop around sin is not unrolled into one copy of the body per iteration (as it
     was not when the body was inlined first). Counted by sinf's table of 2/pi, which each
     copy of its slow path reads."""
+    from jitrt.backends import nvptx_math
+    from jitrt.backends.llvm_setup import LLVM_LOCK
     a = np.ones(8, np.float32)
 
     def copies(ptx: str) -> int:
         return ptx.count("__cudart_i2opi_f")
+    nvptx_math._PIECES.clear()
+    with LLVM_LOCK:                  # sinf's piece, then cosf's alone: each has the table
+        nvptx_math.math_pieces(frozenset({"__nv_sinf"}), 80)
     once = jr.debug.gpu_asm(sin_cos, a, 1.0, False, arch="cuda")
+    assert len(re.findall(r"\.global .*__cudart_i2opi_f\w*\[", once)) == 1    # one copy
     assert copies(jr.debug.gpu_asm(sin_cos, a, 1.0, True, arch="cuda")) == copies(once)
     assert (copies(jr.debug.gpu_asm(sin_loop, a, 8, arch="cuda"))
             == copies(jr.debug.gpu_asm(sin_loop, a, 1, arch="cuda")) > 0)
