@@ -22,10 +22,11 @@ The CUDA side is what `jr.init(arch="cuda")` runs before the driver loads the cu
 GPU and is not included. Without ptxas (`pip install 'jitrt[cuda]'`) its column reads nan.
 `--clock cpu` counts CPU time (this thread's, and ptxas's) instead of elapsed time: steadier
 on a shared machine, where elapsed time also counts the waits for a core.
-`--libdevice kept`: the part of libdevice codegen calls is in the offline cache already (put
-there by an earlier process, as on a machine where any CUDA program ran with this jitrt and
-LLVM), so the first kernel with a math function reads it instead of parsing all of
-libdevice; `cold` (the default): nothing is on disk, every process parses it.
+`--libdevice kept`: the part of libdevice codegen calls, and each of its functions optimised
+for the `--sm`, are in the offline cache already (put there by an earlier process, as on a
+machine where CUDA programs ran with this jitrt and LLVM), so a kernel with math functions
+reads them instead of parsing all of libdevice and optimising what it calls; `cold` (the
+default): nothing is on disk, each process does both for the functions it needs.
 """
 from __future__ import annotations
 
@@ -236,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                          "ptxas (steadier on a shared machine)")
     ap.add_argument("--libdevice", choices=("cold", "kept"), default="cold",
                     help="cold: every process parses all of libdevice; kept: the part codegen "
-                         "calls is in the offline cache already")
+                         "calls, optimised, is in the offline cache already")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a worker process
     ap.add_argument("--kept-dir", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -249,10 +250,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="jitrt-gpu-compile-") as kept:
         if args.libdevice == "kept":
-            from jitrt.backends import nvptx
+            from jitrt.backends import nvptx_math
             from jitrt.backends.llvm_setup import LLVM_LOCK
             with LLVM_LOCK:                 # an earlier process's work: not timed
-                nvptx.codegen_math_bitcode(libdevice_host(kept))
+                nvptx_math.prepare(args.sm, libdevice_host(kept))
         rows = run_workers(args, argv, kept if args.libdevice == "kept" else "")
     print_table(args, rows)
     return 0

@@ -170,6 +170,94 @@ def test_libdevice_cut_kept_in_the_offline_cache(tmp_path, monkeypatch, caplog):
     assert fresh_process() == first and len(list(tmp_path.iterdir())) == 2
 
 
+@pytest.mark.skipif(nvptx.libdevice_path() is None, reason="no libdevice (jitrt[cuda])")
+def test_libdevice_functions_optimised_once_per_machine_and_sm(tmp_path, caplog):
+    """Each libdevice function a kernel calls is optimised for its compute capability once
+    per machine (libdevice's `__nvvm_reflect` queries answered), not again in each kernel
+    that inlines it: a later process reads it from the offline cache; another sm, or another
+    function, is optimised when first needed and kept beside it."""
+    import llvmlite.binding as llvm
+    from jitrt.backends import nvptx_math
+    from jitrt.backends.base import HostServices
+    from jitrt.backends.llvm_setup import LLVM_LOCK
+    from jitrt.cache.store import CacheStore
+    host = HostServices(None, 1, CacheStore(tmp_path, 1 << 30, 0.5), lambda: "llvm; jitrt")
+
+    def fresh_process(name: str, sm: int) -> bytes:
+        nvptx_math._PIECES.clear()
+        nvptx._CUTS.clear()
+        nvptx._subset_of.cache_clear()
+        with LLVM_LOCK:
+            return nvptx_math.math_pieces(frozenset({name}), sm, host)[name]
+    with caplog.at_level("DEBUG", logger="jitrt"):
+        first = fresh_process("__nv_sinf", 80)
+    assert "libdevice: __nv_sinf optimised for sm_80" in caplog.text
+    piece = llvm.parse_bitcode(first)
+    assert {f.name for f in piece.functions if not f.is_declaration} == {"__nv_sinf"}
+    assert "__nvvm_reflect(" not in str(piece)
+    entries = len(list(tmp_path.iterdir()))         # the part codegen calls, and sinf
+    caplog.clear()
+    with caplog.at_level("DEBUG", logger="jitrt"):
+        assert fresh_process("__nv_sinf", 80) == first
+    assert "optimised" not in caplog.text and "parsed" not in caplog.text
+    with caplog.at_level("DEBUG", logger="jitrt"):
+        fresh_process("__nv_sinf", 90)
+        fresh_process("__nv_sin", 80)   # f64: its slow path is a helper (kept, linkonce_odr)
+    assert "libdevice: __nv_sinf optimised for sm_90" in caplog.text
+    assert "libdevice: __nv_sin optimised for sm_80" in caplog.text
+    assert "parsed" not in caplog.text     # the part codegen calls: read, not made again
+    assert len(list(tmp_path.iterdir())) == entries + 2
+    with LLVM_LOCK:
+        pieces = nvptx_math.math_pieces(frozenset({"__nv_sin", "__nv_cos", "__nv_expf"}), 80,
+                                        host)
+    assert pieces["__nv_cos"] is pieces["__nv_expf"]     # made together: one cut, one O3
+    defined = {f.name: f.linkage for f in llvm.parse_bitcode(pieces["__nv_cos"]).functions
+               if not f.is_declaration}
+    assert {"__nv_cos", "__nv_expf"} < defined.keys()    # and sin's slow path, a helper
+    assert set(defined.values()) == {llvm.Linkage.linkonce_odr}
+
+
+@jr.kernel
+def sin_cos(a: nd(dtype=jr.f32, ndim=1), s: jr.f32, again: jr.template()):
+    for i in range(a.shape[0]):
+        x = a[i] * s
+        a[i] = jr.sin(x) * jr.cos(x)
+        if jr.static(again):
+            a[i] += jr.sin(x)
+
+
+@jr.kernel
+def sin_loop(a: nd(dtype=jr.f32, ndim=1), times: jr.template()):
+    for i in range(a.shape[0]):
+        total = 0.0
+        for k in range(times):
+            total += jr.sin(a[i] * k)
+        a[i] = total
+
+
+@pytest.mark.skipif(nvptx.libdevice_path() is None, reason="no libdevice (jitrt[cuda])")
+def test_libdevice_calls_optimised_as_calls_then_inlined():
+    """A kernel is optimised before libdevice's bodies are inlined (`nvptx.compile_ptx`):
+    two sin of the same value are one call, so one copy of sinf's body in the PTX; and a
+    short loop around sin is not unrolled into one copy of the body per iteration (as it
+    was not when the body was inlined first). Counted by sinf's table of 2/pi, which each
+    copy of its slow path reads."""
+    from jitrt.backends import nvptx_math
+    from jitrt.backends.llvm_setup import LLVM_LOCK
+    a = np.ones(8, np.float32)
+
+    def copies(ptx: str) -> int:
+        return ptx.count("__cudart_i2opi_f")
+    nvptx_math._PIECES.clear()
+    with LLVM_LOCK:                  # sinf's piece, then cosf's alone: each has the table
+        nvptx_math.math_pieces(frozenset({"__nv_sinf"}), 80)
+    once = jr.debug.gpu_asm(sin_cos, a, 1.0, False, arch="cuda")
+    assert len(re.findall(r"\.global .*__cudart_i2opi_f\w*\[", once)) == 1    # one copy
+    assert copies(jr.debug.gpu_asm(sin_cos, a, 1.0, True, arch="cuda")) == copies(once)
+    assert (copies(jr.debug.gpu_asm(sin_loop, a, 8, arch="cuda"))
+            == copies(jr.debug.gpu_asm(sin_loop, a, 1, arch="cuda")) > 0)
+
+
 needs_ptxas = pytest.mark.skipif(nvptx.ptxas_path() is None,
                                  reason="ptxas not installed (pip install 'jitrt[cuda]')")
 

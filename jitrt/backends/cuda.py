@@ -48,7 +48,8 @@ def compile_artifact(module: Any, sm: int, counters: dict[str, int] | None = Non
     """The artifact of `module` for `sm_<sm>`: its PTX and the cubin ptxas makes of it (the
     driver-ready image, what a warm start loads without compiling). Each stage's time is
     logged at DEBUG; `counters["ptxas_runs"]` counts the ptxas runs. `host.store`, the
-    offline cache, keeps the part of libdevice codegen calls (`nvptx.codegen_math_bitcode`)."""
+    offline cache, keeps the part of libdevice codegen calls (`nvptx.codegen_math_bitcode`)
+    and each of its functions optimised for `sm` (`nvptx_math.math_piece`)."""
     t0 = time.perf_counter()
     ptx = nvptx.compile_ptx(module, sm, host)
     t1 = time.perf_counter()

@@ -1,16 +1,19 @@
 """NVPTX code: LLVM IR -> PTX (llvmlite) -> cubin (ptxas). No GPU and no driver needed.
 
-Stage: backend (the compile half of the CUDA device). `compile_ptx(module, sm)` links
-libdevice (the CUDA math library, LLVM bitcode) into a kernel module when it calls `__nv_*`
-functions, optimises it for `sm_<sm>` and returns PTX text. `assemble(ptx, sm)` runs the
-toolkit's `ptxas` on it and returns a cubin (None when no ptxas is installed; the driver then
-compiles the PTX itself at load time). Both come from the `nvidia-cuda-nvcc` wheel
-(`pip install 'jitrt[cuda]'`), found through cuda-pathfinder, `CUDA_HOME` or /usr/local/cuda.
+Stage: backend (the compile half of the CUDA device). `compile_ptx(module, sm)` optimises a
+kernel module for `sm_<sm>`, links libdevice (the CUDA math library, LLVM bitcode) into it
+when it calls `__nv_*` functions (codegen's: their bodies optimised once per sm, then inlined
+after the kernel's own optimisation, `nvptx_math.py`) and returns PTX text.
+`assemble(ptx, sm)` runs the toolkit's `ptxas` on it and returns a cubin (None when no ptxas
+is installed; the driver then compiles the PTX itself at load time). Both come from the
+`nvidia-cuda-nvcc` wheel (`pip install 'jitrt[cuda]'`), found through cuda-pathfinder,
+`CUDA_HOME` or /usr/local/cuda.
 Caches, per process: the path of each tool, libdevice's bitcode, the part of it that codegen
 can call (parsed from all of libdevice once) and the subsets of that per set of math functions
 used. Across processes, given the offline cache (`HostServices.store`, which the CUDA device
 passes down): that part of libdevice, so that only the first process on a machine pays the
-parse of all of libdevice (~0.1 s of CPU in the first kernel that calls a math function).
+parse of all of libdevice (~0.1 s of CPU in the first kernel that calls a math function);
+and each function of it optimised per sm (`nvptx_math`).
 """
 from __future__ import annotations
 
@@ -123,7 +126,7 @@ def _subset_of(bitcode: bytes, names: frozenset[str]) -> bytes:
 _CUTS: dict[str, bytes] = {}
 
 
-def _cut_key(host: HostServices) -> str:
+def cut_key(host: HostServices) -> str:
     """The offline-cache key of the cut: libdevice's bytes, jitrt's sources (which decide
     `codegen_math_names()`) and LLVM's versions (`HostServices.runtime_key`)."""
     parts = [host.runtime_key(), xxhash.xxh3_128_hexdigest(_libdevice_bitcode())]
@@ -140,7 +143,7 @@ def codegen_math_bitcode(host: HostServices | None = None) -> bytes:
     if cut is not None:
         return cut
     store = host.store if host is not None else None
-    key = _cut_key(host) if host is not None and store is not None else ""
+    key = cut_key(host) if host is not None and store is not None else ""
     loaded = store.load(key) if store is not None else None   # (checksummed: a damaged
     cut = loaded if isinstance(loaded, bytes) else None        # entry reads as None)
     if cut is not None:
@@ -169,24 +172,36 @@ def libdevice_subset(names: frozenset[str], host: HostServices | None = None) ->
 
 
 def compile_ptx(module: ir.Module | str, sm: int, host: HostServices | None = None) -> str:
-    """PTX for compute capability `sm` (80 for 8.0...), libdevice linked in where used (its
-    part that codegen calls kept in `host.store` across processes, when given)."""
+    """PTX for compute capability `sm` (80 for 8.0...), libdevice linked in where used (what
+    it needs of libdevice kept in `host.store` across processes, when given). A kernel that
+    calls only codegen's math functions is optimised first and gets their bodies, optimised
+    once per sm, inlined after (`nvptx_math`); other `__nv_*` functions are linked first and
+    optimised with the kernel."""
+    from . import nvptx_math
     text = str(module)
     with LLVM_LOCK:
         tm = target_machine(sm)
         mod = llvm.parse_assembly(text)
         mod.verify()
-        used = frozenset(fn.name for fn in mod.functions
-                         if fn.is_declaration and fn.name.startswith("__nv_"))
-        if used:
-            lib = llvm.parse_bitcode(libdevice_subset(used, host))
-            lib.triple, lib.data_layout = mod.triple, mod.data_layout
-            mod.link_in(lib)
-            for fn in mod.functions:     # keep only what the kernels call
-                if fn.name.startswith("__nv_") and not fn.is_declaration:
-                    fn.linkage = llvm.Linkage.internal
-        optimize(mod, tm)
+        used = math_calls(mod)
+        if used and used <= codegen_math_names():
+            nvptx_math.optimise_and_link(mod, used, sm, host)
+        else:
+            if used:
+                lib = llvm.parse_bitcode(libdevice_subset(used, host))
+                lib.triple, lib.data_layout = mod.triple, mod.data_layout
+                mod.link_in(lib)
+                for fn in mod.functions:     # keep only what the kernels call
+                    if fn.name.startswith("__nv_") and not fn.is_declaration:
+                        fn.linkage = llvm.Linkage.internal
+            optimize(mod, tm)
         return str(tm.emit_assembly(mod))
+
+
+def math_calls(mod: llvm.ModuleRef) -> frozenset[str]:
+    """The libdevice functions `mod` declares (and so calls)."""
+    return frozenset(fn.name for fn in mod.functions
+                     if fn.is_declaration and fn.name.startswith("__nv_"))
 
 
 def assemble(ptx: str, sm: int) -> bytes | None:

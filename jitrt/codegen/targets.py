@@ -235,6 +235,20 @@ class NvptxTarget(Target):
         single = isinstance(ty, ir.FloatType)
         return f"__nv_{fn}{'f' if single else ''}"
 
+    def math_function(self, module: ir.Module, fn: str, ty: ir.Type, nargs: int,
+                      vectorizable: bool = True) -> ir.Function:
+        """libdevice's functions (`__nv_*`) are declared as what they are: pure, total
+        functions of their arguments. The backend optimises a kernel before it inlines them
+        (backends/nvptx.py, `compile_ptx`), and LLVM may then hoist a call out of a loop,
+        merge two calls with the same argument or drop an unused one, as it would their
+        inlined bodies. (llvmlite knows no `memory(none)`: added to the underlying set,
+        printed as written.)"""
+        func = super().math_function(module, fn, ty, nargs, vectorizable)
+        if func.name.startswith("__nv_"):
+            for attr in ("memory(none)", "nounwind", "speculatable", "willreturn"):
+                set.add(func.attributes, attr)
+        return func
+
 
 @frozen
 class AmdgpuTarget(Target):

@@ -102,9 +102,9 @@ def _instrument() -> None:
     compiler.lower_artifact = _timed("lower", compiler.lower_artifact)
     original_ptx = nvptx.compile_ptx
 
-    def compile_ptx(module: Any, sm: int) -> str:
+    def compile_ptx(module: Any, sm: int, host: Any = None) -> str:
         text = _timed("ir_text", str)(module)
-        ptx = _timed("ptx", original_ptx)(text, sm)
+        ptx = _timed("ptx", original_ptx)(text, sm, host)
         if DUMP and _open:
             stem = DUMP / f"{len(records):03d}-{_open[-1]['name'].split('[')[0]}"
             stem.with_suffix(".ll").write_text(text)
