@@ -338,8 +338,11 @@ def test_a_device_subclass_carries_every_compile_load_and_launch(monkeypatch, ti
     assert (y == 4).all()
     # tiered: the quick copy is compiled and loaded by the device's `tiers()` object, the
     # optimised copy by its background thread, then loaded through `load`
+    # (and jr.init asks for `tiers()` once more to warm LLVM up where there are two cores)
+    from jitrt import config
+    warm = 1 if tiered and config._cores() > 1 else 0
     assert program.device.calls == {"compile": 0 if tiered else 1, "load": 1, "entry": 1,
-                                    "tiers": 1 if tiered else 0}
+                                    "tiers": (1 if tiered else 0) + warm}
 
 
 def test_compiled_kernel_lists_its_launchable_tasks():

@@ -1,7 +1,7 @@
 """libdevice's math functions optimised once, linked into a kernel after its own optimisation.
 
 Stage: backend (part of `nvptx.compile_ptx`). A kernel that calls only the libdevice
-functions codegen emits (`nvptx.codegen_math_names()`: sin, cos, atan2, exp...) is run
+functions codegen emits (`libdevice.codegen_math_names()`: sin, cos, atan2, exp...) is run
 through LLVM's O3 pipeline with those functions as calls (declared pure by codegen,
 `NvptxTarget.math_function`), then each function's body, already optimised for the compute
 capability, is linked in and inlined (`optimise_and_link`), with a cleanup where body and
@@ -13,7 +13,7 @@ the function after O3 for `sm_<sm>`, libdevice's `__nvvm_reflect` queries answer
 helpers it calls), per process and, given the offline cache (`HostServices.store`), per
 machine. A piece is made when a kernel first needs its function (~5-20 ms of CPU a
 function; the functions a kernel needs that none has needed yet are made together, in one
-cut of the part of libdevice codegen calls, `nvptx.codegen_math_bitcode`, and one O3 run).
+cut of the part of libdevice codegen calls, `libdevice.codegen_math_bitcode`, and one O3 run).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import time
 import llvmlite.binding as llvm
 
 from ..logger import logger
-from . import nvptx
+from . import libdevice
 from .base import HostServices
 from .llvm_setup import optimize
 
@@ -39,18 +39,18 @@ _PIECES: dict[tuple[str, int, str], bytes] = {}
 
 
 def _piece_key(host: HostServices, sm: int, name: str) -> str:
-    return f"{nvptx.cut_key(host)}-sm{sm}-{name}"
+    return f"{libdevice.cut_key(host)}-sm{sm}-{name}"
 
 
 def math_pieces(names: frozenset[str], sm: int,
                 host: HostServices | None = None) -> dict[str, bytes]:
-    """For each of libdevice's `names` (of `nvptx.codegen_math_names()`), bitcode defining
+    """For each of libdevice's `names` (of `libdevice.codegen_math_names()`), bitcode defining
     it optimised for `sm_<sm>`, with the helpers it calls. Those not made yet in this
     process, nor on this machine (`host.store`), are made together (one cut of libdevice,
     one O3 run) into one piece, kept under each of their names; every function and table of a
     piece is linkonce_odr, so that pieces sharing one link to one copy of it. Call
     under LLVM_LOCK."""
-    path = nvptx.libdevice_path() or ""
+    path = libdevice.libdevice_path() or ""
     store = host.store if host is not None else None
     found: dict[str, bytes] = {}
     for name in sorted(names):
@@ -63,9 +63,9 @@ def math_pieces(names: frozenset[str], sm: int,
     missing = frozenset(name for name in names if name not in found)
     if missing:
         start = time.perf_counter()
-        mod = llvm.parse_bitcode(nvptx.libdevice_subset(missing, host))
-        mod.triple = nvptx.TRIPLE
-        optimize(mod, nvptx.target_machine(sm))
+        mod = llvm.parse_bitcode(libdevice.libdevice_subset(missing, host))
+        mod.triple = libdevice.TRIPLE
+        optimize(mod, libdevice.target_machine(sm))
         for value in [*mod.functions, *mod.global_variables]:   # (sinf's table of 2/pi...)
             if not value.is_declaration:
                 value.linkage = llvm.Linkage.linkonce_odr
@@ -86,7 +86,7 @@ def prepare(sm: int, host: HostServices | None = None) -> None:
     """A piece for each of codegen's math functions and `sm_<sm>`, one function each, made
     (or read) now: what a machine that ran CUDA programs has in its offline cache
     (`benchmarks/gpu_compile.py --libdevice kept`). Call under LLVM_LOCK."""
-    for name in sorted(nvptx.codegen_math_names()):
+    for name in sorted(libdevice.codegen_math_names()):
         math_pieces(frozenset({name}), sm, host)
 
 
@@ -98,7 +98,7 @@ def optimise_and_link(mod: llvm.ModuleRef, used: frozenset[str], sm: int,
                       host: HostServices | None) -> None:
     """O3 over `mod` with its calls of `used` (codegen's math functions) left as calls,
     then their optimised bodies linked in and inlined. Call under LLVM_LOCK."""
-    tm = nvptx.target_machine(sm)
+    tm = libdevice.target_machine(sm)
     parsed: dict[bytes, llvm.ModuleRef] = {}        # a piece made for several names: once
     pieces: dict[str, llvm.ModuleRef] = {}
     for name, bitcode in math_pieces(used, sm, host).items():
@@ -108,7 +108,7 @@ def optimise_and_link(mod: llvm.ModuleRef, used: frozenset[str], sm: int,
         if _size(pieces[name].get_function(name)) > BIG_BODY:
             mod.get_function(name).add_function_attribute("noduplicate")
     optimize(mod, tm)
-    left = nvptx.math_calls(mod)       # O3 may have merged or dropped some calls
+    left = libdevice.math_calls(mod)       # O3 may have merged or dropped some calls
     if not left:
         return
     for piece in {id(pieces[name]): pieces[name] for name in sorted(left)}.values():
