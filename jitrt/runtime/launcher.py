@@ -35,8 +35,8 @@ from .arguments import MISSING, as_host_array, bind_args, describe, fail, launch
 from .compiler import CompiledKernel, compile_kernel
 from .context import LaunchContext
 from .devices import check_devices
-from .launch_source import (array_lines, bump_lines, entry_lines, return_lines, scalar_lines,
-                            serialized, sizing_lines, template_lines)
+from .launch_source import (array_lines, bump_lines, entry_lines, keyword_lines, return_lines,
+                            scalar_lines, serialized, sizing_lines, template_lines)
 from .plan_builder import build_plan
 from .weak_templates import HeldWeakly, hold, watch
 
@@ -232,9 +232,9 @@ def make_router(kernel: "KernelLike", handles: list["LaunchHandle"], program: "P
     env: dict[str, Any] = {"dispatch": DISPATCH, "MISS": MISS, "MISSING": MISSING,
                            "active": program_mod.ACTIVE, "prog": handles[0].active_key}
     sig = "".join(f"{a}=MISSING, " for a in argnames)
-    lines = [f"def route(self, {sig}/, *extra, **kw):",
-             "    if extra or kw or active[0] is not prog:",
-             f"        return dispatch(self, {all_args} + extra, kw)"]
+    lines = [f"def route(self, {sig}/, *extra, **kw):"] + keyword_lines(kernel, argnames, env) + [
+             "    if active[0] is not prog:",
+             f"        return dispatch(self, {all_args}, {{}})"]
     attempts = []
     for k, h in enumerate(handles):
         env[f"try{k}"] = h.try_launch
@@ -336,8 +336,8 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
         sig = "".join(f"{a}=MISSING, " for a in argnames)
         # positional-only: a keyword argument always goes to `kw`, never to a slot by its name
         fill = [f"    if {a} is MISSING: {a} = {name}" for a, name in default_names(handle, env)]
-        head = [f"def launch(self, {sig}/, *extra, **kw):",
-                f"    if extra or kw: return dispatch(self, {all_args} + extra, kw)"] + fill + [
+        head = [f"def launch(self, {sig}/, *extra, **kw):"] + \
+            keyword_lines(handle.kernel, argnames, env) + fill + [
                 "    if active[0] is not prog:",
                 f"        if active[0] is token: return recording(self{plain_args})",
                 f"        return dispatch(self, {all_args}, {{}})"]
