@@ -263,6 +263,26 @@ def test_steady_state_gpu_launches_run_natively(native_fake):
     assert after["h2d_skipped"] - before["h2d_skipped"] == 4
 
 
+def test_launches_the_native_launcher_leaves_to_python_launch_natively(native_fake):
+    """A bool for an integer parameter, a keyword argument: the native launcher hands the
+    call to the Python launcher, which then launches through the native GPU entry, not the
+    Python one (Genesis's `func_solve_init(..., write_L=True)` at every step)."""
+    @jr.kernel
+    def step(dst: nd(dtype=jr.f32, ndim=1), flag: jr.i32):
+        for i in range(dst.shape[0]):
+            dst[i] = flag
+
+    b = jr.ndarray(jr.f32, shape=(300,))
+    step(b, 1)
+    native_fake.entry_slots = next(iter(step.handles.values())).entry.slots
+    native_fake.calls.clear()
+    for call in (lambda: step(b, True), lambda: step(b, flag=False), lambda: step(dst=b, flag=1)):
+        count = len(native_fake.native_calls)
+        call()
+        assert len(native_fake.native_calls) == count + 1
+    assert launches(native_fake) == []               # no Python entry ran
+
+
 def test_native_gpu_entry_hands_what_must_move_to_python(native_fake):
     x = jr.field(jr.f32, shape=(64,))
 

@@ -299,6 +299,9 @@ class LaunchHandle(LaunchContext):
         # the kernel's `__call__` when it has one specialization: native, else `launcher`
         self.native = None if native is None else native_launch.activate(
             native, self, self.python_fallback, self.launch_count)
+        if self.native is not None:    # its GPU entry table is complete only now
+            self.launcher.__globals__["entry"] = native_launch.gpu_entry_call(self) or \
+                self.entry
 
     def record(self, kernel: Any, *args: Any) -> Any:
         if self._recording is None:
@@ -325,8 +328,11 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
                            "handle": handle, "dispatch": DISPATCH, "MISS": MISS,
                            "active": program_mod.ACTIVE, "prog": handle.active_key,
                            "program": handle.program, "token": handle.program.tape_token}
-    if mode == "record":         # a GPU's native entry where there is one (not in Python)
-        env["entry"] = native_launch.gpu_entry_call(handle) or handle.entry
+    # a GPU's native entry where there is one: a launch the native launcher left to Python (a
+    # bool or numpy scalar, a keyword, a router's, a recorded one) still launches natively
+    # when nothing has to move (the native entry hands anything else to the Python entry);
+    # the handle puts it in the "fast" launcher once its native launcher is made
+    env["entry"] = native_launch.gpu_entry_call(handle) or handle.entry
     all_args = "(" + "".join(a + ", " for a in argnames) + ")"
     slow = "return MISS" if mode == "try" else f"return dispatch(self, {all_args}, {{}})"
     record: list[str] = []
