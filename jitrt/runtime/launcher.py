@@ -28,7 +28,7 @@ import numpy as np
 from ..codegen import abi
 from ..data import CURRENT_DEVICE, MATERIALIZE, MATERIALIZE_PENDING
 from ..errors import JitrtError, KernelArgError
-from ..long_lived import paused
+from ..long_lived import age_young, paused
 from . import native_launch
 from . import program as program_mod
 from .arguments import MISSING, as_host_array, bind_args, describe, fail, launch_value, specialize
@@ -180,6 +180,7 @@ def handle_for(kernel: "KernelLike", values: list[Any]) -> "LaunchHandle":
             handle = LaunchHandle(kernel, compiled, program, hold({
                 i: values[i] for i, p in enumerate(params) if p.kind == "template"}, spec))
             handle.template_watch = watch(handle, key, FIRST_CALL)
+        age_young()         # what the build keeps: no later pass of the middle generation
         kernel.handles[key] = handle
         program.handles.append(handle)
     for i, p in enumerate(params):
