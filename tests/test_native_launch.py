@@ -291,3 +291,31 @@ def test_keyword_calls_take_the_fast_path(monkeypatch):
         scaled(x, y, x=x)
     with pytest.raises(jr.KernelArgError, match="Unexpected argument 'z'"):
         scaled(x, y, z=1)
+
+
+def python_frames(call) -> list[str]:
+    """The generated Python launchers' frames `call()` entered (a native launch: none)."""
+    seen = []
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith("<jitrt"):
+            seen.append(frame.f_code.co_filename)
+    sys.setprofile(hook)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_a_bool_for_an_integer_parameter_is_launched_natively():
+    """`True`/`False` for an integer parameter: 1 and 0, in the native launcher (Genesis passes
+    `write_L=True` to an `int` parameter at every step); for a float one: the Python launcher,
+    the same value as before."""
+    x, y = jr.ndarray(jr.f32, 4), jr.ndarray(jr.f32, 4)
+    axpy(1.0, 0, x, y)
+    assert python_frames(lambda: axpy(1.0, True, x, y)) == []
+    assert python_frames(lambda: axpy(1.0, False, x, y)) == []
+    np.testing.assert_array_equal(y.to_numpy(), [1, 1, 1, 1])
+    assert python_frames(lambda: axpy(True, 1, x, y))      # a float parameter: Python
+    np.testing.assert_array_equal(y.to_numpy(), [2, 2, 2, 2])
