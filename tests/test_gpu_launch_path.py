@@ -140,6 +140,21 @@ def test_ping_pong_arrays_reuse_the_generated_entry(fake):
     assert entry.array_outputs == [b._mirror] and b._mirror.device_newer
 
 
+def test_a_return_value_costs_one_copy_of_the_status_block(fake):
+    """A kernel's return value comes back with the status block its synchronisation reads:
+    one copy (before: a copy for the value, then the synchronisation's own)."""
+    x = jr.field(jr.i32, shape=(4,))
+
+    @jr.kernel
+    def first() -> jr.i32:
+        return x[0]
+
+    first()                              # (the fake runs no kernel: the value is 0)
+    fake.calls.clear()
+    assert first() == 0
+    assert [c[0] for c in fake.calls] == ["launch", "d2h"]
+
+
 def test_host_writes_upload_before_the_next_launch_only(fake):
     x = jr.field(jr.f32, shape=(64,))
 
