@@ -174,6 +174,20 @@ def report(per_step: list[dict[str, collections.Counter]], times: list[float]) -
             print(f"    {count / n:8.2f}  {name[:100]}")
 
 
+def print_handles(names: set[str]) -> None:
+    """Per kernel launched in the timed steps: its tasks (serial or parallel) and, on a GPU,
+    the kernel parameters each launch passes (one 64-bit word per context slot)."""
+    from jitrt.runtime import program
+    for h in program.current().handles:
+        name = h.compiled.name.split("[")[0].rsplit(".", 1)[-1]
+        if name not in names:
+            continue
+        tasks = "".join("s" if t.kind == "serial" else "p" for t in h.plan.tasks)
+        slots = getattr(h.entry, "slots", None)
+        print(f"KERNEL {name}: tasks {tasks}, parameter words {slots}, native "
+              f"{h.native is not None}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -203,6 +217,10 @@ def main() -> None:
     scene, body = sc._stage("scene", sc._scene, gs, args.scene)
     sc._stage("build", lambda: scene.build(n_envs=args.n_envs))
     sc._control(body, args.scene)
+    if os.environ.get("GSTEP_GC_PROBE"):
+        sys.path.insert(0, "/tmp/gstep")
+        import gcprobe
+        gcprobe.probe("after build")
     sc._stage("warm", sc._steps, scene, args.warm)
     counts = Counts(lib, native)
     profile = cProfile.Profile() if args.profile else None
@@ -222,6 +240,8 @@ def main() -> None:
         per_step.append(counts.diff(before, counts.snapshot()))
     GC["on"] = False
     report(per_step, times)
+    launched = set(per_step[-1]["kernels"]) | set(per_step[0]["kernels"])
+    print_handles(launched)
     if profile:
         profile.dump_stats(str(args.profile))
         pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
