@@ -177,6 +177,7 @@ class LoweringHost:
         static_jump: str | None       # "break"/"continue" met in a jr.static loop's body
         static_depths: list[int]      # the depth at each enclosing jr.static loop
         folded_ifs: int               # > 0 inside a non-static `if` of a constant condition
+        at_outermost_scope: Callable[[], bool]    # lower.py: a loop here runs in parallel
         # expressions (lower_expr)
         expr: Callable[..., Any]
         value: Callable[..., n.Expr]

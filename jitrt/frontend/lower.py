@@ -64,12 +64,23 @@ class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, PyCallLowering,
         self.static_jump: str | None = None     # a break/continue of the jr.static loop
         self.static_depths: list[int] = []      # self.depth at each enclosing jr.static loop
         self.folded_ifs = 0           # > 0 inside a non-static `if` of a constant condition
+        # the depth at which a statement is at the kernel's outermost scope (its loops run in
+        # parallel), None where no statement is: the kernel body's 0, and an inlined func's
+        # own top level when the call is at the outermost scope (as in Quadrants and Taichi)
+        self.outer_depth: int | None = 0 if is_kernel_body else None
 
     def sub_lowerer(self, src: SourceInfo, scope: Scope) -> "FunctionLowerer":
-        """A lowerer for an inlined func body that emits into this lowerer's current block."""
+        """A lowerer for an inlined func body that emits into this lowerer's current block;
+        a call at the kernel's outermost scope puts the func's top level there too."""
         sub = FunctionLowerer(src, self.ctx, scope, False, self.depth + 1, self.loops)
         sub.block = self.block
+        if self.at_outermost_scope():
+            sub.outer_depth, sub.folded_ifs = sub.depth, self.folded_ifs
         return sub
+
+    def at_outermost_scope(self) -> bool:
+        """Whether a statement lowered now is at the kernel's outermost scope."""
+        return self.outer_depth is not None and self.depth == self.outer_depth
 
 
 def random_prologue(ctx: CompileContext, loc: n.Loc) -> list[n.Stmt]:

@@ -333,7 +333,7 @@ class LoopLowering(LoweringHost):
                  for k in [name.id for name in names] + ([group_name] if group_name else [])}
         self.refuse_assigned_loop_names(names, saved)
         vars_ = self.bind_loop_vars(names, extents)
-        parallel = self.depth == 0 and self.is_kernel_body and not self.serialize_next
+        parallel = self.at_outermost_scope() and not self.serialize_next
         if parallel and self.folded_ifs and continues(node.body, ast.Break):
             parallel = False    # in Taichi a loop inside a non-static `if` is not outermost
         block_dim = self.block_dim_next if parallel else 0
