@@ -140,6 +140,21 @@ def test_ping_pong_arrays_reuse_the_generated_entry(fake):
     assert entry.array_outputs == [b._mirror] and b._mirror.device_newer
 
 
+def test_a_return_value_costs_one_copy_of_the_status_block(fake):
+    """A kernel's return value comes back with the status block its synchronisation reads:
+    one copy (before: a copy for the value, then the synchronisation's own)."""
+    x = jr.field(jr.i32, shape=(4,))
+
+    @jr.kernel
+    def first() -> jr.i32:
+        return x[0]
+
+    first()                              # (the fake runs no kernel: the value is 0)
+    fake.calls.clear()
+    assert first() == 0
+    assert [c[0] for c in fake.calls] == ["launch", "d2h"]
+
+
 def test_host_writes_upload_before_the_next_launch_only(fake):
     x = jr.field(jr.f32, shape=(64,))
 
@@ -261,6 +276,26 @@ def test_steady_state_gpu_launches_run_natively(native_fake):
     after = jr.debug.stats()
     assert after["launches"] - before["launches"] == 4
     assert after["h2d_skipped"] - before["h2d_skipped"] == 4
+
+
+def test_launches_the_native_launcher_leaves_to_python_launch_natively(native_fake):
+    """A bool for an integer parameter, a keyword argument: the native launcher hands the
+    call to the Python launcher, which then launches through the native GPU entry, not the
+    Python one (Genesis's `func_solve_init(..., write_L=True)` at every step)."""
+    @jr.kernel
+    def step(dst: nd(dtype=jr.f32, ndim=1), flag: jr.i32):
+        for i in range(dst.shape[0]):
+            dst[i] = flag
+
+    b = jr.ndarray(jr.f32, shape=(300,))
+    step(b, 1)
+    native_fake.entry_slots = next(iter(step.handles.values())).entry.slots
+    native_fake.calls.clear()
+    for call in (lambda: step(b, True), lambda: step(b, flag=False), lambda: step(dst=b, flag=1)):
+        count = len(native_fake.native_calls)
+        call()
+        assert len(native_fake.native_calls) == count + 1
+    assert launches(native_fake) == []               # no Python entry ran
 
 
 def test_native_gpu_entry_hands_what_must_move_to_python(native_fake):

@@ -256,3 +256,66 @@ def test_numpy_arrays_changed_in_place_are_rechecked():
     a[:] = 0
     iota(a)
     np.testing.assert_array_equal(a, np.arange(16))
+
+
+@jr.kernel
+def scaled(x: ND(dtype=jr.f32, ndim=1), y: ND(dtype=jr.f32, ndim=1), k: jr.f32 = 2.0,
+           shift: jr.template() = 0):
+    for i in range(x.shape[0]):
+        y[i] = k * x[i] + shift
+
+
+def test_keyword_calls_take_the_fast_path(monkeypatch):
+    """A call with keyword arguments is made again positionally (defaults filled) and taken
+    by the native launcher: after the first call no launch binds its arguments in the slow
+    path; one with several specializations goes through the router the same way. What the
+    kernel computes is what the positional call computes."""
+    from jitrt.runtime import launcher
+    bound = []
+    original = launcher.bind_args
+    monkeypatch.setattr(launcher, "bind_args", lambda *a: bound.append(1) or original(*a))
+    x, y = jr.ndarray(jr.f32, 4), jr.ndarray(jr.f32, 4)
+    x.from_numpy(np.arange(4, dtype=np.float32))
+    scaled(x, y, k=3.0)
+    assert len(bound) == 1 and is_native(scaled)
+    for k in (4.0, 5.0):
+        scaled(x, k=k, y=y)
+    assert len(bound) == 1
+    np.testing.assert_allclose(y.to_numpy(), 5.0 * np.arange(4))
+    scaled(x, y, shift=1)                        # a second specialization: the router
+    scaled(x, y, shift=0, k=1.0)
+    scaled(y=y, x=x, shift=1)
+    assert len(bound) == 2
+    np.testing.assert_allclose(y.to_numpy(), 2.0 * np.arange(4) + 1)
+    with pytest.raises(jr.KernelArgError, match="Multiple values for argument 'x'"):
+        scaled(x, y, x=x)
+    with pytest.raises(jr.KernelArgError, match="Unexpected argument 'z'"):
+        scaled(x, y, z=1)
+
+
+def python_frames(call) -> list[str]:
+    """The generated Python launchers' frames `call()` entered (a native launch: none)."""
+    seen = []
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith("<jitrt"):
+            seen.append(frame.f_code.co_filename)
+    sys.setprofile(hook)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_a_bool_for_an_integer_parameter_is_launched_natively():
+    """`True`/`False` for an integer parameter: 1 and 0, in the native launcher (Genesis passes
+    `write_L=True` to an `int` parameter at every step); for a float one: the Python launcher,
+    the same value as before."""
+    x, y = jr.ndarray(jr.f32, 4), jr.ndarray(jr.f32, 4)
+    axpy(1.0, 0, x, y)
+    assert python_frames(lambda: axpy(1.0, True, x, y)) == []
+    assert python_frames(lambda: axpy(1.0, False, x, y)) == []
+    np.testing.assert_array_equal(y.to_numpy(), [1, 1, 1, 1])
+    assert python_frames(lambda: axpy(True, 1, x, y))      # a float parameter: Python
+    np.testing.assert_array_equal(y.to_numpy(), [2, 2, 2, 2])

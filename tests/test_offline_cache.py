@@ -476,3 +476,22 @@ def test_source_hash_follows_stat_not_contents(tmp_path, monkeypatch):
     b.write_text("y = 3\n")
     os.utime(b, ns=(1_000_000_000, 1_000_000_000))
     assert keys.source_hash(str(tmp_path)) == first
+
+
+def test_pinned_compiler_hash_is_for_development_only(monkeypatch):
+    """`JITRT_DEV_PIN_COMPILER_HASH` replaces jitrt's source hash in every key (development:
+    a launch-path edit reuses a long build); without it the hash is the sources' again."""
+    from jitrt.cache import keys
+    monkeypatch.delenv(keys.PIN_ENV, raising=False)
+    keys.compiler_hash.cache_clear()
+    try:
+        real = keys.compiler_hash()
+        assert not real.startswith("pinned:")
+        monkeypatch.setenv(keys.PIN_ENV, "dev1")
+        keys.compiler_hash.cache_clear()
+        assert keys.compiler_hash() == "pinned:dev1"
+        monkeypatch.delenv(keys.PIN_ENV)
+        keys.compiler_hash.cache_clear()
+        assert keys.compiler_hash() == real
+    finally:
+        keys.compiler_hash.cache_clear()

@@ -196,6 +196,77 @@ def test_perf_dispatch_measures_each_then_keeps_the_fastest(monkeypatch):
     assert calls == ["slow", "slow"]
 
 
+def test_perf_dispatch_one_compatible_is_never_measured(monkeypatch):
+    """One compatible implementation: chosen at once, never synchronised or timed (also when
+    measuring would restart), and the very same arguments again skip the geometry hash, as
+    in Quadrants 1.3.3 (Genesis's constraint solver calls its one arm so every step)."""
+    syncs, hashes, calls = [], [], []
+    monkeypatch.setattr("jitrt.runtime.program.sync", lambda: syncs.append(1))
+
+    def geometry(a, b, flag=False):
+        hashes.append(1)
+        return (a, b, flag)
+
+    @jr.perf_dispatch(get_geometry_hash=geometry, active=2, repeat_after_count=3)
+    def solve(a, b, flag=False): ...
+
+    @solve.register(is_compatible=lambda a, b, flag=False: a != "never")
+    def only(a, b, flag=False):
+        calls.append((a, b, flag))
+
+    @solve.register(is_compatible=lambda a, b, flag=False: a == "never")
+    def other(a, b, flag=False):
+        calls.append("other")
+
+    state = object()
+    for _ in range(5):
+        solve(state, 2, flag=True)
+    assert calls == [(state, 2, True)] * 5 and syncs == [] and len(hashes) == 1
+    fresh = [object() for _ in range(4)]
+    for x in fresh:                     # new objects: hashed each call, still unmeasured
+        solve(x, 2)
+    assert syncs == [] and len(hashes) == 5 and calls[-1] == (fresh[-1], 2, False)
+
+
+def test_perf_dispatch_hashes_its_key_once_a_call(monkeypatch):
+    monkeypatch.setattr("jitrt.runtime.program.sync", lambda: None)
+    hashed = []
+
+    class Key:
+        def __hash__(self):
+            hashed.append(1)
+            return 7
+
+    key = Key()
+
+    @jr.perf_dispatch(get_geometry_hash=lambda n: key, first_warmup=0, active=1)
+    def work(n): ...
+
+    work.register(lambda n: None)
+    work.register(lambda n: None)
+    work(1), work(2)                    # one timed run each: the choice is made
+    hashed.clear()
+    for n in range(3, 13):
+        work(n)
+    assert len(hashed) == 10
+
+
+def test_perf_dispatch_warmup_runs_are_not_synchronised(monkeypatch):
+    syncs = []
+    monkeypatch.setattr("jitrt.runtime.program.sync", lambda: syncs.append(1))
+
+    @jr.perf_dispatch(get_geometry_hash=lambda n: n, first_warmup=2, active=1)
+    def work(n): ...
+
+    work.register(lambda n: None)
+    work.register(lambda n: None)
+    for _ in range(4):                  # two warm-up runs each: no synchronisation
+        work(1)
+    assert syncs == []
+    work(1), work(1)                    # the timed runs: before and after each
+    assert len(syncs) == 4
+
+
 def test_perf_dispatch_parameters_must_match():
     @jr.perf_dispatch(get_geometry_hash=lambda n: n)
     def proto(n): ...

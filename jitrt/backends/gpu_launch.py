@@ -249,10 +249,8 @@ class GpuLaunch:
     def results(self, copy_out: list[tuple[Any, int, int]] | None) -> None:
         """Copy staged arrays the kernels wrote back and read a return value (the only
         synchronisations of a launch)."""
-        device, driver = self.device, self.device.driver
-        if self.returns:
-            status = device._status_host
-            driver.copy_d2h(ctypes.addressof(status), device.status, abi.STATUS_SLOTS * 8)
+        device = self.device
+        # each synchronisation copies the status block, the return slot with it
         if copy_out:
             gpu_staging.copy_back(device, copy_out)           # synchronises
         elif self.returns:

@@ -46,9 +46,18 @@ def cache_key(parts: CacheKeyParts) -> str:
     return h.hexdigest()
 
 
+PIN_ENV = "JITRT_DEV_PIN_COMPILER_HASH"
+
+
 @functools.lru_cache(maxsize=None)
 def compiler_hash() -> str:
-    """`source_hash` of the jitrt package (once per process)."""
+    """`source_hash` of the jitrt package (once per process). For jitrt's own development
+    only, `JITRT_DEV_PIN_COMPILER_HASH=TEXT` replaces it with `pinned:TEXT`: an edit to the
+    launch path then reuses the kernels a long build compiled (an edit that changes generated
+    code must not be run so: its stale entries would be reused). Never set by default."""
+    pinned = os.environ.get(PIN_ENV)
+    if pinned:
+        return f"pinned:{pinned}"
     return source_hash(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 

@@ -27,11 +27,12 @@ T_NP_DATA, T_NP_ND, T_NP_DIMS, T_NP_DESCR, T_NP_FLAGS = 40, 41, 42, 43, 44  # nu
 T_LIST_ITEMS = 9        # byte offset of a list's item array pointer
 T_TUPLE_TYPE, T_LIST_TYPE, T_NDARRAY_TYPE = 45, 46, 47   # what a vector argument may be
 T_VECTOR_TYPE, T_MATRIX_TYPE = 48, 49   # ... or jr.Vector / jr.Matrix (numpy array subclasses)
+T_BOOL_TYPE, T_TRUE = 50, 51    # bool and the True object: a bool for an integer parameter
 API_WORDS = ("PyObject_Call", "PyObject_CallNoArgs", "Py_IncRef", "Py_DecRef",
              "PyLong_AsLongLongAndOverflow", "PyFloat_FromDouble", "PyLong_FromLongLong",
              "PyLong_FromUnsignedLongLong")
 T_API = 27              # the C API functions above, in that order (up to word 39)
-HEADER_WORDS = 50
+HEADER_WORDS = 52
 RECORD_WORDS = 4
 # a parameter record (one per parameter, from HEADER_WORDS): kind, context slot, a, b
 P_ARRAY, P_TEMPLATE, P_FLOAT, P_INT = 1, 2, 3, 4   # ARRAY/TEMPLATE: a = the expected object

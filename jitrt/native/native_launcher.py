@@ -18,11 +18,12 @@ program, no Python launch of the program in flight (its launch lock's `held` cou
 Python launch releases the GIL while its kernel runs); each ndarray argument the very object
 last packed (a jitrt ndarray; the Python launcher records it in its record), each template
 argument the very object compiled for, each scalar an exact `float` or `int` (ints
-range-checked) written to its slot, each vector/matrix an exact tuple or list (of rows) of
-such numbers or a C-contiguous numpy array of its shape and of one of two dtypes, its
-components written to its slots; the launch counter and the write set's generations bumped
-(a new int stored in each `gen` slot); the entry called; a fault or overflow handed to the
-table's `finish` (Python: raises the error); the return slot decoded. It holds the GIL
+range-checked; a `bool` for an integer parameter, as 0 or 1) written to its slot, each
+vector/matrix an exact tuple or list (of rows) of such numbers or a C-contiguous numpy array
+of its shape and of one of two dtypes, its components written to its slots; the launch
+counter and the write set's generations bumped (a new int stored in each `gen` slot); the
+entry called; a fault or overflow handed to the table's `finish` (Python: raises the error);
+the return slot decoded. It holds the GIL
 throughout, which is what makes it exclusive: no other launch of the program can start or be
 running meanwhile, so it needs no lock calls.
 """
@@ -38,12 +39,12 @@ from .launch_table import (A_DATA, A_DESCR, A_FLAGS, A_NDIM, A_NUMPY, A_SHAPE, A
                            CTYPES_BUFFER_OFFSET, HEADER_WORDS, P_ARRAY, P_FLOAT, P_TEMPLATE,
                            P_VECTOR, RECORD_WORDS, RET_FLOAT, RET_SIGNED, RET_UNSIGNED,
                            T_ACTIVE, T_API, T_CONTEXT, T_COUNT_ADDR, T_ENTRY, T_ENTRY_ARG,
-                           T_FALLBACK, T_FINISH, T_FLOAT_TYPE, T_FLOAT_VALUE, T_HELD,
+                           T_BOOL_TYPE, T_FALLBACK, T_FINISH, T_FLOAT_TYPE, T_FLOAT_VALUE, T_HELD,
                            T_LONG_TYPE, T_NARGS, T_NBUMPS, T_NONE, T_NP_DATA, T_NP_DESCR,
                            T_NP_DIMS, T_NP_FLAGS, T_NP_ND, T_NPARAMS, T_OVERFLOW_SLOT, T_PROGRAM,
                            T_RETURN_KIND, T_RETURN_MASK, T_TUPLE_ITEMS, T_TUPLE_SIZE,
                            T_TUPLE_TYPE, T_TYPE, T_LIST_TYPE, T_LIST_ITEMS, T_NDARRAY_TYPE,
-                           T_VECTOR_TYPE, T_MATRIX_TYPE,
+                           T_VECTOR_TYPE, T_MATRIX_TYPE, T_TRUE,
                            V_COLS, V_HI, V_KIND, V_LO, V_NARROW, V_ROWS, V_WIDE,
                            NPY_C_CONTIGUOUS)
 
@@ -438,9 +439,26 @@ class _LaunchIR:
         b.store(value, b.bitcast(slot_ptr, F64.as_pointer()))
         b.branch(cont)
         b.position_at_end(int_bb)
-        b.cbranch(is_long, read_int, self.fallback)
+        maybe_bool, from_bool, check_int = (self.block(n) for n in ("maybe_bool", "from_bool",
+                                                                     "check_int"))
+        b.cbranch(is_long, read_int, maybe_bool)
+        b.position_at_end(maybe_bool)         # a bool for an integer parameter: 0 or 1
+        b.cbranch(b.icmp_unsigned("==", arg_type, t.word(T_BOOL_TYPE)), from_bool,
+                  self.fallback)
+        b.position_at_end(from_bool)
+        bool_value = b.zext(b.icmp_unsigned("==", b.ptrtoint(arg, I64), t.word(T_TRUE)), I64)
+        b.branch(check_int)
         b.position_at_end(read_int)
-        v, fits = self.long_value(arg)
+        long_value, long_fits = self.long_value(arg)
+        long_end = b.block
+        b.branch(check_int)
+        b.position_at_end(check_int)
+        v = b.phi(I64)
+        v.add_incoming(long_value, long_end)
+        v.add_incoming(bool_value, from_bool)
+        fits = b.phi(ir.IntType(1))
+        fits.add_incoming(long_fits, long_end)
+        fits.add_incoming(ir.Constant(ir.IntType(1), 1), from_bool)
         in_range = b.and_(fits, b.and_(b.icmp_signed(">=", v, lo), b.icmp_signed("<=", v, hi)))
         b.cbranch(in_range, store_int, self.fallback)
         b.position_at_end(store_int)

@@ -21,12 +21,47 @@ from ..data import Ndarray
 from ..host_matrix import HostMatrix, as_host
 from ..launch_plan import LaunchPlan
 from . import native_launch
-from .arguments import changed_expr, watch_state
+from .arguments import MISSING, changed_expr, watch_state
 from .weak_templates import HeldWeakly
 
 if TYPE_CHECKING:
     from .context import LaunchContext
     from .program import Program
+
+
+def keyword_lines(kernel: Any, argnames: list[str], env: dict[str, Any]) -> list[str]:
+    """A call with keyword arguments and no extra positional ones is made again as the
+    positional call `bind_args` would turn it into (defaults filled), `self(a0, a1, ...)`, so
+    that the kernel's native launcher or router takes it as it takes any positional call (a
+    Genesis solver passes `write_L=True` at every step). A name that is not a parameter, or one
+    given twice, goes to `dispatch`, which says so."""
+    names = [p.name for p in kernel.params]
+    env["by_position"], env["MISSING"] = by_position, MISSING
+    env["param_index"] = {name: i for i, name in enumerate(names) if i < len(argnames)}
+    env["param_defaults"] = {i: kernel.defaults[name] for i, name in enumerate(names)
+                             if name in kernel.defaults and i < len(argnames)}
+    args = "(" + "".join(a + ", " for a in argnames) + ")"
+    return ["    if extra or kw:",
+            f"        bound = None if extra else by_position(kw, param_index, {args}, "
+            "param_defaults)",
+            f"        if bound is None: return dispatch(self, {args} + extra, kw)",
+            "        return self(*bound)"]
+
+
+def by_position(kw: dict[str, Any], index: dict[str, int], args: tuple[Any, ...],
+                defaults: dict[int, Any]) -> list[Any] | None:
+    """`args` (MISSING where not passed) with the keyword arguments `kw` in their places and
+    the defaults where still MISSING; None if a name is unknown or given twice."""
+    out = list(args)
+    for name, v in kw.items():
+        i = index.get(name)
+        if i is None or out[i] is not MISSING:
+            return None
+        out[i] = v
+    for i, v in defaults.items():
+        if out[i] is MISSING:
+            out[i] = v
+    return out
 
 
 def scalar_lines(plan: LaunchPlan, slow: str) -> list[str]:

@@ -28,15 +28,15 @@ import numpy as np
 from ..codegen import abi
 from ..data import CURRENT_DEVICE, MATERIALIZE, MATERIALIZE_PENDING
 from ..errors import JitrtError, KernelArgError
-from ..long_lived import paused
+from ..long_lived import age_young, paused
 from . import native_launch
 from . import program as program_mod
 from .arguments import MISSING, as_host_array, bind_args, describe, fail, launch_value, specialize
 from .compiler import CompiledKernel, compile_kernel
 from .context import LaunchContext
 from .devices import check_devices
-from .launch_source import (array_lines, bump_lines, entry_lines, return_lines, scalar_lines,
-                            serialized, sizing_lines, template_lines)
+from .launch_source import (array_lines, bump_lines, entry_lines, keyword_lines, return_lines,
+                            scalar_lines, serialized, sizing_lines, template_lines)
 from .plan_builder import build_plan
 from .weak_templates import HeldWeakly, hold, watch
 
@@ -180,6 +180,7 @@ def handle_for(kernel: "KernelLike", values: list[Any]) -> "LaunchHandle":
             handle = LaunchHandle(kernel, compiled, program, hold({
                 i: values[i] for i, p in enumerate(params) if p.kind == "template"}, spec))
             handle.template_watch = watch(handle, key, FIRST_CALL)
+        age_young()         # what the build keeps: no later pass of the middle generation
         kernel.handles[key] = handle
         program.handles.append(handle)
     for i, p in enumerate(params):
@@ -232,9 +233,9 @@ def make_router(kernel: "KernelLike", handles: list["LaunchHandle"], program: "P
     env: dict[str, Any] = {"dispatch": DISPATCH, "MISS": MISS, "MISSING": MISSING,
                            "active": program_mod.ACTIVE, "prog": handles[0].active_key}
     sig = "".join(f"{a}=MISSING, " for a in argnames)
-    lines = [f"def route(self, {sig}/, *extra, **kw):",
-             "    if extra or kw or active[0] is not prog:",
-             f"        return dispatch(self, {all_args} + extra, kw)"]
+    lines = [f"def route(self, {sig}/, *extra, **kw):"] + keyword_lines(kernel, argnames, env) + [
+             "    if active[0] is not prog:",
+             f"        return dispatch(self, {all_args}, {{}})"]
     attempts = []
     for k, h in enumerate(handles):
         env[f"try{k}"] = h.try_launch
@@ -299,6 +300,9 @@ class LaunchHandle(LaunchContext):
         # the kernel's `__call__` when it has one specialization: native, else `launcher`
         self.native = None if native is None else native_launch.activate(
             native, self, self.python_fallback, self.launch_count)
+        if self.native is not None:    # its GPU entry table is complete only now
+            self.launcher.__globals__["entry"] = native_launch.gpu_entry_call(self) or \
+                self.entry
 
     def record(self, kernel: Any, *args: Any) -> Any:
         if self._recording is None:
@@ -325,8 +329,11 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
                            "handle": handle, "dispatch": DISPATCH, "MISS": MISS,
                            "active": program_mod.ACTIVE, "prog": handle.active_key,
                            "program": handle.program, "token": handle.program.tape_token}
-    if mode == "record":         # a GPU's native entry where there is one (not in Python)
-        env["entry"] = native_launch.gpu_entry_call(handle) or handle.entry
+    # a GPU's native entry where there is one: a launch the native launcher left to Python (a
+    # bool or numpy scalar, a keyword, a router's, a recorded one) still launches natively
+    # when nothing has to move (the native entry hands anything else to the Python entry);
+    # the handle puts it in the "fast" launcher once its native launcher is made
+    env["entry"] = native_launch.gpu_entry_call(handle) or handle.entry
     all_args = "(" + "".join(a + ", " for a in argnames) + ")"
     slow = "return MISS" if mode == "try" else f"return dispatch(self, {all_args}, {{}})"
     record: list[str] = []
@@ -336,8 +343,8 @@ def make_launcher(handle: LaunchHandle, mode: str) -> Any:
         sig = "".join(f"{a}=MISSING, " for a in argnames)
         # positional-only: a keyword argument always goes to `kw`, never to a slot by its name
         fill = [f"    if {a} is MISSING: {a} = {name}" for a, name in default_names(handle, env)]
-        head = [f"def launch(self, {sig}/, *extra, **kw):",
-                f"    if extra or kw: return dispatch(self, {all_args} + extra, kw)"] + fill + [
+        head = [f"def launch(self, {sig}/, *extra, **kw):"] + \
+            keyword_lines(handle.kernel, argnames, env) + fill + [
                 "    if active[0] is not prog:",
                 f"        if active[0] is token: return recording(self{plain_args})",
                 f"        return dispatch(self, {all_args}, {{}})"]

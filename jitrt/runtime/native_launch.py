@@ -141,6 +141,7 @@ class _Builder:
         t[nl.T_TUPLE_SIZE], t[nl.T_TUPLE_ITEMS] = lay["tuple_size"], lay["tuple_items"]
         t[nl.T_TYPE], t[nl.T_FLOAT_VALUE] = lay["type"], lay["float_value"]
         t[nl.T_FLOAT_TYPE], t[nl.T_LONG_TYPE], t[nl.T_NONE] = id(float), id(int), id(None)
+        t[nl.T_BOOL_TYPE], t[nl.T_TRUE] = id(bool), id(True)
         t[nl.T_TUPLE_TYPE], t[nl.T_LIST_TYPE], t[nl.T_NDARRAY_TYPE] = \
             id(tuple), id(list), id(np.ndarray)
         t[nl.T_VECTOR_TYPE], t[nl.T_MATRIX_TYPE] = id(Vector), id(Matrix)

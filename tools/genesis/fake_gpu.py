@@ -102,9 +102,9 @@ def _instrument() -> None:
     compiler.lower_artifact = _timed("lower", compiler.lower_artifact)
     original_ptx = nvptx.compile_ptx
 
-    def compile_ptx(module: Any, sm: int, host: Any = None) -> str:
+    def compile_ptx(module: Any, sm: int, *rest: Any) -> str:
         text = _timed("ir_text", str)(module)
-        ptx = _timed("ptx", original_ptx)(text, sm, host)
+        ptx = _timed("ptx", original_ptx)(text, sm, *rest)
         if DUMP and _open:
             stem = DUMP / f"{len(records):03d}-{_open[-1]['name'].split('[')[0]}"
             stem.with_suffix(".ll").write_text(text)
@@ -203,6 +203,8 @@ def main() -> None:
     parser.add_argument("--cache", action="store_true", help="jitrt's offline cache as usual")
     parser.add_argument("--dump", type=Path, help="write each kernel's .ll and .ptx there")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    parser.add_argument("--performance-mode", action="store_true",
+                        help="gs.init(performance_mode=True): fields instead of ndarrays")
     parser.add_argument("--ir-only", action="store_true",
                         help="stop each compile at the LLVM module (no LLVM, no ptxas)")
     args = parser.parse_args()
@@ -228,7 +230,8 @@ def main() -> None:
         profile.enable()
     gs = sc._stage("import", sc._import)
     _plug_fake_torch_device(gs)
-    sc._stage("init", lambda: gs.init(backend=gs.gpu, logging_level="warning"))
+    sc._stage("init", lambda: gs.init(backend=gs.gpu, logging_level="warning",
+                                          performance_mode=args.performance_mode))
     scene, body = sc._stage("scene", sc._scene, gs, args.scene)
     sc._stage("build", lambda: scene.build(n_envs=args.n_envs))
     sc._control(body, args.scene)
