@@ -79,6 +79,12 @@ def _check_threads(value: Any) -> int | None:
 OTHER_ARCHES = ("vulkan", "metal", "opengl", "gles", "dx11", "dx12")   # Taichi's, not jitrt's
 
 
+def _check_loop_guard(value: Any) -> int | None:
+    return None if value is None else _int_in(
+        1, (1 << 31) - 2, "iterations a while loop may run before it raises; None: no "
+        "bound")(value)
+
+
 def _check_arch(value: Any) -> str:
     name = getattr(value, "name", value)
     arches = registry.names()      # the backend registry's archs, then "gpu"
@@ -188,6 +194,9 @@ OPTIONS: tuple[Option, ...] = (
            _int_in(1, None, "estimated work below which a parallel loop runs on one thread"),
            False, "estimated work (~simple ops) below which a parallel loop runs on the calling "
            "thread"),
+    Option("loop_guard", None, _parse_optional_int, _check_loop_guard, True,
+           "debugging: a while loop of a kernel past N iterations raises, naming its line "
+           "(passes/loop_guard.py); None: no bound"),
 )
 OPTION_BY_NAME = {opt.name: opt for opt in OPTIONS}
 
@@ -214,6 +223,7 @@ class Config:
     tape_graph: bool
     log_level: str | None
     parallel_grain: int
+    loop_guard: int | None
     # Taichi's options jitrt ignores, as given (peer_options.peer_values): read as attributes
     peer: tuple[tuple[str, Any], ...] = field(default=(), compare=False, repr=False)
 

@@ -1,10 +1,10 @@
-"""`JITRT_LOOP_GUARD=N` (passes/loop_guard.py): a `while` loop past N iterations records a fault
-naming its line and leaves the loop, so a kernel that would spin forever raises instead."""
+"""`JITRT_LOOP_GUARD=N`, the option `loop_guard` (passes/loop_guard.py): a `while` loop past N
+iterations records a fault naming its line and leaves the loop, so a kernel that would spin
+forever raises instead."""
 import numpy as np
 import pytest
 
 import jitrt as jr
-from jitrt.passes import loop_guard
 
 nd = jr.types.ndarray
 
@@ -24,8 +24,16 @@ def ends(x: nd(dtype=jr.i32, ndim=1)):
             x[i] = x[i] - 1
 
 
-def test_a_spinning_loop_is_named(monkeypatch):
-    monkeypatch.setenv(loop_guard.ENV, "1000")
+ENV = "JITRT_LOOP_GUARD"
+
+
+def guarded_program(monkeypatch, arch, text):
+    monkeypatch.setenv(ENV, text)
+    return jr.init(arch=arch, offline_cache=False, enable_fallback=False)
+
+
+def test_a_spinning_loop_is_named(monkeypatch, arch):
+    guarded_program(monkeypatch, arch, "1000")
     x = np.array([5, 7], np.int32)
     with pytest.raises(jr.KernelAssertionError,
                        match=r"a while loop at .*test_loop_guard.py:15 ran more than 1000 "
@@ -35,8 +43,8 @@ def test_a_spinning_loop_is_named(monkeypatch):
     assert x[0] == -1
 
 
-def test_a_loop_that_ends_is_unchanged(monkeypatch):
-    monkeypatch.setenv(loop_guard.ENV, "1000")
+def test_a_loop_that_ends_is_unchanged(monkeypatch, arch):
+    guarded_program(monkeypatch, arch, "1000")
     x = np.array([5, 700], np.int32)
     ends(x)
     jr.sync()
@@ -46,6 +54,5 @@ def test_a_loop_that_ends_is_unchanged(monkeypatch):
 @pytest.mark.cpu_only
 @pytest.mark.parametrize("text", ["0", "-3", "many"])
 def test_a_bad_limit_is_refused_by_name(monkeypatch, text):
-    monkeypatch.setenv(loop_guard.ENV, text)
     with pytest.raises(ValueError, match="JITRT_LOOP_GUARD"):
-        ends(np.array([1], np.int32))
+        guarded_program(monkeypatch, "cpu", text)

@@ -15,7 +15,6 @@ in the offline cache.
 from __future__ import annotations
 
 import dataclasses
-import os
 import pickle
 import sys
 import time
@@ -394,9 +393,9 @@ def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values:
     kir = lower_kernel(kernel.source(), kernel.fn, params, template_values, ctx, kernel.ret)
     if kernel.dual_args is not None:
         kir = with_dual_fields(ctx, kir)
-    if os.environ.get("JITRT_LOOP_GUARD"):    # a debugging aid; its counters reach the key
-        from ..passes import loop_guard
-        kir = loop_guard.guard_loops(kir, ctx.local_types, loop_guard.limit())
+    if cfg.loop_guard:                        # a debugging aid (config option loop_guard)
+        from ..passes.loop_guard import guard_loops
+        kir = guard_loops(kir, ctx.local_types, cfg.loop_guard)
     return ctx, kir
 
 

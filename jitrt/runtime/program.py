@@ -197,8 +197,8 @@ def init(arch: Any = None, **options: Any) -> Program:
             `offline_cache_max_bytes`, `offline_cache_cleaning_factor`, `ad_stack_size`,
             `ad_stack_experimental_enabled`,
             `default_fp`, `default_ip`, `num_threads`, `kernel_profiler`, `tape_graph`,
-            `log_level`, `parallel_grain` (the table `OPTIONS` in jitrt/config.py; docs/usage.md,
-            "Configuration"); each also from `JITRT_<NAME>`.
+            `log_level`, `parallel_grain`, `loop_guard` (the table `OPTIONS` in
+            jitrt/config.py; docs/usage.md, "Configuration"); each also from `JITRT_<NAME>`.
 
     Returns the Program. A GPU arch whose runtime or device is missing falls back to the CPU
     with one warning naming what is missing (as Taichi does); with `enable_fallback=False` it
