@@ -169,7 +169,6 @@ class LoweringHost:
         block: list[n.Stmt]
         depth: int
         loops: list[str]
-        is_kernel_body: bool
         top_block: list[n.Stmt] | None   # the kernel's outermost statement list
         static_depth: int             # > 0 while the argument of a jr.static(...) lowers
         serialize_next: bool

@@ -48,7 +48,6 @@ class FunctionLowerer(LogicLowering, ExprLowering, CallLowering, PyCallLowering,
                  loops: list[str] | None = None) -> None:
         self.src, self.ctx, self.scope = src, ctx, scope
         self.block: list[n.Stmt] = []
-        self.is_kernel_body = is_kernel_body
         self.static_depth = 0
         self.depth = depth
         self.loops: list[str] = loops if loops is not None else []
