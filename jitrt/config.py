@@ -194,7 +194,9 @@ OPTIONS: tuple[Option, ...] = (
            _int_in(1, None, "estimated work below which a parallel loop runs on one thread"),
            False, "estimated work (~simple ops) below which a parallel loop runs on the calling "
            "thread"),
-    Option("loop_guard", None, _parse_optional_int, _check_loop_guard, True,
+    # loop_guard changes generated code, but the cache key has it through the frontend IR (the
+    # counters are in it), so unset it leaves every key as it was
+    Option("loop_guard", None, _parse_optional_int, _check_loop_guard, False,
            "debugging: a while loop of a kernel past N iterations raises, naming its line "
            "(passes/loop_guard.py); None: no bound"),
 )

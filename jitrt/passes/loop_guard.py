@@ -7,8 +7,8 @@ iterations in a local of its own; the (N+1)-th records a fault naming the loop's
 and leaves the loop, so the launch ends and the host raises KernelAssertionError at its next
 check instead of waiting forever (on a GPU a spinning kernel blocks every later
 synchronisation). Loops of `range` have a bound already and are left alone, as are real
-functions' bodies. The option changes generated code, so it is part of the offline cache's
-key (`Config.codegen_items`). Caches nothing.
+functions' bodies. The counters are part of the frontend IR the offline cache keys, so a
+guarded and an unguarded kernel never share an entry. Caches nothing.
 """
 from __future__ import annotations
 
