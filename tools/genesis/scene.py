@@ -92,6 +92,37 @@ def _timed_steps(scene, n: int) -> float:  # type: ignore[no-untyped-def]
     return (time.perf_counter() - start) / max(n, 1)
 
 
+def _profiled_steps(scene, n: int) -> None:  # type: ignore[no-untyped-def]
+    """`n` more steps between cudaProfilerStart and cudaProfilerStop, for
+    `ncu --profile-from-start off` (tools/genesis/gpu.sh's NCU=1): the device time of each
+    kernel these steps launch, the same way for jitrt and for Quadrants."""
+    from cuda.bindings import runtime as cudart
+    qd = sys.modules["quadrants"]
+    qd.sync()
+    print(f"INFO cudaProfilerStart {cudart.cudaProfilerStart()}", flush=True)
+    for _ in range(n):
+        scene.step()
+    qd.sync()
+    print(f"INFO cudaProfilerStop {cudart.cudaProfilerStop()}", flush=True)
+
+
+def _record_kernel_names() -> dict[str, str]:
+    """On jitrt, {GPU module prefix: Python kernel name} of every kernel loaded from now on
+    (its device kernels are named `<prefix>_...`; ncu_table.py reads the map)."""
+    names: dict[str, str] = {}
+    qd = sys.modules.get("quadrants")
+    if getattr(qd, "__name__", "") != "jitrt":
+        return names
+    from jitrt.runtime import compiler
+    load = compiler.instantiate
+
+    def instantiate(a, *args, **kwargs):  # type: ignore[no-untyped-def]
+        names[a.prefix] = a.name
+        return load(a, *args, **kwargs)
+    compiler.instantiate = instantiate
+    return names
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=200)
@@ -102,8 +133,11 @@ def main() -> None:
                         help="gs.init(performance_mode=True): fields instead of ndarrays")
     parser.add_argument("--timed-steps", type=int, default=0,
                         help="then this many more steps between two synchronisations")
+    parser.add_argument("--profile-steps", type=int, default=0,
+                        help="then this many more steps inside cudaProfilerStart/Stop (for ncu)")
     args = parser.parse_args()
     gs = _stage("import", _import)
+    names = _record_kernel_names() if args.profile_steps else {}
     backend = gs.cpu if args.backend == "cpu" else gs.gpu
     _stage("init", lambda: gs.init(backend=backend, logging_level="warning",
                                    performance_mode=args.performance_mode))
@@ -114,6 +148,10 @@ def main() -> None:
     if args.timed_steps:
         synced = _stage("timed", _timed_steps, scene, args.timed_steps)
         print(f"RESULT synced_ms_per_step {synced * 1e3:.4f}")
+    if args.profile_steps:
+        _stage("profiled", _profiled_steps, scene, args.profile_steps)
+        for prefix, name in names.items():
+            print(f"KERNEL {prefix} {name}")
     pos = [float(v) for v in body.get_pos().reshape(-1, 3)[0]]
     print(f"RESULT body_pos {pos[0]:.6f} {pos[1]:.6f} {pos[2]:.6f}")
     print("RESULT state " + " ".join(f"{v:.9g}" for v in _state(body)))
