@@ -10,8 +10,8 @@
 #   bash tools/genesis/gpu.sh setup                       # unpack (once per warm machine)
 #   bash tools/genesis/gpu.sh run jitrt|quadrants SCENE N_ENVS STEPS TIMED_STEPS
 #   bash tools/genesis/gpu.sh table                       # the RESULT lines of every run so far
-#   NCU=K bash tools/genesis/gpu.sh run ...               # then K steps under Nsight Compute:
-#       each kernel's device time (gpu__time_duration), summed per kernel by ncu_table.py
+#   PROFILE=K bash tools/genesis/gpu.sh run ...           # then K steps under torch's profiler:
+#       each kernel's (memset's, copy's) device time a step, the PROFILE lines
 #
 # Each run's whole output goes to $OUT/<mode>-<scene>-<n_envs>.log; the script prints the
 # STAGE/RESULT/FAILED lines. `import quadrants` is jitrt in the jitrt runs (the alias package
@@ -43,18 +43,11 @@ run)
     if [ "$mode" = jitrt ]; then pp="$PWD:$PWD/$G/alias:$PWD/$G/site"; else pp="$PWD/$G/ref:$PWD/$G/site"; fi
     log="$OUT/$mode-$scene-$nenvs.log"
     start=$(date +%s.%N)
-    prof=()
-    if [ -n "${NCU:-}" ]; then
-        log="$OUT/$mode-$scene-$nenvs-ncu.log"
-        prof=(ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum
-              --csv --print-units base --log-file "$OUT/$mode-$scene-$nenvs-ncu.csv")
-    fi
-    LD_LIBRARY_PATH="$PWD/$G/p3/lib:${LD_LIBRARY_PATH:-}" PYTHONPATH="$pp" "${prof[@]}" python3 tools/genesis/scene.py --backend gpu --scene "$scene" \
-        --n-envs "$nenvs" --steps "$steps" --timed-steps "$timed" ${NCU:+--profile-steps "$NCU"} ${GENESIS_ARGS:-} > "$log" 2>&1
+    LD_LIBRARY_PATH="$PWD/$G/p3/lib:${LD_LIBRARY_PATH:-}" PYTHONPATH="$pp" python3 tools/genesis/scene.py --backend gpu --scene "$scene" \
+        --n-envs "$nenvs" --steps "$steps" --timed-steps "$timed" ${PROFILE:+--profile-steps "$PROFILE"} ${GENESIS_ARGS:-} > "$log" 2>&1
     rc=$?
-    if [ -n "${NCU:-}" ]; then python3 tools/genesis/ncu_table.py "$OUT/$mode-$scene-$nenvs-ncu.csv" "$NCU" 40 "$log"; fi
     echo "== $mode $scene n_envs=$nenvs rc=$rc wall=$(python3 -c "import time; print(round(time.time() - $start, 1))") s"
-    grep -E "^(STAGE|RESULT|FAILED|INFO)" "$log" | grep -v "RESULT state"
+    grep -E "^(STAGE|RESULT|FAILED|INFO|PROFILE)" "$log" | grep -v "RESULT state" | head -${LINES_SHOWN:-60}
     if [ $rc -ne 0 ]; then tail -25 "$log"; fi
     ;;
 table)

@@ -92,23 +92,43 @@ def _timed_steps(scene, n: int) -> float:  # type: ignore[no-untyped-def]
     return (time.perf_counter() - start) / max(n, 1)
 
 
-def _profiled_steps(scene, n: int) -> None:  # type: ignore[no-untyped-def]
-    """`n` more steps between cudaProfilerStart and cudaProfilerStop, for
-    `ncu --profile-from-start off` (tools/genesis/gpu.sh's NCU=1): the device time of each
-    kernel these steps launch, the same way for jitrt and for Quadrants."""
-    from cuda.bindings import runtime as cudart
+def _profiled_steps(scene, n: int, names: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    """`n` more steps under torch's profiler (CUPTI sees every kernel, memset and copy of the
+    process, whoever launched it): one `PROFILE` line per device activity, the most device
+    time first, with launches and microseconds a step, the same way for jitrt and Quadrants.
+    jitrt's `jk_<hash>` kernels are named through `names` (prefix -> Python kernel)."""
+    import re
+    from torch.profiler import ProfilerActivity, profile
     qd = sys.modules["quadrants"]
     qd.sync()
-    print(f"INFO cudaProfilerStart {cudart.cudaProfilerStart()}", flush=True)
-    for _ in range(n):
-        scene.step()
-    qd.sync()
-    print(f"INFO cudaProfilerStop {cudart.cudaProfilerStop()}", flush=True)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            scene.step()
+        qd.sync()
+    rows: dict[str, list[float]] = {}
+    for ev in prof.events():
+        if str(ev.device_type) == "DeviceType.CPU":
+            continue
+        total = float(ev.time_range.elapsed_us())
+        key = ev.name
+        for prefix, name in names.items():
+            if key.startswith(prefix):
+                key = name + " " + key[len(prefix):].lstrip("_")
+                break
+        key = re.sub(r"_c\d+_\d+_kernel_(\d+)_(\w+)$", r" #\1 \2", key)
+        row = rows.setdefault(key, [0, 0.0])
+        row[0] += 1
+        row[1] += total
+    count = sum(r[0] for r in rows.values())
+    device = sum(r[1] for r in rows.values())
+    print(f"PROFILE total {count / n:.1f} device activities a step, {device / n:.1f} us a step")
+    for key, (c, t) in sorted(rows.items(), key=lambda kv: -kv[1][1]):
+        print(f"PROFILE {t / n:8.2f} us/step {c / n:6.1f}/step {t / c:8.2f} us  {key[:90]}")
 
 
 def _record_kernel_names() -> dict[str, str]:
     """On jitrt, {GPU module prefix: Python kernel name} of every kernel loaded from now on
-    (its device kernels are named `<prefix>_...`; ncu_table.py reads the map)."""
+    (its device kernels are named `<prefix>_...`)."""
     names: dict[str, str] = {}
     qd = sys.modules.get("quadrants")
     if getattr(qd, "__name__", "") != "jitrt":
@@ -134,7 +154,7 @@ def main() -> None:
     parser.add_argument("--timed-steps", type=int, default=0,
                         help="then this many more steps between two synchronisations")
     parser.add_argument("--profile-steps", type=int, default=0,
-                        help="then this many more steps inside cudaProfilerStart/Stop (for ncu)")
+                        help="then this many more steps under torch's profiler (PROFILE lines)")
     args = parser.parse_args()
     gs = _stage("import", _import)
     names = _record_kernel_names() if args.profile_steps else {}
@@ -149,9 +169,7 @@ def main() -> None:
         synced = _stage("timed", _timed_steps, scene, args.timed_steps)
         print(f"RESULT synced_ms_per_step {synced * 1e3:.4f}")
     if args.profile_steps:
-        _stage("profiled", _profiled_steps, scene, args.profile_steps)
-        for prefix, name in names.items():
-            print(f"KERNEL {prefix} {name}")
+        _stage("profiled", _profiled_steps, scene, args.profile_steps, names)
     pos = [float(v) for v in body.get_pos().reshape(-1, 3)[0]]
     print(f"RESULT body_pos {pos[0]:.6f} {pos[1]:.6f} {pos[2]:.6f}")
     print("RESULT state " + " ".join(f"{v:.9g}" for v in _state(body)))
