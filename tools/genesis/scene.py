@@ -113,9 +113,9 @@ def _profiled_steps(scene, n: int, names: dict[str, str]) -> None:  # type: igno
         key = ev.name
         for prefix, name in names.items():
             if key.startswith(prefix):
-                key = name + " " + key[len(prefix):].lstrip("_")
+                key = key[len(prefix):].lstrip("_") + " " + name
                 break
-        key = re.sub(r"_c\d+_\d+_kernel_(\d+)_(\w+)$", r" #\1 \2", key)
+        key = re.sub(r"^(\w+?)_c\d+_\d+_kernel_(\d+)_(\w+)$", r"#\2 \3 \1", key)
         row = rows.setdefault(key, [0, 0.0])
         row[0] += 1
         row[1] += total
