@@ -36,7 +36,7 @@ def trig(a: nd(dtype=jr.f32, ndim=1), s: jr.f32):
 def two_tasks(a: nd(dtype=jr.f64, ndim=2), b: nd(dtype=jr.i32, ndim=1)) -> jr.i32:
     for i, j in jr.ndrange(a.shape[0], a.shape[1]):
         a[i, j] = jr.exp(a[i, j]) // 2
-    total = 0
+    total = b[0] - b[0]        # a load: a serial task (a constant would be inlined)
     for i in range(b.shape[0]):
         jr.atomic_max(b[0], b[i] % 7)
         k = 0
@@ -560,20 +560,25 @@ def test_gpu_compile_benchmark_prints_both_targets(libdevice):
 def nvptx_module_text(kernel, *args) -> str:
     """The LLVM IR (before optimisation) of `kernel` for CUDA's codegen target."""
     from jitrt.backends import nvptx
+    return module_text_for(kernel, nvptx.codegen_target(), *args)
+
+
+def module_text_for(kernel, target, *args) -> str:
+    """The LLVM IR (before optimisation) of `kernel` for a codegen target."""
     from jitrt.runtime import program as _program
     from jitrt.runtime.arguments import bind_args, specialize
     from jitrt.runtime.compiler import lower_module
     program = _program.current()
     params, _, templates, name = specialize(kernel, bind_args(kernel, args, {}),
                                             program.config)
-    return str(lower_module(kernel, params, templates, name, program,
-                            nvptx.codegen_target()))
+    return str(lower_module(kernel, params, templates, name, program, target))
 
 
 def test_gpu_records_a_repeated_failing_check_once():
     """On GPUs an access repeating a check an earlier access of the thread made (same
-    extents, same index values) skips its element when it fails but does not call the fault
-    recorder again: the earlier call already made the launch's record non-zero."""
+    extents, same index values) skips its element when it fails but does not note the fault
+    again: the earlier access already did. Each note keeps the thread's first failure in
+    registers (`TargetTraits.deferred_faults`), recorded by one call when the task ends."""
     a = jr.field(jr.f32, shape=(4, 3))
     b = jr.field(jr.f32, shape=(4, 3))
 
@@ -597,4 +602,38 @@ def test_gpu_records_a_repeated_failing_check_once():
             b[t, j] = 7.0                               # recorded (7)
 
     text = nvptx_module_text(repeats, 1, 2)
-    assert text.count('call void @"jitrt_record_fault"') == 7      # of 11 checked accesses
+    notes = [line for line in text.splitlines()
+             if line.strip().startswith("store i64 %") and '%"$fault_site"' in line]
+    assert len(notes) == 7                                          # of 11 checked accesses
+    assert text.count('call void @"jitrt_record_fault"') == 1      # when the task ends
+
+
+def test_gpu_checks_do_not_branch():
+    """A checked GPU access is branch-free: its address is the element's or, out of bounds,
+    the module's scratch element (`jitrt_fault_sink`), and a load's value is the element's
+    or zero. The serial loop of `gather` (three checked accesses an iteration) keeps the
+    loop's branches and one more, around the record of a pending fault at its end; with a
+    branch per check (the CPU's form) it has three more."""
+    import dataclasses
+
+    from jitrt.backends import nvptx
+    a = jr.field(jr.f32, shape=(5,))
+    idx = jr.field(jr.i32, shape=(5,))
+    out = jr.field(jr.f32, shape=(5,))
+
+    @jr.kernel
+    def gather(n: jr.i32):
+        jr.loop_config(serialize=True)
+        for k in range(n):
+            out[k] = a[idx[k]] * 2.0
+
+    def branches(target) -> int:
+        text = module_text_for(gather, target, 3)
+        assert '_serial0_kernel"' in text
+        return text.split('_serial0_kernel"', 1)[1].split("\n}\n", 1)[0].count("br i1")
+
+    target = nvptx.codegen_target()
+    branching = dataclasses.replace(
+        target, traits=dataclasses.replace(target.traits, deferred_faults=False))
+    assert '@"jitrt_fault_sink"' in module_text_for(gather, target, 3)
+    assert branches(branching) == branches(target) - 1 + 3

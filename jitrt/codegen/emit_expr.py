@@ -593,10 +593,13 @@ class ExprEmitter(EmitterHost):
     def guarded(self, access: Access, emit: Callable[[ir.Value], ir.Value | None],
                 fallback: ir.Value | None) -> ir.Value | None:
         """Run `emit(ptr)` only if the access is in bounds; otherwise record its site as failed
-        (and give `fallback` as the value)."""
+        (and give `fallback` as the value). Targets with `deferred_faults` run it on a scratch
+        element instead, without a branch (`guarded_by_select`)."""
         b = self.builder
         if ok_is_true(access.ok):
             return emit(access.ptr)
+        if self.target.traits.deferred_faults:
+            return self.guarded_by_select(access, emit, fallback)
         if isinstance(access.ok, ir.Constant):    # an index known to be out of bounds
             if not access.known:
                 self.record_fault(access.site, access.axes)
@@ -616,25 +619,99 @@ class ExprEmitter(EmitterHost):
         phi.add_incoming(fallback, else_block)
         return phi
 
+    def guarded_by_select(self, access: Access, emit: Callable[[ir.Value], ir.Value | None],
+                          fallback: ir.Value | None) -> ir.Value | None:
+        """The access with no branch: out of bounds, it goes to the module's scratch element
+        (`fault_sink`: a load's value is then replaced by `fallback`, a store or atomic lands
+        where no program data is), and the thread's first failing access is noted in three
+        locals (`note_fault`) that the function records when it returns (`flush_faults`).
+        What the program sees is what the branching form gives."""
+        b = self.builder
+        sink = b.bitcast(fault_sink(self.module, access.ptr.type.addrspace), access.ptr.type)
+        value = emit(b.select(access.ok, access.ptr, sink))
+        if not access.known:
+            self.note_fault(access)
+        if fallback is None or value is None or isinstance(value.type, ir.VoidType):
+            return None
+        return b.select(access.ok, value, fallback)
+
+    def fault_slots(self) -> tuple[ir.Value, ir.Value, ir.Value]:
+        """The function's pending fault (site + 1, axis, index; site 0: none), as locals set
+        to 0 at its entry (registers once LLVM promotes them)."""
+        if self.pending_fault is None:
+            site, axis, index = (self.local_ptr(f"$fault_{k}", dtypes.i64)
+                                 for k in ("site", "axis", "index"))
+            self.pending_fault = (site, axis, index)
+        return self.pending_fault
+
+    def note_fault(self, access: Access) -> None:
+        """Keep this access as the thread's pending fault if it failed and none is pending."""
+        b = self.builder
+        site_p, axis_p, index_p = self.fault_slots()
+        pending = b.load(site_p)
+        fresh = b.and_(b.not_(access.ok), b.icmp_unsigned("==", pending, ir.Constant(I64, 0)))
+        axis, index = failing_axis(b, access.axes)
+        b.store(b.select(fresh, ir.Constant(I64, access.site + 1), pending), site_p)
+        b.store(b.select(fresh, axis, b.load(axis_p)), axis_p)
+        b.store(b.select(fresh, index, b.load(index_p)), index_p)
+
+    def flush_faults(self) -> None:
+        """Record the pending fault, if any (before the function returns, and before a fault
+        recorded at once, so that the thread's first failure is the one kept)."""
+        if self.pending_fault is None:
+            return
+        b = self.builder
+        site_p, axis_p, index_p = self.pending_fault
+        pending = b.load(site_p)
+        with b.if_then(b.icmp_unsigned("!=", pending, ir.Constant(I64, 0)), likely=False):
+            self.call_recorder(pending, b.load(axis_p), b.load(index_p))
+            b.store(ir.Constant(I64, 0), site_p)
+
     def record_fault(self, site: int, axis_fail: list[tuple[ir.Value, ir.Value]],
                      words: tuple[ir.Value, ir.Value] | None = None) -> None:
         """Call the module's cold fault recorder with the first failing axis and its index
-        (or with the two `words` given)."""
+        (or with the two `words` given), after any fault this thread has pending."""
+        self.flush_faults()
+        axis, index = failing_axis(self.builder, axis_fail) if words is None else words
+        self.call_recorder(ir.Constant(I64, site + 1), axis, index)
+
+    def call_recorder(self, site1: ir.Value, axis: ir.Value, index: ir.Value) -> None:
         b = self.builder
-        axis: ir.Value = ir.Constant(I64, 0)
-        index: ir.Value = ir.Constant(I64, 0)
-        for k, (inside, v) in reversed(list(enumerate(axis_fail))):
-            axis = b.select(inside, axis, ir.Constant(I64, k))
-            index = b.select(inside, index, v)
-        if words is not None:
-            axis, index = words
         if self.target.traits.status_block:    # the status block and launch id, not the context
             b.call(fault_recorder(self.module, True),
                    [self.load_slot(abi.SLOT_RUNTIME), self.load_slot(abi.SLOT_LAUNCH_ID),
-                    ir.Constant(I64, site + 1), axis, index])
+                    site1, axis, index])
         else:
-            b.call(fault_recorder(self.module), [self.ctx_ptr, ir.Constant(I64, site + 1),
-                                                 axis, index])
+            b.call(fault_recorder(self.module), [self.ctx_ptr, site1, axis, index])
+
+
+def failing_axis(b: ir.IRBuilder, axis_fail: list[tuple[ir.Value, ir.Value]]
+                 ) -> tuple[ir.Value, ir.Value]:
+    """(the first axis whose index is outside, that index), from (inside, index) per axis."""
+    axis: ir.Value = ir.Constant(I64, 0)
+    index: ir.Value = ir.Constant(I64, 0)
+    for k, (inside, v) in reversed(list(enumerate(axis_fail))):
+        axis = b.select(inside, axis, ir.Constant(I64, k))
+        index = b.select(inside, index, v)
+    return axis, index
+
+
+FAULT_SINK = "jitrt_fault_sink"
+
+
+def fault_sink(module: ir.Module, space: int) -> ir.GlobalVariable:
+    """The module's scratch element for accesses out of bounds (`guarded_by_select`): 64
+    bytes in the data's address space, wider than any element, written by whichever thread
+    fails and never read for a value."""
+    found = module.globals.get(FAULT_SINK)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    ty = ir.ArrayType(I64, 8)
+    sink = ir.GlobalVariable(module, ty, FAULT_SINK, addrspace=space)
+    sink.linkage = "internal"
+    sink.initializer = ir.Constant(ty, None)
+    sink.align = 16
+    return sink
 
 
 def sext_constant(v: ir.Constant) -> ir.Constant:

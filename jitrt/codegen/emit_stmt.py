@@ -100,8 +100,9 @@ class StmtEmitter(EmitterHost):
 
     def stmt_FuncRet(self, s: n.FuncRet) -> None:
         from . import real_funcs
-        real_funcs.ret_values(self.builder, self.real_rets,
-                              [self.expr(v) for v in s.values])
+        values = [self.expr(v) for v in s.values]
+        self.flush_faults()
+        real_funcs.ret_values(self.builder, self.real_rets, values)
         self.dead_block()
 
     def stmt_If(self, s: n.If) -> None:

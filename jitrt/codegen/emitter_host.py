@@ -46,6 +46,8 @@ class EmitterHost:
         real_rets: tuple[Any, ...]       # in a real function: its result types
         checked: list[dict[Any, frozenset[str]]]   # GPUs: checks made (check_facts.py)
         conditional: int                 # > 0 inside an expression's conditional part
+        pending_fault: tuple[ir.Value, ir.Value, ir.Value] | None   # deferred faults' locals
+        flush_faults: Callable[[], None]
         next_id: Callable[[], int]
         add_site: Callable[..., int]
         expr: Callable[..., ir.Value]

@@ -74,6 +74,8 @@ class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter):
         self.shared_arrays: dict[int, tuple[ir.GlobalVariable, int]] = {}  # emit_simt
         self.checked: list[Facts] = []   # GPUs: the checks made, per statement list
         self.conditional = 0            # > 0 inside an expression's conditional part
+        # deferred faults: the thread's first failing access (site + 1, axis, index) locals
+        self.pending_fault: tuple[ir.Value, ir.Value, ir.Value] | None = None
 
     def next_id(self) -> int:
         self._ids += 1
@@ -96,6 +98,7 @@ class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter):
 
     def finish(self) -> None:
         if not self.builder.block.is_terminated:
+            self.flush_faults()
             self.builder.ret_void()
         with self.builder.goto_block(self.alloca_block):
             self.builder.branch(self.start_block)
@@ -668,6 +671,7 @@ def emit_real_funcs(module: ir.Module, target: Target, layout: abi.ContextLayout
         em.body(f.body)
         if not em.builder.block.is_terminated:
             zeros = [ir.Constant(ll_type(dt), 0.0 if dt.is_float else 0) for dt in f.rets]
+            em.flush_faults()
             real_funcs.ret_values(em.builder, f.rets, zeros)
         with em.builder.goto_block(em.alloca_block):
             em.builder.branch(em.start_block)

@@ -27,6 +27,7 @@ from .lowered import LoweredKernel, StackSizing
 from .offload import offload
 from .reductions import private_arrays, private_refs, reducible_atomics
 from .scope_versions import version_scope_locals
+from .scope_values import inline_scope_values
 from .simplify import simplify
 
 
@@ -41,6 +42,7 @@ def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: boo
                                  f"({kernel.funcs[0].name.split('$')[0]}): real functions are "
                                  "not differentiated; make it a @jr.func")
     kernel = simplify(kernel)                # 2. fold constants (bounds become constants)
+    kernel = simplify(inline_scope_values(kernel, local_types))   # 2a. launch-known ints
     if duals is not None:                    # 2b. forward mode: tangents beside the values
         kernel = forward_mode(kernel, local_types, duals)
         verify(kernel, local_types)
