@@ -594,11 +594,11 @@ class ExprEmitter(EmitterHost):
                 fallback: ir.Value | None) -> ir.Value | None:
         """Run `emit(ptr)` only if the access is in bounds; otherwise record its site as failed
         (and give `fallback` as the value). Targets with `deferred_faults` run it on a scratch
-        element instead, without a branch (`guarded_by_select`)."""
+        element instead, without a branch (`guarded_by_select`), in their one-thread kernels."""
         b = self.builder
         if ok_is_true(access.ok):
             return emit(access.ptr)
-        if self.target.traits.deferred_faults:
+        if self.defer_faults:
             return self.guarded_by_select(access, emit, fallback)
         if isinstance(access.ok, ir.Constant):    # an index known to be out of bounds
             if not access.known:

@@ -47,6 +47,7 @@ class EmitterHost:
         checked: list[dict[Any, frozenset[str]]]   # GPUs: checks made (check_facts.py)
         conditional: int                 # > 0 inside an expression's conditional part
         pending_fault: tuple[ir.Value, ir.Value, ir.Value] | None   # deferred faults' locals
+        defer_faults: bool               # checks without branches (guarded_by_select)
         flush_faults: Callable[[], None]
         next_id: Callable[[], int]
         add_site: Callable[..., int]

@@ -76,6 +76,7 @@ class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter):
         self.conditional = 0            # > 0 inside an expression's conditional part
         # deferred faults: the thread's first failing access (site + 1, axis, index) locals
         self.pending_fault: tuple[ir.Value, ir.Value, ir.Value] | None = None
+        self.defer_faults = False   # checks without branches (a GPU's one-thread kernels)
 
     def next_id(self) -> int:
         self._ids += 1
@@ -609,6 +610,7 @@ def emit_gpu_serial(module: ir.Module, target: Target, layout: abi.ContextLayout
     back there for later tasks."""
     em = gpu_emitter(module, target, layout, name, sites)
     em.task_index = index
+    em.defer_faults = target.traits.deferred_faults
     load_kernel_locals(em, {name for name, _ in layout.local_slots}, local_types)
     em.body(task.body)
     if not em.builder.block.is_terminated:

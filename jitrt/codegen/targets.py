@@ -69,13 +69,15 @@ class TargetTraits:
     # small adstacks of a known capacity may live in each thread's own local (private)
     # memory instead of the heap (`passes.lowered.local_capacity`)
     local_stacks: bool
-    # a checked access is branch-free: an index out of bounds redirects the access to the
-    # module's own scratch element (a load then gives the fallback value, a store goes
-    # nowhere the program sees) and the thread notes its first failing access in registers,
-    # recorded when the function returns (`ExprEmitter.guarded`). False: each check branches
-    # around its access to a call of the fault recorder. (GPUs: a branch per access splits
-    # a one-thread kernel into blocks of one load each; Genesis's serial solver kernels ran
-    # 1.4x the time of the same code without checks)
+    # a checked access in a one-thread (serial) kernel is branch-free: an index out of bounds
+    # redirects the access to the module's own scratch element (a load then gives the
+    # fallback value, a store goes nowhere the program sees) and the thread notes its first
+    # failing access in registers, recorded when the kernel returns (`ExprEmitter.guarded`).
+    # False, and in parallel tasks: each check branches around its access to a call of the
+    # fault recorder. (GPUs: a branch per access split a one-thread kernel into blocks of one
+    # load each; Genesis's serial solver kernels ran 1.4x the time of the same code without
+    # checks. In a parallel task of 1M threads, the adstack benchmark's gradient, the
+    # branch-free form took 3x the time: not used there)
     deferred_faults: bool
 
 
