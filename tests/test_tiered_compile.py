@@ -635,3 +635,45 @@ def test_the_ported_programs_compute_the_same_bits_in_both_tiers(held, name):
     optimised = run()
     for k, (q, o) in enumerate(zip(quick, optimised)):
         assert np.asarray(q).tobytes() == np.asarray(o).tobytes(), (name, k, q, o)
+
+
+DROPPED_THEN_RESUMED = """
+import sys
+import threading
+import numpy as np
+import jitrt as jr
+from jitrt.backends import cpu_tiers
+if sys.argv[2] == "never":              # this process ends before any optimised copy
+    never = threading.Event()
+    cpu_tiers._ThreadLLVM.compile = lambda self, text: never.wait() and b""
+jr.init(offline_cache_dir=sys.argv[1], tiered_compile=True)
+
+@jr.kernel
+def twice(a: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+    for i in range(a.shape[0]):
+        a[i] = 2 * a[i]
+
+a = np.ones(4, np.float32)
+twice(a)
+stats = jr.debug.stats()
+print(stats["compiles"], stats["offline_cache_hits"], stats["offline_cache_quick_hits"],
+      a.sum(), flush=True)
+if sys.argv[2] == "sync":
+    jr.sync()                            # the optimised copy lands and replaces the quick one
+"""
+
+
+def test_a_quick_copy_dropped_at_exit_is_cached_and_its_optimised_copy_resumed(tmp_path):
+    """A process that ends before a kernel's optimised copy is compiled stores the quick
+    copy (docs/offline_cache.md, "Quick copies"); the next process loads it instead of
+    compiling, queues the optimised compile again, and that copy replaces the quick one in
+    the cache."""
+    script = tmp_path / "dropped.py"
+    script.write_text(DROPPED_THEN_RESUMED)
+    cache = str(tmp_path / "cache")
+    runs = [subprocess.run([sys.executable, str(script), cache, mode], capture_output=True,
+                           text=True, timeout=120) for mode in ("never", "sync", "plain")]
+    assert [r.stdout.split() for r in runs] == [
+        ["1", "0", "0", "8.0"],           # compiled; its optimised copy never came
+        ["0", "1", "1", "8.0"],           # the quick copy from the cache, no compile
+        ["0", "1", "0", "8.0"]], runs     # the optimised copy, stored by the second run

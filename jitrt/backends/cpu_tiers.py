@@ -209,6 +209,7 @@ class Tiers:
         self._running = False              # a job is past its start (building or compiling)
         self._current = ""                 # the kernel of the job running (the exit's log)
         self._closed = False               # the interpreter exits: results are dropped
+        self._dropped: dict[str, Callable[[], None]] = {}   # prefix -> what its drop does
 
     @staticmethod
     def warm_up() -> bool:
@@ -218,22 +219,33 @@ class Tiers:
     def quick(self, prefix: str, text: str, symbols: list[str]) -> dict[str, int]:
         """Compile and load the quick copy: symbol -> its stub's address, and
         `symbol + CELL` -> its cell's address."""
+        return self.load_quick(prefix, self.compile_quick(prefix, text, symbols), symbols)
+
+    def compile_quick(self, prefix: str, text: str, symbols: list[str]) -> bytes | None:
+        """The quick copy's object (`quick_object`), or None when it is loaded already."""
+        return None if self._engine.is_loaded(prefix + QUICK) else quick_object(text, symbols)
+
+    def load_quick(self, prefix: str, obj: bytes | None, symbols: list[str]) -> dict[str, int]:
+        """Load a quick copy's object (`quick_object`'s, from this process or the offline
+        cache; None: already loaded), as `quick` returns it."""
         names = [s + STUB for s in symbols] + [s + CELL for s in symbols]
-        key = prefix + QUICK
-        addrs = self._engine.load(key, b"" if self._engine.is_loaded(key) else
-                                  quick_object(text, symbols), names)
+        addrs = self._engine.load(prefix + QUICK, obj or b"", names)
         return {**{s: addrs[s + STUB] for s in symbols},
                 **{s + CELL: addrs[s + CELL] for s in symbols}}
 
     def optimise_later(self, prefix: str, text: str | Callable[[], str],
-                       done: Callable[[bytes], None], kernel: str = "") -> None:
+                       done: Callable[[bytes], None], kernel: str = "",
+                       dropped: Callable[[], None] | None = None) -> None:
         """Queue `text` (or a function building it, called on the background thread) for the
         background thread; `done(object)` runs there afterwards. A prefix already queued is
-        not queued again. `kernel` names it in the log."""
+        not queued again. `kernel` names it in the log. `dropped()` runs at interpreter exit
+        if the job is dropped then (`at_exit`)."""
         with self._cond:
             if prefix in self._queued:
                 return
             self._queued.add(prefix)
+            if dropped is not None:
+                self._dropped[prefix] = dropped
             self._jobs.append((prefix, text, done, kernel or prefix))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="jitrt-optimiser",
@@ -294,17 +306,26 @@ class Tiers:
 
     def at_exit(self) -> None:
         """Interpreter exit: wait up to EXIT_GRACE_S for the queue, then drop the jobs not
-        started and the result of the one compiling (no one will launch the kernel again;
-        the next process compiles it anew). Its thread is a daemon: the process exits while
-        LLVM still works on it."""
+        started and the result of the one compiling (no one will launch the kernel again),
+        calling each dropped job's `dropped` (the compiler's puts the kernel's quick copy in
+        the offline cache: the next process loads it and compiles the optimised copy again
+        in the background, instead of compiling both). Its thread is a daemon: the process
+        exits while LLVM still works on it."""
         if self.wait(EXIT_GRACE_S):
             return
         with self._cond:
             self._closed = True
             dropped = [kernel for _, _, _, kernel in self._jobs]
+            callbacks = [self._dropped[p] for p in self._queued if p in self._dropped]
             self._jobs.clear()
             self._queued.clear()
+            self._dropped.clear()
             self._cond.notify_all()
+        for callback in callbacks:     # (the quick copies go to the offline cache)
+            try:
+                callback()
+            except Exception as exc:  # noqa: BLE001 - exit goes on; the next process compiles
+                log.logger.debug("exit: keeping a quick copy failed: %s", exc)
         log.logger.info("exit: the optimised compile%s of %s %s dropped after %.1f s (not "
                         "cached; jr.sync() before the end waits for them)",
                         "s" if dropped else "", ", ".join([self._current, *dropped]),
@@ -333,6 +354,7 @@ class Tiers:
         self._cond = threading.Condition()
         self._jobs.clear()
         self._queued.clear()
+        self._dropped.clear()
         self._foreground = self._waiting = 0
         self._paused = self._running = False
 
@@ -373,4 +395,5 @@ class Tiers:
                 with self._cond:
                     self._running = False
                     self._queued.discard(prefix)
+                    self._dropped.pop(prefix, None)
                     self._cond.notify_all()

@@ -145,6 +145,9 @@ class Artifact:
     obj: bytes
     tasks: tuple[LaunchableTask, ...] = ()      # what a device launches, task by task
     origins: tuple[tuple[str, tuple[str, int, int, int]], ...] = ()   # see `rebind_sources`
+    # "quick": `obj` is the CPU's quick copy (`cpu_tiers.quick_object`), kept when the process
+    # ended before its optimised copy was compiled (`resume_tiered`); "": the optimised copy
+    tier: str = ""
 
 
 def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
@@ -186,15 +189,9 @@ def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
     if store is not None:
         key = cache_key(key_parts(src.text, ctx, kir, cfg, program.device.target.cache_key()))
         log.logger.debug("%s: offline-cache key %s in %s", name, key, store.dir)
-        artifact = store.load(key)
-        if isinstance(artifact, Artifact) and artifact.name == name:
-            program.count("offline_cache_hits")
-            record_manifest(kernel, name, warm, variant, key, ctx)
-            artifact = rebind_sources(artifact, source_origins(kernel, ctx))
-            compiled = instantiate(artifact, tuple(ctx.field_objs), program, warm)
-            log.logger.info("%s: loaded from the offline cache in %.1f ms", name,
-                            (time.perf_counter() - start) * 1e3)
-            return compiled
+        hit = stored(kernel, params, name, ctx, kir, program, tiers, key, warm, variant, start)
+        if hit is not None:
+            return hit
         program.count("offline_cache_misses")
     program.count("compiles")
     load_pipeline("passes")
@@ -216,6 +213,28 @@ def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
     if store is not None and key is not None:
         record_manifest(kernel, name, warm, variant, key, ctx)
     log.logger.info("%s: compiled in %.1f ms", name, (time.perf_counter() - start) * 1e3)
+    return compiled
+
+
+def stored(kernel: "KernelLike", params: tuple[n.Param, ...], name: str, ctx: CompileContext,
+           kir: n.KernelIR, program: "ProgramLike", tiers: "Tiers | None", key: str,
+           warm: prekey.WarmFile | None, variant: str, start: float) -> CompiledKernel | None:
+    """The kernel from the offline cache by its full key (a quick copy only where this
+    process compiles in tiers: `resume_tiered`), or None."""
+    assert program.cache_store is not None
+    artifact = program.cache_store.load(key)
+    if not isinstance(artifact, Artifact) or artifact.name != name or \
+            (artifact.tier and tiers is None):
+        return None
+    program.count("offline_cache_hits")
+    record_manifest(kernel, name, warm, variant, key, ctx)
+    artifact = rebind_sources(artifact, source_origins(kernel, ctx))
+    if artifact.tier and tiers is not None:
+        return resume_tiered(tiers, kernel, params, ctx, kir, artifact, program, key, warm,
+                             start)
+    compiled = instantiate(artifact, tuple(ctx.field_objs), program, warm)
+    log.logger.info("%s: loaded from the offline cache in %.1f ms", name,
+                    (time.perf_counter() - start) * 1e3)
     return compiled
 
 
@@ -254,21 +273,58 @@ def compile_tiered(tiers: "Tiers", module: Any, later: "Later", artifact: "Artif
     was built without interleaved tasks), then swapped in and saved in the offline cache (if
     any) under `key`."""
     t0 = time.perf_counter()
-    text, symbols, device, store = str(module), list(artifact.symbols), program.device, \
-        program.cache_store
-    quick = tiers.quick(artifact.prefix, text, symbols)
+    text, symbols, store = str(module), list(artifact.symbols), program.cache_store
+    quick_obj = tiers.compile_quick(artifact.prefix, text, symbols)
+    quick = tiers.load_quick(artifact.prefix, quick_obj, symbols)
     log_compile(artifact.name, times, time.perf_counter() - t0,
                 " (a quick copy; the optimised one follows)")
 
+    def dropped() -> None:               # at exit, before the optimised copy was compiled
+        if store is not None and key is not None and quick_obj is not None:
+            store.save(key, artifact.name,
+                       dataclasses.replace(artifact, obj=quick_obj, tier="quick"))
+    optimise_in_background(tiers, artifact, quick, text if later is None else later,
+                           program, key, t0, dropped)
+    return instantiate(artifact, tuple(ctx.field_objs), program, warm, quick)
+
+
+def optimise_in_background(tiers: "Tiers", artifact: "Artifact", quick: dict[str, int],
+                           text: str | Callable[[], str], program: "ProgramLike",
+                           key: str | None, t0: float,
+                           dropped: Callable[[], None] | None = None) -> None:
+    """Queue the optimised copy's compile of `text`; when it lands, the quick copy's cells
+    point at it and the offline cache (if any) keeps it under `key`."""
+    symbols, device, store = list(artifact.symbols), program.device, program.cache_store
+
     def landed(obj: bytes) -> None:      # on the background thread
-        full = dataclasses.replace(artifact, obj=obj)
+        full = dataclasses.replace(artifact, obj=obj, tier="")
         tiers.retarget(quick, device.load(full.prefix, obj, symbols))
         log.logger.debug("%s: the optimised copy runs from now on (%.1f ms after the quick "
                          "one)", full.name, (time.perf_counter() - t0) * 1e3)
         if store is not None and key is not None:
             store.save(key, full.name, full)
-    tiers.optimise_later(artifact.prefix, text if later is None else later, landed,
-                         artifact.name)
+    tiers.optimise_later(artifact.prefix, text, landed, artifact.name, dropped)
+
+
+def resume_tiered(tiers: "Tiers", kernel: "KernelLike", params: tuple[n.Param, ...],
+                  ctx: CompileContext, kir: n.KernelIR, artifact: "Artifact",
+                  program: "ProgramLike", key: str, warm: prekey.WarmFile | None,
+                  start: float) -> CompiledKernel:
+    """A quick copy from the offline cache (an earlier process ended before its optimised
+    copy was compiled): loaded and bound now, its optimised copy queued again, the module's
+    text built anew on the background thread."""
+    program.count("offline_cache_quick_hits")
+    symbols = list(artifact.symbols)
+    quick = tiers.load_quick(artifact.prefix, artifact.obj, symbols)
+    name, cfg = artifact.name, program.config
+
+    def text() -> str:                   # on the background thread
+        module, _, _, later = lower_artifact(kernel, params, name, ctx, kir, cfg,
+                                             program.device)
+        return str(module) if later is None else later()
+    optimise_in_background(tiers, artifact, quick, text, program, key, start)
+    log.logger.info("%s: its quick copy loaded from the offline cache in %.1f ms (the "
+                    "optimised one follows)", name, (time.perf_counter() - start) * 1e3)
     return instantiate(artifact, tuple(ctx.field_objs), program, warm, quick)
 
 
@@ -283,8 +339,8 @@ def early_hit(kernel: "KernelLike", name: str, warm: prekey.WarmFile, variant: s
         return None
     key, field_objs, origins = found
     artifact = store.load(key)
-    if not isinstance(artifact, Artifact) or artifact.name != name:
-        return None
+    if not isinstance(artifact, Artifact) or artifact.name != name or artifact.tier:
+        return None         # (a quick copy needs the frontend's output: `resume_tiered`)
     log.logger.debug("%s: offline-cache pre-key %s -> key %s in %s", name, variant, key,
                      store.dir)
     program.count("offline_cache_hits")
