@@ -143,6 +143,21 @@ def _record_kernel_names() -> dict[str, str]:
     return names
 
 
+def _dump_asm(path: str) -> None:
+    """On Quadrants: every kernel's PTX into `path` (`print_kernel_asm`, written as
+    `quadrants_kernel_nvptx_NNNN.ptx` under `debug_dump_path`), its offline cache off so that
+    every kernel compiles. (jitrt's: `fake_gpu.py --dump DIR`, no GPU needed.) Not yet run."""
+    qd = sys.modules.get("quadrants")
+    if getattr(qd, "__name__", "") != "quadrants":
+        return
+    init = qd.init
+
+    def with_asm(*args, **kwargs):  # type: ignore[no-untyped-def]
+        kwargs.update(print_kernel_asm=True, debug_dump_path=path, offline_cache=False)
+        return init(*args, **kwargs)
+    qd.init = with_asm
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=200)
@@ -155,9 +170,13 @@ def main() -> None:
                         help="then this many more steps between two synchronisations")
     parser.add_argument("--profile-steps", type=int, default=0,
                         help="then this many more steps under torch's profiler (PROFILE lines)")
+    parser.add_argument("--dump-asm", default="",
+                        help="Quadrants runs: write every kernel's PTX to this folder")
     args = parser.parse_args()
     gs = _stage("import", _import)
     names = _record_kernel_names() if args.profile_steps else {}
+    if args.dump_asm:
+        _dump_asm(args.dump_asm)
     backend = gs.cpu if args.backend == "cpu" else gs.gpu
     _stage("init", lambda: gs.init(backend=backend, logging_level="warning",
                                    performance_mode=args.performance_mode))
