@@ -668,11 +668,24 @@ def test_a_quick_copy_dropped_at_exit_is_cached_and_its_optimised_copy_resumed(t
     copy (docs/offline_cache.md, "Quick copies"); the next process loads it instead of
     compiling, queues the optimised compile again, and that copy replaces the quick one in
     the cache."""
+    import pathlib
+
+    from jitrt.cache.store import CacheStore
     script = tmp_path / "dropped.py"
     script.write_text(DROPPED_THEN_RESUMED)
     cache = str(tmp_path / "cache")
-    runs = [subprocess.run([sys.executable, str(script), cache, mode], capture_output=True,
-                           text=True, timeout=120) for mode in ("never", "sync", "plain")]
+
+    def stored() -> list[tuple[str, bool]]:
+        store = CacheStore(pathlib.Path(cache), 1 << 40)
+        found = [store.load(e.key) for e in store.entries()]
+        return [(a.tier, bool(a.optimised_text)) for a in found if "twice" in a.name]
+
+    runs = []
+    for mode, after in (("never", [("quick", True)]), ("sync", [("", False)]),
+                        ("plain", [("", False)])):
+        runs.append(subprocess.run([sys.executable, str(script), cache, mode],
+                                   capture_output=True, text=True, timeout=120))
+        assert stored() == after, (mode, runs[-1].stderr[-2000:])    # (with the module's text)
     assert [r.stdout.split() for r in runs] == [
         ["1", "0", "0", "8.0"],           # compiled; its optimised copy never came
         ["0", "1", "1", "8.0"],           # the quick copy from the cache, no compile

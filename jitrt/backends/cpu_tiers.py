@@ -209,7 +209,9 @@ class Tiers:
         self._running = False              # a job is past its start (building or compiling)
         self._current = ""                 # the kernel of the job running (the exit's log)
         self._closed = False               # the interpreter exits: results are dropped
-        self._dropped: dict[str, Callable[[], None]] = {}   # prefix -> what its drop does
+        # prefix -> what its drop does, given the job's text where it is built
+        self._dropped: dict[str, Callable[[str | None], None]] = {}
+        self._built: dict[str, str] = {}   # prefix -> the text a job built (while it compiles)
 
     @staticmethod
     def warm_up() -> bool:
@@ -235,11 +237,12 @@ class Tiers:
 
     def optimise_later(self, prefix: str, text: str | Callable[[], str],
                        done: Callable[[bytes], None], kernel: str = "",
-                       dropped: Callable[[], None] | None = None) -> None:
+                       dropped: Callable[[str | None], None] | None = None) -> None:
         """Queue `text` (or a function building it, called on the background thread) for the
         background thread; `done(object)` runs there afterwards. A prefix already queued is
-        not queued again. `kernel` names it in the log. `dropped()` runs at interpreter exit
-        if the job is dropped then (`at_exit`)."""
+        not queued again. `kernel` names it in the log. `dropped(text)` runs at interpreter
+        exit if the job is dropped then (`at_exit`), with its text where it is at hand (given
+        as a string, or built by the time of the exit; else None)."""
         with self._cond:
             if prefix in self._queued:
                 return
@@ -316,14 +319,17 @@ class Tiers:
         with self._cond:
             self._closed = True
             dropped = [kernel for _, _, _, kernel in self._jobs]
-            callbacks = [self._dropped[p] for p in self._queued if p in self._dropped]
+            texts = {prefix: text for prefix, text, _, _ in self._jobs if isinstance(text, str)}
+            texts.update(self._built)
+            callbacks = [(self._dropped[p], texts.get(p)) for p in self._queued
+                         if p in self._dropped]
             self._jobs.clear()
             self._queued.clear()
             self._dropped.clear()
             self._cond.notify_all()
-        for callback in callbacks:     # (the quick copies go to the offline cache)
+        for callback, text in callbacks:     # (the quick copies go to the offline cache)
             try:
-                callback()
+                callback(text)
             except Exception as exc:  # noqa: BLE001 - exit goes on; the next process compiles
                 log.logger.debug("exit: keeping a quick copy failed: %s", exc)
         log.logger.info("exit: the optimised compile%s of %s %s dropped after %.1f s (not "
@@ -355,6 +361,7 @@ class Tiers:
         self._jobs.clear()
         self._queued.clear()
         self._dropped.clear()
+        self._built.clear()
         self._foreground = self._waiting = 0
         self._paused = self._running = False
 
@@ -383,6 +390,8 @@ class Tiers:
                         state = _ThreadLLVM()
                     if not isinstance(text, str):
                         text = text()
+                        with self._cond:
+                            self._built[prefix] = text     # for `dropped`, at exit
                     obj = state.compile(text)
                 if not self._closed:
                     done(obj)
@@ -396,4 +405,5 @@ class Tiers:
                     self._running = False
                     self._queued.discard(prefix)
                     self._dropped.pop(prefix, None)
+                    self._built.pop(prefix, None)
                     self._cond.notify_all()

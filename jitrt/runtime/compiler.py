@@ -148,6 +148,9 @@ class Artifact:
     # "quick": `obj` is the CPU's quick copy (`cpu_tiers.quick_object`), kept when the process
     # ended before its optimised copy was compiled (`resume_tiered`); "": the optimised copy
     tier: str = ""
+    # a quick copy's: the text of the module its optimised copy compiles, zlib-compressed,
+    # where it was built by the exit (b"": `resume_tiered` builds it anew)
+    optimised_text: bytes = b""
 
 
 def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
@@ -279,25 +282,31 @@ def compile_tiered(tiers: "Tiers", module: Any, later: "Later", artifact: "Artif
     log_compile(artifact.name, times, time.perf_counter() - t0,
                 " (a quick copy; the optimised one follows)")
 
-    def dropped() -> None:               # at exit, before the optimised copy was compiled
+    def dropped(full_text: str | None) -> None:    # at exit, before the optimised copy
         if store is not None and key is not None and quick_obj is not None:
-            store.save(key, artifact.name,
-                       dataclasses.replace(artifact, obj=quick_obj, tier="quick"))
+            store.save(key, artifact.name, quick_artifact(artifact, quick_obj, full_text))
     optimise_in_background(tiers, artifact, quick, text if later is None else later,
                            program, key, t0, dropped)
     return instantiate(artifact, tuple(ctx.field_objs), program, warm, quick)
 
 
+def quick_artifact(artifact: "Artifact", obj: bytes, full_text: str | None) -> "Artifact":
+    """What the offline cache keeps of a kernel whose optimised copy was not compiled."""
+    import zlib
+    packed = zlib.compress(full_text.encode(), 1) if full_text else b""
+    return dataclasses.replace(artifact, obj=obj, tier="quick", optimised_text=packed)
+
+
 def optimise_in_background(tiers: "Tiers", artifact: "Artifact", quick: dict[str, int],
                            text: str | Callable[[], str], program: "ProgramLike",
                            key: str | None, t0: float,
-                           dropped: Callable[[], None] | None = None) -> None:
+                           dropped: Callable[[str | None], None] | None = None) -> None:
     """Queue the optimised copy's compile of `text`; when it lands, the quick copy's cells
     point at it and the offline cache (if any) keeps it under `key`."""
     symbols, device, store = list(artifact.symbols), program.device, program.cache_store
 
     def landed(obj: bytes) -> None:      # on the background thread
-        full = dataclasses.replace(artifact, obj=obj, tier="")
+        full = dataclasses.replace(artifact, obj=obj, tier="", optimised_text=b"")
         tiers.retarget(quick, device.load(full.prefix, obj, symbols))
         log.logger.debug("%s: the optimised copy runs from now on (%.1f ms after the quick "
                          "one)", full.name, (time.perf_counter() - t0) * 1e3)
@@ -311,18 +320,28 @@ def resume_tiered(tiers: "Tiers", kernel: "KernelLike", params: tuple[n.Param, .
                   program: "ProgramLike", key: str, warm: prekey.WarmFile | None,
                   start: float) -> CompiledKernel:
     """A quick copy from the offline cache (an earlier process ended before its optimised
-    copy was compiled): loaded and bound now, its optimised copy queued again, the module's
-    text built anew on the background thread."""
+    copy was compiled): loaded and bound now, its optimised copy queued again from the
+    module text stored with it, else from the module built anew on the background thread
+    (then stored with it if this process ends first too)."""
+    import zlib
     program.count("offline_cache_quick_hits")
     symbols = list(artifact.symbols)
     quick = tiers.load_quick(artifact.prefix, artifact.obj, symbols)
-    name, cfg = artifact.name, program.config
+    name, cfg, store = artifact.name, program.config, program.cache_store
 
-    def text() -> str:                   # on the background thread
+    def build() -> str:                  # on the background thread
         module, _, _, later = lower_artifact(kernel, params, name, ctx, kir, cfg,
                                              program.device)
         return str(module) if later is None else later()
-    optimise_in_background(tiers, artifact, quick, text, program, key, start)
+
+    def dropped(full_text: str | None) -> None:    # at exit, again before the optimised copy
+        if full_text and store is not None:
+            store.save(key, name, quick_artifact(artifact, artifact.obj, full_text))
+    text: str | Callable[[], str] = build
+    if artifact.optimised_text:
+        text = zlib.decompress(artifact.optimised_text).decode()
+    optimise_in_background(tiers, artifact, quick, text, program, key, start,
+                           None if artifact.optimised_text else dropped)
     log.logger.info("%s: its quick copy loaded from the offline cache in %.1f ms (the "
                     "optimised one follows)", name, (time.perf_counter() - start) * 1e3)
     return instantiate(artifact, tuple(ctx.field_objs), program, warm, quick)
