@@ -690,3 +690,27 @@ def test_a_quick_copy_dropped_at_exit_is_cached_and_its_optimised_copy_resumed(t
         ["1", "0", "0", "8.0"],           # compiled; its optimised copy never came
         ["0", "1", "1", "8.0"],           # the quick copy from the cache, no compile
         ["0", "1", "0", "8.0"]], runs     # the optimised copy, stored by the second run
+
+
+def test_a_quick_copy_kept_without_its_module_text_is_lowered_again(tmp_path):
+    """A quick copy stored without the optimised module's text (not built when its process
+    ended) has the module lowered anew by the next process, whose optimised copy then
+    lands as usual."""
+    import dataclasses
+    import pathlib
+
+    from jitrt.cache.store import CacheStore
+    script = tmp_path / "dropped.py"
+    script.write_text(DROPPED_THEN_RESUMED)
+    cache = str(tmp_path / "cache")
+    first = subprocess.run([sys.executable, str(script), cache, "never"], capture_output=True,
+                           text=True, timeout=120)
+    store = CacheStore(pathlib.Path(cache), 1 << 40)
+    (entry,) = [e for e in store.entries() if "twice" in e.kernel_name]
+    kept = store.load(entry.key)
+    assert kept.tier == "quick" and kept.optimised_text, first.stderr[-2000:]
+    store.save(entry.key, kept.name, dataclasses.replace(kept, optimised_text=b""))
+    runs = [subprocess.run([sys.executable, str(script), cache, mode], capture_output=True,
+                           text=True, timeout=120) for mode in ("sync", "plain")]
+    assert [r.stdout.split() for r in runs] == [["0", "1", "1", "8.0"],
+                                                ["0", "1", "0", "8.0"]], runs

@@ -211,7 +211,7 @@ class Tiers:
         self._closed = False               # the interpreter exits: results are dropped
         # prefix -> what its drop does, given the job's text where it is built
         self._dropped: dict[str, Callable[[str | None], None]] = {}
-        self._built: dict[str, str] = {}   # prefix -> the text a job built (while it compiles)
+        self._built: dict[str, str] = {}   # prefix -> the text of the job compiling
 
     @staticmethod
     def warm_up() -> bool:
@@ -390,8 +390,8 @@ class Tiers:
                         state = _ThreadLLVM()
                     if not isinstance(text, str):
                         text = text()
-                        with self._cond:
-                            self._built[prefix] = text     # for `dropped`, at exit
+                    with self._cond:
+                        self._built[prefix] = text     # for `dropped`, at exit
                     obj = state.compile(text)
                 if not self._closed:
                     done(obj)

@@ -321,15 +321,18 @@ def resume_tiered(tiers: "Tiers", kernel: "KernelLike", params: tuple[n.Param, .
                   start: float) -> CompiledKernel:
     """A quick copy from the offline cache (an earlier process ended before its optimised
     copy was compiled): loaded and bound now, its optimised copy queued again from the
-    module text stored with it, else from the module built anew on the background thread
-    (then stored with it if this process ends first too)."""
+    module text stored with it, else from the module built anew now, on this thread, and
+    stored with the quick copy if this process ends first too. (Built on the background
+    thread instead, Python's lowering of Genesis's `kernel_detection` shared the interpreter
+    with the program for seconds: its first steps took 6-11 ms instead of 0.2, and a short
+    process ended before the text was there to store.)"""
     import zlib
     program.count("offline_cache_quick_hits")
     symbols = list(artifact.symbols)
     quick = tiers.load_quick(artifact.prefix, artifact.obj, symbols)
     name, cfg, store = artifact.name, program.config, program.cache_store
 
-    def build() -> str:                  # on the background thread
+    def build() -> str:
         module, _, _, later = lower_artifact(kernel, params, name, ctx, kir, cfg,
                                              program.device)
         return str(module) if later is None else later()
@@ -337,9 +340,10 @@ def resume_tiered(tiers: "Tiers", kernel: "KernelLike", params: tuple[n.Param, .
     def dropped(full_text: str | None) -> None:    # at exit, again before the optimised copy
         if full_text and store is not None:
             store.save(key, name, quick_artifact(artifact, artifact.obj, full_text))
-    text: str | Callable[[], str] = build
     if artifact.optimised_text:
         text = zlib.decompress(artifact.optimised_text).decode()
+    else:
+        text = build()
     optimise_in_background(tiers, artifact, quick, text, program, key, start,
                            None if artifact.optimised_text else dropped)
     log.logger.info("%s: its quick copy loaded from the offline cache in %.1f ms (the "
