@@ -42,7 +42,7 @@ def run_pipeline(kernel: n.KernelIR, local_types: dict[str, DataType], grad: boo
                                  f"({kernel.funcs[0].name.split('$')[0]}): real functions are "
                                  "not differentiated; make it a @jr.func")
     kernel = simplify(kernel)                # 2. fold constants (bounds become constants)
-    kernel = simplify(inline_scope_values(kernel, local_types))   # 2a. launch-known ints
+    kernel = inline_scope_values(kernel, local_types)   # 2a. launch-known ints (folded)
     if duals is not None:                    # 2b. forward mode: tangents beside the values
         kernel = forward_mode(kernel, local_types, duals)
         verify(kernel, local_types)

@@ -11,7 +11,8 @@ numbers), and a parallel task no longer captures the local. Reads before the ass
 (the local's zero) keep the local, as does a local assigned again anywhere, a loop
 variable's name, and an expression of more than `MAX_NODES` nodes or one that could record
 a fault (`overflow` checks). Integers only: they carry no adjoint or tangent, so the AD
-passes that follow see the same kernel either way. Caches nothing.
+passes that follow see the same kernel either way. What the values make constant is folded
+as they are substituted (`simplify.fold_node`). Caches nothing.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from dataclasses import replace
 from ..dtypes import DataType
 from ..ir import nodes as n
 from ..ir.walk import all_exprs, map_stmt, walk_expr, walk_stmts
-from .simplify import fold_expr
+from .simplify import fold_expr, fold_node
 
 PURE = (n.Const, n.Arg, n.Shape, n.Unary, n.Binary, n.Select, n.Cast)
 UNARY = ("neg", "not", "invert")
@@ -43,8 +44,8 @@ def inline_scope_values(kernel: n.KernelIR, local_types: dict[str, DataType]) ->
     values: dict[str, n.Expr] = {}
     read: set[str] = set()       # locals the statements so far read (before any assignment)
 
-    def substitute(e: n.Expr) -> n.Expr:
-        return values.get(e.name, e) if isinstance(e, n.Local) else e
+    def substitute(e: n.Expr) -> n.Expr:     # (bottom-up: what a value makes constant folds)
+        return values.get(e.name, e) if isinstance(e, n.Local) else fold_node(e)
 
     body = []
     for s in kernel.body:

@@ -330,12 +330,7 @@ def resume_tiered(tiers: "Tiers", kernel: "KernelLike", params: tuple[n.Param, .
     program.count("offline_cache_quick_hits")
     symbols = list(artifact.symbols)
     quick = tiers.load_quick(artifact.prefix, artifact.obj, symbols)
-    name, cfg, store = artifact.name, program.config, program.cache_store
-
-    def build() -> str:
-        module, _, _, later = lower_artifact(kernel, params, name, ctx, kir, cfg,
-                                             program.device)
-        return str(module) if later is None else later()
+    name, store = artifact.name, program.cache_store
 
     def dropped(full_text: str | None) -> None:    # at exit, again before the optimised copy
         if full_text and store is not None:
@@ -343,7 +338,9 @@ def resume_tiered(tiers: "Tiers", kernel: "KernelLike", params: tuple[n.Param, .
     if artifact.optimised_text:
         text = zlib.decompress(artifact.optimised_text).decode()
     else:
-        text = build()
+        module, _, _, later = lower_artifact(kernel, params, name, ctx, kir, program.config,
+                                             program.device)
+        text = str(module) if later is None else later()
     optimise_in_background(tiers, artifact, quick, text, program, key, start,
                            None if artifact.optimised_text else dropped)
     log.logger.info("%s: its quick copy loaded from the offline cache in %.1f ms (the "
