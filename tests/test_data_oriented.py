@@ -133,27 +133,34 @@ def test_objects_launched_once_each_are_freed_with_their_specializations():
     assert jr.debug.stats()["launches"] - before == 24    # retired handles' launches counted
 
 
-def test_a_new_object_at_a_dead_objects_address_gets_its_own_specialization():
+def test_a_new_object_at_a_dead_objects_address_gets_its_own_specialization(monkeypatch):
+    """A specialization is keyed by its template object's id: a new object at a dead one's
+    address must not get the dead one's specialization. CPython reuses a freed address for
+    the next object of its size in most runs; where another allocation took it first (seen
+    in full runs of the suite), the new object is given the dead one's id as jitrt sees it
+    (`id` in the modules that key specializations), the same collision."""
     import gc
     import weakref
+
+    from jitrt.runtime import arguments, weak_templates
     keep = Big(-1)                       # a live second specialization: the router path
     assert keep.value() == -1
+    first = Big(1)
+    assert first.value() == 1 and first.value() == 1
+    jr.sync()                            # (the optimiser thread allocates too)
+    address, dead = id(first), weakref.ref(first)
+    del first
+    gc.collect()
+    assert dead() is None                # nothing of jitrt's keeps the object alive
     spare: list[Big] = []
-    for _ in range(5):   # another allocation may take the freed address first: a new object
-        first = Big(1)
-        assert first.value() == 1 and first.value() == 1
-        jr.sync()        # (the optimiser thread allocates too)
-        address, dead = id(first), weakref.ref(first)
-        del first
-        gc.collect()
-        assert dead() is None            # nothing of jitrt's keeps the object alive
-        spare = []
-        while len(spare) < 200_000 and (not spare or id(spare[-1]) != address):
-            spare.append(Big.__new__(Big))      # allocate until the address comes back
-        if id(spare[-1]) == address:
-            break
-    assert id(spare[-1]) == address
+    while len(spare) < 200_000 and (not spare or id(spare[-1]) != address):
+        spare.append(Big.__new__(Big))      # allocate until the address comes back
     again = spare[-1]
+    if id(again) != address:             # taken by another allocation: the same id anyway
+        def same_id(obj: object, real=id) -> int:
+            return address if obj is again else real(obj)
+        monkeypatch.setattr(arguments, "id", same_id, raising=False)
+        monkeypatch.setattr(weak_templates, "id", same_id, raising=False)
     again.__init__(2)
     assert again.value() == 2 and again.value() == 2 and keep.value() == -1
     assert len(_live_handles()) == 2
