@@ -51,8 +51,10 @@ def assert_message(site: "AccessSite", words: tuple[int, int]) -> str:
     return out
 
 
-def raise_fault(buf: "ctypes.Array[ctypes.c_int64]", compiled: FaultingKernel) -> None:
-    """Raise what the error slot reports (and clear it): an interrupt or a bad index."""
+def raise_fault(buf: "ctypes.Array[ctypes.c_int64]", compiled: FaultingKernel,
+                thread_ended: bool = False) -> None:
+    """Raise what the error slot reports (and clear it): an interrupt or a bad index.
+    `thread_ended`: the failing thread stopped there (`TargetTraits.fault_ends_thread`)."""
     if buf[abi.SLOT_ERROR] == abi.ERROR_INTERRUPTED:
         buf[abi.SLOT_ERROR] = 0
         raise KeyboardInterrupt(f"kernel {compiled.name} was interrupted and stopped early; "
@@ -76,4 +78,5 @@ def raise_fault(buf: "ctypes.Array[ctypes.c_int64]", compiled: FaultingKernel) -
         f"kernel {compiled.name}: Out of bound access: index {index} out of bounds on axis "
         f"{axis} of '{site.name}' "
         f"({site.kind}){where} at {site.loc}; the access was skipped"
+        + (" and the thread that made it stopped there" if thread_ended else "")
         + ("\n" + caret_text(line, site.loc.col) if line else ""))

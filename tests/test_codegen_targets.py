@@ -574,11 +574,11 @@ def module_text_for(kernel, target, *args) -> str:
     return str(lower_module(kernel, params, templates, name, program, target))
 
 
-def test_gpu_records_a_repeated_failing_check_once():
+def test_gpu_checks_a_repeated_access_once():
     """On GPUs an access repeating a check an earlier access of the thread made (same
-    extents, same index values) skips its element when it fails but does not note the fault
-    again: the earlier access already did. Each note keeps the thread's first failure in
-    registers (`TargetTraits.deferred_faults`), recorded by one call when the task ends."""
+    extents, same index values) runs unchecked: had the earlier check failed, the thread
+    would have ended there (`TargetTraits.fault_ends_thread`). Each check made has its own
+    failing arm: one recorder call each."""
     a = jr.field(jr.f32, shape=(4, 3))
     b = jr.field(jr.f32, shape=(4, 3))
 
@@ -587,33 +587,39 @@ def test_gpu_records_a_repeated_failing_check_once():
         jr.loop_config(serialize=True)
         for _ in range(1):
             t = i
-            a[t, j] = 1.0                               # recorded (1)
+            a[t, j] = 1.0                               # checked (1)
             b[t, j] = a[t, j] + 2.0                     # same checks: not again
             t = t + 1
-            a[t, j] = 3.0                               # t changed: recorded (2)
+            a[t, j] = 3.0                               # t changed: checked (2)
             x = a[t, j] if j > 0 else 0.0               # the same as (2): not again
-            c = j > 0 and a[j, t] > 0.0                 # recorded (3), conditionally
-            a[j, t] = x + c                             # so recorded again here (4)
+            c = j > 0 and a[j, t] > 0.0                 # checked (3), conditionally
+            a[j, t] = x + c                             # so checked again here (4)
             for k in range(2):
                 b[t, j] = 5.0                           # t changes in the loop: (5)
                 a[t, j] = 5.5                           # not again
-                b[k, t] = 6.0                           # recorded (6)
+                b[k, t] = 6.0                           # checked (6)
                 t = t + k
-            b[t, j] = 7.0                               # recorded (7)
+            b[t, j] = 7.0                               # checked (7)
 
     text = nvptx_module_text(repeats, 1, 2)
-    notes = [line for line in text.splitlines()
-             if line.strip().startswith("store i64 %") and '%"$fault_site"' in line]
-    assert len(notes) == 7                                          # of 11 checked accesses
-    assert text.count('call void @"jitrt_record_fault"') == 1      # when the task ends
+    assert text.count('call void @"jitrt_record_fault"') == 7      # of 11 checked accesses
 
 
-def test_gpu_checks_do_not_branch():
-    """A checked GPU access is branch-free: its address is the element's or, out of bounds,
-    the module's scratch element (`jitrt_fault_sink`), and a load's value is the element's
-    or zero. The serial loop of `gather` (three checked accesses an iteration) keeps the
-    loop's branches and one more, around the record of a pending fault at its end; with a
-    branch per check (the CPU's form) it has three more."""
+def _stop_arms(text: str) -> list[list[str]]:
+    """The lines of each failing arm (`out_of_bounds` blocks) of an LLVM module's text."""
+    arms, lines = [], text.splitlines()
+    for k, line in enumerate(lines):
+        if line.startswith("out_of_bounds"):
+            end = next(j for j in range(k + 1, len(lines)) if not lines[j].startswith(" "))
+            arms.append([x.strip() for x in lines[k + 1:end]])
+    return arms
+
+
+@pytest.mark.parametrize("serial", [True, False])
+def test_a_failing_gpu_check_ends_its_thread(serial):
+    """A checked GPU access branches to an arm that records the failure, ends the thread
+    (PTX `exit`) and never rejoins: no phi merges a fallback value into the access's result.
+    The CPU's form (`fault_ends_thread=False`) merges one per checked load."""
     import dataclasses
 
     from jitrt.backends import nvptx
@@ -623,35 +629,58 @@ def test_gpu_checks_do_not_branch():
 
     @jr.kernel
     def gather(n: jr.i32):
-        jr.loop_config(serialize=True)
+        jr.loop_config(serialize=serial)
         for k in range(n):
             out[k] = a[idx[k]] * 2.0
 
-    def branches(target) -> int:
-        text = module_text_for(gather, target, 3)
-        assert '_serial0_kernel"' in text
-        return text.split('_serial0_kernel"', 1)[1].split("\n}\n", 1)[0].count("br i1")
-
     target = nvptx.codegen_target()
-    branching = dataclasses.replace(
-        target, traits=dataclasses.replace(target.traits, deferred_faults=False))
-    assert '@"jitrt_fault_sink"' in module_text_for(gather, target, 3)
-    assert branches(branching) == branches(target) - 1 + 3
+    text = module_text_for(gather, target, 3)
+    arms = _stop_arms(text)
+    assert arms                                        # a[idx[k]] at least
+    for arm in arms:
+        assert any('call void @"jitrt_record_fault"' in x for x in arm)
+        assert arm[-2:] == ['call void asm sideeffect "exit;", ""()', "unreachable"]
+    assert " = phi " not in text
+    skipping = dataclasses.replace(
+        target, traits=dataclasses.replace(target.traits, fault_ends_thread=False))
+    assert " = phi  float " in module_text_for(gather, skipping, 3)
 
 
-def test_gpu_parallel_tasks_keep_a_branch_per_check():
-    """A parallel task keeps the branching form (the branch-free one took a 1M-thread
-    gradient kernel to 3x its time on an H200): no scratch element, the recorder called in
-    the failing arm of each check."""
+def test_gpu_loads_of_data_a_task_only_reads_are_invariant():
+    """On GPUs a task's loads of a field it does not write are `!invariant.load` (PTX
+    `ld.global.nc`, the read-only data path); a field it writes is read as usual, and so is
+    everything when it writes an ndarray (an argument may view a field's memory). Field
+    accesses carry their field's alias scope and the others' as `!noalias`; ndarray
+    accesses carry none."""
+    from jitrt.backends import nvptx
     a = jr.field(jr.f32, shape=(5,))
     idx = jr.field(jr.i32, shape=(5,))
     out = jr.field(jr.f32, shape=(5,))
 
     @jr.kernel
-    def gather_all():
+    def gather():
         for k in range(5):
-            out[k] = a[idx[k]] * 2.0
+            out[k] = a[idx[k]] * 2.0 + out[k]
 
-    text = nvptx_module_text(gather_all)
-    assert "jitrt_fault_sink" not in text
-    assert text.count('call void @"jitrt_record_fault"') >= 1
+    @jr.kernel
+    def gather_into(dst: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+        for k in range(5):
+            dst[k] = a[idx[k]]
+
+    def data_loads(text: str) -> list[str]:
+        return [line for line in text.splitlines()
+                if " = load " in line and " addrspace(1)* " in line]
+
+    target = nvptx.codegen_target()
+    loads = data_loads(module_text_for(gather, target))
+    plain = sum("!invariant.load" not in line for line in loads)     # out[k]
+    assert plain >= 1                     # (once per copy of the loop: checked, unchecked)
+    assert sum("!invariant.load" in line for line in loads) == 2 * plain   # idx[k], a[...]
+    assert all("!alias.scope" in line and "!noalias" in line for line in loads)
+    dst = jr.ndarray(jr.f32, shape=(5,))
+    text = module_text_for(gather_into, target, dst)
+    loads = data_loads(text)
+    assert loads and not any("!invariant.load" in line for line in loads)
+    stores = [line for line in text.splitlines() if line.strip().startswith("store float")
+              and " addrspace(1)* " in line]
+    assert stores and not any("!alias.scope" in line for line in stores)   # dst[k]

@@ -135,11 +135,11 @@ def test_a_fault_is_reported_at_the_next_synchronisation():
 
 
 @gpu_only
-def test_a_checked_access_out_of_bounds_is_skipped_and_its_first_failure_named():
-    """GPU checks do not branch (`TargetTraits.deferred_faults`): out of bounds, a load gives
-    0, a store and an atomic change nothing the program owns (they go to the module's scratch
-    element), and the thread's first failing access is the one reported, when its task
-    ends."""
+@pytest.mark.parametrize("serial", [True, False])
+def test_a_failing_access_ends_its_thread_and_is_named(serial):
+    """On a GPU a thread whose access fails a check records it and stops there
+    (`TargetTraits.fault_ends_thread`, as Taichi's checks on CUDA): nothing after it in that
+    thread runs, the other threads run on, and the program stays usable."""
     a = jr.ndarray(jr.f32, shape=(4,))
     idx = jr.ndarray(jr.i32, shape=(3,))
     out = jr.ndarray(jr.f32, shape=(3,))
@@ -147,21 +147,29 @@ def test_a_checked_access_out_of_bounds_is_skipped_and_its_first_failure_named()
     @jr.kernel
     def chain(a: nd(dtype=jr.f32, ndim=1), idx: nd(dtype=jr.i32, ndim=1),
               out: nd(dtype=jr.f32, ndim=1)):
-        jr.loop_config(serialize=True)
+        jr.loop_config(serialize=serial)
         for k in range(3):
             j = idx[k]
-            out[k] = a[j] + 1.0           # idx[1] = 9: a[9] reads 0, the first failure
-            a[j] = 5.0                    # skipped for j = 9
-            out[k] += jr.atomic_add(a[j + 2], 1.0)   # a[11] and a[5] (k = 2): skipped, 0
+            out[k] = a[j] + 1.0           # idx[1] = 9: a[9] fails, its thread stops
+            a[j] = 5.0
+            out[k] += jr.atomic_add(a[j // 2], 1.0)
 
     a.from_numpy(np.array([1.0, 2.0, 3.0, 4.0], np.float32))
     idx.from_numpy(np.array([0, 9, 3], np.int32))
+    out.from_numpy(np.full(3, -1.0, np.float32))
     chain(a, idx, out)
     with pytest.raises(jr.KernelRuntimeError, match=r"index 9 out of bounds on axis 0 of 'a' "
-                                                    r"\(read\)"):
+                                                    r"\(read\).*the thread that made it stopped"):
         jr.sync()
-    assert out.to_numpy().tolist() == [2.0 + 3.0, 1.0, 5.0]
-    assert a.to_numpy().tolist() == [5.0, 2.0, 4.0, 5.0]
+    if serial:                            # one thread: k = 0 ran whole, then it ended
+        assert out.to_numpy().tolist() == [7.0, -1.0, -1.0]
+        assert a.to_numpy().tolist() == [6.0, 2.0, 3.0, 4.0]
+    else:                                 # a thread per k: k = 0 and k = 2 ran whole
+        assert out.to_numpy().tolist() == [7.0, -1.0, 7.0]
+        assert a.to_numpy().tolist() == [6.0, 3.0, 3.0, 5.0]
+    idx.from_numpy(np.array([3, 3, 3], np.int32))
+    chain(a, idx, out)                    # the program stays usable
+    jr.sync()
 
 
 @gpu_only

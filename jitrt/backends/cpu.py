@@ -41,7 +41,7 @@ CPU_LANES = 4
 # through the pool, a writable context, Ctrl-C polling, each thread's stacks contiguous
 CPU_TRAITS = TargetTraits(grid_launch=False, status_block=False, data_address_space=0,
                           host_interrupts=True, interleaved_stacks=False, unroll_hints=True,
-                          local_stacks=False, deferred_faults=False)
+                          local_stacks=False, fault_ends_thread=False)
 
 
 def compile_object(module: ir.Module | str) -> bytes:

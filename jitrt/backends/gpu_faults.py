@@ -50,4 +50,5 @@ def raise_status(device: "GpuDevice") -> None:
         record[slot] = status[slot]
     driver.memset(device.status, abi.STATUS_SLOTS * 8)
     driver.synchronize()
-    raise_fault(record, device.launches[launch_id].context.compiled)
+    raise_fault(record, device.launches[launch_id].context.compiled,
+                device.codegen_target.traits.fault_ends_thread)

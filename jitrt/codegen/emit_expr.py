@@ -443,7 +443,34 @@ class ExprEmitter(EmitterHost):
     def expr_Load(self, e: n.Load) -> ir.Value:
         access = self.element_ptr(e.ref, e.indices, e.loc, "read")
         zero = ir.Constant(ll_type(e.dtype), 0.0 if e.dtype.is_float else 0)
-        return self.guarded(access, self.builder.load, zero)
+        invariant = self.target.traits.grid_launch and e.ref in self.facts.read_only
+        return self.guarded(access, lambda ptr: self.data_load(ptr, e.ref, invariant), zero)
+
+    def data_load(self, ptr: ir.Value, ref: n.Ref, invariant: bool) -> ir.Value:
+        """A load of `ref`'s element at `ptr`; `invariant`: data nothing writes while the task
+        runs (`TaskFacts.read_only`), which a GPU reads through the read-only data path
+        (PTX `ld.global.nc`)."""
+        value = self.alias_tagged(self.builder.load(ptr), ref)
+        if invariant:
+            value.set_metadata("invariant.load", self.module.add_metadata([]))
+        return value
+
+    def alias_tagged(self, access: ir.Instruction, ref: n.Ref) -> ir.Instruction:
+        """GPUs: a field access tagged with its field's alias scope and, as `!noalias`,
+        every other field's (two fields never share memory: `frontend/context.field_ref`
+        gives each field object one slot), so LLVM keeps values loaded from one field across
+        stores to another and may move loads above them. Ndarray accesses are not tagged:
+        two arguments may be one array, or view a field's memory."""
+        if not (isinstance(ref, n.FieldRef) and self.target.traits.grid_launch):
+            return access
+        key = (ref.slot, ref.grad)
+        tags = self.alias_tags.get(key)
+        if tags is None:
+            tags = self.alias_tags[key] = field_alias_tags(
+                self.module, len(self.layout.field_slots), key)
+        access.set_metadata("alias.scope", tags[0])
+        access.set_metadata("noalias", tags[1])
+        return access
 
     def expr_Atomic(self, e: n.Atomic) -> ir.Value:
         value = self.expr(e.value)
@@ -462,8 +489,8 @@ class ExprEmitter(EmitterHost):
             return self.guarded(access, lambda ptr: self.plain_rmw(op, ptr, value), zero)
         if op == "mul":
             return self.guarded(access, lambda ptr: self.cas_mul(ptr, value, dt), zero)
-        return self.guarded(
-            access, lambda ptr: self.builder.atomic_rmw(op, ptr, value, "monotonic"), zero)
+        return self.guarded(access, lambda ptr: self.alias_tagged(
+            self.builder.atomic_rmw(op, ptr, value, "monotonic"), e.ref), zero)
 
     def cas_mul(self, ptr: ir.Value, value: ir.Value, dt: DataType) -> ir.Value:
         """`*ptr *= value` atomically (no instruction does it): a compare-and-swap loop on the
@@ -593,13 +620,14 @@ class ExprEmitter(EmitterHost):
     def guarded(self, access: Access, emit: Callable[[ir.Value], ir.Value | None],
                 fallback: ir.Value | None) -> ir.Value | None:
         """Run `emit(ptr)` only if the access is in bounds; otherwise record its site as failed
-        (and give `fallback` as the value). Targets with `deferred_faults` run it on a scratch
-        element instead, without a branch (`guarded_by_select`), in their one-thread kernels."""
+        (and give `fallback` as the value). On targets whose failing access ends its thread
+        (`TargetTraits.fault_ends_thread`) the thread records it and stops instead
+        (`checked_or_stopped`)."""
         b = self.builder
         if ok_is_true(access.ok):
             return emit(access.ptr)
-        if self.defer_faults:
-            return self.guarded_by_select(access, emit, fallback)
+        if self.target.traits.fault_ends_thread:
+            return self.checked_or_stopped(access, emit)
         if isinstance(access.ok, ir.Constant):    # an index known to be out of bounds
             if not access.known:
                 self.record_fault(access.site, access.axes)
@@ -619,59 +647,29 @@ class ExprEmitter(EmitterHost):
         phi.add_incoming(fallback, else_block)
         return phi
 
-    def guarded_by_select(self, access: Access, emit: Callable[[ir.Value], ir.Value | None],
-                          fallback: ir.Value | None) -> ir.Value | None:
-        """The access with no branch: out of bounds, it goes to the module's scratch element
-        (`fault_sink`: a load's value is then replaced by `fallback`, a store or atomic lands
-        where no program data is), and the thread's first failing access is noted in three
-        locals (`note_fault`) that the function records when it returns (`flush_faults`).
-        What the program sees is what the branching form gives."""
+    def checked_or_stopped(self, access: Access,
+                           emit: Callable[[ir.Value], ir.Value | None]) -> ir.Value | None:
+        """GPUs: the access when every index is inside; otherwise the thread records the
+        failure and ends there (PTX `exit`), as a failed check does in Taichi's and
+        Quadrants' debug builds. The failing arm never rejoins, so the common path is one
+        compare and a branch the hardware need not reconverge after, and what follows knows
+        the indices are inside. An access repeating a check this thread made earlier
+        (`known`) runs unchecked: had that check failed, the thread would have ended."""
         b = self.builder
-        sink = b.bitcast(fault_sink(self.module, access.ptr.type.addrspace), access.ptr.type)
-        value = emit(b.select(access.ok, access.ptr, sink))
         if not access.known:
-            self.note_fault(access)
-        if fallback is None or value is None or isinstance(value.type, ir.VoidType):
-            return None
-        return b.select(access.ok, value, fallback)
-
-    def fault_slots(self) -> tuple[ir.Value, ir.Value, ir.Value]:
-        """The function's pending fault (site + 1, axis, index; site 0: none), as locals set
-        to 0 at its entry (registers once LLVM promotes them)."""
-        if self.pending_fault is None:
-            site, axis, index = (self.local_ptr(f"$fault_{k}", dtypes.i64)
-                                 for k in ("site", "axis", "index"))
-            self.pending_fault = (site, axis, index)
-        return self.pending_fault
-
-    def note_fault(self, access: Access) -> None:
-        """Keep this access as the thread's pending fault if it failed and none is pending."""
-        b = self.builder
-        site_p, axis_p, index_p = self.fault_slots()
-        pending = b.load(site_p)
-        fresh = b.and_(b.not_(access.ok), b.icmp_unsigned("==", pending, ir.Constant(I64, 0)))
-        axis, index = failing_axis(b, access.axes)
-        b.store(b.select(fresh, ir.Constant(I64, access.site + 1), pending), site_p)
-        b.store(b.select(fresh, axis, b.load(axis_p)), axis_p)
-        b.store(b.select(fresh, index, b.load(index_p)), index_p)
-
-    def flush_faults(self) -> None:
-        """Record the pending fault, if any (before the function returns, and before a fault
-        recorded at once, so that the thread's first failure is the one kept)."""
-        if self.pending_fault is None:
-            return
-        b = self.builder
-        site_p, axis_p, index_p = self.pending_fault
-        pending = b.load(site_p)
-        with b.if_then(b.icmp_unsigned("!=", pending, ir.Constant(I64, 0)), likely=False):
-            self.call_recorder(pending, b.load(axis_p), b.load(index_p))
-            b.store(ir.Constant(I64, 0), site_p)
+            stop = b.append_basic_block("out_of_bounds")
+            inside = b.append_basic_block("in_bounds")
+            b.cbranch(access.ok, inside, stop).set_weights([1 << 20, 1])
+            b.position_at_end(stop)
+            self.record_fault(access.site, access.axes)
+            end_thread(b)
+            b.position_at_end(inside)
+        return emit(access.ptr)
 
     def record_fault(self, site: int, axis_fail: list[tuple[ir.Value, ir.Value]],
                      words: tuple[ir.Value, ir.Value] | None = None) -> None:
         """Call the module's cold fault recorder with the first failing axis and its index
-        (or with the two `words` given), after any fault this thread has pending."""
-        self.flush_faults()
+        (or with the two `words` given)."""
         axis, index = failing_axis(self.builder, axis_fail) if words is None else words
         self.call_recorder(ir.Constant(I64, site + 1), axis, index)
 
@@ -696,22 +694,26 @@ def failing_axis(b: ir.IRBuilder, axis_fail: list[tuple[ir.Value, ir.Value]]
     return axis, index
 
 
-FAULT_SINK = "jitrt_fault_sink"
+def field_alias_tags(module: ir.Module, fields: int, key: tuple[int, bool]
+                     ) -> tuple[ir.MDValue, ir.MDValue]:
+    """(`!alias.scope`, `!noalias`) of the accesses of field `key` (slot, gradient) in a
+    kernel of `fields` fields: its own scope, and the scopes of all the others (one domain,
+    scopes named by slot: the same in every function of the module)."""
+    domain = module.add_metadata([ir.MetaDataString(module, "jitrt fields")])
+
+    def scope(k: tuple[int, bool]) -> ir.MDValue:
+        name = f"jitrt field {k[0]}{' grad' if k[1] else ''}"
+        return module.add_metadata([ir.MetaDataString(module, name), domain])
+    others = [scope((slot, grad)) for grad in (False, True) for slot in range(fields)
+              if (slot, grad) != key]
+    return module.add_metadata([scope(key)]), module.add_metadata(others)
 
 
-def fault_sink(module: ir.Module, space: int) -> ir.GlobalVariable:
-    """The module's scratch element for accesses out of bounds (`guarded_by_select`): 64
-    bytes in the data's address space, wider than any element, written by whichever thread
-    fails and never read for a value."""
-    found = module.globals.get(FAULT_SINK)
-    if found is not None:
-        return found  # type: ignore[return-value]
-    ty = ir.ArrayType(I64, 8)
-    sink = ir.GlobalVariable(module, ty, FAULT_SINK, addrspace=space)
-    sink.linkage = "internal"
-    sink.initializer = ir.Constant(ty, None)
-    sink.align = 16
-    return sink
+def end_thread(b: ir.IRBuilder) -> None:
+    """End the current GPU thread here (PTX `exit`: barriers and warp-synchronous operations
+    then wait only for the threads still running); the block ends `unreachable`."""
+    b.asm(ir.FunctionType(ir.VoidType(), []), "exit;", "", [], side_effect=True)
+    b.unreachable()
 
 
 def sext_constant(v: ir.Constant) -> ir.Constant:

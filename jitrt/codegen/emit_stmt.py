@@ -83,7 +83,8 @@ class StmtEmitter(EmitterHost):
     def stmt_Store(self, s: n.Store) -> None:
         value = self.expr(s.value)
         access = self.element_ptr(s.ref, s.indices, s.loc, "write")
-        self.guarded(access, lambda ptr: self.builder.store(value, ptr), None)
+        self.guarded(access, lambda ptr: self.alias_tagged(self.builder.store(value, ptr), s.ref),
+                     None)
 
     def stmt_Return(self, s: n.Return) -> None:
         v = self.to_slot(self.expr(s.value), s.value.dtype)
@@ -101,7 +102,6 @@ class StmtEmitter(EmitterHost):
     def stmt_FuncRet(self, s: n.FuncRet) -> None:
         from . import real_funcs
         values = [self.expr(v) for v in s.values]
-        self.flush_faults()
         real_funcs.ret_values(self.builder, self.real_rets, values)
         self.dead_block()
 

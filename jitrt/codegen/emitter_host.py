@@ -40,15 +40,14 @@ class EmitterHost:
         private: frozenset[Any]      # fields whose atomics need no atomicity (passes/reductions)
         facts: TaskFacts                 # what the passes say of the task (`ir/facts.py`)
         invariants: dict[int, ir.Value]
+        alias_tags: dict[Any, Any]       # GPUs: (field slot, grad) -> its alias metadata
+        alias_tagged: Callable[..., Any]
         unchecked: dict[Any, Any]    # accesses proven in bounds -> axes (codegen/bounds.py)
         interrupt_epoch: ir.Value | None
         interrupt_counter: ir.Value | None
         real_rets: tuple[Any, ...]       # in a real function: its result types
         checked: list[dict[Any, frozenset[str]]]   # GPUs: checks made (check_facts.py)
         conditional: int                 # > 0 inside an expression's conditional part
-        pending_fault: tuple[ir.Value, ir.Value, ir.Value] | None   # deferred faults' locals
-        defer_faults: bool               # checks without branches (guarded_by_select)
-        flush_faults: Callable[[], None]
         next_id: Callable[[], int]
         add_site: Callable[..., int]
         expr: Callable[..., ir.Value]

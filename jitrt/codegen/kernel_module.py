@@ -66,6 +66,7 @@ class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter):
         self.private: frozenset = frozenset()   # fields whose atomics need no atomicity
         self.facts = TaskFacts()        # what the passes say of the task (`ir/facts.py`)
         self.invariants: dict[int, ir.Value] = {}   # context slot -> its load at entry
+        self.alias_tags: dict = {}      # GPUs: (field slot, grad) -> its alias metadata
         # accesses the current loop copy runs without checks -> their axes (codegen/bounds.py)
         self.unchecked: dict = {}
         self.interrupt_epoch: ir.Value | None = None     # see codegen/interrupts.py
@@ -74,9 +75,6 @@ class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter):
         self.shared_arrays: dict[int, tuple[ir.GlobalVariable, int]] = {}  # emit_simt
         self.checked: list[Facts] = []   # GPUs: the checks made, per statement list
         self.conditional = 0            # > 0 inside an expression's conditional part
-        # deferred faults: the thread's first failing access (site + 1, axis, index) locals
-        self.pending_fault: tuple[ir.Value, ir.Value, ir.Value] | None = None
-        self.defer_faults = False   # checks without branches (a GPU's one-thread kernels)
 
     def next_id(self) -> int:
         self._ids += 1
@@ -99,7 +97,6 @@ class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter):
 
     def finish(self) -> None:
         if not self.builder.block.is_terminated:
-            self.flush_faults()
             self.builder.ret_void()
         with self.builder.goto_block(self.alloca_block):
             self.builder.branch(self.start_block)
@@ -604,13 +601,12 @@ def box_caps(em: FunctionEmitter, task: n.Task) -> tuple[ir.Value, ir.Value]:
 def emit_gpu_serial(module: ir.Module, target: Target, layout: abi.ContextLayout,
                     task: n.Task, index: int, name: str,
                     local_types: dict[str, dtypes.DataType],
-                    sites: list[AccessSite]) -> ir.Function:
+                    sites: list[AccessSite], facts: TaskFacts) -> ir.Function:
     """A GPU kernel running a serial task's body once (launched as one thread): kernel-scope
     locals come in from the context slots earlier tasks stored, and the ones it assigns go
     back there for later tasks."""
     em = gpu_emitter(module, target, layout, name, sites)
-    em.task_index = index
-    em.defer_faults = target.traits.deferred_faults
+    em.task_index, em.facts = index, facts
     load_kernel_locals(em, {name for name, _ in layout.local_slots}, local_types)
     em.body(task.body)
     if not em.builder.block.is_terminated:
@@ -653,7 +649,8 @@ def build_module(kernel: n.TaskedKernel, target: Target, layout: abi.ContextLayo
                                   local_types, sites)
         elif target.traits.grid_launch:
             symbol = f"{prefix}_serial{k}_kernel"
-            emit_gpu_serial(module, target, layout, task, k, symbol, local_types, sites)
+            emit_gpu_serial(module, target, layout, task, k, symbol, local_types, sites,
+                            facts[k])
         tasks.append(LaunchableTask(k, task.kind, symbol, len(task.vars), task.cost,
                                     len(task.reductions), len(task.stacks), task.block_dim))
     if not target.traits.grid_launch:
@@ -673,7 +670,6 @@ def emit_real_funcs(module: ir.Module, target: Target, layout: abi.ContextLayout
         em.body(f.body)
         if not em.builder.block.is_terminated:
             zeros = [ir.Constant(ll_type(dt), 0.0 if dt.is_float else 0) for dt in f.rets]
-            em.flush_faults()
             real_funcs.ret_values(em.builder, f.rets, zeros)
         with em.builder.goto_block(em.alloca_block):
             em.builder.branch(em.start_block)

@@ -69,16 +69,12 @@ class TargetTraits:
     # small adstacks of a known capacity may live in each thread's own local (private)
     # memory instead of the heap (`passes.lowered.local_capacity`)
     local_stacks: bool
-    # a checked access in a one-thread (serial) kernel is branch-free: an index out of bounds
-    # redirects the access to the module's own scratch element (a load then gives the
-    # fallback value, a store goes nowhere the program sees) and the thread notes its first
-    # failing access in registers, recorded when the kernel returns (`ExprEmitter.guarded`).
-    # False, and in parallel tasks: each check branches around its access to a call of the
-    # fault recorder. (GPUs: a branch per access split a one-thread kernel into blocks of one
-    # load each; Genesis's serial solver kernels ran 1.4x the time of the same code without
-    # checks. In a parallel task of 1M threads, the adstack benchmark's gradient, the
-    # branch-free form took 3x the time: not used there)
-    deferred_faults: bool
+    # a thread whose access fails a bounds check records it and ends there (PTX `exit`, what
+    # Taichi's and Quadrants' checks do on CUDA), so the failing arm never rejoins the code
+    # (`ExprEmitter.checked_or_stopped`). False: the access is skipped (a load gives 0) and
+    # the thread runs on. (Where the arms rejoined, ptxas put a reconvergence barrier pair
+    # around each recorder call: 355 pairs in Genesis's largest solver task)
+    fault_ends_thread: bool
 
 
 @frozen

@@ -4,8 +4,9 @@ Stage: IR. `passes/pipeline.codegen_facts(kernel, lanes)` computes one `TaskFact
 lowered kernel for a codegen target's lane count; `codegen/kernel_module.build_module` reads
 them: the fields and ndarrays whose atomics no other iteration races with
 (`passes/reductions.py`), a parallel task's interleaved body (`passes/interleave.py`),
-which codegen uses where its own bounds proof says the body cannot fault, and on GPUs the
-adstacks kept in local memory (`passes/lowered.local_capacity`). `reduction_key` is the
+which codegen uses where its own bounds proof says the body cannot fault, on GPUs the
+adstacks kept in local memory (`passes/lowered.local_capacity`), and the data a task only
+reads (`passes/analysis.read_only`). `reduction_key` is the
 key under which a `+=` into one fixed element is accumulated per chunk (`Task.reductions`).
 They are not stored with the kernel (the offline cache keeps the tasks, not these).
 """
@@ -35,6 +36,9 @@ class TaskFacts:
     # GPUs: (stack id, capacity) of the task's adstacks kept in per-thread local memory
     # (`passes.lowered.local_capacity`); the others live in the adstack heap
     local_stacks: tuple[tuple[int, int], ...] = ()
+    # the refs the task loads and nothing writes while it runs (`passes/analysis.read_only`;
+    # serial tasks too): GPUs mark their loads `!invariant.load` (PTX `ld.global.nc`)
+    read_only: frozenset[n.Ref] = frozenset()
 
 
 NO_FACTS = TaskFacts()

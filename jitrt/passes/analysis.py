@@ -1,5 +1,5 @@
-"""Analyses: the write set of a kernel (which fields and ndarray arguments it may modify) and
-the data its loop bounds read.
+"""Analyses: the write set of a kernel (which fields and ndarray arguments it may modify), the
+data a task only reads, and the data its loop bounds read.
 
 Stage: pass. Input `TaskedKernel`; output `WriteSet`s: the write set, used by the launcher to
 bump the generation counters of exactly the data a launch can change, and the bound reads,
@@ -29,6 +29,25 @@ def write_set(kernel: n.TaskedKernel) -> WriteSet:
     fields = sorted({(r.slot, r.grad) for r in refs if isinstance(r, n.FieldRef)})
     arrays = sorted({(r.arg, r.grad) for r in refs if isinstance(r, n.ArrayRef)})
     return WriteSet(tuple(fields), tuple(arrays))
+
+
+def read_only(task: n.Task) -> frozenset[n.Ref]:
+    """The refs `task` loads that nothing writes while it runs (on GPUs their loads take the
+    read-only data path, `!invariant.load`). A field qualifies when the task writes neither
+    it nor any ndarray (an ndarray argument may view a field's memory); an ndarray when the
+    task writes no field and no ndarray (two arguments may be one array). None in a task
+    that calls a real function (what it writes is not in the body)."""
+    if n.has_call(task.body):
+        return frozenset()
+    written = [s.ref for s in walk_stmts(task.body) if isinstance(s, n.Store)]
+    written += [e.ref for e in all_exprs(task.body) if isinstance(e, n.Atomic)]
+    written += [key[0] for key in task.reductions]
+    if any(isinstance(r, n.ArrayRef) for r in written):
+        return frozenset()
+    fields = {(r.slot, r.grad) for r in written if isinstance(r, n.FieldRef)}
+    loads = {e.ref for e in all_exprs(task.body) if isinstance(e, n.Load)}
+    return frozenset(r for r in loads if ((r.slot, r.grad) not in fields
+                                          if isinstance(r, n.FieldRef) else not fields))
 
 
 def bound_reads(kernel: n.TaskedKernel) -> WriteSet:

@@ -13,11 +13,11 @@ from typing import Callable
 from ..dtypes import DataType
 from ..errors import KernelCompileError
 from ..ir import nodes as n
-from ..ir.facts import NO_FACTS, TaskFacts
+from ..ir.facts import TaskFacts
 from ..ir.verify import verify
 from .ad_check_rules import check_access_rules
 from .adstack_sizing import task_capacities
-from .analysis import bound_reads, write_set
+from .analysis import bound_reads, read_only, write_set
 from .ad_markers import without_stop_grad
 from .autodiff import AdjointTask, differentiate
 from .cost import iteration_cost
@@ -79,16 +79,18 @@ def codegen_facts(kernel: n.TaskedKernel, lanes: int) -> tuple[TaskFacts, ...]:
     iterations of a parallel task in one pass (1: no interleaving; GPUs): the fields and
     ndarrays whose atomics no other iteration races with (`reductions.py`), and the
     interleaved body of a task that allows one (`interleave.py`: codegen uses it where every
-    access of the body is proven in bounds). Run for each module built, never stored."""
+    access of the body is proven in bounds), and the data each task only reads
+    (`analysis.read_only`). Run for each module built, never stored."""
     from . import interleave     # (a module attribute: tests replace `interleaved`)
     facts = []
     for task in kernel.tasks:
         if task.kind != "parallel":
-            facts.append(NO_FACTS)
+            facts.append(TaskFacts(read_only=read_only(task)))
             continue
         found = interleave.interleaved(task, lanes) if lanes > 1 and \
             interleave.candidate(task) else None
-        facts.append(TaskFacts(private_refs(task), private_arrays(task), found))
+        facts.append(TaskFacts(private_refs(task), private_arrays(task), found,
+                               read_only=read_only(task)))
     return tuple(facts)
 
 

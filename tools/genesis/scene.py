@@ -144,16 +144,21 @@ def _record_kernel_names() -> dict[str, str]:
 
 
 def _dump_asm(path: str) -> None:
-    """On Quadrants: every kernel's PTX into `path` (`print_kernel_asm`, written as
-    `quadrants_kernel_nvptx_NNNN.ptx` under `debug_dump_path`), its offline cache off so that
-    every kernel compiles. (jitrt's: `fake_gpu.py --dump DIR`, no GPU needed.) Not yet run."""
+    """On Quadrants: every kernel's PTX into `path` (`print_kernel_asm` writes
+    `quadrants_kernel_nvptx_NNNN.ptx` into the working directory, so the process moves there
+    at init), its offline cache off so that every kernel compiles. (jitrt's: `fake_gpu.py
+    --dump DIR`, no GPU needed.)"""
+    import os
     qd = sys.modules.get("quadrants")
     if getattr(qd, "__name__", "") != "quadrants":
         return
     init = qd.init
+    path = os.path.abspath(path)
 
     def with_asm(*args, **kwargs):  # type: ignore[no-untyped-def]
-        kwargs.update(print_kernel_asm=True, debug_dump_path=path, offline_cache=False)
+        os.makedirs(path, exist_ok=True)
+        os.chdir(path)
+        kwargs.update(print_kernel_asm=True, offline_cache=False)
         return init(*args, **kwargs)
     qd.init = with_asm
 
