@@ -657,14 +657,34 @@ class ExprEmitter(EmitterHost):
         (`known`) runs unchecked: had that check failed, the thread would have ended."""
         b = self.builder
         if not access.known:
-            stop = b.append_basic_block("out_of_bounds")
+            arm = b.append_basic_block("out_of_bounds")
             inside = b.append_basic_block("in_bounds")
-            b.cbranch(access.ok, inside, stop).set_weights([1 << 20, 1])
-            b.position_at_end(stop)
-            self.record_fault(access.site, access.axes)
-            end_thread(b)
+            b.cbranch(access.ok, inside, arm).set_weights([1 << 20, 1])
+            b.position_at_end(arm)
+            axis, index = failing_axis(b, access.axes)
+            self.stop_thread(ir.Constant(I64, access.site + 1), axis, index)
             b.position_at_end(inside)
         return emit(access.ptr)
+
+    def stop_thread(self, site1: ir.Value, axis: ir.Value, index: ir.Value) -> None:
+        """End the current block with a branch to the function's one stopping block, which
+        records (site + 1, axis, index) and ends the thread. One block for all the checks of
+        a function, with the recorder inlined there: a function that calls, even only on
+        paths that end the thread, makes ptxas keep the memory descriptor out of the uniform
+        registers (an `R2UR` before each group of loads: 428 in Genesis's contact-pruning
+        task) and put a reconvergence barrier pair around each call."""
+        b = self.builder
+        if self.stop_block is None:
+            block = self.fn.append_basic_block("stop_thread")
+            with b.goto_block(block):
+                phis = (b.phi(I64), b.phi(I64), b.phi(I64))
+                self.call_recorder(*phis)
+                end_thread(b)
+            self.stop_block = (block, phis)
+        block, phis = self.stop_block
+        for phi, value in zip(phis, (site1, axis, index)):
+            phi.add_incoming(value, b.block)
+        b.branch(block)
 
     def record_fault(self, site: int, axis_fail: list[tuple[ir.Value, ir.Value]],
                      words: tuple[ir.Value, ir.Value] | None = None) -> None:
@@ -731,18 +751,21 @@ FAULT_RECORDER = "jitrt_record_fault"
 
 
 def fault_recorder(module: ir.Module, gpu: bool = False) -> ir.Function:
-    """`jitrt_record_fault(ctx, site + 1, axis, index)`, one per module (internal, cold, never
-    inlined): the first failing access claims the error slot by compare-and-swap from 0 and
-    writes its axis and index. One call per check keeps functions with thousands of accesses
-    (unrolled loops) small for LLVM. On GPUs the record goes to the device's status block,
-    with the launch id of the context that failed."""
+    """`jitrt_record_fault(ctx, site + 1, axis, index)`, one per module (internal, cold): the
+    first failing access claims the error slot by compare-and-swap from 0 and writes its
+    axis and index. On the CPU it is never inlined: one call per check keeps functions with
+    thousands of accesses (unrolled loops) small for LLVM. On GPUs the record goes to the
+    device's status block, with the launch id of the context that failed, and the recorder
+    is inlined where it is called (once per function for bounds checks: `stop_thread`)."""
     found = module.globals.get(FAULT_RECORDER)
     if found is not None:
         return found  # type: ignore[return-value]
     args = [I64, I64, I64, I64, I64] if gpu else [I64.as_pointer(), I64, I64, I64]
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), args), FAULT_RECORDER)
     fn.linkage = "internal"
-    fn.attributes.add("noinline")
+    # GPUs: inlined into each function's one stopping block (`stop_thread`) and the arms of
+    # failed assertions: a call in a GPU function costs the code around it (see there)
+    fn.attributes.add("alwaysinline" if gpu else "noinline")
     fn.attributes.add("cold")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     if gpu:      # (status block address, launch id, site + 1, axis, index)

@@ -42,6 +42,7 @@ class EmitterHost:
         invariants: dict[int, ir.Value]
         alias_tags: dict[Any, Any]       # GPUs: (field slot, grad) -> its alias metadata
         alias_tagged: Callable[..., Any]
+        stop_block: tuple[ir.Block, tuple[ir.PhiInstr, ...]] | None
         unchecked: dict[Any, Any]    # accesses proven in bounds -> axes (codegen/bounds.py)
         interrupt_epoch: ir.Value | None
         interrupt_counter: ir.Value | None
