@@ -1,14 +1,15 @@
-"""Bounds checks a GPU thread has already made: a failing one is recorded once, not at every
-access that repeats it.
+"""Bounds checks a GPU thread has already made: an access that repeats one is not checked
+again (CUDA) or not recorded again (AMDGPU).
 
-Stage: codegen (targets with a `status_block`: CUDA, AMDGPU). A launch's fault record keeps
-its first failing access (compare-and-swap from 0, `emit_expr.fault_recorder`). So when an
-access repeats a check an earlier access of the same thread made (the same extents, the same
-index values) and fails, the earlier one failed too and the record is no longer 0: the later
-one still skips its load or store, but its call of the recorder could only lose the
-compare-and-swap and is left out. Genesis's big kernels index dozens of fields of one shape
-with the same `[i_l, i_b]`: each access was a branch to its own recorder call, which made
-ptxas slow (a call per access site) and LLVM unable to merge the checks.
+Stage: codegen (targets with a `status_block`: CUDA, AMDGPU). When an access repeats a check
+an earlier access of the same thread made (the same extents, the same index values), the
+earlier check decided it: on CUDA a failing check ends its thread
+(`TargetTraits.fault_ends_thread`), so a thread that reaches the later access passed it and
+the access runs unchecked; on AMDGPU the later access still skips its load or store when it
+fails, but its call of the recorder could only lose the compare-and-swap of the launch's
+fault record (`emit_expr.fault_recorder`) and is left out. So a fact must hold on every path
+to the access that uses it (it is a memory-safety fact on CUDA), which the rules below give.
+Genesis's big kernels index dozens of fields of one shape with the same `[i_l, i_b]`.
 
 A fact is a check's key: the extents (constants for fields, else the array) and the index
 expressions, made only of locals, arguments, shapes, constants and arithmetic (no loads), with

@@ -3,8 +3,8 @@
 Stage: codegen. Python semantics are kept where C's differ: `//` and `%` floor, integer division
 by zero gives 0 instead of trapping, float->int casts saturate, shifts are masked, `and`/`or`
 and `a if c else b` evaluate lazily. Every global access is bounds-checked in every build: an
-out-of-range access is skipped (a load gives 0) and the first failing site is recorded in the
-context's error record for the host to report.
+out-of-range access is skipped (a load gives 0; on CUDA its thread stops there) and the first
+failing site is recorded in the context's error record for the host to report.
 """
 from __future__ import annotations
 
