@@ -26,7 +26,7 @@ from llvmlite import ir
 from ..frozen import frozen
 from .. import dtypes
 from ..ir import nodes as n
-from ..ir.walk import assigned_names
+from ..ir.walk import assigned_names, written_refs
 from ..ir.walk import all_exprs, bodies_of, exprs_of, sub_exprs, walk_stmts
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
@@ -234,11 +234,6 @@ def _index_source(e: n.Expr) -> n.Load | None:
     return None
 
 
-def written_refs(task: n.Task) -> set[n.Ref]:
-    return ({s.ref for s in walk_stmts(task.body) if isinstance(s, n.Store)}
-            | {e.ref for e in all_exprs(task.body) if isinstance(e, n.Atomic)})
-
-
 def gathered_accesses(task: n.Task, proven: dict[AccessKey, list[Affine]]
                       ) -> dict[AccessKey, list[Affine | AccessKey]]:
     """Accesses not proven by `affine_accesses` whose every index is affine or read by a
@@ -247,7 +242,7 @@ def gathered_accesses(task: n.Task, proven: dict[AccessKey, list[Affine]]
     index (`range_of_values`)."""
     changing = assigned_names(task.body) | set(task.vars)
     variables = {v: k for k, v in enumerate(task.vars) if v not in assigned_names(task.body)}
-    written = written_refs(task)
+    written = written_refs(task.body)
     keys = [(e.ref, e.indices) for e in all_exprs(task.body) if isinstance(e, (n.Load, n.Atomic))]
     keys += [(s.ref, s.indices) for s in walk_stmts(task.body) if isinstance(s, n.Store)]
     found: dict[AccessKey, list[Affine | AccessKey]] = {}
@@ -310,7 +305,7 @@ def apart(em: Any, task: n.Task, refs: Iterable[n.Ref], ok: ir.Value) -> ir.Valu
     arguments may view one buffer). Each pair is tested once, in the order of `refs` and
     then of the written arrays sorted (the same IR in every process: no set order)."""
     b = em.builder
-    written = sorted(written_refs(task), key=repr)
+    written = sorted(written_refs(task.body), key=repr)
     tested: set[frozenset] = set()
     for ref in refs:
         for other in written:

@@ -443,7 +443,7 @@ class ExprEmitter(EmitterHost):
     def expr_Load(self, e: n.Load) -> ir.Value:
         access = self.element_ptr(e.ref, e.indices, e.loc, "read")
         zero = ir.Constant(ll_type(e.dtype), 0.0 if e.dtype.is_float else 0)
-        invariant = self.target.traits.grid_launch and e.ref in self.facts.read_only
+        invariant = e.ref in self.facts.read_only     # (GPUs only: `codegen_facts`)
         return self.guarded(access, lambda ptr: self.data_load(ptr, e.ref, invariant), zero)
 
     def data_load(self, ptr: ir.Value, ref: n.Ref, invariant: bool) -> ir.Value:

@@ -101,8 +101,8 @@ class StmtEmitter(EmitterHost):
 
     def stmt_FuncRet(self, s: n.FuncRet) -> None:
         from . import real_funcs
-        values = [self.expr(v) for v in s.values]
-        real_funcs.ret_values(self.builder, self.real_rets, values)
+        real_funcs.ret_values(self.builder, self.real_rets,
+                              [self.expr(v) for v in s.values])
         self.dead_block()
 
     def stmt_If(self, s: n.If) -> None:

@@ -36,9 +36,8 @@ class TaskFacts:
     # GPUs: (stack id, capacity) of the task's adstacks kept in per-thread local memory
     # (`passes.lowered.local_capacity`); the others live in the adstack heap
     local_stacks: tuple[tuple[int, int], ...] = ()
-    # the refs the task loads and nothing writes while it runs (`passes/analysis.read_only`;
-    # serial tasks too): GPUs mark their loads `!invariant.load` (PTX `ld.global.nc`)
+    # GPUs: the refs the task loads and nothing writes while it runs
+    # (`passes/analysis.read_only`; serial tasks too), whose loads are `!invariant.load`
+    # (PTX `ld.global.nc`)
     read_only: frozenset[n.Ref] = frozenset()
 
-
-NO_FACTS = TaskFacts()

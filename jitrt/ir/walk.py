@@ -4,7 +4,8 @@ Stage: IR (shared by the frontend, the passes, codegen and the runtime). `exprs_
 yields a statement's own expressions, `bodies_of` its nested bodies, `walk_expr` every
 sub-expression, `walk_stmts` every statement of a body; `map_expr` rebuilds an expression
 bottom-up through a node rewrite, `map_stmt` a statement (its expressions and nested bodies)
-through one; `assigned_names` the locals a body assigns.
+through one; `assigned_names` the locals a body assigns, `written_refs` the data it
+stores to or updates atomically.
 """
 from __future__ import annotations
 
@@ -92,3 +93,10 @@ def assigned_names(body: n.Body) -> set[str]:
         elif isinstance(s, n.Call):         # a real function's results (jr.real_func)
             out.update(s.outs)
     return out
+
+
+def written_refs(body: n.Body) -> set[n.Ref]:
+    """The fields and ndarrays `body` stores to or updates atomically (not through the real
+    functions it calls)."""
+    return ({s.ref for s in walk_stmts(body) if isinstance(s, n.Store)}
+            | {e.ref for e in all_exprs(body) if isinstance(e, n.Atomic)})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..frozen import frozen
 from ..ir import nodes as n
-from ..ir.walk import all_exprs, walk_expr, walk_stmts
+from ..ir.walk import all_exprs, walk_expr, walk_stmts, written_refs
 
 
 @frozen
@@ -20,12 +20,9 @@ class WriteSet:
 
 
 def write_set(kernel: n.TaskedKernel) -> WriteSet:
-    refs: list[n.Ref] = []
+    refs: set[n.Ref] = set()
     for body in [t.body for t in kernel.tasks] + [f.body for f in kernel.funcs]:
-        for s in walk_stmts(body):
-            if isinstance(s, n.Store):
-                refs.append(s.ref)
-        refs += [e.ref for e in all_exprs(body) if isinstance(e, n.Atomic)]
+        refs |= written_refs(body)
     fields = sorted({(r.slot, r.grad) for r in refs if isinstance(r, n.FieldRef)})
     arrays = sorted({(r.arg, r.grad) for r in refs if isinstance(r, n.ArrayRef)})
     return WriteSet(tuple(fields), tuple(arrays))
@@ -39,9 +36,7 @@ def read_only(task: n.Task) -> frozenset[n.Ref]:
     that calls a real function (what it writes is not in the body)."""
     if n.has_call(task.body):
         return frozenset()
-    written = [s.ref for s in walk_stmts(task.body) if isinstance(s, n.Store)]
-    written += [e.ref for e in all_exprs(task.body) if isinstance(e, n.Atomic)]
-    written += [key[0] for key in task.reductions]
+    written = written_refs(task.body) | {key[0] for key in task.reductions}
     if any(isinstance(r, n.ArrayRef) for r in written):
         return frozenset()
     fields = {(r.slot, r.grad) for r in written if isinstance(r, n.FieldRef)}

@@ -74,23 +74,25 @@ def annotate_tasks(kernel: n.TaskedKernel) -> n.TaskedKernel:
     return replace(kernel, tasks=tasks)
 
 
-def codegen_facts(kernel: n.TaskedKernel, lanes: int) -> tuple[TaskFacts, ...]:
+def codegen_facts(kernel: n.TaskedKernel, lanes: int,
+                  reads: bool = False) -> tuple[TaskFacts, ...]:
     """9. What codegen reads about each task, for a codegen target that runs `lanes`
     iterations of a parallel task in one pass (1: no interleaving; GPUs): the fields and
     ndarrays whose atomics no other iteration races with (`reductions.py`), and the
     interleaved body of a task that allows one (`interleave.py`: codegen uses it where every
-    access of the body is proven in bounds), and the data each task only reads
-    (`analysis.read_only`). Run for each module built, never stored."""
+    access of the body is proven in bounds), and where `reads` (GPUs) the data each task
+    only reads (`analysis.read_only`). Run for each module built, never stored."""
     from . import interleave     # (a module attribute: tests replace `interleaved`)
     facts = []
     for task in kernel.tasks:
+        only_read = read_only(task) if reads else frozenset()
         if task.kind != "parallel":
-            facts.append(TaskFacts(read_only=read_only(task)))
+            facts.append(TaskFacts(read_only=only_read))
             continue
         found = interleave.interleaved(task, lanes) if lanes > 1 and \
             interleave.candidate(task) else None
         facts.append(TaskFacts(private_refs(task), private_arrays(task), found,
-                               read_only=read_only(task)))
+                               read_only=only_read))
     return tuple(facts)
 
 

@@ -531,10 +531,11 @@ def codegen_facts(lowered: LoweredKernel, target: Any, forced: int) -> tuple[Any
     """What the passes tell codegen about each task for `target` (`ir/facts.py`): run for
     each module built (a tiered compile's quick copy, without lanes, interleaves nothing).
     Where the target allows it (`TargetTraits.local_stacks`: GPUs), which adstacks live in
-    local memory (`forced`: the `ad_stack_size` option)."""
+    local memory (`forced`: the `ad_stack_size` option); on GPUs, the data each task only
+    reads."""
     from ..passes.lowered import local_capacity
     from ..passes.pipeline import codegen_facts as facts
-    out = facts(lowered.tasked, target.lanes)
+    out = facts(lowered.tasked, target.lanes, target.traits.grid_launch)
     local: dict[int, list[tuple[int, int]]] = {}
     for s in lowered.stacks if target.traits.local_stacks else ():
         cap = local_capacity(s, forced)
