@@ -3,8 +3,8 @@
 Stage: codegen. Python semantics are kept where C's differ: `//` and `%` floor, integer division
 by zero gives 0 instead of trapping, float->int casts saturate, shifts are masked, `and`/`or`
 and `a if c else b` evaluate lazily. Every global access is bounds-checked in every build: an
-out-of-range access is skipped (a load gives 0; on CUDA its thread stops there) and the first
-failing site is recorded in the context's error record for the host to report.
+out-of-range access is skipped (a load gives 0) and the first failing site is recorded in the
+context's error record for the host to report.
 """
 from __future__ import annotations
 
@@ -443,7 +443,7 @@ class ExprEmitter(EmitterHost):
     def expr_Load(self, e: n.Load) -> ir.Value:
         access = self.element_ptr(e.ref, e.indices, e.loc, "read")
         zero = ir.Constant(ll_type(e.dtype), 0.0 if e.dtype.is_float else 0)
-        invariant = e.ref in self.facts.read_only     # (GPUs only: `codegen_facts`)
+        invariant = self.target.traits.grid_launch and e.ref in self.facts.read_only
         return self.guarded(access, lambda ptr: self.data_load(ptr, e.ref, invariant), zero)
 
     def data_load(self, ptr: ir.Value, ref: n.Ref, invariant: bool) -> ir.Value:
@@ -657,34 +657,14 @@ class ExprEmitter(EmitterHost):
         (`known`) runs unchecked: had that check failed, the thread would have ended."""
         b = self.builder
         if not access.known:
-            arm = b.append_basic_block("out_of_bounds")
+            stop = b.append_basic_block("out_of_bounds")
             inside = b.append_basic_block("in_bounds")
-            b.cbranch(access.ok, inside, arm).set_weights([1 << 20, 1])
-            b.position_at_end(arm)
-            axis, index = failing_axis(b, access.axes)
-            self.stop_thread(ir.Constant(I64, access.site + 1), axis, index)
+            b.cbranch(access.ok, inside, stop).set_weights([1 << 20, 1])
+            b.position_at_end(stop)
+            self.record_fault(access.site, access.axes)
+            end_thread(b)
             b.position_at_end(inside)
         return emit(access.ptr)
-
-    def stop_thread(self, site1: ir.Value, axis: ir.Value, index: ir.Value) -> None:
-        """End the current block with a branch to the function's one stopping block, which
-        records (site + 1, axis, index) and ends the thread. One block for all the checks of
-        a function, with the recorder inlined there: a function that calls, even only on
-        paths that end the thread, makes ptxas keep the memory descriptor out of the uniform
-        registers (an `R2UR` before each group of loads: 428 in Genesis's contact-pruning
-        task) and put a reconvergence barrier pair around each call."""
-        b = self.builder
-        if self.stop_block is None:
-            block = self.fn.append_basic_block("stop_thread")
-            with b.goto_block(block):
-                phis = (b.phi(I64), b.phi(I64), b.phi(I64))
-                self.call_recorder(*phis)
-                end_thread(b)
-            self.stop_block = (block, phis)
-        block, phis = self.stop_block
-        for phi, value in zip(phis, (site1, axis, index)):
-            phi.add_incoming(value, b.block)
-        b.branch(block)
 
     def record_fault(self, site: int, axis_fail: list[tuple[ir.Value, ir.Value]],
                      words: tuple[ir.Value, ir.Value] | None = None) -> None:
@@ -751,21 +731,18 @@ FAULT_RECORDER = "jitrt_record_fault"
 
 
 def fault_recorder(module: ir.Module, gpu: bool = False) -> ir.Function:
-    """`jitrt_record_fault(ctx, site + 1, axis, index)`, one per module (internal, cold): the
-    first failing access claims the error slot by compare-and-swap from 0 and writes its
-    axis and index. On the CPU it is never inlined: one call per check keeps functions with
-    thousands of accesses (unrolled loops) small for LLVM. On GPUs the record goes to the
-    device's status block, with the launch id of the context that failed, and the recorder
-    is inlined where it is called (once per function for bounds checks: `stop_thread`)."""
+    """`jitrt_record_fault(ctx, site + 1, axis, index)`, one per module (internal, cold, never
+    inlined): the first failing access claims the error slot by compare-and-swap from 0 and
+    writes its axis and index. One call per check keeps functions with thousands of accesses
+    (unrolled loops) small for LLVM. On GPUs the record goes to the device's status block,
+    with the launch id of the context that failed."""
     found = module.globals.get(FAULT_RECORDER)
     if found is not None:
         return found  # type: ignore[return-value]
     args = [I64, I64, I64, I64, I64] if gpu else [I64.as_pointer(), I64, I64, I64]
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), args), FAULT_RECORDER)
     fn.linkage = "internal"
-    # GPUs: inlined into each function's one stopping block (`stop_thread`) and the arms of
-    # failed assertions: a call in a GPU function costs the code around it (see there)
-    fn.attributes.add("alwaysinline" if gpu else "noinline")
+    fn.attributes.add("noinline")
     fn.attributes.add("cold")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     if gpu:      # (status block address, launch id, site + 1, axis, index)

@@ -42,7 +42,6 @@ class EmitterHost:
         invariants: dict[int, ir.Value]
         alias_tags: dict[Any, Any]       # GPUs: (field slot, grad) -> its alias metadata
         alias_tagged: Callable[..., Any]
-        stop_block: tuple[ir.Block, tuple[ir.PhiInstr, ...]] | None
         unchecked: dict[Any, Any]    # accesses proven in bounds -> axes (codegen/bounds.py)
         interrupt_epoch: ir.Value | None
         interrupt_counter: ir.Value | None

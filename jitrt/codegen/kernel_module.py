@@ -67,9 +67,6 @@ class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter):
         self.facts = TaskFacts()        # what the passes say of the task (`ir/facts.py`)
         self.invariants: dict[int, ir.Value] = {}   # context slot -> its load at entry
         self.alias_tags: dict = {}      # GPUs: (field slot, grad) -> its alias metadata
-        # CUDA: the function's one block that records a failed check and ends the thread,
-        # with its (site + 1, axis, index) phis (`ExprEmitter.stop_thread`)
-        self.stop_block: tuple[ir.Block, tuple[ir.PhiInstr, ...]] | None = None
         # accesses the current loop copy runs without checks -> their axes (codegen/bounds.py)
         self.unchecked: dict = {}
         self.interrupt_epoch: ir.Value | None = None     # see codegen/interrupts.py
