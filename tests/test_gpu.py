@@ -173,6 +173,49 @@ def test_a_failing_access_ends_its_thread_and_is_named(serial):
 
 
 @gpu_only
+@pytest.mark.parametrize("serial", [True, False])
+def test_inner_loops_fault_where_they_leave(serial):
+    """An inner loop whose range leaves an array it reads runs on where it guards its own
+    accesses, and stops its thread at the first access that leaves, named with its index;
+    the other iterations and threads keep what they wrote."""
+    a = jr.ndarray(jr.f32, shape=(8,))
+    n = jr.ndarray(jr.i32, shape=(3,))
+    out = jr.ndarray(jr.f32, shape=(3, 8))
+
+    @jr.kernel
+    def sums(a: nd(dtype=jr.f32, ndim=1), n: nd(dtype=jr.i32, ndim=1),
+             out: nd(dtype=jr.f32, ndim=2)):
+        jr.loop_config(serialize=serial)
+        for k in range(3):
+            lo = k - 1
+            total = 0.0
+            for i in range(lo, n[k]):
+                if i >= 0:                    # the loop guards its own reads below 0
+                    total += a[i]
+                    out[k, i] = total
+            out[k, 0] += 100.0
+
+    a.from_numpy(np.arange(1.0, 9.0, dtype=np.float32))
+    out.from_numpy(np.zeros((3, 8), np.float32))
+    n.from_numpy(np.array([8, 4, 9], np.int32))         # k = 2 reads a[8]: out of bounds
+    sums(a, n, out)
+    with pytest.raises(jr.KernelRuntimeError, match=r"index 8 out of bounds on axis 0 of 'a'"):
+        jr.sync()
+    got = out.to_numpy()
+    first = np.cumsum(np.arange(1.0, 9.0))
+    first[0] += 100.0
+    np.testing.assert_array_equal(got[0], first)
+    np.testing.assert_array_equal(got[1], [101, 3, 6, 10, 0, 0, 0, 0])
+    np.testing.assert_array_equal(got[2][1:], np.cumsum(np.arange(2.0, 9.0)))
+    assert got[2][0] == 0.0                             # the thread stopped before it
+    n.from_numpy(np.array([8, 8, 8], np.int32))
+    out.from_numpy(np.zeros((3, 8), np.float32))
+    sums(a, n, out)
+    jr.sync()
+    assert out.to_numpy()[2].tolist() == [100.0] + list(np.cumsum(np.arange(2.0, 9.0)))
+
+
+@gpu_only
 @pytest.mark.parametrize("dt", [jr.f32, jr.f64])
 def test_math_matches_numpy(dt):
     fns = ["sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "ceil"]
