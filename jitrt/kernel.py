@@ -306,7 +306,11 @@ class StructArgKernel:
         return out
 
     def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        result = self.inner(*self.leaves(args, kwargs))
+        leaves = self.leaves(args, kwargs)
+        graph = self.__dict__.get("graph_launch")
+        if graph is not None and graph.launch(leaves):
+            return None
+        result = self.inner(*leaves)
         if self.struct_ret is None:
             return result
         from .kernel_structs import assemble
@@ -356,9 +360,10 @@ def kernel(fn: Callable[P, R] | None = None, *, fastcache: bool = False,
     `@jr.kernel(fastcache=True, graph=True)` takes Quadrants' two options. `fastcache`:
     Quadrants caches such a kernel on disk keyed by its source; jitrt's offline cache does so
     for every kernel whenever `jr.init(offline_cache=True)` (the default), so the flag changes
-    nothing. `graph`: Quadrants records the kernel's launches as one CUDA graph (on other
-    backends it launches as usual); jitrt records graphs with `jr.graph(step)`, and launches
-    such a kernel as usual. Both are kept as attributes of the kernel.
+    nothing. `graph`: on a GPU the kernel's launches are recorded as one graph at its first
+    call and replayed at later calls with the same arguments (`runtime/graph.py`,
+    `KernelGraph`); on the CPU it launches as usual, as in Quadrants. Both are kept as
+    attributes of the kernel.
 
     Parameters are annotated `jr.f32`/`jr.i32`/... (scalars), `jr.math.vec3`,
     `jr.types.vector(3, jr.f32)`, `jr.types.matrix(2, 2, jr.f64)` (vectors/matrices passed by
@@ -400,6 +405,11 @@ def _entry(k: Kernel[Any, Any], fastcache: bool, graph: bool) -> Any:
     k.fastcache, k.graph = fastcache, graph
     from .frontend.struct_args import compound_params
     compound = compound_params(k.fn)
+    if graph and k.ret is None:         # launched through its own graph on GPUs
+        from .runtime.graph import KernelGraph
+        entry = StructArgKernel(k, compound)
+        entry.__dict__["graph_launch"] = KernelGraph(k)
+        return entry
     return StructArgKernel(k, compound) if compound or has_struct(k.ret) else k
 
 

@@ -122,3 +122,36 @@ def test_drawing_between_launches_waits_once_per_drawing(lib):
     x_bytes = STEPS * BALLS * 8
     assert sorted(nbytes for name, _, nbytes in
                   (call for call in lib.calls if call[0] == "d2h"))[-4:] == [x_bytes] * 4
+
+
+def test_a_graph_kernel_is_one_driver_call_per_repeated_call(fakegpu_program):
+    """`@jr.kernel(graph=True)` (Quadrants' option) on a GPU: the first call launches its
+    tasks and records them; each later call with the same arguments is one graph launch.
+    Inside a Tape it launches as usual; a kernel whose arguments change at every call goes
+    back to launching as usual after `KernelGraph.MISSES` calls."""
+    from jitrt.runtime.graph import KernelGraph
+    lib = fakegpu_program[0]
+    x = jr.field(jr.f32, shape=(8,), needs_grad=True)
+    loss = jr.field(jr.f32, shape=(), needs_grad=True)
+
+    @jr.kernel(graph=True)
+    def two(s: jr.f32):
+        for i in range(8):
+            x[i] = x[i] * s
+        for i in range(8):
+            loss[None] += x[i]
+
+    two(2.0)
+    lib.calls.clear()
+    for _ in range(3):
+        two(2.0)
+    assert counts(lib)["launch"] == 0 and counts(lib)["graph_launch"] == 3
+    lib.calls.clear()
+    with jr.ad.Tape(loss):
+        two(2.0)
+    assert counts(lib)["graph_launch"] == 0 and counts(lib)["launch"] >= 2
+    two(2.0)
+    lib.calls.clear()
+    for k in range(KernelGraph.MISSES + 3):
+        two(float(k))
+    assert counts(lib)["graph_launch"] == 0 and two.graph_launch.off

@@ -14,6 +14,8 @@ re-instantiated unless the driver refuses the update. `with jr.graph() as g:` re
 launches of the block; `g()` replays them. A replay of grad launches with adstacks re-checks
 their sizing launch caches first (a capacity that changed updates the device graph: GPU
 kernels hold their arguments by value).
+`@jr.kernel(graph=True)` kernels replay their own launches through one of these on GPUs
+(`KernelGraph`).
 Caches: the bound launches and the device graph, per Graph object.
 """
 from __future__ import annotations
@@ -165,6 +167,52 @@ class Graph:
 
     def __len__(self) -> int:
         return len(self.launches)
+
+
+class KernelGraph:
+    """`@jr.kernel(graph=True)` on a GPU program (Quadrants' option): the kernel's launches
+    (one per task) are recorded once as a graph (`Graph`) and replayed, one driver call, at
+    each later call with the same arguments (arrays and fields by identity, numbers by
+    value; a struct argument by its members). A call with other arguments runs and records
+    again (the graph updated in place); after `MISSES` such calls in a row the kernel launches
+    as usual for good (its arguments change at every call: recording would only add work).
+    Launched as usual: on the CPU (as Quadrants does off CUDA), inside a `jr.ad.Tape` or a
+    recording `jr.graph`, under the kernel profiler (which times each launch), and a kernel
+    that returns a value. Caches: the graph of the current program."""
+
+    MISSES = 3
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+        self.graph: Graph | None = None
+        self.misses = 0
+        self.off = False
+
+    def launch(self, leaves: list[Any]) -> bool:
+        """Launch through the graph; False where the kernel must be launched as usual."""
+        if self.off:
+            return False
+        program = program_mod.current()
+        if program.tape is not None or program.profile is not None or not program.stream_gpu:
+            return False
+        g = self.graph
+        if g is None or g.program is not program:
+            g = self.graph = Graph(self.kernel)
+            self.misses = 0
+        args = tuple(leaves)
+        if g.launches and g._current() and g._same(args, {}):
+            self.misses = 0
+            g.replay()
+            return True
+        if g.launches:
+            self.misses += 1
+            if self.misses > self.MISSES:
+                self.off = True
+                g.release()
+                self.graph = None
+                return False
+        g(*args)
+        return True
 
 
 def graph(step: Callable[..., Any] | None = None) -> Graph:

@@ -70,6 +70,8 @@ class Program:
         self.device: Device = backends.create_device(cfg.arch, cfg.device_id,
                                                      host_services(cfg, self.cache_store))
         self.arch = self.device.arch
+        # a GPU of the stream driver (CUDA, HIP, the fake vendor): graphs of launches
+        self.stream_gpu: bool = getattr(registry.BACKENDS.get(self.arch), "stream_gpu", False)
         tiers = self.device.tiers() if cfg.tiered_compile else None
         if tiers is not None and config_mod._cores() > 1:
             tiers.warm_up()     # LLVM's first use, on another core (`backends/cpu_tiers.py`)
