@@ -171,6 +171,7 @@ class Kernel(Generic[P, R]):
         self._validation_kernel: Kernel[P, R] | None = None
         self.grad_disabled = False     # @jr.ad.no_grad: never recorded, .grad does nothing
         self.fastcache = self.graph = False    # Quadrants' options (see `kernel`)
+        self.graph_call: Any = None    # graph=True: runtime.graph.graph_call
         if dual_args is not None:      # the duals of these ndarrays come as hidden parameters
             self.params += tuple(dataclasses.replace(self.params[i], name=f"{self.params[i].name}"
                                                      ".dual", grad_annotation=None)
@@ -306,11 +307,7 @@ class StructArgKernel:
         return out
 
     def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        leaves = self.leaves(args, kwargs)
-        graph = self.__dict__.get("graph_launch")
-        if graph is not None and graph.launch(leaves):
-            return None
-        result = self.inner(*leaves)
+        result = self.inner(*self.leaves(args, kwargs))
         if self.struct_ret is None:
             return result
         from .kernel_structs import assemble
@@ -360,10 +357,9 @@ def kernel(fn: Callable[P, R] | None = None, *, fastcache: bool = False,
     `@jr.kernel(fastcache=True, graph=True)` takes Quadrants' two options. `fastcache`:
     Quadrants caches such a kernel on disk keyed by its source; jitrt's offline cache does so
     for every kernel whenever `jr.init(offline_cache=True)` (the default), so the flag changes
-    nothing. `graph`: on a GPU the kernel's launches are recorded as one graph at its first
-    call and replayed at later calls with the same arguments (`runtime/graph.py`,
-    `KernelGraph`); on the CPU it launches as usual, as in Quadrants. Both are kept as
-    attributes of the kernel.
+    nothing. `graph`: on a GPU the kernel's launches are recorded as one graph and replayed
+    at later calls with the same arguments (`runtime/graph.py`, `KernelGraph`); on the CPU
+    it launches as usual, as in Quadrants. Both are kept as attributes of the kernel.
 
     Parameters are annotated `jr.f32`/`jr.i32`/... (scalars), `jr.math.vec3`,
     `jr.types.vector(3, jr.f32)`, `jr.types.matrix(2, 2, jr.f64)` (vectors/matrices passed by
@@ -403,13 +399,11 @@ def kernel(fn: Callable[P, R] | None = None, *, fastcache: bool = False,
 def _entry(k: Kernel[Any, Any], fastcache: bool, graph: bool) -> Any:
     """What the decorator returns for the kernel `k`: itself, or its struct-argument entry."""
     k.fastcache, k.graph = fastcache, graph
+    if graph and k.ret is None:       # on GPUs its launches replay as a graph
+        from .runtime.graph import graph_call
+        k.graph_call = graph_call
     from .frontend.struct_args import compound_params
     compound = compound_params(k.fn)
-    if graph and k.ret is None:         # launched through its own graph on GPUs
-        from .runtime.graph import KernelGraph
-        entry = StructArgKernel(k, compound)
-        entry.__dict__["graph_launch"] = KernelGraph(k)
-        return entry
     return StructArgKernel(k, compound) if compound or has_struct(k.ret) else k
 
 

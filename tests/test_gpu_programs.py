@@ -125,8 +125,9 @@ def test_drawing_between_launches_waits_once_per_drawing(lib):
 
 
 def test_a_graph_kernel_is_one_driver_call_per_repeated_call(fakegpu_program):
-    """`@jr.kernel(graph=True)` (Quadrants' option) on a GPU: the first call launches its
-    tasks and records them; each later call with the same arguments is one graph launch.
+    """`@jr.kernel(graph=True)` (Quadrants' option) on a GPU: the first calls launch its
+    tasks (the second records them); each later call with the same arguments is one graph
+    launch.
     Inside a Tape it launches as usual; a kernel whose arguments change at every call goes
     back to launching as usual after `KernelGraph.MISSES` calls."""
     from jitrt.runtime.graph import KernelGraph
@@ -141,7 +142,8 @@ def test_a_graph_kernel_is_one_driver_call_per_repeated_call(fakegpu_program):
         for i in range(8):
             loss[None] += x[i]
 
-    two(2.0)
+    two(2.0)             # compiles and launches
+    two(2.0)             # launches, recorded
     lib.calls.clear()
     for _ in range(3):
         two(2.0)

@@ -20,6 +20,9 @@ Caches: the bound launches and the device graph, per Graph object.
 """
 from __future__ import annotations
 
+import dataclasses
+import types
+import weakref
 from typing import Any, Callable, cast
 
 from ..errors import JitrtError
@@ -117,6 +120,12 @@ class Graph:
             return self.replay()
         if self.launches and self._current() and self._same(args, kwargs):
             return self.replay()
+        self.record(*args, **kwargs)
+
+    def record(self, *args: Any, **kwargs: Any) -> None:
+        """Run the step in recording mode and rebuild (or update) the graph from its
+        launches, whatever the arguments."""
+        assert self.step is not None
         self._begin()
         try:
             self.step(*args, **kwargs)
@@ -172,23 +181,25 @@ class Graph:
 class KernelGraph:
     """`@jr.kernel(graph=True)` on a GPU program (Quadrants' option): the kernel's launches
     (one per task) are recorded once as a graph (`Graph`) and replayed, one driver call, at
-    each later call with the same arguments (arrays and fields by identity, numbers by
-    value; a struct argument by its members). A call with other arguments runs and records
-    again (the graph updated in place); after `MISSES` such calls in a row the kernel launches
-    as usual for good (its arguments change at every call: recording would only add work).
-    Launched as usual: on the CPU (as Quadrants does off CUDA), inside a `jr.ad.Tape` or a
-    recording `jr.graph`, under the kernel profiler (which times each launch), and a kernel
-    that returns a value. Caches: the graph of the current program."""
+    each later call with the same arguments (`arg_state`: arrays and fields by identity,
+    numbers by value, a dataclass by its members). A call with other arguments runs and
+    records again (the graph updated in place); after `MISSES` such calls in a row the kernel
+    launches as usual for good (its arguments change at every call: recording would only add
+    work). Launched as usual: inside a `jr.ad.Tape` or a recording `jr.graph`, under the
+    kernel profiler, and a kernel that returns a value; on the CPU it is never asked
+    (`launcher.graph_call` is the kernel's `__call__` on GPU programs only). Caches: the
+    graph of the current program, the state of its arguments."""
 
     MISSES = 3
 
     def __init__(self, kernel: Any) -> None:
         self.kernel = kernel
         self.graph: Graph | None = None
+        self.state: tuple[Any, ...] = ()
         self.misses = 0
         self.off = False
 
-    def launch(self, leaves: list[Any]) -> bool:
+    def launch(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """Launch through the graph; False where the kernel must be launched as usual."""
         if self.off:
             return False
@@ -199,8 +210,8 @@ class KernelGraph:
         if g is None or g.program is not program:
             g = self.graph = Graph(self.kernel)
             self.misses = 0
-        args = tuple(leaves)
-        if g.launches and g._current() and g._same(args, {}):
+        state = arg_state((args, kwargs))
+        if g.launches and g._current() and same_state(state, self.state):
             self.misses = 0
             g.replay()
             return True
@@ -211,8 +222,79 @@ class KernelGraph:
                 g.release()
                 self.graph = None
                 return False
-        g(*args)
+        g.record(*args, **kwargs)
+        self.state = state
         return True
+
+
+def graph_call(kernel: Any, fast: Any) -> Any:
+    """A graph kernel's `__call__` on a GPU program (`launcher.install_fast_path` asks for it
+    through `kernel.graph_call`): through its `KernelGraph`, else `fast`, the launcher it
+    would have had, which the recording itself calls."""
+    state = kernel.__dict__.get("graph_launch")
+    if state is None:
+        state = kernel.__dict__["graph_launch"] = KernelGraph(kernel)
+    plain = isinstance(fast, types.FunctionType)     # a Python launcher takes `self`
+    launch = state.launch
+
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if launch(args, kwargs):
+            return None
+        return fast(self, *args, **kwargs) if plain else fast(*args, **kwargs)
+    return call
+
+
+def arg_state(v: Any) -> Any:
+    """What a graph kernel's replay depends on in argument `v`: a dataclass as its members
+    (Genesis's states, frozen dataclasses of tensors), tuples, lists and dicts by their
+    items, anything else as itself (`same_state` compares numbers by value, the rest by
+    identity). The state of a frozen dataclass holding only frozen ones is kept (`_FROZEN`,
+    weakly), since its members cannot be rebound."""
+    return _state(v)[0]
+
+
+def _state(v: Any) -> tuple[Any, bool]:
+    """(the state of `v`, whether it can never change)."""
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        kept = _FROZEN.get(id(v))
+        if kept is not None and kept[0]() is v:
+            return kept[1], True
+        parts = [_state(getattr(v, f.name)) for f in dataclasses.fields(v)]
+        state = (_DATACLASS, v) + tuple(p[0] for p in parts)
+        fixed = bool(getattr(v, "__dataclass_params__").frozen) and all(p[1] for p in parts)
+        if fixed:
+            _keep(v, state)
+        return state, fixed
+    if isinstance(v, (tuple, list)):
+        parts = [_state(x) for x in v]
+        return (_SEQUENCE,) + tuple(p[0] for p in parts), \
+            type(v) is tuple and all(p[1] for p in parts)
+    if isinstance(v, dict):
+        return (_SEQUENCE,) + tuple((k, arg_state(x)) for k, x in v.items()), False
+    return v, True
+
+
+def _keep(v: Any, state: Any) -> None:
+    key = id(v)
+
+    def forget(_: Any) -> None:
+        _FROZEN.pop(key, None)
+    try:
+        _FROZEN[key] = (weakref.ref(v, forget), state)
+    except TypeError:                     # no weak references (slots): not kept
+        pass
+
+
+_DATACLASS, _SEQUENCE = object(), object()
+_FROZEN: dict[int, tuple[Any, Any]] = {}
+
+
+def same_state(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if type(a) is tuple and type(b) is tuple:
+        return len(a) == len(b) and all(same_state(x, y) for x, y in zip(a, b))
+    return type(a) in (int, float, bool, str) and type(a) is type(b) and a == b
 
 
 def graph(step: Callable[..., Any] | None = None) -> Graph:

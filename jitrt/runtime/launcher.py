@@ -221,6 +221,9 @@ def install_fast_path(kernel: "KernelLike", handle: "LaunchHandle", program: "Pr
         native_launch.set_fallback(h.native_table, h.python_fallback if len(handles) == 1
                                    else fallback)
         fallback = fast = h.native
+    wrap = getattr(kernel, "graph_call", None)     # @jr.kernel(graph=True): graph.graph_call
+    if wrap is not None and program.stream_gpu:
+        fast = wrap(kernel, fast)
     setattr(type(kernel), "__call__", fast)
 
 
