@@ -12,6 +12,10 @@
 #   bash tools/genesis/gpu.sh table                       # the RESULT lines of every run so far
 #   PROFILE=K bash tools/genesis/gpu.sh run ...           # then K steps under torch's profiler:
 #       each kernel's (memset's, copy's) device time a step, the PROFILE lines
+#   TREE=.gdev/tree-X bash tools/genesis/gpu.sh run jitrt ...   # jitrt from another tree (its log
+#       is jitrt-X-...): two commits side by side in one call, on one machine (the kernels'
+#       times differ by up to ~10% between machines). Stage it here with
+#       `git worktree add .gdev/tree-X REV` (ignored; carry it: about 5 MB)
 #
 # Each run's whole output goes to $OUT/<mode>-<scene>-<n_envs>.log; the script prints the
 # STAGE/RESULT/FAILED lines. `import quadrants` is jitrt in the jitrt runs (the alias package
@@ -40,8 +44,9 @@ setup)
     ;;
 run)
     mode=$2 scene=$3 nenvs=$4 steps=$5 timed=$6
-    if [ "$mode" = jitrt ]; then pp="$PWD:$PWD/$G/alias:$PWD/$G/site"; else pp="$PWD/$G/ref:$PWD/$G/site"; fi
-    log="$OUT/$mode-$scene-$nenvs.log"
+    tree=${TREE:-}
+    if [ "$mode" = jitrt ]; then pp="${tree:+$PWD/$tree:}$PWD:$PWD/$G/alias:$PWD/$G/site"; else pp="$PWD/$G/ref:$PWD/$G/site"; fi
+    log="$OUT/$mode${tree:+-$(basename "$tree")}-$scene-$nenvs.log"
     start=$(date +%s.%N)
     LD_LIBRARY_PATH="$PWD/$G/p3/lib:${LD_LIBRARY_PATH:-}" PYTHONPATH="$pp" python3 tools/genesis/scene.py --backend gpu --scene "$scene" \
         --n-envs "$nenvs" --steps "$steps" --timed-steps "$timed" ${PROFILE:+--profile-steps "$PROFILE"} ${GENESIS_ARGS:-} > "$log" 2>&1
