@@ -13,8 +13,7 @@
 #   PROFILE=K bash tools/genesis/gpu.sh run ...           # then K steps under torch's profiler:
 #       each kernel's (memset's, copy's) device time a step, the PROFILE lines
 #   TREE=.gdev/tree-X bash tools/genesis/gpu.sh run jitrt ...   # jitrt from another tree (its log
-#       is jitrt-X-...): two commits side by side in one call, on one machine (the kernels'
-#       times differ by up to ~10% between machines). Stage it here with
+#       is jitrt-X-...): two commits side by side in one call, on one machine. Stage it here with
 #       `git worktree add .gdev/tree-X REV` (ignored; carry it: about 5 MB)
 #
 # Each run's whole output goes to $OUT/<mode>-<scene>-<n_envs>.log; the script prints the
