@@ -3,8 +3,8 @@
 Stage: codegen. Python semantics are kept where C's differ: `//` and `%` floor, integer division
 by zero gives 0 instead of trapping, float->int casts saturate, shifts are masked, `and`/`or`
 and `a if c else b` evaluate lazily. Every global access is bounds-checked in every build: an
-out-of-range access is skipped (a load gives 0) and the first failing site is recorded in the
-context's error record for the host to report.
+out-of-range access is skipped (a load gives 0; on CUDA its thread stops there) and the first
+failing site is recorded in the context's error record for the host to report.
 """
 from __future__ import annotations
 
@@ -443,7 +443,7 @@ class ExprEmitter(EmitterHost):
     def expr_Load(self, e: n.Load) -> ir.Value:
         access = self.element_ptr(e.ref, e.indices, e.loc, "read")
         zero = ir.Constant(ll_type(e.dtype), 0.0 if e.dtype.is_float else 0)
-        invariant = self.target.traits.grid_launch and e.ref in self.facts.read_only
+        invariant = e.ref in self.facts.read_only     # (GPUs only: `codegen_facts`)
         return self.guarded(access, lambda ptr: self.data_load(ptr, e.ref, invariant), zero)
 
     def data_load(self, ptr: ir.Value, ref: n.Ref, invariant: bool) -> ir.Value:
