@@ -30,6 +30,7 @@ from ..frontend.builtins import graph_do_while
 from . import program as program_mod
 from .arguments import as_host_array
 from .bound import BoundLaunch
+from .launcher import user_facing
 
 
 class _Recorder:
@@ -237,11 +238,12 @@ def graph_call(kernel: Any, fast: Any) -> Any:
     plain = isinstance(fast, types.FunctionType)     # a Python launcher takes `self`
     launch = state.launch
 
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def call(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if launch(args, kwargs):
             return None
         return fast(self, *args, **kwargs) if plain else fast(*args, **kwargs)
-    return call
+    # (jitrt's errors reach the user without jitrt's frames, as from other kernels)
+    return user_facing(call, "__call__", packed=True)
 
 
 def arg_state(v: Any) -> Any:
