@@ -188,8 +188,9 @@ class KernelGraph:
     launches as usual for good (its arguments change at every call: recording would only add
     work). Launched as usual: inside a `jr.ad.Tape` or a recording `jr.graph`, under the
     kernel profiler, and a kernel that returns a value; on the CPU it is never asked
-    (`launcher.graph_call` is the kernel's `__call__` on GPU programs only). Caches: the
-    graph of the current program, the state of its arguments."""
+    (`graph_call` becomes the kernel's `__call__` on GPU programs only, in
+    `launcher.install_fast_path`). Caches: the graph of the current program, the state of
+    its arguments."""
 
     MISSES = 3
 
