@@ -434,6 +434,8 @@ def test_a_graph_kernel_computes_what_its_launches_do(arch):
     np.testing.assert_allclose(s.vel.to_numpy(), vel, rtol=1e-6)
     # GPUs: the first call launches, the second records, the next four and the last replay
     assert jr.debug.stats().get("graph_replays", 0) - replays == (5 if arch != "cpu" else 0)
+    # the CPU never asks for a graph: the kernel keeps the launcher a plain kernel has
+    assert ("graph_launch" in step.__dict__) == (arch != "cpu")
 
 
 def test_a_hashable_configuration_is_a_template_by_value():
