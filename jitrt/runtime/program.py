@@ -220,8 +220,7 @@ def _init(arch: Any = None, **options: Any) -> Program:
     cfg = config_mod.resolve(**options)
     log.configure(cfg.log_level)
     previous = list(OPEN.values()) or ([_current] if _current is not None else [])
-    gpu_archs = {p.arch for p in previous if getattr(registry.BACKENDS.get(p.arch),
-                                                     "stream_gpu", False)}
+    gpu_archs = {p.arch for p in previous if p.stream_gpu}
     if cfg.arch in gpu_archs or (gpu_archs and cfg.arch == registry.ANY_GPU):
         close_all()          # one context per GPU: the new program opens it again
     program = _start(cfg)
