@@ -684,3 +684,31 @@ def test_gpu_loads_of_data_a_task_only_reads_are_invariant():
     stores = [line for line in text.splitlines() if line.strip().startswith("store float")
               and " addrspace(1)* " in line]
     assert stores and not any("!alias.scope" in line for line in stores)   # dst[k]
+
+
+def test_gpu_fast_math_fuses_and_approximates_as_the_peers_do():
+    """On GPUs `fast_math` (the default) lets a multiply and an add fuse into one FMA
+    (`contract`: nvcc's and clang's CUDA default, Taichi's and Quadrants' fast math) and
+    makes f32 division and square root the hardware's approximations (`afn`); f64 division
+    and square root stay IEEE. `fast_math=False`, and the CPU always, round each operation."""
+    from jitrt.backends import cpu
+    x = jr.field(jr.f32, shape=(8,))
+    y = jr.field(jr.f64, shape=(8,))
+
+    @jr.kernel
+    def arith(a: jr.f32, c: jr.f32):
+        for i in range(8):
+            x[i] = jr.sqrt(x[i] * a + c) / (x[i] + 1.0)
+            y[i] = jr.sqrt(y[i] * a + c) / (y[i] + 1.0)
+
+    text = nvptx_module_text(arith, 2.0, 3.0)
+    assert re.search(r"= fmul contract float ", text) and re.search(r"= fadd contract float ",
+                                                                   text)
+    assert re.search(r"= fdiv afn float ", text) and 'call afn float @"llvm.sqrt.f32"' in text
+    assert re.search(r"= fdiv double ", text) and 'call double @"llvm.sqrt.f64"' in text
+    assert re.search(r"= fmul contract double ", text)
+    flagged = re.compile(r"= (fadd|fsub|fmul|fdiv|call) (contract|afn) ")
+    assert not flagged.search(module_text_for(arith, cpu.codegen_target(), 2.0, 3.0))
+    jr.init(fast_math=False)
+    assert not flagged.search(nvptx_module_text(arith, 2.0, 3.0))
+

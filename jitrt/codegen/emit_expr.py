@@ -236,7 +236,7 @@ class ExprEmitter(EmitterHost):
         b = self.builder
         simple = {"+": b.fadd, "-": b.fsub, "*": b.fmul, "/": b.fdiv}
         if op in simple:
-            return simple[op](a, c)
+            return simple[op](a, c, flags=self.float_flags(op, dt.bits))
         if op in ("min", "max"):
             pick_c = b.fcmp_ordered("<" if op == "min" else ">", c, a)
             return b.select(pick_c, c, a)
@@ -247,6 +247,16 @@ class ExprEmitter(EmitterHost):
         if op == "%":
             return b.fsub(a, b.fmul(q, c))
         raise NotImplementedError(op)
+
+    def float_flags(self, op: str, bits: int) -> tuple[str, ...]:
+        """The fast-math flags of a float operation `op` on `bits`-bit values
+        (`Target.fast_arith`): none on the CPU, `contract` on a GPU's +, -, *, and `afn` on
+        its f32 division."""
+        if not self.target.fast_arith:
+            return ()
+        if op == "/":
+            return ("afn",) if bits == 32 else ()
+        return ("contract",)
 
     def int_binary(self, op: str, a: ir.Value, c: ir.Value, dt: DataType) -> ir.Value:
         b = self.builder
@@ -339,7 +349,8 @@ class ExprEmitter(EmitterHost):
         vectorizable = self.vectorizable and not self.loop_targets
         fn = self.target.math_function(self.module, e.fn, ll_type(e.dtype), len(args),
                                        vectorizable)
-        return self.builder.call(fn, args)
+        approximate = e.fn == "sqrt" and e.dtype.bits == 32 and self.target.fast_arith
+        return self.builder.call(fn, args, fastmath=("afn",) if approximate else ())
 
     def bit_count(self, fn: str, v: ir.Value) -> ir.Value:
         """Set bits (popcnt), leading zero bits (clz; the width for 0) or 1 + the index of
@@ -519,7 +530,9 @@ class ExprEmitter(EmitterHost):
         """`op` applied to `*ptr` and `value` without atomicity; returns the old value."""
         b = self.builder
         old = b.load(ptr)
-        if op in ("fadd", "fsub", "add", "sub"):
+        if op in ("fadd", "fsub"):
+            new = getattr(b, op)(old, value, flags=self.float_flags("+", 0))
+        elif op in ("add", "sub"):
             new = getattr(b, op)(old, value)
         elif op == "mul":
             new = b.fmul(old, value) if isinstance(old.type, (ir.FloatType, ir.DoubleType)) \

@@ -88,6 +88,13 @@ class Target:
     # jitrt's vectorizable math (`vector_math`) allowed (jr.init(fast_math)); GPU targets
     # declare False (their math is the device library's or `portable_math`)
     own_math: bool = True
+    # GPU arithmetic under jr.init(fast_math=True), the default: a multiply and an add may
+    # fuse into one FMA (`contract`: nvcc's and clang's CUDA default, and Taichi's and
+    # Quadrants' fast math), f32 division and square root are the hardware's approximations
+    # (`afn`: PTX div.approx.f32 / sqrt.approx.f32, at most 2 ulp off; Taichi's and
+    # Quadrants' fast math, nvcc's -use_fast_math). False (the CPU, fast_math=False): each
+    # operation rounded as IEEE says
+    fast_arith: bool = False
     # iterations of a parallel task one pass of its body may run (`passes/interleave.py`); the
     # adstack heap holds this many copies of each stack
     lanes: int = 1

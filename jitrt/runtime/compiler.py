@@ -587,6 +587,17 @@ def quick_target(tasks: Sequence[n.Task], full: Any) -> Any:
     return full
 
 
+def configured_target(target: Any, cfg: Any) -> Any:
+    """A device's codegen target as `jr.init`'s `fast_math` makes it: False takes libm's math
+    everywhere on the CPU (`Target.own_math`); True, the default, lets a GPU's arithmetic
+    fuse and approximate as Taichi's and Quadrants' fast math (`Target.fast_arith`)."""
+    if not cfg.fast_math and target.own_math:
+        return dataclasses.replace(target, own_math=False)
+    if cfg.fast_math and target.traits.grid_launch and not target.fast_arith:
+        return dataclasses.replace(target, fast_arith=True)
+    return target
+
+
 def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
                    ctx: CompileContext, kir: n.KernelIR, cfg: Any, device: "Device"
                    ) -> tuple[Any, Artifact, tuple[float, float, int], Later]:
@@ -600,9 +611,7 @@ def lower_artifact(kernel: "KernelLike", params: tuple[n.Param, ...], name: str,
     t1 = time.perf_counter()
     text = kernel_text(lowered.tasked)
     prefix = "jk_" + xxhash.xxh3_64_hexdigest((text + repr(cfg.codegen_items())).encode())
-    target = device.codegen_target
-    if not cfg.fast_math and target.own_math:
-        target = dataclasses.replace(target, own_math=False)     # libm's math everywhere
+    target = configured_target(device.codegen_target, cfg)
     full = target
     if target.lanes > 1 and quick_first(cfg, device, lowered.tasked.tasks):
         target = quick_target(lowered.tasked.tasks, target)
@@ -714,6 +723,7 @@ def lower_module(kernel: "KernelLike", params: tuple[n.Param, ...],
     from ..codegen.kernel_module import build_module
     cfg = program.config
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
+    target = configured_target(target, cfg)
     lowered, layout = passes(kernel, params, ctx, kir, cfg, target)
     module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types,
                                 codegen_facts(lowered, target, cfg.ad_stack_size))
@@ -730,7 +740,7 @@ def lower_for_target(kernel: "KernelLike", params: tuple[n.Param, ...],
     from ..codegen.kernel_module import build_module
     cfg = program.config
     ctx, kir = frontend(kernel, params, template_values, name, cfg)
-    target = printer.codegen_target()
+    target = configured_target(printer.codegen_target(), cfg)
     lowered, layout = passes(kernel, params, ctx, kir, cfg, target)
     module, _, _ = build_module(lowered.tasked, target, layout, "jk", lowered.local_types,
                                 codegen_facts(lowered, target, cfg.ad_stack_size))
