@@ -211,6 +211,13 @@ class World:
                 torch.cuda.set_device(self.local_rank)
             dist.init_process_group("nccl" if self.gpu else "gloo")
 
+    def close(self) -> None:
+        """End the process group before the interpreter exits (left to exit, gloo's threads
+        were once destroyed still running: `terminate called`, SIGABRT after the run's OK)."""
+        if self.dist is not None and self.dist.is_initialized():
+            self.dist.barrier()
+            self.dist.destroy_process_group()
+
     def sync_torch(self) -> None:
         if self.gpu:
             self.torch.cuda.current_stream().synchronize()
@@ -385,6 +392,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     world = World(args.arch)
+    try:
+        return run(args, world)
+    finally:
+        world.close()
+
+
+def run(args: argparse.Namespace, world: World) -> int:
     jr.init(arch=args.arch, device_id=world.local_rank if world.gpu else 0,
             enable_fallback=False)
     start = initial_params()

@@ -280,8 +280,8 @@ def _state(v: Any) -> tuple[Any, bool]:
 def _keep(v: Any, state: Any) -> None:
     key = id(v)
 
-    def forget(_: Any) -> None:
-        _FROZEN.pop(key, None)
+    def forget(_: Any, kept: dict[int, tuple[Any, Any]] = _FROZEN) -> None:
+        kept.pop(key, None)        # (bound now: at exit the module's names are None)
     try:
         _FROZEN[key] = (weakref.ref(v, forget), state)
     except TypeError:                     # no weak references (slots): not kept
