@@ -47,6 +47,11 @@ run)
     if [ "$mode" = jitrt ]; then pp="${tree:+$PWD/$tree:}$PWD:$PWD/$G/alias:$PWD/$G/site"; else pp="$PWD/$G/ref:$PWD/$G/site"; fi
     log="$OUT/$mode${tree:+-$(basename "$tree")}-$scene-$nenvs.log"
     start=$(date +%s.%N)
+    # Genesis's offscreen rasterizer opens an EGL context: glvnd's libEGL (p3) finds the
+    # NVIDIA driver's EGL library through its vendor file, which this image keeps outside
+    # glvnd's default folders
+    vendor=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+    [ -f $vendor ] && export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-$vendor}
     LD_LIBRARY_PATH="$PWD/$G/p3/lib:${LD_LIBRARY_PATH:-}" PYTHONPATH="$pp" python3 tools/genesis/scene.py --backend gpu --scene "$scene" \
         --n-envs "$nenvs" --steps "$steps" --timed-steps "$timed" ${PROFILE:+--profile-steps "$PROFILE"} ${GENESIS_ARGS:-} > "$log" 2>&1
     rc=$?
