@@ -3,14 +3,15 @@
     python benchmarks/cold_stages.py [--processes 5] [--tree PATH ...]
 
 The run of `benchmarks/cold_start.py` (worker.py's `first` task: import, `jr.init` with an
-empty cache, the first forward + gradient of the adstack step), with the compile's stages
-timed inside "first" by wrapping jitrt's functions: the frontend (`compiler.frontend`), the
-passes (`compiler.passes`), codegen (`kernel_module.build_module`), the IR text (llvmlite's
-`Module.__str__`), LLVM for the quick copies (`Tiers.quick`: parse, SROA, -O0 object,
-load) and the rest of "first" (kernel definitions, allocations, launch handles, launches,
-sizing, the garbage collector's passes). Each stage's figure includes the imports it
-triggers. Main-thread CPU (`time.thread_time`), which a loaded machine inflates less than the
-wall time; processes alternate between trees; medians. docs/performance.md, "Cold start".
+empty cache, the first forward + gradient of the adstack step), with the compile's stages timed
+inside "first" by wrapping jitrt's functions: the frontend (`compiler.frontend`), the passes
+(`compiler.passes`), codegen (`kernel_module.build_module`), the IR text (llvmlite's
+`Module.__str__`), LLVM for the quick copies (`Tiers.compile_quick` and `load_quick`: parse,
+SROA, -O0 object, load) and the rest of "first" (kernel definitions, allocations, launch
+handles, launches, sizing, the garbage collector's passes). Each stage's figure includes the
+imports it triggers. Main-thread CPU (`time.thread_time`), which a loaded machine inflates less
+than the wall time; processes alternate between trees; medians. docs/performance.md, "Cold
+start".
 """
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ wrap(compiler, "frontend", "frontend")
 wrap(compiler, "passes", "passes")
 wrap(kernel_module, "build_module", "codegen")
 wrap(llvmlite.ir.Module, "__repr__", "IR text")
-wrap(cpu_tiers.Tiers, "quick", "LLVM")
+wrap(cpu_tiers.Tiers, "compile_quick", "LLVM")     # (what `Tiers.quick` calls, and what a
+wrap(cpu_tiers.Tiers, "load_quick", "LLVM")        # compile calls apart)
 x0, counts = worker.adstack_inputs(1024)
 c = time.thread_time()
 steps, grads = rt.adstack(jr, x0, counts)
