@@ -9,7 +9,8 @@
 #
 #   bash tools/genesis/gpu.sh setup                       # unpack (once per warm machine)
 #   bash tools/genesis/gpu.sh run jitrt|quadrants SCENE N_ENVS STEPS TIMED_STEPS
-#   bash tools/genesis/gpu.sh table                       # the RESULT lines of every run so far
+#   bash tools/genesis/gpu.sh table                       # every run so far: RESULT lines, and
+#       with PROFILE the device time a step and its three largest kernels
 #   PROFILE=K bash tools/genesis/gpu.sh run ...           # then K steps under torch's profiler:
 #       each kernel's (memset's, copy's) device time a step, the PROFILE lines
 #   TREE=.gdev/tree-X bash tools/genesis/gpu.sh run jitrt ...   # jitrt from another tree (its log
@@ -60,8 +61,11 @@ run)
     if [ $rc -ne 0 ]; then tail -25 "$log"; fi
     ;;
 table)
+    # per run: the build, synced and median step times, and with PROFILE the device time a
+    # step (the sum of its kernels, memsets and copies) and its three largest kernels
     for f in "$OUT"/*.log; do
         echo "$(basename "$f" .log): $(grep -E '^STAGE build|synced_ms|median_step' "$f" | tr '\n' ' ')"
+        grep -E '^PROFILE' "$f" | sed -n '1p;2,4s/^PROFILE */    /p' | sed 's/^PROFILE total/    device:/' | cut -c1-140
     done
     ;;
 *)
