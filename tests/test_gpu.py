@@ -687,3 +687,40 @@ def test_a_repeated_tape_step_gives_the_gradients_of_its_launches(arch):
         x.from_numpy(np.vstack([x0, np.zeros((steps - 1, n))]).astype(np.float32))
     if arch != "cpu":
         assert jr.debug.stats()["graph_replays"] == 3
+
+
+@gpu_only
+def test_fast_math_on_gpus_is_the_peers_and_fast_math_false_is_ieee(arch):
+    """`jr.init(fast_math=True)`, the default, fuses `a * b + c` into one FMA (one rounding)
+    and makes f32 division and sqrt the hardware's approximations, within 2 ulp of the
+    correctly rounded results; `fast_math=False` rounds each operation as numpy's f32
+    arithmetic does, bit for bit (docs/gpu.md, "How kernels run")."""
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.uniform(-2.0, 2.0, 4096).astype(np.float32) for _ in range(3))
+    a = np.abs(a) + np.float32(0.25)                  # (sqrt's argument: positive)
+
+    @jr.kernel
+    def arith(a: nd(dtype=jr.f32, ndim=1), b: nd(dtype=jr.f32, ndim=1),
+              c: nd(dtype=jr.f32, ndim=1), fused: nd(dtype=jr.f32, ndim=1),
+              quotient: nd(dtype=jr.f32, ndim=1), root: nd(dtype=jr.f32, ndim=1)):
+        for i in range(a.shape[0]):
+            fused[i] = a[i] * b[i] + c[i]
+            quotient[i] = a[i] / b[i]
+            root[i] = jr.sqrt(a[i])
+
+    def run() -> list[np.ndarray]:
+        outs = [np.zeros(4096, np.float32) for _ in range(3)]
+        arith(a, b, c, *outs)
+        return outs
+
+    fused, quotient, root = run()
+    one_rounding = (a.astype(np.float64) * b + c).astype(np.float32)   # (the f64 product is
+    np.testing.assert_array_max_ulp(fused, one_rounding, 1)            # exact)
+    assert np.any(fused != a * b + c)                 # fused: not two roundings everywhere
+    np.testing.assert_array_max_ulp(quotient, a / b, 2)
+    np.testing.assert_array_max_ulp(root, np.sqrt(a), 2)
+    jr.init(arch=arch, offline_cache=False, enable_fallback=False, fast_math=False)
+    fused, quotient, root = run()
+    np.testing.assert_array_equal(fused, a * b + c)
+    np.testing.assert_array_equal(quotient, a / b)
+    np.testing.assert_array_equal(root, np.sqrt(a))
