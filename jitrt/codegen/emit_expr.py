@@ -248,13 +248,13 @@ class ExprEmitter(EmitterHost):
             return b.fsub(a, b.fmul(q, c))
         raise NotImplementedError(op)
 
-    def float_flags(self, op: str, bits: int) -> tuple[str, ...]:
-        """The fast-math flags of a float operation `op` on `bits`-bit values
-        (`Target.fast_arith`): none on the CPU, `contract` on a GPU's +, -, *, and `afn` on
-        its f32 division."""
+    def float_flags(self, op: str, bits: int = 0) -> tuple[str, ...]:
+        """The fast-math flags of a float operation `op` ("+", "-", "*", "/" or "sqrt") on
+        `bits`-bit values (`Target.fast_arith`): none on the CPU, `contract` on a GPU's +, -,
+        *, and `afn` on its f32 division and square root."""
         if not self.target.fast_arith:
             return ()
-        if op == "/":
+        if op in ("/", "sqrt"):
             return ("afn",) if bits == 32 else ()
         return ("contract",)
 
@@ -349,8 +349,8 @@ class ExprEmitter(EmitterHost):
         vectorizable = self.vectorizable and not self.loop_targets
         fn = self.target.math_function(self.module, e.fn, ll_type(e.dtype), len(args),
                                        vectorizable)
-        approximate = e.fn == "sqrt" and e.dtype.bits == 32 and self.target.fast_arith
-        return self.builder.call(fn, args, fastmath=("afn",) if approximate else ())
+        flags = self.float_flags("sqrt", e.dtype.bits) if e.fn == "sqrt" else ()
+        return self.builder.call(fn, args, fastmath=flags)
 
     def bit_count(self, fn: str, v: ir.Value) -> ir.Value:
         """Set bits (popcnt), leading zero bits (clz; the width for 0) or 1 + the index of
@@ -531,7 +531,7 @@ class ExprEmitter(EmitterHost):
         b = self.builder
         old = b.load(ptr)
         if op in ("fadd", "fsub"):
-            new = getattr(b, op)(old, value, flags=self.float_flags("+", 0))
+            new = getattr(b, op)(old, value, flags=self.float_flags("+"))
         elif op in ("add", "sub"):
             new = getattr(b, op)(old, value)
         elif op == "mul":

@@ -155,6 +155,10 @@ class Graph:
             raise JitrtError("jr.graph: the program it was recorded in was replaced "
                              "(jr.init/jr.reset), or this thread records a Tape; record it "
                              "again, or replay it outside the Tape")
+        self._replay()
+
+    def _replay(self) -> None:
+        """`replay` once `_current()` holds."""
         if self.device_graph is None:
             for bound in self.launches:
                 cast(Any, bound)()     # a bound launch's generated __call__
@@ -215,7 +219,7 @@ class KernelGraph:
         state = arg_state((args, kwargs))
         if g.launches and g._current() and same_state(state, self.state):
             self.misses = 0
-            g.replay()
+            g._replay()
             return True
         if g.launches:
             self.misses += 1
