@@ -13,6 +13,9 @@
 #       with PROFILE the device time a step and its three largest kernels
 #   PROFILE=K bash tools/genesis/gpu.sh run ...           # then K steps under torch's profiler:
 #       each kernel's (memset's, copy's) device time a step, the PROFILE lines
+#   NCU=REGEX bash tools/genesis/gpu.sh run ...     # one kernel matching REGEX under Nsight
+#       Compute (after NCU_SKIP=20 matching launches): its report beside the log (.ncu-rep),
+#       as text (.ncu.txt) and per SASS instruction with its stall samples (.sass.csv)
 #   TREE=.gdev/tree-X bash tools/genesis/gpu.sh run jitrt ...   # jitrt from another tree (its log
 #       is jitrt-X-...): two commits side by side in one call, on one machine. Stage it here with
 #       `git worktree add .gdev/tree-X REV` (ignored; carry it: about 5 MB)
@@ -53,9 +56,21 @@ run)
     # glvnd's default folders
     vendor=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
     [ -f $vendor ] && export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-$vendor}
-    LD_LIBRARY_PATH="$PWD/$G/p3/lib:${LD_LIBRARY_PATH:-}" PYTHONPATH="$pp" python3 tools/genesis/scene.py --backend gpu --scene "$scene" \
+    # NCU=REGEX: the first kernel whose name matches REGEX after NCU_SKIP (default 20)
+    # matching launches, under Nsight Compute
+    ncu=()
+    [ -n "${NCU:-}" ] && ncu=(ncu --kernel-name "regex:$NCU" --launch-skip "${NCU_SKIP:-20}" --launch-count 1
+        --section SpeedOfLight --section LaunchStats --section WarpStateStats --section SchedulerStats
+        --section InstructionStats --section MemoryWorkloadAnalysis --section SourceCounters
+        --import-source no -f -o "${log%.log}")
+    LD_LIBRARY_PATH="$PWD/$G/p3/lib:${LD_LIBRARY_PATH:-}" PYTHONPATH="$pp" ${ncu[@]+"${ncu[@]}"} python3 tools/genesis/scene.py --backend gpu --scene "$scene" \
         --n-envs "$nenvs" --steps "$steps" --timed-steps "$timed" ${PROFILE:+--profile-steps "$PROFILE"} ${GENESIS_ARGS:-} > "$log" 2>&1
     rc=$?
+    if [ -n "${NCU:-}" ] && [ -f "${log%.log}.ncu-rep" ]; then    # the report as text: every
+        # section's details, and each SASS instruction with its samples of stalled warps
+        ncu -i "${log%.log}.ncu-rep" --page details --print-details all > "${log%.log}.ncu.txt" 2>&1
+        ncu -i "${log%.log}.ncu-rep" --page source --print-source sass --csv > "${log%.log}.sass.csv" 2>&1
+    fi
     echo "== $mode $scene n_envs=$nenvs rc=$rc wall=$(python3 -c "import time; print(round(time.time() - $start, 1))") s"
     grep -E "^(STAGE|RESULT|FAILED|INFO|PROFILE)" "$log" | grep -v "RESULT state" | head -${LINES_SHOWN:-60}
     if [ $rc -ne 0 ]; then tail -25 "$log"; fi
