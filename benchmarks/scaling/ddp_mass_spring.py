@@ -211,11 +211,14 @@ class World:
                 torch.cuda.set_device(self.local_rank)
             dist.init_process_group("nccl" if self.gpu else "gloo")
 
-    def close(self) -> None:
+    def close(self, finished: bool) -> None:
         """End the process group before the interpreter exits (left to exit, gloo's threads
-        were once destroyed still running: `terminate called`, SIGABRT after the run's OK)."""
+        were once destroyed still running: `terminate called`, SIGABRT after the run's OK).
+        The ranks wait for each other first only after a run that finished: a rank that
+        raised could leave a peer inside a collective, which a barrier would then meet."""
         if self.dist is not None and self.dist.is_initialized():
-            self.dist.barrier()
+            if finished:
+                self.dist.barrier()
             self.dist.destroy_process_group()
 
     def sync_torch(self) -> None:
@@ -393,9 +396,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     world = World(args.arch)
     try:
-        return run(args, world)
-    finally:
-        world.close()
+        result = run(args, world)
+    except BaseException:
+        world.close(finished=False)
+        raise
+    world.close(finished=True)
+    return result
 
 
 def run(args: argparse.Namespace, world: World) -> int:

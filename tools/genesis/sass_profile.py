@@ -18,7 +18,8 @@ import csv
 
 
 def rows(path: str) -> list[dict[str, str]]:
-    table = list(csv.reader(open(path, newline="")))
+    with open(path, newline="") as f:
+        table = list(csv.reader(f))
     header = table[1]                 # (row 0 names the kernel)
     return [dict(zip(header, r)) for r in table[2:] if len(r) >= len(header)]
 
@@ -71,7 +72,10 @@ def main() -> None:
                         "this many times (a loop body), with their stall samples")
     args = parser.parse_args()
     for path in args.reports:
-        hot(path, args.hot) if args.hot is not None else summary(path)
+        if args.hot is None:
+            summary(path)
+        else:
+            hot(path, args.hot)
 
 
 if __name__ == "__main__":
