@@ -724,3 +724,43 @@ def test_fast_math_on_gpus_is_the_peers_and_fast_math_false_is_ieee(arch):
     np.testing.assert_array_equal(fused, a * b + c)
     np.testing.assert_array_equal(quotient, a / b)
     np.testing.assert_array_equal(root, np.sqrt(a))
+
+
+@gpu_only
+@pytest.mark.parametrize("serial", [True, False])
+def test_a_deferred_read_names_its_first_failure_before_the_store(serial):
+    """A read indexed by data in a loop that only computes (a chain of gathers) does not
+    branch on its check (`TargetTraits.deferred_reads`): outside its array it reads zero, and
+    its thread records the failure (index, axis, array) and stops before its next store, so
+    nothing it computed from the zero is written; other threads run on. Of two failures of
+    one read, the first is named."""
+    pos = jr.ndarray(jr.i32, shape=(6,))
+    didx = jr.ndarray(jr.i32, shape=(3, 4))
+    count = jr.ndarray(jr.i32, shape=(3,))
+    out = jr.ndarray(jr.i32, shape=(3,))
+
+    @jr.kernel
+    def envelope(pos: nd(dtype=jr.i32, ndim=1), didx: nd(dtype=jr.i32, ndim=2),
+                 count: nd(dtype=jr.i32, ndim=1), out: nd(dtype=jr.i32, ndim=1)):
+        jr.loop_config(serialize=serial)
+        for c in range(3):
+            m = 100
+            for j in range(count[c]):
+                m = jr.min(m, pos[didx[c, j]])
+            out[c] = m
+
+    pos.from_numpy(np.array([50, 40, 30, 20, 10, 5], np.int32))
+    didx.from_numpy(np.array([[0, 1, 2, 3], [1, 9, 12, 0], [4, 5, 5, 4]], np.int32))
+    count.from_numpy(np.array([4, 3, 2], np.int32))
+    out.from_numpy(np.full(3, -1, np.int32))
+    envelope(pos, didx, count, out)
+    with pytest.raises(jr.KernelRuntimeError, match=r"index 9 out of bounds on axis 0 of 'pos' "
+                                                    r"\(read\).*the thread that made it stopped"):
+        jr.sync()
+    if serial:                            # one thread: c = 0 ran whole, then it ended
+        assert out.to_numpy().tolist() == [20, -1, -1]
+    else:                                 # a thread per c: c = 0 and c = 2 ran whole
+        assert out.to_numpy().tolist() == [20, -1, 5]
+    didx.from_numpy(np.array([[0, 1, 2, 3], [1, 2, 3, 0], [4, 5, 5, 4]], np.int32))
+    envelope(pos, didx, count, out)       # the program stays usable
+    assert out.to_numpy().tolist() == [20, 20, 5]

@@ -35,7 +35,8 @@ from .tools import transform
 # what a launch writes, data in global memory (space 1), stacks interleaved across threads
 TRAITS = TargetTraits(grid_launch=True, status_block=True, data_address_space=1,
                       host_interrupts=False, interleaved_stacks=True, unroll_hints=False,
-                      local_stacks=True, fault_ends_thread=True)
+                      local_stacks=True, fault_ends_thread=True,
+                      deferred_reads=True)
 
 
 @functools.lru_cache(maxsize=None)

@@ -63,6 +63,7 @@ class Access:
     site: int
     axes: list[tuple[ir.Value, ir.Value]]
     known: bool = False     # an earlier access made this check: a failure is recorded there
+    narrow: bool = True     # every index has at most 32 bits (a deferred failure's index)
 
 
 ICMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
@@ -455,7 +456,72 @@ class ExprEmitter(EmitterHost):
         access = self.element_ptr(e.ref, e.indices, e.loc, "read")
         zero = ir.Constant(ll_type(e.dtype), 0.0 if e.dtype.is_float else 0)
         invariant = e.ref in self.facts.read_only     # (GPUs only: `codegen_facts`)
+        if self.defers(access):
+            return self.data_load(self.deferred_check(access, e.ref), e.ref, invariant)
         return self.guarded(access, lambda ptr: self.data_load(ptr, e.ref, invariant), zero)
+
+    # ---- reads whose check waits (`TargetTraits.deferred_reads`) ---------------------------
+    def defers(self, access: "Access") -> bool:
+        """Whether this read's check waits for its loop's end: a read checked here (not
+        proven, not repeating a check made) in a loop whose reads wait
+        (`StmtEmitter.counted_loop`, on targets that defer reads)."""
+        return (self.waiting_reads > 0 and not access.known
+                and not isinstance(access.ok, ir.Constant))
+
+    def deferred_check(self, access: "Access", ref: n.Ref) -> ir.Value:
+        """The address a deferred read loads: its element when every index is inside, else
+        a field's first element (its offset selected in 32 bits, for fields of fewer than
+        2^31 elements) or the module's zero sink. The thread's failure with the lowest site
+        number (and axis) is kept, with its index, in locals (registers) until
+        `flush_deferred` tests it: a code `DEFERRED_CODES - ((site * AXES + axis) * 2 +
+        wide)` (0: none), so that the largest code wins, and the index in 32 bits where the
+        read's indices have at most 32 (`wide` 0), else in 64."""
+        b = self.builder
+        code_ptr = self.local_ptr("$deferred_code", dtypes.u32)
+        axis, index = failing_axis(b, access.axes)
+        wide = 0 if access.narrow else 1
+        mine = b.select(access.ok, ir.Constant(I32, 0), b.sub(
+            ir.Constant(I32, DEFERRED_CODES - access.site * DEFERRED_AXES * 2 - wide),
+            b.shl(b.trunc(axis, I32), ir.Constant(I32, 1))))
+        code = b.load(code_ptr)
+        wins = b.icmp_unsigned(">", mine, code)
+        b.store(b.select(wins, mine, code), code_ptr)
+        if access.narrow:
+            index_ptr = self.local_ptr("$deferred_index32", dtypes.i32)
+            index = b.trunc(index, I32)
+        else:
+            index_ptr = self.local_ptr("$deferred_index", dtypes.i64)
+        b.store(b.select(wins, index, b.load(index_ptr)), index_ptr)
+        self.deferring = True
+        ptr = access.ptr
+        if (isinstance(ref, n.FieldRef) and 1 <= math.prod(ref.shape) < (1 << 31)
+                and isinstance(ptr, ir.GEPInstr) and len(ptr.indices) == 1):
+            offset = b.select(access.ok, b.trunc(ptr.indices[0], I32), ir.Constant(I32, 0))
+            return b.gep(ptr.pointer, [b.zext(offset, I64)])
+        return b.select(access.ok, ptr, read_sink(self.module, b, ptr.type))
+
+    def flush_deferred(self) -> None:
+        """At the end of a loop whose reads wait (it stores nothing): a thread whose deferred
+        read failed records that failure and ends here."""
+        if not self.deferring:
+            return
+        b = self.builder
+        code = b.load(self.local_ptr("$deferred_code", dtypes.u32))
+        stop = b.append_basic_block("deferred_out_of_bounds")
+        go = b.append_basic_block("deferred_in_bounds")
+        b.cbranch(b.icmp_unsigned("==", code, ir.Constant(I32, 0)), go, stop).set_weights(
+            [1 << 20, 1])
+        b.position_at_end(stop)
+        packed = b.zext(b.sub(ir.Constant(I32, DEFERRED_CODES), code), I64)
+        wide = b.trunc(packed, I1)
+        packed = b.lshr(packed, ir.Constant(I64, 1))
+        site1 = b.add(b.udiv(packed, ir.Constant(I64, DEFERRED_AXES)), ir.Constant(I64, 1))
+        axis = b.urem(packed, ir.Constant(I64, DEFERRED_AXES))
+        index = b.select(wide, b.load(self.local_ptr("$deferred_index", dtypes.i64)),
+                         b.sext(b.load(self.local_ptr("$deferred_index32", dtypes.i32)), I64))
+        self.call_recorder(site1, axis, index)
+        end_thread(b)
+        b.position_at_end(go)
 
     def data_load(self, ptr: ir.Value, ref: n.Ref, invariant: bool) -> ir.Value:
         """A load of `ref`'s element at `ptr`; `invariant`: data nothing writes while the task
@@ -596,13 +662,15 @@ class ExprEmitter(EmitterHost):
         # a site only where the access can fail (constant indices inside need none), so that a
         # body interleaved where nothing can fault adds none (`kernel_module.emit_fast_loop`)
         site = -1 if ok_is_true(ok) else self.add_site(ref, loc, kind)
+        deferred = kind == "read" and self.waiting_reads > 0   # (its check is no fact yet)
         return Access(ok, b.gep(self.data_ptr(ref), [offset]), site, axes,
-                      site >= 0 and self.check_made(ref, extents, indices))
+                      site >= 0 and self.check_made(ref, extents, indices, note=not deferred),
+                      all(i.dtype.bits <= 32 for i in indices))
 
     def check_made(self, ref: n.Ref, extents: list[ir.Value],
-                   indices: tuple[n.Expr, ...]) -> bool:
+                   indices: tuple[n.Expr, ...], note: bool = True) -> bool:
         """Whether an earlier access of this thread made the same check (GPUs: then a failure
-        here was recorded there, `check_facts.py`); notes this one's otherwise."""
+        here was recorded there, `check_facts.py`); notes this one's otherwise (`note`)."""
         if not self.checked:
             return False
         found = check_facts.key(ref, extents, indices)
@@ -611,7 +679,7 @@ class ExprEmitter(EmitterHost):
         facts = self.checked[-1]
         if found[0] in facts:
             return True
-        if not self.conditional:
+        if note and not self.conditional:
             facts[found[0]] = found[1]
         return False
 
@@ -727,6 +795,27 @@ def end_thread(b: ir.IRBuilder) -> None:
     then wait only for the threads still running); the block ends `unreachable`."""
     b.asm(ir.FunctionType(ir.VoidType(), []), "exit;", "", [], side_effect=True)
     b.unreachable()
+
+
+# a deferred read's failure is kept as DEFERRED_CODES - ((site * DEFERRED_AXES + axis) * 2 +
+# wide) (0: none), so that the largest code is the lowest-numbered site (`deferred_check`)
+DEFERRED_CODES = (1 << 31) - 1
+DEFERRED_AXES = 16       # more than any array's axes
+
+
+def read_sink(module: ir.Module, b: ir.IRBuilder, ptr_type: ir.Type) -> ir.Value:
+    """The module's zero sink (32 bytes of device memory nothing writes) as `ptr_type`: what
+    a deferred read outside its array loads instead."""
+    try:
+        sink = module.get_global("jitrt.read_sink")
+    except KeyError:
+        kind = ir.ArrayType(I64, 4)
+        sink = ir.GlobalVariable(module, kind, "jitrt.read_sink",
+                                 addrspace=getattr(ptr_type, "addrspace", 0))
+        sink.initializer = ir.Constant(kind, [0] * 4)
+        sink.linkage = "internal"
+        sink.align = 16
+    return b.bitcast(sink, ptr_type)
 
 
 def sext_constant(v: ir.Constant) -> ir.Constant:

@@ -11,7 +11,7 @@ from ..dtypes import DataType
 from ..ir import nodes as n
 from ..ir.facts import reduction_key
 from ..ir.walk import assigned_names, walk_stmts
-from . import abi, check_facts, interrupts, loop_hints
+from . import abi, bounds, check_facts, interrupts, loop_hints, loop_versions
 from .emitter_host import EmitterHost
 from .emit_expr import I64, ll_type
 
@@ -118,18 +118,55 @@ class StmtEmitter(EmitterHost):
                 self.body(s.orelse)
 
     def stmt_For(self, s: n.For) -> None:
-        self.counted_loop(s.var, s.begin, s.end, s.body, reverse=False)
+        proven = (loop_versions.proven_accesses(s)
+                  if self.target.traits.fault_ends_thread and not contains_loop(s.body)
+                  else None)
+        if not proven:
+            self.counted_loop(s.var, s.begin, s.end, s.body, reverse=False)
+            return
+        # two copies: without the body's checks when every index stays inside over the whole
+        # range (codegen/loop_versions.py), with them otherwise
+        b = self.builder
+        begin, end = self.expr(s.begin), self.expr(s.end)
+        wide = (lambda v: b.sext(v, I64)) if s.begin.dtype.is_signed else (
+            lambda v: b.zext(v, I64))
+        begin64 = begin if begin.type == I64 else wide(begin)
+        end64 = end if end.type == I64 else wide(end)
+        inside = bounds.box_inside(b, proven, [begin64], [b.sub(end64, begin64)],
+                                   self.extents,
+                                   lambda e: self.to_slot(self.expr(e), e.dtype))
+        fast_bb, checked_bb, done_bb = (self.fn.append_basic_block(f"for_{s.var}_{part}")
+                                        for part in ("unchecked", "checked", "done"))
+        b.cbranch(inside, fast_bb, checked_bb).set_weights([1 << 20, 1])
+        b.position_at_end(fast_bb)
+        outer = self.unchecked
+        self.unchecked = {**outer, **{key: [() for _ in key[1]] for key in proven}}
+        try:
+            self.counted_loop(s.var, s.begin, s.end, s.body, reverse=False, evaluated=(begin, end))
+        finally:
+            self.unchecked = outer
+        b.branch(done_bb)
+        b.position_at_end(checked_bb)       # (runs only where an index leaves: kept small)
+        self.counted_loop(s.var, s.begin, s.end, s.body, reverse=False, evaluated=(begin, end),
+                          cold=True)
+        b.branch(done_bb)
+        b.position_at_end(done_bb)
 
     def counted_loop(self, var: str, begin_e: n.Expr, end_e: n.Expr, body: n.Body,
-                     reverse: bool) -> None:
+                     reverse: bool, evaluated: tuple[ir.Value, ir.Value] | None = None,
+                     cold: bool = False) -> None:
         """`for var in range(begin, end)`, or in reversed order (the adjoint of a loop). The
-        bounds are evaluated once; the counter is hidden, so assigning `var` in the body does
-        not change the iteration; `continue` jumps to the step, `break` to the exit."""
+        bounds are evaluated once (or given, evaluated); the counter is hidden, so assigning
+        `var` in the body does not change the iteration; `continue` jumps to the step,
+        `break` to the exit."""
         b = self.builder
         dt = begin_e.dtype
         one = ir.Constant(ll_type(dt), 1)
-        begin, end = self.expr(begin_e), self.expr(end_e)
+        begin, end = evaluated if evaluated is not None else (self.expr(begin_e),
+                                                            self.expr(end_e))
         self.forget_checks(body, var)
+        hints = self.counted_loop_hints(body, begin, end, reverse, cold)
+        waits = hints is loop_hints.UNROLL_BY_4
         counter = self.local_ptr(f"{var}$counter{self.next_id()}", dt)
         b.store(end if reverse else begin, counter)
         cond_bb, body_bb, step_bb, exit_bb = (self.fn.append_basic_block(f"for_{var}_{part}")
@@ -145,7 +182,11 @@ class StmtEmitter(EmitterHost):
             b.store(i, counter)
         b.store(i, self.local_ptr(var, dt))
         self.loop_targets.append((step_bb, exit_bb))
-        self.body(body)
+        self.waiting_reads += waits
+        try:
+            self.body(body)
+        finally:
+            self.waiting_reads -= waits
         self.loop_targets.pop()
         b.branch(step_bb)
         b.position_at_end(step_bb)
@@ -154,9 +195,29 @@ class StmtEmitter(EmitterHost):
         if not reverse:
             b.store(b.add(b.load(counter), one), counter)
         back = b.branch(cond_bb)
-        if self.target.traits.unroll_hints and loop_hints.unrolling_pointless(body, True):
-            loop_hints.mark_loop(self.module, back, loop_hints.NO_RUNTIME_UNROLL)
+        if hints:
+            loop_hints.mark_loop(self.module, back, hints)
         b.position_at_end(exit_bb)
+        if waits:
+            self.flush_deferred()
+            self.deferring = False
+
+    def counted_loop_hints(self, body: n.Body, begin: ir.Value, end: ir.Value, reverse: bool,
+                           cold: bool) -> tuple[tuple[object, ...], ...]:
+        """The `loop_hints` of a counted loop: none to unroll a versioned loop's checked copy
+        (`cold`) or a loop around loops or long math; on GPUs that defer reads, unroll by
+        four a thread's loop of unknown trip count that only computes (its reads' checks
+        then wait for its end, so there is no exit between its reads, and four iterations'
+        reads are in flight together)."""
+        if cold:
+            return loop_hints.NO_UNROLL
+        if self.target.traits.unroll_hints and loop_hints.unrolling_pointless(body, True):
+            return loop_hints.NO_RUNTIME_UNROLL
+        if (self.target.traits.deferred_reads and not reverse
+                and not (isinstance(begin, ir.Constant) and isinstance(end, ir.Constant))
+                and loop_versions.effect_free(body) and not loop_versions.calls_math(body)):
+            return loop_hints.UNROLL_BY_4
+        return ()
 
     def stmt_While(self, s: n.While) -> None:
         b = self.builder

@@ -48,6 +48,10 @@ class EmitterHost:
         real_rets: tuple[Any, ...]       # in a real function: its result types
         checked: list[dict[Any, frozenset[str]]]   # GPUs: checks made (check_facts.py)
         conditional: int                 # > 0 inside an expression's conditional part
+        deferring: bool                  # a deferred read's check may be pending
+        waiting_reads: int               # > 0 in a loop whose reads' checks wait
+        flush_deferred: Callable[[], None]
+        extents: Callable[..., list[ir.Value]]
         next_id: Callable[[], int]
         add_site: Callable[..., int]
         expr: Callable[..., ir.Value]

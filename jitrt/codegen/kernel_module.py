@@ -75,6 +75,8 @@ class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter):
         self.shared_arrays: dict[int, tuple[ir.GlobalVariable, int]] = {}  # emit_simt
         self.checked: list[Facts] = []   # GPUs: the checks made, per statement list
         self.conditional = 0            # > 0 inside an expression's conditional part
+        self.deferring = False          # a deferred read's check may be pending (emit_expr)
+        self.waiting_reads = 0          # > 0 in a loop whose reads' checks wait (emit_stmt)
 
     def next_id(self) -> int:
         self._ids += 1

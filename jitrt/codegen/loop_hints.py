@@ -1,7 +1,7 @@
 """Loop metadata for LLVM's loop passes: what to leave alone in a loop whose work it cannot
 speed up, so that compiling it costs less.
 
-Stage: codegen (CPU). `mark_loop(module, back_edge, hints)` attaches `!llvm.loop` to a loop's
+Stage: codegen. `mark_loop(module, back_edge, hints)` attaches `!llvm.loop` to a loop's
 back-edge branch: a loop id (a node naming itself, as LLVM requires) with one entry per hint.
 Used where LLVM's transforms cost compile time without a gain at run time (measured with
 benchmarks/cold_pair.py; docs/performance.md, "Start-up"):
@@ -13,6 +13,14 @@ benchmarks/cold_pair.py; docs/performance.md, "Start-up"):
   unroller counts `llvm.sin` and the like as cheap instructions, so it unrolled these; a
   constant trip count is still unrolled in full where LLVM finds that worth it, and
   vectorization and interleaving are not affected;
+- `UNROLL_BY_4` on a GPU thread's innermost loop of unknown trip count that only computes
+  (`loop_versions.effect_free`; `emit_stmt.py`): with its reads' checks deferred or proven it
+  has one exit, and unrolled by four its iterations' reads are in flight together (a chain
+  of gathers waits once per four iterations instead of once per read). Left to itself,
+  LLVM unrolled such a loop in full up to the bound a check gave it, with an exit test
+  between iterations, which serialised the reads (Genesis's solver, docs/gpu.md);
+- `NO_UNROLL` on the checked copy of a versioned inner loop (`loop_versions.py`), which runs
+  only where an index leaves its array: unrolled, it doubled the copies' code;
 - `SCALAR` on an adstack max-reducer's loop (`sizing.py`): it runs once per launch whose
   sizing inputs changed, over one read per point, and vectorizing it (masked loads, with the
   vector and remainder copies) was a third of its gradient kernel's compile.
@@ -26,6 +34,8 @@ from ..ir.walk import exprs_of, walk_expr
 from .targets import INSTRUCTIONS
 
 NO_RUNTIME_UNROLL = (("llvm.loop.unroll.runtime.disable",),)
+UNROLL_BY_4 = (("llvm.loop.unroll.count", 4),)
+NO_UNROLL = (("llvm.loop.unroll.disable",),)
 SCALAR = (("llvm.loop.vectorize.enable", False), ("llvm.loop.unroll.disable",))
 
 
