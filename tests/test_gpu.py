@@ -764,3 +764,33 @@ def test_a_deferred_read_names_its_first_failure_before_the_store(serial):
     didx.from_numpy(np.array([[0, 1, 2, 3], [1, 2, 3, 0], [4, 5, 5, 4]], np.int32))
     envelope(pos, didx, count, out)       # the program stays usable
     assert out.to_numpy().tolist() == [20, 20, 5]
+
+
+@gpu_only
+def test_an_inner_loop_that_stores_runs_unchecked_inside_and_checked_outside():
+    """A thread's inner loop that stores at indices affine in its variable is versioned
+    (codegen/loop_versions.py): inside, its copy without checks computes what the loop
+    says; where the range leaves the array, the checked copy runs and names the first index
+    outside (its earlier stores done, as a checked loop does them), and the program stays
+    usable."""
+    src = jr.ndarray(jr.f32, shape=(8,))
+    dst = jr.ndarray(jr.f32, shape=(8,))
+
+    @jr.kernel
+    def shifted(src: nd(dtype=jr.f32, ndim=1), dst: nd(dtype=jr.f32, ndim=1), off: jr.i32,
+                n: jr.i32):
+        for c in range(1):
+            for j in range(n):
+                dst[j + off] = src[j] * 2.0 + c
+
+    src.from_numpy(np.arange(8, dtype=np.float32))
+    dst.from_numpy(np.zeros(8, np.float32))
+    shifted(src, dst, 2, 5)
+    np.testing.assert_array_equal(dst.to_numpy(), np.array([0, 0, 0, 2, 4, 6, 8, 0], np.float32))
+    dst.from_numpy(np.zeros(8, np.float32))
+    with pytest.raises(jr.KernelRuntimeError, match=r"index 8 out of bounds on axis 0 of 'dst'"):
+        shifted(src, dst, 5, 5)
+        jr.sync()
+    np.testing.assert_array_equal(dst.to_numpy(), np.array([0, 0, 0, 0, 0, 0, 2, 4], np.float32))
+    shifted(src, dst, 0, 8)
+    np.testing.assert_array_equal(dst.to_numpy(), 2 * np.arange(8, dtype=np.float32))
