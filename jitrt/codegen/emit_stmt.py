@@ -118,9 +118,8 @@ class StmtEmitter(EmitterHost):
                 self.body(s.orelse)
 
     def stmt_For(self, s: n.For) -> None:
-        proven = (loop_versions.proven_accesses(s)
-                  if self.target.traits.fault_ends_thread and not contains_loop(s.body)
-                  else None)
+        proven = (loop_versions.proven_accesses(s) if self.target.traits.fault_ends_thread
+                  else None)         # (None for a loop around loops: `VERSIONED_STMTS`)
         if not proven:
             self.counted_loop(s.var, s.begin, s.end, s.body, reverse=False)
             return

@@ -1,4 +1,5 @@
-"""What the function-emitter mixins share (`emit_expr`, `emit_stmt`, `emit_adstack`).
+"""What the function-emitter mixins share (`emit_expr`, `emit_stmt`, `emit_adstack`,
+`emit_deferred`).
 
 Stage: codegen. `FunctionEmitter` (`kernel_module.py`) provides this state and these methods;
 the declarations exist for the type checker only.
@@ -50,7 +51,10 @@ class EmitterHost:
         conditional: int                 # > 0 inside an expression's conditional part
         deferring: bool                  # a deferred read's check may be pending
         waiting_reads: int               # > 0 in a loop whose reads' checks wait
+        defers: Callable[..., bool]
+        deferred_check: Callable[..., ir.Value]
         flush_deferred: Callable[[], None]
+        call_recorder: Callable[..., None]
         extents: Callable[..., list[ir.Value]]
         next_id: Callable[[], int]
         add_site: Callable[..., int]

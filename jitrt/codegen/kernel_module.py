@@ -27,6 +27,7 @@ from .abi import AccessSite, LaunchableTask
 from .check_facts import Facts
 from .emit_expr import I32, I64, ll_type
 from .emit_adstack import AdStackEmitter
+from .emit_deferred import DeferredReadEmitter
 from .emit_simt import SimtEmitter
 from .emit_stmt import StmtEmitter
 from .targets import MAX_BLOCK, Target
@@ -40,7 +41,7 @@ PARALLEL_FOR_TYPE = ir.FunctionType(ir.VoidType(), [I8P, TASK_TYPE.as_pointer(),
                                                     I64])
 
 
-class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter):
+class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter, DeferredReadEmitter):
     def __init__(self, module: ir.Module, target: Target, layout: abi.ContextLayout,
                  fn: ir.Function, ctx_ptr: ir.Value, sites: list[AccessSite]) -> None:
         self.module, self.target, self.layout, self.fn = module, target, layout, fn
@@ -75,7 +76,7 @@ class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter):
         self.shared_arrays: dict[int, tuple[ir.GlobalVariable, int]] = {}  # emit_simt
         self.checked: list[Facts] = []   # GPUs: the checks made, per statement list
         self.conditional = 0            # > 0 inside an expression's conditional part
-        self.deferring = False          # a deferred read's check may be pending (emit_expr)
+        self.deferring = False          # a deferred read's check may be pending (emit_deferred)
         self.waiting_reads = 0          # > 0 in a loop whose reads' checks wait (emit_stmt)
 
     def next_id(self) -> int:

@@ -78,7 +78,7 @@ class TargetTraits:
     # (with `fault_ends_thread`) in a thread's innermost loop of unknown trip count that only
     # computes, a read whose check depends on data does not branch there: it reads a
     # stand-in instead of an element outside its array, keeps the thread's first failure in
-    # registers and tests it after the loop (`ExprEmitter.deferred_check`), and the loop is
+    # registers and tests it after the loop (`codegen/emit_deferred.py`), and the loop is
     # unrolled by four, so that reads of a chain of indices are in flight together, as
     # without checks
     deferred_reads: bool = False
