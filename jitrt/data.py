@@ -60,6 +60,17 @@ MATERIALIZE_PENDING = [False]
 MATERIALIZE: list[Callable[[], None]] = [lambda: None]
 
 
+def materialize_pending() -> None:
+    """Run the program's materialize hook if fields were created since it last ran: before a
+    kernel dispatch and before any Python-scope access to a field's or ndarray's data (an
+    element read or write, `to_numpy`, `from_numpy`, `fill`, `copy_from`, an export), where
+    Quadrants and Taichi materialize too. A program that defers fields' first fills to it
+    (Genesis's `V_SCALAR_FROM`) then reads the filled values, not zeros."""
+    if MATERIALIZE_PENDING[0]:
+        MATERIALIZE_PENDING[0] = False
+        MATERIALIZE[0]()
+
+
 def track(f: "Field") -> "Field":
     """Remember a field the program created (`jr.root.lazy_grad()` gives it a gradient)."""
     MATERIALIZE_PENDING[0] = True
@@ -258,6 +269,8 @@ class _Buffer:
     # `_wrote()` (the next launch uploads it); one element goes through `_read` and `_write`,
     # which move that element's bytes alone (docs/gpu.md, "Where data lives").
     def _host(self) -> np.ndarray:
+        if MATERIALIZE_PENDING[0]:
+            materialize_pending()
         if self._mirror is not None:
             self._mirror.before_host_read()
         return self._data
@@ -281,6 +294,8 @@ class _Buffer:
     def _read(self, index: tuple[int, ...]) -> Any:
         """The part at storage index `index` (see `_span`) of the host copy, made current
         there first: on a GPU only its bytes come down when the device copy is newer."""
+        if MATERIALIZE_PENDING[0]:
+            materialize_pending()
         if self._mirror is not None:
             self._mirror.read_part(*self._span(index), self.gen)
         return self._data[index]
@@ -289,6 +304,8 @@ class _Buffer:
         """Store `value` at storage index `index` (see `_span`): the host copy's part, and on
         a GPU its bytes alone, uploaded on the stream without waiting (unless the host copy
         holds writes the next launch uploads anyway)."""
+        if MATERIALIZE_PENDING[0]:
+            materialize_pending()
         self._data[index] = value
         if self._mirror is not None:
             self._mirror.wrote_part(*self._span(index))
@@ -346,6 +363,7 @@ class _Buffer:
         return out if dtype is None else out.astype(dtypes.coerce(dtype).np)
 
     def from_numpy(self, arr: Any) -> None:
+        materialize_pending()
         arr = np.asarray(arr)
         if len(self._element) == 1 and arr.shape in (self._dims + (1,), self._shape + (
                 1,) + self._element):      # a vector given as a column or a row (Taichi)
@@ -365,6 +383,7 @@ class _Buffer:
         """Copy every element of `other` (a field for a field, an ndarray for an ndarray) of
         the same shape and element shape, converting its values to this dtype as a kernel's
         assignment would; offsets may differ (elements pair up by position)."""
+        materialize_pending()
         kind = "field" if isinstance(self, Field) else "ndarray"
         if not isinstance(other, Field if kind == "field" else Ndarray):
             raise TypeError(f"{self.name}.copy_from: a {kind} copies from another {kind}, "
@@ -386,6 +405,7 @@ class _Buffer:
     def fill(self, value: Any) -> None:
         """Every element becomes `value`: a number (every component too), or for a
         vector/matrix element a value of the element's shape (`jr.Vector([1, 2])`)."""
+        materialize_pending()
         mirror = self._mirror
         if mirror is not None and mirror.fill_again(value):
             self.gen += 1                        # the device fill of this value again
@@ -499,6 +519,7 @@ class _Buffer:
         check); the generation moves when the consumer releases it, so caches see its writes
         by then (`.touch()` makes them seen earlier). `copy=True` exports a copy."""
         from . import dlpack
+        materialize_pending()
         device = self._device()
         if device is not None:
             stream = kwargs.get("stream")      # the consumer's stream: it waits, not the host

@@ -530,3 +530,46 @@ def test_a_wrapped_materialize_runs_before_the_next_launch(monkeypatch):
 
     clear()
     assert calls == [1]
+
+
+@pytest.mark.parametrize("access", ["element", "to_numpy", "element write", "fill",
+                                    "from_numpy", "copy_from"])
+def test_a_wrapped_materialize_runs_before_a_python_scope_access(monkeypatch, access):
+    # Quadrants materializes before a Python-scope access to a field too: Genesis reads its
+    # deferred-filled `n_valid_link_pairs[None]` to size `broad_link_pairs` before any launch.
+    # Without it the read gave 0, the array was one row long, and Franka's broad phase wrote
+    # past it (caught by jitrt's checks; silent on Quadrants only because it materialized)
+    from jitrt.quadrants.lang import impl
+    jr.init(arch=jr.cpu, offline_cache=False)
+    pending: list = []
+    plain = impl.PyQuadrants.materialize
+
+    def fill_then_materialize(self):
+        plain(self)
+        todo = pending.copy()
+        pending.clear()
+        for field, value in todo:
+            field.fill(value)
+    monkeypatch.setattr(impl.PyQuadrants, "materialize", fill_then_materialize)
+    count = jr.field(jr.i32, shape=())
+    pending.append((count, 7))
+    other = jr.field(jr.i32, shape=(2,))
+    if access == "element":
+        assert count[None] == 7
+    elif access == "to_numpy":
+        assert other.to_numpy().tolist() == [0, 0] and count.to_numpy() == 7
+    elif access == "element write":
+        other[0] = 5                           # materializes first: count's fill has run
+        assert count.to_numpy() == 7 and other.to_numpy().tolist() == [5, 0]
+    elif access == "fill":
+        other.fill(2)
+        assert count.to_numpy() == 7 and other.to_numpy().tolist() == [2, 2]
+    elif access == "from_numpy":
+        other.from_numpy(np.array([3, 4], np.int32))
+        assert count.to_numpy() == 7 and other.to_numpy().tolist() == [3, 4]
+    else:
+        source = jr.field(jr.i32, shape=())
+        source[None] = 9                        # runs the pending fill first ...
+        count.copy_from(source)                 # ... so this copy is not overwritten by it
+        assert count[None] == 9
+    assert not pending

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..codegen import abi
-from ..data import CURRENT_DEVICE, MATERIALIZE, MATERIALIZE_PENDING
+from ..data import CURRENT_DEVICE, MATERIALIZE_PENDING, materialize_pending
 from ..errors import JitrtError, KernelArgError
 from ..long_lived import age_young, paused
 from . import native_launch
@@ -92,8 +92,7 @@ def dispatch(kernel: "KernelLike", args: tuple[Any, ...], kwargs: dict[str, Any]
 
 def _dispatch(kernel: "KernelLike", values: list[Any]) -> Any:
     if MATERIALIZE_PENDING[0]:          # fields created since: Quadrants' materialize hook
-        MATERIALIZE_PENDING[0] = False
-        MATERIALIZE[0]()
+        materialize_pending()
     program = program_mod.current()
     if program.fwd is not None and kernel.dual_args is None:
         return launch_forward(kernel, values)

@@ -5,9 +5,10 @@ Quadrants code reads (`default_fp`, `default_ip`, `prog.synchronize()`, `prog.co
 Its `materialize()` and `clear()` do nothing themselves (jitrt's fields have storage from
 creation), but a program may wrap them, as Genesis does to defer its fields' first fills
 (`PyQuadrants.materialize = fill_then_materialize`): jitrt then runs the wrapped
-`materialize` where Quadrants would, before the next kernel launch after fields were created
-(the launch's slow path: a kernel that reads a new field is compiled or specialised for it
-first). Caches nothing.
+`materialize` where Quadrants would, once fields were created since it last ran: before the
+next kernel launch (the launch's slow path: a kernel that reads a new field is compiled or
+specialised for it first) and before the next Python-scope access to data
+(`data.materialize_pending`). Caches nothing.
 """
 from __future__ import annotations
 
