@@ -207,14 +207,18 @@ class StmtEmitter(EmitterHost):
         (`cold`) or a loop around loops or long math; on GPUs that defer reads, unroll by
         four a thread's loop of unknown trip count that only computes (its reads' checks
         then wait for its end, so there is no exit between its reads, and four iterations'
-        reads are in flight together)."""
+        reads are in flight together), or that stores and has no check left (the copy
+        without checks of a versioned loop: one exit too)."""
         if cold:
             return loop_hints.NO_UNROLL
         if self.target.traits.unroll_hints and loop_hints.unrolling_pointless(body, True):
             return loop_hints.NO_RUNTIME_UNROLL
         if (self.target.traits.deferred_reads and not reverse
                 and not (isinstance(begin, ir.Constant) and isinstance(end, ir.Constant))
-                and loop_versions.effect_free(body) and not loop_versions.calls_math(body)):
+                and not loop_versions.calls_math(body)
+                and (loop_versions.effect_free(body)
+                     or loop_versions.stores_only(body)
+                     and bounds.cannot_fault(body, self.unchecked))):
             return loop_hints.UNROLL_BY_4
         return ()
 

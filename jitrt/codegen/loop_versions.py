@@ -51,6 +51,11 @@ def effect_free(body: n.Body) -> bool:
     return only(body, PURE_STMTS)
 
 
+def stores_only(body: n.Body) -> bool:
+    """Whether a loop body's only effects are stores to fields and ndarrays (no `break`)."""
+    return only(body, PURE_STMTS + (n.Store, n.Eval))
+
+
 def calls_math(body: n.Body) -> bool:
     """Whether the body calls a math function of the device library (sin, exp, ...: a call
     LLVM may not copy while the kernel is optimised, `nvptx_math.BIG_BODY`, and long enough
