@@ -363,7 +363,8 @@ class _Buffer:
         return out if dtype is None else out.astype(dtypes.coerce(dtype).np)
 
     def from_numpy(self, arr: Any) -> None:
-        materialize_pending()
+        if MATERIALIZE_PENDING[0]:
+            materialize_pending()
         arr = np.asarray(arr)
         if len(self._element) == 1 and arr.shape in (self._dims + (1,), self._shape + (
                 1,) + self._element):      # a vector given as a column or a row (Taichi)
@@ -383,7 +384,8 @@ class _Buffer:
         """Copy every element of `other` (a field for a field, an ndarray for an ndarray) of
         the same shape and element shape, converting its values to this dtype as a kernel's
         assignment would; offsets may differ (elements pair up by position)."""
-        materialize_pending()
+        if MATERIALIZE_PENDING[0]:
+            materialize_pending()
         kind = "field" if isinstance(self, Field) else "ndarray"
         if not isinstance(other, Field if kind == "field" else Ndarray):
             raise TypeError(f"{self.name}.copy_from: a {kind} copies from another {kind}, "
@@ -405,7 +407,8 @@ class _Buffer:
     def fill(self, value: Any) -> None:
         """Every element becomes `value`: a number (every component too), or for a
         vector/matrix element a value of the element's shape (`jr.Vector([1, 2])`)."""
-        materialize_pending()
+        if MATERIALIZE_PENDING[0]:
+            materialize_pending()
         mirror = self._mirror
         if mirror is not None and mirror.fill_again(value):
             self.gen += 1                        # the device fill of this value again
@@ -519,7 +522,8 @@ class _Buffer:
         check); the generation moves when the consumer releases it, so caches see its writes
         by then (`.touch()` makes them seen earlier). `copy=True` exports a copy."""
         from . import dlpack
-        materialize_pending()
+        if MATERIALIZE_PENDING[0]:
+            materialize_pending()
         device = self._device()
         if device is not None:
             stream = kwargs.get("stream")      # the consumer's stream: it waits, not the host
