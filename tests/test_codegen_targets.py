@@ -273,6 +273,28 @@ def test_ptx_assembles(case, sm):
     assert cubin is not None and cubin[:4] == b"\x7fELF"
 
 
+def test_ptxas_runs_on_every_core_unless_it_does_not_know_how(tmp_path, monkeypatch):
+    # `-split-compile=0`: ptxas compiles a module's functions (a kernel's tasks) in parallel,
+    # the same code; a ptxas that refuses the option gets the command without it from then on
+    tool = tmp_path / "ptxas"
+    tool.write_text('#!/bin/sh\necho "$@" >> "$0.log"\n'
+                    'case "$*" in *-split-compile*) '
+                    'echo "ptxas fatal   : Unknown option \'-split-compile\'" >&2; exit 1;; esac\n'
+                    'for a; do out=$a; done\nprintf "\\177ELF" > "$out"\n')
+    tool.chmod(0o755)
+    monkeypatch.setattr(nvptx, "ptxas_path", lambda: str(tool))
+    monkeypatch.setattr(nvptx, "SPLIT_COMPILE", ["-split-compile=0"])
+    assert nvptx.assemble(".version 8.0", 90) == b"\x7fELF"
+    assert nvptx.assemble(".version 8.0", 90) == b"\x7fELF"
+    runs = (tmp_path / "ptxas.log").read_text().splitlines()
+    assert ["-split-compile=0" in r for r in runs] == [True, False, False]
+    monkeypatch.setattr(nvptx, "SPLIT_COMPILE", ["-split-compile=0"])
+    tool.write_text('#!/bin/sh\necho "ptxas error: bad PTX" >&2; exit 1\n')
+    with pytest.raises(RuntimeError, match="bad PTX"):   # another failure is not swallowed
+        nvptx.assemble(".version 8.0", 90)
+    assert nvptx.SPLIT_COMPILE == ["-split-compile=0"]
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_amdgcn_for_kernels(case):
     kernel, args, tasks = CASES[case]

@@ -72,11 +72,25 @@ def compile_ptx(module: ir.Module | str, sm: int, host: HostServices | None = No
         return str(tm.emit_assembly(mod))
 
 
+# ptxas compiles a module's functions (a kernel's tasks) on every core of the machine; the
+# code is the same as without it (the cubin's sections are laid out differently). A ptxas too
+# old to know the option gets the command without it from then on (`SPLIT_COMPILE[0]`).
+SPLIT_COMPILE = ["-split-compile=0"]
+
+
 def assemble(ptx: str, sm: int) -> bytes | None:
     """A cubin for `sm_<sm>` made by ptxas, or None when ptxas is not installed. A PTX error
     raises RuntimeError with ptxas's message (a code generation bug, never the user's)."""
     tool = ptxas_path()
     if tool is None:
         return None
-    return transform([tool, f"-arch=sm_{sm}", "-O3"], ptx.encode(), ".ptx", ".cubin",
-                     f"ptxas rejected the generated PTX for sm_{sm}")
+    what = f"ptxas rejected the generated PTX for sm_{sm}"
+    command = [tool, f"-arch=sm_{sm}", "-O3"]
+    if SPLIT_COMPILE:
+        try:
+            return transform(command + SPLIT_COMPILE, ptx.encode(), ".ptx", ".cubin", what)
+        except RuntimeError as exc:
+            if "split-compile" not in str(exc):
+                raise
+            SPLIT_COMPILE.clear()            # an older ptxas: "Unknown option"
+    return transform(command, ptx.encode(), ".ptx", ".cubin", what)
