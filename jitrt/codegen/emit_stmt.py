@@ -18,12 +18,17 @@ from .emit_expr import I64, ll_type
 
 class StmtEmitter(EmitterHost):
     # ---- locals -------------------------------------------------------------------------
-    def local_ptr(self, name: str, dt: DataType) -> ir.Value:
+    def local_ptr(self, name: str, dt: DataType, zero: bool = True) -> ir.Value:
+        """The stack slot of local `name`, made at its first use and zeroed in the function's
+        first block unless `zero` is False (its first use stores) or the function's
+        statements assign it before any read (`no_init`, codegen/local_init.py)."""
         ptr = self.locals.get(name)
         if ptr is None:
             with self.builder.goto_block(self.alloca_block):
                 ptr = self.target.alloca(self.builder, ll_type(dt), name)
-                self.builder.store(ir.Constant(ll_type(dt), 0.0 if dt.is_float else 0), ptr)
+                if zero and name not in self.no_init:
+                    self.builder.store(ir.Constant(ll_type(dt), 0.0 if dt.is_float else 0),
+                                       ptr)
             self.locals[name] = ptr
         return ptr
 
@@ -166,7 +171,7 @@ class StmtEmitter(EmitterHost):
         self.forget_checks(body, var)
         hints = self.counted_loop_hints(body, begin, end, reverse, cold)
         waits = hints is loop_hints.UNROLL_BY_4
-        counter = self.local_ptr(f"{var}$counter{self.next_id()}", dt)
+        counter = self.local_ptr(f"{var}$counter{self.next_id()}", dt, zero=False)
         b.store(end if reverse else begin, counter)
         cond_bb, body_bb, step_bb, exit_bb = (self.fn.append_basic_block(f"for_{var}_{part}")
                                               for part in ("cond", "body", "step", "exit"))

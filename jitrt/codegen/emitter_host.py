@@ -26,6 +26,7 @@ class EmitterHost:
         builder: ir.IRBuilder
         alloca_block: ir.Block
         locals: dict[str, ir.Value]
+        no_init: frozenset[str]
         loop_targets: list[tuple[ir.Block, ir.Block]]
         vectorizable: bool               # a parallel task's body (codegen/targets.py, math)
         stacks: dict[tuple[int, int, int], tuple[ir.Value, ir.Value, ir.Value, ir.Value]]

@@ -22,7 +22,7 @@ from .. import dtypes
 from ..ir import nodes as n
 from ..ir.facts import TaskFacts
 from ..ir.walk import all_exprs, assigned_names, walk_expr
-from . import abi, bounds, loop_hints, real_funcs, reduction_lanes
+from . import abi, bounds, local_init, loop_hints, real_funcs, reduction_lanes
 from .abi import AccessSite, LaunchableTask
 from .check_facts import Facts
 from .emit_expr import I32, I64, ll_type
@@ -51,6 +51,7 @@ class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter, DeferredReadEmit
         self.start_block = fn.append_basic_block("start")
         self.builder = ir.IRBuilder(self.start_block)
         self.locals: dict[str, ir.Value] = {}
+        self.no_init: frozenset[str] = frozenset()   # locals needing no zero (local_init.py)
         self.loop_targets: list[tuple[ir.Block, ir.Block]] = []
         self.vectorizable = False      # set for a parallel task's body: math may be vector code
         self._ids = 0
@@ -207,6 +208,7 @@ def task_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, t
     ctx, caps, _, _, tid = fn.args[:5]
     em = FunctionEmitter(module, target, layout, fn, ctx, sites)
     em.task_index, em.tid = index, tid
+    em.no_init = local_init.assigned_before_read([task.body])
     em.vectorizable = own_math_calls(task) <= MAX_OWN_MATH
     em.unread_stacks = unread_stacks(task)
     b = em.builder
@@ -486,6 +488,7 @@ def emit_entry(module: ir.Module, target: Target, layout: abi.ContextLayout,
                sites: list[AccessSite]) -> ir.Function:
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64P]), name)
     em = FunctionEmitter(module, target, layout, fn, fn.args[0], sites)
+    em.no_init = local_init.assigned_before_read(local_init.entry_items(kernel.tasks))
     em.begin_launch()
     b = em.builder
     for k, task in enumerate(kernel.tasks):
@@ -610,6 +613,7 @@ def emit_gpu_serial(module: ir.Module, target: Target, layout: abi.ContextLayout
     back there for later tasks."""
     em = gpu_emitter(module, target, layout, name, sites)
     em.task_index, em.facts = index, facts
+    em.no_init = local_init.assigned_before_read([task.body])
     load_kernel_locals(em, {name for name, _ in layout.local_slots}, local_types)
     em.body(task.body)
     if not em.builder.block.is_terminated:
