@@ -195,7 +195,7 @@ def table(top: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scene", choices=("box", "franka"), default="box")
+    parser.add_argument("--scene", choices=("box", "franka", "grasp"), default="box")
     parser.add_argument("--n-envs", type=int, default=0)
     parser.add_argument("--steps", type=int, default=1)
     parser.add_argument("--top", type=int, default=25)
@@ -234,8 +234,8 @@ def main() -> None:
                                           performance_mode=args.performance_mode))
     scene, body = sc._stage("scene", sc._scene, gs, args.scene)
     sc._stage("build", lambda: scene.build(n_envs=args.n_envs))
-    sc._control(body, args.scene)
-    sc._stage("steps", sc._steps, scene, args.steps)
+    before_step = sc._control(scene, body, args.scene, args.n_envs)
+    sc._stage("steps", sc._steps, scene, args.steps, before_step)
     if profile:
         profile.disable()
         profile.dump_stats(str(args.profile))

@@ -4,7 +4,7 @@ Stages, each printed as one line `STAGE <name> ok <seconds>` when it completes: 
 genesis), init (gs.init on the CPU), scene (plane + one box, rigid solver), build
 (scene.build()), steps (the steps asked for), then `RESULT` lines with the body's final
 position, its whole generalised state (`RESULT state`: dof positions then velocities, 9
-significant digits) and the per-step time. `--scene box` (default) or `--scene franka`;
+significant digits) and the per-step time. `--scene box` (default), `franka` or `grasp`;
 `--backend cpu|gpu`; `--n-envs N` (a batch of N environments). The first exception ends
 the run: `FAILED <stage>` with its traceback, exit status 1. Prints nothing else of its own
 (Genesis logs go to stderr).
@@ -38,28 +38,65 @@ def _import():  # type: ignore[no-untyped-def]
     return gs
 
 
+GAINS = ([4500, 4500, 3500, 3500, 2000, 2000, 2000, 100, 100],
+         [450, 450, 350, 350, 200, 200, 200, 10, 10])
+
+
 def _scene(gs, name: str):  # type: ignore[no-untyped-def]
     """`box`: a plane and a 0.2 m box dropped from 0.5 m. `franka`: a plane and Genesis's
     Franka Emika Panda arm (its MJCF: 9 joints, 11 bodies), held by its position
-    controllers at a fixed target, as in Genesis's examples/tutorials/control_your_robot.py."""
-    scene = gs.Scene(show_viewer=False)
+    controllers at a fixed target, as in Genesis's examples/tutorials/control_your_robot.py.
+    `grasp`: the arm and a 4 cm cube on the plane (box-box contacts on), the arm taken to the
+    cube by inverse kinematics, its fingers closed on it, then lifted (the body reported is
+    the cube), as in Genesis's examples/rigid/franka_cube.py."""
+    if name == "grasp":
+        scene = gs.Scene(show_viewer=False, sim_options=gs.options.SimOptions(dt=0.01),
+                         rigid_options=gs.options.RigidOptions(box_box_detection=True))
+    else:
+        scene = gs.Scene(show_viewer=False)
     scene.add_entity(gs.morphs.Plane())
     if name == "box":
-        body = scene.add_entity(gs.morphs.Box(pos=(0.0, 0.0, 0.5), size=(0.2, 0.2, 0.2)))
-    else:
-        body = scene.add_entity(gs.morphs.MJCF(file="xml/franka_emika_panda/panda.xml"))
-    return scene, body
+        return scene, scene.add_entity(gs.morphs.Box(pos=(0.0, 0.0, 0.5), size=(0.2, 0.2, 0.2)))
+    arm = scene.add_entity(gs.morphs.MJCF(file="xml/franka_emika_panda/panda.xml"))
+    if name == "franka":
+        return scene, arm
+    cube = scene.add_entity(gs.morphs.Box(size=(0.04, 0.04, 0.04), pos=(0.65, 0.0, 0.02)))
+    scene.grasp_arm = arm
+    return scene, cube
 
 
-def _control(body, name: str) -> None:  # type: ignore[no-untyped-def]
-    """The Franka's joints get gains and a target once, after the build (the box has none)."""
-    if name != "franka":
-        return
+def _control(scene, body, name: str, n_envs: int):  # type: ignore[no-untyped-def]
+    """Gains and targets after the build: the Franka's set once (the box has none); the
+    grasp's as a function of the step number, called before each step (None otherwise)."""
     import numpy as np
-    n = body.n_dofs
-    body.set_dofs_kp(np.array([4500, 4500, 3500, 3500, 2000, 2000, 2000, 100, 100][:n]))
-    body.set_dofs_kv(np.array([450, 450, 350, 350, 200, 200, 200, 10, 10][:n]))
-    body.control_dofs_position(np.array([1.0, 1.0, 0.0, -1.5, 0.0, 1.5, 0.5, 0.04, 0.04][:n]))
+    if name == "franka":
+        n = body.n_dofs
+        body.set_dofs_kp(np.array(GAINS[0][:n]))
+        body.set_dofs_kv(np.array(GAINS[1][:n]))
+        body.control_dofs_position(np.array([1.0, 1.0, 0.0, -1.5, 0.0, 1.5, 0.5, 0.04, 0.04][:n]))
+    if name != "grasp":
+        return None
+    arm = scene.grasp_arm
+    arm.set_dofs_kp(np.array(GAINS[0]))
+    arm.set_dofs_kv(np.array(GAINS[1]))
+    batch = (lambda a: np.tile(np.asarray(a, dtype=np.float64), (n_envs, 1))) if n_envs else (
+        lambda a: np.asarray(a, dtype=np.float64))
+    arm.set_qpos(batch([-1.0124, 1.5559, 1.3662, -1.6878, -1.5799, 1.7757, 1.4602, 0.04, 0.04]))
+    hand = arm.get_link("hand")
+    down = batch([0.0, 1.0, 0.0, 0.0])
+    reach = arm.inverse_kinematics(link=hand, pos=batch([0.65, 0.0, 0.135]), quat=down)
+    lift = arm.inverse_kinematics(link=hand, pos=batch([0.65, 0.0, 0.3]), quat=down)
+    arms, fingers = np.arange(7), np.arange(7, 9)
+
+    def before_step(i: int, n: int) -> None:
+        if i == 0:
+            arm.control_dofs_position(reach[..., :7], arms)
+            arm.control_dofs_position(batch([0.04, 0.04]), fingers)
+        elif i == n // 3:
+            arm.control_dofs_force(batch([-0.5, -0.5]), fingers)
+        elif i == 2 * n // 3:
+            arm.control_dofs_position(lift[..., :7], arms)
+    return before_step
 
 
 def _state(body) -> list[float]:  # type: ignore[no-untyped-def]
@@ -71,9 +108,11 @@ def _state(body) -> list[float]:  # type: ignore[no-untyped-def]
     return [float(v) for v in qpos + dofs]
 
 
-def _steps(scene, n: int) -> list[float]:  # type: ignore[no-untyped-def]
+def _steps(scene, n: int, before_step) -> list[float]:  # type: ignore[no-untyped-def]
     times = []
-    for _ in range(n):
+    for i in range(n):
+        if before_step is not None:
+            before_step(i, n)
         start = time.perf_counter()
         scene.step()
         times.append(time.perf_counter() - start)
@@ -166,7 +205,7 @@ def _dump_asm(path: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--scene", choices=("box", "franka"), default="box")
+    parser.add_argument("--scene", choices=("box", "franka", "grasp"), default="box")
     parser.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
     parser.add_argument("--n-envs", type=int, default=0, help="0: no batch dimension")
     parser.add_argument("--performance-mode", action="store_true",
@@ -187,8 +226,8 @@ def main() -> None:
                                    performance_mode=args.performance_mode))
     scene, body = _stage("scene", _scene, gs, args.scene)
     _stage("build", lambda: scene.build(n_envs=args.n_envs))
-    _control(body, args.scene)
-    times = _stage("steps", _steps, scene, args.steps)
+    before_step = _control(scene, body, args.scene, args.n_envs)
+    times = _stage("steps", _steps, scene, args.steps, before_step)
     if args.timed_steps:
         synced = _stage("timed", _timed_steps, scene, args.timed_steps)
         print(f"RESULT synced_ms_per_step {synced * 1e3:.4f}")

@@ -204,7 +204,7 @@ def print_handles(names: set[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scene", choices=("box", "franka"), default="box")
+    parser.add_argument("--scene", choices=("box", "franka", "grasp"), default="box")
     parser.add_argument("--backend", choices=("gpu", "cpu"), default="gpu")
     parser.add_argument("--n-envs", type=int, default=0)
     parser.add_argument("--performance-mode", action="store_true")
@@ -230,12 +230,12 @@ def main() -> None:
                                       performance_mode=args.performance_mode))
     scene, body = sc._stage("scene", sc._scene, gs, args.scene)
     sc._stage("build", lambda: scene.build(n_envs=args.n_envs))
-    sc._control(body, args.scene)
+    before_step = sc._control(scene, body, args.scene, args.n_envs)
     if os.environ.get("GSTEP_GC_PROBE"):
         sys.path.insert(0, "/tmp/gstep")
         import gcprobe
         gcprobe.probe("after build")
-    sc._stage("warm", sc._steps, scene, args.warm)
+    sc._stage("warm", sc._steps, scene, args.warm, before_step)
     if args.null_launches:
         null_launches()
     counts = Counts(lib, native)
