@@ -488,10 +488,9 @@ def test_to_torch_copies_and_zero_copy_views():
     assert a.to_numpy().tolist() == [1.0, 1.0, 1.0]
 
 
-def test_a_wrapped_materialize_runs_before_the_next_launch(monkeypatch):
-    # Genesis defers its fields' first fills to a wrapper of PyQuadrants.materialize, which
-    # Quadrants runs before a launch; jitrt never ran it, so Genesis's `substep_dt` stayed 0.0
-    # with performance_mode=True and its bodies never moved (tools/genesis/README.md)
+def deferred_fills(monkeypatch) -> list:
+    """Genesis's `V_SCALAR_FROM` in FIELD mode: fills appended to the list returned run in a
+    wrapper of `PyQuadrants.materialize` (jr.init on the CPU first)."""
     from jitrt.quadrants.lang import impl
     jr.init(arch=jr.cpu, offline_cache=False)
     pending: list = []
@@ -504,6 +503,15 @@ def test_a_wrapped_materialize_runs_before_the_next_launch(monkeypatch):
         for field, value in todo:
             field.fill(value)
     monkeypatch.setattr(impl.PyQuadrants, "materialize", fill_then_materialize)
+    return pending
+
+
+def test_a_wrapped_materialize_runs_before_the_next_launch(monkeypatch):
+    # Genesis defers its fields' first fills to a wrapper of PyQuadrants.materialize, which
+    # Quadrants runs before a launch; jitrt never ran it, so Genesis's `substep_dt` stayed 0.0
+    # with performance_mode=True and its bodies never moved (tools/genesis/README.md)
+    from jitrt.quadrants.lang import impl
+    pending = deferred_fills(monkeypatch)
     dt = jr.field(jr.f32, shape=())
     pending.append((dt, 0.01))
     out = jr.field(jr.f32, shape=(2,))
@@ -539,18 +547,7 @@ def test_a_wrapped_materialize_runs_before_a_python_scope_access(monkeypatch, ac
     # deferred-filled `n_valid_link_pairs[None]` to size `broad_link_pairs` before any launch.
     # Without it the read gave 0, the array was one row long, and Franka's broad phase wrote
     # past it (caught by jitrt's checks; silent on Quadrants only because it materialized)
-    from jitrt.quadrants.lang import impl
-    jr.init(arch=jr.cpu, offline_cache=False)
-    pending: list = []
-    plain = impl.PyQuadrants.materialize
-
-    def fill_then_materialize(self):
-        plain(self)
-        todo = pending.copy()
-        pending.clear()
-        for field, value in todo:
-            field.fill(value)
-    monkeypatch.setattr(impl.PyQuadrants, "materialize", fill_then_materialize)
+    pending = deferred_fills(monkeypatch)
     count = jr.field(jr.i32, shape=())
     pending.append((count, 7))
     other = jr.field(jr.i32, shape=(2,))
