@@ -714,3 +714,21 @@ def test_a_quick_copy_kept_without_its_module_text_is_lowered_again(tmp_path):
                            text=True, timeout=120) for mode in ("sync", "plain")]
     assert [r.stdout.split() for r in runs] == [["0", "1", "1", "8.0"],
                                                 ["0", "1", "0", "8.0"]], runs
+
+
+def test_queued_texts_compile_shortest_first(monkeypatch):
+    # quick copies from the offline cache queue their module texts: the shortest lands first,
+    # so a long compile that no process finishes does not hold back the others every time
+    # (Genesis's grasp scene: a 16.5 MB collider module ahead of the step's other kernels)
+    order = []
+    monkeypatch.setattr(cpu_tiers._ThreadLLVM, "compile", lambda self, text: text.encode())
+    tiers = cpu_tiers.Tiers(engine=None)
+    tiers.pause()
+    lazy_built = []
+    for name, text in (("long", "x" * 300), ("short", "x" * 10), ("middle", "x" * 100)):
+        tiers.optimise_later(name, text, lambda obj, name=name: order.append(name))
+    tiers.optimise_later("lazy", lambda: lazy_built.append(1) or "y",
+                         lambda obj: order.append("lazy"))
+    tiers.resume()
+    assert tiers.wait(60)
+    assert order == ["lazy", "short", "middle", "long"]   # a text still to build goes first

@@ -10,7 +10,9 @@ kernels, docs/performance.md); its definitions are renamed (`$quick`) so that th
 object, loaded into the same MCJIT engine later, keeps the kernel's own names (the offline
 cache stores that object, and a warm start loads it with no stubs).
 
-`Tiers.optimise_later` queues the text for the one background thread, which compiles it with
+`Tiers.optimise_later` queues the text for the one background thread (a kernel this process
+compiled first, in order; kernels whose quick copy came from the offline cache once no job has
+been queued for SETTLE_S, the shortest text first), which compiles it with
 the same O3 pipeline as a synchronous compile, in an LLVM context and target machine of its
 own, and hands the object to a callback (`runtime/compiler.py` loads it, points the cells at
 it with `retarget` and saves it in the offline cache). LLVM is called through
@@ -62,6 +64,11 @@ CELL = "$cell"        # the cell of a symbol: the address of the copy its stub c
 # starts once no compile has run for this long, or at once when someone waits for the queue:
 # a kernel's compile and its first launch are followed at once by the next kernel's compile
 QUIET_S = 0.02
+# a job whose text is at hand (a quick copy from the offline cache: an earlier process ended
+# before compiling its optimised copy) starts once no job has been queued for this long, or at
+# once when someone waits: the kernels a program loads together are then all queued, and the
+# shortest goes first (`_pick`), instead of the first one loaded, however long
+SETTLE_S = 0.5
 # interpreter exit waits this long for the optimised copies still queued or compiling, then
 # drops them (`Tiers.at_exit`): a process ends within about this long of its script's end
 EXIT_GRACE_S = 0.5
@@ -204,6 +211,7 @@ class Tiers:
         self.landed = 0                    # optimised copies swapped in
         self._foreground = 0               # compiles running on other threads (`foreground`)
         self._last_compile = 0.0           # when the last of them ended (time.monotonic)
+        self._last_queued = 0.0            # when the last job was queued (time.monotonic)
         self._waiting = 0                  # threads in `wait`
         self._paused = False               # a fork is under way (`pause`): start no job
         self._running = False              # a job is past its start (building or compiling)
@@ -250,6 +258,7 @@ class Tiers:
             if dropped is not None:
                 self._dropped[prefix] = dropped
             self._jobs.append((prefix, text, done, kernel or prefix))
+            self._last_queued = time.monotonic()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="jitrt-optimiser",
                                                 daemon=True)
@@ -366,18 +375,43 @@ class Tiers:
         self._paused = self._running = False
 
     def _next(self) -> Job:
-        """The next job to run, once one may start (the caller holds `_cond`)."""
+        """The next job to run, once one may start (the caller holds `_cond`): the first whose
+        text is still to be built (a kernel this process compiled, in their order), else the
+        one with the shortest text (kernels whose quick copy came from the offline cache:
+        a long compile that an earlier process did not finish does not keep the short ones
+        behind it from landing again and again)."""
         while True:
             while not self._jobs or self._paused:
                 self._cond.wait()
-            if not isinstance(self._jobs[0][1], str):
+            pick = self._pick()
+            if not isinstance(self._jobs[pick][1], str):
                 self._quiet()
-                if self._paused:
-                    continue
+            else:
+                self._settle()
+            if self._paused or not self._jobs:
+                continue
+            pick = self._pick()
             self._running = True
-            job = self._jobs.popleft()
+            job = self._jobs[pick]
+            del self._jobs[pick]
             self._current = job[3]
             return job
+
+    def _settle(self) -> None:
+        """Return once no job has been queued for SETTLE_S, a thread waits for the queue or a
+        fork pauses the thread (the caller holds `_cond`)."""
+        while not self._waiting and not self._paused:
+            idle = time.monotonic() - self._last_queued
+            if idle >= SETTLE_S:
+                return
+            self._cond.wait(SETTLE_S - idle)
+
+    def _pick(self) -> int:
+        """The index in the queue of the job `_next` runs."""
+        sizes = [(0, k) if not isinstance(text, str) else (len(text), k)
+                 for k, (_, text, _, _) in enumerate(self._jobs)]
+        lazy = [k for size, k in sizes if size == 0]
+        return lazy[0] if lazy else min(sizes)[1]
 
     def _run(self) -> None:
         state: _ThreadLLVM | None = None
