@@ -1,4 +1,5 @@
-"""Genesis scenes (plane and box, or plane and Franka arm), run inside a venv made by run.py.
+"""Genesis scenes (plane and box, plane and Franka arm, the arm grasping a cube), run in a
+venv made by run.py.
 
 Stages, each printed as one line `STAGE <name> ok <seconds>` when it completes: import (of
 genesis), init (gs.init on the CPU), scene (plane + one box, rigid solver), build
