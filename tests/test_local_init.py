@@ -8,7 +8,7 @@ import pytest
 
 import jitrt as jr
 from jitrt import dtypes
-from jitrt.codegen.local_init import assigned_before_read, entry_items
+from jitrt.codegen.local_init import assigned_before_read, entry_body
 from jitrt.ir import nodes as n
 
 nd = jr.types.ndarray
@@ -29,18 +29,18 @@ def plus(name):
 
 def test_straight_line_locals_need_no_zero():
     body = (assign("a"), assign("b", plus("a")), n.Eval(local("b")))
-    assert assigned_before_read([body]) == {"a", "b"}
+    assert assigned_before_read(body) == {"a", "b"}
 
 
 def test_a_read_before_the_assignment_keeps_the_zero():
     body = (assign("b", plus("a")), assign("a"))
-    assert assigned_before_read([body]) == {"b"}
+    assert assigned_before_read(body) == {"b"}
 
 
 def test_an_if_assigns_surely_only_on_both_branches():
     both = n.If(n.Const(True, INT), (assign("x"),), (assign("x"), assign("y")))
     body = (both, n.Eval(local("x")), n.Eval(local("y")))
-    assert assigned_before_read([body]) == {"x"}
+    assert assigned_before_read(body) == {"x"}
 
 
 def test_a_loop_may_run_again_or_not_at_all():
@@ -50,10 +50,10 @@ def test_a_loop_may_run_again_or_not_at_all():
                      assign("prev", local("i")), assign("t"), n.Eval(local("t"))))
     after = (carried, n.Eval(local("i")))
     # prev: read in a later iteration before this one assigns it; i: read after zero trips
-    assert assigned_before_read([after]) == {"t"}
+    assert assigned_before_read(after) == {"t"}
     loop = n.While(n.Binary("<", local("w"), n.Const(3, INT), INT),
                    (assign("w", plus("w")), assign("u")))
-    assert assigned_before_read([(loop, n.Eval(local("u")))]) == set()
+    assert assigned_before_read((loop, n.Eval(local("u")))) == set()
 
 
 def test_the_cpu_entry_reads_a_parallel_tasks_box_and_captures():
@@ -62,7 +62,7 @@ def test_the_cpu_entry_reads_a_parallel_tasks_box_and_captures():
     parallel = n.Task("parallel", (), vars=("j",), begins=(n.Const(0, INT),),
                       ends=(local("m"),), captures=(("k", INT),))
     later = n.Task("serial", (assign("z", plus("k")),))
-    assert assigned_before_read(entry_items([serial, parallel, later])) == {"k", "z"}
+    assert assigned_before_read(entry_body([serial, parallel, later])) == {"k", "z"}
 
 
 @pytest.mark.cpu_only

@@ -407,11 +407,14 @@ class Tiers:
             self._cond.wait(SETTLE_S - idle)
 
     def _pick(self) -> int:
-        """The index in the queue of the job `_next` runs."""
-        sizes = [(0, k) if not isinstance(text, str) else (len(text), k)
-                 for k, (_, text, _, _) in enumerate(self._jobs)]
-        lazy = [k for size, k in sizes if size == 0]
-        return lazy[0] if lazy else min(sizes)[1]
+        """The index in the queue of the job `_next` runs: the first whose text is still to
+        be built, else the one with the shortest text (the first of equals)."""
+        sizes = []
+        for k, (_, text, _, _) in enumerate(self._jobs):
+            if not isinstance(text, str):
+                return k
+            sizes.append((len(text), k))
+        return min(sizes)[1]
 
     def _run(self) -> None:
         state: _ThreadLLVM | None = None

@@ -74,7 +74,7 @@ def compile_ptx(module: ir.Module | str, sm: int, host: HostServices | None = No
 
 # ptxas compiles a module's functions (a kernel's tasks) on every core of the machine; the
 # code is the same as without it (the cubin's sections are laid out differently). A ptxas too
-# old to know the option gets the command without it from then on (`SPLIT_COMPILE[0]`).
+# old to know the option gets the command without it from then on (the list emptied).
 SPLIT_COMPILE = ["-split-compile=0"]
 
 

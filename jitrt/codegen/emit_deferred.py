@@ -84,10 +84,12 @@ class DeferredReadEmitter(EmitterHost):
         return b.select(access.ok, ptr, read_sink(self.module, b, ptr.type))
 
     def flush_deferred(self) -> None:
-        """At the end of a loop whose reads wait (it stores nothing): a thread whose deferred
-        read failed records that failure and ends here."""
+        """At the end of a loop whose reads wait (one that stores waits only where none of
+        its accesses can fail, so nothing to flush): a thread whose deferred read failed
+        records that failure and ends here."""
         if not self.deferring:
             return
+        self.deferring = False
         b = self.builder
         code = b.load(self.local_ptr("$deferred_code", dtypes.u32))
         stop = b.append_basic_block("deferred_out_of_bounds")

@@ -204,7 +204,6 @@ class StmtEmitter(EmitterHost):
         b.position_at_end(exit_bb)
         if waits:
             self.flush_deferred()
-            self.deferring = False
 
     def counted_loop_hints(self, body: n.Body, begin: ir.Value, end: ir.Value, reverse: bool,
                            cold: bool) -> tuple[tuple[object, ...], ...]:

@@ -208,7 +208,7 @@ def task_emitter(module: ir.Module, target: Target, layout: abi.ContextLayout, t
     ctx, caps, _, _, tid = fn.args[:5]
     em = FunctionEmitter(module, target, layout, fn, ctx, sites)
     em.task_index, em.tid = index, tid
-    em.no_init = local_init.assigned_before_read([task.body])
+    em.no_init = local_init.assigned_before_read(task.body)
     em.vectorizable = own_math_calls(task) <= MAX_OWN_MATH
     em.unread_stacks = unread_stacks(task)
     b = em.builder
@@ -488,7 +488,7 @@ def emit_entry(module: ir.Module, target: Target, layout: abi.ContextLayout,
                sites: list[AccessSite]) -> ir.Function:
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64P]), name)
     em = FunctionEmitter(module, target, layout, fn, fn.args[0], sites)
-    em.no_init = local_init.assigned_before_read(local_init.entry_items(kernel.tasks))
+    em.no_init = local_init.assigned_before_read(local_init.entry_body(kernel.tasks))
     em.begin_launch()
     b = em.builder
     for k, task in enumerate(kernel.tasks):
@@ -613,7 +613,7 @@ def emit_gpu_serial(module: ir.Module, target: Target, layout: abi.ContextLayout
     back there for later tasks."""
     em = gpu_emitter(module, target, layout, name, sites)
     em.task_index, em.facts = index, facts
-    em.no_init = local_init.assigned_before_read([task.body])
+    em.no_init = local_init.assigned_before_read(task.body)
     load_kernel_locals(em, {name for name, _ in layout.local_slots}, local_types)
     em.body(task.body)
     if not em.builder.block.is_terminated:

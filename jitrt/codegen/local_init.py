@@ -1,12 +1,12 @@
 """Which locals of an LLVM function need the zero their stack slot starts with.
 
 Stage: codegen (used by `kernel_module.py` before a function's statements are emitted).
-Input: the statements one LLVM function runs, in order, and the reads codegen itself makes
-between them (a parallel task's box and captures, read by the CPU entry). Output: the locals
-those statements assign on every path before any read: `StmtEmitter.local_ptr` gives their
-stack slots no zero store. Every other local (read before it is surely assigned, a loop's
-variable read after the loop, codegen's own locals) keeps the zero, so that no read sees an
-undefined value. Caches nothing.
+Input: the statements one LLVM function runs, in order, with the reads codegen itself makes
+between them (a parallel task's box and captures, read by the CPU entry) as `Eval`s.
+Output: the locals those statements assign on every path before any read:
+`StmtEmitter.local_ptr` gives their stack slots no zero store. Every other local (read
+before it is surely assigned, a loop's variable read after the loop, codegen's own locals)
+keeps the zero, so that no read sees an undefined value. Caches nothing.
 
 Why: a store in the function's first block defines the slot there for LLVM's promotion of
 stack slots to registers (SROA and mem2reg, at -O0 and -O3 alike), whose placement of phi
@@ -61,29 +61,23 @@ class _Scan:
         return sure
 
 
-def assigned_before_read(items: Iterable[n.Body | tuple[n.Expr, ...]]) -> frozenset[str]:
-    """The locals that the statement lists of `items`, run in order, assign before any read
-    on every path (a loop's body counts as possibly run again, and possibly not at all).
-    An item that is a tuple of expressions stands for reads codegen makes there."""
+def assigned_before_read(body: n.Body) -> frozenset[str]:
+    """The locals that `body` assigns before any read on every path (a loop's body counts as
+    possibly run again, and possibly not at all)."""
     scan = _Scan()
-    sure: set[str] = set()
-    for item in items:
-        if item and isinstance(item[0], n.Expr):
-            for e in item:
-                scan.read(e, sure)      # type: ignore[arg-type]
-        else:
-            sure = scan.body(item, sure)        # type: ignore[arg-type]
+    scan.body(body, set())
     return frozenset(scan.assigned - scan.early)
 
 
-def entry_items(tasks: Iterable[n.Task]) -> list[n.Body | tuple[n.Expr, ...]]:
-    """What the CPU's fused entry runs, in order: serial tasks' statements, and for each
-    parallel task the reads of its box and captures."""
-    items: list[n.Body | tuple[n.Expr, ...]] = []
+def entry_body(tasks: Iterable[n.Task]) -> n.Body:
+    """What the CPU's fused entry runs, in order, as one statement list: serial tasks'
+    statements, and for each parallel task the reads of its box and captures (as `Eval`s)."""
+    body: list[n.Stmt] = []
     for task in tasks:
         if task.kind == "serial":
-            items.append(task.body)
+            body += task.body
         else:
-            captured = tuple(n.Local(name, dt) for name, dt in task.captures)
-            items.append((*task.begins, *task.ends, *captured))
-    return items
+            reads = (*task.begins, *task.ends,
+                     *(n.Local(name, dt) for name, dt in task.captures))
+            body += [n.Eval(e) for e in reads]
+    return tuple(body)

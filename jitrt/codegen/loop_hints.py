@@ -14,11 +14,13 @@ benchmarks/cold_pair.py; docs/performance.md, "Start-up"):
   constant trip count is still unrolled in full where LLVM finds that worth it, and
   vectorization and interleaving are not affected;
 - `UNROLL_BY_4` on a GPU thread's innermost loop of unknown trip count that only computes
-  (`loop_versions.effect_free`; `emit_stmt.py`): with its reads' checks deferred or proven it
-  has one exit, and unrolled by four its iterations' reads are in flight together (a chain
-  of gathers waits once per four iterations instead of once per read). Left to itself,
-  LLVM unrolled such a loop in full up to the bound a check gave it, with an exit test
-  between iterations, which serialised the reads (Genesis's solver, docs/gpu.md);
+  (`loop_versions.effect_free`), or that stores and has no check left (a versioned loop's
+  copy without checks; `emit_stmt.counted_loop_hints`): with its reads' checks deferred or
+  proven it has one exit, and unrolled by four its iterations' reads are in flight
+  together (a chain of gathers waits once per four iterations instead of once per read).
+  Left to itself, LLVM unrolled such a loop in full up to the bound a check gave it, with
+  an exit test between iterations, which serialised the reads (Genesis's solver,
+  docs/gpu.md);
 - `NO_UNROLL` on the checked copy of a versioned inner loop (`loop_versions.py`), which runs
   only where an index leaves its array: unrolled, it doubled the copies' code;
 - `SCALAR` on an adstack max-reducer's loop (`sizing.py`): it runs once per launch whose
