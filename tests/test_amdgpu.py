@@ -119,7 +119,7 @@ class FakeHip:
     hipDeviceAttribute_t = types.SimpleNamespace(hipDeviceAttributeMultiprocessorCount=1,
                                                  hipDeviceAttributeMaxThreadsPerMultiProcessor=2)
     hipStreamCaptureMode = types.SimpleNamespace(hipStreamCaptureModeThreadLocal=1)
-    hipStreamNonBlocking, hipHostMallocDefault = 1, 0
+    hipStreamDefault, hipStreamNonBlocking, hipHostMallocDefault = 0, 1, 0
 
     def __init__(self):
         self.calls, self.memory, self.images = [], {}, []

@@ -461,6 +461,33 @@ def test_ndarrays_export_cuda_array_interface_and_dlpack_without_copies():
 
 
 @gpu_only
+def test_kept_views_are_ordered_with_launches_on_torchs_default_stream():
+    """Taichi and Quadrants launch on CUDA's legacy default stream, torch's default stream:
+    a zero-copy view kept by a program (Genesis keeps one per field) and written by torch is
+    seen by the next launch, and a launch's writes by torch's next read, with no
+    synchronisation between them. jitrt's stream is a blocking one, so the same holds."""
+    torch = _gpu_lib("torch")
+    if torch.cuda.current_stream().cuda_stream != 0:
+        pytest.skip("torch's current stream is not the legacy default stream")
+    src = jr.field(jr.i32, shape=256)
+    dst = jr.field(jr.i32, shape=256)
+
+    @jr.kernel
+    def copy_plus_one():
+        for i in src:
+            dst[i] = src[i] + 1
+
+    copy_plus_one()
+    jr.sync()
+    src_view, dst_view = src.to_torch(copy=False), dst.to_torch(copy=False)
+    for value in (7, 8, 9):
+        torch.cuda._sleep(20_000_000)         # keep the legacy stream busy (tens of ms) ...
+        src_view.fill_(value)                 # ... so that this write lands after the launch
+        copy_plus_one()                       # unless the launch waits for it
+        assert dst_view.tolist() == [value + 1] * 256     # torch's read waits for the launch
+
+
+@gpu_only
 @pytest.mark.parametrize("lib", ["torch", "cupy"])
 def test_foreign_device_arrays_are_kernel_arguments_without_copies(lib):
     mod = _gpu_lib(lib)

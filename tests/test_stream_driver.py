@@ -32,7 +32,8 @@ class FakeCu:
         CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR="threads",
         CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR="major",
         CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR="minor")
-    CUstream_flags = types.SimpleNamespace(CU_STREAM_NON_BLOCKING="non-blocking")
+    CUstream_flags = types.SimpleNamespace(CU_STREAM_NON_BLOCKING="non-blocking",
+                                           CU_STREAM_DEFAULT="blocking")
     CUevent_flags = types.SimpleNamespace(CU_EVENT_DISABLE_TIMING="no-timing")
     CUstreamCaptureMode = types.SimpleNamespace(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL="local")
 
@@ -76,10 +77,13 @@ def test_cuda_opens_the_primary_context_and_a_stream(cu):
     assert [c for c in cu.calls if c[0] != "cuDeviceGetAttribute"] == [
         ("cuInit", (0,)), ("cuDeviceGetCount", ()), ("cuDeviceGet", (1,)),
         ("cuDevicePrimaryCtxRetain", ("dev",)), ("cuCtxSetCurrent", ("ctx",)),
-        ("cuDriverGetVersion", ()), ("cuStreamCreate", ("non-blocking",))]
+        ("cuDriverGetVersion", ()), ("cuStreamCreate", ("blocking",))]
     assert (driver.sm, driver.multiprocessors, driver.max_threads_per_multiprocessor) == \
         (90, 132, 2048)
     assert driver.driver_version == 12040 and driver.stream == "stream"
+    cu.calls.clear()
+    driver.create_stream()          # `jr.Stream()`: non-blocking, as torch's pooled streams
+    assert cu.calls == [("cuStreamCreate", ("non-blocking",))]
     with pytest.raises(cuda.BackendUnavailableError,
                        match="arch=cuda: device_id=2 but this machine has 2 CUDA device"):
         cuda.CudaDriver(2)

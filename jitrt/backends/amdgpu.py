@@ -42,6 +42,7 @@ HIP_API = StreamApi(
         hip.hipDeviceAttribute_t.hipDeviceAttributeMaxThreadsPerMultiProcessor,
     driver_version="hipDriverGetVersion", stream_create="hipStreamCreateWithFlags",
     stream_flags=lambda hip: hip.hipStreamNonBlocking,
+    device_stream_flags=lambda hip: hip.hipStreamDefault,
     stream_synchronize="hipStreamSynchronize", stream_destroy="hipStreamDestroy",
     module_load="hipModuleLoadData", module_unload="hipModuleUnload",
     module_function="hipModuleGetFunction", launch="hipModuleLaunchKernel", launch_extra=None,

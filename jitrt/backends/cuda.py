@@ -86,6 +86,7 @@ CUDA_API = StreamApi(
         cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
     driver_version="cuDriverGetVersion", stream_create="cuStreamCreate",
     stream_flags=lambda cu: cu.CUstream_flags.CU_STREAM_NON_BLOCKING,
+    device_stream_flags=lambda cu: cu.CUstream_flags.CU_STREAM_DEFAULT,
     stream_synchronize="cuStreamSynchronize", stream_destroy="cuStreamDestroy",
     module_load="cuModuleLoadData", module_unload="cuModuleUnload",
     module_function="cuModuleGetFunction", launch="cuLaunchKernel", launch_extra=0,

@@ -39,7 +39,9 @@ class StreamApi:
     threads_per_multiprocessor: Const
     driver_version: str
     stream_create: str
-    stream_flags: Const            # non-blocking
+    stream_flags: Const            # `jr.Stream()`'s streams: non-blocking (torch's pool's too)
+    device_stream_flags: Const     # the device's own stream: blocking (ordered with the legacy
+    # default stream, as Taichi's and Quadrants' launches on it and torch's default stream are)
     stream_synchronize: str
     stream_destroy: str
     module_load: str
@@ -145,7 +147,7 @@ class StreamDriver:
             api.threads_per_multiprocessor(lib))
         self.setup()
         self.driver_version = self.checked(api.driver_version)
-        self.stream = self.checked(api.stream_create, api.stream_flags(lib))
+        self.stream = self.checked(api.stream_create, api.device_stream_flags(lib))
         # the stream launches, copies and memsets go on: jitrt's own (`stream`) unless a
         # `jr.stream(...)` block chose another (`use_stream`)
         self.cur: list[Any] = [self.stream]

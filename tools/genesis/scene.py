@@ -109,7 +109,7 @@ def _state(body) -> list[float]:  # type: ignore[no-untyped-def]
     return [float(v) for v in qpos + dofs]
 
 
-def _steps(scene, n: int, before_step) -> list[float]:  # type: ignore[no-untyped-def]
+def _steps(scene, n: int, before_step, tracer=None) -> list[float]:  # type: ignore[no-untyped-def]
     times = []
     for i in range(n):
         if before_step is not None:
@@ -117,7 +117,32 @@ def _steps(scene, n: int, before_step) -> list[float]:  # type: ignore[no-untype
         start = time.perf_counter()
         scene.step()
         times.append(time.perf_counter() - start)
+        if tracer is not None:
+            tracer.after_step(i)
     return times
+
+
+def _tracer(scene, body, args):  # type: ignore[no-untyped-def]
+    """`--trace DIR`: state_trace.py's snapshots (jitrt only; `-`: none), and one `TRACE`
+    line a step with the body's position in the first environment (and the grasp's finger
+    positions)."""
+    if not args.trace or getattr(sys.modules.get("quadrants"), "__name__", "") != "jitrt":
+        return None
+    import types
+
+    import state_trace  # tools/genesis/state_trace.py
+    a, _, b = args.trace_kernels.partition(":")
+    tracer = state_trace.Tracer(args.trace, scene, (int(a), int(b)) if b else None,
+                                args.n_envs) if args.trace != "-" else None
+    arm = getattr(scene, "grasp_arm", None)
+
+    def after_step(i: int) -> None:
+        if tracer is not None:
+            tracer.after_step(i)
+        pos = body.get_pos().reshape(-1, 3)[0].tolist()
+        extra = arm.get_dofs_position().reshape(-1, arm.n_dofs)[0, 7:].tolist() if arm else []
+        print("TRACE", i, " ".join(f"{v:.6f}" for v in pos + extra), flush=True)
+    return types.SimpleNamespace(after_step=after_step)
 
 
 def _timed_steps(scene, n: int) -> float:  # type: ignore[no-untyped-def]
@@ -203,6 +228,25 @@ def _dump_asm(path: str) -> None:
     qd.init = with_asm
 
 
+def _override_init(options: dict[str, str]) -> None:
+    """`--init fast_math=0`: qd.init gets these options whatever Genesis passes (a value is
+    read as a Python literal where it is one: 0, False, 1e-3; else kept as text)."""
+    import ast
+    qd = sys.modules["quadrants"]
+    init = qd.init
+    values = {}
+    for key, text in options.items():
+        try:
+            values[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            values[key] = text
+
+    def overridden(*args, **kwargs):  # type: ignore[no-untyped-def]
+        kwargs.update(values)
+        return init(*args, **kwargs)
+    qd.init = overridden
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=200)
@@ -217,18 +261,27 @@ def main() -> None:
                         help="then this many more steps under torch's profiler (PROFILE lines)")
     parser.add_argument("--dump-asm", default="",
                         help="Quadrants runs: write every kernel's PTX to this folder")
+    parser.add_argument("--trace", default="",
+                        help="jitrt runs: trace.py's state snapshots into this folder")
+    parser.add_argument("--trace-kernels", default="",
+                        help="A:B: with --trace, also a snapshot after each kernel of steps A..B-1")
+    parser.add_argument("--init", action="append", default=[], metavar="OPTION=VALUE",
+                        help="override an option Genesis passes to qd.init (e.g. fast_math=0)")
     args = parser.parse_args()
     gs = _stage("import", _import)
     names = _record_kernel_names() if args.profile_steps else {}
     if args.dump_asm:
         _dump_asm(args.dump_asm)
+    if args.init:
+        _override_init(dict(o.split("=", 1) for o in args.init))
     backend = gs.cpu if args.backend == "cpu" else gs.gpu
     _stage("init", lambda: gs.init(backend=backend, logging_level="warning",
                                    performance_mode=args.performance_mode))
     scene, body = _stage("scene", _scene, gs, args.scene)
     _stage("build", lambda: scene.build(n_envs=args.n_envs))
     before_step = _control(scene, body, args.scene, args.n_envs)
-    times = _stage("steps", _steps, scene, args.steps, before_step)
+    tracer = _tracer(scene, body, args)
+    times = _stage("steps", _steps, scene, args.steps, before_step, tracer)
     if args.timed_steps:
         synced = _stage("timed", _timed_steps, scene, args.timed_steps)
         print(f"RESULT synced_ms_per_step {synced * 1e3:.4f}")
