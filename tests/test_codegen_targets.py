@@ -596,6 +596,31 @@ def module_text_for(kernel, target, *args) -> str:
     return str(lower_module(kernel, params, templates, name, program, target))
 
 
+def test_gpu_field_accesses_test_and_combine_indices_in_32_bits():
+    """`TargetTraits.narrow_offsets`: on GPUs a field of fewer than 2**31 elements indexed by
+    32-bit values is tested and addressed in 32 bits (one sign extension for the address, as
+    Taichi's `mul.wide.s32`); a larger field, an ndarray (its extents known only at launch)
+    and every access on the CPU stay in 64 bits."""
+    small = jr.field(jr.f32, shape=(64, 32))
+    big = jr.field(jr.u8, shape=(1 << 16, 1 << 15))      # 2**31 elements (pages never touched)
+
+    @jr.kernel
+    def bump(idx: jr.types.ndarray(dtype=jr.i32, ndim=1)):
+        for i in range(idx.shape[0]):
+            small[idx[i], 3] += 1.0
+            big[idx[i], 5] += 1
+
+    def checks(text: str) -> set[str]:
+        return set(re.findall(r"icmp ult (i\d+) %[\w.\"$]+, (\d+)", text))
+
+    gpu = checks(nvptx_module_text(bump, np.zeros(4, np.int32)))
+    assert ("i32", "64") in gpu and ("i64", "64") not in gpu          # the small field
+    assert ("i64", "65536") in gpu and ("i32", "65536") not in gpu    # the large one
+    from jitrt.backends import cpu
+    host = checks(module_text_for(bump, cpu.cpu_target(), np.zeros(4, np.int32)))
+    assert ("i64", "64") in host and ("i32", "64") not in host
+
+
 def test_gpu_checks_a_repeated_access_once():
     """On GPUs an access repeating a check an earlier access of the thread made (same
     extents, same index values) runs unchecked: had the earlier check failed, the thread

@@ -37,7 +37,7 @@ WAVE64 = ("gfx9",)          # gfx9 targets run wave64 only; gfx10+ default to wa
 # what a launch writes, data in global memory (space 1), stacks interleaved across threads
 TRAITS = TargetTraits(grid_launch=True, status_block=True, data_address_space=1,
                       host_interrupts=False, interleaved_stacks=True, unroll_hints=False,
-                      local_stacks=True, fault_ends_thread=False)
+                      local_stacks=True, fault_ends_thread=False, narrow_offsets=True)
 
 
 def wave_size(gfx: str) -> int:

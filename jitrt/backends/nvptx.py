@@ -36,7 +36,7 @@ from .tools import transform
 TRAITS = TargetTraits(grid_launch=True, status_block=True, data_address_space=1,
                       host_interrupts=False, interleaved_stacks=True, unroll_hints=False,
                       local_stacks=True, fault_ends_thread=True,
-                      deferred_reads=True)
+                      deferred_reads=True, narrow_offsets=True)
 
 
 @functools.lru_cache(maxsize=None)

@@ -574,9 +574,14 @@ class ExprEmitter(EmitterHost):
                     kind: str) -> Access:
         b = self.builder
         proven = self.unchecked.get((ref, indices))
+        narrow = ref if isinstance(ref, n.FieldRef) and self.narrow_field(ref, indices) else None
+        if proven is not None and narrow is not None:
+            return self.narrow_proven_ptr(narrow, indices)
         if proven is not None:      # in bounds for the whole box: affine axes in 64 bits
             idx = [self.wide(i) if isinstance(ax, tuple) else self.affine_index(ax)
                    for ax, i in zip(proven, indices)]     # (a gather's axis is a tuple)
+        elif narrow is not None:
+            return self.narrow_element_ptr(narrow, indices, loc, kind)
         else:
             idx = [self.wide(i) for i in indices]
         extents = self.extents(ref)
@@ -603,6 +608,60 @@ class ExprEmitter(EmitterHost):
         return Access(ok, b.gep(self.data_ptr(ref), [offset]), site, axes,
                       site >= 0 and self.check_made(ref, extents, indices, note=not deferred),
                       all(i.dtype.bits <= 32 for i in indices))
+
+    def narrow_field(self, ref: n.FieldRef, indices: tuple[n.Expr, ...]) -> bool:
+        """Whether this access's check and offset may be 32-bit (`narrow_offsets`): a field
+        of fewer than 2**31 elements indexed by values of at most 32 bits, so that the offset
+        of an index inside every extent fits (an index outside is never used for an address)."""
+        return (self.target.traits.narrow_offsets and math.prod(ref.shape) < 2 ** 31
+                and all(i.dtype.bits <= 32 for i in indices))
+
+    def narrow_element_ptr(self, ref: n.FieldRef, indices: tuple[n.Expr, ...], loc: n.Loc,
+                           kind: str) -> Access:
+        """`element_ptr`'s checked access in 32 bits: each index tested unsigned against its
+        extent (a negative one is outside, as in 64 bits), the offset combined in 32 bits and
+        sign-extended once for the address; the failure record widens the failing index."""
+        b = self.builder
+        ok: ir.Value = ir.Constant(I1, 1)
+        offset: ir.Value = ir.Constant(I32, 0)
+        axes: list[tuple[ir.Value, ir.Value]] = []
+        for index, size in zip(indices, ref.shape):
+            v = self.expr(index)
+            ext = ir.Constant(I32, size)
+            if isinstance(v, ir.Constant):
+                value = int(sext_constant(v).constant)
+                v = ir.Constant(I32, value)
+                inside: ir.Value = ir.Constant(I1, 0 <= value < size)
+            else:
+                if v.type != I32:      # 8 and 16 bits: sign-extended, as `wide` does
+                    v = b.sext(v, I32)
+                inside = b.icmp_unsigned("<", v, ext)
+            ok = inside if ok_is_true(ok) else b.and_(ok, inside)
+            axes.append((inside, v))
+            offset = b.add(b.mul(offset, ext), v)
+        wide = sext_constant(offset) if isinstance(offset, ir.Constant) else b.sext(offset, I64)
+        site = -1 if ok_is_true(ok) else self.add_site(ref, loc, kind)
+        deferred = kind == "read" and self.waiting_reads > 0
+        extents = self.extents(ref)
+        return Access(ok, b.gep(self.data_ptr(ref), [wide]), site, axes,
+                      site >= 0 and self.check_made(ref, extents, indices, note=not deferred))
+
+    def narrow_proven_ptr(self, ref: n.FieldRef, indices: tuple[n.Expr, ...]) -> Access:
+        """An access the box test proved inside (`unchecked`), in 32 bits: each index's own
+        value is its true one (proven without wrap), so the offset is combined from them and
+        sign-extended once (the 64-bit path starts from each loop variable's 64-bit copy,
+        which the CPU's vectorizer prefers)."""
+        b = self.builder
+        offset: ir.Value = ir.Constant(I32, 0)
+        for index, size in zip(indices, ref.shape):
+            v = self.expr(index)
+            if isinstance(v, ir.Constant):
+                v = ir.Constant(I32, int(sext_constant(v).constant))
+            elif v.type != I32:
+                v = b.sext(v, I32)
+            offset = b.add(b.mul(offset, ir.Constant(I32, size)), v)
+        wide = sext_constant(offset) if isinstance(offset, ir.Constant) else b.sext(offset, I64)
+        return Access(ir.Constant(I1, 1), b.gep(self.data_ptr(ref), [wide]), -1, [])
 
     def check_made(self, ref: n.Ref, extents: list[ir.Value],
                    indices: tuple[n.Expr, ...], note: bool = True) -> bool:
@@ -707,6 +766,8 @@ def failing_axis(b: ir.IRBuilder, axis_fail: list[tuple[ir.Value, ir.Value]]
     axis: ir.Value = ir.Constant(I64, 0)
     index: ir.Value = ir.Constant(I64, 0)
     for k, (inside, v) in reversed(list(enumerate(axis_fail))):
+        if v.type != I64:             # a 32-bit access's index (`narrow_element_ptr`)
+            v = sext_constant(v) if isinstance(v, ir.Constant) else b.sext(v, I64)
         axis = b.select(inside, axis, ir.Constant(I64, k))
         index = b.select(inside, index, v)
     return axis, index

@@ -82,6 +82,11 @@ class TargetTraits:
     # unrolled by four, so that reads of a chain of indices are in flight together, as
     # without checks
     deferred_reads: bool = False
+    # a checked access of a field of fewer than 2**31 elements by indices of at most 32 bits
+    # tests and combines its indices in 32 bits, widened once for the address (what Taichi's
+    # and Quadrants' CUDA code does: `mul.wide.s32`); a GPU's 64-bit integer multiply and add
+    # are several instructions each. False: in 64 bits (the CPU's are as cheap)
+    narrow_offsets: bool = False
 
 
 @frozen
