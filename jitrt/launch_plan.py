@@ -22,6 +22,17 @@ from .ir import nodes as n
 NO_DEFAULT: Any = None     # `ParamPlan.has_default` False: `default` is not read
 
 
+def large_shape(shape: Any) -> bool:
+    """Whether an array of this shape has 2**31 elements or more: a specialization for one
+    addresses it in 64 bits (`ir.nodes.Param.large`); one for smaller arrays may use 32 (GPUs'
+    `narrow_offsets`), so packing refuses such an array there (`ParamPlan.small`) and the
+    slow path specializes again."""
+    count = 1
+    for extent in shape:
+        count *= int(extent)
+    return count >= 1 << 31
+
+
 @frozen
 class ParamPlan:
     """How one parameter is packed into the launch context."""
@@ -36,6 +47,7 @@ class ParamPlan:
     uses_grad: bool = False      # the kernel reads or writes the argument's .grad
     packs_grad: bool = False     # its .grad pointer is packed (used, or annotated needs_grad)
     written: bool = False        # the kernel may write the array's data
+    small: bool = False          # an ndarray specialized for fewer than 2**31 elements
     int_range: tuple[int, int] | None = None   # an integer's (or int vector's) allowed range
     template: Any = None         # a template: the value compiled for
     has_default: bool = False

@@ -238,10 +238,12 @@ def sin_loop(a: nd(dtype=jr.f32, ndim=1), times: jr.template()):
 @pytest.mark.skipif(nvptx.libdevice_path() is None, reason="no libdevice (jitrt[cuda])")
 def test_libdevice_calls_optimised_as_calls_then_inlined():
     """A kernel is optimised before libdevice's bodies are inlined (`nvptx.compile_ptx`):
-    two sin of the same value are one call, so one copy of sinf's body in the PTX; and a
-    short loop around sin is not unrolled into one copy of the body per iteration (as it
-    was not when the body was inlined first). Counted by sinf's table of 2/pi, which each
-    copy of its slow path reads."""
+    two sin of the same value are one call, so one copy of sinf's body in the PTX (counted
+    by the references to sinf's table of 2/pi, which each copy of its slow path reads); and
+    a short loop around sin is not unrolled into one copy of the body per iteration (as it
+    was not when the body was inlined first): counted by the slow path's funnel shifts
+    (`shf.l.wrap`, six a copy), at most the two versions of the loop the one-call kernel
+    has once (the table's address may be materialised once per copy or shared)."""
     from jitrt.backends import nvptx_math
     from jitrt.backends.llvm_setup import LLVM_LOCK
     a = np.ones(8, np.float32)
@@ -254,8 +256,10 @@ def test_libdevice_calls_optimised_as_calls_then_inlined():
     once = jr.debug.gpu_asm(sin_cos, a, 1.0, False, arch="cuda")
     assert len(re.findall(r"\.global .*__cudart_i2opi_f\w*\[", once)) == 1    # one copy
     assert copies(jr.debug.gpu_asm(sin_cos, a, 1.0, True, arch="cuda")) == copies(once)
-    assert (copies(jr.debug.gpu_asm(sin_loop, a, 8, arch="cuda"))
-            == copies(jr.debug.gpu_asm(sin_loop, a, 1, arch="cuda")) > 0)
+    def bodies(ptx: str) -> int:
+        return ptx.count("shf.l.wrap")
+    one = bodies(jr.debug.gpu_asm(sin_loop, a, 1, arch="cuda"))
+    assert 0 < bodies(jr.debug.gpu_asm(sin_loop, a, 8, arch="cuda")) <= 2 * one
 
 
 needs_ptxas = pytest.mark.skipif(nvptx.ptxas_path() is None,
@@ -619,6 +623,23 @@ def test_gpu_field_accesses_test_and_combine_indices_in_32_bits():
     from jitrt.backends import cpu
     host = checks(module_text_for(bump, cpu.cpu_target(), np.zeros(4, np.int32)))
     assert ("i64", "64") in host and ("i32", "64") not in host
+
+
+def test_gpu_ndarray_accesses_are_32_bit_unless_specialized_for_a_large_array():
+    """An ndarray's extents are known at launch only: its accesses are 32-bit on GPUs in a
+    specialization for arrays of fewer than 2**31 elements (`Param.large` false), 64-bit in
+    one for a larger array, which a launch with such an array gets (packing refuses it for
+    the other: tests/test_ndarray.py)."""
+    @jr.kernel
+    def poke(a: jr.types.ndarray(dtype=jr.u8, ndim=2), row: jr.i32):
+        for i in range(1):
+            a[row, 5] = 7
+
+    small = np.zeros((4, 8), np.uint8)
+    big = np.zeros((1 << 16, 1 << 15), np.uint8)     # 2**31 elements (pages never touched)
+    widths = lambda text: set(re.findall(r"icmp ult (i\d+) ", text))  # noqa: E731
+    assert widths(nvptx_module_text(poke, small, 1)) == {"i32"}
+    assert widths(nvptx_module_text(poke, big, 1)) == {"i64"}
 
 
 def test_gpu_checks_a_repeated_access_once():

@@ -267,3 +267,21 @@ def test_a_func_parameter_annotation_checks_the_ndarray_passed():
     with pytest.raises(jr.TaichiCompilationError, match=r"argument c: the parameter takes an "
                        r"ndarray of f32, ndim=2; got an ndarray of i32"):
         wrong_dtype(arr, y, jr.ndarray(jr.i32, shape=(2, 2)))
+
+
+def test_an_array_of_2_31_elements_gets_its_own_specialization():
+    """GPUs address an ndarray in 32 bits in a specialization for arrays of fewer than 2**31
+    elements (`ir.nodes.Param.large`); a launch with a larger array, after or between small
+    ones, is refused there and specialized again (its offsets in 64 bits), on every arch."""
+    @jr.kernel
+    def poke(a: nd(dtype=jr.u8, ndim=2), row: jr.i32):
+        for i in range(1):
+            a[row, 5] = 7
+
+    small = jr.ndarray(jr.u8, shape=(4, 8))
+    big = jr.ndarray(jr.u8, shape=(1 << 16, 1 << 15))     # 2 GiB, one page written
+    for arr, row in ((small, 1), (big, (1 << 16) - 1), (small, 2), (big, 3)):
+        poke(arr, row)
+        assert arr[row, 5] == 7
+    assert big[(1 << 16) - 1, 4] == 0
+    assert sorted(h.compiled.params[0].large for h in poke.handles.values()) == [False, True]

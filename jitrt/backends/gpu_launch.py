@@ -21,7 +21,7 @@ from ..codegen import abi
 from ..ir import nodes as n
 from ..native import launch_table as lt
 from ..data import Field, Ndarray
-from ..launch_plan import LaunchPlan
+from ..launch_plan import LaunchPlan, large_shape
 from . import gpu_staging, gpu_tasks
 from .gpu_residency import DeviceMirror, unique
 from .gpu_tasks import box_size_function
@@ -90,7 +90,7 @@ class GpuLaunch:
         setattr(type(self), "__call__", self.make_call())
 
     def pack(self, buf: Any, slot: int, v: Any, dt: Any, ndim: int, need_grad: bool,
-             written: bool = True) -> bool:
+             written: bool = True, small: bool = False) -> bool:
         """`arguments.pack_array` for this device: device addresses in the slots; a plain
         numpy array gets a staging buffer of this context (grow-only)."""
         host = None        # memory jitrt does not own: staged in (and out) at each launch
@@ -98,6 +98,10 @@ class GpuLaunch:
             v = self.device.wrap_foreign(v)      # a torch/CuPy device array, or None
             if v is None or (written and v.readonly):
                 return False
+        if small and isinstance(v, (Ndarray, np.ndarray)) and large_shape(
+                v.storage_shape if type(v) is Ndarray else v.shape):
+            return False            # addressed in 32 bits there: specialize again (before
+            # any slot is written: the records of the last array packed stay true)
         if type(v) is Ndarray:
             if v.dtype is not dt or len(v.storage_shape) != ndim or (
                     need_grad and v.grad is None) or not self.device.owns(v):

@@ -574,14 +574,14 @@ class ExprEmitter(EmitterHost):
                     kind: str) -> Access:
         b = self.builder
         proven = self.unchecked.get((ref, indices))
-        narrow = ref if isinstance(ref, n.FieldRef) and self.narrow_field(ref, indices) else None
-        if proven is not None and narrow is not None:
-            return self.narrow_proven_ptr(narrow, indices)
+        narrow = self.narrow_access(ref, indices)
+        if proven is not None and narrow:
+            return self.narrow_proven_ptr(ref, indices)
         if proven is not None:      # in bounds for the whole box: affine axes in 64 bits
             idx = [self.wide(i) if isinstance(ax, tuple) else self.affine_index(ax)
                    for ax, i in zip(proven, indices)]     # (a gather's axis is a tuple)
-        elif narrow is not None:
-            return self.narrow_element_ptr(narrow, indices, loc, kind)
+        elif narrow:
+            return self.narrow_element_ptr(ref, indices, loc, kind)
         else:
             idx = [self.wide(i) for i in indices]
         extents = self.extents(ref)
@@ -609,14 +609,24 @@ class ExprEmitter(EmitterHost):
                       site >= 0 and self.check_made(ref, extents, indices, note=not deferred),
                       all(i.dtype.bits <= 32 for i in indices))
 
-    def narrow_field(self, ref: n.FieldRef, indices: tuple[n.Expr, ...]) -> bool:
+    def narrow_access(self, ref: n.Ref, indices: tuple[n.Expr, ...]) -> bool:
         """Whether this access's check and offset may be 32-bit (`narrow_offsets`): a field
-        of fewer than 2**31 elements indexed by values of at most 32 bits, so that the offset
-        of an index inside every extent fits (an index outside is never used for an address)."""
-        return (self.target.traits.narrow_offsets and math.prod(ref.shape) < 2 ** 31
+        of fewer than 2**31 elements, or an ndarray specialized for such arrays (`Param.large`
+        false: a launch with a larger one specializes again), indexed by values of at most 32
+        bits, so that the offset of indices inside every extent fits (an index outside is
+        never used for an address)."""
+        small = math.prod(ref.shape) < 2 ** 31 if isinstance(ref, n.FieldRef) else not ref.large
+        return (self.target.traits.narrow_offsets and small
                 and all(i.dtype.bits <= 32 for i in indices))
 
-    def narrow_element_ptr(self, ref: n.FieldRef, indices: tuple[n.Expr, ...], loc: n.Loc,
+    def narrow_extents(self, ref: n.Ref) -> list[ir.Value]:
+        """The extents as i32: a field's constants, an ndarray's slots truncated (each is
+        below 2**31 where `narrow_access` holds)."""
+        if isinstance(ref, n.FieldRef):
+            return [ir.Constant(I32, s) for s in ref.shape]
+        return [self.builder.trunc(e, I32) for e in self.extents(ref)]
+
+    def narrow_element_ptr(self, ref: n.Ref, indices: tuple[n.Expr, ...], loc: n.Loc,
                            kind: str) -> Access:
         """`element_ptr`'s checked access in 32 bits: each index tested unsigned against its
         extent (a negative one is outside, as in 64 bits), the offset combined in 32 bits and
@@ -625,13 +635,15 @@ class ExprEmitter(EmitterHost):
         ok: ir.Value = ir.Constant(I1, 1)
         offset: ir.Value = ir.Constant(I32, 0)
         axes: list[tuple[ir.Value, ir.Value]] = []
-        for index, size in zip(indices, ref.shape):
+        for index, ext in zip(indices, self.narrow_extents(ref)):
             v = self.expr(index)
-            ext = ir.Constant(I32, size)
-            if isinstance(v, ir.Constant):
+            if isinstance(v, ir.Constant) and isinstance(ext, ir.Constant):
                 value = int(sext_constant(v).constant)
                 v = ir.Constant(I32, value)
-                inside: ir.Value = ir.Constant(I1, 0 <= value < size)
+                inside: ir.Value = ir.Constant(I1, 0 <= value < int(ext.constant))
+            elif isinstance(v, ir.Constant):
+                v = ir.Constant(I32, int(sext_constant(v).constant))
+                inside = b.icmp_unsigned("<", v, ext)
             else:
                 if v.type != I32:      # 8 and 16 bits: sign-extended, as `wide` does
                     v = b.sext(v, I32)
@@ -646,20 +658,20 @@ class ExprEmitter(EmitterHost):
         return Access(ok, b.gep(self.data_ptr(ref), [wide]), site, axes,
                       site >= 0 and self.check_made(ref, extents, indices, note=not deferred))
 
-    def narrow_proven_ptr(self, ref: n.FieldRef, indices: tuple[n.Expr, ...]) -> Access:
+    def narrow_proven_ptr(self, ref: n.Ref, indices: tuple[n.Expr, ...]) -> Access:
         """An access the box test proved inside (`unchecked`), in 32 bits: each index's own
         value is its true one (proven without wrap), so the offset is combined from them and
         sign-extended once (the 64-bit path starts from each loop variable's 64-bit copy,
         which the CPU's vectorizer prefers)."""
         b = self.builder
         offset: ir.Value = ir.Constant(I32, 0)
-        for index, size in zip(indices, ref.shape):
+        for index, ext in zip(indices, self.narrow_extents(ref)):
             v = self.expr(index)
             if isinstance(v, ir.Constant):
                 v = ir.Constant(I32, int(sext_constant(v).constant))
             elif v.type != I32:
                 v = b.sext(v, I32)
-            offset = b.add(b.mul(offset, ir.Constant(I32, size)), v)
+            offset = b.add(b.mul(offset, ext), v)
         wide = sext_constant(offset) if isinstance(offset, ir.Constant) else b.sext(offset, I64)
         return Access(ir.Constant(I1, 1), b.gep(self.data_ptr(ref), [wide]), -1, [])
 

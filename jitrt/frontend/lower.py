@@ -189,7 +189,8 @@ def kernel_bindings(params: tuple[n.Param, ...], template_values: dict[str, Any]
         elif p.kind == "vector":
             bindings[p.name] = vector_param(i, p)
         elif p.kind == "ndarray":
-            bindings[p.name] = n.ArrayRef(i, p.name, p.dtype, p.ndim)  # type: ignore[arg-type]
+            bindings[p.name] = n.ArrayRef(i, p.name, p.dtype, p.ndim,  # type: ignore[arg-type]
+                                          large=p.large)
             if p.element_shape:
                 ctx.array_elements[i] = p.element_shape
             if p.clamp:

@@ -63,6 +63,7 @@ class ArrayRef:
     dtype: DataType
     ndim: int
     grad: bool = False
+    large: bool = False      # its parameter's `Param.large`
 
     def adjoint(self) -> "ArrayRef":
         return replace(self, grad=True)
@@ -423,6 +424,9 @@ class Param:
     element_dim: int = 0
     grad_annotation: bool | None = None   # the annotation's needs_grad (None: not given)
     clamp: bool = False      # ndarray(boundary="clamp"): indices clamp into the array
+    # a concrete ndarray parameter: specialized for an array of 2**31 elements or more (its
+    # accesses in 64 bits everywhere; else a GPU addresses it in 32: `narrow_offsets`)
+    large: bool = False
 
 
 @frozen

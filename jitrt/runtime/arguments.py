@@ -21,6 +21,7 @@ from .. import dtypes
 from ..data import CURRENT_DEVICE, Field, Ndarray, grad_tensor_view, requires_grad
 from ..data_struct import StructField
 from ..host_matrix import HostMatrix
+from ..launch_plan import large_shape
 from ..errors import (KernelArgCountError, KernelArgError, KernelArgSyntaxError,
                       KernelArgValueError)
 from ..ir import nodes as n
@@ -141,6 +142,11 @@ def fail_conversion(kernel: "KernelLike", p: n.Param, dt: dtypes.DataType, v: An
     return KernelArgError(f"kernel {kernel.qualname}: Argument ({k},) (type={type(v)}) cannot "
                           f"be converted into required type {dt.name}; argument '{p.name}': "
                           f"expected {expected}, got {describe(v)}")
+
+
+def is_large(v: Any) -> bool:
+    """Whether an array argument has 2**31 elements or more (`launch_plan.large_shape`)."""
+    return large_shape(storage_of(v))
 
 
 def storage_of(v: Any) -> tuple[int, ...]:
@@ -280,7 +286,7 @@ def specialize(kernel: "KernelLike", values: list[Any], cfg: Any
         elif p.kind == "ndarray":
             q = ndarray_param(kernel, p, v)
             params.append(q)
-            key.append((q.dtype, q.ndim, q.needs_grad, q.element_shape))
+            key.append((q.dtype, q.ndim, q.needs_grad, q.element_shape, q.large))
             assert q.dtype is not None
             name_parts.append(f"nd({q.dtype.name},{q.ndim}" + (
                 f",{'x'.join(map(str, q.element_shape))})" if q.element_shape else ")"))
@@ -357,7 +363,7 @@ def ndarray_param(kernel: "KernelLike", p: n.Param, v: Any) -> n.Param:
     if p.grad_annotation is False:      # the adjoint accumulates nothing into its gradient
         has_grad = False
     return n.Param(p.name, "ndarray", got, ndim, has_grad, element, p.element_dim,
-                   p.grad_annotation, p.clamp)
+                   p.grad_annotation, p.clamp, large=is_large(v))
 
 
 def element_from(kernel: "KernelLike", p: n.Param, v: Any, ndim: int, want: str
@@ -493,9 +499,14 @@ def written_params(compiled: "CompiledKernel") -> frozenset[int]:
 
 
 def pack_array(buf: Any, slot: int, v: Any, dt: dtypes.DataType, ndim: int,
-               need_grad: bool, written: bool = True) -> bool:
+               need_grad: bool, written: bool = True, small: bool = False) -> bool:
     """Write an ndarray argument's slots; False if `v` does not fit the specialization (the
-    caller then takes the slow path, which names the problem)."""
+    caller then takes the slow path, which names the problem or specializes again).
+    `small`: the specialization is for arrays of fewer than 2**31 elements. Every refusal
+    comes before a slot is written (the caller's record of the last array packed and the
+    native launcher's must stay true)."""
+    if small and isinstance(v, (Ndarray, np.ndarray)) and large_shape(storage_of(v)):
+        return False
     if type(v) is Ndarray:
         shape = v.storage_shape
         if v.dtype is not dt or len(shape) != ndim or (need_grad and v.grad is None):

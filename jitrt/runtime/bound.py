@@ -152,7 +152,8 @@ class BoundLaunch(LaunchContext):
             pack_vector(self.buf, self.dbuf, slot, dt, v)
         elif p.kind == "ndarray" and dt is not None:
             written = p.written
-            if not self.pack_array(self.buf, slot, v, dt, p.ndim, p.uses_grad, written):
+            if not self.pack_array(self.buf, slot, v, dt, p.ndim, p.uses_grad, written,
+                                   p.small):
                 want = "a writable ndarray" if isinstance(v, np.ndarray) and written and \
                     not v.flags.writeable else "an ndarray"
                 raise fail(self.handle.kernel, self.compiled.params[i],

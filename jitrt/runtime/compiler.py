@@ -500,7 +500,7 @@ def dual_refs(kernel: "KernelLike", params: tuple[n.Param, ...], ctx: CompileCon
     for k, arg in enumerate(kernel.dual_args):
         p = params[first + k]
         assert p.dtype is not None          # concrete parameters of a specialization
-        arrays.append((arg, n.ArrayRef(first + k, p.name, p.dtype, p.ndim)))
+        arrays.append((arg, n.ArrayRef(first + k, p.name, p.dtype, p.ndim, large=p.large)))
     return Duals(fields, tuple(arrays))
 
 

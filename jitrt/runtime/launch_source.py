@@ -131,7 +131,7 @@ def array_lines(plan: LaunchPlan, ctx: "LaunchContext", last_arrays: list[list[A
             lines.append(f"        if type(a{i}) is Ndarray and a{i}.element_shape not in "
                          f"((), {p.element_shape!r}): {slow}")
         lines += [f"        if not pack_array(buf, {p.slot}, a{i}, dt{i}, {p.ndim}, "
-                  f"{p.packs_grad}, {p.written}): {slow}",
+                  f"{p.packs_grad}, {p.written}, {p.small}): {slow}",
                   f"        last{i}[:] = watch_state(a{i})"]
         if native_table is not None:   # the native launcher matches it by identity
             env["native_words"], env["packed"] = native_table, native_launch.packed
