@@ -4,8 +4,8 @@ Stage: data (beside `data.py`). A `StructField` is one field per member (structu
 reached as `s.pos` (a field); kernels index it as `s[i].pos` (frontend/structs.py). At Python
 scope `s[i]` is a `StructElement`: a live view whose members read and write the member
 fields at that index (`s[i].a = 1`, `s[i].b[0]`, `s[i]["a"]`), as Taichi's host struct
-elements do. `copy_from`, `fill`, `to_numpy` and `from_numpy` act member by member. Caches
-nothing.
+elements do. `copy_from`, `fill`, `to_numpy`, `from_numpy`, `to_torch` and `from_torch` act
+member by member (the last four with a dict of arrays or tensors). Caches nothing.
 """
 from __future__ import annotations
 
@@ -74,6 +74,15 @@ class StructField:
             raise KeyError(f"struct field has no member(s) {sorted(unknown)}")
         for k, a in arrays.items():
             self.members[k].from_numpy(a)
+
+    def to_torch(self, device: Any = None) -> dict[str, Any]:
+        """A dict of torch tensors, one copy per member (Taichi's and Quadrants'; Genesis's
+        path planner reads its tree this way), on `device` (default: the CPU)."""
+        return {k: f.to_torch(device=device) for k, f in self.members.items()}
+
+    def from_torch(self, tensors: dict[str, Any]) -> None:
+        """Each member from a torch tensor of its shape (moved to the CPU)."""
+        self.from_numpy({k: t.detach().cpu().numpy() for k, t in tensors.items()})
 
     def fill(self, value: Any) -> None:
         for f in self.members.values():

@@ -285,3 +285,33 @@ def test_an_array_of_2_31_elements_gets_its_own_specialization():
         assert arr[row, 5] == 7
     assert big[(1 << 16) - 1, 4] == 0
     assert sorted(h.compiled.params[0].large for h in poke.handles.values()) == [False, True]
+
+
+def test_len_of_an_ndarray_shape_is_its_index_dimensions_at_compile_time():
+    """`len(a.shape)` in a kernel or func is the array's index dimensions, a compile-time
+    int (Quadrants'; Genesis's `func_link_offset_shift` branches on
+    `qd.static(len(links_offset_pos.shape) == 3)`); a vector ndarray's leaves its element
+    out, as `a.shape` does."""
+    @jr.func
+    def pick(a: nd(), i: jr.i32, j: jr.i32) -> jr.f32:
+        out = 0.0
+        if jr.static(len(a.shape) == 1):
+            out = a[i]
+        else:
+            out = a[j, i]
+        return out
+
+    @jr.kernel
+    def k(a: nd(dtype=jr.f32, ndim=1), b: nd(dtype=jr.f32, ndim=2), v: nd(),
+          out: nd(dtype=jr.f32, ndim=1)):
+        for _ in range(1):
+            out[0] = pick(a, 2, 0)
+            out[1] = pick(b, 1, 2)
+            out[2] = len(b.shape) * 10 + len(v.shape)
+
+    a = np.arange(4, dtype=np.float32)
+    b = np.arange(12, dtype=np.float32).reshape(3, 4)
+    v = jr.Vector.ndarray(3, jr.f32, shape=(5,))
+    out = np.zeros(3, np.float32)
+    k(a, b, v, out)
+    assert out.tolist() == [2.0, 9.0, 21.0]

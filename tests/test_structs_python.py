@@ -232,3 +232,21 @@ def test_a_struct_local_to_a_template_parameter_is_passed_by_reference():
         return s.a * 10 + s.v[0] + s.v[1] * 100 + s.inner.c + t.a * 1000
 
     assert k() == pytest.approx(20 + 5 + 700 + 0.5 + 2000)
+
+
+def test_struct_field_to_torch_is_a_dict_of_member_tensors():
+    """`s.to_torch()` (Taichi's, Quadrants'; Genesis's path planner reads its tree so): one
+    tensor per member, a copy; `from_torch` takes such a dict back."""
+    torch = pytest.importorskip("torch")
+    node = jr.types.struct(parent=jr.i32, q=jr.math.vec2)
+    s = node.field(shape=(3, 2))
+    s.parent.fill(-1)
+    s[1, 0].q = (1.5, 2.5)
+    got = s.to_torch(device="cpu")
+    assert sorted(got) == ["parent", "q"]
+    assert got["parent"].tolist() == [[-1, -1]] * 3 and got["q"].shape == (3, 2, 2)
+    assert got["q"][1, 0].tolist() == [1.5, 2.5]
+    got["parent"][2, 1] = 7              # a copy: the field is unchanged
+    assert s.parent[2, 1] == -1
+    s.from_torch({"parent": torch.full((3, 2), 4, dtype=torch.int32)})
+    assert s.parent.to_numpy().tolist() == [[4, 4]] * 3

@@ -21,7 +21,7 @@ from ..ir import nodes as n
 from . import builtins as bi
 from .context import LoweringHost, PyValue
 from .lower_comprehension import describe_any
-from .lower_expr import BINOPS, Value, describe, is_number
+from .lower_expr import BINOPS, ShapeOf, Value, describe, is_number
 from .vectors import TupleValue, VecValue, as_vector
 
 # operator.f(a, b) -> the binary operator; the in-place forms give the same value (the
@@ -162,9 +162,11 @@ class PyCallLowering(LoweringHost):
         return self.fold_chain(lambda a, b: n.Binary(op, a, b, dtypes.i32, loc), truths, node)
 
     def length(self, node: ast.Call) -> Value:
-        """`len(v)`: a vector's size, a matrix's row count, a compile-time sequence's length
-        (known at compile time)."""
+        """`len(v)`: a vector's size, a matrix's row count, a compile-time sequence's length,
+        `len(a.shape)` an ndarray's index dimensions (known at compile time)."""
         (v,) = self.positional(node, 1, "len")
+        if isinstance(v, ShapeOf):          # Quadrants': `qd.static(len(a.shape) == 3)`
+            return PyValue(v.ref.ndim - len(self.element_shape(v.ref)))
         v = as_vector(v)
         if isinstance(v, VecValue):
             return PyValue(v.shape[0])
