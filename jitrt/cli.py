@@ -27,6 +27,8 @@ CACHE_ACTIONS = {
     "list": "list the cached kernels",
     "clear": "delete every cached kernel",
     "verify": "check every entry's checksum and format version",
+    "finish": "compile the optimised copies of kernels cached as quick copies (processes "
+              "that ended before them)",
 }
 CACHE_PLUGIN = "jitrt.cache.cli"
 

@@ -732,3 +732,26 @@ def test_queued_texts_compile_shortest_first(monkeypatch):
     tiers.resume()
     assert tiers.wait(60)
     assert order == ["lazy", "short", "middle", "long"]   # a text still to build goes first
+
+
+
+def test_cache_finish_compiles_the_optimised_copies_short_processes_dropped(tmp_path):
+    """A process that ends before a kernel's optimised copy leaves its quick copy and module
+    text in the offline cache; `python -m jitrt cache finish` compiles the optimised copy
+    into the entry, so the next process loads it and compiles nothing."""
+    script, cache = tmp_path / "dropped.py", str(tmp_path / "cache")
+    script.write_text(DROPPED_THEN_RESUMED)
+
+    def run(*args: str) -> list[str]:
+        proc = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, (proc.stdout, proc.stderr)
+        return proc.stdout.split("\n")
+    assert run(str(script), cache, "never")[0].split() == ["1", "0", "0", "8.0"]
+    assert run(str(script), cache, "never")[0].split() == ["0", "1", "1", "8.0"]  # quick hit
+    finished = run("-m", "jitrt", "cache", "finish", "--dir", cache)
+    assert any("twice" in line and "optimised copy compiled" in line for line in finished)
+    assert "1 optimised copies compiled" in finished[-2], finished
+    assert run(str(script), cache, "go")[0].split() == ["0", "1", "0", "8.0"]   # a full hit
+    assert "0 optimised copies compiled" in run("-m", "jitrt", "cache", "finish", "--dir",
+                                                cache)[-2]

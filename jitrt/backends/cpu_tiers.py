@@ -195,6 +195,12 @@ class _ThreadLLVM:
             direct.dispose_module(mod)
 
 
+def optimised_object(text: str) -> bytes:
+    """The optimised copy of a module text, compiled on the calling thread for this host (what
+    the background thread makes; `python -m jitrt cache finish` calls it)."""
+    return _ThreadLLVM().compile(text)
+
+
 # (key, IR text or what builds it, what to do with the object, the kernel's name)
 Job = tuple[str, "str | Callable[[], str]", Callable[[bytes], None], str]
 

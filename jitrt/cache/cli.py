@@ -1,4 +1,5 @@
-"""`python -m jitrt cache info|list|clear|verify`: the offline cache's command-line tools.
+"""`python -m jitrt cache info|list|clear|verify|finish`: the offline cache's command-line
+tools.
 
 Stage: tooling. `run(args)` is called by `jitrt/cli.py` with `args.cache_action` and
 `args.cache_dir` (and `args.yes` for clear). The directory is chosen as `jr.init` would
@@ -87,7 +88,44 @@ def verify(store: store_mod.CacheStore, args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
-ACTIONS = {"info": info, "list": list_entries, "clear": clear, "verify": verify}
+def finish(store: store_mod.CacheStore, args: argparse.Namespace) -> int:
+    """Compile the optimised copy of every entry that holds a quick copy with its module
+    text, made for this machine (`Artifact.target`), and store it in the entry's place: what
+    the process that made the entry would have stored had it lived longer. Entries of other
+    machines, and quick copies without their text (the next process builds it), stay."""
+    import dataclasses
+    import zlib
+
+    from ..backends import cpu_tiers
+    from . import keys
+    done = other = no_text = 0
+    host = keys.host_target()
+    for e in store.entries():
+        artifact = store.load(e.key)
+        if artifact is None or getattr(artifact, "tier", "") != "quick":
+            continue
+        if not artifact.optimised_text:
+            no_text += 1
+            continue
+        if getattr(artifact, "target", "") != host:   # (entries older than the field too)
+            other += 1
+            continue
+        start = time.perf_counter()
+        obj = cpu_tiers.optimised_object(zlib.decompress(artifact.optimised_text).decode())
+        store.save(e.key, artifact.name, dataclasses.replace(
+            artifact, obj=obj, tier="", optimised_text=b"", target=""))
+        done += 1
+        print(f"{artifact.name[:70]}: optimised copy compiled in "
+              f"{time.perf_counter() - start:.1f} s")
+    print(f"{done} optimised copies compiled in {store.dir}" + (
+        f"; {other} quick copies of another machine left" if other else "") + (
+        f"; {no_text} quick copies without their module text left (the next process "
+        "builds it)" if no_text else ""))
+    return 0
+
+
+ACTIONS = {"info": info, "list": list_entries, "clear": clear, "verify": verify,
+           "finish": finish}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -151,6 +151,9 @@ class Artifact:
     # a quick copy's: the text of the module its optimised copy compiles, zlib-compressed,
     # where it was built by the exit (b"": `resume_tiered` builds it anew)
     optimised_text: bytes = b""
+    # a quick copy's: the target it was compiled for (`cache.keys.host_target()`), so that
+    # `python -m jitrt cache finish` compiles the optimised copies of this machine's only
+    target: str = ""
 
 
 def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
@@ -293,8 +296,11 @@ def compile_tiered(tiers: "Tiers", module: Any, later: "Later", artifact: "Artif
 def quick_artifact(artifact: "Artifact", obj: bytes, full_text: str | None) -> "Artifact":
     """What the offline cache keeps of a kernel whose optimised copy was not compiled."""
     import zlib
+
+    from ..cache import keys
     packed = zlib.compress(full_text.encode(), 1) if full_text else b""
-    return dataclasses.replace(artifact, obj=obj, tier="quick", optimised_text=packed)
+    return dataclasses.replace(artifact, obj=obj, tier="quick", optimised_text=packed,
+                               target=keys.host_target())
 
 
 def optimise_in_background(tiers: "Tiers", artifact: "Artifact", quick: dict[str, int],
