@@ -755,3 +755,21 @@ def test_cache_finish_compiles_the_optimised_copies_short_processes_dropped(tmp_
     assert run(str(script), cache, "go")[0].split() == ["0", "1", "0", "8.0"]   # a full hit
     assert "0 optimised copies compiled" in run("-m", "jitrt", "cache", "finish", "--dir",
                                                 cache)[-2]
+
+
+def test_an_optimised_compile_dropped_twice_is_made_before_the_next_first_launch(tmp_path):
+    """Two processes in a row end before a kernel's optimised compile (each stores the quick
+    copy again, counting); the third compiles the optimised copy from the stored text before
+    its first launch and stores it, so a program of short runs leaves the quick copies."""
+    script, cache = tmp_path / "dropped.py", str(tmp_path / "cache")
+    script.write_text(DROPPED_THEN_RESUMED + 'print(jr.debug.stats()["optimised_after_drops"])\n')
+
+    def run(mode: str) -> list[str]:
+        proc = subprocess.run([sys.executable, str(script), cache, mode], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, (proc.stdout, proc.stderr)
+        return proc.stdout.split()
+    assert run("never") == ["1", "0", "0", "8.0", "0"]     # compiled: a quick copy, dropped
+    assert run("never") == ["0", "1", "1", "8.0", "0"]     # its quick copy, dropped again
+    assert run("go") == ["0", "1", "0", "8.0", "1"]        # optimised before the launch
+    assert run("never") == ["0", "1", "0", "8.0", "0"]     # from then on a plain hit

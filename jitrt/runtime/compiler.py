@@ -154,6 +154,16 @@ class Artifact:
     # a quick copy's: the target it was compiled for (`cache.keys.host_target()`), so that
     # `python -m jitrt cache finish` compiles the optimised copies of this machine's only
     target: str = ""
+    # a quick copy's: how many processes in a row ended before its optimised compile (at
+    # FOREGROUND_AFTER_DROPS the next one compiles it before the first launch)
+    drops: int = 0
+
+
+# a kernel whose optimised compile this many processes in a row dropped at exit gets it
+# compiled before its first launch in the next process, from the text stored with its quick
+# copy: a program of short runs (Genesis's examples, 100 steps) otherwise never leaves the
+# quick copies of its largest kernels
+FOREGROUND_AFTER_DROPS = 2
 
 
 def compile_kernel(kernel: "KernelLike", params: tuple[n.Param, ...],
@@ -236,8 +246,10 @@ def stored(kernel: "KernelLike", params: tuple[n.Param, ...], name: str, ctx: Co
     record_manifest(kernel, name, warm, variant, key, ctx)
     artifact = rebind_sources(artifact, source_origins(kernel, ctx))
     if artifact.tier and tiers is not None:
-        return resume_tiered(tiers, kernel, params, ctx, kir, artifact, program, key, warm,
-                             start)
+        if artifact.drops < FOREGROUND_AFTER_DROPS or not artifact.optimised_text:
+            return resume_tiered(tiers, kernel, params, ctx, kir, artifact, program, key,
+                                 warm, start)
+        artifact = optimised_now(artifact, program, key)
     compiled = instantiate(artifact, tuple(ctx.field_objs), program, warm)
     log.logger.info("%s: loaded from the offline cache in %.1f ms", name,
                     (time.perf_counter() - start) * 1e3)
@@ -293,14 +305,32 @@ def compile_tiered(tiers: "Tiers", module: Any, later: "Later", artifact: "Artif
     return instantiate(artifact, tuple(ctx.field_objs), program, warm, quick)
 
 
-def quick_artifact(artifact: "Artifact", obj: bytes, full_text: str | None) -> "Artifact":
+def quick_artifact(artifact: "Artifact", obj: bytes, full_text: str | None,
+                   drops: int = 1) -> "Artifact":
     """What the offline cache keeps of a kernel whose optimised copy was not compiled."""
     import zlib
 
     from ..cache import keys
     packed = zlib.compress(full_text.encode(), 1) if full_text else b""
     return dataclasses.replace(artifact, obj=obj, tier="quick", optimised_text=packed,
-                               target=keys.host_target())
+                               target=keys.host_target(), drops=drops)
+
+
+def optimised_now(artifact: "Artifact", program: "ProgramLike", key: str) -> "Artifact":
+    """A quick copy's optimised copy compiled on this thread from its stored text (its
+    compile was dropped FOREGROUND_AFTER_DROPS times), stored in the entry's place."""
+    import zlib
+
+    from ..backends import cpu_tiers
+    program.count("optimised_after_drops")
+    with log.slow_compile(artifact.name, f"optimised copy, after {artifact.drops} processes "
+                          "ended before it"):
+        obj = cpu_tiers.optimised_object(zlib.decompress(artifact.optimised_text).decode())
+    full = dataclasses.replace(artifact, obj=obj, tier="", optimised_text=b"", target="",
+                               drops=0)
+    if program.cache_store is not None:
+        program.cache_store.save(key, full.name, full)
+    return full
 
 
 def optimise_in_background(tiers: "Tiers", artifact: "Artifact", quick: dict[str, int],
@@ -339,16 +369,18 @@ def resume_tiered(tiers: "Tiers", kernel: "KernelLike", params: tuple[n.Param, .
     name, store = artifact.name, program.cache_store
 
     def dropped(full_text: str | None) -> None:    # at exit, again before the optimised copy
-        if full_text and store is not None:
-            store.save(key, name, quick_artifact(artifact, artifact.obj, full_text))
+        if store is not None and (full_text or artifact.optimised_text):
+            saved = quick_artifact(artifact, artifact.obj, full_text, artifact.drops + 1)
+            if not full_text:
+                saved = dataclasses.replace(saved, optimised_text=artifact.optimised_text)
+            store.save(key, name, saved)
     if artifact.optimised_text:
         text = zlib.decompress(artifact.optimised_text).decode()
     else:
         module, _, _, later = lower_artifact(kernel, params, name, ctx, kir, program.config,
                                              program.device)
         text = str(module) if later is None else later()
-    optimise_in_background(tiers, artifact, quick, text, program, key, start,
-                           None if artifact.optimised_text else dropped)
+    optimise_in_background(tiers, artifact, quick, text, program, key, start, dropped)
     log.logger.info("%s: its quick copy loaded from the offline cache in %.1f ms (the "
                     "optimised one follows)", name, (time.perf_counter() - start) * 1e3)
     return instantiate(artifact, tuple(ctx.field_objs), program, warm, quick)

@@ -176,7 +176,8 @@ class Program:
 
 
 STAT_NAMES = ("compiles", "quick_compiles", "offline_cache_hits", "offline_cache_misses",
-              "offline_cache_frontend_skips", "offline_cache_quick_hits", "launches",
+              "offline_cache_frontend_skips", "offline_cache_quick_hits",
+              "optimised_after_drops", "launches",
               "launch_cache_hits", "launch_cache_misses", "spec_cache_hits", "spec_cache_misses",
               "max_reducer_dispatches", "h2d_skipped")
 
