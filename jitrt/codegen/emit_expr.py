@@ -590,16 +590,9 @@ class ExprEmitter(EmitterHost):
             for v, ext in zip(idx, extents):
                 offset0 = b.add(b.mul(offset0, ext), v)
             return Access(ir.Constant(I1, 1), b.gep(self.data_ptr(ref), [offset0]), -1, [])
-        ok: ir.Value = ir.Constant(I1, 1)
+        ok, axes = bounds_test(b, idx, extents)
         offset: ir.Value = ir.Constant(I64, 0)
-        axes: list[tuple[ir.Value, ir.Value]] = []
         for v, ext in zip(idx, extents):
-            if isinstance(v, ir.Constant) and isinstance(ext, ir.Constant):
-                inside: ir.Value = ir.Constant(I1, 0 <= int(v.constant) < int(ext.constant))
-            else:
-                inside = b.icmp_unsigned("<", v, ext)
-            ok = inside if ok_is_true(ok) else b.and_(ok, inside)
-            axes.append((inside, v))
             offset = b.add(b.mul(offset, ext), v)
         # a site only where the access can fail (constant indices inside need none), so that a
         # body interleaved where nothing can fault adds none (`kernel_module.emit_fast_loop`)
@@ -608,72 +601,6 @@ class ExprEmitter(EmitterHost):
         return Access(ok, b.gep(self.data_ptr(ref), [offset]), site, axes,
                       site >= 0 and self.check_made(ref, extents, indices, note=not deferred),
                       all(i.dtype.bits <= 32 for i in indices))
-
-    def narrow_access(self, ref: n.Ref, indices: tuple[n.Expr, ...]) -> bool:
-        """Whether this access's check and offset may be 32-bit (`narrow_offsets`): a field
-        of fewer than 2**31 elements, or an ndarray specialized for such arrays (`Param.large`
-        false: a launch with a larger one specializes again), indexed by values of at most 32
-        bits, so that the offset of indices inside every extent fits (an index outside is
-        never used for an address)."""
-        small = math.prod(ref.shape) < 2 ** 31 if isinstance(ref, n.FieldRef) else not ref.large
-        return (self.target.traits.narrow_offsets and small
-                and all(i.dtype.bits <= 32 for i in indices))
-
-    def narrow_extents(self, ref: n.Ref) -> list[ir.Value]:
-        """The extents as i32: a field's constants, an ndarray's slots truncated (each is
-        below 2**31 where `narrow_access` holds)."""
-        if isinstance(ref, n.FieldRef):
-            return [ir.Constant(I32, s) for s in ref.shape]
-        return [self.builder.trunc(e, I32) for e in self.extents(ref)]
-
-    def narrow_element_ptr(self, ref: n.Ref, indices: tuple[n.Expr, ...], loc: n.Loc,
-                           kind: str) -> Access:
-        """`element_ptr`'s checked access in 32 bits: each index tested unsigned against its
-        extent (a negative one is outside, as in 64 bits), the offset combined in 32 bits and
-        sign-extended once for the address; the failure record widens the failing index."""
-        b = self.builder
-        ok: ir.Value = ir.Constant(I1, 1)
-        offset: ir.Value = ir.Constant(I32, 0)
-        axes: list[tuple[ir.Value, ir.Value]] = []
-        for index, ext in zip(indices, self.narrow_extents(ref)):
-            v = self.expr(index)
-            if isinstance(v, ir.Constant) and isinstance(ext, ir.Constant):
-                value = int(sext_constant(v).constant)
-                v = ir.Constant(I32, value)
-                inside: ir.Value = ir.Constant(I1, 0 <= value < int(ext.constant))
-            elif isinstance(v, ir.Constant):
-                v = ir.Constant(I32, int(sext_constant(v).constant))
-                inside = b.icmp_unsigned("<", v, ext)
-            else:
-                if v.type != I32:      # 8 and 16 bits: sign-extended, as `wide` does
-                    v = b.sext(v, I32)
-                inside = b.icmp_unsigned("<", v, ext)
-            ok = inside if ok_is_true(ok) else b.and_(ok, inside)
-            axes.append((inside, v))
-            offset = b.add(b.mul(offset, ext), v)
-        wide = sext_constant(offset) if isinstance(offset, ir.Constant) else b.sext(offset, I64)
-        site = -1 if ok_is_true(ok) else self.add_site(ref, loc, kind)
-        deferred = kind == "read" and self.waiting_reads > 0
-        extents = self.extents(ref)
-        return Access(ok, b.gep(self.data_ptr(ref), [wide]), site, axes,
-                      site >= 0 and self.check_made(ref, extents, indices, note=not deferred))
-
-    def narrow_proven_ptr(self, ref: n.Ref, indices: tuple[n.Expr, ...]) -> Access:
-        """An access the box test proved inside (`unchecked`), in 32 bits: each index's own
-        value is its true one (proven without wrap), so the offset is combined from them and
-        sign-extended once (the 64-bit path starts from each loop variable's 64-bit copy,
-        which the CPU's vectorizer prefers)."""
-        b = self.builder
-        offset: ir.Value = ir.Constant(I32, 0)
-        for index, ext in zip(indices, self.narrow_extents(ref)):
-            v = self.expr(index)
-            if isinstance(v, ir.Constant):
-                v = ir.Constant(I32, int(sext_constant(v).constant))
-            elif v.type != I32:
-                v = b.sext(v, I32)
-            offset = b.add(b.mul(offset, ext), v)
-        wide = sext_constant(offset) if isinstance(offset, ir.Constant) else b.sext(offset, I64)
-        return Access(ir.Constant(I1, 1), b.gep(self.data_ptr(ref), [wide]), -1, [])
 
     def check_made(self, ref: n.Ref, extents: list[ir.Value],
                    indices: tuple[n.Expr, ...], note: bool = True) -> bool:
@@ -770,6 +697,22 @@ class ExprEmitter(EmitterHost):
                     site1, axis, index])
         else:
             b.call(fault_recorder(self.module), [self.ctx_ptr, site1, axis, index])
+
+
+def bounds_test(b: ir.IRBuilder, values: list[ir.Value], extents: list[ir.Value]
+                ) -> tuple[ir.Value, list[tuple[ir.Value, ir.Value]]]:
+    """(whether every index is inside its extent, (inside, index) per axis): compared
+    unsigned, so that a negative index is outside; constants against constants folded."""
+    ok: ir.Value = ir.Constant(I1, 1)
+    axes: list[tuple[ir.Value, ir.Value]] = []
+    for v, ext in zip(values, extents):
+        if isinstance(v, ir.Constant) and isinstance(ext, ir.Constant):
+            inside: ir.Value = ir.Constant(I1, 0 <= int(v.constant) < int(ext.constant))
+        else:
+            inside = b.icmp_unsigned("<", v, ext)
+        ok = inside if ok_is_true(ok) else b.and_(ok, inside)
+        axes.append((inside, v))
+    return ok, axes
 
 
 def failing_axis(b: ir.IRBuilder, axis_fail: list[tuple[ir.Value, ir.Value]]

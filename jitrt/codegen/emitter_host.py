@@ -1,5 +1,5 @@
 """What the function-emitter mixins share (`emit_expr`, `emit_stmt`, `emit_adstack`,
-`emit_deferred`).
+`emit_deferred`, `emit_narrow`).
 
 Stage: codegen. `FunctionEmitter` (`kernel_module.py`) provides this state and these methods;
 the declarations exist for the type checker only.
@@ -55,6 +55,11 @@ class EmitterHost:
         defers: Callable[..., bool]
         deferred_check: Callable[..., ir.Value]
         flush_deferred: Callable[[], None]
+        narrow_access: Callable[..., bool]
+        narrow_element_ptr: Callable[..., Any]
+        narrow_proven_ptr: Callable[..., Any]
+        data_ptr: Callable[..., ir.Value]
+        check_made: Callable[..., bool]
         call_recorder: Callable[..., None]
         extents: Callable[..., list[ir.Value]]
         next_id: Callable[[], int]

@@ -28,6 +28,7 @@ from .check_facts import Facts
 from .emit_expr import I32, I64, ll_type
 from .emit_adstack import AdStackEmitter
 from .emit_deferred import DeferredReadEmitter
+from .emit_narrow import NarrowAccessEmitter
 from .emit_simt import SimtEmitter
 from .emit_stmt import StmtEmitter
 from .targets import MAX_BLOCK, Target
@@ -41,7 +42,8 @@ PARALLEL_FOR_TYPE = ir.FunctionType(ir.VoidType(), [I8P, TASK_TYPE.as_pointer(),
                                                     I64])
 
 
-class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter, DeferredReadEmitter):
+class FunctionEmitter(SimtEmitter, StmtEmitter, AdStackEmitter, DeferredReadEmitter,
+                      NarrowAccessEmitter):
     def __init__(self, module: ir.Module, target: Target, layout: abi.ContextLayout,
                  fn: ir.Function, ctx_ptr: ir.Value, sites: list[AccessSite]) -> None:
         self.module, self.target, self.layout, self.fn = module, target, layout, fn
