@@ -13,6 +13,8 @@ counters) stays on the handle and its contexts.
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from typing import Any
 
 from .dtypes import DataType
@@ -22,15 +24,12 @@ from .ir import nodes as n
 NO_DEFAULT: Any = None     # `ParamPlan.has_default` False: `default` is not read
 
 
-def large_shape(shape: Any) -> bool:
+def large_shape(shape: "Iterable[int]") -> bool:
     """Whether an array of this shape has 2**31 elements or more: a specialization for one
     addresses it in 64 bits (`ir.nodes.Param.large`); one for smaller arrays may use 32 (GPUs'
     `narrow_offsets`), so packing refuses such an array there (`ParamPlan.small`) and the
     slow path specializes again."""
-    count = 1
-    for extent in shape:
-        count *= int(extent)
-    return count >= 1 << 31
+    return math.prod(shape) >= 1 << 31
 
 
 @frozen

@@ -93,10 +93,6 @@ def finish(store: store_mod.CacheStore, args: argparse.Namespace) -> int:
     text, made for this machine (`Artifact.target`), and store it in the entry's place: what
     the process that made the entry would have stored had it lived longer. Entries of other
     machines, and quick copies without their text (the next process builds it), stay."""
-    import dataclasses
-    import zlib
-
-    from ..backends import cpu_tiers
     from . import keys
     done = other = no_text = 0
     host = keys.host_target()
@@ -111,9 +107,7 @@ def finish(store: store_mod.CacheStore, args: argparse.Namespace) -> int:
             other += 1
             continue
         start = time.perf_counter()
-        obj = cpu_tiers.optimised_object(zlib.decompress(artifact.optimised_text).decode())
-        store.save(e.key, artifact.name, dataclasses.replace(
-            artifact, obj=obj, tier="", optimised_text=b"", target=""))
+        store.save(e.key, artifact.name, artifact.optimised())
         done += 1
         print(f"{artifact.name[:70]}: optimised copy compiled in "
               f"{time.perf_counter() - start:.1f} s")

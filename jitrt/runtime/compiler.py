@@ -158,6 +158,16 @@ class Artifact:
     # FOREGROUND_AFTER_DROPS the next one compiles it before the first launch)
     drops: int = 0
 
+    def optimised(self) -> "Artifact":
+        """A quick copy's optimised copy, compiled on this thread from its stored text (the
+        entry to store in its place; `optimised_now`, `python -m jitrt cache finish`)."""
+        import zlib
+
+        from ..backends import cpu_tiers
+        obj = cpu_tiers.optimised_object(zlib.decompress(self.optimised_text).decode())
+        return dataclasses.replace(self, obj=obj, tier="", optimised_text=b"", target="",
+                                   drops=0)
+
 
 # a kernel whose optimised compile this many processes in a row dropped at exit gets it
 # compiled before its first launch in the next process, from the text stored with its quick
@@ -319,15 +329,10 @@ def quick_artifact(artifact: "Artifact", obj: bytes, full_text: str | None,
 def optimised_now(artifact: "Artifact", program: "ProgramLike", key: str) -> "Artifact":
     """A quick copy's optimised copy compiled on this thread from its stored text (its
     compile was dropped FOREGROUND_AFTER_DROPS times), stored in the entry's place."""
-    import zlib
-
-    from ..backends import cpu_tiers
     program.count("optimised_after_drops")
     with log.slow_compile(artifact.name, f"optimised copy, after {artifact.drops} processes "
                           "ended before it"):
-        obj = cpu_tiers.optimised_object(zlib.decompress(artifact.optimised_text).decode())
-    full = dataclasses.replace(artifact, obj=obj, tier="", optimised_text=b"", target="",
-                               drops=0)
+        full = artifact.optimised()
     if program.cache_store is not None:
         program.cache_store.save(key, full.name, full)
     return full
@@ -369,11 +374,13 @@ def resume_tiered(tiers: "Tiers", kernel: "KernelLike", params: tuple[n.Param, .
     name, store = artifact.name, program.cache_store
 
     def dropped(full_text: str | None) -> None:    # at exit, again before the optimised copy
-        if store is not None and (full_text or artifact.optimised_text):
-            saved = quick_artifact(artifact, artifact.obj, full_text, artifact.drops + 1)
-            if not full_text:
-                saved = dataclasses.replace(saved, optimised_text=artifact.optimised_text)
-            store.save(key, name, saved)
+        if store is None:
+            return
+        if artifact.optimised_text:        # the same entry, one more drop counted
+            store.save(key, name, dataclasses.replace(artifact, drops=artifact.drops + 1))
+        elif full_text:
+            store.save(key, name, quick_artifact(artifact, artifact.obj, full_text,
+                                                 artifact.drops + 1))
     if artifact.optimised_text:
         text = zlib.decompress(artifact.optimised_text).decode()
     else:

@@ -54,8 +54,8 @@ def param_plans(kernel: "KernelLike", compiled: "CompiledKernel",
             slot=compiled.layout.param_slots[i], ndim=p.ndim, element_shape=p.element_shape,
             element_dim=p.element_dim, uses_grad=i in compiled.grad_params,
             packs_grad=i in compiled.grad_params or bool(p.grad_annotation),
-            written=p.kind == "ndarray" and i in written, small=p.kind == "ndarray" and not p.large,
-            int_range=int_range,
+            written=p.kind == "ndarray" and i in written,
+            small=p.kind == "ndarray" and not p.large, int_range=int_range,
             template=template_values.get(i), has_default=has_default,
             default=launch_value(p, defaults[p.name]) if has_default else None))
     return tuple(plans)
