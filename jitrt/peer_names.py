@@ -57,6 +57,8 @@ MISSING: dict[str, str] = {
     "eye": "use jr.Matrix.identity(jr.f32, n) (n known at compile time)",
     "csqrt": "not in jitrt yet: use jr.math.cexp(jr.math.clog(z) / 2)",
     "cpow": "not in jitrt yet: use jr.math.cexp(n * jr.math.clog(z))",
+    "clear_all_gradients": "it is jr.ad.clear_all_gradients() (Taichi 1.x has it only "
+                           "there too)",
     "cache_read_only": "not needed: jitrt has no cache hint (remove the call)",
     "no_activate": "not needed: jitrt has no sparse layouts (remove the call)",
     "kernel_profiler_print": "use jr.profiler.print_info() with jr.init(kernel_profiler=True)",

@@ -181,6 +181,43 @@ def test_cross_iteration_read_after_write_is_refused(fields):
         assert "cross-iteration read-after-write" in str(err)
 
 
+def test_a_parallel_loop_of_one_iteration_is_checked_as_serial_code():
+    """DiffTaichi's electric.py: `for _ in range(1):` around `v[t] = ...; x[t] = x[t - 1] +
+    dt * v[t]` (written, then read at the same loop-invariant index) has no other iteration
+    to race with: differentiated, while two iterations are refused."""
+    jr.init(arch=jr.cpu, offline_cache=False, default_fp=jr.f64)
+    v = jr.field(jr.f64, shape=(3,), needs_grad=True)
+    x = jr.field(jr.f64, shape=(3,), needs_grad=True)
+    loss = jr.field(jr.f64, shape=(), needs_grad=True)
+
+    @jr.kernel
+    def advance(t: jr.i32):
+        for _ in range(1):
+            v[t] = v[t - 1] * 0.5 + 1.0
+            x[t] = x[t - 1] + 2.0 * v[t]
+
+    @jr.kernel
+    def twice(t: jr.i32):
+        for _ in range(2):
+            v[t] = v[t - 1] * 0.5 + 1.0
+            x[t] = x[t - 1] + 2.0 * v[t]  # twice-read
+
+    @jr.kernel
+    def total():
+        loss[None] += x[2]
+
+    v.from_numpy(np.array([4.0, 0.0, 0.0]))
+    with jr.ad.Tape(loss=loss):
+        advance(1)
+        advance(2)
+        total()
+    # v1 = 3, x1 = 6; v2 = 2.5, x2 = 11; dx2/dv0 = 2 * (0.5 + 0.25) = 1.5
+    np.testing.assert_allclose(loss[None], 11.0)
+    np.testing.assert_allclose(v.grad.to_numpy()[0], 1.5)
+    err = refused(twice, 1)
+    assert "cross-iteration read-after-write" in str(err)
+
+
 def test_other_fields_and_the_same_index_are_allowed(fields):
     x, loss = fields
     y = jr.field(jr.f64, shape=(5,), needs_grad=True)

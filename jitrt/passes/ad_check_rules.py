@@ -24,6 +24,7 @@ Two rules, for each global (field or ndarray, not jitrt's hidden fields):
    gcd of the loop variables' coefficients), or every parallel loop variable appears alone
    with the same coefficient and offset in one dimension of both (`x[i]` and `x[i]`,
    `v[i, 0]` and `v[i, 1]`), so equal elements mean the same iteration, where rule 1 applies.
+   A task whose box is one point (`for _ in range(1)`) has no other iteration: rule 1 only.
 Index expressions are integer polynomials (`index_forms.py`); anything else in an index (a
 load, a division) proves nothing. Not seen: two ndarray arguments bound to the same memory.
 """
@@ -189,9 +190,18 @@ def check_access_rules(primal: n.TaskedKernel, grad: n.TaskedKernel) -> None:
     for w in (a for a in accesses if a.write):
         for r in reads:
             if r.key == w.key:
-                problem = conflict(r, w, scopes[w.task], primal.tasks[w.task].kind)
+                task = primal.tasks[w.task]
+                kind = "serial" if runs_once(task) else task.kind
+                problem = conflict(r, w, scopes[w.task], kind)
                 if problem == "cross-iteration" or problem and need.value_of(r):
                     raise refusal(primal.name, r, w, problem)
+
+
+def runs_once(task: n.Task) -> bool:
+    """A parallel task over a box of at most one point (DiffTaichi's electric.py: `for _ in
+    range(1)`): no other iteration exists to meet, so it is checked as serial code."""
+    return all(isinstance(b, n.Const) and isinstance(e, n.Const) and e.value - b.value <= 1
+               for b, e in zip(task.begins, task.ends))
 
 
 def conflict(r: Access, w: Access, scope: Scope, kind: str) -> str:
