@@ -91,6 +91,11 @@ def add_cache(sub: argparse._SubParsersAction) -> None:
                         "JITRT_OFFLINE_CACHE_DIR, JITRT_CACHE_DIR, then the XDG cache dir)")
         if action == "clear":
             ap.add_argument("-y", "--yes", action="store_true", help="do not ask to confirm")
+        if action == "finish":
+            ap.add_argument("--keys", default=None, help="only these entries (comma-separated "
+                            "keys; what a process that ended before them starts this with)")
+            ap.add_argument("--background", action="store_true", help="at a lower priority, "
+                            "skipping entries another finishing process holds")
         ap.set_defaults(handler=run_cache)
 
 

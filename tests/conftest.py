@@ -32,6 +32,9 @@ os.environ["XDG_CACHE_HOME"] = os.path.join(_SESSION_CACHE, "xdg")
 # its own tests (test_tiered_compile.py, and the tiered case of test_interleave.py), which
 # turn it on; JITRT_TIERED_COMPILE=1 runs the whole suite tiered.
 os.environ.setdefault("JITRT_TIERED_COMPILE", "0")
+# Nor do the processes tests start leave a process finishing their dropped optimised copies
+# behind (cache/finishing.py): the tests of that turn it on.
+os.environ.setdefault("JITRT_FINISH_AT_EXIT", "0")
 
 import jitrt as jr  # noqa: E402  (after the cache location is set)
 

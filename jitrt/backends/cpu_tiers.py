@@ -226,6 +226,9 @@ class Tiers:
         # prefix -> what its drop does, given the job's text where it is built
         self._dropped: dict[str, Callable[[str | None], None]] = {}
         self._built: dict[str, str] = {}   # prefix -> the text of the job compiling
+        # run at exit after the dropped jobs' `dropped` (the runtime's: start a process that
+        # finishes their optimised copies, `cache/finishing.py`)
+        self.exit_hooks: list[Callable[[], None]] = []
 
     @staticmethod
     def warm_up() -> bool:
@@ -347,8 +350,13 @@ class Tiers:
                 callback(text)
             except Exception as exc:  # noqa: BLE001 - exit goes on; the next process compiles
                 log.logger.debug("exit: keeping a quick copy failed: %s", exc)
-        log.logger.info("exit: the optimised compile%s of %s %s dropped after %.1f s (not "
-                        "cached; jr.sync() before the end waits for them)",
+        for hook in self.exit_hooks:
+            try:
+                hook()
+            except Exception as exc:  # noqa: BLE001 - exit goes on
+                log.logger.debug("exit: %s failed: %s", hook, exc)
+        log.logger.info("exit: the optimised compile%s of %s %s dropped after %.1f s (the "
+                        "quick copies are cached; jr.sync() before the end waits for them)",
                         "s" if dropped else "", ", ".join([self._current, *dropped]),
                         "are" if dropped else "is", EXIT_GRACE_S)
 

@@ -10,6 +10,7 @@ the directory does not exist or is not a directory).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -92,22 +93,33 @@ def finish(store: store_mod.CacheStore, args: argparse.Namespace) -> int:
     """Compile the optimised copy of every entry that holds a quick copy with its module
     text, made for this machine (`Artifact.target`), and store it in the entry's place: what
     the process that made the entry would have stored had it lived longer. Entries of other
-    machines, and quick copies without their text (the next process builds it), stay."""
-    from . import keys
+    machines, and quick copies without their text (the next process builds it), stay.
+    `--keys`: only those entries; `--background` (what a process that dropped them at exit
+    starts: `finishing.py`): at a lower priority. Each entry is compiled under its lock;
+    one another finisher holds is skipped."""
+    from . import finishing, keys
     done = other = no_text = 0
     host = keys.host_target()
+    wanted = None if not getattr(args, "keys", None) else set(args.keys.split(","))
+    if getattr(args, "background", False):
+        os.nice(finishing.NICENESS)
     for e in store.entries():
-        artifact = store.load(e.key)
-        if artifact is None or getattr(artifact, "tier", "") != "quick":
+        if wanted is not None and e.key not in wanted:
             continue
-        if not artifact.optimised_text:
-            no_text += 1
-            continue
-        if getattr(artifact, "target", "") != host:   # (entries older than the field too)
-            other += 1
-            continue
-        start = time.perf_counter()
-        store.save(e.key, artifact.name, artifact.optimised())
+        with finishing.holding(store.dir, e.key) as held:
+            if not held:                  # another finishing process compiles it
+                continue
+            artifact = store.load(e.key)
+            if artifact is None or getattr(artifact, "tier", "") != "quick":
+                continue
+            if not artifact.optimised_text:
+                no_text += 1
+                continue
+            if getattr(artifact, "target", "") != host:   # (entries older than the field too)
+                other += 1
+                continue
+            start = time.perf_counter()
+            store.save(e.key, artifact.name, artifact.optimised())
         done += 1
         print(f"{artifact.name[:70]}: optimised copy compiled in "
               f"{time.perf_counter() - start:.1f} s")

@@ -171,8 +171,9 @@ class Artifact:
 
 # a kernel whose optimised compile this many processes in a row dropped at exit gets it
 # compiled before its first launch in the next process, from the text stored with its quick
-# copy: a program of short runs (Genesis's examples, 100 steps) otherwise never leaves the
-# quick copies of its largest kernels
+# copy, unless a finishing process holds it (`cache/finishing.py`, which a dropping process
+# starts unless JITRT_FINISH_AT_EXIT=0): a program of short runs (Genesis's examples, 100
+# steps) otherwise never leaves the quick copies of its largest kernels
 FOREGROUND_AFTER_DROPS = 2
 
 
@@ -256,7 +257,8 @@ def stored(kernel: "KernelLike", params: tuple[n.Param, ...], name: str, ctx: Co
     record_manifest(kernel, name, warm, variant, key, ctx)
     artifact = rebind_sources(artifact, source_origins(kernel, ctx))
     if artifact.tier and tiers is not None:
-        if artifact.drops < FOREGROUND_AFTER_DROPS or not artifact.optimised_text:
+        if artifact.drops < FOREGROUND_AFTER_DROPS or not artifact.optimised_text or \
+                finisher_busy(program.cache_store.dir, key):
             return resume_tiered(tiers, kernel, params, ctx, kir, artifact, program, key,
                                  warm, start)
         artifact = optimised_now(artifact, program, key)
@@ -309,7 +311,8 @@ def compile_tiered(tiers: "Tiers", module: Any, later: "Later", artifact: "Artif
 
     def dropped(full_text: str | None) -> None:    # at exit, before the optimised copy
         if store is not None and key is not None and quick_obj is not None:
-            store.save(key, artifact.name, quick_artifact(artifact, quick_obj, full_text))
+            keep_quick(store, key, artifact.name, quick_artifact(artifact, quick_obj,
+                                                                 full_text))
     optimise_in_background(tiers, artifact, quick, text if later is None else later,
                            program, key, t0, dropped)
     return instantiate(artifact, tuple(ctx.field_objs), program, warm, quick)
@@ -324,6 +327,37 @@ def quick_artifact(artifact: "Artifact", obj: bytes, full_text: str | None,
     packed = zlib.compress(full_text.encode(), 1) if full_text else b""
     return dataclasses.replace(artifact, obj=obj, tier="quick", optimised_text=packed,
                                target=keys.host_target(), drops=drops)
+
+
+def keep_quick(store: Any, key: str, name: str, artifact: "Artifact") -> None:
+    """At exit: store a kernel's quick copy (its optimised compile dropped), unless the entry
+    holds an optimised copy by now (a finishing process or another program stored it), and
+    note it for the process that finishes it (`cache/finishing.py`)."""
+    from ..cache import finishing
+    current = store.load(key)
+    if isinstance(current, Artifact) and not current.tier:
+        return
+    store.save(key, name, artifact)
+    if artifact.optimised_text:
+        finishing.note_dropped(store.dir, key)
+
+
+def finisher_busy(directory: Any, key: str) -> bool:
+    """Whether a finishing process compiles the entry's optimised copy now (then this process
+    runs the quick copy rather than compile it too, in the foreground)."""
+    from ..cache import finishing
+    return finishing.busy(directory, key)
+
+
+def start_finishers() -> None:
+    """At exit, after the dropped kernels' quick copies are stored (`Tiers.exit_hooks`): a
+    process of their own compiles their optimised copies (`cache/finishing.py`)."""
+    from ..cache import finishing
+    pids = finishing.start_finishers()
+    if pids:
+        log.logger.info("exit: the optimised copies dropped are compiled by process %s "
+                        "(python -m jitrt cache finish; %s=0 turns this off)",
+                        ", ".join(map(str, pids)), finishing.ENV)
 
 
 def optimised_now(artifact: "Artifact", program: "ProgramLike", key: str) -> "Artifact":
@@ -353,6 +387,8 @@ def optimise_in_background(tiers: "Tiers", artifact: "Artifact", quick: dict[str
                          "one)", full.name, (time.perf_counter() - t0) * 1e3)
         if store is not None and key is not None:
             store.save(key, full.name, full)
+    if dropped is not None and start_finishers not in tiers.exit_hooks:
+        tiers.exit_hooks.append(start_finishers)
     tiers.optimise_later(artifact.prefix, text, landed, artifact.name, dropped)
 
 
@@ -377,10 +413,11 @@ def resume_tiered(tiers: "Tiers", kernel: "KernelLike", params: tuple[n.Param, .
         if store is None:
             return
         if artifact.optimised_text:        # the same entry, one more drop counted
-            store.save(key, name, dataclasses.replace(artifact, drops=artifact.drops + 1))
+            keep_quick(store, key, name, dataclasses.replace(artifact,
+                                                             drops=artifact.drops + 1))
         elif full_text:
-            store.save(key, name, quick_artifact(artifact, artifact.obj, full_text,
-                                                 artifact.drops + 1))
+            keep_quick(store, key, name, quick_artifact(artifact, artifact.obj, full_text,
+                                                        artifact.drops + 1))
     if artifact.optimised_text:
         text = zlib.decompress(artifact.optimised_text).decode()
     else:
