@@ -124,26 +124,6 @@ def test_a_warm_start_loads_the_fill_kernel_from_the_offline_cache(lib, tmp_path
     assert lib.images[-1] == lib.images[-2]
 
 
-@pytest.mark.parametrize("period", range(1, gpu_fill.FILL_WORDS + 1))
-def test_the_fill_kernel_is_launched_with_threads_a_multiple_of_the_element(period):
-    # each thread writes one word of the element at every stride (the kernel picks it once)
-    for total in (1, period, 1000 * period, 10 ** 7):
-        for resident in (2048, 132 * 2048, 104 * 2048):
-            blocks = gpu_fill.fill_blocks(total, period, resident)
-            threads = blocks * gpu_fill.FILL_BLOCK
-            assert threads % period == 0
-            assert threads >= min(total, resident)
-            assert threads < max(total, resident) + period * gpu_fill.FILL_BLOCK
-
-
-def test_a_fill_wider_than_the_resident_threads_strides_by_whole_elements(lib):
-    # vec3: 3 * 300,000 words over the fake device's resident threads (not a multiple of 3)
-    # in strides; the fake runs the kernel as the device does, thread by thread
-    x = jr.Vector.ndarray(3, jr.f32, shape=(300_000,))
-    x.fill(jr.Vector([1.0, 2.0, -3.0]))
-    np.testing.assert_array_equal(x.to_numpy(), np.tile(np.float32([1, 2, -3]), (300_000, 1)))
-
-
 def test_the_fill_kernel_builds_for_both_vendors():
     ptx = nvptx.compile_ptx(gpu_fill.fill_module(nvptx.codegen_target()), 90)
     assert f".entry {gpu_fill.NAME}(" in ptx
