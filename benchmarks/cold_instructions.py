@@ -74,6 +74,9 @@ def run_once(tree: str, out: pathlib.Path) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # the processes it starts leave no process finishing their dropped optimised copies
+    # behind to load the machine under the next measurement (cache/finishing.py)
+    os.environ.setdefault("JITRT_FINISH_AT_EXIT", "0")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", action="append", default=None,
                     help="a jitrt checkout to measure (repeatable; default: this one)")

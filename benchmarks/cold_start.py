@@ -77,6 +77,9 @@ def columns(args: argparse.Namespace) -> list[tuple[str, str, str, str | None]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # the processes it starts leave no process finishing their dropped optimised copies
+    # behind to load the machine under the next measurement (cache/finishing.py)
+    os.environ.setdefault("JITRT_FINISH_AT_EXIT", "0")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--processes", type=int, default=3, help="fresh processes per column")
     ap.add_argument("--tree", action="append", default=None,

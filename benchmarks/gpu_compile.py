@@ -228,6 +228,9 @@ def row(name: str, t: Times) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # the processes it starts leave no process finishing their dropped optimised copies
+    # behind to load the machine under the next measurement (cache/finishing.py)
+    os.environ.setdefault("JITRT_FINISH_AT_EXIT", "0")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sm", type=int, default=80, help="CUDA compute capability (80: sm_80)")
     ap.add_argument("--repeats", type=int, default=3, help="fresh processes")

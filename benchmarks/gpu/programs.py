@@ -408,6 +408,9 @@ def table(results: dict[tuple[str, str, str], Any]) -> str:
 
 
 def main() -> int:
+    # the processes it starts leave no process finishing their dropped optimised copies
+    # behind to load the machine under the next measurement (cache/finishing.py)
+    os.environ.setdefault("JITRT_FINISH_AT_EXIT", "0")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="mode", required=True)
     one = sub.add_parser("run")

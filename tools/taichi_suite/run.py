@@ -214,6 +214,9 @@ def _md(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # the processes it starts leave no process finishing their dropped optimised copies
+    # behind to load the machine under the next measurement (cache/finishing.py)
+    os.environ.setdefault("JITRT_FINISH_AT_EXIT", "0")
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("source", type=pathlib.Path, help="Taichi checkout or git directory")
     ap.add_argument("--ref", default="v1.7.4", help="git ref when SOURCE is a git directory")
