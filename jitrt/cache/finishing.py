@@ -84,8 +84,9 @@ def start_finishers() -> list[int]:
     process per cache directory for them; their process ids (none when disabled)."""
     pending = {d: keys for d, keys in DROPPED.items() if keys}
     DROPPED.clear()
-    if not pending or not enabled():
-        return []
+    if not pending or not enabled() or \
+            not os.path.basename(sys.executable or "").startswith("python"):
+        return []               # (an embedding program's executable is not an interpreter)
     root = str(pathlib.Path(__file__).resolve().parents[2])      # the jitrt this process runs
     env = dict(os.environ)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
