@@ -208,6 +208,33 @@ def _record_kernel_names() -> dict[str, str]:
     return names
 
 
+def _build_breakdown() -> dict[str, float]:
+    """On jitrt, seconds spent from now on in kernel compiles (`compile_kernel`, cache
+    look-ups included), in the frontend and in `instantiate` (loading an artifact: the
+    driver's module load on a GPU), and the number of compiles: what a warm `scene.build()`
+    is made of (printed after the build as `RESULT build_jitrt ...`)."""
+    import time
+    sums = {"kernels": 0.0, "compile_s": 0.0, "frontend_s": 0.0, "instantiate_s": 0.0}
+    qd = sys.modules.get("quadrants")
+    if getattr(qd, "__name__", "") != "jitrt":
+        return sums
+    from jitrt.runtime import compiler, launcher
+
+    def timed(key, fn, count=False):  # type: ignore[no-untyped-def]
+        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                sums[key] += time.perf_counter() - start
+                sums["kernels"] += count
+        return wrapper
+    launcher.compile_kernel = timed("compile_s", launcher.compile_kernel, True)
+    compiler.frontend = timed("frontend_s", compiler.frontend)
+    compiler.instantiate = timed("instantiate_s", compiler.instantiate)
+    return sums
+
+
 def _dump_asm(path: str) -> None:
     """On Quadrants: every kernel's PTX into `path` (`print_kernel_asm` writes
     `quadrants_kernel_nvptx_NNNN.ptx` into the working directory, so the process moves there
@@ -278,7 +305,12 @@ def main() -> None:
     _stage("init", lambda: gs.init(backend=backend, logging_level="warning",
                                    performance_mode=args.performance_mode))
     scene, body = _stage("scene", _scene, gs, args.scene)
+    breakdown = _build_breakdown()
     _stage("build", lambda: scene.build(n_envs=args.n_envs))
+    if breakdown["kernels"]:
+        print("RESULT build_jitrt " + " ".join(f"{k} {v:.3f}" if k != "kernels" else
+                                                f"{k} {int(v)}" for k, v in breakdown.items()),
+              flush=True)
     before_step = _control(scene, body, args.scene, args.n_envs)
     tracer = _tracer(scene, body, args)
     times = _stage("steps", _steps, scene, args.steps, before_step, tracer)
