@@ -501,3 +501,25 @@ def test_a_numpy_array_made_in_a_kernel_is_a_constant_vector():
         b = np.array(300)
         return a[0] + a[1] + b
     assert k() == 321
+
+
+@pytest.mark.parametrize("source, early", [
+    ("x = 1\nreturn x", False),
+    ("if a:\n    return 1\nreturn 2", True),
+    ("for i in r:\n    while c:\n        try:\n            pass\n        except E:\n"
+     "            return 3\nreturn 2", True),
+    ("def g():\n    return 1\nreturn g", False),                 # a nested function's own
+    ("y = lambda: 1\nreturn y", False),
+    ("match x:\n    case 1:\n        return 5\nreturn 0", True),
+    ("with m:\n    return 1\nx = 2", True),
+    ("try:\n    pass\nfinally:\n    return 1\nx = 1", True),
+    ("if a:\n    pass\nelse:\n    return 2\nreturn 3", True),
+])
+def test_early_returns_are_found_among_the_statements(source, early):
+    # lower_return.has_early_return walks statements only (a return is never an expression)
+    import ast
+    import textwrap
+
+    from jitrt.frontend.lower_return import has_early_return
+    body = ast.parse("def f():\n" + textwrap.indent(source, "    ")).body[0].body
+    assert has_early_return(body) is early
