@@ -311,7 +311,8 @@ class GradCheckWarning(UserWarning):
 class CastWarning(UserWarning):
     """A value converted to a narrower type where it is stored (Taichi's `TaichiCastWarning`,
     "may lose precision"): an f64 added into an f32 local, an i64 stored into an i32 field.
-    Issued once per source site when the kernel compiles."""
+    Issued once per source site when the kernel compiles (not when a warm start finds it in
+    the offline cache)."""
 
 
 class OfflineCacheError(JitrtError):

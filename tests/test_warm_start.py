@@ -532,3 +532,30 @@ def test_eviction_removes_side_files_unused_since_the_last_evicted_entry(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e1.jkc", "e2.jkc", "m1.jkm",
                                                           "m2.jkm"]
     assert store.load("m1", store_mod.MANIFEST_SUFFIX) == b"manifest"
+
+
+def test_cast_warnings_come_with_the_compile_not_with_a_cache_hit(tmp_path):
+    """A kernel that stores an f64 into an f32 field warns when it compiles; a later
+    process that finds it in the offline cache says nothing, also where its template
+    parameter makes it run the frontend to find the key (as Taichi and Quadrants, which
+    warn when they compile)."""
+    body = """
+    import warnings
+    y = jr.field(jr.f32, shape=(4,))
+
+    @jr.kernel
+    def narrow(t: jr.template()):
+        for i in y:
+            y[i] = jr.f64(i) * t       # f32 <- f64
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        narrow(2)
+    casts = [str(w.message) for w in caught if issubclass(w.category, jr.CastWarning)]
+    def out():
+        return [len(casts)] + y.to_numpy().tolist()
+    """
+    first, second = run(tmp_path, body), run(tmp_path, body)
+    assert first["out"] == [1, 0.0, 2.0, 4.0, 6.0] and first["compiles"] == 1
+    assert second["out"] == [0, 0.0, 2.0, 4.0, 6.0]
+    assert second["compiles"] == 0 and second["hits"] == 1 and second["skips"] == 0

@@ -66,6 +66,9 @@ class CompileContext:
     debug: bool = False       # jr.init(debug=True): asserts are compiled in
     validate: bool = False    # a Tape(validation=True) launch: the access rule is checked
     random_used: bool = False   # jr.random() was called: the launch value is read first
+    # stores that narrow (loc, target type, value type): their CastWarnings, issued when the
+    # kernel compiles, not when an offline-cache hit lowered it only to find its key
+    narrowing: list[tuple[n.Loc, DataType, DataType]] = field(default_factory=list)
     # jr.random(): per enclosing parallel loop, (call counter local, its loop variables)
     random_scopes: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     # ndarray parameter index -> the component dimensions of its vector/matrix elements

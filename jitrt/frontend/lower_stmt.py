@@ -367,7 +367,7 @@ class StmtLowering(LoweringHost):
                     raise self.err(node, f"cannot {what} the float {value!r} as {dt.name}: "
                                    "it has no integer value")
                 if what == "store" and not value.is_integer():
-                    warn_narrowing(self.loc(node), dt, self.ctx.default_fp)
+                    self.ctx.narrowing.append((self.loc(node), dt, self.ctx.default_fp))
                 value = int(value)
             if not isinstance(value, float) and dt.is_int and not dtypes.fits(int(value), dt):
                 raise self.err(node, f"the constant {int(value)} does not fit {dt.name} "
@@ -376,7 +376,7 @@ class StmtLowering(LoweringHost):
         e = self.value(node, v)
         if what == "store" and e.dtype != dt and dtypes.promote(dt, e.dtype) != dt and not (
                 dt.is_int and is_truth_value(e)):
-            warn_narrowing(self.loc(node), dt, e.dtype)
+            self.ctx.narrowing.append((self.loc(node), dt, e.dtype))
         return self.cast(e, dt)
 
     def assign_local(self, target: ast.Name, v: Value, node: ast.AST,
@@ -612,6 +612,14 @@ class StmtLowering(LoweringHost):
         return True
 
 _WARNED: dict[Any, Any] = {}       # the `warnings` registry of CastWarnings: once per site
+
+
+def warn_narrowings(sites: list[tuple[n.Loc, dtypes.DataType, dtypes.DataType]]) -> None:
+    """The CastWarnings of a kernel's narrowing stores (`CompileContext.narrowing`), issued
+    when it compiles (runtime/compiler.py): a warm start that finds the kernel in the offline
+    cache says nothing, as one that skips the frontend, and as Taichi and Quadrants."""
+    for loc, target, value in sites:
+        warn_narrowing(loc, target, value)
 
 
 def warn_narrowing(loc: n.Loc, target: dtypes.DataType, value: dtypes.DataType) -> None:

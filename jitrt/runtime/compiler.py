@@ -210,7 +210,7 @@ def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
                             name, (time.perf_counter() - start) * 1e3)
             return compiled
     load_pipeline("frontend")
-    ctx, kir = frontend(kernel, params, template_values, name, cfg)
+    ctx, kir = frontend(kernel, params, template_values, name, cfg, warn=False)
     data_placement.check()       # every field placed (Taichi's materialization checks)
     key = None
     if store is not None:
@@ -218,8 +218,9 @@ def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
         log.logger.debug("%s: offline-cache key %s in %s", name, key, store.dir)
         hit = stored(kernel, params, name, ctx, kir, program, tiers, key, warm, variant, start)
         if hit is not None:
-            return hit
+            return hit           # (its CastWarnings were issued when it compiled)
         program.count("offline_cache_misses")
+    warn_narrowings(ctx)
     program.count("compiles")
     load_pipeline("passes")
     with log.slow_compile(name, "lowering") as tier:
@@ -543,18 +544,28 @@ def load_pipeline(stage: str) -> None:
 
 
 def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values: dict[str, Any],
-             name: str, cfg: Any) -> tuple[CompileContext, n.KernelIR]:
+             name: str, cfg: Any, warn: bool = True) -> tuple[CompileContext, n.KernelIR]:
+    """The kernel lowered to jitrt's IR; its CastWarnings issued now, or with `warn` False
+    left in `ctx.narrowing` for the caller (`compile_now`: only if it compiles)."""
     from ..frontend.context import CompileContext
     from ..frontend.lower import lower_kernel
     ctx = CompileContext(name, cfg.default_fp, cfg.default_ip, params, debug=cfg.debug,
                          validate=kernel.validate)
     kir = lower_kernel(kernel.source(), kernel.fn, params, template_values, ctx, kernel.ret)
+    if warn:
+        warn_narrowings(ctx)
     if kernel.dual_args is not None:
         kir = with_dual_fields(ctx, kir)
     if cfg.loop_guard:                        # a debugging aid (config option loop_guard)
         from ..passes.loop_guard import guard_loops
         kir = guard_loops(kir, ctx.local_types, cfg.loop_guard)
     return ctx, kir
+
+
+def warn_narrowings(ctx: CompileContext) -> None:
+    if ctx.narrowing:
+        from ..frontend.lower_stmt import warn_narrowings as warn
+        warn(ctx.narrowing)
 
 
 def with_dual_fields(ctx: CompileContext, kir: n.KernelIR) -> n.KernelIR:
