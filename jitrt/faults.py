@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 class FaultingKernel(Protocol):
-    """What a fault names of its kernel (`runtime/compiler.CompiledKernel`)."""
+    """What a fault names of its kernel (`runtime/artifact.CompiledKernel`)."""
 
     @property
     def name(self) -> str: ...

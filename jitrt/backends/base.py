@@ -91,7 +91,7 @@ NO_SERVICES = HostServices(None, 1, None, lambda: "", os.cpu_count() or 1)
 
 
 class CompiledLike(Protocol):
-    """What a device reads of a launch's compiled kernel (`runtime/compiler.CompiledKernel`)."""
+    """What a device reads of a launch's compiled kernel (`runtime/artifact.CompiledKernel`)."""
 
     @property
     def name(self) -> str: ...

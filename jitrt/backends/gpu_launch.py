@@ -98,13 +98,12 @@ class GpuLaunch:
             v = self.device.wrap_foreign(v)      # a torch/CuPy device array, or None
             if v is None or (written and v.readonly):
                 return False
-        if small and isinstance(v, (Ndarray, np.ndarray)) and large_shape(
-                v.storage_shape if type(v) is Ndarray else v.shape):
-            return False            # addressed in 32 bits there: specialize again (before
-            # any slot is written: the records of the last array packed stay true)
+        # every refusal comes before a slot is written (the records of the last array packed
+        # stay true); `small`: a large array is addressed in 32 bits there, so specialize again
         if type(v) is Ndarray:
             if v.dtype is not dt or len(v.storage_shape) != ndim or (
-                    need_grad and v.grad is None) or not self.device.owns(v):
+                    need_grad and v.grad is None) or not self.device.owns(v) or (
+                    small and large_shape(v.storage_shape)):
                 return False        # (another device's array: `dispatch` says so)
             if v._mirror is None and getattr(v, "_owner", None) is not None:
                 host = v._data              # jr.ndarray.from_dlpack of host memory
@@ -115,7 +114,7 @@ class GpuLaunch:
             # a numpy bool array is a u8 one (0 or 1), as arguments.pack_array reads it
             if (v.dtype != dt.np and not (dt is dtypes.u8 and v.dtype == np.bool_)) or \
                     v.ndim != ndim or not v.flags.c_contiguous or (
-                    written and not v.flags.writeable):
+                    written and not v.flags.writeable) or (small and large_shape(v.shape)):
                 return False
             host = v
         else:

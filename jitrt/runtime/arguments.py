@@ -28,7 +28,7 @@ from ..ir import nodes as n
 
 if TYPE_CHECKING:
     from .seams import KernelLike
-    from .compiler import CompiledKernel
+    from .artifact import CompiledKernel
 
 MISSING = object()
 # The integers an integer argument (or vector component) of a type takes: every value that is
@@ -505,18 +505,17 @@ def pack_array(buf: Any, slot: int, v: Any, dt: dtypes.DataType, ndim: int,
     `small`: the specialization is for arrays of fewer than 2**31 elements. Every refusal
     comes before a slot is written (the caller's record of the last array packed and the
     native launcher's must stay true)."""
-    if small and isinstance(v, (Ndarray, np.ndarray)) and large_shape(storage_of(v)):
-        return False
     if type(v) is Ndarray:
         shape = v.storage_shape
-        if v.dtype is not dt or len(shape) != ndim or (need_grad and v.grad is None):
+        if v.dtype is not dt or len(shape) != ndim or (need_grad and v.grad is None) or (
+                small and large_shape(shape)):
             return False
         buf[slot] = v.ptr
         buf[slot + 1] = v.grad.ptr if v.grad is not None else 0
     elif isinstance(v, np.ndarray) and not need_grad:   # numpy subclasses (memmap) too
         if (v.dtype != dt.np and not (dt is dtypes.u8 and v.dtype == np.bool_)) or \
                 v.ndim != ndim or not v.flags.c_contiguous or (
-                written and not v.flags.writeable):
+                written and not v.flags.writeable) or (small and large_shape(v.shape)):
             return False
         buf[slot] = v.ctypes.data
         buf[slot + 1] = 0

@@ -15,17 +15,14 @@ in the offline cache.
 from __future__ import annotations
 
 import dataclasses
-import pickle
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ..frozen import frozen
 from .. import data_placement
 from .. import logger as log
 from ..codegen import abi
-from ..codegen.abi import AccessSite, LaunchableTask
 from ..errors import KernelCompileError
 from ..ir import nodes as n
 from ..ir.printer import kernel_text
@@ -36,6 +33,8 @@ from ..cache import keys
 from ..cache.keys import CacheKeyParts, cache_key
 from . import prekey
 from .adstack import SizingPlan
+# (stored entries name `jitrt.runtime.compiler.Artifact` and `.LazyTasks`: these names load them)
+from .artifact import Artifact, CompiledKernel, LazyTasks
 from .registry import fnv1a64_fold32
 
 # The frontend's lowering, the passes and codegen (llvmlite's IR builder) are imported by the
@@ -50,24 +49,6 @@ if TYPE_CHECKING:
     from .seams import KernelLike, ProgramLike
 
 
-@frozen
-class CompiledKernel:
-    name: str
-    params: tuple[n.Param, ...]
-    lowered: LoweredKernel
-    layout: abi.ContextLayout
-    sites: tuple[AccessSite, ...]
-    entry_addr: int                 # the CPU's fused entry (0 on GPUs)
-    field_objs: tuple[Any, ...]
-    grad_params: frozenset[int]     # ndarray parameters whose .grad the kernel touches
-    ir_text: str
-    sizing: SizingPlan | None = None   # grad kernels with adstacks
-    tasks: tuple[LaunchableTask, ...] = ()   # the launchable tasks (the CPU runs the fused entry)
-    functions: Any = None           # symbol -> address or GPU function handle, as loaded
-    # its `prekey.WarmFile` (offline cache): where its launchers' code is kept
-    warm: Any = dataclasses.field(default=None, compare=False, repr=False)
-
-
 def used_refs(kernel: n.TaskedKernel) -> list[n.Ref]:
     from ..ir.walk import all_exprs, walk_stmts
     refs: list[n.Ref] = []
@@ -79,94 +60,6 @@ def used_refs(kernel: n.TaskedKernel) -> list[n.Ref]:
             if isinstance(s, n.Store):
                 refs.append(s.ref)
     return refs
-
-
-class LazyTasks(Sequence[n.Task]):
-    """The tasks of a stored kernel's IR (`TaskedKernel.tasks`), unpickled on first use: a CPU
-    launch never reads them (a GPU launch reads its tasks' boxes), and unpickling their
-    statement trees was most of an entry's load time (0.3-0.5 ms of ~0.5 on the development
-    VM, for the adstack benchmark's kernels). Pickles as bytes, made once (on the first
-    save of a fresh compile) or kept from the load."""
-
-    def __init__(self, blob: bytes | None, tasks: tuple[n.Task, ...] | None = None) -> None:
-        self._blob, self._tasks = blob, tasks
-
-    @classmethod
-    def of(cls, tasks: tuple[n.Task, ...]) -> "LazyTasks":
-        """Tasks at hand (a fresh compile): pickled only if the entry is saved."""
-        return cls(None, tuple(tasks))
-
-    def get(self) -> tuple[n.Task, ...]:
-        if self._tasks is None:
-            assert self._blob is not None
-            self._tasks = pickle.loads(self._blob)
-        return self._tasks
-
-    def __getitem__(self, index: Any) -> Any:
-        return self.get()[index]
-
-    def __len__(self) -> int:
-        return len(self.get())
-
-    def __iter__(self) -> Iterator[n.Task]:
-        return iter(self.get())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, LazyTasks):
-            other = other.get()
-        return self.get() == other
-
-    def __hash__(self) -> int:
-        return hash(self.get())
-
-    def __repr__(self) -> str:
-        return repr(self.get())
-
-    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
-        if self._blob is None:
-            self._blob = pickle.dumps(self._tasks, protocol=pickle.HIGHEST_PROTOCOL)
-        return LazyTasks, (self._blob,)
-
-
-@frozen
-class Artifact:
-    """What the offline cache stores for one compiled kernel: object code and all metadata."""
-    name: str
-    params: tuple[n.Param, ...]
-    lowered: LoweredKernel          # tasks, write set, SizeExprs per adstack
-    layout: abi.ContextLayout
-    sites: tuple[AccessSite, ...]
-    grad_params: frozenset[int]
-    ir_text: str
-    prefix: str
-    symbols: tuple[str, ...]        # CPU: entry, max-reducers, capacities; GPUs: task kernels
-    specs: tuple[se.MaxOverRange, ...]
-    registry_ids: tuple[tuple[int, int], ...]   # (task_id_in_kernel, registry id) at compile
-    obj: bytes
-    tasks: tuple[LaunchableTask, ...] = ()      # what a device launches, task by task
-    origins: tuple[tuple[str, tuple[str, int, int, int]], ...] = ()   # see `rebind_sources`
-    # "quick": `obj` is the CPU's quick copy (`cpu_tiers.quick_object`), kept when the process
-    # ended before its optimised copy was compiled (`resume_tiered`); "": the optimised copy
-    tier: str = ""
-    # a quick copy's: the text of the module its optimised copy compiles, zlib-compressed,
-    # where it was built by the exit (b"": `resume_tiered` builds it anew)
-    optimised_text: bytes = b""
-    # a quick copy's: the target it was compiled for (`cache.keys.host_target()`), so that
-    # `python -m jitrt cache finish` compiles the optimised copies of this machine's only
-    target: str = ""
-    # a quick copy's: how many processes in a row ended before its optimised compile (at
-    # FOREGROUND_AFTER_DROPS the next one compiles it before the first launch)
-    drops: int = 0
-
-    def optimised(self) -> "Artifact":
-        """A quick copy's optimised copy, compiled on this thread from its stored text (the
-        entry to store in its place; `optimised_now`, `python -m jitrt cache finish`)."""
-        import zlib
-
-        from ..backends import cpu_tiers
-        obj = cpu_tiers.optimised_object(zlib.decompress(self.optimised_text).decode())
-        return dataclasses.replace(self, obj=obj, tier="", optimised_text=b"", target="",
-                                   drops=0)
 
 
 # a kernel whose optimised compile this many processes in a row dropped at exit gets it
@@ -220,7 +113,7 @@ def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
         if hit is not None:
             return hit           # (its CastWarnings were issued when it compiled)
         program.count("offline_cache_misses")
-    warn_narrowings(ctx)
+    issue_cast_warnings(ctx)
     program.count("compiles")
     load_pipeline("passes")
     with log.slow_compile(name, "lowering") as tier:
@@ -553,7 +446,7 @@ def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values:
                          validate=kernel.validate)
     kir = lower_kernel(kernel.source(), kernel.fn, params, template_values, ctx, kernel.ret)
     if warn:
-        warn_narrowings(ctx)
+        issue_cast_warnings(ctx)
     if kernel.dual_args is not None:
         kir = with_dual_fields(ctx, kir)
     if cfg.loop_guard:                        # a debugging aid (config option loop_guard)
@@ -562,10 +455,11 @@ def frontend(kernel: "KernelLike", params: tuple[n.Param, ...], template_values:
     return ctx, kir
 
 
-def warn_narrowings(ctx: CompileContext) -> None:
+def issue_cast_warnings(ctx: CompileContext) -> None:
+    """The CastWarnings the frontend recorded for this kernel (`CompileContext.narrowing`)."""
     if ctx.narrowing:
-        from ..frontend.lower_stmt import warn_narrowings as warn
-        warn(ctx.narrowing)
+        from ..frontend.lower_stmt import warn_narrowings
+        warn_narrowings(ctx.narrowing)
 
 
 def with_dual_fields(ctx: CompileContext, kir: n.KernelIR) -> n.KernelIR:

@@ -20,7 +20,7 @@ from .arguments import pack_array
 from .devices import check_field_device
 
 if TYPE_CHECKING:
-    from .compiler import CompiledKernel
+    from .artifact import CompiledKernel
     from .program import Program
 
 

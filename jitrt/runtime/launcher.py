@@ -32,7 +32,8 @@ from ..long_lived import age_young, paused
 from . import native_launch
 from . import program as program_mod
 from .arguments import MISSING, as_host_array, bind_args, describe, fail, launch_value, specialize
-from .compiler import CompiledKernel, compile_kernel
+from .artifact import CompiledKernel
+from .compiler import compile_kernel
 from .context import LaunchContext
 from .devices import check_devices
 from .launch_source import (array_lines, bump_lines, entry_lines, keyword_lines, return_lines,

@@ -18,7 +18,7 @@ from .arguments import INT_RANGE, launch_value
 
 if TYPE_CHECKING:
     from ..backends.base import Device
-    from .compiler import CompiledKernel
+    from .artifact import CompiledKernel
     from .seams import KernelLike
 
 
