@@ -9,17 +9,16 @@ copies into the cache at a lower priority while the user's next command runs, so
 of short runs gets them without waiting for any. Nothing is started when no entry was
 dropped, or with `JITRT_FINISH_AT_EXIT=0` in the environment (the next processes then resume
 the compiles, and the third one compiles a twice-dropped kernel before its first launch:
-`compiler.FOREGROUND_AFTER_DROPS`). Per entry, a lock file `<key>.finishing` beside it says a
-finishing process holds it (created exclusively; one older than STALE_S is taken over), so
-two finishers never compile the same entry and a process does not compile in the foreground
-what a finisher is compiling. Caches nothing itself.
+`runtime/compiler.FOREGROUND_AFTER_DROPS`). Per entry, a lock file `<key>.finishing`
+beside it says a finishing process holds it (created exclusively; one older than STALE_S is
+taken over), so two finishers never compile the same entry and a process does not compile
+in the foreground what a finisher is compiling. Caches nothing itself.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import pathlib
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -82,6 +81,7 @@ def note_dropped(directory: str | os.PathLike[str], key: str) -> None:
 def start_finishers() -> list[int]:
     """At exit, after the dropped entries are stored: one detached `jitrt cache finish`
     process per cache directory for them; their process ids (none when disabled)."""
+    import subprocess             # (not on a cold start's path: only an exit that dropped)
     pending = {d: keys for d, keys in DROPPED.items() if keys}
     DROPPED.clear()
     if not pending or not enabled() or \
