@@ -96,12 +96,16 @@ class FakeGpuLib:
     @staticmethod
     def fill_words(params):
         """What the fill kernel does: (dst, words, words per element, threads, then the
-        element's words two to a parameter) -> the element repeated over the words."""
+        element's words two to a parameter): thread t writes word t % period of the element
+        at words t, t + threads, ... (right only when threads is a multiple of period, which
+        the launch must ensure: a wrong launch gives wrong values here too)."""
         slots = (ctypes.c_void_p * 12).from_address(params)
-        dst, total, period, _, *pairs = [ctypes.c_uint64.from_address(p).value for p in slots]
-        element = np.array(pairs, np.uint64).view(np.uint32)[:period]
+        dst, total, period, threads, *pairs = [ctypes.c_uint64.from_address(p).value
+                                               for p in slots]
+        element = np.array(pairs, np.uint64).view(np.uint32)
         words = (ctypes.c_uint32 * total).from_address(dst)
-        np.frombuffer(words, np.uint32)[:] = np.tile(element, total // period)
+        thread = np.arange(total, dtype=np.uint64) % np.uint64(threads)
+        np.frombuffer(words, np.uint32)[:] = element[(thread % np.uint64(period)).astype(np.intp)]
 
     def fgEventCreate(self, flags):
         return SUCCESS, ["event"]

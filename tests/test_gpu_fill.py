@@ -85,6 +85,21 @@ def test_an_element_repeating_no_word_is_one_launch_of_the_fill_kernel(lib, make
     np.testing.assert_array_equal(x.to_numpy(), want)
 
 
+def test_a_repeated_vector_fill_replays_its_prepared_call(lib):
+    # a value that is no number: converted again (its bytes are the key), but the driver call
+    # is not prepared again (the memset plan and the fill kernel's parameters: ~6 us of host
+    # time a fill on the H200's host)
+    v = jr.Vector.ndarray(3, jr.f32, shape=(5000,))
+    v.fill(jr.Vector([1.0, 2.0, -3.0]))
+    entered = jitrt_calls(lambda: v.fill(jr.Vector([1.0, 2.0, -3.0])))
+    assert "GpuDevice.fill_call" not in entered and "kernel_call" not in entered
+    assert [c[:2] for c in lib.calls][-2:] == [("launch", gpu_fill.NAME)] * 2
+    v.fill(jr.Vector([4.0, 5.0, 6.0]))                   # another element: prepared anew
+    np.testing.assert_array_equal(v.to_numpy(), np.tile(np.float32([4, 5, 6]), (5000, 1)))
+    v.fill(jr.Vector([1.0, 2.0, -3.0]))
+    np.testing.assert_array_equal(v.to_numpy(), np.tile(np.float32([1, 2, -3]), (5000, 1)))
+
+
 def test_a_small_array_repeating_no_word_is_one_upload_and_compiles_nothing(lib):
     # a Tape's `loss.grad.fill(1)` of an f64 loss: no fill kernel to build for 8 bytes
     loss = jr.field(jr.f64, shape=(), needs_grad=True)
@@ -122,6 +137,26 @@ def test_a_warm_start_loads_the_fill_kernel_from_the_offline_cache(lib, tmp_path
     monkeypatch.setattr(GpuDevice, "compile", lambda self, module: pytest.fail("compiled"))
     start()                                              # a new program: from the cache
     assert lib.images[-1] == lib.images[-2]
+
+
+@pytest.mark.parametrize("period", range(1, gpu_fill.FILL_WORDS + 1))
+def test_the_fill_kernel_is_launched_with_threads_a_multiple_of_the_element(period):
+    # each thread writes one word of the element at every stride (the kernel picks it once)
+    for total in (1, period, 1000 * period, 10 ** 7):
+        for resident in (2048, 132 * 2048, 104 * 2048):
+            blocks = gpu_fill.fill_blocks(total, period, resident)
+            threads = blocks * gpu_fill.FILL_BLOCK
+            assert threads % period == 0
+            assert threads >= min(total, resident)
+            assert threads < max(total, resident) + period * gpu_fill.FILL_BLOCK
+
+
+def test_a_fill_wider_than_the_resident_threads_strides_by_whole_elements(lib):
+    # vec3: 3 * 300,000 words over the fake device's resident threads (not a multiple of 3)
+    # in strides; the fake runs the kernel as the device does, thread by thread
+    x = jr.Vector.ndarray(3, jr.f32, shape=(300_000,))
+    x.fill(jr.Vector([1.0, 2.0, -3.0]))
+    np.testing.assert_array_equal(x.to_numpy(), np.tile(np.float32([1, 2, -3]), (300_000, 1)))
 
 
 def test_the_fill_kernel_builds_for_both_vendors():

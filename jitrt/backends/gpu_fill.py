@@ -10,14 +10,16 @@ words as kernel parameters: one driver call per fill, no upload; an array of at 
 instead, which needs no compiled code. The kernel's artifact goes to the offline cache (a warm
 start compiles nothing). Thread `t` writes words
 `t, t + T, t + 2T, ...` of the array (`T` threads in all), so a warp's stores are
-consecutive; the word of the element each thread writes is kept as a running remainder (one
-division per thread, not per word). Elements of other sizes (not a multiple of 4 bytes, or
-over `FILL_WORDS` words) are filled by doubling copies (`StreamDriver.fill_doubling`).
+consecutive; `T` is launched as a multiple of the element's words, so each thread writes one
+word of the element, picked once before its loop (the loop is a store and an add). Elements
+of other sizes (not a multiple of 4 bytes, or over `FILL_WORDS` words) are filled by
+doubling copies (`StreamDriver.fill_doubling`).
 """
 from __future__ import annotations
 
 import ctypes
 import functools
+import math
 from typing import Any, Callable
 
 from llvmlite import ir
@@ -26,7 +28,7 @@ from ..codegen.targets import Target
 
 FILL_WORDS = 16          # a mat4 of f32, a vec8 of f64
 UPLOAD_BYTES = 4096      # arrays up to this size are filled by one upload instead
-VERSION = "1"            # in the offline cache's key of the kernel's artifact
+VERSION = "2"            # in the offline cache's key of the kernel's artifact
 FILL_BLOCK = 256
 NAME = "jitrt_fill_words"
 I32, I64 = ir.IntType(32), ir.IntType(64)
@@ -49,23 +51,19 @@ def fill_module(target: Target) -> ir.Module:
                 b.zext(target.thread_in_block(module, b), I64))
     words = [b.trunc(b.lshr(pairs[k // 2], ir.Constant(I64, 32 * (k % 2))), I32)
              for k in range(FILL_WORDS)]
-    step = b.urem(threads, period)          # how far the element's word moves per stride
+    # threads % period == 0 (kernel_call launches so): word t % period at every stride
     start = b.urem(tid, period)
-    b.cbranch(b.icmp_unsigned("<", tid, total), loop, done)
-    b.position_at_end(loop)
-    i, k = b.phi(I64, "i"), b.phi(I64, "k")
     word = words[0]
     for j in range(1, FILL_WORDS):
-        word = b.select(b.icmp_unsigned("==", k, ir.Constant(I64, j)), words[j], word)
+        word = b.select(b.icmp_unsigned("==", start, ir.Constant(I64, j)), words[j], word)
+    b.cbranch(b.icmp_unsigned("<", tid, total), loop, done)
+    b.position_at_end(loop)
+    i = b.phi(I64, "i")
     ptr = b.inttoptr(b.add(dst, b.shl(i, ir.Constant(I64, 2))), I32.as_pointer())
     b.store(word, ptr, align=4)
     nxt = b.add(i, threads)
-    k2 = b.add(k, step)
-    k2 = b.select(b.icmp_unsigned(">=", k2, period), b.sub(k2, period), k2)
     i.add_incoming(tid, entry)
-    k.add_incoming(start, entry)
     i.add_incoming(nxt, loop)
-    k.add_incoming(k2, loop)
     b.cbranch(b.icmp_unsigned("<", nxt, total), loop, done)
     b.position_at_end(done)
     b.ret_void()
@@ -94,7 +92,7 @@ def kernel_call(device: Any, function: Any, dst: int, pattern: bytes, count: int
     period = len(pattern) // 4
     total = period * count
     padded = pattern + bytes(4 * FILL_WORDS - len(pattern))
-    blocks = max(1, min(-(-total // FILL_BLOCK), device.max_resident_threads // FILL_BLOCK))
+    blocks = fill_blocks(total, period, device.max_resident_threads)
     values = (ctypes.c_uint64 * PARAMS)(
         dst, total, period, blocks * FILL_BLOCK,
         *(int.from_bytes(padded[8 * k:8 * k + 8], "little") for k in range(FILL_WORDS // 2)))
@@ -102,6 +100,15 @@ def kernel_call(device: Any, function: Any, dst: int, pattern: bytes, count: int
                                           for k in range(PARAMS)))
     return functools.partial(launch, device.driver.launch, (values, params), function,
                              blocks, ctypes.addressof(params))
+
+
+def fill_blocks(total: int, period: int, resident: int) -> int:
+    """Blocks of FILL_BLOCK threads for `total` words: enough for one word a thread, at most
+    what the device holds at once, and a multiple of period / gcd(period, FILL_BLOCK), so
+    that the threads in all are a multiple of the element's words (the kernel's rule)."""
+    unit = period // math.gcd(period, FILL_BLOCK)
+    blocks = max(1, min(-(-total // FILL_BLOCK), resident // FILL_BLOCK))
+    return -(-blocks // unit) * unit
 
 
 def launch(driver_launch: Callable[[Any, int, int, int], None], keep: Any, function: Any,

@@ -52,7 +52,8 @@ class DeviceMirror:
         # a foreign view of the device memory outlives every call (`to_torch(copy=False)`):
         # the device copy is the data, so host reads download and host writes upload at once
         self.shared = False
-        self.fills: dict[tuple[type, Any], Any] = {}   # a number filled -> its prepared call
+        # a number filled, and an element's bytes filled -> the prepared call
+        self.fills: dict[tuple[type, Any] | bytes, Any] = {}
         self.read_gen = -1        # the generation of the last element read (`read_part`)
         weakref.finalize(owner, self.owner_died)
 
@@ -72,11 +73,16 @@ class DeviceMirror:
         """Every element becomes `pattern` (one element's bytes) in device memory: one
         prepared driver call on the stream (`GpuDevice.fill_call`), no synchronisation; the
         host copy is stale from then on. The call is kept under `value` when that is a
-        Python number, for `fill_again`."""
+        Python number, for `fill_again`, and under `pattern` (a vector's fill of the same
+        element again is its prepared call too: only the value's conversion runs again)."""
         if pattern:                    # an element of no components: nothing to write
-            call = self.device.fill_call(self.ptr, pattern, self.host.nbytes // len(pattern))
+            call = self.fills.get(pattern)
+            if call is None:
+                call = self.device.fill_call(self.ptr, pattern, self.host.nbytes // len(pattern))
+                if len(self.fills) < 16:
+                    self.fills[pattern] = call
             call()
-            if value.__class__ in NUMBERS and len(self.fills) < 8 and not negative_zero(value):
+            if value.__class__ in NUMBERS and len(self.fills) < 16 and not negative_zero(value):
                 self.fills[value.__class__, value] = call
         self.device_wrote()
 
