@@ -45,7 +45,9 @@ def run(tmp_path: pathlib.Path, body: str, **modules: str) -> dict:
     src = tmp_path / "src"
     src.mkdir(exist_ok=True)
     for name, text in modules.items():
-        (src / f"{name}.py").write_text(textwrap.dedent(text))
+        path, text = src / f"{name}.py", textwrap.dedent(text)
+        if not path.exists() or path.read_text() != text:     # (its stamp is seen)
+            path.write_text(text)
     (src / "prog.py").write_text(MAIN.format(body=textwrap.dedent(body)))
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{src}", PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run([sys.executable, str(src / "prog.py"), str(tmp_path / "cache")],
@@ -536,17 +538,22 @@ def test_eviction_removes_side_files_unused_since_the_last_evicted_entry(tmp_pat
 
 def test_cast_warnings_come_with_the_compile_not_with_a_cache_hit(tmp_path):
     """A kernel that stores an f64 into an f32 field warns when it compiles; a later
-    process that finds it in the offline cache says nothing, also where its template
-    parameter makes it run the frontend to find the key (as Taichi and Quadrants, which
-    warn when they compile)."""
+    process that finds it in the offline cache says nothing, also where a global object of
+    the user's class (no fingerprint) makes it run the frontend to find the key (as Taichi
+    and Quadrants, which warn when they compile)."""
     body = """
     import warnings
     y = jr.field(jr.f32, shape=(4,))
 
+    class Config:
+        pass
+    cfg = Config()
+    cfg.scale = 1.0
+
     @jr.kernel
     def narrow(t: jr.template()):
         for i in y:
-            y[i] = jr.f64(i) * t       # f32 <- f64
+            y[i] = jr.f64(i) * t * cfg.scale       # f32 <- f64
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

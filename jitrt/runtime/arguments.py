@@ -477,9 +477,10 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
     cls: Any = type(v)
     if cls.__hash__ not in (None, object.__hash__) and cls.__eq__ is not object.__eq__:
         # an immutable configuration object (Quadrants keys templates by equality); its name
-        # part is a digest of its repr, stable across processes for plain values
+        # part is a digest of its repr, or of its members where its repr is object's (an
+        # address: the offline cache's key would change in every process)
         import hashlib
-        digest = hashlib.sha1(repr(v).encode()).hexdigest()[:12]
+        digest = hashlib.sha1(stable_repr(v).encode()).hexdigest()[:12]
         return ("value", type(v), v), f"{type(v).__qualname__}#{digest}"
     if isinstance(v, Ndarray):       # Taichi's words first: the annotation is what to change
         raise KernelArgError(f"kernel {kernel.qualname}: argument '{p.name}': Ndarray shouldn't "
@@ -491,6 +492,18 @@ def template_key(kernel: "KernelLike", p: n.Param, v: Any) -> tuple[Any, str]:
                                    "(an object whose kernel methods are launched)")
     raise fail(kernel, p, "a field, a Python constant, a dataclass, a hashable object or a "
                "@jr.data_oriented object (jr.template())", describe(v))
+
+
+def stable_repr(v: Any, depth: int = 0) -> str:
+    """repr(v), or where that is object's own (it shows the address) v's class and the
+    stable reprs of its members (four levels deep, then the class alone)."""
+    if getattr(type(v), "__repr__", None) is not object.__repr__:
+        return repr(v)
+    members = getattr(v, "__dict__", None)
+    if depth > 3 or not isinstance(members, dict):
+        return type(v).__qualname__
+    return type(v).__qualname__ + "(" + ", ".join(
+        f"{k}={stable_repr(m, depth + 1)}" for k, m in sorted(members.items())) + ")"
 
 
 def written_params(compiled: "CompiledKernel") -> frozenset[int]:

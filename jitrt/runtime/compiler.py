@@ -95,8 +95,8 @@ def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
         keys_ = prekey.pre_key(kernel, params, name, cfg, program.device.target.cache_key())
         if keys_ is not None:
             warm, variant = prekey.warm_file(program, keys_[0], name), keys_[1]
-        compiled = early_hit(kernel, name, warm, variant, program) if warm is not None \
-            else None
+        compiled = early_hit(kernel, name, warm, variant, program, template_values) \
+            if warm is not None else None
         if compiled is not None:
             data_placement.check()
             log.logger.info("%s: loaded from the offline cache in %.1f ms (frontend skipped)",
@@ -109,7 +109,8 @@ def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
     if store is not None:
         key = cache_key(key_parts(src.text, ctx, kir, cfg, program.device.target.cache_key()))
         log.logger.debug("%s: offline-cache key %s in %s", name, key, store.dir)
-        hit = stored(kernel, params, name, ctx, kir, program, tiers, key, warm, variant, start)
+        hit = stored(kernel, params, name, ctx, kir, program, tiers, key, warm, variant, start,
+                     template_values)
         if hit is not None:
             return hit           # (its CastWarnings were issued when it compiled)
         program.count("offline_cache_misses")
@@ -132,14 +133,15 @@ def compile_now(kernel: "KernelLike", params: tuple[n.Param, ...],
                 store.save(key, name, artifact)
             compiled = instantiate(artifact, tuple(ctx.field_objs), program, warm)
     if store is not None and key is not None:
-        record_manifest(kernel, name, warm, variant, key, ctx)
+        record_manifest(kernel, name, warm, variant, key, ctx, template_values)
     log.logger.info("%s: compiled in %.1f ms", name, (time.perf_counter() - start) * 1e3)
     return compiled
 
 
 def stored(kernel: "KernelLike", params: tuple[n.Param, ...], name: str, ctx: CompileContext,
            kir: n.KernelIR, program: "ProgramLike", tiers: "Tiers | None", key: str,
-           warm: prekey.WarmFile | None, variant: str, start: float) -> CompiledKernel | None:
+           warm: prekey.WarmFile | None, variant: str, start: float,
+           template_values: dict[str, Any]) -> CompiledKernel | None:
     """The kernel from the offline cache by its full key (a quick copy only where this
     process compiles in tiers: `resume_tiered`), or None."""
     assert program.cache_store is not None
@@ -148,7 +150,7 @@ def stored(kernel: "KernelLike", params: tuple[n.Param, ...], name: str, ctx: Co
             (artifact.tier and tiers is None):
         return None
     program.count("offline_cache_hits")
-    record_manifest(kernel, name, warm, variant, key, ctx)
+    record_manifest(kernel, name, warm, variant, key, ctx, template_values)
     artifact = rebind_sources(artifact, source_origins(kernel, ctx))
     if artifact.tier and tiers is not None:
         if artifact.drops < FOREGROUND_AFTER_DROPS or not artifact.optimised_text or \
@@ -325,12 +327,13 @@ def resume_tiered(tiers: "Tiers", kernel: "KernelLike", params: tuple[n.Param, .
 
 
 def early_hit(kernel: "KernelLike", name: str, warm: prekey.WarmFile, variant: str,
-              program: "ProgramLike") -> CompiledKernel | None:
+              program: "ProgramLike", template_values: dict[str, Any]
+              ) -> CompiledKernel | None:
     """The kernel from the offline cache through its pre-key's manifest, without the
     frontend (`prekey.py`); None when no manifest matches this process's values."""
     store = program.cache_store
     assert store is not None
-    found = prekey.resolve(kernel, warm.of(variant))
+    found = prekey.resolve(kernel, warm.of(variant), template_values)
     if found is None:
         return None
     key, field_objs, origins = found
@@ -346,13 +349,14 @@ def early_hit(kernel: "KernelLike", name: str, warm: prekey.WarmFile, variant: s
 
 
 def record_manifest(kernel: "KernelLike", name: str, warm: prekey.WarmFile | None,
-                    variant: str, key: str, ctx: CompileContext) -> None:
+                    variant: str, key: str, ctx: CompileContext,
+                    template_values: dict[str, Any]) -> None:
     """Record how the frontend reached this key, so that the next process can skip it (the
     file is written once the launcher exists: `WarmFile.flush`)."""
     if warm is None:
         return
     manifest = prekey.record(kernel, variant, key, tuple(ctx.field_objs), ctx.used_funcs,
-                             ctx.origins)
+                             ctx.origins, template_values)
     if manifest is None:
         log.logger.debug("%s: no pre-key manifest (a value without a fingerprint)", name)
         return

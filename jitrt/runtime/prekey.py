@@ -25,9 +25,12 @@ A warm start computes the pre-key, reads the manifest, resolves every chain agai
 compares fingerprints; when all match it loads the full key's entry with the fields the
 manifest's slots name, and the frontend does not run. Any difference, any value whose kind
 has no fingerprint (an object of the user's own class, a plain Python function, a module of
-the user's used other than as `mod.attr`, a kernel with template parameters, a forward-mode
-kernel, a field the frontend made itself), a missing or damaged manifest: the full path
-runs, as it always did, and writes the manifest again. A manifest is only written when the
+the user's used other than as `mod.attr`, a forward-mode kernel, a field the frontend made
+itself), a missing or damaged manifest: the full path runs, as it always did, and writes
+the manifest again. A `fastcache=True` kernel (Quadrants' option) may have template
+parameters: each argument is a check of its own, fingerprinted whole, and its walk also
+fingerprints the user's objects, classes, enums and plain functions (`_Walk.users`,
+`_user_value`); docs/offline_cache.md says what that checks. A manifest is only written when the
 frontend's own record agrees with it (every field slot found among the chains, every func it
 inlined among the funcs found). The same file (`WarmFile`) keeps the marshalled code of the
 kernel's generated launchers.
@@ -47,7 +50,8 @@ import xxhash
 from ..frozen import _setattr as _frozen_setattr, frozen
 from ..host_matrix import HostMatrix
 
-MANIFEST_VERSION = "jitrt pre-key 3"
+MANIFEST_VERSION = "jitrt pre-key 4"
+TEMPLATE_SCOPE = -1           # a check of a template argument as a whole (`_Walk.template`)
 ALTERNATIVES = 4              # manifests kept per pre-key (same source, other globals)
 MAX_ARRAY_BYTES = 1 << 16     # a larger numpy constant has no fingerprint (the full path runs)
 MAX_ITEMS = 4096              # elements of a container fingerprinted
@@ -84,7 +88,7 @@ class Manifest:
     key: str                      # the full offline-cache key
     checks: tuple[CheckTuple, ...]
     funcs: tuple[int, ...]        # scope s > 0 is the func that check funcs[s - 1] resolved to
-    slots: tuple[int, ...]        # field slot k is the object check slots[k] resolved to
+    slots: tuple[int, ...]        # field slot k is the field or ndarray the walk saw slots[k]th
 
 
 class WarmFile:
@@ -168,10 +172,14 @@ class WarmFile:
 def pre_key(kernel: Any, params: tuple[Any, ...], name: str, cfg: Any, target_key: str
             ) -> tuple[str, str] | None:
     """(file key, variant key) checked before lowering, or None when this kernel always
-    takes the full path (template parameters: their objects are compiled in; forward mode:
-    dual fields). The file key leaves out the kernel's mode (`.grad`...), so a kernel and its
-    adjoint share one file; the variant key has everything."""
-    if kernel.dual_args is not None or any(p.kind == "template" for p in params):
+    takes the full path (forward mode: dual fields; template parameters, unless the kernel
+    is `fastcache=True`). A template parameter is in the key by its name part
+    (`arguments.template_key`: a constant's value, an object's class); the values themselves
+    are checks of the manifest (scope TEMPLATE_SCOPE). The file key leaves out
+    the kernel's mode (`.grad`...), so a kernel and its adjoint share one file; the variant
+    key has everything."""
+    if kernel.dual_args is not None or (not getattr(kernel, "fastcache", False) and any(
+            p.kind == "template" for p in params)):
         return None
     from .._version import __version__
     from ..cache import keys
@@ -202,13 +210,14 @@ def warm_file(program: Any, file_key: str, name: str) -> WarmFile:
 Origins = tuple[tuple[str, tuple[str, int, int, int]], ...]   # func key -> source place
 
 
-def resolve(kernel: Any, manifests: tuple[Manifest, ...]
+def resolve(kernel: Any, manifests: tuple[Manifest, ...], templates: dict[str, Any]
             ) -> tuple[str, tuple[Any, ...], Origins] | None:
     """(full key, field objects by slot, func source origins) of the first manifest whose
-    every fingerprint matches the values of this process; None when none does."""
+    every fingerprint matches the values of this process (`templates`: the template
+    arguments of this call, by parameter name); None when none does."""
     for m in manifests:
         try:
-            found = _check(kernel, m)
+            found = _check(kernel, m, templates)
         except Exception:  # noqa: BLE001 - a malformed manifest or a raising lookup: full path
             found = None
         if found is not None:
@@ -216,34 +225,38 @@ def resolve(kernel: Any, manifests: tuple[Manifest, ...]
     return None
 
 
-def _check(kernel: Any, m: Manifest) -> tuple[str, tuple[Any, ...], Origins] | None:
-    walk = _Walk()
+def _check(kernel: Any, m: Manifest, templates: dict[str, Any]
+           ) -> tuple[str, tuple[Any, ...], Origins] | None:
+    walk = _Walk(bool(getattr(kernel, "fastcache", False)))
     fns = [kernel.fn]
     func_checks = set(m.funcs)
-    objs: list[Any] = []
     for k, (scope, chain, fingerprint) in enumerate(m.checks):
+        if scope == TEMPLATE_SCOPE:
+            if chain[0] not in templates or walk.fingerprint(templates[chain[0]]) != fingerprint:
+                return None
+            continue
         if scope >= len(fns):
             return None
         obj = _lookup(fns[scope], chain)
         if walk.fingerprint(obj) != fingerprint:
             return None
-        objs.append(obj)
         if k in func_checks:
             fns.append(obj.fn)
-    return m.key, tuple(objs[k] for k in m.slots), _origins(walk.funcs)
+    return m.key, tuple(walk.field_list[k] for k in m.slots), _origins(walk.funcs)
 
 
 def record(kernel: Any, variant: str, key: str, field_objs: tuple[Any, ...],
-           used_funcs: dict[str, str], origins: dict[str, tuple[str, int, int, int]]
-           ) -> Manifest | None:
+           used_funcs: dict[str, str], origins: dict[str, tuple[str, int, int, int]],
+           templates: dict[str, Any]) -> Manifest | None:
     """The manifest of a kernel the frontend just lowered, or None when it cannot have one.
-    `field_objs`, `used_funcs` and `origins` are the frontend's record (CompileContext)."""
+    `field_objs`, `used_funcs` and `origins` are the frontend's record (CompileContext);
+    `templates` the template arguments it was lowered for, by parameter name."""
     try:
-        walk = _Walk()
+        walk = _Walk(bool(getattr(kernel, "fastcache", False)))
         scopes: list[tuple[Any, Any]] = [(kernel.fn, kernel.source().tree)]
-        checks: list[CheckTuple] = []
+        checks: list[CheckTuple] = [(TEMPLATE_SCOPE, (name,), walk.fingerprint(value))
+                                    for name, value in sorted(templates.items())]
         funcs: list[int] = []
-        objs: list[Any] = []
         s = 0
         while s < len(scopes):
             fn, tree = scopes[s]
@@ -261,14 +274,13 @@ def record(kernel: Any, variant: str, key: str, field_objs: tuple[Any, ...],
                     funcs.append(len(checks))
                     scopes.append((obj.fn, obj.source().tree))
                 checks.append((s, chain, fp))
-                objs.append(obj)
             s += 1
     except Exception:  # noqa: BLE001 - Unsupported, or a value that broke the walk: no manifest
         return None
     slots = []
     for fld in field_objs:
-        k = next((k for k, o in enumerate(objs) if o is fld), None)
-        if k is None:          # a field the frontend made or reached another way
+        k = walk.fields.get(id(fld))
+        if k is None or walk.field_list[k] is not fld:    # one the frontend made itself
             return None
         slots.append(k)
     mine = dict(_origins(walk.funcs))
@@ -348,12 +360,25 @@ class _Walk:
     """Fingerprints of the values one kernel's lookups found; fields and funcs are numbered
     by first sight, so that two walks agree only if the same chains name the same objects."""
 
-    def __init__(self) -> None:
-        self.fields: dict[int, int] = {}
+    def __init__(self, users: bool = False) -> None:
+        self.fields: dict[int, int] = {}      # id of a field or ndarray -> its number
+        self.field_list: list[Any] = []       # the fields and ndarrays by number
         self.func_ids: dict[int, int] = {}
         self.funcs: list[Any] = []
         self.items = 0
         self.user_modules = True     # record() allows them only as the base of a chain
+        # `users`: a `fastcache=True` kernel's walk, which fingerprints the user's objects,
+        # classes, enums and plain functions too (`_user_value`)
+        self.users = users
+        self.objects: dict[int, int] = {}     # a user object seen -> its number
+        self.keep: list[Any] = []             # what those ids are of, alive for the walk
+
+    def _number(self, obj: Any) -> int:
+        k = self.fields.get(id(obj))
+        if k is None:
+            k = self.fields[id(obj)] = len(self.field_list)
+            self.field_list.append(obj)
+        return k
 
     def fingerprint(self, obj: Any) -> Any:
         t = type(obj)
@@ -379,11 +404,94 @@ class _Walk:
             return ("module", name)
         field_types, func_type = _classes()
         if t in field_types:
-            k = self.fields.setdefault(id(obj), len(self.fields))
-            return ("field", k, self._layout(obj))
+            return ("field", self._number(obj), self._layout(obj))
         if t is func_type:
             return self._func(obj)
+        if self.users:
+            found = self._user_value(obj, t)
+            if found is not None:
+                return found
         return self._other(obj, t)
+
+    def _user_value(self, obj: Any, t: type) -> Any:
+        """A `fastcache=True` kernel's fingerprint of what `_other` has none for (None: then
+        `_other` decides): an ndarray by layout and numbering, as a field (the frontend
+        compiles one reached through a template argument in as a field); a user's class
+        (`_user_class`); an enum member by class and name; a plain function by code,
+        defaults, closure and the globals it names; any other object by class and every
+        member, recursively (one seen before by its number)."""
+        if t is _ndarray_class():
+            return ("ndarray", self._number(obj), self._layout(obj))
+        owner = obj if isinstance(obj, type) or t is types.FunctionType else t
+        if (getattr(owner, "__module__", "") or "").split(".")[0] in NAMED_MODULES:
+            return None                      # jitrt's, numpy's...: `_other`'s rules
+        k = self.objects.get(id(obj))
+        if k is not None:
+            return ("seen", k)
+        self.objects[id(obj)] = len(self.objects)
+        self.keep.append(obj)
+        if isinstance(obj, type) and issubclass(obj, enum.Enum):
+            return ("enum class", obj.__module__, obj.__qualname__,
+                    _module_stamp(obj.__module__),
+                    tuple((m.name, self.fingerprint(m.value)) for m in obj))
+        if isinstance(obj, type):
+            return self._user_class(obj)
+        if isinstance(obj, enum.Enum):
+            return ("enum", self.fingerprint(t), obj.name)
+        if t is types.FunctionType:
+            return self._plain_function(obj, True)
+        if dataclasses.is_dataclass(obj) and not hasattr(obj, "__dict__"):
+            names = [f.name for f in dataclasses.fields(obj)]
+        elif hasattr(obj, "__dict__") and not getattr(t, "__slots__", ()):
+            names = sorted(vars(obj))
+        else:
+            raise Unsupported(obj)
+        self._count(len(names))
+        return ("object", self.fingerprint(t)) + tuple(
+            (name, self.fingerprint(getattr(obj, name))) for name in names)
+
+    def _user_class(self, cls: type) -> Any:
+        """A user's class: where its code is (module, qualified name, the module file's
+        stamp), its bases, and its own attributes (a value set on the class at run time is
+        seen); its methods and properties by their code (`_plain_function` without the
+        globals they name: Quadrants' fastcache hashes source only)."""
+        own = []
+        for name, value in vars(cls).items():
+            if name.startswith("__") and name.endswith("__"):
+                continue
+            if isinstance(value, (staticmethod, classmethod)):
+                value = value.__func__
+            if isinstance(value, property):
+                value = (value.fget, value.fset)
+            if isinstance(value, tuple):
+                fp: Any = tuple(None if f is None else self._plain_function(f, False)
+                                for f in value)
+            elif type(value) is types.FunctionType:
+                fp = self._plain_function(value, False)
+            else:
+                fp = self.fingerprint(value)
+            own.append((name, fp))
+        self._count(len(own))
+        return ("class", cls.__module__, cls.__qualname__, _module_stamp(cls.__module__),
+                tuple(self.fingerprint(b) for b in cls.__bases__ if b is not object),
+                tuple(own))
+
+    def _plain_function(self, fn: Any, with_globals: bool) -> Any:
+        if type(fn) is not types.FunctionType:
+            raise Unsupported(fn)
+        code = fn.__code__
+        cells = tuple(self.fingerprint(c.cell_contents) for c in fn.__closure__ or ())
+        named: tuple[Any, ...] = ()
+        if with_globals:             # a user module there: only by name, attributes unseen
+            saved, self.user_modules = self.user_modules, False
+            try:
+                named = tuple((name, self.fingerprint(fn.__globals__[name]))
+                              for name in code.co_names if name in fn.__globals__)
+            finally:
+                self.user_modules = saved
+        return ("function", fn.__module__, fn.__qualname__, _code_digest(code),
+                self.fingerprint(fn.__defaults__), self.fingerprint(fn.__kwdefaults__),
+                cells, named)
 
     def _other(self, obj: Any, t: type) -> Any:
         if t is np.ndarray or issubclass(t, HostMatrix):
@@ -417,8 +525,17 @@ class _Walk:
                     self.fingerprint(getattr(obj, name)) for name in names)
             name = _builtin_names().get(id(obj))   # compared by identity (`jr.sin`)
             if name is None:
-                raise Unsupported(obj)
+                name = _jitrt_paths().get(id(obj))  # a namespace's: `qd.simt.block.sync`
+                if name is None:
+                    raise Unsupported(obj)
             return ("builtin", name)
+        if t in _DESCRIPTORS and getattr(getattr(obj, "__objclass__", None), "__module__",
+                                         None) == "builtins":
+            return ("slot", obj.__objclass__.__qualname__, obj.__name__)   # `tuple.__add__`
+        if t.__module__.startswith("jitrt.") and not isinstance(obj, type):
+            path = _jitrt_paths().get(id(obj))    # `qd.simt.block`, `qd.simt.block.sync`
+            if path is not None:
+                return ("jitrt", path)
         return self._named(obj)
 
     def _named(self, obj: Any) -> tuple[str, str, str]:
@@ -437,15 +554,18 @@ class _Walk:
         return ("named", module, qualname)
 
     def _layout(self, fld: Any) -> Any:
-        """What the frontend reads of a field: never its data or address, nor the name of an
-        unnamed one (`field<n>`, from the allocation order: the source's name is used)."""
+        """What the frontend reads of a field (or of an ndarray reached through a template
+        argument, which it compiles in as a field): never its data or address, nor the name
+        of an unnamed one (`field<n>`, from the allocation order: the source's name is
+        used)."""
         fields = _classes()[0]
+        buffers = fields | {_ndarray_class()}
         return (self.fingerprint(fld.dtype), tuple(fld.shape), tuple(fld.element_shape),
                 tuple(fld.offset), fld.name if fld.named else None, fld.named, fld.implicit,
                 None if fld.grad is None else
-                self._layout(fld.grad) if type(fld.grad) in fields else self._fail(fld.grad),
+                self._layout(fld.grad) if type(fld.grad) in buffers else self._fail(fld.grad),
                 None if fld.dual is None else
-                self._layout(fld.dual) if type(fld.dual) in fields else self._fail(fld.dual))
+                self._layout(fld.dual) if type(fld.dual) in buffers else self._fail(fld.dual))
 
     def _func(self, func: Any) -> Any:
         k = self.func_ids.get(id(func))
@@ -468,6 +588,81 @@ class _Walk:
         self.items += n
         if self.items > MAX_ITEMS:
             raise Unsupported("too many items")
+
+
+def _code_digest(code: types.CodeType) -> str:
+    """A digest of what a code object does: its bytecode, constants (nested code objects by
+    their digests), names and argument shape (not marshal's bytes: they depend on reference
+    counts)."""
+    h = xxhash.xxh3_128()
+    h.update(code.co_code)
+    for const in code.co_consts:
+        h.update((_code_digest(const) if isinstance(const, types.CodeType) else
+                  f"{type(const).__name__}:{const!r}").encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    h.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars,
+                   code.co_argcount, code.co_kwonlyargcount, code.co_flags)).encode(
+                       "utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+_STAMPS: dict[str, Any] = {}
+
+
+def _module_stamp(module: Any) -> Any:
+    """(path, size, modification time) of a module's source file, once per process, as
+    Python's bytecode cache checks a source: a class or function of that module is its code
+    there. A module without a file (defined at the prompt, in an exec) has none."""
+    found = _STAMPS.get(module)
+    if found is None:
+        import os
+        path = getattr(sys.modules.get(module), "__file__", None) if isinstance(
+            module, str) else None
+        if not isinstance(path, str):
+            raise Unsupported(module)
+        st = os.stat(path)
+        found = _STAMPS[module] = (path, st.st_size, st.st_mtime_ns)
+    return found
+
+
+_PATHS: dict[int, Any] = {}
+_DESCRIPTORS = (types.WrapperDescriptorType, types.MethodDescriptorType)
+
+
+def _jitrt_paths() -> dict[int, Any]:
+    """id -> dotted path of the objects of jitrt's own classes in its namespaces (`simt.block`
+    and the builtins it holds, `simt.Tile32x32`): the frontend recognises them by identity.
+    Found once per process, from the package and its submodules down to four levels of
+    attributes; a field or ndarray is never among them (data is not in jitrt's modules).
+    Found again when jitrt modules were imported since (`jr.simt` is loaded on first use)."""
+    loaded = sum(1 for name in sys.modules if name.startswith("jitrt."))
+    if _PATHS.get(0) != loaded:
+        _PATHS.clear()
+        package = sys.modules["jitrt"]       # (loaded: this module is part of it)
+        todo: list[tuple[Any, str, int]] = [(package, "jitrt", 0)]
+        seen = {id(package)}
+        while todo:
+            obj, path, depth = todo.pop()
+            for name, value in list(vars(obj).items()):
+                if name.startswith("__") or id(value) in seen:
+                    continue
+                mod = getattr(type(value), "__module__", "") or ""
+                sub = isinstance(value, types.ModuleType) and \
+                    value.__name__.startswith("jitrt.")
+                if not sub and (not mod.startswith("jitrt.") or isinstance(value, type)):
+                    continue
+                seen.add(id(value))
+                if not sub:
+                    _PATHS[id(value)] = f"{path}.{name}"
+                if depth < 4 and hasattr(value, "__dict__"):
+                    todo.append((value, f"{path}.{name}", depth + 1))
+        _PATHS[0] = loaded          # (no object has address 0)
+    return _PATHS
+
+
+def _ndarray_class() -> type:
+    from ..data import Ndarray
+    return Ndarray
 
 
 _BUILTINS: dict[int, str] = {}
