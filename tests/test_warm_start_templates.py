@@ -140,3 +140,14 @@ def test_template_fingerprints():
     with pytest.raises(prekey.Unsupported):                  # only a fastcache kernel's walk
         prekey._Walk().fingerprint(a)
     assert prekey._Walk(users=True).fingerprint(jr.simt.block) == ("jitrt", "jitrt.simt.block")
+
+    class Sized:                        # a tuple constant on a class, beside a property
+        SIZES = (16, 32)
+
+        @property
+        def largest(self):
+            return self.SIZES[-1]
+
+    before = prekey._Walk(users=True).fingerprint(Sized())
+    Sized.SIZES = (16, 64)
+    assert prekey._Walk(users=True).fingerprint(Sized()) != before

@@ -30,10 +30,10 @@ itself), a missing or damaged manifest: the full path runs, as it always did, an
 the manifest again. A `fastcache=True` kernel (Quadrants' option) may have template
 parameters: each argument is a check of its own, fingerprinted whole, and its walk also
 fingerprints the user's objects, classes, enums and plain functions (`_Walk.users`,
-`_user_value`); docs/offline_cache.md says what that checks. A manifest is only written when the
-frontend's own record agrees with it (every field slot found among the chains, every func it
-inlined among the funcs found). The same file (`WarmFile`) keeps the marshalled code of the
-kernel's generated launchers.
+`_user_value`); docs/offline_cache.md says what that checks. A manifest is only written
+when the frontend's own record agrees with it (every field slot found among the fields and
+ndarrays the walk saw, every func it inlined among the funcs found). The same file
+(`WarmFile`) keeps the marshalled code of the kernel's generated launchers.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ from ..frozen import _setattr as _frozen_setattr, frozen
 from ..host_matrix import HostMatrix
 
 MANIFEST_VERSION = "jitrt pre-key 4"
-TEMPLATE_SCOPE = -1           # a check of a template argument as a whole (`_Walk.template`)
+TEMPLATE_SCOPE = -1           # the scope of a check of a template argument as a whole
 ALTERNATIVES = 4              # manifests kept per pre-key (same source, other globals)
 MAX_ARRAY_BYTES = 1 << 16     # a larger numpy constant has no fingerprint (the full path runs)
 MAX_ITEMS = 4096              # elements of a container fingerprinted
@@ -402,7 +402,7 @@ class _Walk:
                     not self.user_modules and name.split(".")[0] not in NAMED_MODULES):
                 raise Unsupported(obj)
             return ("module", name)
-        field_types, func_type = _classes()
+        field_types, func_type, _, _ = _classes()
         if t in field_types:
             return ("field", self._number(obj), self._layout(obj))
         if t is func_type:
@@ -420,7 +420,7 @@ class _Walk:
         (`_user_class`); an enum member by class and name; a plain function by code,
         defaults, closure and the globals it names; any other object by class and every
         member, recursively (one seen before by its number)."""
-        if t is _ndarray_class():
+        if t is _classes()[2]:
             return ("ndarray", self._number(obj), self._layout(obj))
         owner = obj if isinstance(obj, type) or t is types.FunctionType else t
         if (getattr(owner, "__module__", "") or "").split(".")[0] in NAMED_MODULES:
@@ -462,10 +462,9 @@ class _Walk:
             if isinstance(value, (staticmethod, classmethod)):
                 value = value.__func__
             if isinstance(value, property):
-                value = (value.fget, value.fset)
-            if isinstance(value, tuple):
-                fp: Any = tuple(None if f is None else self._plain_function(f, False)
-                                for f in value)
+                fp: Any = ("property",) + tuple(
+                    None if f is None else self._plain_function(f, False)
+                    for f in (value.fget, value.fset))
             elif type(value) is types.FunctionType:
                 fp = self._plain_function(value, False)
             else:
@@ -482,7 +481,7 @@ class _Walk:
         code = fn.__code__
         cells = tuple(self.fingerprint(c.cell_contents) for c in fn.__closure__ or ())
         named: tuple[Any, ...] = ()
-        if with_globals:             # a user module there: only by name, attributes unseen
+        if with_globals:             # a user module there has none (`mod.X` is not seen)
             saved, self.user_modules = self.user_modules, False
             try:
                 named = tuple((name, self.fingerprint(fn.__globals__[name]))
@@ -525,7 +524,7 @@ class _Walk:
                     self.fingerprint(getattr(obj, name)) for name in names)
             name = _builtin_names().get(id(obj))   # compared by identity (`jr.sin`)
             if name is None:
-                name = _jitrt_paths().get(id(obj))  # a namespace's: `qd.simt.block.sync`
+                name = _jitrt_path(obj)       # a namespace's: `qd.simt.block.sync`
                 if name is None:
                     raise Unsupported(obj)
             return ("builtin", name)
@@ -533,7 +532,7 @@ class _Walk:
                                          None) == "builtins":
             return ("slot", obj.__objclass__.__qualname__, obj.__name__)   # `tuple.__add__`
         if t.__module__.startswith("jitrt.") and not isinstance(obj, type):
-            path = _jitrt_paths().get(id(obj))    # `qd.simt.block`, `qd.simt.block.sync`
+            path = _jitrt_path(obj)       # `qd.simt.block`, `qd.simt.block.sync`
             if path is not None:
                 return ("jitrt", path)
         return self._named(obj)
@@ -558,8 +557,7 @@ class _Walk:
         argument, which it compiles in as a field): never its data or address, nor the name
         of an unnamed one (`field<n>`, from the allocation order: the source's name is
         used)."""
-        fields = _classes()[0]
-        buffers = fields | {_ndarray_class()}
+        buffers = _classes()[3]
         return (self.fingerprint(fld.dtype), tuple(fld.shape), tuple(fld.element_shape),
                 tuple(fld.offset), fld.name if fld.named else None, fld.named, fld.implicit,
                 None if fld.grad is None else
@@ -625,25 +623,27 @@ def _module_stamp(module: Any) -> Any:
     return found
 
 
-_PATHS: dict[int, Any] = {}
+_PATHS: dict[int, str] = {}
+_PATHS_BUILT = [-1]           # len(sys.modules) when _PATHS was found
 _DESCRIPTORS = (types.WrapperDescriptorType, types.MethodDescriptorType)
 
 
-def _jitrt_paths() -> dict[int, Any]:
-    """id -> dotted path of the objects of jitrt's own classes in its namespaces (`simt.block`
-    and the builtins it holds, `simt.Tile32x32`): the frontend recognises them by identity.
-    Found once per process, from the package and its submodules down to four levels of
-    attributes; a field or ndarray is never among them (data is not in jitrt's modules).
-    Found again when jitrt modules were imported since (`jr.simt` is loaded on first use)."""
-    loaded = sum(1 for name in sys.modules if name.startswith("jitrt."))
-    if _PATHS.get(0) != loaded:
+def _jitrt_path(obj: Any) -> str | None:
+    """The dotted path of an object of jitrt's own classes in its namespaces (`simt.block`
+    and the builtins it holds, `simt.Tile32x32`: the frontend recognises them by identity),
+    or None. The map is found from the package and its submodules down to four levels of
+    attributes, again after a miss when modules were imported since (`jr.simt` is loaded on
+    first use); a field or ndarray is never in it (data is not in jitrt's modules)."""
+    path = _PATHS.get(id(obj))
+    if path is None and _PATHS_BUILT[0] != len(sys.modules):
+        _PATHS_BUILT[0] = len(sys.modules)
         _PATHS.clear()
         package = sys.modules["jitrt"]       # (loaded: this module is part of it)
         todo: list[tuple[Any, str, int]] = [(package, "jitrt", 0)]
         seen = {id(package)}
         while todo:
-            obj, path, depth = todo.pop()
-            for name, value in list(vars(obj).items()):
+            parent, prefix, depth = todo.pop()
+            for name, value in list(vars(parent).items()):
                 if name.startswith("__") or id(value) in seen:
                     continue
                 mod = getattr(type(value), "__module__", "") or ""
@@ -653,16 +653,11 @@ def _jitrt_paths() -> dict[int, Any]:
                     continue
                 seen.add(id(value))
                 if not sub:
-                    _PATHS[id(value)] = f"{path}.{name}"
+                    _PATHS[id(value)] = f"{prefix}.{name}"
                 if depth < 4 and hasattr(value, "__dict__"):
-                    todo.append((value, f"{path}.{name}", depth + 1))
-        _PATHS[0] = loaded          # (no object has address 0)
-    return _PATHS
-
-
-def _ndarray_class() -> type:
-    from ..data import Ndarray
-    return Ndarray
+                    todo.append((value, f"{prefix}.{name}", depth + 1))
+        path = _PATHS.get(id(obj))
+    return path
 
 
 _BUILTINS: dict[int, str] = {}
@@ -670,14 +665,15 @@ _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 _CLASSES: list[Any] = []
 
 
-def _classes() -> tuple[frozenset[type], type]:
-    """(the classes of placed fields, Func), imported on first use (this module is imported
-    before them). A field not placed yet is none of them."""
+def _classes() -> tuple[frozenset[type], type, type, frozenset[type]]:
+    """(the classes of placed fields, Func, Ndarray, fields' and Ndarray together), imported on
+    first use (this module is imported before them). A field not placed yet is none of them."""
     if not _CLASSES:
-        from ..data import Field, MatrixField, ScalarField
+        from ..data import Field, MatrixField, Ndarray, ScalarField
         from ..frontend.func import Func
-        _CLASSES[:] = [frozenset((Field, ScalarField, MatrixField)), Func]
-    return _CLASSES[0], _CLASSES[1]
+        fields = frozenset((Field, ScalarField, MatrixField))
+        _CLASSES[:] = [fields, Func, Ndarray, fields | {Ndarray}]
+    return _CLASSES[0], _CLASSES[1], _CLASSES[2], _CLASSES[3]
 
 
 def _builtin_names() -> dict[int, str]:
