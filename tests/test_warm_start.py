@@ -566,3 +566,29 @@ def test_cast_warnings_come_with_the_compile_not_with_a_cache_hit(tmp_path):
     assert first["out"] == [1, 0.0, 2.0, 4.0, 6.0] and first["compiles"] == 1
     assert second["out"] == [0, 0.0, 2.0, 4.0, 6.0]
     assert second["compiles"] == 0 and second["hits"] == 1 and second["skips"] == 0
+
+
+def test_concurrent_writers_keep_each_others_manifests(tmp_path):
+    """Two processes warming one cache read a kernel's file before either writes it (Genesis
+    run at several batch sizes at once): the second writer keeps the first one's manifests
+    and launchers after its own (was: the last writer's view replaced the file)."""
+    store = store_mod.CacheStore(tmp_path / "cache", 1 << 30)
+
+    def manifest(key: str, variant: str = "v") -> prekey.Manifest:
+        return prekey.Manifest(variant, key, ((0, ("n",), ("int", 1)),), (), ())
+
+    first, second = (prekey.WarmFile(store, "f" * 32, "k") for _ in range(2))
+    first.add(manifest("a"))
+    first.code("x = 1", "<a>")
+    first.flush()
+    second.add(manifest("b"))
+    second.add(manifest("c", "other"))
+    second.flush()
+    again = prekey.WarmFile(store, "f" * 32, "k")
+    assert [m.key for m in again.of("v")] == ["b", "a"]      # the newest writer's first
+    assert [m.key for m in again.of("other")] == ["c"]
+    assert len(again.codes) == 1
+    for k in "defgh":                                          # ALTERNATIVES a variant
+        second.add(manifest(k))
+    second.flush()
+    assert len(prekey.WarmFile(store, "f" * 32, "k").of("v")) == prekey.ALTERNATIVES

@@ -148,6 +148,69 @@ def test_template_fingerprints():
         def largest(self):
             return self.SIZES[-1]
 
+    import typing
+    for users in (False, True):       # annotations: a builtin generic, a union, typing's
+        fp = prekey._Walk(users=users).fingerprint
+        assert fp(tuple[jr.f32, jr.f32]) != fp(tuple[jr.f32, jr.i32])
+        assert fp(int | None) == fp(int | None) != fp(float | None)
+        assert fp(typing.Tuple[int, int]) != fp(tuple[int, int])
+
     before = prekey._Walk(users=True).fingerprint(Sized())
     Sized.SIZES = (16, 64)
     assert prekey._Walk(users=True).fingerprint(Sized()) != before
+
+
+HELPER = """
+import jitrt as jr
+
+
+@jr.func
+def helper(v: jr.f32) -> tuple[jr.f32, jr.f32]:
+    return v * {factor}, v
+"""
+
+TWO_HELPERS = """
+import ma, mb
+x = jr.ndarray(jr.f32, shape=(4,))
+x.from_numpy(np.arange(4, dtype=np.float32))
+
+@jr.kernel(fastcache=True)
+def k(x: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+    for i in range(4):
+        a, _ = mb.helper(ma.helper(x[i])[0])   # mb read first, ma inlined first
+        x[i] = a
+
+k(x)
+def out():
+    return x.to_numpy()
+"""
+
+
+def test_funcs_of_one_name_in_two_modules(tmp_path):
+    """Two modules' funcs with one qualified name (Genesis has two `support_driver`s), with a
+    `tuple[...]` return annotation: each is a source of its own in the key and the manifest,
+    so a second process skips the frontend and an edit of either is seen."""
+    helpers = dict(ma=HELPER.format(factor=2), mb=HELPER.format(factor=3))
+    first = run(tmp_path, TWO_HELPERS, **helpers)
+    second = run(tmp_path, TWO_HELPERS, **helpers)
+    assert first["out"] == second["out"] == (np.arange(4) * 6).tolist()
+    assert second["compiles"] == 0 and second["skips"] == 1
+    edited = run(tmp_path, TWO_HELPERS, **dict(helpers, ma=HELPER.format(factor=4)))
+    assert edited["out"] == (np.arange(4) * 12).tolist() and edited["skips"] == 0
+
+
+def test_jitrt_funcs_inlined_need_no_check():
+    """The frontend inlines jitrt's own funcs for some builtins (`qd.simt` tiles' methods):
+    the pre-key's hash of jitrt's sources fixes them, so a manifest is recorded without
+    them among the walk's funcs; any other func the walk did not find still stops it."""
+    @jr.kernel
+    def k(x: jr.types.ndarray(dtype=jr.f32, ndim=1)):
+        for i in range(x.shape[0]):
+            x[i] = 1.0
+
+    place = ("/somewhere/jitrt/quadrants/simt_tiles.py", 40, 9, 0)
+    inlined = {"jitrt.quadrants.simt_tiles._load2d": "def _load2d(...): ..."}
+    manifest = prekey.record(k, "v", "key", (), inlined, {next(iter(inlined)): place}, {})
+    assert manifest is not None and manifest.key == "key"
+    assert prekey.record(k, "v", "key", (), {"user.helper": "def helper(): ..."},
+                         {"user.helper": place}, {}) is None

@@ -85,11 +85,13 @@ class Func:
 
     @property
     def key(self) -> str:
-        """What names the func's source in a cache key: its qualified name; a lambda's also
-        has its text (the lambdas of one scope share a qualified name)."""
+        """What names the func's source in a cache key: its module and qualified name (two
+        modules may each have a `support_driver`); a lambda's also has its text (the lambdas
+        of one scope share a qualified name)."""
+        name = f"{self.fn.__module__}.{self.fn.__qualname__}"
         if self.is_lambda:
-            return f"{self.fn.__qualname__}:{self.source().text}"
-        return str(self.fn.__qualname__)
+            return f"{name}:{self.source().text}"
+        return name
 
     def source(self) -> SourceInfo:
         if self._source is None:

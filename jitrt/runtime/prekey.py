@@ -111,25 +111,14 @@ class WarmFile:
             self._read(payload)
 
     def _read(self, payload: bytes) -> None:
-        import marshal
-        try:
-            version, items, codes = marshal.loads(payload)
-            if version != MANIFEST_VERSION:
-                return
-            manifests = tuple(Manifest(variant, key, checks, funcs, slots)
-                              for variant, key, checks, funcs, slots in items)
-            codes = {str(k): bytes(v) for k, v in codes.items()}
-        except (EOFError, ValueError, TypeError, AttributeError):
-            return                   # another version's layout: rewritten at the next flush
-        self.manifests, self.codes = manifests, codes
+        found = _parse(payload)
+        if found is not None:
+            self.manifests, self.codes = found
 
     def add(self, manifest: Manifest) -> None:
         """`manifest` first, then the other alternatives already stored (of its variant, at
         most ALTERNATIVES in all)."""
-        same = [m for m in self.manifests if m.variant == manifest.variant and m != manifest]
-        drop = same[ALTERNATIVES - 1:]
-        self.manifests = (manifest,) + tuple(m for m in self.manifests
-                                             if m != manifest and m not in drop)
+        self.manifests = _newest_first((manifest,), self.manifests)
         self.dirty = True
 
     def of(self, variant: str) -> tuple[Manifest, ...]:
@@ -154,12 +143,20 @@ class WarmFile:
         return code
 
     def flush(self) -> None:
-        """Write the file if something was added since it was read."""
+        """Write the file if something was added since it was read. Another process may have
+        written it since (several runs warming one cache at once): what it stored is kept
+        after this process's own manifests (within ALTERNATIVES a variant) and launchers,
+        so that no run's manifests are lost to the last writer."""
         import marshal
         from ..cache.store import MANIFEST_SUFFIX
         if not self.dirty:
             return
         self.dirty = False
+        payload = self.store.load(self.pre, MANIFEST_SUFFIX)
+        theirs = _parse(payload) if isinstance(payload, bytes) else None
+        if theirs is not None:
+            self.manifests = _newest_first(self.manifests, theirs[0])
+            self.codes = {**theirs[1], **self.codes}
         try:
             payload = marshal.dumps((MANIFEST_VERSION, tuple(
                 (m.variant, m.key, m.checks, m.funcs, m.slots) for m in self.manifests),
@@ -167,6 +164,35 @@ class WarmFile:
         except ValueError:           # a fingerprint marshal cannot store: keep the codes
             payload = marshal.dumps((MANIFEST_VERSION, (), self.codes))
         self.store.save(self.pre, f"{self.name} (warm start)", payload, MANIFEST_SUFFIX)
+
+
+def _parse(payload: bytes) -> tuple[tuple[Manifest, ...], dict[str, bytes]] | None:
+    """(manifests, launcher codes) of a WarmFile's payload; None for another version's
+    layout or a damaged file (rewritten at the next flush)."""
+    import marshal
+    try:
+        version, items, codes = marshal.loads(payload)
+        if version != MANIFEST_VERSION:
+            return None
+        return (tuple(Manifest(variant, key, checks, funcs, slots)
+                      for variant, key, checks, funcs, slots in items),
+                {str(k): bytes(v) for k, v in codes.items()})
+    except (EOFError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def _newest_first(new: tuple[Manifest, ...], old: tuple[Manifest, ...]
+                  ) -> tuple[Manifest, ...]:
+    """`new`, then the manifests of `old` not in it, keeping at most ALTERNATIVES of each
+    variant (the first ones: the most recent)."""
+    kept: list[Manifest] = []
+    per_variant: dict[str, int] = {}
+    for m in new + old:
+        if m in kept or per_variant.get(m.variant, 0) >= ALTERNATIVES:
+            continue
+        per_variant[m.variant] = per_variant.get(m.variant, 0) + 1
+        kept.append(m)
+    return tuple(kept)
 
 
 def pre_key(kernel: Any, params: tuple[Any, ...], name: str, cfg: Any, target_key: str
@@ -284,7 +310,11 @@ def record(kernel: Any, variant: str, key: str, field_objs: tuple[Any, ...],
             return None
         slots.append(k)
     mine = dict(_origins(walk.funcs))
-    if not set(used_funcs) <= set(mine) or any(mine.get(q) != o for q, o in origins.items()):
+    # jitrt's own funcs (the simt tiles' methods) are fixed by the pre-key's hash of jitrt's
+    # sources; every other func inlined must be one the walk found, at the same place
+    theirs = {q: o for q, o in origins.items() if not q.startswith("jitrt.")}
+    if not {q for q in used_funcs if not q.startswith("jitrt.")} <= set(mine) or any(
+            mine.get(q) != o for q, o in theirs.items()):
         return None
     return Manifest(variant, key, tuple(checks), tuple(funcs), tuple(slots))
 
@@ -407,6 +437,11 @@ class _Walk:
             return ("field", self._number(obj), self._layout(obj))
         if t is func_type:
             return self._func(obj)
+        if t in _ALIASES or (t.__module__ == "typing" and hasattr(obj, "__args__")):
+            # an annotation such as `tuple[vec3, vec4]`, `int | None`, `typing.Tuple[...]`
+            # (before `_user_value`: an alias passes attribute reads on to its origin class)
+            return ("alias", t.__name__, self.fingerprint(getattr(obj, "__origin__", None)),
+                    self.fingerprint(tuple(obj.__args__)))
         if self.users:
             found = self._user_value(obj, t)
             if found is not None:
@@ -539,7 +574,9 @@ class _Walk:
 
     def _named(self, obj: Any) -> tuple[str, str, str]:
         """A function or class of one of NAMED_MODULES, by module and qualified name (checked
-        to lead to this very object)."""
+        to lead to this very object; `type(None)`, in `int | None`, has no name there)."""
+        if obj is type(None):
+            return ("named", "builtins", "NoneType")
         module = getattr(obj, "__module__", None)
         qualname = getattr(obj, "__qualname__", None)
         if not isinstance(module, str) or not isinstance(qualname, str) or \
@@ -626,6 +663,7 @@ def _module_stamp(module: Any) -> Any:
 _PATHS: dict[int, str] = {}
 _PATHS_BUILT = [-1]           # len(sys.modules) when _PATHS was found
 _DESCRIPTORS = (types.WrapperDescriptorType, types.MethodDescriptorType)
+_ALIASES = (types.GenericAlias, types.UnionType)
 
 
 def _jitrt_path(obj: Any) -> str | None:
