@@ -2,6 +2,7 @@
 
     python benchmarks/gpu_compile.py [--sm 80] [--repeats 3] [--clock wall|cpu]
                                      [--kernels collide,advance] [--libdevice cold|kept]
+                                     [--assembler ptxas|driver]
 
 Compiles each kernel of a small billiards-like program for the CPU and for CUDA: balls on a
 table with pairwise collisions (the shape of DiffTaichi's billiards, nine kernels counting
@@ -20,6 +21,9 @@ whole heap would otherwise land on whichever stage crossed a threshold.
 The CUDA side is what `jr.init(arch="cuda")` runs before the driver loads the cubin
 (`backends/cuda.py`, `compile_artifact`); the load of a ready cubin (about 0.1 ms) needs a
 GPU and is not included. Without ptxas (`pip install 'jitrt[cuda]'`) its column reads nan.
+`--assembler driver` (on a machine with a GPU): PTX up to `cuda.IN_PROCESS_PTX_BYTES` is
+assembled by the CUDA driver in the process, as an open CUDA device does (the "ptxas" column
+then holds that time: no process to start); larger PTX still goes to ptxas.
 `--clock cpu` counts CPU time (this thread's, and ptxas's) instead of elapsed time: steadier
 on a shared machine, where elapsed time also counts the waits for a core.
 `--libdevice kept`: the part of libdevice codegen calls, and each of its functions optimised
@@ -192,8 +196,22 @@ def measure(kernel: Any, args: tuple[Any, ...], sm: int, times: Times,
         times.lower_cuda = min(times.lower_cuda, lower_ms)
         ptx, ptx_ms = timed(lambda: nvptx.compile_ptx(text, sm, host))
         times.ptx = min(times.ptx, ptx_ms)
-        cubin, ptxas_ms = timed(lambda: nvptx.assemble(ptx, sm))
+        cubin, ptxas_ms = timed(lambda: assemble(ptx, sm))
         times.ptxas = min(times.ptxas, ptxas_ms if cubin is not None else float("nan"))
+
+
+LINK: list[Any] = [None]     # `--assembler driver`: the open CUDA device's `link_ptx`
+
+
+def assemble(ptx: str, sm: int) -> bytes | None:
+    """The cubin as `cuda.compile_artifact` makes it: in this process through the driver
+    (`--assembler driver`, PTX up to its size limit), else by ptxas."""
+    from jitrt.backends import cuda, nvptx
+    if LINK[0] is not None and len(ptx) <= cuda.IN_PROCESS_PTX_BYTES:
+        cubin = LINK[0](ptx)
+        if cubin is not None:
+            return cubin  # type: ignore[no-any-return]
+    return nvptx.assemble(ptx, sm)
 
 
 def one_process(sm: int, chosen: list[str], kept: str) -> dict[str, Times]:
@@ -241,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--libdevice", choices=("cold", "kept"), default="cold",
                     help="cold: every process parses all of libdevice; kept: the part codegen "
                          "calls, optimised, is in the offline cache already")
+    ap.add_argument("--assembler", choices=("ptxas", "driver"), default="ptxas",
+                    help="driver: small PTX is assembled by the CUDA driver in the process, "
+                         "as on a machine with a GPU (needs one; its set-up is not timed)")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a worker process
     ap.add_argument("--kept-dir", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -248,6 +269,11 @@ def main(argv: list[str] | None = None) -> int:
         CLOCK[0] = cpu_seconds
     chosen = [k for k in args.kernels.split(",") if k]
     if args.one:
+        if args.assembler == "driver":
+            from jitrt.backends.cuda import CudaDriver
+            driver = CudaDriver(0)
+            LINK[0] = driver.link_ptx
+            LINK[0](".version 7.0\n.target sm_%d\n.address_size 64\n" % args.sm)  # set-up
         print(json.dumps({k: dataclasses.asdict(t) for k, t in
                           one_process(args.sm, chosen, args.kept_dir).items()}))
         return 0
@@ -286,7 +312,7 @@ def print_table(args: argparse.Namespace, rows: dict[str, Times]) -> None:
     from jitrt.backends import nvptx
     print(f"cold compile per kernel, ms of {args.clock} time (min over {args.repeats} fresh "
           f"processes); CUDA for sm_{args.sm}; ptxas: {nvptx.ptxas_path() or 'not installed'}; "
-          f"libdevice {args.libdevice}")
+          f"libdevice {args.libdevice}; assembler {args.assembler}")
     print(f"{'':<18} {'(cpu)':>7} {'':>8} {'':>8} {'(cuda)':>7}")
     print(f"{'kernel':<18} {'lower':>7} {'cpu -O0':>8} {'cpu -O3':>8} {'lower':>7} "
           f"{'->PTX':>7} {'ptxas':>7} {'cuda/O3':>8} {'cuda/O0':>8}")

@@ -784,3 +784,30 @@ def test_gpu_fast_math_fuses_and_approximates_as_the_peers_do():
     jr.init(fast_math=False)
     assert not flagged.search(nvptx_module_text(arith, 2.0, 3.0))
 
+
+
+@pytest.mark.cpu_only
+def test_small_ptx_is_assembled_in_process_when_a_device_offers_it(monkeypatch):
+    """An open CUDA device hands `compile_artifact` its driver's PTX compiler
+    (`CudaDriver.link_ptx`, no process to start): PTX up to IN_PROCESS_PTX_BYTES goes there,
+    larger PTX and PTX the driver refuses go to ptxas (the H200 ran the arch=cuda suite with
+    every cubin made in process)."""
+    from jitrt.backends import cuda
+    monkeypatch.setattr(nvptx, "compile_ptx", lambda module, sm, host=None: module)
+    monkeypatch.setattr(nvptx, "assemble", lambda ptx, sm: b"ptxas")
+    linked: list[str] = []
+
+    def link(ptx):
+        linked.append(ptx)
+        return None if "refused" in ptx else b"driver"
+    counters: dict[str, int] = {}
+    small, big = ".version 8.0 small", "x" * (cuda.IN_PROCESS_PTX_BYTES + 1)
+    assert cuda.unpack_artifact(cuda.compile_artifact(small, 90, counters, None, link))[0] \
+        == b"driver"
+    assert cuda.unpack_artifact(cuda.compile_artifact(big, 90, counters, None, link))[0] \
+        == b"ptxas"
+    assert cuda.unpack_artifact(cuda.compile_artifact("refused", 90, counters, None, link))[0] \
+        == b"ptxas"
+    assert cuda.unpack_artifact(cuda.compile_artifact(small, 90, counters))[0] == b"ptxas"
+    assert linked == [small, "refused"]
+    assert counters == {"driver_links": 1, "ptxas_runs": 3}

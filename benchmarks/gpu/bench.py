@@ -404,7 +404,8 @@ def main() -> None:
                  f"{stats['h2d_uploads']}", f"device allocations {stats['allocations']}", ""))
     rows.append(("modules loaded / compiled by the driver from PTX",
                  f"{stats['module_loads']} / {stats['driver_jit_loads']}",
-                 f"ptxas runs {stats['ptxas_runs']}", ""))
+                 f"ptxas runs {stats['ptxas_runs']}",
+                 f"in-process PTX compiles {stats.get('driver_links', 0)}"))
     width = [max(len(r[k]) for r in rows) for k in range(4)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, width)).rstrip())

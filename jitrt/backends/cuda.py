@@ -15,7 +15,7 @@ import functools
 import struct
 import subprocess
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from llvmlite import ir
 
@@ -43,23 +43,38 @@ def unpack_artifact(artifact: bytes) -> tuple[bytes | None, bytes]:
     return (artifact[start:start + n] or None), artifact[start + n:]
 
 
+# PTX up to this size is assembled by the driver's own PTX compiler in this process
+# (`CudaDriver.link_ptx`) when a device is open: a ptxas process costs 10-20 ms to start,
+# most of a small kernel's assembly. Larger PTX goes to ptxas, which spreads a module's
+# functions over every core (`nvptx.SPLIT_COMPILE`); the driver compiles them one by one.
+IN_PROCESS_PTX_BYTES = 64 << 10
+
+
 def compile_artifact(module: Any, sm: int, counters: dict[str, int] | None = None,
-                     host: HostServices | None = None) -> bytes:
-    """The artifact of `module` for `sm_<sm>`: its PTX and the cubin ptxas makes of it (the
-    driver-ready image, what a warm start loads without compiling). Each stage's time is
-    logged at DEBUG; `counters["ptxas_runs"]` counts the ptxas runs. `host.store`, the
-    offline cache, keeps the part of libdevice codegen calls (`nvptx.codegen_math_bitcode`)
-    and each of its functions optimised for `sm` (`nvptx_math.math_piece`)."""
+                     host: HostServices | None = None,
+                     link: Callable[[str], bytes | None] | None = None) -> bytes:
+    """The artifact of `module` for `sm_<sm>`: its PTX and the cubin made of it (the
+    driver-ready image, what a warm start loads without compiling): by `link` (the open
+    device's in-process PTX compiler) for PTX up to IN_PROCESS_PTX_BYTES, else by ptxas.
+    Each stage's time is logged at DEBUG; `counters["ptxas_runs"]` counts the ptxas runs,
+    `counters["driver_links"]` the in-process ones. `host.store`, the offline cache, keeps
+    the part of libdevice codegen calls (`nvptx.codegen_math_bitcode`) and each of its
+    functions optimised for `sm` (`nvptx_math.math_piece`)."""
     t0 = time.perf_counter()
     ptx = nvptx.compile_ptx(module, sm, host)
     t1 = time.perf_counter()
-    cubin = nvptx.assemble(ptx, sm)
+    cubin, how = None, "ptxas"
+    if link is not None and len(ptx) <= IN_PROCESS_PTX_BYTES:
+        cubin, how = link(ptx), "driver_links"
+    if cubin is None:
+        cubin, how = nvptx.assemble(ptx, sm), "ptxas_runs"
     t2 = time.perf_counter()
     if counters is not None and cubin is not None:
-        counters["ptxas_runs"] = counters.get("ptxas_runs", 0) + 1
+        counters[how] = counters.get(how, 0) + 1
     name = getattr(module, "name", "module")
+    tool = "driver's PTX compiler" if how == "driver_links" else "ptxas"
     logger.debug("%s: LLVM -> PTX %.1f ms (%d bytes), %s", name, (t1 - t0) * 1e3, len(ptx),
-                 f"ptxas {(t2 - t1) * 1e3:.1f} ms ({len(cubin)}-byte cubin for sm_{sm})"
+                 f"{tool} {(t2 - t1) * 1e3:.1f} ms ({len(cubin)}-byte cubin for sm_{sm})"
                  if cubin is not None else "no ptxas: the driver compiles the PTX at load")
     return pack_artifact(ptx, cubin)
 
@@ -147,6 +162,28 @@ class CudaDriver(StreamDriver):
         self._modules.append(module)
         return module
 
+    def link_ptx(self, ptx: str) -> bytes | None:
+        """A cubin for this device made of `ptx` by the driver's PTX compiler, in this
+        process (cuLinkCreate, cuLinkAddData, cuLinkComplete); None when the driver refuses
+        it (then ptxas assembles it and reports what was wrong)."""
+        cu, ok = self.lib, self._success
+        self.bind()
+        err, state = cu.cuLinkCreate(0, [], [])
+        if err != ok:
+            return None
+        try:
+            data = ptx.encode() + b"\0"
+            err, = cu.cuLinkAddData(state, cu.CUjitInputType.CU_JIT_INPUT_PTX, data, len(data),
+                                    b"jitrt", 0, [], [])
+            if err != ok:
+                return None
+            err, image, size = cu.cuLinkComplete(state)
+            if err != ok or not size:
+                return None
+            return ctypes.string_at(int(image), int(size))    # (freed with the state)
+        finally:
+            cu.cuLinkDestroy(state)
+
     def native_words(self) -> tuple[int, int, int, int] | None:
         """libcuda's cuLaunchKernel and cuCtxGetCurrent, the context and the stream, for the
         native GPU entry (the same library cuda-bindings loaded)."""
@@ -171,7 +208,7 @@ def open_device(device_id: int, host: HostServices = NO_SERVICES) -> GpuDevice:
                           f"driver {driver.driver_version}; {ptxas_version()}")
 
     def compile_fn(module: ir.Module) -> bytes:     # ptxas runs go in the device's counters
-        return compile_artifact(module, sm, device.counters, host)
+        return compile_artifact(module, sm, device.counters, host, driver.link_ptx)
 
     device = GpuDevice(device_id, driver, target, nvptx.codegen_target(), compile_fn, host)
     return device

@@ -75,7 +75,7 @@ class GpuDevice(Device):
         self.mirrors: list[DeviceMirror] = []
         self.counters: dict[str, int] = {"h2d_skipped": 0, "h2d_uploads": 0, "allocations": 0,
                                          "graph_instantiations": 0, "graph_updates": 0,
-                                         "graph_replays": 0, "ptxas_runs": 0,
+                                         "graph_replays": 0, "ptxas_runs": 0, "driver_links": 0,
                                          "module_loads": 0, "driver_jit_loads": 0}
         self.native_skips = (ctypes.c_int64 * 1)()   # h2d_skipped of native launches
         self._native: Any = False         # False: not looked at yet; None: no native launches
