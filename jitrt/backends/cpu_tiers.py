@@ -176,17 +176,16 @@ def _warm_up() -> None:
         log.logger.debug("LLVM warm-up failed: %s", exc)
 
 
-
 def end_before_native_destructors() -> bool:
     """Interpreter exit while the background thread is inside LLVM: the C library's exit
     runs shared libraries' static destructors after Python has finalized, and LLVM's global
     state then goes away under the compile still running (an assertion in LLVM's code
     generator or a segmentation fault at exit: 5 of 60 runs of a short script, two at a
-    time, on the development VM). So the process ends at the start of the C library's exit handlers:
-    `_exit(status)` registered with glibc's `on_exit`, which runs before the handlers
-    registered earlier (the libraries' destructors) and passes the exit status on. Python's
-    own finalization (its atexit functions, flushing sys.stdout and sys.stderr) has run by
-    then. False where the C library has no `on_exit` (then exit goes on as before)."""
+    time, on the development VM). So the process ends at the start of the C library's exit
+    handlers: `_exit(status)` registered with glibc's `on_exit`, which runs before the
+    handlers registered earlier (the libraries' destructors) and passes the exit status on.
+    Python's own finalization (its atexit functions, flushing sys.stdout and sys.stderr) has
+    run by then. False where the C library has no `on_exit` (then exit goes on as before)."""
     try:
         libc = ctypes.CDLL(None)
         on_exit, end = libc.on_exit, libc._exit
@@ -196,6 +195,7 @@ def end_before_native_destructors() -> bool:
     on_exit.restype = ctypes.c_int
     # `_exit(int)` called as on_exit's `void (*)(int status, void *arg)`: arg goes unread
     return bool(on_exit(ctypes.cast(end, ctypes.c_void_p), None) == 0)
+
 
 class _ThreadLLVM:
     """The background thread's LLVM context and target machine (its own: LLVM allows one

@@ -63,16 +63,16 @@ def compile_artifact(module: Any, sm: int, counters: dict[str, int] | None = Non
     t0 = time.perf_counter()
     ptx = nvptx.compile_ptx(module, sm, host)
     t1 = time.perf_counter()
-    cubin, how = None, "ptxas"
-    if link is not None and len(ptx) <= IN_PROCESS_PTX_BYTES:
-        cubin, how = link(ptx), "driver_links"
+    in_process = link is not None and len(ptx) <= IN_PROCESS_PTX_BYTES
+    cubin = link(ptx) if link is not None and in_process else None
     if cubin is None:
-        cubin, how = nvptx.assemble(ptx, sm), "ptxas_runs"
+        in_process, cubin = False, nvptx.assemble(ptx, sm)
     t2 = time.perf_counter()
     if counters is not None and cubin is not None:
+        how = "driver_links" if in_process else "ptxas_runs"
         counters[how] = counters.get(how, 0) + 1
     name = getattr(module, "name", "module")
-    tool = "driver's PTX compiler" if how == "driver_links" else "ptxas"
+    tool = "driver's PTX compiler" if in_process else "ptxas"
     logger.debug("%s: LLVM -> PTX %.1f ms (%d bytes), %s", name, (t1 - t0) * 1e3, len(ptx),
                  f"{tool} {(t2 - t1) * 1e3:.1f} ms ({len(cubin)}-byte cubin for sm_{sm})"
                  if cubin is not None else "no ptxas: the driver compiles the PTX at load")

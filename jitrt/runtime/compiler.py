@@ -153,8 +153,9 @@ def stored(kernel: "KernelLike", params: tuple[n.Param, ...], name: str, ctx: Co
     record_manifest(kernel, name, warm, variant, key, ctx, template_values)
     artifact = rebind_sources(artifact, source_origins(kernel, ctx))
     if artifact.tier and tiers is not None:
+        from ..cache import finishing    # (a finisher compiling it: run the quick copy)
         if artifact.drops < FOREGROUND_AFTER_DROPS or not artifact.optimised_text or \
-                finisher_busy(program.cache_store.dir, key):
+                finishing.busy(program.cache_store.dir, key):
             return resume_tiered(tiers, kernel, params, ctx, kir, artifact, program, key,
                                  warm, start)
         artifact = optimised_now(artifact, program, key)
@@ -236,13 +237,6 @@ def keep_quick(store: Any, key: str, name: str, artifact: "Artifact") -> None:
     store.save(key, name, artifact)
     if artifact.optimised_text:
         finishing.note_dropped(store.dir, key)
-
-
-def finisher_busy(directory: Any, key: str) -> bool:
-    """Whether a finishing process compiles the entry's optimised copy now (then this process
-    runs the quick copy rather than compile it too, in the foreground)."""
-    from ..cache import finishing
-    return finishing.busy(directory, key)
 
 
 def start_finishers() -> None:

@@ -312,9 +312,9 @@ def record(kernel: Any, variant: str, key: str, field_objs: tuple[Any, ...],
     mine = dict(_origins(walk.funcs))
     # jitrt's own funcs (the simt tiles' methods) are fixed by the pre-key's hash of jitrt's
     # sources; every other func inlined must be one the walk found, at the same place
-    theirs = {q: o for q, o in origins.items() if not q.startswith("jitrt.")}
-    if not {q for q in used_funcs if not q.startswith("jitrt.")} <= set(mine) or any(
-            mine.get(q) != o for q, o in theirs.items()):
+    users = {q for q in used_funcs if not q.startswith("jitrt.")}
+    if not users <= set(mine) or any(mine.get(q) != o for q, o in origins.items()
+                                     if not q.startswith("jitrt.")):
         return None
     return Manifest(variant, key, tuple(checks), tuple(funcs), tuple(slots))
 
