@@ -78,3 +78,90 @@ def test_do_while_refusals(arch):
     flag = jr.ndarray(jr.i32, shape=())
     with pytest.raises(jr.KernelCompileError, match="top level of a @jr.kernel"):
         nested_in_for(flag)
+
+
+def test_repeated_calls_loop_on_the_device_where_graphs_hold_loops(arch):
+    """A second call with the same arguments replays one device graph where the device
+    builds loops (CUDA's conditional nodes: the flag is tested on the device, no read on the
+    host); elsewhere the host loop runs again. Either way each call loops as its flags say,
+    nested loops included, with the flags set from the host between calls."""
+    total = jr.field(jr.i32, shape=())
+
+    @jr.kernel(graph=True)
+    def nested(outer: jr.types.ndarray(jr.i32, ndim=0), inner: jr.types.ndarray(jr.i32, ndim=0),
+               n: jr.i32):
+        total[None] = 0
+        while jr.graph.do_while(outer):
+            inner[()] = n
+            while jr.graph.do_while(inner):
+                total[None] += 1
+                inner[()] -= 1
+            outer[()] -= 1
+
+    outer, inner = jr.ndarray(jr.i32, shape=()), jr.ndarray(jr.i32, shape=())
+    before = jr.debug.stats().get("graph_replays", 0)
+    for k in (4, 2, 7, 1):
+        outer[()] = k
+        nested(outer, inner, 3)
+        assert total[None] == 3 * k and outer[()] == 0 and inner[()] == 0
+    outer[()] = 2
+    nested(outer, inner, 5)                  # another n: recorded again, then replayed
+    assert total[None] == 10
+    outer[()] = 3
+    nested(outer, inner, 5)
+    assert total[None] == 15
+    replays = jr.debug.stats().get("graph_replays", 0) - before
+    program = jr.runtime.program.current()
+    assert replays == (4 if program.device.graph_loops else 0)
+
+
+def test_the_graph_of_a_do_while_kernel_on_a_driver_with_graph_loops(fakegpu_program,
+                                                                      monkeypatch):
+    """What a driver that builds graph loops is asked (the fake vendor made to say it does,
+    its loop calls logged): the first call runs the host loop and records; the second, same
+    arguments, is one graph launch whose capture holds the part before the loop, the
+    loop's body between `loop_begin` and `loop_end` (with the flag's device address), and
+    the part after it."""
+    lib, program = fakegpu_program
+    driver = program.device.driver
+    calls: list[tuple] = []
+    monkeypatch.setattr(type(driver), "graph_loops", property(lambda self: True))
+    monkeypatch.setattr(type(driver), "loop_prepare",
+                        lambda self, depth: calls.append(("prepare", depth)))
+    def begin(self):
+        calls.append(("begin",))
+        lib.log.append(("loop_begin", ()))
+        return None, None, None
+
+    def end(self, state, ptr):
+        calls.append(("end", ptr))
+        lib.log.append(("loop_end", ()))
+    monkeypatch.setattr(type(driver), "loop_begin", begin)
+    monkeypatch.setattr(type(driver), "loop_end", end)
+    x = jr.field(jr.i32, shape=4)
+
+    @jr.kernel(graph=True)
+    def count(flag: jr.types.ndarray(jr.i32, ndim=0)):
+        for i in range(4):
+            x[i] = 0
+        while jr.graph.do_while(flag):
+            for i in range(4):
+                x[i] += 1
+        for i in range(4):
+            x[i] *= 2
+
+    flag = jr.ndarray(jr.i32, shape=())
+    flag[()] = 0                       # (the fake runs no kernel: the flag stays 0)
+    count(flag)
+    assert calls == [("prepare", 1), ("begin",), ("end", program.device.data_ptr(flag))]
+    log_start = len(lib.log)
+    count(flag)                        # the same arguments: the graph
+    names = [name for name, _ in lib.log[log_start:]]
+    assert names.count("fgGraphLaunch") == 1 and "fgLaunchKernel" not in names
+    captured = [name for name, _ in lib.log if name in (
+        "fgStreamBeginCapture", "fgLaunchKernel", "fgStreamEndCapture", "loop_begin",
+        "loop_end")]
+    start = len(captured) - 1 - captured[::-1].index("fgStreamBeginCapture")
+    assert captured[start:] == ["fgStreamBeginCapture", "fgLaunchKernel", "loop_begin",
+                                "fgLaunchKernel", "loop_end", "fgLaunchKernel",
+                                "fgStreamEndCapture"]

@@ -350,6 +350,37 @@ def local_stack_rows(drv: Any, n: int) -> list[tuple[str, str, str, str]]:
              f"{times[0] / times[1]:.2f}x heap")]
 
 
+def graph_loop_rows(device: Any) -> list[tuple[str, str, str, str]]:
+    """A `graph=True` kernel with a `jr.graph.do_while` loop of 10 iterations: a call as one
+    device graph (the loop a conditional node, where the driver builds them) against the
+    host loop (one flag read and a wait per iteration)."""
+    from jitrt.quadrants.graph_loop import GraphLoopKernel
+    x = jr.ndarray(jr.f32, shape=(1024,))
+    flag = jr.ndarray(jr.i32, shape=())
+
+    def make() -> Any:
+        @jr.kernel(graph=True)
+        def loop(x: jr.types.ndarray(jr.f32, ndim=1), flag: jr.types.ndarray(jr.i32, ndim=0)):
+            while jr.graph.do_while(flag):
+                for i in range(x.shape[0]):
+                    x[i] += 1.0
+                for _ in range(1):
+                    flag[()] = flag[()] - 1
+        return loop
+    fast, slow = make(), make()
+    slow._misses = GraphLoopKernel.MISSES + 1      # the host loop for good
+
+    def call(kernel: Any) -> Callable[[], None]:
+        def run() -> None:
+            flag[()] = 10
+            kernel(x, flag)
+        return run
+    times = [per_call(call(k), device.driver.synchronize, 50) for k in (fast, slow)]
+    where = "device graph" if device.graph_loops else "host loop (no graph loops here)"
+    return [("do_while of 10 iterations: " + where, f"{times[0] * 1e6:.1f} us",
+             f"host loop {times[1] * 1e6:.1f} us", f"{times[0] / times[1]:.2f}x host loop")]
+
+
 def element_rows(device: Any) -> list[tuple[str, str, str, str]]:
     """Python-scope element access of device-newer data (issue 32): a read copies the
     element's bytes and synchronises once, a write is one small upload without waiting."""
@@ -398,7 +429,7 @@ def main() -> None:
     rows = launch_rows(device.driver) + saxpy_rows(device)
     rows += adstack_rows(device.driver, 1 << 20) + adstack_rows(device.driver, 1024)
     rows += local_stack_rows(device.driver, 1 << 20) + local_stack_rows(device.driver, 1024)
-    rows += data_op_rows(device) + element_rows(device)
+    rows += data_op_rows(device) + element_rows(device) + graph_loop_rows(device)
     stats = jr.debug.stats()
     rows.append(("context uploads skipped / done", f"{stats['h2d_skipped']} / "
                  f"{stats['h2d_uploads']}", f"device allocations {stats['allocations']}", ""))

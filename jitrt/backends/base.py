@@ -115,6 +115,26 @@ class HostBuffer(Protocol):
     ptr: int
 
 
+class GraphLoop:
+    """A device-side do-while in a recorded graph (`jr.graph.do_while`): the `body` (indices
+    of launch entries, and loops) runs, then again while the 4-byte flag of the jitrt
+    ndarray `flag` is non-zero (`Device.graph_loops` says whether a device builds them)."""
+
+    __slots__ = ("flag", "body")
+
+    def __init__(self, flag: Any, body: "list[int | GraphLoop]") -> None:
+        self.flag, self.body = flag, body
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GraphLoop) and other.flag is self.flag and \
+            other.body == self.body
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+GraphLayout = Sequence["int | GraphLoop"]
+
+
 class DeviceGraph(Protocol):
     """Launch entries replayed as one device graph (`jr.graph`)."""
 
@@ -203,10 +223,18 @@ class RunRole(abc.ABC):
         spec (context address -> maximum) and the capacity function (context, results, out
         addresses; None unless every stack is sizable)."""
 
-    def graph(self, entries: list[EntryPoint]) -> DeviceGraph | None:
-        """A device graph replaying these launch entries in order, or None where launches
-        are replayed one by one (the CPU)."""
+    def graph(self, entries: list[EntryPoint], layout: GraphLayout | None = None
+              ) -> DeviceGraph | None:
+        """A device graph replaying these launch entries in order (or as `layout` orders
+        them, with device-side loops, where `graph_loops`), or None where launches are
+        replayed one by one (the CPU)."""
         return None
+
+    @property
+    def graph_loops(self) -> bool:
+        """Whether `graph` builds a layout's loops on the device (CUDA's conditional
+        nodes); elsewhere a do-while loop's test runs on the host."""
+        return False
 
     def adstack_heap(self) -> AdStackHeap | None:
         """The program's adstack heap, None for the runtime's host heap."""

@@ -88,6 +88,57 @@ def ptxas_version() -> str:
     return out.strip().splitlines()[-1] if out.strip() else "ptxas"
 
 
+# `jr.graph.do_while`'s test at the end of a conditional node's body: handle = (*flag != 0);
+# and, before a loop nested in another's body, handle = 1 (a handle's default value is set once
+# a graph launch, not at each iteration of the loop around it)
+LOOP_TEST_PTX = """
+.version 8.0
+.target sm_SM
+.address_size 64
+.extern .func cudaGraphSetConditional
+(
+    .param .b64 handle,
+    .param .b32 value
+)
+;
+.visible .entry jitrt_loop_test(.param .u64 flag, .param .u64 handle)
+{
+    .reg .b64 %rd<4>;
+    .reg .b32 %r<3>;
+    .reg .pred %p;
+    ld.param.u64 %rd1, [flag];
+    ld.param.u64 %rd2, [handle];
+    cvta.to.global.u64 %rd3, %rd1;
+    ld.volatile.global.u32 %r1, [%rd3];
+    setp.ne.s32 %p, %r1, 0;
+    selp.u32 %r2, 1, 0, %p;
+    {
+    .param .b64 param0;
+    st.param.b64 [param0], %rd2;
+    .param .b32 param1;
+    st.param.b32 [param1], %r2;
+    call.uni cudaGraphSetConditional, (param0, param1);
+    }
+    ret;
+}
+.visible .entry jitrt_loop_enter(.param .u64 handle)
+{
+    .reg .b64 %rd<2>;
+    .reg .b32 %r<2>;
+    ld.param.u64 %rd1, [handle];
+    mov.u32 %r1, 1;
+    {
+    .param .b64 param0;
+    st.param.b64 [param0], %rd1;
+    .param .b32 param1;
+    st.param.b32 [param1], %r1;
+    call.uni cudaGraphSetConditional, (param0, param1);
+    }
+    ret;
+}
+"""
+
+
 class CudaError(RuntimeError):
     pass
 
@@ -132,6 +183,10 @@ class CudaDriver(StreamDriver):
 
     def __init__(self, device_id: int) -> None:
         from cuda.bindings import driver as cu
+        # graph loops (`loop_prepare`): the loop test kernel, a capture stream per level
+        self._loop_fns: tuple[Any, Any] | None = None
+        self._loop_streams: list[Any] = []
+        self._loop_level = 0
         super().__init__(cu, device_id)
 
     def open(self, device_id: int) -> Any:
@@ -183,6 +238,97 @@ class CudaDriver(StreamDriver):
             return ctypes.string_at(int(image), int(size))    # (freed with the state)
         finally:
             cu.cuLinkDestroy(state)
+
+    # ---- device-side loops of graphs (`jr.graph.do_while`) --------------------------------
+    @property
+    def graph_loops(self) -> bool:
+        """Conditional WHILE nodes: CUDA 12.3 drivers and later."""
+        return int(self.driver_version) >= 12030
+
+    def loop_prepare(self, depth: int) -> None:
+        """Before a capture with loops nested `depth` deep: the loop test kernel loaded and
+        a stream per level made (neither may happen while a stream captures)."""
+        self._loop_kernels()
+        while len(self._loop_streams) < depth:
+            self._loop_streams.append(self.checked("cuStreamCreate",
+                                                   self.api.stream_flags(self.lib)))
+
+    def loop_begin(self) -> tuple[Any, Any, Any]:
+        """Inside a capture on the current stream: a conditional WHILE node after what was
+        captured so far, whose handle starts at 1 at each launch (a do-while: the body runs
+        once before the test); the node's body graph is captured from here on, on a stream
+        of its own (`loop_prepare`'s), which becomes the current stream. Returns what
+        `loop_end` needs."""
+        cu = self.lib
+        graph = self.check(cu.cuStreamGetCaptureInfo(self.cur[0]), "cuStreamGetCaptureInfo")[2]
+        handle = self.checked("cuGraphConditionalHandleCreate", graph, self.context, 1,
+                              cu.CU_GRAPH_COND_ASSIGN_DEFAULT)
+        if self._loop_level:        # inside another loop's body: 1 again at each iteration
+            self._launch_loop_kernel(self._loop_kernels()[1], int(handle))
+        capture = self.check(cu.cuStreamGetCaptureInfo(self.cur[0]), "cuStreamGetCaptureInfo")
+        deps, edges = list(capture[3]), capture[4]
+        params = cu.CUgraphNodeParams()
+        params.type = cu.CUgraphNodeType.CU_GRAPH_NODE_TYPE_CONDITIONAL
+        params.conditional.handle = handle
+        params.conditional.type = cu.CUgraphConditionalNodeType.CU_GRAPH_COND_TYPE_WHILE
+        params.conditional.size = 1
+        params.conditional.ctx = self.context
+        try:        # cuda-bindings 13: edge data beside the dependencies; 12: none
+            node = self.checked("cuGraphAddNode", graph, deps, edges or None, len(deps), params)
+        except TypeError:
+            node = self.checked("cuGraphAddNode", graph, deps, len(deps), params)
+        flags = cu.CUstreamUpdateCaptureDependencies_flags.CU_STREAM_SET_CAPTURE_DEPENDENCIES
+        try:
+            self.checked("cuStreamUpdateCaptureDependencies", self.cur[0], [node], None, 1,
+                         flags)
+        except TypeError:
+            self.checked("cuStreamUpdateCaptureDependencies", self.cur[0], [node], 1, flags)
+        level = self._loop_level
+        body = self._loop_streams[level]
+        self._loop_level = level + 1
+        self.checked("cuStreamBeginCaptureToGraph", body, params.conditional.phGraph_out[0],
+                     None, None, 0, self.api.capture_mode(cu))
+        outer = self.cur[0]
+        self.cur[0] = body
+        return handle, body, outer
+
+    def loop_end(self, state: tuple[Any, Any, Any], flag_ptr: int) -> None:
+        """The end of a `loop_begin` body: a one-thread kernel reads the 4-byte flag at
+        `flag_ptr` and sets the loop's handle to (flag != 0); the body's capture ends and
+        the outer stream is current again."""
+        handle, body, outer = state
+        try:
+            self._launch_loop_kernel(self._loop_kernels()[0], flag_ptr, int(handle))
+        finally:
+            self.cur[0] = outer
+            self._loop_level -= 1
+            self.check(self.lib.cuStreamEndCapture(body), "cuStreamEndCapture (loop body)")
+
+    def close(self) -> None:
+        for stream in self._loop_streams:
+            self.call(self.api.stream_destroy, stream)
+        self._loop_streams.clear()
+        self._loop_fns = None              # (their module goes with the others)
+        super().close()
+
+    def _loop_kernels(self) -> tuple[Any, Any]:
+        """The loop test and loop entry kernels (PTX written here: calls of the device
+        runtime's `cudaGraphSetConditional`, which ptxas and the driver resolve themselves)."""
+        found = self._loop_fns
+        if found is None:
+            ptx = LOOP_TEST_PTX.replace("sm_SM", f"sm_{self.sm}")
+            cubin = self.link_ptx(ptx) or nvptx.assemble(ptx, self.sm)
+            module = self.load_module(pack_artifact(ptx, cubin))
+            found = self._loop_fns = (self.function(module, "jitrt_loop_test"),
+                                      self.function(module, "jitrt_loop_enter"))
+        return found
+
+    def _launch_loop_kernel(self, function: Any, *words: int) -> None:
+        """One thread of `function` on the current stream, its parameters 8-byte words."""
+        values = (ctypes.c_uint64 * len(words))(*words)
+        base = ctypes.addressof(values)
+        params = (ctypes.c_void_p * len(words))(*(base + 8 * i for i in range(len(words))))
+        self.launch(function, 1, 1, ctypes.addressof(params))
 
     def native_words(self) -> tuple[int, int, int, int] | None:
         """libcuda's cuLaunchKernel and cuCtxGetCurrent, the context and the stream, for the

@@ -34,7 +34,8 @@ from ..native import launch_table as lt
 from ..codegen.targets import Target as CodegenTarget
 from ..launch_plan import LaunchPlan
 from . import gpu_fill, gpu_tasks
-from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, Handle, HostServices,
+from .base import (NO_SERVICES, Device, DeviceTarget, EntryPoint, GraphLayout, Handle,
+                   HostServices,
                    LaunchContext, Reducer, Required)
 from .gpu_driver import GpuDriver, handle_int
 from .gpu_faults import check_status, raise_status, read_status
@@ -171,9 +172,15 @@ class GpuDevice(Device):
                                          nstacks) if sizable else None
         return reducers, required
 
-    def graph(self, entries: list[EntryPoint]) -> GpuGraph:
-        """A device graph of these launch entries, in order (`jr.graph`)."""
-        return GpuGraph(self, entries)
+    def graph(self, entries: list[EntryPoint], layout: GraphLayout | None = None
+              ) -> GpuGraph:
+        """A device graph of these launch entries, in order or as `layout` orders them
+        (`jr.graph`; a `jr.graph.do_while` kernel's loops)."""
+        return GpuGraph(self, entries, layout)
+
+    @property
+    def graph_loops(self) -> bool:
+        return self.driver.graph_loops
 
     def adstack_heap(self) -> GpuHeap:
         return GpuHeap(self)

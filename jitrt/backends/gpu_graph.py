@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 from typing import TYPE_CHECKING, Any, Sequence, cast
 
-from .base import EntryPoint
+from .base import EntryPoint, GraphLayout, GraphLoop
 from .gpu_residency import unique
 from .gpu_staging import copy_back
 
@@ -26,9 +26,12 @@ class GpuGraph:
     arguments and updates the instantiated graph in place (instantiating again only when the
     driver refuses the update)."""
 
-    def __init__(self, device: "GpuDevice", entries: Sequence[EntryPoint]) -> None:
+    def __init__(self, device: "GpuDevice", entries: Sequence[EntryPoint],
+                 layout: GraphLayout | None = None) -> None:
         self.device = device
         self.exec: object = None       # the instantiated graph (the driver's handle)
+        # the entries' order, with device-side loops (`GraphLoop`); None: in order
+        self.layout = layout
         self.update(entries)
 
     def update(self, launches: Sequence[EntryPoint]) -> None:
@@ -36,10 +39,14 @@ class GpuGraph:
         entries = cast("list[GpuLaunch]", launches)     # what this device's launch_entry made
         for entry in entries:
             entry.prepare()
+        flags = _flags(self.layout or ())
+        if flags:           # device memory, the loop test and its streams: not in a capture
+            for flag in flags:
+                device.data_ptr(flag)
+            driver.loop_prepare(_depth(self.layout or ()))
         driver.begin_capture()
         try:
-            for entry in entries:
-                device.run_tasks(entry.plan, entry.context)
+            self._capture(entries, range(len(entries)) if self.layout is None else self.layout)
         finally:
             graph = driver.end_capture()
         if self.exec is not None and driver.exec_update(self.exec, graph):
@@ -54,9 +61,27 @@ class GpuGraph:
         # what each captured launch's parameters were (a graph holds them by value)
         self.captured = {id(e): ctypes.string_at(e.context.addr, 8 * e.slots)
                          for e in entries}
-        self.mirrors = unique([m for e in entries for m in e.inputs])
+        # a flag the host wrote goes up before a replay, as any input
+        self.mirrors = unique([m for e in entries for m in e.inputs] +
+                              [flag._mirror for flag in flags])
         self.written = unique([m for e in entries for m in e.outputs])
         self.staged = [e for e in entries if e.staging]
+
+    def _capture(self, entries: "list[GpuLaunch]", layout: "GraphLayout | range") -> None:
+        """Each entry's tasks on the stream, in the layout's order; a loop's body is
+        captured into a conditional node of its own, its test at its end (the driver's
+        `loop_begin` / `loop_end`)."""
+        device = self.device
+        for item in layout:
+            if isinstance(item, GraphLoop):
+                state = device.driver.loop_begin()
+                try:
+                    self._capture(entries, item.body)
+                finally:
+                    device.driver.loop_end(state, device.data_ptr(item.flag))
+            else:
+                entry = entries[item]
+                device.run_tasks(entry.plan, entry.context)
 
     def recapture_if_changed(self, launches: Sequence[EntryPoint]) -> None:
         """Before a replay: if a launch's context changed since the capture (an adstack
@@ -83,3 +108,18 @@ class GpuGraph:
         if self.exec is not None and not self.device.closed:
             self.device.driver.destroy_exec(self.exec)
         self.exec = None
+
+
+def _flags(layout: GraphLayout) -> list[Any]:
+    """The flag arrays of a layout's loops, nested ones too."""
+    found: list[Any] = []
+    for item in layout:
+        if isinstance(item, GraphLoop):
+            found += [item.flag] + _flags(item.body)
+    return found
+
+
+def _depth(layout: GraphLayout) -> int:
+    """How deep a layout's loops nest."""
+    return max((1 + _depth(item.body) for item in layout if isinstance(item, GraphLoop)),
+               default=0)

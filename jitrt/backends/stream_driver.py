@@ -216,6 +216,20 @@ class StreamDriver:
         return int(self.checked(self.api.attribute, which, self.device))
 
     # ---- code -----------------------------------------------------------------------------
+    @property
+    def graph_loops(self) -> bool:
+        """Whether a capture can hold device-side loops (`loop_begin`/`loop_end`)."""
+        return False
+
+    def loop_prepare(self, depth: int) -> None:
+        raise self.error(f"{self.name}: no device-side loops in graphs")
+
+    def loop_begin(self) -> tuple[Any, Any, Any]:
+        raise self.error(f"{self.name}: no device-side loops in graphs")
+
+    def loop_end(self, state: tuple[Any, Any, Any], flag_ptr: int) -> None:
+        raise self.error(f"{self.name}: no device-side loops in graphs")
+
     def function(self, module: Any, name: str) -> Any:
         """The handle of kernel `name` in `module`."""
         api = self.api.module_function

@@ -155,7 +155,79 @@ class GraphLoopKernel:
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         call = self.signature.bind(*args, **kwargs)
-        self._run(self.parts, args, kwargs, call.arguments)
+        if not self._device_loops(args, kwargs, call.arguments):
+            self._run(self.parts, args, kwargs, call.arguments)
+
+    # ---- on a GPU whose graphs hold loops (CUDA's conditional nodes) --------------------
+    MISSES = 3       # calls in a row with other arguments before recording stops for good
+
+    _graph: Any = None
+    _state: Any = ()
+    _misses = 0
+
+    def _device_loops(self, args: tuple, kwargs: dict, named: dict) -> bool:
+        """The call as one device graph whose loops run on the device (no flag read on the
+        host): recorded at a call (the parts run as usual, each loop's first iteration
+        recorded as its body), replayed at each later call with the same arguments (as a
+        `KernelGraph`). False where the host-side loop runs: not a GPU with graph loops,
+        inside a Tape or a recording graph, under the profiler, a flag that is not a jitrt
+        ndarray, or arguments that changed at MISSES calls in a row."""
+        from ..runtime import graph as graph_mod
+        from ..runtime import program as program_mod
+        program = program_mod.current()
+        if self._misses > self.MISSES or not program.stream_gpu or \
+                not program.device.graph_loops or program.tape is not None or \
+                program.profile is not None or not all(
+                    hasattr(named.get(f), "_mirror") for f in _flag_names(self.parts)):
+            return False
+        g = self._graph
+        if g is None or g.program is not program:
+            g = self._graph = graph_mod.Graph(None)
+            self._misses = 0
+        state = graph_mod.arg_state((args, kwargs))
+        if g.launches and g._current() and graph_mod.same_state(state, self._state):
+            self._misses = 0
+            g._replay()
+            return True
+        if g.launches:
+            self._misses += 1
+            if self._misses > self.MISSES:
+                g.release()
+                self._graph = None
+                return False
+        g._begin()
+        try:
+            layout = self._record(self.parts, args, kwargs, named, g)
+        finally:
+            records = g._end()
+        g.layout = layout
+        g._build(records)
+        self._state = state
+        return True
+
+    def _record(self, parts: list[Part], args: tuple, kwargs: dict, named: dict,
+                g: Any) -> list[Any]:
+        """Run `parts` as `_run` does while `g` records, and return their layout: the
+        indices of the recorded launches, a loop as a `GraphLoop` of its first iteration's
+        (later iterations run unrecorded: the same launches again)."""
+        from ..backends.base import GraphLoop
+        recorder, program = g._recorder, g.program
+        layout: list[Any] = []
+        for p in parts:
+            if isinstance(p, _Run):
+                start = len(recorder.launches)
+                p.kernel(*args, **kwargs)
+                layout += range(start, len(recorder.launches))
+                continue
+            layout.append(GraphLoop(named[p.flag], self._record(p.parts, args, kwargs,
+                                                                named, g)))
+            program.stop_recording()
+            try:
+                while flag_value(named[p.flag], p.flag, self.qualname):
+                    self._run(p.parts, args, kwargs, named)
+            finally:
+                program.start_recording(recorder)
+        return layout
 
     def _run(self, parts: list[Part], args: tuple, kwargs: dict, named: dict) -> None:
         for p in parts:
@@ -169,6 +241,15 @@ class GraphLoopKernel:
 
     def __repr__(self) -> str:
         return f"<jitrt kernel {self.qualname} (graph do_while)>"
+
+
+def _flag_names(parts: list[Part]) -> list[str]:
+    """The flags of the loops among `parts`, nested ones too."""
+    found: list[str] = []
+    for p in parts:
+        if isinstance(p, _Loop):
+            found += [p.flag] + _flag_names(p.parts)
+    return found
 
 
 def flag_value(v: Any, name: str, where: str) -> int:

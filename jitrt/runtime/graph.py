@@ -59,6 +59,10 @@ class Graph:
         self.counts: list[Any] = []
         self.sized: list[BoundLaunch] = []
         self._recorder: _Recorder | None = None
+        # the launches' order with device-side loops (`GraphLoop`s of a do_while kernel,
+        # `quadrants/graph_loop.py`); None: in order
+        self.layout: Any = None
+        self._built_layout: Any = None
 
     # ---- recording ----------------------------------------------------------------------
     def __enter__(self) -> "Graph":
@@ -91,7 +95,8 @@ class Graph:
     def _build(self, records: list[tuple[Any, list[Any], Any]]) -> None:
         program = self.program
         kernels = [(k, h) for k, _, h in records]
-        if self.launches and kernels == self.kernels:          # same launches: rebind
+        if self.launches and kernels == self.kernels and self.layout == self._built_layout:
+            # same launches: rebind
             for bound, (_, values, _) in zip(self.launches, records):
                 for i, v in enumerate(values):
                     if v is not bound.values[i] and not (
@@ -107,7 +112,9 @@ class Graph:
                                              for p, v in zip(h.compiled.params, values)])
                              for _, values, h in records]
             self.kernels = kernels
-            self.device_graph = program.device.graph([b.entry for b in self.launches])
+            self.device_graph = program.device.graph([b.entry for b in self.launches],
+                                                     self.layout)
+            self._built_layout = self.layout
         self.bumps = [obj for b in self.launches for obj in b.generation_bumps()]
         self.counts = [b.handle.launch_count for b in self.launches]
         self.sized = [b for b in self.launches if b.size_check is not None]
