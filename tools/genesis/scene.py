@@ -274,6 +274,17 @@ def _override_init(options: dict[str, str]) -> None:
     qd.init = overridden
 
 
+def _graph_counts(after: str) -> None:
+    """jitrt's graph counters so far (`RESULT graphs`; nothing on Quadrants): recordings,
+    in-place updates and replays of `graph=True` kernels' graphs."""
+    jr = sys.modules.get("jitrt")
+    if jr is not None:
+        stats = jr.debug.stats()
+        print(f"RESULT graphs after {after}: " + " ".join(
+            f"{k} {stats.get(k, 0)}" for k in ("graph_instantiations", "graph_updates",
+                                               "graph_replays")), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=200)
@@ -314,9 +325,11 @@ def main() -> None:
     before_step = _control(scene, body, args.scene, args.n_envs)
     tracer = _tracer(scene, body, args)
     times = _stage("steps", _steps, scene, args.steps, before_step, tracer)
+    _graph_counts("steps")
     if args.timed_steps:
         synced = _stage("timed", _timed_steps, scene, args.timed_steps)
         print(f"RESULT synced_ms_per_step {synced * 1e3:.4f}")
+        _graph_counts("timed")
     if args.profile_steps:
         _stage("profiled", _profiled_steps, scene, args.profile_steps, names)
     pos = [float(v) for v in body.get_pos().reshape(-1, 3)[0]]
@@ -326,6 +339,8 @@ def main() -> None:
     print(f"RESULT first_step_ms {times[0] * 1e3:.3f}")
     print(f"RESULT median_step_ms_second_half {tail[len(tail) // 2] * 1e3:.4f}")
     print(f"RESULT mean_step_ms_second_half {sum(tail) / len(tail) * 1e3:.4f}")
+    slowest = sorted(range(len(times)), key=lambda i: -times[i])[:5]
+    print("RESULT slowest_steps_ms " + " ".join(f"#{i}:{times[i] * 1e3:.2f}" for i in slowest))
 
 
 if __name__ == "__main__":
