@@ -33,9 +33,9 @@ def test_do_while_repeats_until_the_flag_is_zero(arch):
     assert flag[()] == 0
 
 
-def test_nested_do_while_and_numpy_flags(arch):
-    total = jr.field(jr.i32, shape=())
-
+def nested_loops(total):
+    """A graph kernel with a do_while loop nested in another: `total` counts the runs of the
+    inner body (n for each outer iteration)."""
     @jr.kernel(graph=True)
     def nested(outer: jr.types.ndarray(jr.i32, ndim=0), inner: jr.types.ndarray(jr.i32, ndim=0),
                n: jr.i32):
@@ -46,6 +46,13 @@ def test_nested_do_while_and_numpy_flags(arch):
                 total[None] += 1
                 inner[()] -= 1
             outer[()] -= 1
+
+    return nested
+
+
+def test_nested_do_while_and_numpy_flags(arch):
+    total = jr.field(jr.i32, shape=())
+    nested = nested_loops(total)
 
     outer = jr.ndarray(jr.i32, shape=())
     inner = jr.ndarray(jr.i32, shape=())
@@ -86,17 +93,7 @@ def test_repeated_calls_loop_on_the_device_where_graphs_hold_loops(arch):
     host); elsewhere the host loop runs again. Either way each call loops as its flags say,
     nested loops included, with the flags set from the host between calls."""
     total = jr.field(jr.i32, shape=())
-
-    @jr.kernel(graph=True)
-    def nested(outer: jr.types.ndarray(jr.i32, ndim=0), inner: jr.types.ndarray(jr.i32, ndim=0),
-               n: jr.i32):
-        total[None] = 0
-        while jr.graph.do_while(outer):
-            inner[()] = n
-            while jr.graph.do_while(inner):
-                total[None] += 1
-                inner[()] -= 1
-            outer[()] -= 1
+    nested = nested_loops(total)
 
     outer, inner = jr.ndarray(jr.i32, shape=()), jr.ndarray(jr.i32, shape=())
     before = jr.debug.stats().get("graph_replays", 0)

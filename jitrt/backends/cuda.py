@@ -88,10 +88,11 @@ def ptxas_version() -> str:
     return out.strip().splitlines()[-1] if out.strip() else "ptxas"
 
 
-# `jr.graph.do_while`'s test at the end of a conditional node's body: handle = (*flag != 0);
-# and, before a loop nested in another's body, handle = 1 (a handle's default value is set once
-# a graph launch, not at each iteration of the loop around it)
-LOOP_TEST_PTX = """
+# `jr.graph.do_while`'s loop handle set on the device: at the end of a conditional node's body
+# to (*flag != 0), the loop's test; with a null flag to 1, before a loop nested in another's
+# body (a handle's default value is applied once a graph launch, not at each iteration of the
+# loop around it)
+LOOP_SET_PTX = """
 .version 8.0
 .target sm_SM
 .address_size 64
@@ -101,37 +102,26 @@ LOOP_TEST_PTX = """
     .param .b32 value
 )
 ;
-.visible .entry jitrt_loop_test(.param .u64 flag, .param .u64 handle)
+.visible .entry jitrt_loop_set(.param .u64 flag, .param .u64 handle)
 {
     .reg .b64 %rd<4>;
     .reg .b32 %r<3>;
-    .reg .pred %p;
+    .reg .pred %p<3>;
     ld.param.u64 %rd1, [flag];
     ld.param.u64 %rd2, [handle];
+    mov.u32 %r2, 1;
+    setp.eq.u64 %p1, %rd1, 0;
+    @%p1 bra SET;
     cvta.to.global.u64 %rd3, %rd1;
     ld.volatile.global.u32 %r1, [%rd3];
-    setp.ne.s32 %p, %r1, 0;
-    selp.u32 %r2, 1, 0, %p;
+    setp.ne.s32 %p2, %r1, 0;
+    selp.u32 %r2, 1, 0, %p2;
+SET:
     {
     .param .b64 param0;
     st.param.b64 [param0], %rd2;
     .param .b32 param1;
     st.param.b32 [param1], %r2;
-    call.uni cudaGraphSetConditional, (param0, param1);
-    }
-    ret;
-}
-.visible .entry jitrt_loop_enter(.param .u64 handle)
-{
-    .reg .b64 %rd<2>;
-    .reg .b32 %r<2>;
-    ld.param.u64 %rd1, [handle];
-    mov.u32 %r1, 1;
-    {
-    .param .b64 param0;
-    st.param.b64 [param0], %rd1;
-    .param .b32 param1;
-    st.param.b32 [param1], %r1;
     call.uni cudaGraphSetConditional, (param0, param1);
     }
     ret;
@@ -184,7 +174,7 @@ class CudaDriver(StreamDriver):
     def __init__(self, device_id: int) -> None:
         from cuda.bindings import driver as cu
         # graph loops (`loop_prepare`): the loop test kernel, a capture stream per level
-        self._loop_fns: tuple[Any, Any] | None = None
+        self._loop_set_fn: Any = None
         self._loop_streams: list[Any] = []
         self._loop_level = 0
         super().__init__(cu, device_id)
@@ -248,7 +238,7 @@ class CudaDriver(StreamDriver):
     def loop_prepare(self, depth: int) -> None:
         """Before a capture with loops nested `depth` deep: the loop test kernel loaded and
         a stream per level made (neither may happen while a stream captures)."""
-        self._loop_kernels()
+        self._loop_set()
         while len(self._loop_streams) < depth:
             self._loop_streams.append(self.checked("cuStreamCreate",
                                                    self.api.stream_flags(self.lib)))
@@ -264,7 +254,7 @@ class CudaDriver(StreamDriver):
         handle = self.checked("cuGraphConditionalHandleCreate", graph, self.context, 1,
                               cu.CU_GRAPH_COND_ASSIGN_DEFAULT)
         if self._loop_level:        # inside another loop's body: 1 again at each iteration
-            self._launch_loop_kernel(self._loop_kernels()[1], int(handle))
+            self._launch_loop_set(0, int(handle))
         capture = self.check(cu.cuStreamGetCaptureInfo(self.cur[0]), "cuStreamGetCaptureInfo")
         deps, edges = list(capture[3]), capture[4]
         params = cu.CUgraphNodeParams()
@@ -298,7 +288,7 @@ class CudaDriver(StreamDriver):
         the outer stream is current again."""
         handle, body, outer = state
         try:
-            self._launch_loop_kernel(self._loop_kernels()[0], flag_ptr, int(handle))
+            self._launch_loop_set(flag_ptr, int(handle))
         finally:
             self.cur[0] = outer
             self._loop_level -= 1
@@ -308,27 +298,27 @@ class CudaDriver(StreamDriver):
         for stream in self._loop_streams:
             self.call(self.api.stream_destroy, stream)
         self._loop_streams.clear()
-        self._loop_fns = None              # (their module goes with the others)
+        self._loop_set_fn = None           # (its module goes with the others)
         super().close()
 
-    def _loop_kernels(self) -> tuple[Any, Any]:
-        """The loop test and loop entry kernels (PTX written here: calls of the device
-        runtime's `cudaGraphSetConditional`, which ptxas and the driver resolve themselves)."""
-        found = self._loop_fns
+    def _loop_set(self) -> Any:
+        """The loop handle's setter (`LOOP_SET_PTX`: a call of the device runtime's
+        `cudaGraphSetConditional`, which ptxas and the driver resolve themselves)."""
+        found = self._loop_set_fn
         if found is None:
-            ptx = LOOP_TEST_PTX.replace("sm_SM", f"sm_{self.sm}")
+            ptx = LOOP_SET_PTX.replace("sm_SM", f"sm_{self.sm}")
             cubin = self.link_ptx(ptx) or nvptx.assemble(ptx, self.sm)
             module = self.load_module(pack_artifact(ptx, cubin))
-            found = self._loop_fns = (self.function(module, "jitrt_loop_test"),
-                                      self.function(module, "jitrt_loop_enter"))
+            found = self._loop_set_fn = self.function(module, "jitrt_loop_set")
         return found
 
-    def _launch_loop_kernel(self, function: Any, *words: int) -> None:
-        """One thread of `function` on the current stream, its parameters 8-byte words."""
-        values = (ctypes.c_uint64 * len(words))(*words)
+    def _launch_loop_set(self, flag_ptr: int, handle: int) -> None:
+        """One thread of `jitrt_loop_set` on the current stream: the handle set to
+        (*flag_ptr != 0), or to 1 where `flag_ptr` is 0."""
+        values = (ctypes.c_uint64 * 2)(flag_ptr, handle)
         base = ctypes.addressof(values)
-        params = (ctypes.c_void_p * len(words))(*(base + 8 * i for i in range(len(words))))
-        self.launch(function, 1, 1, ctypes.addressof(params))
+        params = (ctypes.c_void_p * 2)(base, base + 8)
+        self.launch(self._loop_set(), 1, 1, ctypes.addressof(params))
 
     def native_words(self) -> tuple[int, int, int, int] | None:
         """libcuda's cuLaunchKernel and cuCtxGetCurrent, the context and the stream, for the

@@ -159,42 +159,31 @@ class GraphLoopKernel:
             self._run(self.parts, args, kwargs, call.arguments)
 
     # ---- on a GPU whose graphs hold loops (CUDA's conditional nodes) --------------------
-    MISSES = 3       # calls in a row with other arguments before recording stops for good
-
-    _graph: Any = None
-    _state: Any = ()
-    _misses = 0
+    _replays: Any = None
+    device_loops = True     # False: the host loop at every call (benchmarks/gpu/bench.py)
 
     def _device_loops(self, args: tuple, kwargs: dict, named: dict) -> bool:
         """The call as one device graph whose loops run on the device (no flag read on the
-        host): recorded at a call (the parts run as usual, each loop's first iteration
-        recorded as its body), replayed at each later call with the same arguments (as a
-        `KernelGraph`). False where the host-side loop runs: not a GPU with graph loops,
-        inside a Tape or a recording graph, under the profiler, a flag that is not a jitrt
-        ndarray, or arguments that changed at MISSES calls in a row."""
+        host), through a `KernelGraph`: recorded at a call (the parts run as usual, each
+        loop's first iteration recorded as its body, `_record_call`), replayed at each later
+        call with the same arguments. False where the host-side loop runs: not a GPU with
+        graph loops, a flag that is not a jitrt ndarray, and where a `KernelGraph` launches
+        as usual (a Tape or a recording graph, the profiler, arguments that changed at
+        `KernelGraph.MISSES` calls in a row)."""
         from ..runtime import graph as graph_mod
         from ..runtime import program as program_mod
         program = program_mod.current()
-        if self._misses > self.MISSES or not program.stream_gpu or \
-                not program.device.graph_loops or program.tape is not None or \
-                program.profile is not None or not all(
-                    hasattr(named.get(f), "_mirror") for f in _flag_names(self.parts)):
+        if not self.device_loops or not program.stream_gpu or \
+                not program.device.graph_loops or not all(
+                hasattr(named.get(f), "_mirror") for f in _flag_names(self.parts)):
             return False
-        g = self._graph
-        if g is None or g.program is not program:
-            g = self._graph = graph_mod.Graph(None)
-            self._misses = 0
-        state = graph_mod.arg_state((args, kwargs))
-        if g.launches and g._current() and graph_mod.same_state(state, self._state):
-            self._misses = 0
-            g._replay()
-            return True
-        if g.launches:
-            self._misses += 1
-            if self._misses > self.MISSES:
-                g.release()
-                self._graph = None
-                return False
+        if self._replays is None:
+            self._replays = graph_mod.KernelGraph(None, self._record_call)
+        return bool(self._replays.launch(args, kwargs))
+
+    def _record_call(self, g: Any, args: tuple, kwargs: dict) -> None:
+        """Record a call into `g`: its launches, and their layout with the loops."""
+        named = self.signature.bind(*args, **kwargs).arguments
         g._begin()
         try:
             layout = self._record(self.parts, args, kwargs, named, g)
@@ -202,8 +191,6 @@ class GraphLoopKernel:
             records = g._end()
         g.layout = layout
         g._build(records)
-        self._state = state
-        return True
 
     def _record(self, parts: list[Part], args: tuple, kwargs: dict, named: dict,
                 g: Any) -> list[Any]:

@@ -201,12 +201,16 @@ class KernelGraph:
     kernel profiler, and a kernel that returns a value; on the CPU it is never asked
     (`graph_call` becomes the kernel's `__call__` on GPU programs only, in
     `launcher.install_fast_path`). Caches: the graph of the current program, the state of
-    its arguments."""
+    its arguments. `record`, where given, records a call into the graph instead of
+    `Graph.record` (a `do_while` kernel's, `quadrants/graph_loop.py`)."""
 
     MISSES = 3
 
-    def __init__(self, kernel: Any) -> None:
+    def __init__(self, kernel: Any,
+                 record: Callable[[Graph, tuple[Any, ...], dict[str, Any]], None] | None = None
+                 ) -> None:
         self.kernel = kernel
+        self.record = record
         self.graph: Graph | None = None
         self.state: tuple[Any, ...] = ()
         self.misses = 0
@@ -235,7 +239,10 @@ class KernelGraph:
                 g.release()
                 self.graph = None
                 return False
-        g.record(*args, **kwargs)
+        if self.record is None:
+            g.record(*args, **kwargs)
+        else:
+            self.record(g, args, kwargs)
         self.state = state
         return True
 
