@@ -23,6 +23,7 @@ from ..errors import BackendUnavailableError
 from ..logger import logger
 from . import gpu_probe, nvptx
 from .base import NO_SERVICES, DeviceTarget, HostServices
+from .cuda_loops import GraphLoops
 from .gpu import GpuDevice
 from .stream_driver import StreamApi, StreamDriver
 
@@ -88,47 +89,6 @@ def ptxas_version() -> str:
     return out.strip().splitlines()[-1] if out.strip() else "ptxas"
 
 
-# `jr.graph.do_while`'s loop handle set on the device: at the end of a conditional node's body
-# to (*flag != 0), the loop's test; with a null flag to 1, before a loop nested in another's
-# body (a handle's default value is applied once a graph launch, not at each iteration of the
-# loop around it)
-LOOP_SET_PTX = """
-.version 8.0
-.target sm_SM
-.address_size 64
-.extern .func cudaGraphSetConditional
-(
-    .param .b64 handle,
-    .param .b32 value
-)
-;
-.visible .entry jitrt_loop_set(.param .u64 flag, .param .u64 handle)
-{
-    .reg .b64 %rd<4>;
-    .reg .b32 %r<3>;
-    .reg .pred %p<3>;
-    ld.param.u64 %rd1, [flag];
-    ld.param.u64 %rd2, [handle];
-    mov.u32 %r2, 1;
-    setp.eq.u64 %p1, %rd1, 0;
-    @%p1 bra SET;
-    cvta.to.global.u64 %rd3, %rd1;
-    ld.volatile.global.u32 %r1, [%rd3];
-    setp.ne.s32 %p2, %r1, 0;
-    selp.u32 %r2, 1, 0, %p2;
-SET:
-    {
-    .param .b64 param0;
-    st.param.b64 [param0], %rd2;
-    .param .b32 param1;
-    st.param.b32 [param1], %r2;
-    call.uni cudaGraphSetConditional, (param0, param1);
-    }
-    ret;
-}
-"""
-
-
 class CudaError(RuntimeError):
     pass
 
@@ -173,10 +133,7 @@ class CudaDriver(StreamDriver):
 
     def __init__(self, device_id: int) -> None:
         from cuda.bindings import driver as cu
-        # graph loops (`loop_prepare`): the loop test kernel, a capture stream per level
-        self._loop_set_fn: Any = None
-        self._loop_streams: list[Any] = []
-        self._loop_level = 0
+        self.loops = GraphLoops(self)
         super().__init__(cu, device_id)
 
     def open(self, device_id: int) -> Any:
@@ -229,96 +186,30 @@ class CudaDriver(StreamDriver):
         finally:
             cu.cuLinkDestroy(state)
 
-    # ---- device-side loops of graphs (`jr.graph.do_while`) --------------------------------
+    def load_ptx_function(self, ptx: str, name: str) -> Any:
+        """Kernel `name` of PTX written by hand (`cuda_loops.LOOP_SET_PTX`), assembled in the
+        process (else by ptxas) and loaded as a module of its own."""
+        cubin = self.link_ptx(ptx) or nvptx.assemble(ptx, self.sm)
+        return self.function(self.load_module(pack_artifact(ptx, cubin)), name)
+
+    # ---- device-side loops of graphs (`jr.graph.do_while`): `cuda_loops.GraphLoops` ------
     @property
     def graph_loops(self) -> bool:
         """Conditional WHILE nodes: CUDA 12.3 drivers and later."""
         return int(self.driver_version) >= 12030
 
     def loop_prepare(self, depth: int) -> None:
-        """Before a capture with loops nested `depth` deep: the loop test kernel loaded and
-        a stream per level made (neither may happen while a stream captures)."""
-        self._loop_set()
-        while len(self._loop_streams) < depth:
-            self._loop_streams.append(self.checked("cuStreamCreate",
-                                                   self.api.stream_flags(self.lib)))
+        self.loops.prepare(depth)
 
     def loop_begin(self) -> tuple[Any, Any, Any]:
-        """Inside a capture on the current stream: a conditional WHILE node after what was
-        captured so far, whose handle starts at 1 at each launch (a do-while: the body runs
-        once before the test); the node's body graph is captured from here on, on a stream
-        of its own (`loop_prepare`'s), which becomes the current stream. Returns what
-        `loop_end` needs."""
-        cu = self.lib
-        graph = self.check(cu.cuStreamGetCaptureInfo(self.cur[0]), "cuStreamGetCaptureInfo")[2]
-        handle = self.checked("cuGraphConditionalHandleCreate", graph, self.context, 1,
-                              cu.CU_GRAPH_COND_ASSIGN_DEFAULT)
-        if self._loop_level:        # inside another loop's body: 1 again at each iteration
-            self._launch_loop_set(0, int(handle))
-        capture = self.check(cu.cuStreamGetCaptureInfo(self.cur[0]), "cuStreamGetCaptureInfo")
-        deps, edges = list(capture[3]), capture[4]
-        params = cu.CUgraphNodeParams()
-        params.type = cu.CUgraphNodeType.CU_GRAPH_NODE_TYPE_CONDITIONAL
-        params.conditional.handle = handle
-        params.conditional.type = cu.CUgraphConditionalNodeType.CU_GRAPH_COND_TYPE_WHILE
-        params.conditional.size = 1
-        params.conditional.ctx = self.context
-        try:        # cuda-bindings 13: edge data beside the dependencies; 12: none
-            node = self.checked("cuGraphAddNode", graph, deps, edges or None, len(deps), params)
-        except TypeError:
-            node = self.checked("cuGraphAddNode", graph, deps, len(deps), params)
-        flags = cu.CUstreamUpdateCaptureDependencies_flags.CU_STREAM_SET_CAPTURE_DEPENDENCIES
-        try:
-            self.checked("cuStreamUpdateCaptureDependencies", self.cur[0], [node], None, 1,
-                         flags)
-        except TypeError:
-            self.checked("cuStreamUpdateCaptureDependencies", self.cur[0], [node], 1, flags)
-        level = self._loop_level
-        body = self._loop_streams[level]
-        self._loop_level = level + 1
-        self.checked("cuStreamBeginCaptureToGraph", body, params.conditional.phGraph_out[0],
-                     None, None, 0, self.api.capture_mode(cu))
-        outer = self.cur[0]
-        self.cur[0] = body
-        return handle, body, outer
+        return self.loops.begin()
 
     def loop_end(self, state: tuple[Any, Any, Any], flag_ptr: int) -> None:
-        """The end of a `loop_begin` body: a one-thread kernel reads the 4-byte flag at
-        `flag_ptr` and sets the loop's handle to (flag != 0); the body's capture ends and
-        the outer stream is current again."""
-        handle, body, outer = state
-        try:
-            self._launch_loop_set(flag_ptr, int(handle))
-        finally:
-            self.cur[0] = outer
-            self._loop_level -= 1
-            self.check(self.lib.cuStreamEndCapture(body), "cuStreamEndCapture (loop body)")
+        self.loops.end(state, flag_ptr)
 
     def close(self) -> None:
-        for stream in self._loop_streams:
-            self.call(self.api.stream_destroy, stream)
-        self._loop_streams.clear()
-        self._loop_set_fn = None           # (its module goes with the others)
+        self.loops.close()
         super().close()
-
-    def _loop_set(self) -> Any:
-        """The loop handle's setter (`LOOP_SET_PTX`: a call of the device runtime's
-        `cudaGraphSetConditional`, which ptxas and the driver resolve themselves)."""
-        found = self._loop_set_fn
-        if found is None:
-            ptx = LOOP_SET_PTX.replace("sm_SM", f"sm_{self.sm}")
-            cubin = self.link_ptx(ptx) or nvptx.assemble(ptx, self.sm)
-            module = self.load_module(pack_artifact(ptx, cubin))
-            found = self._loop_set_fn = self.function(module, "jitrt_loop_set")
-        return found
-
-    def _launch_loop_set(self, flag_ptr: int, handle: int) -> None:
-        """One thread of `jitrt_loop_set` on the current stream: the handle set to
-        (*flag_ptr != 0), or to 1 where `flag_ptr` is 0."""
-        values = (ctypes.c_uint64 * 2)(flag_ptr, handle)
-        base = ctypes.addressof(values)
-        params = (ctypes.c_void_p * 2)(base, base + 8)
-        self.launch(self._loop_set(), 1, 1, ctypes.addressof(params))
 
     def native_words(self) -> tuple[int, int, int, int] | None:
         """libcuda's cuLaunchKernel and cuCtxGetCurrent, the context and the stream, for the
