@@ -162,3 +162,48 @@ def test_the_graph_of_a_do_while_kernel_on_a_driver_with_graph_loops(fakegpu_pro
     assert captured[start:] == ["fgStreamBeginCapture", "fgLaunchKernel", "loop_begin",
                                 "fgLaunchKernel", "loop_end", "fgLaunchKernel",
                                 "fgStreamEndCapture"]
+
+
+def test_cuda_graph_loops_capture_nested_bodies_in_order():
+    """backends/cuda_loops.GraphLoops over a stand-in for the CUDA driver (its calls run only
+    on a GPU otherwise): each loop is a conditional node after what was captured so far, its
+    body captured on the stream of its nesting level; a nested loop sets its handle to 1 at
+    its entry (the setter launched with a null flag), each body ends with the setter reading
+    its flag, and the outer stream is current again after each end."""
+    from unittest import mock
+
+    from jitrt.backends.cuda_loops import GraphLoops
+    driver = mock.MagicMock()
+    driver.cur, driver.sm = ["outer stream"], 90
+    driver.check.side_effect = lambda result, what: result
+    driver.lib.cuStreamGetCaptureInfo.return_value = (0, 1, "graph", ["dep"], None, 1)
+    made = iter(["level 0", "level 1"])
+    handles = iter([11, 22])
+    driver.checked.side_effect = lambda name, *args: {
+        "cuStreamCreate": lambda: next(made),
+        "cuGraphConditionalHandleCreate": lambda: next(handles),
+        "cuGraphAddNode": lambda: "node"}.get(name, lambda: None)()
+    launched: list[tuple[int, int]] = []
+
+    def launch(function, grid, block, params):
+        import ctypes
+        words = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        launched.append(tuple(ctypes.c_uint64.from_address(words[i]).value for i in range(2)))
+    driver.launch.side_effect = launch
+    loops = GraphLoops(driver)
+    loops.prepare(2)
+    outer = loops.begin()
+    assert driver.cur == ["level 0"]
+    inner = loops.begin()
+    assert driver.cur == ["level 1"] and launched == [(0, 22)]     # the inner handle set to 1
+    loops.end(inner, 0x1000)
+    assert driver.cur == ["level 0"] and launched[-1] == (0x1000, 22)
+    loops.end(outer, 0x2000)
+    assert driver.cur == ["outer stream"] and launched[-1] == (0x2000, 11)
+    names = [c.args[0] for c in driver.checked.call_args_list]
+    assert names == ["cuStreamCreate", "cuStreamCreate"] + [
+        "cuGraphConditionalHandleCreate", "cuGraphAddNode", "cuStreamUpdateCaptureDependencies",
+        "cuStreamBeginCaptureToGraph"] * 2
+    assert [c.args[0] for c in driver.lib.cuStreamEndCapture.call_args_list] == [
+        "level 1", "level 0"]
+    assert driver.load_ptx_function.call_count == 1       # the setter loaded once
