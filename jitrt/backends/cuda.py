@@ -64,10 +64,10 @@ def compile_artifact(module: Any, sm: int, counters: dict[str, int] | None = Non
     t0 = time.perf_counter()
     ptx = nvptx.compile_ptx(module, sm, host)
     t1 = time.perf_counter()
-    in_process = link is not None and len(ptx) <= IN_PROCESS_PTX_BYTES
-    cubin = link(ptx) if link is not None and in_process else None
+    cubin = link(ptx) if link is not None and len(ptx) <= IN_PROCESS_PTX_BYTES else None
+    in_process = cubin is not None
     if cubin is None:
-        in_process, cubin = False, nvptx.assemble(ptx, sm)
+        cubin = nvptx.assemble(ptx, sm)
     t2 = time.perf_counter()
     if counters is not None and cubin is not None:
         how = "driver_links" if in_process else "ptxas_runs"

@@ -83,12 +83,13 @@ class GraphLoops:
         `end` needs."""
         d = self.driver
         cu = d.lib
-        graph = d.check(cu.cuStreamGetCaptureInfo(d.cur[0]), "cuStreamGetCaptureInfo")[2]
+        capture = d.check(cu.cuStreamGetCaptureInfo(d.cur[0]), "cuStreamGetCaptureInfo")
+        graph = capture[2]
         handle = d.checked("cuGraphConditionalHandleCreate", graph, d.context, 1,
                            cu.CU_GRAPH_COND_ASSIGN_DEFAULT)
         if self._level:        # inside another loop's body: 1 again at each iteration
-            self._launch_set(0, int(handle))
-        capture = d.check(cu.cuStreamGetCaptureInfo(d.cur[0]), "cuStreamGetCaptureInfo")
+            self._launch_set(0, int(handle))        # (the node then follows this launch)
+            capture = d.check(cu.cuStreamGetCaptureInfo(d.cur[0]), "cuStreamGetCaptureInfo")
         deps, edges = list(capture[3]), capture[4]
         params = cu.CUgraphNodeParams()
         params.type = cu.CUgraphNodeType.CU_GRAPH_NODE_TYPE_CONDITIONAL

@@ -21,10 +21,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-from typing import Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from ..errors import KernelSyntaxError
 from ..frontend.source import SourceInfo, capture
+
+if TYPE_CHECKING:
+    from ..runtime.graph import KernelGraph
 
 Part = Union["_Run", "_Loop"]
 
@@ -146,6 +149,7 @@ class GraphLoopKernel:
         src = capture(fn)
         params = set(self.signature.parameters)
         self.parts = split(list(src.tree.body), fn, src, params)
+        self.flags = _flag_names(self.parts)        # every loop's flag, nested ones too
         runs = _runs(self.parts)
         check_locals(runs, src, params)
         for k, r in enumerate(runs):
@@ -159,7 +163,7 @@ class GraphLoopKernel:
             self._run(self.parts, args, kwargs, call.arguments)
 
     # ---- on a GPU whose graphs hold loops (CUDA's conditional nodes) --------------------
-    _replays: Any = None
+    _replays: "KernelGraph | None" = None
     device_loops = True     # False: the host loop at every call (benchmarks/gpu/bench.py)
 
     def _device_loops(self, args: tuple, kwargs: dict, named: dict) -> bool:
@@ -175,11 +179,11 @@ class GraphLoopKernel:
         program = program_mod.current()
         if not self.device_loops or not program.stream_gpu or \
                 not program.device.graph_loops or not all(
-                hasattr(named.get(f), "_mirror") for f in _flag_names(self.parts)):
+                hasattr(named.get(f), "_mirror") for f in self.flags):
             return False
         if self._replays is None:
             self._replays = graph_mod.KernelGraph(None, self._record_call)
-        return bool(self._replays.launch(args, kwargs))
+        return self._replays.launch(args, kwargs)
 
     def _record_call(self, g: Any, args: tuple, kwargs: dict) -> None:
         """Record a call into `g`: its launches, and their layout with the loops."""
